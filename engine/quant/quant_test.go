@@ -172,19 +172,19 @@ func TestDequantizeHandBlocks(t *testing.T) {
 	q5k := make([]byte, 176)
 	put16(q5k, 1)
 	put16(q5k[2:], 1)
-	q5k[4+2] = 3             // scale 2 (chunk 1 low half)
-	q5k[4+6] = 1             // min 2
-	q5k[16+4] = 1 << 2       // qh bit u1 of chunk 1 for l=4
-	q5k[48+32+4] = 0x05      // chunk 1 low nibble for l=4
+	q5k[4+2] = 3        // scale 2 (chunk 1 low half)
+	q5k[4+6] = 1        // min 2
+	q5k[16+4] = 1 << 2  // qh bit u1 of chunk 1 for l=4
+	q5k[48+32+4] = 0x05 // chunk 1 low nibble for l=4
 	check("Q5_K", Q5_K, q5k, map[int]float32{64 + 4: 3*(5+16) - 1})
 
 	q6k := make([]byte, 210)
 	put16(q6k[208:], 0.5)
-	q6k[192+0] = 2              // scale for l<16 of y[0..31]
-	q6k[192+6] = byte(0xfd)     // -3: scale for y[96+l], l<16
-	q6k[0] = 0x3a               // ql[0]: low 0xa (y[0]), high 0x3 (y[64])
-	q6k[32] = 0x50              // ql[32]: high 5 -> y[96]
-	q6k[128] = 0x2<<6 | 0x1     // qh[0]: bits 0-1 =1 -> y[0]; bits 6-7 =2 -> y[96]
+	q6k[192+0] = 2          // scale for l<16 of y[0..31]
+	q6k[192+6] = byte(0xfd) // -3: scale for y[96+l], l<16
+	q6k[0] = 0x3a           // ql[0]: low 0xa (y[0]), high 0x3 (y[64])
+	q6k[32] = 0x50          // ql[32]: high 5 -> y[96]
+	q6k[128] = 0x2<<6 | 0x1 // qh[0]: bits 0-1 =1 -> y[0]; bits 6-7 =2 -> y[96]
 	check("Q6_K", Q6_K, q6k, map[int]float32{
 		0:  0.5 * 2 * float32(0xa|1<<4-32),
 		96: 0.5 * -3 * float32(0x5|2<<4-32),
