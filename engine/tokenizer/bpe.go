@@ -1,0 +1,163 @@
+package tokenizer
+
+import (
+	"container/heap"
+	"sync"
+)
+
+type bpeSymbol struct {
+	id         int32 // token id, or -1 when the symbol is not a token
+	start, end int   // byte range of the input
+	prev, next int
+}
+
+type bpeBigram struct {
+	left, right int
+	lid, rid    int32
+	rank        int32
+	result      int32
+}
+
+type bpeQueue []bpeBigram
+
+func (q bpeQueue) Len() int { return len(q) }
+func (q bpeQueue) Less(i, j int) bool {
+	if q[i].rank != q[j].rank {
+		return q[i].rank < q[j].rank
+	}
+	return q[i].left < q[j].left
+}
+func (q bpeQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *bpeQueue) Push(x any)   { *q = append(*q, x.(bpeBigram)) }
+func (q *bpeQueue) Pop() any {
+	old := *q
+	x := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return x
+}
+
+const (
+	maxCachedWords = 1 << 16
+	maxCachedLen   = 64
+)
+
+type cachedWord struct {
+	ids  []int32
+	ends []int32 // end of each token, relative to the word's start
+}
+
+// wordCache remembers how recent words were tokenized. It is bounded: when
+// full it is emptied and starts again.
+type wordCache struct {
+	mu sync.RWMutex
+	m  map[string]cachedWord
+}
+
+func (c *wordCache) load(word []byte) (cachedWord, bool) {
+	c.mu.RLock()
+	w, ok := c.m[string(word)]
+	c.mu.RUnlock()
+	return w, ok
+}
+
+func (c *wordCache) store(word string, w cachedWord) {
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= maxCachedWords {
+		c.m = make(map[string]cachedWord)
+	}
+	c.m[word] = w
+	c.mu.Unlock()
+}
+
+// encodeBPE follows llama.cpp's llm_tokenizer_bpe_session: pre-tokenize,
+// then within each piece start from single bytes (each one GPT-2 unicode
+// character) and apply the lowest-ranked merge, leftmost first, until none
+// applies.
+func (t *Tokenizer) encodeBPE(text string, from, to int, out []Token) []Token {
+	for _, w := range t.pre.split(text[from:to]) {
+		out = t.encodeWord(text, span{w.start + from, w.end + from}, out)
+	}
+	return out
+}
+
+func (t *Tokenizer) encodeWord(text string, w span, out []Token) []Token {
+	word := text[w.start:w.end]
+	if c, ok := t.cache.load([]byte(word)); ok {
+		at := w.start
+		for i, id := range c.ids {
+			end := w.start + int(c.ends[i])
+			out = append(out, Token{ID: id, Start: at, End: end})
+			at = end
+		}
+		return out
+	}
+	if t.ignoreMerges {
+		if id, ok := t.toID[encodeBytes(word)]; ok {
+			return append(out, Token{ID: id, Start: w.start, End: w.end})
+		}
+	}
+	syms := make([]bpeSymbol, len(word))
+	for i := range syms {
+		syms[i] = bpeSymbol{id: t.byteTok[word[i]], start: i, end: i + 1, prev: i - 1, next: i + 1}
+	}
+	syms[len(syms)-1].next = -1
+	q := make(bpeQueue, 0, len(syms))
+	tryAdd := func(l, r int) {
+		if l < 0 || r < 0 || syms[l].id < 0 || syms[r].id < 0 {
+			return
+		}
+		if m, ok := t.merges[[2]int32{syms[l].id, syms[r].id}]; ok {
+			heap.Push(&q, bpeBigram{left: l, right: r, lid: syms[l].id, rid: syms[r].id, rank: m.rank, result: m.result})
+		}
+	}
+	for i := 1; i < len(syms); i++ {
+		tryAdd(i-1, i)
+	}
+	for q.Len() > 0 {
+		bg := heap.Pop(&q).(bpeBigram)
+		l, r := &syms[bg.left], &syms[bg.right]
+		if l.end == l.start || r.end == r.start || l.next != bg.right || l.id != bg.lid || r.id != bg.rid {
+			continue
+		}
+		l.id, l.end = bg.result, r.end
+		r.start = r.end
+		l.next = r.next
+		if r.next >= 0 {
+			syms[r.next].prev = bg.left
+		}
+		tryAdd(l.prev, bg.left)
+		tryAdd(bg.left, l.next)
+	}
+	first := len(out)
+	var ends []int32
+	for i := 0; i != -1; i = syms[i].next {
+		s := syms[i]
+		if s.id >= 0 {
+			out = append(out, Token{ID: s.id, Start: w.start + s.start, End: w.start + s.end})
+			ends = append(ends, int32(s.end))
+			continue
+		}
+		for j := s.start; j < s.end; j++ { // not a token: one token per byte that is one
+			if id := t.byteTok[word[j]]; id >= 0 {
+				out = append(out, Token{ID: id, Start: w.start + j, End: w.start + j + 1})
+				ends = append(ends, int32(j+1))
+			}
+		}
+	}
+	if len(word) <= maxCachedLen {
+		ids := make([]int32, 0, len(out)-first)
+		for _, tk := range out[first:] {
+			ids = append(ids, tk.ID)
+		}
+		t.cache.store(word, cachedWord{ids, ends})
+	}
+	return out
+}
+
+func encodeBytes(s string) string {
+	r := make([]rune, len(s))
+	for i := 0; i < len(s); i++ {
+		r[i] = byteToRune[s[i]]
+	}
+	return string(r)
+}
