@@ -1,0 +1,67 @@
+package cpu
+
+import (
+	"unsafe"
+
+	"stepthrough/engine/quant"
+)
+
+// dotRef is the reference dot product: the specification every fast dot
+// kernel is tested against.
+func dotRef(a, b []float32) float32 {
+	var s float32
+	for i := range a {
+		s += a[i] * b[i]
+	}
+	return s
+}
+
+// dotGo is the portable dot product: eight independent accumulators.
+func dotGo(a, b []float32) float32 {
+	n := len(a)
+	b = b[:n]
+	var s0, s1, s2, s3, s4, s5, s6, s7 float32
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		s0 += a[i] * b[i]
+		s1 += a[i+1] * b[i+1]
+		s2 += a[i+2] * b[i+2]
+		s3 += a[i+3] * b[i+3]
+		s4 += a[i+4] * b[i+4]
+		s5 += a[i+5] * b[i+5]
+		s6 += a[i+6] * b[i+6]
+		s7 += a[i+7] * b[i+7]
+	}
+	for ; i < n; i++ {
+		s0 += a[i] * b[i]
+	}
+	return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
+}
+
+// dotQ8_0Go is the portable Q8_0·f32 dot product over whole blocks.
+func dotQ8_0Go(row []byte, x []float32) float32 {
+	var sum float32
+	for b := 0; b*34 < len(row); b++ {
+		blk := row[b*34 : b*34+34]
+		xb := x[b*32 : b*32+32]
+		var s0, s1, s2, s3 float32
+		for j := 0; j < 32; j += 4 {
+			s0 += float32(int8(blk[2+j])) * xb[j]
+			s1 += float32(int8(blk[3+j])) * xb[j+1]
+			s2 += float32(int8(blk[4+j])) * xb[j+2]
+			s3 += float32(int8(blk[5+j])) * xb[j+3]
+		}
+		sum += quant.F16ToF32(uint16(blk[0])|uint16(blk[1])<<8) * ((s0 + s1) + (s2 + s3))
+	}
+	return sum
+}
+
+// f32s views little-endian float32 bytes as floats without copying.
+func f32s(b []byte) []float32 {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), len(b)/4)
+}
+
+var hostLittleEndian = func() bool { x := uint16(1); return *(*byte)(unsafe.Pointer(&x)) == 1 }()

@@ -1,0 +1,107 @@
+package cpu
+
+import "math"
+
+// RMSNorm writes x / sqrt(mean(x²) + eps) * w into out, accumulating in
+// float64 as ggml does.
+func RMSNorm(out, x, w []float32, eps float32) {
+	var sum float64
+	for _, v := range x {
+		sum += float64(v) * float64(v)
+	}
+	scale := float32(1 / math.Sqrt(float64(float32(sum/float64(len(x)))+eps)))
+	w = w[:len(x)]
+	out = out[:len(x)]
+	for i, v := range x {
+		out[i] = v * scale * w[i]
+	}
+}
+
+// LayerNorm writes (x - mean) / sqrt(var + eps) * w + b into out.
+func LayerNorm(out, x, w, b []float32, eps float32) {
+	var sum float64
+	for _, v := range x {
+		sum += float64(v)
+	}
+	mean := float32(sum / float64(len(x)))
+	var sq float64
+	for _, v := range x {
+		d := float64(v - mean)
+		sq += d * d
+	}
+	scale := float32(1 / math.Sqrt(float64(float32(sq/float64(len(x)))+eps)))
+	w, b, out = w[:len(x)], b[:len(x)], out[:len(x)]
+	for i, v := range x {
+		out[i] = (v-mean)*scale*w[i] + b[i]
+	}
+}
+
+// RopeNorm rotates adjacent pairs (x[i], x[i+1]) of each head's first dims
+// values by pos·base^(-i/dims), as llama.cpp's NORM mode does for GGUF
+// llama models. x holds heads×headDim values.
+func RopeNorm(x []float32, heads, headDim, dims, pos int, base float32, cache []float32) {
+	ropeTable(cache, dims, pos, base)
+	for h := 0; h < heads; h++ {
+		v := x[h*headDim : h*headDim+dims]
+		for i := 0; i < dims; i += 2 {
+			c, s := cache[i], cache[i+1]
+			x0, x1 := v[i], v[i+1]
+			v[i] = x0*c - x1*s
+			v[i+1] = x0*s + x1*c
+		}
+	}
+}
+
+// RopeNeoX rotates (x[i], x[i+dims/2]) pairs (NEOX mode, e.g. qwen2).
+func RopeNeoX(x []float32, heads, headDim, dims, pos int, base float32, cache []float32) {
+	ropeTable(cache, dims, pos, base)
+	half := dims / 2
+	for h := 0; h < heads; h++ {
+		v := x[h*headDim : h*headDim+dims]
+		for i := 0; i < half; i++ {
+			c, s := cache[2*i], cache[2*i+1]
+			x0, x1 := v[i], v[i+half]
+			v[i] = x0*c - x1*s
+			v[i+half] = x0*s + x1*c
+		}
+	}
+}
+
+// ropeTable fills cache with cos, sin of θ_i = pos · base^(-2i/dims) for
+// each pair, computing θ incrementally in float32 like ggml's CPU kernel.
+func ropeTable(cache []float32, dims, pos int, base float32) {
+	thetaScale := float32(math.Pow(float64(base), -2.0/float64(dims)))
+	theta := float32(pos)
+	for i := 0; i < dims; i += 2 {
+		s, c := math.Sincos(float64(theta))
+		cache[i], cache[i+1] = float32(c), float32(s)
+		theta *= thetaScale
+	}
+}
+
+// Softmax normalises x in place: exp(x - max) / sum. -Inf entries become 0.
+func Softmax(x []float32) {
+	m := float32(math.Inf(-1))
+	for _, v := range x {
+		m = max(m, v)
+	}
+	var sum float64
+	for i, v := range x {
+		e := float32(math.Exp(float64(v - m)))
+		x[i] = e
+		sum += float64(e)
+	}
+	inv := float32(1 / sum)
+	for i := range x {
+		x[i] *= inv
+	}
+}
+
+// SiLU is x·sigmoid(x).
+func SiLU(x float32) float32 { return x / (1 + float32(math.Exp(float64(-x)))) }
+
+// GELU is the tanh approximation GPT-2 uses: 0.5x(1 + tanh(√(2/π)(x + 0.044715x³))).
+func GELU(x float32) float32 {
+	const c = 0.7978845608028654 // sqrt(2/pi)
+	return 0.5 * x * (1 + float32(math.Tanh(float64(c*(x+0.044715*x*x*x)))))
+}

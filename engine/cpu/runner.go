@@ -1,0 +1,328 @@
+package cpu
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"stepthrough/engine/kv"
+	"stepthrough/engine/model"
+	"stepthrough/engine/quant"
+)
+
+// Options configure a Runner.
+type Options struct {
+	Threads  int // 0: one per CPU
+	Context  int // KV-cache positions; 0: the model's context length, at most 2048
+	MaxBatch int // tokens per forward chunk; 0: 512
+}
+
+// ErrContextFull is returned when a forward pass would exceed the cache.
+var ErrContextFull = errors.New("context is full")
+
+// Runner computes forward passes of one model on the CPU with its own KV
+// cache. It is not safe for concurrent use.
+type Runner struct {
+	m     *model.Model
+	cfg   *model.Config
+	pool  *Pool
+	cache *kv.Cache
+	batch int
+
+	// activations, sized for a full batch
+	x, xn, q, k, v, att, o, ffA, ffB []float32
+	logits                           []float32 // one position's logits
+	scratch                          [][]float32
+	scores                           [][]float32
+	rope                             []float32
+
+	norms []layerVecs
+	outN  vecs
+}
+
+type vecs struct{ w, b []float32 }
+
+type layerVecs struct {
+	attnNorm, ffnNorm                       vecs
+	qb, kb, vb, qkvb, ob, gateb, upb, downb []float32
+}
+
+// NewRunner prepares buffers and a KV cache for m.
+func NewRunner(m *model.Model, opt Options) (*Runner, error) {
+	c := m.Config
+	ctx := opt.Context
+	if ctx <= 0 {
+		ctx = min(c.ContextLen, 2048)
+	}
+	if m.Spec.PosEmbd && ctx > c.ContextLen {
+		return nil, fmt.Errorf("context %d exceeds the model's %d learned positions", ctx, c.ContextLen)
+	}
+	batch := opt.MaxBatch
+	if batch <= 0 {
+		batch = 512
+	}
+	batch = min(batch, ctx)
+	cache, err := kv.New(c.Layers, ctx, c.KVDim())
+	if err != nil {
+		return nil, err
+	}
+	pool := NewPool(opt.Threads)
+	r := &Runner{m: m, cfg: c, pool: pool, cache: cache, batch: batch}
+	widest := max(c.Embd, c.QDim(), c.FFN)
+	r.x = make([]float32, batch*c.Embd)
+	r.xn = make([]float32, batch*c.Embd)
+	r.q = make([]float32, batch*(c.QDim()+2*c.KVDim()))
+	r.k = make([]float32, batch*c.KVDim())
+	r.v = make([]float32, batch*c.KVDim())
+	r.att = make([]float32, batch*c.QDim())
+	r.o = make([]float32, batch*c.Embd)
+	r.ffA = make([]float32, batch*c.FFN)
+	r.ffB = make([]float32, batch*c.FFN)
+	r.logits = make([]float32, c.Vocab)
+	r.rope = make([]float32, c.HeadDim+2)
+	for w := 0; w < pool.Threads(); w++ {
+		r.scratch = append(r.scratch, make([]float32, widest))
+		r.scores = append(r.scores, make([]float32, ctx))
+	}
+	W := m.Weights
+	r.outN = vecs{decodeVec(W.OutNorm), decodeVec(W.OutNormB)}
+	for i := range W.Layers {
+		L := &W.Layers[i]
+		r.norms = append(r.norms, layerVecs{
+			attnNorm: vecs{decodeVec(L.AttnNorm), decodeVec(L.AttnNormB)},
+			ffnNorm:  vecs{decodeVec(L.FFNNorm), decodeVec(L.FFNNormB)},
+			qb:       decodeVec(L.QB), kb: decodeVec(L.KB), vb: decodeVec(L.VB), qkvb: decodeVec(L.QKVB),
+			ob: decodeVec(L.OutB), gateb: decodeVec(L.GateB), upb: decodeVec(L.UpB), downb: decodeVec(L.DownB),
+		})
+	}
+	return r, nil
+}
+
+func decodeVec(t *model.Tensor) []float32 {
+	if t == nil {
+		return nil
+	}
+	out := make([]float32, t.Cols()*t.Rows())
+	quant.Dequantize(t.Type, t.Data, out)
+	return out
+}
+
+// Close stops the runner's threads.
+func (r *Runner) Close() { r.pool.Close() }
+
+// Model is the model this runner computes.
+func (r *Runner) Model() *model.Model { return r.m }
+
+// Cache is the runner's KV cache.
+func (r *Runner) Cache() *kv.Cache { return r.cache }
+
+// Pos is the number of positions processed (the next token's position).
+func (r *Runner) Pos() int { return r.cache.Len() }
+
+// Threads is the number of worker threads.
+func (r *Runner) Threads() int { return r.pool.Threads() }
+
+// Reset empties the KV cache.
+func (r *Runner) Reset() { r.cache.Truncate(0) }
+
+// Forward runs tokens through the model at the next positions, appending
+// their keys and values to the cache. It returns the logits of the last
+// token (a buffer reused by the next call), or with all set, a new slice of
+// len(tokens)×vocab logits, one row per token.
+func (r *Runner) Forward(tokens []int32, all bool) ([]float32, error) {
+	if len(tokens) == 0 {
+		return nil, errors.New("forward: no tokens")
+	}
+	if r.Pos()+len(tokens) > r.cache.Capacity {
+		return nil, fmt.Errorf("forward: %d tokens at position %d: %w (%d positions)", len(tokens), r.Pos(), ErrContextFull, r.cache.Capacity)
+	}
+	for i, id := range tokens {
+		if id < 0 || int(id) >= r.cfg.Vocab {
+			return nil, fmt.Errorf("forward: token %d (at %d) is outside the vocabulary of %d", id, i, r.cfg.Vocab)
+		}
+	}
+	var out []float32
+	if all {
+		out = make([]float32, len(tokens)*r.cfg.Vocab)
+	}
+	for start := 0; start < len(tokens); start += r.batch {
+		chunk := tokens[start:min(len(tokens), start+r.batch)]
+		var dst []float32
+		if all {
+			dst = out[start*r.cfg.Vocab : (start+len(chunk))*r.cfg.Vocab]
+		}
+		r.forwardChunk(chunk, dst, start+len(chunk) == len(tokens))
+	}
+	if all {
+		return out, nil
+	}
+	return r.logits, nil
+}
+
+func (r *Runner) forwardChunk(tokens []int32, allOut []float32, last bool) {
+	c, W := r.cfg, r.m.Weights
+	n, pos0, E := len(tokens), r.Pos(), c.Embd
+	x := r.x[:n*E]
+	for t, id := range tokens {
+		RowF32(W.TokEmbd, int(id), x[t*E:(t+1)*E])
+		if W.PosEmbd != nil {
+			row := r.scratch[0][:E]
+			RowF32(W.PosEmbd, pos0+t, row)
+			add(x[t*E:(t+1)*E], row)
+		}
+	}
+	for l := range W.Layers {
+		r.layer(l, n, pos0)
+	}
+	r.cache.SetLen(pos0 + n)
+
+	// final norm and output projection: every row when all logits are
+	// wanted, else only the last token of the last chunk
+	first := 0
+	if allOut == nil {
+		if !last {
+			return
+		}
+		first = n - 1
+	}
+	rows := n - first
+	xn := r.xn[:rows*E]
+	for t := 0; t < rows; t++ {
+		r.norm(xn[t*E:(t+1)*E], x[(first+t)*E:(first+t+1)*E], r.outN)
+	}
+	dst := allOut
+	if dst == nil {
+		dst = r.logits
+	}
+	r.pool.MatMul(dst, W.OutputMatrix(), xn, rows, r.scratch)
+}
+
+func (r *Runner) norm(out, x []float32, v vecs) {
+	if r.m.Spec.Norm == model.LayerNorm {
+		LayerNorm(out, x, v.w, v.b, r.cfg.NormEps)
+	} else {
+		RMSNorm(out, x, v.w, r.cfg.NormEps)
+	}
+}
+
+func (r *Runner) layer(l, n, pos0 int) {
+	c, L, nv := r.cfg, &r.m.Weights.Layers[l], &r.norms[l]
+	E, QD, KVD, HD := c.Embd, c.QDim(), c.KVDim(), c.HeadDim
+	x, xn := r.x[:n*E], r.xn[:n*E]
+	for t := 0; t < n; t++ {
+		r.norm(xn[t*E:(t+1)*E], x[t*E:(t+1)*E], nv.attnNorm)
+	}
+	q, k, v := r.q[:n*QD], r.k[:n*KVD], r.v[:n*KVD]
+	if L.QKV != nil {
+		qkv := r.q[:n*(QD+2*KVD)]
+		r.pool.MatMul(qkv, L.QKV, xn, n, r.scratch)
+		addBias(qkv, nv.qkvb, n)
+		// split rows [q|k|v] into the three buffers (q compacts in place)
+		for t := 0; t < n; t++ {
+			row := qkv[t*(QD+2*KVD):]
+			copy(k[t*KVD:(t+1)*KVD], row[QD:QD+KVD])
+			copy(v[t*KVD:(t+1)*KVD], row[QD+KVD:QD+2*KVD])
+			copy(q[t*QD:(t+1)*QD], row[:QD])
+		}
+	} else {
+		r.pool.MatMul(q, L.Q, xn, n, r.scratch)
+		r.pool.MatMul(k, L.K, xn, n, r.scratch)
+		r.pool.MatMul(v, L.V, xn, n, r.scratch)
+		addBias(q, nv.qb, n)
+		addBias(k, nv.kb, n)
+		addBias(v, nv.vb, n)
+	}
+	for t := 0; t < n; t++ {
+		switch r.m.Spec.Rope {
+		case model.RopeNorm:
+			RopeNorm(q[t*QD:(t+1)*QD], c.Heads, HD, c.RopeDims, pos0+t, c.RopeBase, r.rope)
+			RopeNorm(k[t*KVD:(t+1)*KVD], c.KVHeads, HD, c.RopeDims, pos0+t, c.RopeBase, r.rope)
+		case model.RopeNeoX:
+			RopeNeoX(q[t*QD:(t+1)*QD], c.Heads, HD, c.RopeDims, pos0+t, c.RopeBase, r.rope)
+			RopeNeoX(k[t*KVD:(t+1)*KVD], c.KVHeads, HD, c.RopeDims, pos0+t, c.RopeBase, r.rope)
+		}
+		r.cache.Put(l, pos0+t, k[t*KVD:(t+1)*KVD], v[t*KVD:(t+1)*KVD])
+	}
+	r.attention(l, n, pos0)
+	o := r.o[:n*E]
+	r.pool.MatMul(o, L.Out, r.att[:n*QD], n, r.scratch)
+	addBias(o, nv.ob, n)
+	add(x, o)
+
+	for t := 0; t < n; t++ {
+		r.norm(xn[t*E:(t+1)*E], x[t*E:(t+1)*E], nv.ffnNorm)
+	}
+	F := c.FFN
+	a, b := r.ffA[:n*F], r.ffB[:n*F]
+	if r.m.Spec.FFN == model.SwiGLU {
+		r.pool.MatMul(a, L.Gate, xn, n, r.scratch)
+		r.pool.MatMul(b, L.Up, xn, n, r.scratch)
+		addBias(a, nv.gateb, n)
+		addBias(b, nv.upb, n)
+		for i := range a {
+			a[i] = SiLU(a[i]) * b[i]
+		}
+	} else {
+		r.pool.MatMul(a, L.Up, xn, n, r.scratch)
+		addBias(a, nv.upb, n)
+		for i := range a {
+			a[i] = GELU(a[i])
+		}
+	}
+	r.pool.MatMul(o, L.Down, a, n, r.scratch)
+	addBias(o, nv.downb, n)
+	add(x, o)
+}
+
+// attention computes, for every new token and head, softmax(q·Kᵀ/√d) over
+// the visible positions (causal) and the weighted sum of V.
+func (r *Runner) attention(l, n, pos0 int) {
+	c := r.cfg
+	QD, KVD, HD := c.QDim(), c.KVDim(), c.HeadDim
+	group := c.Heads / c.KVHeads
+	scale := float32(1 / math.Sqrt(float64(HD)))
+	keys := r.cache.Keys(l, pos0+n)
+	vals := r.cache.Values(l, pos0+n)
+	r.pool.Parallel(n*c.Heads, 1, func(worker, lo, hi int) {
+		for idx := lo; idx < hi; idx++ {
+			t, h := idx/c.Heads, idx%c.Heads
+			visible := pos0 + t + 1
+			q := r.q[t*QD+h*HD : t*QD+(h+1)*HD]
+			kvo := (h / group) * HD
+			sc := r.scores[worker][:visible]
+			for j := range sc {
+				sc[j] = dot(q, keys[j*KVD+kvo:j*KVD+kvo+HD]) * scale
+			}
+			Softmax(sc)
+			out := r.att[t*QD+h*HD : t*QD+(h+1)*HD]
+			clear(out)
+			for j, p := range sc {
+				axpy(out, p, vals[j*KVD+kvo:j*KVD+kvo+HD])
+			}
+		}
+	})
+}
+
+func add(dst, src []float32) {
+	src = src[:len(dst)]
+	for i := range dst {
+		dst[i] += src[i]
+	}
+}
+
+func addBias(x, b []float32, n int) {
+	if b == nil {
+		return
+	}
+	d := len(b)
+	for t := 0; t < n; t++ {
+		add(x[t*d:(t+1)*d], b)
+	}
+}
+
+func axpy(dst []float32, a float32, x []float32) {
+	x = x[:len(dst)]
+	for i := range dst {
+		dst[i] += a * x[i]
+	}
+}

@@ -1,0 +1,74 @@
+// Package kv is the key/value cache of a transformer: for every layer, the
+// key and value vectors of every position processed so far, so a decode
+// step attends over the past without recomputing it.
+package kv
+
+import "fmt"
+
+// MaxBytes caps one cache's memory (4 GiB).
+const MaxBytes = 4 << 30
+
+// Cache stores float32 K and V rows: per layer, Capacity rows of Dim values.
+type Cache struct {
+	Layers, Capacity, Dim int
+	k, v                  [][]float32
+	n                     int // positions filled
+}
+
+// New allocates a cache, refusing absurd sizes.
+func New(layers, capacity, dim int) (*Cache, error) {
+	if layers < 1 || capacity < 1 || dim < 1 {
+		return nil, fmt.Errorf("kv cache: invalid shape %d layers × %d positions × %d", layers, capacity, dim)
+	}
+	if b := int64(layers) * int64(capacity) * int64(dim) * 8; b > MaxBytes {
+		return nil, fmt.Errorf("kv cache: %d layers × %d positions × %d values needs %d MiB, over the %d MiB limit", layers, capacity, dim, b>>20, MaxBytes>>20)
+	}
+	c := &Cache{Layers: layers, Capacity: capacity, Dim: dim, k: make([][]float32, layers), v: make([][]float32, layers)}
+	for l := range c.k {
+		c.k[l] = make([]float32, capacity*dim)
+		c.v[l] = make([]float32, capacity*dim)
+	}
+	return c, nil
+}
+
+// Len is the number of positions stored.
+func (c *Cache) Len() int { return c.n }
+
+// Keys returns layer l's keys for positions [0, n) as one slice, n×Dim.
+func (c *Cache) Keys(l, n int) []float32 { return c.k[l][:n*c.Dim] }
+
+// Values is Keys for values.
+func (c *Cache) Values(l, n int) []float32 { return c.v[l][:n*c.Dim] }
+
+// Put writes the key and value rows of position pos in layer l.
+func (c *Cache) Put(l, pos int, k, v []float32) {
+	copy(c.k[l][pos*c.Dim:(pos+1)*c.Dim], k)
+	copy(c.v[l][pos*c.Dim:(pos+1)*c.Dim], v)
+}
+
+// SetLen records that positions [0, n) are filled (after all layers were Put).
+func (c *Cache) SetLen(n int) { c.n = n }
+
+// Truncate forgets positions from n on.
+func (c *Cache) Truncate(n int) {
+	if n < c.n {
+		c.n = max(n, 0)
+	}
+}
+
+// BytesUsed is the memory holding filled positions; BytesAllocated all of it.
+func (c *Cache) BytesUsed() int      { return c.n * c.Layers * c.Dim * 8 }
+func (c *Cache) BytesAllocated() int { return c.Capacity * c.Layers * c.Dim * 8 }
+
+// CopyFrom makes c hold the first n positions of src (same shape).
+func (c *Cache) CopyFrom(src *Cache, n int) error {
+	if src.Layers != c.Layers || src.Dim != c.Dim || n > src.n || n > c.Capacity {
+		return fmt.Errorf("kv cache: cannot copy %d positions between caches of different shapes", n)
+	}
+	for l := range c.k {
+		copy(c.k[l], src.k[l][:n*c.Dim])
+		copy(c.v[l], src.v[l][:n*c.Dim])
+	}
+	c.n = n
+	return nil
+}

@@ -1,0 +1,91 @@
+package model
+
+import (
+	"fmt"
+	"strings"
+
+	"stepthrough/engine/gguf"
+	"stepthrough/engine/quant"
+	"stepthrough/engine/tokenizer"
+)
+
+// Model is a loaded model: hyperparameters, weights (views of the mapped
+// file) and tokenizer. It is read-only and safe to share between sessions.
+type Model struct {
+	Path      string
+	File      *gguf.File
+	Spec      *Spec
+	Config    *Config
+	Weights   *Weights
+	Tokenizer *tokenizer.Tokenizer
+}
+
+// Load opens and validates a GGUF model file.
+func Load(path string) (*Model, error) {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	m, err := FromFile(f)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	m.Path = path
+	return m, nil
+}
+
+// FromFile builds a Model from a parsed file (which it then owns).
+func FromFile(f *gguf.File) (*Model, error) {
+	archV, ok := f.Get("general.architecture")
+	if !ok {
+		return nil, fmt.Errorf("metadata general.architecture: missing")
+	}
+	arch, _ := archV.V.(string)
+	spec, ok := Lookup(arch)
+	if !ok {
+		return nil, fmt.Errorf("architecture %q is not supported (supported: %s)", arch, strings.Join(Architectures(), ", "))
+	}
+	cfg, err := readConfig(f, spec)
+	if err != nil {
+		return nil, err
+	}
+	w, err := bindWeights(f, spec, cfg)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := tokenizer.FromGGUF(f)
+	if err != nil {
+		return nil, err
+	}
+	if tok.Len() > cfg.Vocab {
+		return nil, fmt.Errorf("tokenizer has %d tokens but the model's vocabulary is %d", tok.Len(), cfg.Vocab)
+	}
+	return &Model{File: f, Spec: spec, Config: cfg, Weights: w, Tokenizer: tok}, nil
+}
+
+// Close releases the model file.
+func (m *Model) Close() error { return m.File.Close() }
+
+// TypeBytes sums tensor bytes by type.
+func (m *Model) TypeBytes() map[quant.Type]uint64 {
+	out := map[quant.Type]uint64{}
+	for _, t := range m.File.Tensors {
+		out[t.Type] += t.Size
+	}
+	return out
+}
+
+// Params is the number of weight elements.
+func (m *Model) Params() uint64 {
+	var n uint64
+	for i := range m.File.Tensors {
+		n += m.File.Tensors[i].Elements()
+	}
+	return n
+}
+
+// KVBytesPerToken is the F32 KV-cache size of one position, all layers.
+func (m *Model) KVBytesPerToken() int {
+	return 2 * m.Config.Layers * m.Config.KVDim() * 4
+}
