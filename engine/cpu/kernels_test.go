@@ -1,0 +1,367 @@
+package cpu
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"stepthrough/engine/gguf"
+	"stepthrough/engine/model"
+	"stepthrough/engine/quant"
+)
+
+func randFloats(r *rand.Rand, n int) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(r.NormFloat64())
+	}
+	return v
+}
+
+// Every dot kernel agrees with the reference loop, over a sweep of sizes
+// including ones that do not fill a vector register.
+func TestDotKernels(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, n := range []int{0, 1, 3, 7, 8, 9, 31, 32, 33, 64, 100, 288, 1000, 4099} {
+		a, b := randFloats(r, n), randFloats(r, n+5) // b longer: kernels must read only len(a)
+		want := float64(dotRef(a, b[:n]))
+		tol := 1e-5 * math.Sqrt(float64(n)+1) * 4
+		for name, got := range map[string]float32{"dot": dot(a, b), "dotGo": dotGo(a, b)} {
+			if math.Abs(float64(got)-want) > tol {
+				t.Errorf("%s n=%d: %g, reference %g", name, n, got, want)
+			}
+		}
+	}
+	for _, blocks := range []int{1, 2, 9, 24} {
+		x := randFloats(r, blocks*32)
+		row, _ := quant.Quantize(quant.Q8_0, randFloats(r, blocks*32))
+		deq := make([]float32, blocks*32)
+		quant.Dequantize(quant.Q8_0, row, deq)
+		want := float64(dotRef(deq, x))
+		for name, got := range map[string]float32{"dotQ8_0": dotQ8_0(row, x), "dotQ8_0Go": dotQ8_0Go(row, x)} {
+			if math.Abs(float64(got)-want) > 1e-4*float64(blocks) {
+				t.Errorf("%s blocks=%d: %g, reference %g", name, blocks, got, want)
+			}
+		}
+	}
+}
+
+// MatMul over every weight type equals the product with the dequantized
+// matrix, for one and several input vectors, and leaves the guard region
+// after the output untouched.
+func TestMatMulAllTypes(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	pool := NewPool(3)
+	defer pool.Close()
+	for _, typ := range []quant.Type{quant.F32, quant.F16, quant.BF16, quant.Q8_0, quant.Q4_0, quant.Q4_1, quant.Q5_0, quant.Q5_1, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
+		cols, rows := 256, 37
+		raw := make([]byte, 0)
+		rb, _ := typ.RowBytes(cols)
+		for i := 0; i < rows*rb; i++ {
+			raw = append(raw, byte(r.IntN(256)))
+		}
+		if typ == quant.F32 || typ == quant.F16 || typ == quant.BF16 || typ == quant.Q8_0 || typ == quant.Q4_0 {
+			raw, _ = quant.Quantize(typ, randFloats(r, rows*cols))
+		} else { // random bytes, but keep the f16 scales finite and small
+			fixScales(typ, raw)
+		}
+		w := &model.Tensor{Name: "w", Type: typ, Dims: []int{cols, rows}, Data: raw}
+		deq := make([]float32, rows*cols)
+		if err := quant.Dequantize(typ, raw, deq); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []int{1, 3} {
+			x := randFloats(r, n*cols)
+			out := make([]float32, n*rows+8)
+			for i := n * rows; i < len(out); i++ {
+				out[i] = float32(math.NaN())
+			}
+			scratch := [][]float32{make([]float32, cols), make([]float32, cols), make([]float32, cols)}
+			pool.MatMul(out, w, x, n, scratch)
+			for tk := 0; tk < n; tk++ {
+				for rr := 0; rr < rows; rr++ {
+					want := float64(dotRef(deq[rr*cols:(rr+1)*cols], x[tk*cols:(tk+1)*cols]))
+					got := float64(out[tk*rows+rr])
+					if math.Abs(got-want) > 1e-3*(1+math.Abs(want)) {
+						t.Fatalf("%s n=%d: out[%d][%d] = %g, want %g", typ, n, tk, rr, got, want)
+					}
+				}
+			}
+			for i := n * rows; i < len(out); i++ {
+				if !math.IsNaN(float64(out[i])) {
+					t.Fatalf("%s: MatMul wrote past its output at %d", typ, i)
+				}
+			}
+		}
+	}
+}
+
+// fixScales overwrites the f16 scale fields of random blocks with 0.01.
+func fixScales(typ quant.Type, raw []byte) {
+	bb := typ.BlockBytes()
+	var offs []int
+	switch typ {
+	case quant.Q4_1, quant.Q5_1, quant.Q4_K, quant.Q5_K:
+		offs = []int{0, 2}
+	case quant.Q5_0:
+		offs = []int{0}
+	case quant.Q6_K:
+		offs = []int{208}
+	}
+	h := quant.F32ToF16(0.01)
+	for b := 0; b+bb <= len(raw); b += bb {
+		for _, o := range offs {
+			raw[b+o], raw[b+o+1] = byte(h), byte(h>>8)
+		}
+	}
+}
+
+func TestSoftmaxAndNorms(t *testing.T) {
+	x := []float32{1, 2, 3, float32(math.Inf(-1))}
+	Softmax(x)
+	want := []float64{0.09003057, 0.24472847, 0.66524096, 0}
+	for i := range x {
+		if math.Abs(float64(x[i])-want[i]) > 1e-6 {
+			t.Errorf("softmax[%d] = %g, want %g", i, x[i], want[i])
+		}
+	}
+	out := make([]float32, 2)
+	RMSNorm(out, []float32{3, 4}, []float32{1, 2}, 0)
+	// rms = sqrt((9+16)/2) = 3.5355
+	if math.Abs(float64(out[0])-3/3.5355339) > 1e-6 || math.Abs(float64(out[1])-8/3.5355339) > 1e-6 {
+		t.Errorf("RMSNorm = %v", out)
+	}
+	LayerNorm(out, []float32{1, 3}, []float32{1, 1}, []float32{0, 10}, 0)
+	if math.Abs(float64(out[0])+1) > 1e-6 || math.Abs(float64(out[1])-11) > 1e-6 {
+		t.Errorf("LayerNorm = %v", out)
+	}
+}
+
+// synthModel builds and loads a random model.
+func synthModel(t testing.TB, o model.SynthOptions) *model.Model {
+	t.Helper()
+	w, err := model.Synthesize(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Parse(w.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := model.FromFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// naiveForward is an independent float64 implementation of both
+// architectures, written for clarity: the oracle for the Runner.
+func naiveForward(m *model.Model, ids []int32) [][]float64 {
+	c, W, spec := m.Config, m.Weights, m.Spec
+	mat := func(t *model.Tensor) [][]float64 {
+		if t == nil {
+			return nil
+		}
+		f := make([]float32, t.Rows()*t.Cols())
+		quant.Dequantize(t.Type, t.Data, f)
+		out := make([][]float64, t.Rows())
+		for r := range out {
+			out[r] = make([]float64, t.Cols())
+			for j := range out[r] {
+				out[r][j] = float64(f[r*t.Cols()+j])
+			}
+		}
+		return out
+	}
+	vec := func(t *model.Tensor) []float64 {
+		if t == nil {
+			return nil
+		}
+		return mat(t)[0]
+	}
+	mv := func(w [][]float64, b []float64, x []float64) []float64 {
+		y := make([]float64, len(w))
+		for r := range w {
+			for j, v := range w[r] {
+				y[r] += v * x[j]
+			}
+			if b != nil {
+				y[r] += b[r]
+			}
+		}
+		return y
+	}
+	norm := func(x, w, b []float64) []float64 {
+		n := float64(len(x))
+		y := make([]float64, len(x))
+		if spec.Norm == model.RMSNorm {
+			var ss float64
+			for _, v := range x {
+				ss += v * v
+			}
+			s := 1 / math.Sqrt(ss/n+float64(c.NormEps))
+			for i := range x {
+				y[i] = x[i] * s * w[i]
+			}
+			return y
+		}
+		var mean, vr float64
+		for _, v := range x {
+			mean += v / n
+		}
+		for _, v := range x {
+			vr += (v - mean) * (v - mean) / n
+		}
+		s := 1 / math.Sqrt(vr+float64(c.NormEps))
+		for i := range x {
+			y[i] = (x[i]-mean)*s*w[i] + b[i]
+		}
+		return y
+	}
+	rope := func(x []float64, pos int) {
+		hd := c.HeadDim
+		for h := 0; h < len(x)/hd; h++ {
+			for i := 0; i < c.RopeDims; i += 2 {
+				th := float64(pos) * math.Pow(float64(c.RopeBase), -float64(i)/float64(c.RopeDims))
+				a, b := x[h*hd+i], x[h*hd+i+1]
+				x[h*hd+i] = a*math.Cos(th) - b*math.Sin(th)
+				x[h*hd+i+1] = a*math.Sin(th) + b*math.Cos(th)
+			}
+		}
+	}
+	emb, pos := mat(W.TokEmbd), mat(W.PosEmbd)
+	var keys, vals [][][]float64 // [layer][pos]
+	keys = make([][][]float64, c.Layers)
+	vals = make([][][]float64, c.Layers)
+	var logits [][]float64
+	for p, id := range ids {
+		x := append([]float64(nil), emb[id]...)
+		if pos != nil {
+			for i := range x {
+				x[i] += pos[p][i]
+			}
+		}
+		for l := range W.Layers {
+			L := &W.Layers[l]
+			xn := norm(x, vec(L.AttnNorm), vec(L.AttnNormB))
+			var q, k, v []float64
+			if L.QKV != nil {
+				qkv := mv(mat(L.QKV), vec(L.QKVB), xn)
+				q, k, v = qkv[:c.QDim()], qkv[c.QDim():c.QDim()+c.KVDim()], qkv[c.QDim()+c.KVDim():]
+			} else {
+				q, k, v = mv(mat(L.Q), vec(L.QB), xn), mv(mat(L.K), vec(L.KB), xn), mv(mat(L.V), vec(L.VB), xn)
+			}
+			if spec.Rope == model.RopeNorm {
+				rope(q, p)
+				rope(k, p)
+			}
+			keys[l] = append(keys[l], k)
+			vals[l] = append(vals[l], v)
+			att := make([]float64, c.QDim())
+			hd := c.HeadDim
+			for h := 0; h < c.Heads; h++ {
+				kh := h / (c.Heads / c.KVHeads)
+				sc := make([]float64, p+1)
+				mx := math.Inf(-1)
+				for j := 0; j <= p; j++ {
+					for i := 0; i < hd; i++ {
+						sc[j] += q[h*hd+i] * keys[l][j][kh*hd+i]
+					}
+					sc[j] /= math.Sqrt(float64(hd))
+					mx = math.Max(mx, sc[j])
+				}
+				var sum float64
+				for j := range sc {
+					sc[j] = math.Exp(sc[j] - mx)
+					sum += sc[j]
+				}
+				for j := range sc {
+					for i := 0; i < hd; i++ {
+						att[h*hd+i] += sc[j] / sum * vals[l][j][kh*hd+i]
+					}
+				}
+			}
+			o := mv(mat(L.Out), vec(L.OutB), att)
+			for i := range x {
+				x[i] += o[i]
+			}
+			xn = norm(x, vec(L.FFNNorm), vec(L.FFNNormB))
+			var hdn []float64
+			if spec.FFN == model.SwiGLU {
+				g, u := mv(mat(L.Gate), nil, xn), mv(mat(L.Up), nil, xn)
+				for i := range g {
+					g[i] = g[i] / (1 + math.Exp(-g[i])) * u[i]
+				}
+				hdn = g
+			} else {
+				hdn = mv(mat(L.Up), vec(L.UpB), xn)
+				for i, z := range hdn {
+					hdn[i] = 0.5 * z * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(z+0.044715*z*z*z)))
+				}
+			}
+			d := mv(mat(L.Down), vec(L.DownB), hdn)
+			for i := range x {
+				x[i] += d[i]
+			}
+		}
+		logits = append(logits, mv(mat(W.OutputMatrix()), nil, norm(x, vec(W.OutNorm), vec(W.OutNormB))))
+	}
+	return logits
+}
+
+// The Runner agrees with the float64 oracle for both architectures, GQA,
+// tied and separate outputs, and several weight types.
+func TestRunnerMatchesNaiveForward(t *testing.T) {
+	for _, tc := range []model.SynthOptions{
+		{Arch: "llama", Embd: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 96, Vocab: 700, Context: 32, Type: quant.F32},
+		{Arch: "llama", Embd: 64, Layers: 2, Heads: 4, KVHeads: 4, FFN: 96, Vocab: 700, Context: 32, Type: quant.Q8_0, Tied: true},
+		{Arch: "llama", Embd: 64, Layers: 1, Heads: 2, KVHeads: 1, FFN: 64, Vocab: 700, Context: 32, Type: quant.Q4_0},
+		{Arch: "gpt2", Embd: 64, Layers: 2, Heads: 4, FFN: 128, Vocab: 600, Context: 32, Type: quant.F32, Tied: true},
+		{Arch: "gpt2", Embd: 64, Layers: 2, Heads: 2, FFN: 96, Vocab: 600, Context: 32, Type: quant.F16},
+	} {
+		m := synthModel(t, tc)
+		ids := m.Tokenizer.EncodeIDs("once upon a time the little cat saw a big red ball", true)
+		want := naiveForward(m, ids)
+		r, err := NewRunner(m, Options{Threads: 2, MaxBatch: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := r.Forward(ids, true)
+		r.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		V := m.Config.Vocab
+		var worst float64
+		for p := range ids {
+			for j := 0; j < V; j++ {
+				worst = max(worst, math.Abs(float64(got[p*V+j])-want[p][j]))
+			}
+		}
+		if worst > 1e-4 {
+			t.Errorf("%s %s: max |runner - float64 oracle| = %g", tc.Arch, tc.Type, worst)
+		}
+	}
+}
+
+func TestForwardErrors(t *testing.T) {
+	m := synthModel(t, model.SynthOptions{Arch: "gpt2", Embd: 32, Layers: 1, Heads: 2, FFN: 32, Vocab: 600, Context: 8, Type: quant.F32})
+	r, err := NewRunner(m, Options{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := r.Forward([]int32{600}, false); err == nil {
+		t.Error("token outside the vocabulary: want error")
+	}
+	if _, err := r.Forward(nil, false); err == nil {
+		t.Error("no tokens: want error")
+	}
+	if _, err := r.Forward(make([]int32, 9), false); err == nil {
+		t.Error("more tokens than the context: want error")
+	}
+	if _, err := NewRunner(m, Options{Context: 9}); err == nil {
+		t.Error("context beyond gpt2's learned positions: want error")
+	}
+}

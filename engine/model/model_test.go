@@ -1,0 +1,107 @@
+package model
+
+import (
+	"strings"
+	"testing"
+
+	"stepthrough/engine/gguf"
+	"stepthrough/engine/internal/reftest"
+	"stepthrough/engine/quant"
+)
+
+func small(arch string) SynthOptions {
+	return SynthOptions{Arch: arch, Embd: 32, Layers: 2, Heads: 2, FFN: 64, Vocab: 700, Context: 16, Type: quant.F32}
+}
+
+func TestLoadStories(t *testing.T) {
+	m, err := Load(reftest.Path(t, "models", "stories260K.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	c := m.Config
+	if c.Embd != 64 || c.Layers != 5 || c.Heads != 8 || c.KVHeads != 4 || c.FFN != 172 || c.Vocab != 512 || c.HeadDim != 8 {
+		t.Errorf("config %+v", c)
+	}
+	if m.Weights.Output == nil {
+		t.Error("stories260K has a separate output matrix")
+	}
+}
+
+// A file that is valid GGUF but not a valid model is rejected with an
+// error that names the problem.
+func TestLoadRejects(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(w *gguf.Writer)
+		want string
+	}{
+		{"arch", func(w *gguf.Writer) { w.MustSet("general.architecture", "mamba") }, "not supported"},
+		{"heads", func(w *gguf.Writer) { w.MustSet("llama.attention.head_count", uint32(3)) }, "not a multiple"},
+		{"kv heads", func(w *gguf.Writer) { w.MustSet("llama.attention.head_count_kv", uint32(0)) }, "outside"},
+		{"huge embd", func(w *gguf.Writer) { w.MustSet("llama.embedding_length", uint64(1)<<40) }, "outside"},
+		{"eps type", func(w *gguf.Writer) { w.MustSet("llama.attention.layer_norm_rms_epsilon", "x") }, "want a float"},
+		{"ctx type", func(w *gguf.Writer) { w.MustSet("llama.context_length", "x") }, "want an integer"},
+		{"layers", func(w *gguf.Writer) { w.MustSet("llama.block_count", uint32(3)) }, "blk.2"},
+		{"fewer layers", func(w *gguf.Writer) { w.MustSet("llama.block_count", uint32(1)) }, "belongs to layer 1"},
+		{"ffn", func(w *gguf.Writer) { w.MustSet("llama.feed_forward_length", uint32(32)) }, "shape"},
+		{"rope dims", func(w *gguf.Writer) { w.MustSet("llama.rope.dimension_count", uint32(17)) }, "rope.dimension_count"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w, err := Synthesize(small("llama"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.edit(w)
+			f, err := gguf.Parse(w.Bytes())
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = FromFile(f)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %v, want it to mention %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestMissingTensor(t *testing.T) {
+	full, _ := Synthesize(small("gpt2"))
+	f, _ := gguf.Parse(full.Bytes())
+	w := gguf.NewWriter()
+	for _, kv := range f.KV {
+		w.MustSet(kv.Key, kv.Value.V)
+	}
+	for i := range f.Tensors {
+		ti := &f.Tensors[i]
+		if ti.Name == "blk.1.attn_qkv.bias" {
+			continue
+		}
+		w.AddTensor(ti.Name, ti.Type, ti.Dims, f.TensorData(ti))
+	}
+	f2, _ := gguf.Parse(w.Bytes())
+	if _, err := FromFile(f2); err == nil || !strings.Contains(err.Error(), "blk.1.attn_qkv.bias is missing") {
+		t.Errorf("error %v", err)
+	}
+}
+
+// Any byte-level corruption of a model file gives an error or a model
+// whose tensors all match the shapes the kernels rely on — never a panic.
+func FuzzLoadModel(f *testing.F) {
+	w, _ := Synthesize(SynthOptions{Arch: "llama", Embd: 32, Layers: 1, Heads: 2, FFN: 32, Vocab: 700, Context: 8, Type: quant.Q8_0})
+	f.Add(w.Bytes())
+	w2, _ := Synthesize(SynthOptions{Arch: "gpt2", Embd: 32, Layers: 1, Heads: 2, FFN: 32, Vocab: 700, Context: 8, Type: quant.F16})
+	f.Add(w2.Bytes())
+	f.Fuzz(func(t *testing.T, data []byte) {
+		file, err := gguf.Parse(data)
+		if err != nil {
+			return
+		}
+		m, err := FromFile(file)
+		if err != nil {
+			return
+		}
+		m.Tokenizer.Encode("fuzz me", true)
+	})
+}

@@ -1,0 +1,214 @@
+package model
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+
+	"stepthrough/engine/gguf"
+	"stepthrough/engine/quant"
+)
+
+// SynthOptions describe a random-weight model: the shape of a real one
+// without its training, for benchmarks and tests.
+type SynthOptions struct {
+	Arch                              string // "llama" or "gpt2"
+	Embd, Layers, Heads, KVHeads, FFN int
+	Vocab, Context                    int
+	Type                              quant.Type // type of the weight matrices
+	Tied                              bool       // no separate output matrix
+	Seed                              uint64
+	Name                              string
+}
+
+// Synthesize builds a GGUF file with random weights (normal, std 0.02;
+// norms near 1) and a small real tokenizer: SentencePiece-style for llama,
+// byte-level BPE for gpt2, padded with unused control tokens to Vocab.
+func Synthesize(o SynthOptions) (*gguf.Writer, error) {
+	spec, ok := Lookup(o.Arch)
+	if !ok {
+		return nil, fmt.Errorf("synth: unknown architecture %q", o.Arch)
+	}
+	if o.KVHeads == 0 {
+		o.KVHeads = o.Heads
+	}
+	if o.Heads < 1 || o.Embd%o.Heads != 0 || o.Heads%o.KVHeads != 0 || o.Layers < 1 || o.FFN < 1 || o.Context < 1 {
+		return nil, fmt.Errorf("synth: inconsistent shape (embd %d, heads %d/%d, layers %d, ffn %d, context %d)", o.Embd, o.Heads, o.KVHeads, o.Layers, o.FFN, o.Context)
+	}
+	if o.Name == "" {
+		o.Name = fmt.Sprintf("random %s %dx%d", o.Arch, o.Layers, o.Embd)
+	}
+	w := gguf.NewWriter()
+	a := o.Arch
+	w.MustSet("general.architecture", a)
+	w.MustSet("general.name", o.Name)
+	w.MustSet(a+".context_length", uint32(o.Context))
+	w.MustSet(a+".embedding_length", uint32(o.Embd))
+	w.MustSet(a+".block_count", uint32(o.Layers))
+	w.MustSet(a+".feed_forward_length", uint32(o.FFN))
+	w.MustSet(a+".attention.head_count", uint32(o.Heads))
+	w.MustSet(a+".attention.head_count_kv", uint32(o.KVHeads))
+	if spec.Norm == RMSNorm {
+		w.MustSet(a+".attention.layer_norm_rms_epsilon", float32(1e-5))
+		w.MustSet(a+".rope.dimension_count", uint32(o.Embd/o.Heads))
+	} else {
+		w.MustSet(a+".attention.layer_norm_epsilon", float32(1e-5))
+	}
+	if err := synthVocab(w, o); err != nil {
+		return nil, err
+	}
+	rng := rand.New(rand.NewPCG(o.Seed, 0x5717))
+	normal := func(n int, mean, std float64) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(mean + std*rng.NormFloat64())
+		}
+		return v
+	}
+	var err error
+	matrix := func(name string, cols, rows int) {
+		if err == nil {
+			err = w.AddF32(name, o.Type, []uint64{uint64(cols), uint64(rows)}, normal(cols*rows, 0, 0.02))
+		}
+	}
+	vector := func(name string, n int, mean, std float64) {
+		if err == nil {
+			err = w.AddF32(name, quant.F32, []uint64{uint64(n)}, normal(n, mean, std))
+		}
+	}
+	hd := o.Embd / o.Heads
+	q, kv := o.Heads*hd, o.KVHeads*hd
+	matrix("token_embd.weight", o.Embd, o.Vocab)
+	if spec.PosEmbd {
+		matrix("position_embd.weight", o.Embd, o.Context)
+	}
+	for l := 0; l < o.Layers; l++ {
+		p := fmt.Sprintf("blk.%d.", l)
+		vector(p+"attn_norm.weight", o.Embd, 1, 0.1)
+		if spec.Norm == LayerNorm {
+			vector(p+"attn_norm.bias", o.Embd, 0, 0.02)
+		}
+		if spec.FusedQKV {
+			matrix(p+"attn_qkv.weight", o.Embd, q+2*kv)
+			vector(p+"attn_qkv.bias", q+2*kv, 0, 0.02)
+		} else {
+			matrix(p+"attn_q.weight", o.Embd, q)
+			matrix(p+"attn_k.weight", o.Embd, kv)
+			matrix(p+"attn_v.weight", o.Embd, kv)
+		}
+		matrix(p+"attn_output.weight", q, o.Embd)
+		if spec.FusedQKV {
+			vector(p+"attn_output.bias", o.Embd, 0, 0.02)
+		}
+		vector(p+"ffn_norm.weight", o.Embd, 1, 0.1)
+		if spec.Norm == LayerNorm {
+			vector(p+"ffn_norm.bias", o.Embd, 0, 0.02)
+		}
+		if spec.FFN == SwiGLU {
+			matrix(p+"ffn_gate.weight", o.Embd, o.FFN)
+		}
+		matrix(p+"ffn_up.weight", o.Embd, o.FFN)
+		matrix(p+"ffn_down.weight", o.FFN, o.Embd)
+		if spec.FFN == GELU {
+			vector(p+"ffn_up.bias", o.FFN, 0, 0.02)
+			vector(p+"ffn_down.bias", o.Embd, 0, 0.02)
+		}
+	}
+	vector("output_norm.weight", o.Embd, 1, 0.1)
+	if spec.Norm == LayerNorm {
+		vector("output_norm.bias", o.Embd, 0, 0.02)
+	}
+	if !o.Tied {
+		matrix("output.weight", o.Embd, o.Vocab)
+	}
+	return w, err
+}
+
+var synthWords = strings.Fields(`the a and to of in was it he she they is on for with his her that
+at as had but said day one there little big time once upon cat dog Lily Tom saw play park ball happy sad
+red blue tree house mom friend went very not so what who when this then`)
+
+func synthVocab(w *gguf.Writer, o SynthOptions) error {
+	var tokens []string
+	var types []int32
+	var scores []float32
+	var merges []string
+	seen := map[string]bool{}
+	addTok := func(s string, typ int32) {
+		if !seen[s] {
+			seen[s] = true
+			tokens = append(tokens, s)
+			types = append(types, typ)
+			scores = append(scores, -float32(len(tokens)))
+		}
+	}
+	bos, eos := 1, 2
+	if o.Arch == "llama" {
+		addTok("<unk>", 2)
+		addTok("<s>", 3)
+		addTok("</s>", 3)
+		for b := 0; b < 256; b++ {
+			addTok(fmt.Sprintf("<0x%02X>", b), 6)
+		}
+		addTok("▁", 1)
+		for _, word := range synthWords {
+			piece := "▁" + word
+			for i := len("▁") + 1; i <= len(piece); i++ { // every prefix is a token
+				addTok(piece[:i], 1)
+			}
+		}
+	} else {
+		for b := 0; b < 256; b++ {
+			addTok(string(gpt2ByteRune(byte(b))), 1)
+		}
+		for _, word := range synthWords {
+			chars := []rune("Ġ" + word)
+			cur := string(chars[0])
+			for _, c := range chars[1:] {
+				if !seen[cur+string(c)] {
+					merges = append(merges, cur+" "+string(c))
+				}
+				addTok(cur+string(c), 1)
+				cur += string(c)
+			}
+		}
+		addTok("<|endoftext|>", 3)
+		bos, eos = len(tokens)-1, len(tokens)-1
+	}
+	if len(tokens) > o.Vocab {
+		return fmt.Errorf("synth: vocabulary %d is smaller than the %d tokens of the built-in tokenizer", o.Vocab, len(tokens))
+	}
+	for i := len(tokens); i < o.Vocab; i++ {
+		addTok(fmt.Sprintf("<unused%d>", i), 5)
+	}
+	if o.Arch == "llama" {
+		w.MustSet("tokenizer.ggml.model", "llama")
+		w.MustSet("tokenizer.ggml.scores", scores)
+	} else {
+		w.MustSet("tokenizer.ggml.model", "gpt2")
+		w.MustSet("tokenizer.ggml.pre", "gpt-2")
+		w.MustSet("tokenizer.ggml.merges", merges)
+	}
+	w.MustSet("tokenizer.ggml.tokens", tokens)
+	w.MustSet("tokenizer.ggml.token_type", types)
+	w.MustSet("tokenizer.ggml.bos_token_id", uint32(bos))
+	w.MustSet("tokenizer.ggml.eos_token_id", uint32(eos))
+	return nil
+}
+
+func gpt2ByteRune(b byte) rune {
+	n := 0
+	for c := 0; c < 256; c++ {
+		printable := (c >= 0x21 && c <= 0x7e) || (c >= 0xa1 && c <= 0xac) || (c >= 0xae && c <= 0xff)
+		if c == int(b) {
+			if printable {
+				return rune(c)
+			}
+			return rune(256 + n)
+		}
+		if !printable {
+			n++
+		}
+	}
+	return 0
+}
