@@ -26,6 +26,7 @@ type Backend interface {
 	// token's logits (reused buffer), or all rows when all is set.
 	Forward(tokens []int32, all bool) ([]float32, error)
 	Pos() int
+	Capacity() int // positions the KV cache holds
 	Reset()
 	Close()
 }
@@ -55,6 +56,9 @@ func NewSession(m *model.Model, opt Options) (*Session, error) {
 
 // Close releases the backend.
 func (s *Session) Close() { s.backend.Close() }
+
+// Capacity is the number of positions the session's KV cache holds.
+func (s *Session) Capacity() int { return s.backend.Capacity() }
 
 // Tokens are the ids processed so far.
 func (s *Session) Tokens() []int32 { return s.tokens }

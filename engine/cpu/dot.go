@@ -65,3 +65,18 @@ func f32s(b []byte) []float32 {
 }
 
 var hostLittleEndian = func() bool { x := uint16(1); return *(*byte)(unsafe.Pointer(&x)) == 1 }()
+
+func gemv4Go(a []float32, lda int, x []float32, out *[4]float32) {
+	k := len(x)
+	for i := 0; i < 4; i++ {
+		out[i] = dotGo(a[i*lda:i*lda+k], x)
+	}
+}
+
+func gemm3x3Go(a []float32, lda int, x []float32, ldx, k int, out *[9]float32) {
+	for i := 0; i < 3; i++ {
+		for j := 0; j < 3; j++ {
+			out[i*3+j] = dotGo(a[i*lda:i*lda+k], x[j*ldx:j*ldx+k])
+		}
+	}
+}

@@ -12,6 +12,12 @@ func dotAVX2(a, b []float32) float32
 //go:noescape
 func dotQ8_0AVX2(row *byte, x *float32, blocks int, f16 *float32) float32
 
+//go:noescape
+func gemv4AVX2(a *float32, lda int, x *float32, k int, out *float32)
+
+//go:noescape
+func gemm3x3AVX2(a *float32, lda int, x *float32, ldx int, k int, out *float32)
+
 var useAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 
 // f16Table is every binary16 pattern as float32, for the Q8_0 kernel's scales.
@@ -39,4 +45,37 @@ func dotQ8_0(row []byte, x []float32) float32 {
 		return dotQ8_0AVX2(&row[0], &x[0], nb, &f16Table[0])
 	}
 	return dotQ8_0Go(row, x)
+}
+
+// gemv4 computes the dot products of four rows of a (row stride lda) with x.
+func gemv4(a []float32, lda int, x []float32, out *[4]float32) {
+	k := len(x)
+	_ = a[3*lda+k-1]
+	k8 := k &^ 7
+	if !useAVX2 || k8 == 0 {
+		gemv4Go(a, lda, x, out)
+		return
+	}
+	gemv4AVX2(&a[0], lda, &x[0], k8, &out[0])
+	for i := 0; i < 4 && k8 < k; i++ {
+		out[i] += dotGo(a[i*lda+k8:i*lda+k], x[k8:])
+	}
+}
+
+// gemm3x3 computes the dot products of three rows of a with three rows of
+// x (strides lda, ldx), over k values: out[i*3+j] = a_i · x_j.
+func gemm3x3(a []float32, lda int, x []float32, ldx, k int, out *[9]float32) {
+	_ = a[2*lda+k-1]
+	_ = x[2*ldx+k-1]
+	k8 := k &^ 7
+	if !useAVX2 || k8 == 0 {
+		gemm3x3Go(a, lda, x, ldx, k, out)
+		return
+	}
+	gemm3x3AVX2(&a[0], lda, &x[0], ldx, k8, &out[0])
+	for i := 0; i < 3 && k8 < k; i++ {
+		for j := 0; j < 3; j++ {
+			out[i*3+j] += dotGo(a[i*lda+k8:i*lda+k], x[j*ldx+k8:j*ldx+k])
+		}
+	}
 }

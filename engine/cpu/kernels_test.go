@@ -76,7 +76,7 @@ func TestMatMulAllTypes(t *testing.T) {
 			for i := n * rows; i < len(out); i++ {
 				out[i] = float32(math.NaN())
 			}
-			scratch := [][]float32{make([]float32, cols), make([]float32, cols), make([]float32, cols)}
+			scratch := [][]float32{make([]float32, ScratchFloats(cols)), make([]float32, ScratchFloats(cols)), make([]float32, ScratchFloats(cols))}
 			pool.MatMul(out, w, x, n, scratch)
 			for tk := 0; tk < n; tk++ {
 				for rr := 0; rr < rows; rr++ {

@@ -5,26 +5,78 @@ import (
 	"stepthrough/engine/quant"
 )
 
+// ScratchFloats is how many floats of per-worker scratch MatMul needs for a
+// matrix of the given row length.
+func ScratchFloats(cols int) int { return 3 * cols }
+
+// matmulTask is one MatMul split by rows across workers.
+type matmulTask struct {
+	out, x  []float32
+	w       *model.Tensor
+	n       int
+	scratch [][]float32
+}
+
 // MatMul computes out[t][r] = dot(row r of w, x[t]) for n input vectors.
-// x is n×w.Cols(), out is n×w.Rows(). Rows are split across the pool's
-// workers; each weight row is decoded once and used for all n vectors.
+// x is n×w.Cols(), out is n×w.Rows(); scratch holds ScratchFloats(cols)
+// floats per worker. Rows are split across workers; for n > 1 each group of
+// three rows is decoded once and multiplied with three vectors at a time.
 func (p *Pool) MatMul(out []float32, w *model.Tensor, x []float32, n int, scratch [][]float32) {
-	rows, cols := w.Rows(), w.Cols()
-	rb := w.RowBytes()
-	p.Parallel(rows, 16, func(worker, lo, hi int) {
-		buf := scratch[worker][:cols]
-		for r := lo; r < hi; r++ {
-			raw := w.Data[r*rb : (r+1)*rb]
-			if n == 1 {
-				out[r] = dotRow(w.Type, raw, x[:cols], buf)
-				continue
-			}
-			rowf := decodeRow(w.Type, raw, buf)
-			for t := 0; t < n; t++ {
-				out[t*rows+r] = dot(rowf, x[t*cols:(t+1)*cols])
+	p.mm = matmulTask{out: out, x: x, w: w, n: n, scratch: scratch}
+	p.Run(w.Rows(), 16, &p.mm)
+	p.mm = matmulTask{}
+}
+
+func (m *matmulTask) Run(worker, lo, hi int) {
+	w := m.w
+	rows, cols, rb := w.Rows(), w.Cols(), w.RowBytes()
+	buf := m.scratch[worker][:3*cols]
+	if m.n == 1 {
+		x := m.x[:cols]
+		r := lo
+		if w.Type == quant.F32 && hostLittleEndian {
+			all := f32s(w.Data)
+			var o4 [4]float32
+			for ; r+4 <= hi; r += 4 {
+				gemv4(all[r*cols:(r+4)*cols], cols, x, &o4)
+				copy(m.out[r:r+4], o4[:])
 			}
 		}
-	})
+		for ; r < hi; r++ {
+			m.out[r] = dotRow(w.Type, w.Data[r*rb:(r+1)*rb], x, buf[:cols])
+		}
+		return
+	}
+	var o9 [9]float32
+	for r := lo; r < hi; r += 3 {
+		nr := min(3, hi-r)
+		var a []float32
+		if w.Type == quant.F32 && hostLittleEndian {
+			a = f32s(w.Data[r*rb : (r+nr)*rb])
+		} else {
+			a = buf[:nr*cols]
+			for i := 0; i < nr; i++ {
+				quant.Dequantize(w.Type, w.Data[(r+i)*rb:(r+i+1)*rb], a[i*cols:(i+1)*cols])
+			}
+		}
+		t := 0
+		if nr == 3 {
+			for ; t+3 <= m.n; t += 3 {
+				gemm3x3(a, cols, m.x[t*cols:], cols, cols, &o9)
+				for i := 0; i < 3; i++ {
+					for j := 0; j < 3; j++ {
+						m.out[(t+j)*rows+r+i] = o9[i*3+j]
+					}
+				}
+			}
+		}
+		for ; t < m.n; t++ {
+			xt := m.x[t*cols : (t+1)*cols]
+			for i := 0; i < nr; i++ {
+				m.out[t*rows+r+i] = dot(a[i*cols:(i+1)*cols], xt)
+			}
+		}
+	}
 }
 
 // dotRow is one row of a matrix-vector product, in the row's own type where

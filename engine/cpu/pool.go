@@ -8,54 +8,106 @@ package cpu
 
 import (
 	"runtime"
-	"sync"
+	"sync/atomic"
 )
 
-// Pool runs data-parallel work on a fixed set of goroutines. Workers are
-// started once and reused, so dispatching costs no allocation.
-type Pool struct {
-	n    int
-	jobs []chan job
-	wg   sync.WaitGroup
-	fn   func(worker, lo, hi int)
+// Task is work a Pool splits by index range. Tasks are long-lived values
+// (pointers held by their owner), so dispatching one allocates nothing.
+type Task interface {
+	Run(worker, lo, hi int)
 }
 
-type job struct{ lo, hi int }
+// Pool runs data-parallel work on a fixed set of goroutines. A decode step
+// dispatches dozens of small jobs, so workers spin briefly on an atomic
+// generation counter before parking: a parked goroutine costs a futex
+// wake-up (several microseconds) per job.
+type Pool struct {
+	n       int
+	workers []*poolWorker
+	// state publishes a job: generation << 16 | number of parts. Workers
+	// read task, total and chunk only when their index is below the parts
+	// of the generation they saw, and those stay fixed until they finish.
+	state  atomic.Uint64
+	done   atomic.Int32
+	closed atomic.Bool
+
+	task         Task
+	total, chunk int
+
+	mm matmulTask // MatMul's task, reused
+}
+
+type poolWorker struct {
+	sleeping atomic.Bool
+	wake     chan struct{}
+}
+
+// spinIters is how long an idle worker polls before parking (~tens of µs).
+const spinIters = 20000
 
 // NewPool starts a pool of n workers (n <= 0: one per CPU).
 func NewPool(n int) *Pool {
 	if n <= 0 {
 		n = runtime.NumCPU()
 	}
-	p := &Pool{n: n, jobs: make([]chan job, n)}
+	n = min(n, 1024)
+	p := &Pool{n: n, workers: make([]*poolWorker, n)}
 	for w := 1; w < n; w++ {
-		p.jobs[w] = make(chan job, 1)
-		go p.worker(w)
+		p.workers[w] = &poolWorker{wake: make(chan struct{}, 1)}
+		go p.loop(w, 0) // generation 0: no job yet, even if one is posted before the goroutine runs
 	}
 	return p
 }
 
-// Threads is the number of workers.
+// Threads is the number of workers, the caller's goroutine included.
 func (p *Pool) Threads() int { return p.n }
 
 // Close stops the workers.
 func (p *Pool) Close() {
-	for w := 1; w < p.n; w++ {
-		close(p.jobs[w])
+	p.closed.Store(true)
+	p.state.Add(1 << 16)
+	for _, w := range p.workers[1:] {
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
 	}
 }
 
-func (p *Pool) worker(w int) {
-	for j := range p.jobs[w] {
-		p.fn(w, j.lo, j.hi)
-		p.wg.Done()
+func (p *Pool) loop(id int, seen uint64) {
+	w := p.workers[id]
+	for {
+		s := p.state.Load()
+		for i := 0; s>>16 == seen && i < spinIters; i++ {
+			if i&63 == 63 {
+				runtime.Gosched()
+			}
+			s = p.state.Load()
+		}
+		if s>>16 == seen {
+			w.sleeping.Store(true)
+			if s = p.state.Load(); s>>16 == seen {
+				<-w.wake
+			}
+			w.sleeping.Store(false)
+			continue // re-read the state; a wake-up may be stale
+		}
+		seen = s >> 16
+		if p.closed.Load() {
+			return
+		}
+		if id < int(s&0xffff) {
+			lo := id * p.chunk
+			p.task.Run(id, lo, min(p.total, lo+p.chunk))
+			p.done.Add(1)
+		}
 	}
 }
 
-// Parallel splits [0, n) into contiguous chunks and calls fn on each, the
-// calling goroutine taking the first. grain is the smallest chunk worth a
-// thread. Calls must not overlap (one forward pass at a time per pool).
-func (p *Pool) Parallel(n, grain int, fn func(worker, lo, hi int)) {
+// Run splits [0, n) into one contiguous chunk per worker (fewer when a
+// chunk would be smaller than grain) and runs t on each, the caller taking
+// the first. Calls must not overlap: a pool serves one forward pass.
+func (p *Pool) Run(n, grain int, t Task) {
 	parts := p.n
 	if grain < 1 {
 		grain = 1
@@ -65,18 +117,37 @@ func (p *Pool) Parallel(n, grain int, fn func(worker, lo, hi int)) {
 	}
 	if parts <= 1 {
 		if n > 0 {
-			fn(0, 0, n)
+			t.Run(0, 0, n)
 		}
 		return
 	}
-	p.fn = fn
-	p.wg.Add(parts - 1)
 	chunk := (n + parts - 1) / parts
-	for w := 1; w < parts; w++ {
-		lo := w * chunk
-		p.jobs[w] <- job{lo, min(n, lo+chunk)}
+	parts = (n + chunk - 1) / chunk
+	p.task, p.total, p.chunk = t, n, chunk
+	p.done.Store(0)
+	gen := p.state.Load()>>16 + 1
+	p.state.Store(gen<<16 | uint64(parts))
+	for _, w := range p.workers[1:parts] {
+		if w.sleeping.Load() {
+			select {
+			case w.wake <- struct{}{}:
+			default:
+			}
+		}
 	}
-	fn(0, 0, min(n, chunk))
-	p.wg.Wait()
-	p.fn = nil
+	t.Run(0, 0, chunk)
+	for i := 0; p.done.Load() != int32(parts-1); i++ {
+		if i > 1000 {
+			runtime.Gosched()
+		}
+	}
+	p.task = nil
 }
+
+// funcTask adapts a function to Task (it allocates: for tests and cold paths).
+type funcTask func(worker, lo, hi int)
+
+func (f funcTask) Run(worker, lo, hi int) { f(worker, lo, hi) }
+
+// Parallel is Run for a function.
+func (p *Pool) Parallel(n, grain int, fn func(worker, lo, hi int)) { p.Run(n, grain, funcTask(fn)) }

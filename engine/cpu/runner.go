@@ -35,6 +35,7 @@ type Runner struct {
 	scratch                          [][]float32
 	scores                           [][]float32
 	rope                             []float32
+	attn                             attnTask
 
 	norms []layerVecs
 	outN  vecs
@@ -81,7 +82,7 @@ func NewRunner(m *model.Model, opt Options) (*Runner, error) {
 	r.logits = make([]float32, c.Vocab)
 	r.rope = make([]float32, c.HeadDim+2)
 	for w := 0; w < pool.Threads(); w++ {
-		r.scratch = append(r.scratch, make([]float32, widest))
+		r.scratch = append(r.scratch, make([]float32, ScratchFloats(widest)))
 		r.scores = append(r.scores, make([]float32, ctx))
 	}
 	W := m.Weights
@@ -118,6 +119,9 @@ func (r *Runner) Cache() *kv.Cache { return r.cache }
 
 // Pos is the number of positions processed (the next token's position).
 func (r *Runner) Pos() int { return r.cache.Len() }
+
+// Capacity is the number of positions the KV cache holds.
+func (r *Runner) Capacity() int { return r.cache.Capacity }
 
 // Threads is the number of worker threads.
 func (r *Runner) Threads() int { return r.pool.Threads() }
@@ -274,33 +278,41 @@ func (r *Runner) layer(l, n, pos0 int) {
 	add(x, o)
 }
 
-// attention computes, for every new token and head, softmax(q·Kᵀ/√d) over
+// attnTask computes, for every new token and head, softmax(q·Kᵀ/√d) over
 // the visible positions (causal) and the weighted sum of V.
+type attnTask struct {
+	r          *Runner
+	l, n, pos0 int
+}
+
 func (r *Runner) attention(l, n, pos0 int) {
-	c := r.cfg
+	r.attn = attnTask{r: r, l: l, n: n, pos0: pos0}
+	r.pool.Run(n*r.cfg.Heads, 1, &r.attn)
+}
+
+func (a *attnTask) Run(worker, lo, hi int) {
+	r, c := a.r, a.r.cfg
 	QD, KVD, HD := c.QDim(), c.KVDim(), c.HeadDim
 	group := c.Heads / c.KVHeads
 	scale := float32(1 / math.Sqrt(float64(HD)))
-	keys := r.cache.Keys(l, pos0+n)
-	vals := r.cache.Values(l, pos0+n)
-	r.pool.Parallel(n*c.Heads, 1, func(worker, lo, hi int) {
-		for idx := lo; idx < hi; idx++ {
-			t, h := idx/c.Heads, idx%c.Heads
-			visible := pos0 + t + 1
-			q := r.q[t*QD+h*HD : t*QD+(h+1)*HD]
-			kvo := (h / group) * HD
-			sc := r.scores[worker][:visible]
-			for j := range sc {
-				sc[j] = dot(q, keys[j*KVD+kvo:j*KVD+kvo+HD]) * scale
-			}
-			Softmax(sc)
-			out := r.att[t*QD+h*HD : t*QD+(h+1)*HD]
-			clear(out)
-			for j, p := range sc {
-				axpy(out, p, vals[j*KVD+kvo:j*KVD+kvo+HD])
-			}
+	keys := r.cache.Keys(a.l, a.pos0+a.n)
+	vals := r.cache.Values(a.l, a.pos0+a.n)
+	for idx := lo; idx < hi; idx++ {
+		t, h := idx/c.Heads, idx%c.Heads
+		visible := a.pos0 + t + 1
+		q := r.q[t*QD+h*HD : t*QD+(h+1)*HD]
+		kvo := (h / group) * HD
+		sc := r.scores[worker][:visible]
+		for j := range sc {
+			sc[j] = dot(q, keys[j*KVD+kvo:j*KVD+kvo+HD]) * scale
 		}
-	})
+		Softmax(sc)
+		out := r.att[t*QD+h*HD : t*QD+(h+1)*HD]
+		clear(out)
+		for j, p := range sc {
+			axpy(out, p, vals[j*KVD+kvo:j*KVD+kvo+HD])
+		}
+	}
 }
 
 func add(dst, src []float32) {

@@ -1,0 +1,156 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"time"
+
+	"stepthrough/engine/cpu"
+	"stepthrough/engine/model"
+)
+
+// BenchResult is bench's --json output. pp is prompt processing (one batch
+// of pp_tokens from an empty cache), tg is generation (tg_tokens
+// single-token steps from an empty cache); rates are tokens per second,
+// mean and standard deviation over the runs, as llama-bench defines them.
+type BenchResult struct {
+	Model    string  `json:"model"`
+	Backend  string  `json:"backend"`
+	Threads  int     `json:"threads"`
+	PPTokens int     `json:"pp_tokens"`
+	PPTPS    float64 `json:"pp_tps"`
+	PPSD     float64 `json:"pp_sd"`
+	TGTokens int     `json:"tg_tokens"`
+	TGTPS    float64 `json:"tg_tps"`
+	TGSD     float64 `json:"tg_sd"`
+}
+
+func runBench(ctx context.Context, env Env, args []string) error {
+	fs := newFlags(env, "bench", "--model PATH [-p 128] [-n 64] [-r 3] [-t THREADS] [--json]")
+	path := fs.String("model", "", "GGUF model `file`")
+	pp := fs.Int("p", 128, "prompt tokens per prompt-processing run (0: skip)")
+	tg := fs.Int("n", 64, "tokens per generation run (0: skip)")
+	reps := fs.Int("r", 3, "repetitions (after one warm-up)")
+	threads := fs.Int("t", 0, "CPU threads (0: all cores)")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := required("model", *path); err != nil {
+		return err
+	}
+	if *pp < 0 || *tg < 0 || *reps < 1 || *pp+*tg == 0 {
+		return usageError{fmt.Errorf("need -p >= 0, -n >= 0 (not both 0) and -r >= 1")}
+	}
+	m, err := model.Load(*path)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	r, err := cpu.NewRunner(m, cpu.Options{Threads: *threads, Context: max(*pp, *tg, 1)})
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	res := BenchResult{Model: filepath.Base(*path), Backend: "cpu", Threads: r.Threads(), PPTokens: *pp, TGTokens: *tg}
+	rng := rand.New(rand.NewPCG(42, 42))
+	tokens := func(n int) []int32 {
+		ids := make([]int32, n)
+		for i := range ids {
+			ids[i] = int32(rng.IntN(m.Config.Vocab))
+		}
+		if v := m.Tokenizer.Vocab(); v.AddBOS && v.BOS >= 0 && n > 0 {
+			ids[0] = v.BOS
+		}
+		return ids
+	}
+	runPP := func() (time.Duration, error) {
+		ids := tokens(*pp)
+		r.Reset()
+		start := time.Now()
+		_, err := r.Forward(ids, false)
+		return time.Since(start), err
+	}
+	runTG := func() (time.Duration, error) {
+		ids := tokens(*tg)
+		r.Reset()
+		start := time.Now()
+		for i := range ids {
+			if _, err := r.Forward(ids[i:i+1], false); err != nil {
+				return 0, err
+			}
+		}
+		return time.Since(start), nil
+	}
+	measure := func(n int, run func() (time.Duration, error)) (mean, sd float64, err error) {
+		if n == 0 {
+			return 0, 0, nil
+		}
+		if _, err := run(); err != nil { // warm-up
+			return 0, 0, err
+		}
+		var rates []float64
+		for i := 0; i < *reps; i++ {
+			if err := ctx.Err(); err != nil {
+				return 0, 0, err
+			}
+			d, err := run()
+			if err != nil {
+				return 0, 0, err
+			}
+			rates = append(rates, float64(n)/d.Seconds())
+		}
+		mean, sd = meanSD(rates)
+		return mean, sd, nil
+	}
+	if res.PPTPS, res.PPSD, err = measure(*pp, runPP); err != nil {
+		return err
+	}
+	if res.TGTPS, res.TGSD, err = measure(*tg, runTG); err != nil {
+		return err
+	}
+	if *asJSON {
+		return json.NewEncoder(env.Stdout).Encode(res)
+	}
+	fmt.Fprintf(env.Stdout, "| %-24s | %10s | %8s | %-7s | %7s | %-6s | %20s |\n", "model", "size", "params", "backend", "threads", "test", "t/s")
+	fmt.Fprintf(env.Stdout, "| %-24s | %10s | %8s | %-7s | %7s | %-6s | %20s |\n", "---", "---:", "---:", "---", "---:", "---", "---:")
+	size := fmt.Sprintf("%.2f MiB", float64(fileBytes(m))/(1<<20))
+	params := fmt.Sprintf("%.2f M", float64(m.Params())/1e6)
+	for _, row := range []struct {
+		name     string
+		n        int
+		mean, sd float64
+	}{{"pp", *pp, res.PPTPS, res.PPSD}, {"tg", *tg, res.TGTPS, res.TGSD}} {
+		if row.n > 0 {
+			fmt.Fprintf(env.Stdout, "| %-24s | %10s | %8s | %-7s | %7d | %-6s | %20s |\n", res.Model, size, params, res.Backend, res.Threads,
+				fmt.Sprintf("%s%d", row.name, row.n), fmt.Sprintf("%.2f ± %.2f", row.mean, row.sd))
+		}
+	}
+	return nil
+}
+
+func meanSD(x []float64) (mean, sd float64) {
+	for _, v := range x {
+		mean += v
+	}
+	mean /= float64(len(x))
+	if len(x) < 2 {
+		return mean, 0
+	}
+	for _, v := range x {
+		sd += (v - mean) * (v - mean)
+	}
+	return mean, math.Sqrt(sd / float64(len(x)-1))
+}
+
+func fileBytes(m *model.Model) uint64 {
+	var n uint64
+	for _, b := range m.TypeBytes() {
+		n += b
+	}
+	return n
+}

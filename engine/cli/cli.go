@@ -1,0 +1,115 @@
+// Package cli implements the engine's command-line commands (tokenize,
+// logits, generate, bench, inspect, synth): a stable contract that users
+// and tests script against. Output goes to stdout; an error is one line on
+// stderr and a non-zero exit status.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// Env is where a command reads and writes.
+type Env struct {
+	Stdout, Stderr io.Writer
+}
+
+type command struct {
+	summary string
+	run     func(ctx context.Context, env Env, args []string) error
+}
+
+var commands = map[string]command{
+	"tokenize": {"print the token ids (or pieces) of a text", runTokenize},
+	"logits":   {"write the logits of every prompt position as float32", runLogits},
+	"generate": {"generate text after a prompt", runGenerate},
+	"bench":    {"measure prompt processing and generation speed", runBench},
+	"inspect":  {"describe a model file", runInspect},
+	"synth":    {"write a random-weight model of a given shape (for benchmarks and tests)", runSynth},
+}
+
+// Has reports whether name is one of this package's commands.
+func Has(name string) bool { _, ok := commands[name]; return ok }
+
+// Usage lists the commands, one per line.
+func Usage() string {
+	var names []string
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for _, n := range names {
+		fmt.Fprintf(&b, "  %-9s %s\n", n, commands[n].summary)
+	}
+	return b.String()
+}
+
+// Run runs the named command and returns the process exit status.
+func Run(ctx context.Context, env Env, name string, args []string) int {
+	c, ok := commands[name]
+	if !ok {
+		fmt.Fprintf(env.Stderr, "stepthrough: unknown command %q\n", name)
+		return 2
+	}
+	err := c.run(ctx, env, args)
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, new(usageError)):
+		fmt.Fprintf(env.Stderr, "stepthrough %s: %v (see 'stepthrough %s -h')\n", name, err, name)
+		return 2
+	}
+	fmt.Fprintf(env.Stderr, "stepthrough %s: %s\n", name, oneLine(err.Error()))
+	return 1
+}
+
+type usageError struct{ error }
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// newFlags returns a flag set that prints usage on -h (to stdout) and
+// reports parse errors as one line.
+func newFlags(env Env, name, usage string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {} // parse errors are reported as one line by parse
+	helps[fs] = func() {
+		fmt.Fprintf(env.Stdout, "usage: stepthrough %s %s\n", name, usage)
+		fs.SetOutput(env.Stdout)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+	}
+	return fs
+}
+
+// helps holds each flag set's -h text.
+var helps = map[*flag.FlagSet]func(){}
+
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			helps[fs]()
+			return err
+		}
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+	}
+	return nil
+}
+
+func required(name, v string) error {
+	if v == "" {
+		return usageError{fmt.Errorf("--%s is required", name)}
+	}
+	return nil
+}

@@ -1,0 +1,192 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+
+	"stepthrough/engine"
+	"stepthrough/engine/model"
+	"stepthrough/engine/quant"
+)
+
+func runTokenize(ctx context.Context, env Env, args []string) error {
+	fs := newFlags(env, "tokenize", "--model PATH --text TEXT [--no-bos] [--pieces]")
+	path := fs.String("model", "", "GGUF model `file`")
+	text := fs.String("text", "", "text to tokenize (special-token text is not parsed)")
+	noBOS := fs.Bool("no-bos", false, "do not add BOS even if the model asks for it")
+	pieces := fs.Bool("pieces", false, "print one token per line: id, bytes, byte span, vocabulary piece")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := required("model", *path); err != nil {
+		return err
+	}
+	m, err := model.Load(*path)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	tk := m.Tokenizer
+	toks := tk.Encode(*text, !*noBOS)
+	w := bufio.NewWriter(env.Stdout)
+	defer w.Flush()
+	if !*pieces {
+		ids := make([]string, len(toks))
+		for i, t := range toks {
+			ids[i] = strconv.Itoa(int(t.ID))
+		}
+		fmt.Fprintln(w, strings.Join(ids, " "))
+		return nil
+	}
+	for _, t := range toks {
+		note := ""
+		if t.Added {
+			note = "\tadded"
+		}
+		fmt.Fprintf(w, "%d\t%s\t%d:%d\t%q%s\n", t.ID, strconv.Quote(string(tk.Bytes(t.ID))), t.Start, t.End, tk.Piece(t.ID), note)
+	}
+	return nil
+}
+
+func runLogits(ctx context.Context, env Env, args []string) error {
+	fs := newFlags(env, "logits", "--model PATH --prompt TEXT --out FILE")
+	path := fs.String("model", "", "GGUF model `file`")
+	prompt := fs.String("prompt", "", "prompt text (BOS added when the model asks for it)")
+	out := fs.String("out", "", "output `file`: little-endian float32 [prompt tokens][vocab]")
+	threads := fs.Int("t", 0, "CPU threads (0: all cores)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := required("model", *path); err != nil {
+		return err
+	}
+	if err := required("out", *out); err != nil {
+		return err
+	}
+	m, err := model.Load(*path)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	ids := m.Tokenizer.EncodeIDs(*prompt, true)
+	if len(ids) == 0 {
+		return fmt.Errorf("the prompt has no tokens")
+	}
+	s, err := engine.NewSession(m, engine.Options{Threads: *threads, Context: len(ids)})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	logits, err := s.EvalAll(ids)
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, 4*len(logits))
+	for i, v := range logits {
+		binary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(v))
+	}
+	if err := os.WriteFile(*out, buf, 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintln(env.Stdout, joinIDs(ids))
+	return nil
+}
+
+func joinIDs(ids []int32) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = strconv.Itoa(int(id))
+	}
+	return strings.Join(s, " ")
+}
+
+func runGenerate(ctx context.Context, env Env, args []string) error {
+	fs := newFlags(env, "generate", "--model PATH --prompt TEXT -n N [--ids]")
+	path := fs.String("model", "", "GGUF model `file`")
+	prompt := fs.String("prompt", "", "prompt text (BOS added when the model asks for it)")
+	n := fs.Int("n", 64, "tokens to generate")
+	ids := fs.Bool("ids", false, "print the generated token ids instead of text")
+	threads := fs.Int("t", 0, "CPU threads (0: all cores)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := required("model", *path); err != nil {
+		return err
+	}
+	if *n < 0 {
+		return usageError{fmt.Errorf("-n must be at least 0, got %d", *n)}
+	}
+	m, err := model.Load(*path)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	p := m.Tokenizer.EncodeIDs(*prompt, true)
+	if len(p) == 0 {
+		return fmt.Errorf("the prompt has no tokens and the model adds no BOS: give a --prompt")
+	}
+	s, err := engine.NewSession(m, engine.Options{Threads: *threads})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if len(p)+*n > s.Capacity() {
+		return fmt.Errorf("%d prompt tokens + %d new ones exceed the context of %d", len(p), *n, s.Capacity())
+	}
+	w := bufio.NewWriter(env.Stdout)
+	defer w.Flush()
+	first := true
+	err = s.Greedy(ctx, p, *n, func(id int32) error {
+		if *ids {
+			if !first {
+				w.WriteByte(' ')
+			}
+			first = false
+			w.WriteString(strconv.Itoa(int(id)))
+		} else {
+			w.Write(m.Tokenizer.Bytes(id))
+		}
+		return w.Flush()
+	})
+	w.WriteByte('\n')
+	return err
+}
+
+func runSynth(ctx context.Context, env Env, args []string) error {
+	fs := newFlags(env, "synth", "--arch llama|gpt2 --out FILE [shape flags]")
+	o := model.SynthOptions{}
+	arch := fs.String("arch", "llama", "architecture: llama or gpt2")
+	out := fs.String("out", "", "output GGUF `file`")
+	fs.IntVar(&o.Embd, "embd", 288, "embedding width")
+	fs.IntVar(&o.Layers, "layers", 6, "layers")
+	fs.IntVar(&o.Heads, "heads", 6, "attention heads")
+	fs.IntVar(&o.KVHeads, "kv-heads", 0, "key/value heads (0: same as heads)")
+	fs.IntVar(&o.FFN, "ffn", 768, "feed-forward width")
+	fs.IntVar(&o.Vocab, "vocab", 32000, "vocabulary size")
+	fs.IntVar(&o.Context, "ctx", 256, "context length")
+	typ := fs.String("type", "f32", "weight matrix type: f32, f16, bf16, q8_0, q4_0")
+	tied := fs.Bool("tied", false, "tie the output matrix to the token embedding")
+	seed := fs.Uint64("seed", 1, "random seed")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := required("out", *out); err != nil {
+		return err
+	}
+	t, err := quant.ParseType(*typ)
+	if err != nil {
+		return usageError{err}
+	}
+	o.Arch, o.Type, o.Tied, o.Seed = *arch, t, *tied, *seed
+	w, err := model.Synthesize(o)
+	if err != nil {
+		return err
+	}
+	return w.WriteFile(*out)
+}

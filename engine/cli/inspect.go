@@ -1,0 +1,127 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"stepthrough/engine/model"
+)
+
+// Inspection is inspect's --json output.
+type Inspection struct {
+	Path          string            `json:"path"`
+	Architecture  string            `json:"architecture"`
+	Name          string            `json:"name,omitempty"`
+	Config        *model.Config     `json:"hyperparameters"`
+	Params        uint64            `json:"params"`
+	Tokenizer     TokenizerSummary  `json:"tokenizer"`
+	BytesByType   map[string]uint64 `json:"bytes_by_type"`
+	KVBytesPerTok int               `json:"kv_bytes_per_token"`
+	Tensors       []TensorSummary   `json:"tensors"`
+}
+
+// TokenizerSummary describes a model's tokenizer.
+type TokenizerSummary struct {
+	Model  string `json:"model"`
+	Pre    string `json:"pre,omitempty"`
+	Tokens int    `json:"tokens"`
+	Merges int    `json:"merges"`
+	BOS    int32  `json:"bos"`
+	EOS    int32  `json:"eos"`
+	AddBOS bool   `json:"add_bos"`
+}
+
+// TensorSummary is one row of the tensor table.
+type TensorSummary struct {
+	Name  string `json:"name"`
+	Type  string `json:"type"`
+	Shape []int  `json:"shape"`
+	Bytes uint64 `json:"bytes"`
+}
+
+func runInspect(ctx context.Context, env Env, args []string) error {
+	fs := newFlags(env, "inspect", "--model PATH [--json]")
+	path := fs.String("model", "", "GGUF model `file`")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := required("model", *path); err != nil {
+		return err
+	}
+	m, err := model.Load(*path)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	v := m.Tokenizer.Vocab()
+	in := Inspection{
+		Path: *path, Architecture: m.Spec.Name, Name: m.Config.Name, Config: m.Config, Params: m.Params(),
+		Tokenizer:     TokenizerSummary{Model: v.Model, Pre: v.Pre, Tokens: len(v.Tokens), Merges: len(v.Merges), BOS: v.BOS, EOS: v.EOS, AddBOS: v.AddBOS},
+		BytesByType:   map[string]uint64{},
+		KVBytesPerTok: m.KVBytesPerToken(),
+	}
+	for t, b := range m.TypeBytes() {
+		in.BytesByType[t.String()] = b
+	}
+	for i := range m.File.Tensors {
+		ti := &m.File.Tensors[i]
+		shape := make([]int, len(ti.Dims))
+		for j, d := range ti.Dims {
+			shape[j] = int(d)
+		}
+		in.Tensors = append(in.Tensors, TensorSummary{ti.Name, ti.Type.String(), shape, ti.Size})
+	}
+	if *asJSON {
+		enc := json.NewEncoder(env.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(in)
+	}
+	c := m.Config
+	w := env.Stdout
+	fmt.Fprintf(w, "file:          %s\n", *path)
+	fmt.Fprintf(w, "architecture:  %s (%s)\n", m.Spec.Name, c.Name)
+	fmt.Fprintf(w, "parameters:    %s\n", humanCount(in.Params))
+	fmt.Fprintf(w, "context:       %d\nembedding:     %d\nlayers:        %d\n", c.ContextLen, c.Embd, c.Layers)
+	fmt.Fprintf(w, "heads:         %d (KV heads %d, head size %d)\nfeed-forward:  %d\nvocabulary:    %d\n", c.Heads, c.KVHeads, c.HeadDim, c.FFN, c.Vocab)
+	fmt.Fprintf(w, "norm epsilon:  %g\n", c.NormEps)
+	if c.RopeDims > 0 {
+		fmt.Fprintf(w, "RoPE:          %d dims, base %g\n", c.RopeDims, c.RopeBase)
+	}
+	pre := ""
+	if v.Pre != "" {
+		pre = ", pre-tokenizer " + v.Pre
+	}
+	fmt.Fprintf(w, "tokenizer:     %s%s, %d tokens, %d merges, BOS %d %q (added: %v), EOS %d %q\n", v.Model, pre, len(v.Tokens), len(v.Merges), v.BOS, m.Tokenizer.Piece(v.BOS), v.AddBOS, v.EOS, m.Tokenizer.Piece(v.EOS))
+	fmt.Fprintf(w, "KV cache:      %d bytes per token (F32 K and V, all layers); %.1f MiB at %d tokens\n", in.KVBytesPerTok, float64(in.KVBytesPerTok*c.ContextLen)/(1<<20), c.ContextLen)
+	var types []string
+	for t := range in.BytesByType {
+		types = append(types, t)
+	}
+	sort.Strings(types)
+	fmt.Fprintf(w, "bytes by type:")
+	for _, t := range types {
+		fmt.Fprintf(w, " %s %.2f MiB;", t, float64(in.BytesByType[t])/(1<<20))
+	}
+	fmt.Fprintf(w, "\n\n%-32s %-5s %-16s %12s\n", "tensor", "type", "shape", "bytes")
+	for _, t := range in.Tensors {
+		shape := strings.Trim(strings.ReplaceAll(fmt.Sprint(t.Shape), " ", "×"), "[]")
+		fmt.Fprintf(w, "%-32s %-5s %-16s %12d\n", t.Name, t.Type, shape, t.Bytes)
+	}
+	return nil
+}
+
+func humanCount(n uint64) string {
+	switch {
+	case n >= 1e9:
+		return fmt.Sprintf("%.2f B", float64(n)/1e9)
+	case n >= 1e6:
+		return fmt.Sprintf("%.2f M", float64(n)/1e6)
+	case n >= 1e3:
+		return fmt.Sprintf("%.1f K", float64(n)/1e3)
+	}
+	return fmt.Sprint(n)
+}
