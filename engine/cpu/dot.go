@@ -80,3 +80,18 @@ func gemm3x3Go(a []float32, lda int, x []float32, ldx, k int, out *[9]float32) {
 		}
 	}
 }
+
+func gemm4x4Go(a []float32, lda int, x []float32, ldx, k int, out *[16]float32) {
+	for i := 0; i < 4; i++ {
+		for j := 0; j < 4; j++ {
+			out[i*4+j] = dotGo(a[i*lda:i*lda+k], x[j*ldx:j*ldx+k])
+		}
+	}
+}
+
+func axpyGo(dst []float32, a float32, x []float32) {
+	x = x[:len(dst)]
+	for i := range dst {
+		dst[i] += a * x[i]
+	}
+}

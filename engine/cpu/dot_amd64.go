@@ -18,6 +18,14 @@ func gemv4AVX2(a *float32, lda int, x *float32, k int, out *float32)
 //go:noescape
 func gemm3x3AVX2(a *float32, lda int, x *float32, ldx int, k int, out *float32)
 
+//go:noescape
+func gemm4x4AVX512(a *float32, lda int, x *float32, ldx int, k int, out *float32)
+
+//go:noescape
+func axpyAVX2(dst *float32, a float32, x *float32, n int)
+
+var useAVX512 = cpu.X86.HasAVX512F && useAVX2
+
 var useAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 
 // f16Table is every binary16 pattern as float32, for the Q8_0 kernel's scales.
@@ -78,4 +86,45 @@ func gemm3x3(a []float32, lda int, x []float32, ldx, k int, out *[9]float32) {
 			out[i*3+j] += dotGo(a[i*lda+k8:i*lda+k], x[j*ldx+k8:j*ldx+k])
 		}
 	}
+}
+
+// gemm4x4 computes out[i*4+j] = a_i · x_j for four rows each of a and x
+// (strides lda, ldx) over k values. Callers use it only when hasTile4.
+func gemm4x4(a []float32, lda int, x []float32, ldx, k int, out *[16]float32) {
+	_ = a[3*lda+k-1]
+	_ = x[3*ldx+k-1]
+	k16 := k &^ 15
+	if !useAVX512 || k16 == 0 {
+		gemm4x4Go(a, lda, x, ldx, k, out)
+		return
+	}
+	gemm4x4AVX512(&a[0], lda, &x[0], ldx, k16, &out[0])
+	for i := 0; i < 4 && k16 < k; i++ {
+		for j := 0; j < 4; j++ {
+			out[i*4+j] += dotGo(a[i*lda+k16:i*lda+k], x[j*ldx+k16:j*ldx+k])
+		}
+	}
+}
+
+// hasTile4 reports whether the 4×4 tile kernel is fast on this CPU.
+var hasTile4 = useAVX512
+
+// axpy adds a·x to dst.
+func axpy(dst []float32, a float32, x []float32) {
+	n := len(dst)
+	x = x[:n]
+	n8 := n &^ 7
+	if useAVX2 && n8 > 0 {
+		axpyAVX2(&dst[0], a, &x[0], n8)
+	}
+	for i := n8 * b2i(useAVX2); i < n; i++ {
+		dst[i] += a * x[i]
+	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -11,3 +11,11 @@ func gemv4(a []float32, lda int, x []float32, out *[4]float32) { gemv4Go(a, lda,
 func gemm3x3(a []float32, lda int, x []float32, ldx, k int, out *[9]float32) {
 	gemm3x3Go(a, lda, x, ldx, k, out)
 }
+
+var hasTile4 = false
+
+func gemm4x4(a []float32, lda int, x []float32, ldx, k int, out *[16]float32) {
+	gemm4x4Go(a, lda, x, ldx, k, out)
+}
+
+func axpy(dst []float32, a float32, x []float32) { axpyGo(dst, a, x) }

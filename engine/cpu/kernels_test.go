@@ -46,6 +46,46 @@ func TestDotKernels(t *testing.T) {
 	}
 }
 
+// The tile kernels agree with the reference loop, for k that are and are
+// not multiples of the vector width.
+func TestTileKernels(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, k := range []int{1, 8, 15, 16, 33, 64, 172, 288} {
+		lda, ldx := k+3, k+1
+		a, x := randFloats(r, 4*lda), randFloats(r, 4*ldx)
+		want := func(i, j int) float64 { return float64(dotRef(a[i*lda:i*lda+k], x[j*ldx:j*ldx+k])) }
+		tol := 1e-5 * float64(k)
+		var o16 [16]float32
+		gemm4x4(a, lda, x, ldx, k, &o16)
+		var o9 [9]float32
+		gemm3x3(a, lda, x, ldx, k, &o9)
+		var o4 [4]float32
+		gemv4(a[:3*lda+k], lda, x[:k], &o4)
+		for i := 0; i < 4; i++ {
+			for j := 0; j < 4; j++ {
+				if math.Abs(float64(o16[i*4+j])-want(i, j)) > tol {
+					t.Errorf("gemm4x4 k=%d [%d][%d] = %g, want %g", k, i, j, o16[i*4+j], want(i, j))
+				}
+				if i < 3 && j < 3 && math.Abs(float64(o9[i*3+j])-want(i, j)) > tol {
+					t.Errorf("gemm3x3 k=%d [%d][%d] = %g, want %g", k, i, j, o9[i*3+j], want(i, j))
+				}
+			}
+			if math.Abs(float64(o4[i])-want(i, 0)) > tol {
+				t.Errorf("gemv4 k=%d [%d] = %g, want %g", k, i, o4[i], want(i, 0))
+			}
+		}
+		dst, src := randFloats(r, k), randFloats(r, k)
+		ref := append([]float32(nil), dst...)
+		axpyGo(ref, 0.5, src)
+		axpy(dst, 0.5, src)
+		for i := range dst {
+			if math.Abs(float64(dst[i]-ref[i])) > 1e-6 {
+				t.Fatalf("axpy k=%d [%d] = %g, want %g", k, i, dst[i], ref[i])
+			}
+		}
+	}
+}
+
 // MatMul over every weight type equals the product with the dequantized
 // matrix, for one and several input vectors, and leaves the guard region
 // after the output untouched.
@@ -70,7 +110,7 @@ func TestMatMulAllTypes(t *testing.T) {
 		if err := quant.Dequantize(typ, raw, deq); err != nil {
 			t.Fatal(err)
 		}
-		for _, n := range []int{1, 3} {
+		for _, n := range []int{1, 3, 9} {
 			x := randFloats(r, n*cols)
 			out := make([]float32, n*rows+8)
 			for i := n * rows; i < len(out); i++ {

@@ -7,7 +7,7 @@ import (
 
 // ScratchFloats is how many floats of per-worker scratch MatMul needs for a
 // matrix of the given row length.
-func ScratchFloats(cols int) int { return 3 * cols }
+func ScratchFloats(cols int) int { return 4 * cols }
 
 // matmulTask is one MatMul split by rows across workers.
 type matmulTask struct {
@@ -30,7 +30,7 @@ func (p *Pool) MatMul(out []float32, w *model.Tensor, x []float32, n int, scratc
 func (m *matmulTask) Run(worker, lo, hi int) {
 	w := m.w
 	rows, cols, rb := w.Rows(), w.Cols(), w.RowBytes()
-	buf := m.scratch[worker][:3*cols]
+	buf := m.scratch[worker][:4*cols]
 	if m.n == 1 {
 		x := m.x[:cols]
 		r := lo
@@ -47,9 +47,14 @@ func (m *matmulTask) Run(worker, lo, hi int) {
 		}
 		return
 	}
+	R := 3 // rows (and vectors) per tile
+	if hasTile4 {
+		R = 4
+	}
 	var o9 [9]float32
-	for r := lo; r < hi; r += 3 {
-		nr := min(3, hi-r)
+	var o16 [16]float32
+	for r := lo; r < hi; r += R {
+		nr := min(R, hi-r)
 		var a []float32
 		if w.Type == quant.F32 && hostLittleEndian {
 			a = f32s(w.Data[r*rb : (r+nr)*rb])
@@ -60,8 +65,15 @@ func (m *matmulTask) Run(worker, lo, hi int) {
 			}
 		}
 		t := 0
-		if nr == 3 {
-			for ; t+3 <= m.n; t += 3 {
+		for ; nr == R && t+R <= m.n; t += R {
+			if R == 4 {
+				gemm4x4(a, cols, m.x[t*cols:], cols, cols, &o16)
+				for i := 0; i < 4; i++ {
+					for j := 0; j < 4; j++ {
+						m.out[(t+j)*rows+r+i] = o16[i*4+j]
+					}
+				}
+			} else {
 				gemm3x3(a, cols, m.x[t*cols:], cols, cols, &o9)
 				for i := 0; i < 3; i++ {
 					for j := 0; j < 3; j++ {

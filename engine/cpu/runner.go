@@ -331,10 +331,3 @@ func addBias(x, b []float32, n int) {
 		add(x[t*d:(t+1)*d], b)
 	}
 }
-
-func axpy(dst []float32, a float32, x []float32) {
-	x = x[:len(dst)]
-	for i := range dst {
-		dst[i] += a * x[i]
-	}
-}
