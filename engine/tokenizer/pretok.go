@@ -156,12 +156,20 @@ func (p *preTokenizer) split(text string) []span {
 }
 
 func (p *preTokenizer) splitRegex(text string) []span {
-	pieces := []span{{0, len(text)}}
+	// Match on runes, each invalid byte being one U+FFFD, and map rune
+	// indexes back to byte offsets: spans always fall on the input's bytes.
+	runes := make([]rune, 0, len(text))
+	offs := make([]int, 0, len(text)+1)
+	for i, r := range text {
+		runes = append(runes, r)
+		offs = append(offs, i)
+	}
+	offs = append(offs, len(text))
+	pieces := []span{{0, len(runes)}} // in rune indexes
 	for _, re := range p.regexes {
 		var next []span
 		for _, pc := range pieces {
-			sub := text[pc.start:pc.end]
-			idx, err := re.FindAllStringIndex(sub, -1)
+			idx, err := re.FindAllRunesIndex(runes[pc.start:pc.end], -1)
 			if err != nil { // only on timeout, which is not set: keep the piece whole
 				next = append(next, pc)
 				continue
@@ -176,11 +184,14 @@ func (p *preTokenizer) splitRegex(text string) []span {
 				}
 				at = m[1]
 			}
-			if at < len(sub) {
+			if at < pc.end-pc.start {
 				next = append(next, span{pc.start + at, pc.end})
 			}
 		}
 		pieces = next
+	}
+	for i := range pieces {
+		pieces[i] = span{offs[pieces[i].start], offs[pieces[i].end]}
 	}
 	return pieces
 }

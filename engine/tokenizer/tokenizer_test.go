@@ -178,3 +178,49 @@ func TestTokenizeSpeed1MB(t *testing.T) {
 		t.Fatal("1 MB round trip differs")
 	}
 }
+
+// Any input text encodes without panicking, spans tile the input, and BPE
+// decoding of normal tokens gives the input back byte for byte.
+func FuzzEncode(f *testing.F) {
+	for _, s := range []string{"Hello world", "  \t\n", "Cửa Việt 🦙", "\xff\x80ab", "<s></s>", "3333333 1.5"} {
+		f.Add(s)
+	}
+	dir := reftest.Dir(f)
+	var tks []*Tokenizer
+	for _, name := range []string{"gpt-2", "llama-spm", "deepseek-llm"} {
+		file, err := gguf.Open(dir + "/vocab/ggml-vocab-" + name + ".gguf")
+		if err != nil {
+			f.Fatal(err)
+		}
+		tk, err := FromGGUF(file)
+		file.Close()
+		if err != nil {
+			f.Fatal(err)
+		}
+		tks = append(tks, tk)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, tk := range tks {
+			toks := tk.Encode(s, true)
+			at := 0
+			for _, tok := range toks {
+				if tok.Start < at || tok.End < tok.Start || tok.End > len(s) {
+					t.Fatalf("%q: bad span [%d,%d) after %d", s, tok.Start, tok.End, at)
+				}
+				at = tok.End
+			}
+			// BPE decoding is exact for normal tokens (user-defined ones
+			// decode to their text, as in llama.cpp and Hugging Face)
+			ids := tk.EncodeIDs(s, false)
+			normal := tk.Vocab().Model == "gpt2"
+			for _, id := range ids {
+				normal = normal && tk.Type(id) == TypeNormal
+			}
+			if normal {
+				if got := tk.Decode(ids); got != s {
+					t.Fatalf("%q decodes to %q", s, got)
+				}
+			}
+		}
+	})
+}

@@ -1,0 +1,144 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"stepthrough/engine/internal/reftest"
+)
+
+func run(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var o, e bytes.Buffer
+	code = Run(context.Background(), Env{Stdout: &o, Stderr: &e}, args[0], args[1:])
+	return o.String(), e.String(), code
+}
+
+func stories(t *testing.T) string { return reftest.Path(t, "models", "stories260K.gguf") }
+
+func TestTokenize(t *testing.T) {
+	m := stories(t)
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--text", "Once upon a time"}, "1 403 407 261 378\n"},
+		{[]string{"--text", "Once upon a time", "--no-bos"}, "403 407 261 378\n"},
+		{[]string{"--text", "", "--no-bos"}, "\n"},
+		{[]string{"--text", "<s>", "--no-bos"}, "410 504 419 505\n"}, // ▁ < s >: special-token text is not parsed
+	}
+	for _, tt := range tests {
+		out, errOut, code := run(t, append([]string{"tokenize", "--model", m}, tt.args...)...)
+		if code != 0 || out != tt.want {
+			t.Errorf("tokenize %v = %q (exit %d, %q), want %q", tt.args, out, code, errOut, tt.want)
+		}
+	}
+	out, _, _ := run(t, "tokenize", "--model", m, "--text", "世", "--pieces")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	// BOS, the added ▁, then 世's three bytes as byte tokens with one-byte spans
+	want := []string{"1\t\"\"\t0:0\t\"<s>\"\tadded", "410\t\" \"\t0:0\t\"▁\"",
+		"231\t\"\\xe4\"\t0:1\t\"<0xE4>\"", "187\t\"\\xb8\"\t1:2\t\"<0xB8>\"", "153\t\"\\x96\"\t2:3\t\"<0x96>\""}
+	if strings.Join(lines, "\n") != strings.Join(want, "\n") {
+		t.Errorf("--pieces:\n%s\nwant\n%s", out, strings.Join(want, "\n"))
+	}
+}
+
+func TestLogitsCommand(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "l.f32")
+	stdout, errOut, code := run(t, "logits", "--model", stories(t), "--prompt", "Once upon a time", "--out", out)
+	if code != 0 || stdout != "1 403 407 261 378\n" {
+		t.Fatalf("logits: %q %q exit %d", stdout, errOut, code)
+	}
+	got, _ := os.ReadFile(out)
+	want, _ := os.ReadFile(reftest.Path(t, "models", "stories260K", "once-upon.logits.f32"))
+	if len(got) != len(want) {
+		t.Fatalf("%d bytes, want %d", len(got), len(want))
+	}
+	for i := 0; i < len(got); i += 4 {
+		a := math.Float32frombits(binary.LittleEndian.Uint32(got[i:]))
+		b := math.Float32frombits(binary.LittleEndian.Uint32(want[i:]))
+		if math.Abs(float64(a-b)) > 1e-4 {
+			t.Fatalf("logit %d: %g, llama.cpp %g", i/4, a, b)
+		}
+	}
+}
+
+func TestGenerateCommand(t *testing.T) {
+	m := stories(t)
+	out, _, code := run(t, "generate", "--model", m, "--prompt", "Once upon a time", "-n", "5", "--ids")
+	if code != 0 || out != "432 383 286 261 376\n" {
+		t.Errorf("generate --ids = %q exit %d", out, code)
+	}
+	out, _, code = run(t, "generate", "--model", m, "--prompt", "Once upon a time", "-n", "8")
+	if code != 0 || out != ", there was a little girl\n" {
+		t.Errorf("generate = %q exit %d", out, code)
+	}
+}
+
+func TestBenchAndInspectJSON(t *testing.T) {
+	m := stories(t)
+	out, errOut, code := run(t, "bench", "--model", m, "-p", "16", "-n", "4", "-r", "2", "-t", "2", "--json")
+	if code != 0 {
+		t.Fatalf("bench: %s", errOut)
+	}
+	var b BenchResult
+	if err := json.Unmarshal([]byte(out), &b); err != nil {
+		t.Fatal(err)
+	}
+	if b.Model != "stories260K.gguf" || b.Backend != "cpu" || b.Threads != 2 || b.PPTokens != 16 || b.TGTokens != 4 || !(b.PPTPS > 0) || !(b.TGTPS > 0) {
+		t.Errorf("bench result %+v", b)
+	}
+	out, errOut, code = run(t, "inspect", "--model", m, "--json")
+	if code != 0 {
+		t.Fatalf("inspect: %s", errOut)
+	}
+	var in Inspection
+	if err := json.Unmarshal([]byte(out), &in); err != nil {
+		t.Fatal(err)
+	}
+	if in.Architecture != "llama" || in.Config.Layers != 5 || len(in.Tensors) != 48 || in.Tokenizer.Tokens != 512 || in.KVBytesPerTok != 1280 || in.BytesByType["F32"] == 0 {
+		t.Errorf("inspection %+v", in)
+	}
+}
+
+func TestSynthThenRun(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "g.gguf")
+	if _, e, code := run(t, "synth", "--arch", "gpt2", "--embd", "64", "--layers", "2", "--heads", "2", "--ffn", "128", "--vocab", "600", "--ctx", "64", "--type", "q8_0", "--out", p); code != 0 {
+		t.Fatalf("synth: %s", e)
+	}
+	if out, e, code := run(t, "generate", "--model", p, "--prompt", "the cat", "-n", "3", "--ids"); code != 0 || len(strings.Fields(out)) != 3 {
+		t.Errorf("generate on synth model: %q %q", out, e)
+	}
+}
+
+// Errors are one line on stderr with a non-zero exit status.
+func TestErrors(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.gguf")
+	os.WriteFile(bad, []byte("GGUF\x03\x00\x00\x00garbage"), 0o644)
+	tests := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"generate"}, 2, "--model is required"},
+		{[]string{"generate", "--model", "x", "-n", "-1"}, 2, "-n must be at least 0"},
+		{[]string{"tokenize", "--bogus"}, 2, "flag provided but not defined"},
+		{[]string{"tokenize", "--model", "/nonexistent.gguf", "--text", "x"}, 1, "no such file"},
+		{[]string{"inspect", "--model", bad}, 1, "gguf: at byte"},
+		{[]string{"synth", "--out", "x", "--type", "q9"}, 2, "unknown tensor type"},
+		{[]string{"nosuch"}, 2, "unknown command"},
+	}
+	for _, tt := range tests {
+		_, errOut, code := run(t, tt.args...)
+		if code != tt.code || !strings.Contains(errOut, tt.want) || strings.Count(errOut, "\n") != 1 {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d and one line containing %q", tt.args, code, errOut, tt.code, tt.want)
+		}
+	}
+}
