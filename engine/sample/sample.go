@@ -1,0 +1,162 @@
+// Package sample chooses the next token from logits through an explicit
+// chain of small steps over a candidates slice: repetition/frequency/
+// presence penalties, top-k, typical-p, top-p, min-p, temperature, then the
+// draw.
+//
+// # Order
+//
+// The default order is llama.cpp's (penalties → top-k → typical-p → top-p
+// → min-p → temperature → draw), so the filters see the untempered
+// distribution. The "transformers" preset applies temperature first, as
+// Hugging Face does (penalties → temperature → top-k → top-p → min-p →
+// typical-p). Any order can be given; it changes the result.
+//
+// # Semantics
+//
+//   - penalties (llama.cpp): for a token seen count > 0 times in the last N
+//     accepted tokens, logit = logit <= 0 ? logit*repeat : logit/repeat, then
+//     logit -= count*frequency + presence.
+//   - top-k keeps exactly k candidates; among equal logits the lower token id
+//     ranks first (so ties are cut deterministically). k = 0 keeps all.
+//   - top-p keeps the smallest prefix of the candidates sorted by
+//     probability whose cumulative probability reaches p, including the token
+//     that crosses it. p = 1 keeps all.
+//   - min-p keeps tokens with probability >= min_p × the largest probability.
+//   - typical-p keeps the tokens whose surprisal is closest to the entropy
+//     until their probability mass reaches p.
+//   - temperature divides logits by T; T = 0 keeps only the argmax (the first
+//     maximum, i.e. the lowest id among ties): greedy decoding.
+//   - the draw: softmax over the survivors in descending order of
+//     probability (ties by id), u = Float64() of a PCG generator
+//     (math/rand/v2, seeded with (seed, seed ^ 0x9E3779B97F4A7C15)), and the
+//     chosen token is the first whose cumulative probability exceeds
+//     u (u in [0, 1)). Greedy draws no u.
+//
+// Probabilities are recomputed (softmax over the current survivors) by every
+// step that needs them and reported with each step.
+package sample
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"strings"
+)
+
+// Step names a sampler step.
+type Step string
+
+// The steps a chain can contain.
+const (
+	Penalties   Step = "penalties"
+	TopK        Step = "top-k"
+	TypicalP    Step = "typical-p"
+	TopP        Step = "top-p"
+	MinP        Step = "min-p"
+	Temperature Step = "temperature"
+)
+
+// Presets of step order.
+var (
+	OrderLlamaCpp     = []Step{Penalties, TopK, TypicalP, TopP, MinP, Temperature}
+	OrderTransformers = []Step{Penalties, Temperature, TopK, TopP, MinP, TypicalP}
+)
+
+// ParseOrder reads "llama.cpp", "transformers", or a comma-separated list
+// of step names (each at most once).
+func ParseOrder(s string) ([]Step, error) {
+	switch s {
+	case "", "llama.cpp", "llamacpp", "llama":
+		return append([]Step(nil), OrderLlamaCpp...), nil
+	case "transformers", "hf":
+		return append([]Step(nil), OrderTransformers...), nil
+	}
+	var out []Step
+	seen := map[Step]bool{}
+	for _, part := range strings.Split(s, ",") {
+		st := Step(strings.TrimSpace(part))
+		if st == "typical" {
+			st = TypicalP
+		}
+		switch st {
+		case Penalties, TopK, TypicalP, TopP, MinP, Temperature:
+		default:
+			return nil, fmt.Errorf("sampler-order: unknown step %q (allowed: llama.cpp, transformers, or a list of penalties, top-k, typical-p, top-p, min-p, temperature)", part)
+		}
+		if seen[st] {
+			return nil, fmt.Errorf("sampler-order: step %q appears twice", st)
+		}
+		seen[st] = true
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// Params are the sampler settings. The zero value is not useful; start
+// from Defaults.
+type Params struct {
+	Temperature      float64
+	TopK             int
+	TopP             float64
+	MinP             float64
+	TypicalP         float64
+	RepeatPenalty    float64
+	RepeatLastN      int // -1: the whole history
+	FrequencyPenalty float64
+	PresencePenalty  float64
+	Seed             uint64
+	SeedSet          bool // false: a fresh random seed is drawn (and reported)
+	Order            []Step
+}
+
+// Defaults are llama.cpp's: temperature 0.8, top-k 40, top-p 0.95,
+// min-p 0.05, typical-p 1 (off), repeat-last-n 64, penalties off.
+func Defaults() Params {
+	return Params{Temperature: 0.8, TopK: 40, TopP: 0.95, MinP: 0.05, TypicalP: 1, RepeatPenalty: 1, RepeatLastN: 64, Order: append([]Step(nil), OrderLlamaCpp...)}
+}
+
+// ParamError names an invalid parameter and what is allowed.
+type ParamError struct {
+	Param   string
+	Value   string
+	Allowed string
+}
+
+func (e *ParamError) Error() string {
+	return fmt.Sprintf("invalid %s %s: %s", e.Param, e.Value, e.Allowed)
+}
+
+// Validate reports the first invalid parameter. Values are never clamped.
+func (p *Params) Validate() error {
+	bad := func(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) }
+	f := func(v float64) string { return fmt.Sprint(v) }
+	switch {
+	case bad(p.Temperature) || p.Temperature < 0:
+		return &ParamError{"temperature", f(p.Temperature), "must be a number >= 0 (0 means greedy)"}
+	case p.TopK < 0:
+		return &ParamError{"top-k", fmt.Sprint(p.TopK), "must be >= 0 (0 keeps all tokens)"}
+	case bad(p.TopP) || p.TopP < 0 || p.TopP > 1:
+		return &ParamError{"top-p", f(p.TopP), "must be in [0, 1] (1 keeps all tokens)"}
+	case bad(p.MinP) || p.MinP < 0 || p.MinP > 1:
+		return &ParamError{"min-p", f(p.MinP), "must be in [0, 1] (0 keeps all tokens)"}
+	case bad(p.TypicalP) || p.TypicalP < 0 || p.TypicalP > 1:
+		return &ParamError{"typical-p", f(p.TypicalP), "must be in [0, 1] (1 keeps all tokens)"}
+	case bad(p.RepeatPenalty) || p.RepeatPenalty <= 0:
+		return &ParamError{"repeat-penalty", f(p.RepeatPenalty), "must be a number > 0 (1 is off)"}
+	case p.RepeatLastN < -1:
+		return &ParamError{"repeat-last-n", fmt.Sprint(p.RepeatLastN), "must be >= -1 (-1: whole history, 0: off)"}
+	case bad(p.FrequencyPenalty):
+		return &ParamError{"frequency-penalty", f(p.FrequencyPenalty), "must be a finite number (0 is off)"}
+	case bad(p.PresencePenalty):
+		return &ParamError{"presence-penalty", f(p.PresencePenalty), "must be a finite number (0 is off)"}
+	}
+	return nil
+}
+
+// RandomSeed draws a seed from the operating system's generator.
+func RandomSeed() uint64 {
+	var b [8]byte
+	rand.Read(b[:])
+	return binary.LittleEndian.Uint64(b[:]) >> 1 // keep it a positive int64 for JSON and CLI round trips
+}
