@@ -4,9 +4,15 @@
 // A forward pass goes: tokenize (engine/tokenizer) → embed → for each layer:
 // norm, Q/K/V projections, RoPE, KV-cache append, causal attention, output
 // projection, residual add, norm, feed-forward, residual add → final norm →
-// logits. Models are loaded by engine/model from GGUF files (engine/gguf);
-// backends (engine/cpu) compute whole forward passes over a KV cache
-// (engine/kv). A Session ties a model, a backend and the tokens so far.
+// logits → the sampler chain (engine/sample) → the chosen token. Models are
+// loaded by engine/model from GGUF files (engine/gguf); backends
+// (engine/cpu) compute whole forward passes over a KV cache (engine/kv). A
+// Session ties a model, a backend and the tokens so far.
+//
+// Every stage can be watched through hooks carried in a context (package
+// engine/hooks): the CPU backend calls them from inside the forward pass,
+// the Session for tokenize, the sampler steps, the draw and the timing of a
+// generation. The trace package records them into replayable step traces.
 //
 // engine never imports the web packages (server, views); the dependency
 // test in this directory enforces it.
@@ -15,16 +21,20 @@ package engine
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"stepthrough/engine/cpu"
+	"stepthrough/engine/hooks"
 	"stepthrough/engine/model"
+	"stepthrough/engine/sample"
 )
 
 // Backend computes forward passes for one model over its own KV cache.
 type Backend interface {
 	// Forward runs tokens at the next positions and returns the last
-	// token's logits (reused buffer), or all rows when all is set.
-	Forward(tokens []int32, all bool) ([]float32, error)
+	// token's logits (reused buffer), or all rows when all is set. Hooks in
+	// ctx observe the stages.
+	Forward(ctx context.Context, tokens []int32, all bool) ([]float32, error)
 	Pos() int
 	Capacity() int // positions the KV cache holds
 	Reset()
@@ -66,10 +76,30 @@ func (s *Session) Tokens() []int32 { return s.tokens }
 // Reset forgets all tokens.
 func (s *Session) Reset() { s.backend.Reset(); s.tokens = s.tokens[:0] }
 
+// Tokenize encodes text (with BOS/EOS as the model asks when addSpecial)
+// and reports it to the OnTokenize hook.
+func (s *Session) Tokenize(ctx context.Context, text string, addSpecial bool) []int32 {
+	tk := s.Model.Tokenizer
+	toks := tk.Encode(text, addSpecial)
+	ids := make([]int32, len(toks))
+	for i, t := range toks {
+		ids[i] = t.ID
+	}
+	if h := hooks.From(ctx); h != nil && h.OnTokenize != nil {
+		ev := hooks.Tokenize{Text: text, Tokens: toks, Bytes: make([][]byte, len(toks))}
+		for i, t := range toks {
+			ev.Bytes[i] = tk.Bytes(t.ID)
+			ev.AddedBOS = ev.AddedBOS || (t.Added && t.ID == tk.Vocab().BOS)
+		}
+		h.OnTokenize(ev)
+	}
+	return ids
+}
+
 // Eval runs ids through the model after the tokens so far and returns the
 // logits of the last one (valid until the next call).
-func (s *Session) Eval(ids []int32) ([]float32, error) {
-	logits, err := s.backend.Forward(ids, false)
+func (s *Session) Eval(ctx context.Context, ids []int32) ([]float32, error) {
+	logits, err := s.backend.Forward(ctx, ids, false)
 	if err != nil {
 		return nil, err
 	}
@@ -78,8 +108,8 @@ func (s *Session) Eval(ids []int32) ([]float32, error) {
 }
 
 // EvalAll is Eval returning the logits of every id, len(ids)×vocab.
-func (s *Session) EvalAll(ids []int32) ([]float32, error) {
-	logits, err := s.backend.Forward(ids, true)
+func (s *Session) EvalAll(ctx context.Context, ids []int32) ([]float32, error) {
+	logits, err := s.backend.Forward(ctx, ids, true)
 	if err != nil {
 		return nil, err
 	}
@@ -98,32 +128,74 @@ func Argmax(x []float32) int32 {
 	return int32(best)
 }
 
-// Greedy generates up to n tokens after prompt, always taking the most
-// likely one, and calls emit with each. It stops early at an end-of-
-// generation token (which is emitted), when the context is full, or when
-// ctx is done.
-func (s *Session) Greedy(ctx context.Context, prompt []int32, n int, emit func(id int32) error) error {
+// Sample runs the sampler chain over logits, reporting each step and the
+// draw to the hooks in ctx.
+func Sample(ctx context.Context, s *sample.Sampler, logits []float32) int32 {
+	h := hooks.From(ctx)
+	if h == nil || (h.OnSamplerStep == nil && h.OnSample == nil) {
+		return s.Sample(logits, nil)
+	}
+	return s.Sample(logits, &sample.Observer{Step: h.OnSamplerStep, Draw: h.OnSample})
+}
+
+// Generate processes prompt, then samples up to n tokens with smp (which
+// it feeds the prompt and each chosen token), calling emit with each. It
+// stops early at an end-of-generation token (which is emitted), or when
+// ctx is done. The OnGeneration hook receives prefill time, TTFT and TPOT.
+func (s *Session) Generate(ctx context.Context, prompt []int32, n int, smp *sample.Sampler, emit func(id int32) error) error {
 	if len(prompt) == 0 {
 		return fmt.Errorf("generate: empty prompt")
 	}
-	logits, err := s.Eval(prompt)
+	if len(s.tokens)+len(prompt)+max(n-1, 0) > s.Capacity() {
+		return fmt.Errorf("generate: %d prompt tokens and %d new ones exceed the context of %d positions", len(prompt), n, s.Capacity()-len(s.tokens))
+	}
+	start := time.Now()
+	logits, err := s.Eval(ctx, prompt)
 	if err != nil {
 		return err
 	}
+	g := hooks.Generation{PromptTokens: len(prompt), Prefill: time.Since(start)}
+	smp.Accept(prompt...)
+	var firstAt time.Time
 	for i := 0; i < n; i++ {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		id := Argmax(logits)
+		id := Sample(ctx, smp, logits)
+		smp.Accept(id)
+		g.Generated++
+		if i == 0 {
+			firstAt = time.Now()
+			g.TTFT = firstAt.Sub(start)
+		}
 		if err := emit(id); err != nil {
 			return err
 		}
 		if s.Model.Tokenizer.IsEOG(id) || i == n-1 {
-			return nil
+			break
 		}
-		if logits, err = s.Eval([]int32{id}); err != nil {
+		if logits, err = s.Eval(ctx, []int32{id}); err != nil {
 			return err
 		}
 	}
+	end := time.Now()
+	g.Total = end.Sub(start)
+	if g.Generated > 1 {
+		g.TPOT = end.Sub(firstAt) / time.Duration(g.Generated-1)
+	}
+	if h := hooks.From(ctx); h != nil && h.OnGeneration != nil {
+		h.OnGeneration(g)
+	}
 	return nil
+}
+
+// Greedy is Generate with temperature 0: always the most likely token.
+func (s *Session) Greedy(ctx context.Context, prompt []int32, n int, emit func(id int32) error) error {
+	p := sample.Defaults()
+	p.Temperature, p.SeedSet = 0, true
+	smp, err := sample.New(p)
+	if err != nil {
+		return err
+	}
+	return s.Generate(ctx, prompt, n, smp, emit)
 }

@@ -72,7 +72,7 @@ func runBench(ctx context.Context, env Env, args []string) error {
 		ids := tokens(*pp)
 		r.Reset()
 		start := time.Now()
-		_, err := r.Forward(ids, false)
+		_, err := r.Forward(ctx, ids, false)
 		return time.Since(start), err
 	}
 	runTG := func() (time.Duration, error) {
@@ -80,7 +80,7 @@ func runBench(ctx context.Context, env Env, args []string) error {
 		r.Reset()
 		start := time.Now()
 		for i := range ids {
-			if _, err := r.Forward(ids[i:i+1], false); err != nil {
+			if _, err := r.Forward(ctx, ids[i:i+1], false); err != nil {
 				return 0, err
 			}
 		}

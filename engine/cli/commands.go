@@ -83,7 +83,7 @@ func runLogits(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	defer s.Close()
-	logits, err := s.EvalAll(ids)
+	logits, err := s.EvalAll(ctx, ids)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -32,7 +33,7 @@ func BenchmarkDecode(b *testing.B) {
 				if r.Pos() == 64 {
 					r.Reset()
 				}
-				if _, err := r.Forward([]int32{int32(i % 1000)}, false); err != nil {
+				if _, err := r.Forward(context.Background(), []int32{int32(i % 1000)}, false); err != nil {
 					b.Fatal(err)
 				}
 				i++
@@ -56,7 +57,7 @@ func BenchmarkPrefill(b *testing.B) {
 			}
 			for b.Loop() {
 				r.Reset()
-				if _, err := r.Forward(ids, false); err != nil {
+				if _, err := r.Forward(context.Background(), ids, false); err != nil {
 					b.Fatal(err)
 				}
 			}

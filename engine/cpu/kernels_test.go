@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -367,7 +368,7 @@ func TestRunnerMatchesNaiveForward(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := r.Forward(ids, true)
+		got, err := r.Forward(context.Background(), ids, true)
 		r.Close()
 		if err != nil {
 			t.Fatal(err)
@@ -392,13 +393,13 @@ func TestForwardErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if _, err := r.Forward([]int32{600}, false); err == nil {
+	if _, err := r.Forward(context.Background(), []int32{600}, false); err == nil {
 		t.Error("token outside the vocabulary: want error")
 	}
-	if _, err := r.Forward(nil, false); err == nil {
+	if _, err := r.Forward(context.Background(), nil, false); err == nil {
 		t.Error("no tokens: want error")
 	}
-	if _, err := r.Forward(make([]int32, 9), false); err == nil {
+	if _, err := r.Forward(context.Background(), make([]int32, 9), false); err == nil {
 		t.Error("more tokens than the context: want error")
 	}
 	if _, err := NewRunner(m, Options{Context: 9}); err == nil {

@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"context"
 	"encoding/binary"
 	"math"
 	"os"
@@ -48,7 +49,7 @@ func TestStoriesLogitsMatchLlamaCpp(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := r.Forward(ids, true)
+			got, err := r.Forward(context.Background(), ids, true)
 			r.Close()
 			if err != nil {
 				t.Fatal(err)
@@ -74,14 +75,14 @@ func TestDecodeMatchesPrefill(t *testing.T) {
 	ids := m.Tokenizer.EncodeIDs("Once upon a time, there was a cat", true)
 	r, _ := NewRunner(m, Options{Threads: 2})
 	defer r.Close()
-	all, err := r.Forward(ids, true)
+	all, err := r.Forward(context.Background(), ids, true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.Reset()
 	V := m.Config.Vocab
 	for i, id := range ids {
-		got, err := r.Forward([]int32{id}, false)
+		got, err := r.Forward(context.Background(), []int32{id}, false)
 		if err != nil {
 			t.Fatal(err)
 		}

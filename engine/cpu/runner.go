@@ -1,10 +1,13 @@
 package cpu
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
+	"stepthrough/engine/hooks"
 	"stepthrough/engine/kv"
 	"stepthrough/engine/model"
 	"stepthrough/engine/quant"
@@ -39,6 +42,25 @@ type Runner struct {
 
 	norms []layerVecs
 	outN  vecs
+
+	h  *hooks.Hooks // the current forward pass's hooks, or nil
+	hk hookBufs     // extra copies made only while a hook listens
+}
+
+// hookBufs hold values the forward pass would otherwise overwrite or never
+// materialise. They are allocated on first use.
+type hookBufs struct {
+	tokRows, posRows []float32
+	scores, weights  []float32
+	gate, up         []float32
+	norms            []float32
+}
+
+func grow(b []float32, n int) []float32 {
+	if cap(b) < n {
+		return make([]float32, n)
+	}
+	return b[:n]
 }
 
 type vecs struct{ w, b []float32 }
@@ -132,8 +154,9 @@ func (r *Runner) Reset() { r.cache.Truncate(0) }
 // Forward runs tokens through the model at the next positions, appending
 // their keys and values to the cache. It returns the logits of the last
 // token (a buffer reused by the next call), or with all set, a new slice of
-// len(tokens)×vocab logits, one row per token.
-func (r *Runner) Forward(tokens []int32, all bool) ([]float32, error) {
+// len(tokens)×vocab logits, one row per token. Hooks in ctx (see package
+// hooks) observe every stage.
+func (r *Runner) Forward(ctx context.Context, tokens []int32, all bool) ([]float32, error) {
 	if len(tokens) == 0 {
 		return nil, errors.New("forward: no tokens")
 	}
@@ -149,6 +172,8 @@ func (r *Runner) Forward(tokens []int32, all bool) ([]float32, error) {
 	if all {
 		out = make([]float32, len(tokens)*r.cfg.Vocab)
 	}
+	r.h = hooks.From(ctx)
+	defer func() { r.h = nil }()
 	for start := 0; start < len(tokens); start += r.batch {
 		chunk := tokens[start:min(len(tokens), start+r.batch)]
 		var dst []float32
@@ -166,19 +191,39 @@ func (r *Runner) Forward(tokens []int32, all bool) ([]float32, error) {
 func (r *Runner) forwardChunk(tokens []int32, allOut []float32, last bool) {
 	c, W := r.cfg, r.m.Weights
 	n, pos0, E := len(tokens), r.Pos(), c.Embd
+	h := r.h
+	start := r.now()
 	x := r.x[:n*E]
+	watchEmbed := h != nil && h.OnEmbed != nil && W.PosEmbd != nil
+	if watchEmbed {
+		r.hk.tokRows, r.hk.posRows = grow(r.hk.tokRows, n*E), grow(r.hk.posRows, n*E)
+	}
 	for t, id := range tokens {
 		RowF32(W.TokEmbd, int(id), x[t*E:(t+1)*E])
 		if W.PosEmbd != nil {
 			row := r.scratch[0][:E]
 			RowF32(W.PosEmbd, pos0+t, row)
+			if watchEmbed {
+				copy(r.hk.tokRows[t*E:], x[t*E:(t+1)*E])
+				copy(r.hk.posRows[t*E:], row)
+			}
 			add(x[t*E:(t+1)*E], row)
 		}
 	}
+	if h != nil && h.OnEmbed != nil {
+		ev := hooks.Embed{Pos0: pos0, N: n, Embd: E, Tokens: tokens, TokenRows: x, Input: x}
+		if W.PosEmbd != nil {
+			ev.TokenRows, ev.PosRows = r.hk.tokRows[:n*E], r.hk.posRows[:n*E]
+		}
+		h.OnEmbed(ev)
+	}
+	r.timing("embed", -1, pos0, n, start)
 	for l := range W.Layers {
 		r.layer(l, n, pos0)
 	}
 	r.cache.SetLen(pos0 + n)
+	start = r.now()
+	defer r.timing("output", -1, pos0, n, start)
 
 	// final norm and output projection: every row when all logits are
 	// wanted, else only the last token of the last chunk
@@ -199,6 +244,40 @@ func (r *Runner) forwardChunk(tokens []int32, allOut []float32, last bool) {
 		dst = r.logits
 	}
 	r.pool.MatMul(dst, W.OutputMatrix(), xn, rows, r.scratch)
+	if h != nil && h.OnLogits != nil {
+		h.OnLogits(hooks.Logits{First: pos0 + first, Rows: rows, Vocab: c.Vocab, Logits: dst[:rows*c.Vocab]})
+	}
+}
+
+// now reads the clock only when a timing hook listens.
+func (r *Runner) now() time.Time {
+	if r.h == nil || r.h.OnTiming == nil {
+		return time.Time{}
+	}
+	return time.Now()
+}
+
+func (r *Runner) timing(stage string, layer, pos0, n int, start time.Time) {
+	if r.h != nil && r.h.OnTiming != nil {
+		r.h.OnTiming(hooks.Timing{Stage: stage, Layer: layer, Pos0: pos0, N: n, Dur: time.Since(start)})
+	}
+}
+
+// residual reports the residual stream after a block.
+func (r *Runner) residual(l, n, pos0 int, after string) {
+	if r.h == nil || r.h.OnResidual == nil {
+		return
+	}
+	E := r.cfg.Embd
+	r.hk.norms = grow(r.hk.norms, n)
+	for t := 0; t < n; t++ {
+		var ss float64
+		for _, v := range r.x[t*E : (t+1)*E] {
+			ss += float64(v) * float64(v)
+		}
+		r.hk.norms[t] = float32(math.Sqrt(ss))
+	}
+	r.h.OnResidual(hooks.Residual{Layer: l, Pos0: pos0, N: n, After: after, X: r.x[:n*E], Norms: r.hk.norms})
 }
 
 func (r *Runner) norm(out, x []float32, v vecs) {
@@ -210,7 +289,8 @@ func (r *Runner) norm(out, x []float32, v vecs) {
 }
 
 func (r *Runner) layer(l, n, pos0 int) {
-	c, L, nv := r.cfg, &r.m.Weights.Layers[l], &r.norms[l]
+	c, L, nv, h := r.cfg, &r.m.Weights.Layers[l], &r.norms[l], r.h
+	start := r.now()
 	E, QD, KVD, HD := c.Embd, c.QDim(), c.KVDim(), c.HeadDim
 	x, xn := r.x[:n*E], r.xn[:n*E]
 	for t := 0; t < n; t++ {
@@ -247,35 +327,64 @@ func (r *Runner) layer(l, n, pos0 int) {
 		}
 		r.cache.Put(l, pos0+t, k[t*KVD:(t+1)*KVD], v[t*KVD:(t+1)*KVD])
 	}
+	if h != nil && h.OnKVAppend != nil {
+		used := (pos0 + n) * c.Layers * KVD * 8
+		h.OnKVAppend(hooks.KVAppend{Layer: l, Pos0: pos0, N: n, K: k, V: v, Len: pos0 + n, Capacity: r.cache.Capacity,
+			BytesUsed: used, BytesAllocated: r.cache.BytesAllocated()})
+	}
 	r.attention(l, n, pos0)
 	o := r.o[:n*E]
 	r.pool.MatMul(o, L.Out, r.att[:n*QD], n, r.scratch)
 	addBias(o, nv.ob, n)
+	if h != nil && h.OnAttention != nil {
+		h.OnAttention(hooks.Attention{Layer: l, Pos0: pos0, N: n, Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: HD,
+			Ctx: pos0 + n, Scale: float32(1 / math.Sqrt(float64(HD))), Normed: xn, Q: q, K: k, V: v,
+			Scores: r.hk.scores, Weights: r.hk.weights, Context: r.att[:n*QD], Out: o})
+	}
 	add(x, o)
+	r.timing("attention", l, pos0, n, start)
+	r.residual(l, n, pos0, "attention")
+	start = r.now()
 
 	for t := 0; t < n; t++ {
 		r.norm(xn[t*E:(t+1)*E], x[t*E:(t+1)*E], nv.ffnNorm)
 	}
 	F := c.FFN
 	a, b := r.ffA[:n*F], r.ffB[:n*F]
+	watch := h != nil && h.OnMLP != nil
+	ev := hooks.MLP{Layer: l, Pos0: pos0, N: n, Normed: xn}
 	if r.m.Spec.FFN == model.SwiGLU {
 		r.pool.MatMul(a, L.Gate, xn, n, r.scratch)
 		r.pool.MatMul(b, L.Up, xn, n, r.scratch)
 		addBias(a, nv.gateb, n)
 		addBias(b, nv.upb, n)
+		if watch {
+			r.hk.gate = append(r.hk.gate[:0], a...)
+			ev.Kind, ev.Gate, ev.Up = "swiglu", r.hk.gate, b
+		}
 		for i := range a {
 			a[i] = SiLU(a[i]) * b[i]
 		}
 	} else {
 		r.pool.MatMul(a, L.Up, xn, n, r.scratch)
 		addBias(a, nv.upb, n)
+		if watch {
+			r.hk.up = append(r.hk.up[:0], a...)
+			ev.Kind, ev.Up = "gelu", r.hk.up
+		}
 		for i := range a {
 			a[i] = GELU(a[i])
 		}
 	}
 	r.pool.MatMul(o, L.Down, a, n, r.scratch)
 	addBias(o, nv.downb, n)
+	if watch {
+		ev.Act, ev.Out = a, o
+		h.OnMLP(ev)
+	}
 	add(x, o)
+	r.timing("mlp", l, pos0, n, start)
+	r.residual(l, n, pos0, "mlp")
 }
 
 // attnTask computes, for every new token and head, softmax(q·Kᵀ/√d) over
@@ -283,10 +392,20 @@ func (r *Runner) layer(l, n, pos0 int) {
 type attnTask struct {
 	r          *Runner
 	l, n, pos0 int
+	watch      bool // copy scores and weights for a hook
 }
 
 func (r *Runner) attention(l, n, pos0 int) {
-	r.attn = attnTask{r: r, l: l, n: n, pos0: pos0}
+	if r.h != nil && r.h.OnAttention != nil {
+		// every query row over all positions: future ones masked
+		size := n * r.cfg.Heads * (pos0 + n)
+		r.hk.scores, r.hk.weights = grow(r.hk.scores, size), grow(r.hk.weights, size)
+		inf := float32(math.Inf(-1))
+		for i := range r.hk.scores {
+			r.hk.scores[i], r.hk.weights[i] = inf, 0
+		}
+	}
+	r.attn = attnTask{r: r, l: l, n: n, pos0: pos0, watch: r.h != nil && r.h.OnAttention != nil}
 	r.pool.Run(n*r.cfg.Heads, 1, &r.attn)
 }
 
@@ -306,7 +425,14 @@ func (a *attnTask) Run(worker, lo, hi int) {
 		for j := range sc {
 			sc[j] = dot(q, keys[j*KVD+kvo:j*KVD+kvo+HD]) * scale
 		}
+		row := idx * (a.pos0 + a.n)
+		if a.watch {
+			copy(r.hk.scores[row:], sc)
+		}
 		Softmax(sc)
+		if a.watch {
+			copy(r.hk.weights[row:], sc)
+		}
 		out := r.att[t*QD+h*HD : t*QD+(h+1)*HD]
 		clear(out)
 		for j, p := range sc {

@@ -1,0 +1,184 @@
+// Package hooks lets a caller watch every stage of inference. A Hooks
+// value is a struct of optional callbacks carried in a context.Context (the
+// net/http/httptrace pattern): nil fields mean "not interested", and
+// WithHooks composes several sets. The engine checks each field before it
+// does any extra work, so unset hooks cost a nil check.
+//
+// Every slice in an event is a read-only view of the engine's own buffers,
+// valid only during the callback: copy what you keep. Hooks never change
+// what the engine computes (the logits are bit-identical with and without
+// hooks; tests check this).
+//
+// Shapes are row-major. For a forward pass over N new tokens starting at
+// position Pos0, "n×d" means N rows of d values, row t being position
+// Pos0+t.
+package hooks
+
+import (
+	"context"
+	"time"
+
+	"stepthrough/engine/sample"
+	"stepthrough/engine/tokenizer"
+)
+
+// Hooks are the callbacks, one per stage. Any may be nil.
+type Hooks struct {
+	// OnTokenize: the input text and its tokens.
+	OnTokenize func(Tokenize)
+	// OnEmbed: the input vectors of the new tokens.
+	OnEmbed func(Embed)
+	// OnAttention: one layer's attention block.
+	OnAttention func(Attention)
+	// OnMLP: one layer's feed-forward block.
+	OnMLP func(MLP)
+	// OnResidual: the residual stream after a layer's attention or MLP.
+	OnResidual func(Residual)
+	// OnKVAppend: the key and value rows one layer wrote to the cache.
+	OnKVAppend func(KVAppend)
+	// OnLogits: the raw logits (before any sampling step).
+	OnLogits func(Logits)
+	// OnSamplerStep: one step of the sampler chain.
+	OnSamplerStep func(sample.StepResult)
+	// OnSample: the draw (or argmax) that chose the token.
+	OnSample func(sample.DrawResult)
+	// OnTiming: the wall time of one stage of a forward pass.
+	OnTiming func(Timing)
+	// OnGeneration: prefill time, TTFT and TPOT of a finished generation.
+	OnGeneration func(Generation)
+}
+
+// Tokenize is the tokenize stage.
+type Tokenize struct {
+	Text     string
+	Tokens   []tokenizer.Token // ids and byte spans in Text
+	Bytes    [][]byte          // each token's exact bytes
+	AddedBOS bool
+}
+
+// Embed is the embedding stage: Input = TokenRows (+ PosRows), n×Embd.
+type Embed struct {
+	Pos0, N, Embd int
+	Tokens        []int32
+	TokenRows     []float32 // rows of the token embedding matrix
+	PosRows       []float32 // learned position embeddings (gpt2); nil for RoPE models
+	Input         []float32 // what enters layer 0
+}
+
+// Attention is one layer's attention block over the new tokens. Scores and
+// Weights cover all Pos0+N cache positions (Ctx) for every new token and
+// query head: n×Heads×Ctx. Masked (future) positions have score -Inf and
+// weight 0; each visible row of Weights sums to 1.
+type Attention struct {
+	Layer, Pos0, N          int
+	Heads, KVHeads, HeadDim int
+	Ctx                     int       // positions attended over: Pos0+N
+	Scale                   float32   // 1/sqrt(HeadDim)
+	Normed                  []float32 // the normed input, n×Embd
+	Q                       []float32 // n×Heads×HeadDim, after RoPE where the model uses it
+	K, V                    []float32 // the new rows, n×KVHeads×HeadDim (K after RoPE)
+	Scores                  []float32 // q·k × Scale, before softmax
+	Weights                 []float32 // after softmax
+	Context                 []float32 // the weighted sum of V, n×Heads×HeadDim
+	Out                     []float32 // after the output projection (and bias), n×Embd
+}
+
+// MLP is one layer's feed-forward block.
+type MLP struct {
+	Layer, Pos0, N int
+	Kind           string    // "swiglu" or "gelu"
+	Normed         []float32 // n×Embd
+	Gate           []float32 // n×FFN before SiLU (swiglu only)
+	Up             []float32 // n×FFN (before GELU for gelu)
+	Act            []float32 // silu(gate)·up, or gelu(up): n×FFN
+	Out            []float32 // after the down projection (and bias), n×Embd
+}
+
+// Residual is the residual stream after a block was added.
+type Residual struct {
+	Layer, Pos0, N int
+	After          string    // "attention" or "mlp"
+	X              []float32 // n×Embd
+	Norms          []float32 // the L2 norm of each row
+}
+
+// KVAppend is one layer's cache write.
+type KVAppend struct {
+	Layer, Pos0, N int
+	K, V           []float32 // the rows written, n×KVDim
+	Len            int       // positions in the cache after the write
+	Capacity       int
+	BytesUsed      int // all layers, after the write
+	BytesAllocated int
+}
+
+// Logits are raw logits for Rows positions starting at First (the last
+// position only, unless all positions were asked for): Rows×Vocab.
+type Logits struct {
+	First, Rows, Vocab int
+	Logits             []float32
+}
+
+// Timing is one stage's wall time. Layer is -1 for stages outside layers.
+type Timing struct {
+	Stage string // "embed", "attention", "mlp", "output"
+	Layer int
+	Pos0  int
+	N     int
+	Dur   time.Duration
+}
+
+// Generation sums up one generation: Prefill is the prompt's forward pass;
+// TTFT the time from the start to the first sampled token; TPOT the mean
+// time per output token after the first.
+type Generation struct {
+	PromptTokens, Generated int
+	Prefill, TTFT, TPOT     time.Duration
+	Total                   time.Duration
+}
+
+type ctxKey struct{}
+
+// WithHooks returns a context carrying h, composed with any hooks ctx
+// already carries (h's callbacks run first).
+func WithHooks(ctx context.Context, h *Hooks) context.Context {
+	if old := From(ctx); old != nil {
+		h = compose(h, old)
+	}
+	return context.WithValue(ctx, ctxKey{}, h)
+}
+
+// From returns the hooks in ctx, or nil.
+func From(ctx context.Context) *Hooks {
+	if ctx == nil {
+		return nil
+	}
+	h, _ := ctx.Value(ctxKey{}).(*Hooks)
+	return h
+}
+
+func join[T any](a, b func(T)) func(T) {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	}
+	return func(v T) { a(v); b(v) }
+}
+
+func compose(a, b *Hooks) *Hooks {
+	return &Hooks{
+		OnTokenize:    join(a.OnTokenize, b.OnTokenize),
+		OnEmbed:       join(a.OnEmbed, b.OnEmbed),
+		OnAttention:   join(a.OnAttention, b.OnAttention),
+		OnMLP:         join(a.OnMLP, b.OnMLP),
+		OnResidual:    join(a.OnResidual, b.OnResidual),
+		OnKVAppend:    join(a.OnKVAppend, b.OnKVAppend),
+		OnLogits:      join(a.OnLogits, b.OnLogits),
+		OnSamplerStep: join(a.OnSamplerStep, b.OnSamplerStep),
+		OnSample:      join(a.OnSample, b.OnSample),
+		OnTiming:      join(a.OnTiming, b.OnTiming),
+		OnGeneration:  join(a.OnGeneration, b.OnGeneration),
+	}
+}

@@ -1,0 +1,160 @@
+package trace
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math"
+	"reflect"
+	"testing"
+
+	"stepthrough/engine"
+	"stepthrough/engine/hooks"
+	"stepthrough/engine/internal/reftest"
+	"stepthrough/engine/model"
+	"stepthrough/engine/sample"
+)
+
+func record(t *testing.T, opt Options, prompt string, n int) ([]*Step, []int32) {
+	t.Helper()
+	m, err := model.Load(reftest.Path(t, "models", "stories260K.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	s, _ := engine.NewSession(m, engine.Options{Threads: 2})
+	defer s.Close()
+	rec := NewRecorder(opt)
+	ctx := hooks.WithHooks(context.Background(), rec.Hooks())
+	p := sample.Defaults()
+	p.Seed, p.SeedSet = 3, true
+	smp, _ := sample.New(p)
+	var out []int32
+	if err := s.Generate(ctx, s.Tokenize(ctx, prompt, true), n, smp, func(id int32) error { out = append(out, id); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	rec.Finish()
+	return rec.Steps(), out
+}
+
+func TestRecordGeneration(t *testing.T) {
+	steps, out := record(t, Full(), "Once upon a time", 3)
+	if len(steps) != 3 || steps[0].Kind != "prefill" || steps[1].Kind != "decode" || steps[0].N != 5 || steps[2].Pos0 != 6 {
+		t.Fatalf("steps: %d, kinds %s %s", len(steps), steps[0].Kind, steps[1].Kind)
+	}
+	s0 := steps[0]
+	if s0.Tokenize == nil || s0.Tokenize.Text != "Once upon a time" || string(s0.Tokenize.Tokens[1].Bytes) != " Once" {
+		t.Errorf("tokenize %+v", s0.Tokenize)
+	}
+	if len(s0.Layers) != 5 || len(s0.Embed.Input) != 5 {
+		t.Fatalf("layers %d, embed rows %d", len(s0.Layers), len(s0.Embed.Input))
+	}
+	for _, L := range s0.Layers {
+		a := L.Attention
+		for tk, perHead := range a.Weights {
+			for h, w := range perHead {
+				var sum float64
+				for _, v := range w {
+					sum += float64(v)
+				}
+				if len(w) != tk+1 || math.Abs(sum-1) > 1e-5 {
+					t.Fatalf("layer %d token %d head %d: %d weights summing to %g", L.Index, tk, h, len(w), sum)
+				}
+			}
+		}
+		if L.KVLen != 5 || L.ResidMLP == nil || L.MLP.Kind != "swiglu" || len(L.NewK) != 5 {
+			t.Errorf("layer %d record incomplete", L.Index)
+		}
+	}
+	for i, s := range steps {
+		if s.Sample == nil || s.Sample.Chosen != out[i] || len(s.Sampler) != len(sample.OrderLlamaCpp) || len(s.Logits.Logits) != 512 {
+			t.Errorf("step %d: sampling record %+v", i, s.Sample)
+		}
+		for _, st := range s.Sampler {
+			if st.BeforeCount-st.AfterCount != st.RemovedCount {
+				t.Errorf("step %d %s: %d before, %d after, %d removed", i, st.Step, st.BeforeCount, st.AfterCount, st.RemovedCount)
+			}
+		}
+	}
+	if steps[2].Generation == nil || steps[2].Generation.Generated != 3 {
+		t.Errorf("generation summary %+v", steps[2].Generation)
+	}
+	// top-k 40 of 512 removes 472 tokens; they are listed highest first
+	tk := s0.Sampler[1]
+	if tk.Step != sample.TopK || tk.RemovedCount != 472 || len(tk.Removed) != 64 || tk.Removed[0].Logit < tk.Removed[1].Logit {
+		t.Errorf("top-k step %+v", tk.Step)
+	}
+}
+
+func TestJSONRoundTripAndReplay(t *testing.T) {
+	steps, _ := record(t, Full(), "Once upon a time", 2)
+	var buf bytes.Buffer
+	for _, s := range steps {
+		if err := WriteJSONL(&buf, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	back, err := ReadJSONL(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back, steps) {
+		a, _ := json.Marshal(steps[0].Layers[0].Attention.Scores)
+		b, _ := json.Marshal(back[0].Layers[0].Attention.Scores)
+		t.Fatalf("round trip differs\n%s\n%s", a, b)
+	}
+	c := &Cursor{Steps: back}
+	var names []string
+	for {
+		_, st := c.Current()
+		names = append(names, st.Name)
+		if !c.Next() {
+			break
+		}
+	}
+	// step 0: tokenize, embed, 5×(attention, mlp), logits, softmax, 6 sampler steps, sample, kv
+	if len(names) != (1+1+10+2+6+2)+(1+10+2+6+2) || names[0] != "tokenize" || names[len(names)-1] != "kv" {
+		t.Errorf("stages %v", names)
+	}
+	for i := len(names) - 1; i > 0; i-- {
+		if !c.Prev() {
+			t.Fatalf("cannot step back at %d", i)
+		}
+		if _, st := c.Current(); st.Name != names[i-1] {
+			t.Fatalf("back to %s, want %s", st.Name, names[i-1])
+		}
+	}
+	if c.Prev() {
+		t.Error("stepped back past the start")
+	}
+	if _, err := ReadJSONL(bytes.NewBufferString("{not json\n")); err == nil {
+		t.Error("bad JSON: want error")
+	}
+}
+
+func TestBoundedRecording(t *testing.T) {
+	steps, _ := record(t, Options{Layers: []int{2}, Attention: true, LastPositions: 2, Candidates: 5, Removed: 3}, "Once upon a time there was", 1)
+	s := steps[0]
+	if len(s.Layers) != 5 || s.Layers[0].Attention != nil || s.Layers[2].Attention == nil {
+		t.Fatalf("layer filter: %d layers", len(s.Layers))
+	}
+	a := s.Layers[2].Attention
+	if s.First != s.N-2 || len(a.Weights) != 2 || len(a.Weights[0][0]) != s.N-1 || a.Q != nil || len(s.Embed.Input) != 2 {
+		t.Errorf("last positions: first %d, %d rows, %d visible", s.First, len(a.Weights), len(a.Weights[0][0]))
+	}
+	if len(s.Sampler[1].Removed) != 3 || len(s.Sampler[0].After) > 5 {
+		t.Errorf("candidate caps not applied")
+	}
+}
+
+func TestVecNonFinite(t *testing.T) {
+	v := Vec{1.5, float32(math.Inf(-1)), float32(math.Inf(1)), 0}
+	b, err := json.Marshal(v)
+	if err != nil || string(b) != `[1.5,"-Infinity","Infinity",0]` {
+		t.Fatalf("%s %v", b, err)
+	}
+	var w Vec
+	if err := json.Unmarshal(b, &w); err != nil || !math.IsInf(float64(w[1]), -1) || w[0] != 1.5 {
+		t.Errorf("%v %v", w, err)
+	}
+}
