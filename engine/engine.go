@@ -53,6 +53,7 @@ type Session struct {
 	Model   *model.Model
 	backend Backend
 	tokens  []int32
+	one     [1]int32 // the decode step's input, reused so no slice escapes per token
 }
 
 // NewSession prepares a session on the CPU backend.
@@ -174,7 +175,8 @@ func (s *Session) Generate(ctx context.Context, prompt []int32, n int, smp *samp
 		if s.Model.Tokenizer.IsEOG(id) || i == n-1 {
 			break
 		}
-		if logits, err = s.Eval(ctx, []int32{id}); err != nil {
+		s.one[0] = id
+		if logits, err = s.Eval(ctx, s.one[:]); err != nil {
 			return err
 		}
 	}

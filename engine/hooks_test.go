@@ -13,8 +13,11 @@ import (
 	"strings"
 	"testing"
 
+	"stepthrough/engine/gguf"
 	"stepthrough/engine/hooks"
 	"stepthrough/engine/internal/reftest"
+	"stepthrough/engine/model"
+	"stepthrough/engine/quant"
 	"stepthrough/engine/sample"
 )
 
@@ -269,5 +272,43 @@ func TestSamplerAndGenerationHooks(t *testing.T) {
 	// per forward pass: embed, attention and mlp per layer, output
 	if want := 4 * (2 + 2*m.Config.Layers); timings != want {
 		t.Errorf("%d timing events, want %d", timings, want)
+	}
+}
+
+// gpt2: the embed hook shows token rows, learned position rows and their sum.
+func TestEmbedHookGPT2(t *testing.T) {
+	w, err := model.Synthesize(model.SynthOptions{Arch: "gpt2", Embd: 32, Layers: 1, Heads: 2, FFN: 64, Vocab: 600, Context: 16, Type: quant.F32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, _ := gguf.Parse(w.Bytes())
+	m, err := model.FromFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := NewSession(m, Options{Threads: 1})
+	defer s.Close()
+	var got hooks.Embed
+	var kinds []string
+	ctx := hooks.WithHooks(context.Background(), &hooks.Hooks{
+		OnEmbed: func(e hooks.Embed) { got = e; got.Input = slices.Clone(e.Input); got.PosRows = slices.Clone(e.PosRows); got.TokenRows = slices.Clone(e.TokenRows) },
+		OnMLP:   func(p hooks.MLP) { kinds = append(kinds, p.Kind); _ = p.Up[0] },
+	})
+	s.Eval(ctx, []int32{5})
+	s.Eval(ctx, []int32{7, 9})
+	if got.Pos0 != 1 || got.N != 2 || len(got.PosRows) != 64 {
+		t.Fatalf("embed event %+v", got)
+	}
+	tok := make([]float32, 32)
+	quant.Dequantize(quant.F32, m.Weights.TokEmbd.Row(9), tok)
+	pos := make([]float32, 32)
+	quant.Dequantize(quant.F32, m.Weights.PosEmbd.Row(2), pos)
+	for i := 0; i < 32; i++ {
+		if got.TokenRows[32+i] != tok[i] || got.PosRows[32+i] != pos[i] || got.Input[32+i] != tok[i]+pos[i] {
+			t.Fatalf("element %d: token %g pos %g input %g", i, got.TokenRows[32+i], got.PosRows[32+i], got.Input[32+i])
+		}
+	}
+	if !slices.Equal(kinds, []string{"gelu", "gelu"}) {
+		t.Errorf("mlp kinds %v", kinds)
 	}
 }

@@ -5,13 +5,16 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"stepthrough/engine/internal/reftest"
+	"stepthrough/engine/trace"
 )
 
 func run(t *testing.T, args ...string) (stdout, stderr string, code int) {
@@ -72,11 +75,11 @@ func TestLogitsCommand(t *testing.T) {
 
 func TestGenerateCommand(t *testing.T) {
 	m := stories(t)
-	out, _, code := run(t, "generate", "--model", m, "--prompt", "Once upon a time", "-n", "5", "--ids")
+	out, _, code := run(t, "generate", "--model", m, "--prompt", "Once upon a time", "-n", "5", "--ids", "--temperature", "0")
 	if code != 0 || out != "432 383 286 261 376\n" {
 		t.Errorf("generate --ids = %q exit %d", out, code)
 	}
-	out, _, code = run(t, "generate", "--model", m, "--prompt", "Once upon a time", "-n", "8")
+	out, _, code = run(t, "generate", "--model", m, "--prompt", "Once upon a time", "-n", "8", "--temperature", "0")
 	if code != 0 || out != ", there was a little girl\n" {
 		t.Errorf("generate = %q exit %d", out, code)
 	}
@@ -134,11 +137,64 @@ func TestErrors(t *testing.T) {
 		{[]string{"inspect", "--model", bad}, 1, "gguf: at byte"},
 		{[]string{"synth", "--out", "x", "--type", "q9"}, 2, "unknown tensor type"},
 		{[]string{"nosuch"}, 2, "unknown command"},
+		{[]string{"generate", "--model", "x", "--temperature", "-1"}, 2, "invalid temperature -1: must be a number >= 0"},
+		{[]string{"generate", "--model", "x", "--top-p", "1.5"}, 2, "invalid top-p 1.5: must be in [0, 1]"},
+		{[]string{"generate", "--model", "x", "--min-p", "NaN"}, 2, "invalid min-p NaN"},
+		{[]string{"generate", "--model", "x", "--seed", "abc"}, 2, "invalid seed abc"},
+		{[]string{"generate", "--model", "x", "--sampler-order", "top-k,bogus"}, 2, "sampler-order: unknown step"},
+		{[]string{"generate", "--model", "x", "--top-k", "x"}, 2, "invalid value \"x\" for flag -top-k"},
 	}
 	for _, tt := range tests {
 		_, errOut, code := run(t, tt.args...)
 		if code != tt.code || !strings.Contains(errOut, tt.want) || strings.Count(errOut, "\n") != 1 {
 			t.Errorf("%v: exit %d, stderr %q; want exit %d and one line containing %q", tt.args, code, errOut, tt.code, tt.want)
 		}
+	}
+}
+
+// A fixed seed reproduces a run exactly; without one, a seed is reported
+// and reusing it reproduces that run.
+func TestGenerateSeeds(t *testing.T) {
+	m := stories(t)
+	args := []string{"generate", "--model", m, "--prompt", "Once upon a time", "-n", "20", "--ids"}
+	a, errA, _ := run(t, append(args, "--seed", "42")...)
+	b, errB, _ := run(t, append(args, "--seed", "42")...)
+	if a != b || errA != "seed: 42\n" || errB != errA {
+		t.Errorf("seed 42 twice: %q %q / %q %q", a, b, errA, errB)
+	}
+	c, errC, _ := run(t, args...)
+	var seed string
+	if _, err := fmt.Sscanf(errC, "seed: %s", &seed); err != nil {
+		t.Fatalf("stderr %q has no seed line", errC)
+	}
+	d, _, _ := run(t, append(args, "--seed", seed)...)
+	if c != d {
+		t.Errorf("reported seed %s does not reproduce: %q vs %q", seed, c, d)
+	}
+	o1, _, _ := run(t, append(args, "--seed", "7", "--temperature", "1.5", "--top-k", "0", "--top-p", "0.9")...)
+	o2, _, _ := run(t, append(args, "--seed", "7", "--temperature", "1.5", "--top-k", "0", "--top-p", "0.9", "--sampler-order", "transformers")...)
+	if o1 == o2 {
+		t.Errorf("sampler order made no difference at temperature 1.5: %q", o1)
+	}
+}
+
+func TestGenerateTrace(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "t.jsonl")
+	out, e, code := run(t, "generate", "--model", stories(t), "--prompt", "Once upon a time", "-n", "3", "--ids", "--seed", "1", "--trace", p)
+	if code != 0 {
+		t.Fatalf("generate --trace: %s", e)
+	}
+	f, _ := os.Open(p)
+	defer f.Close()
+	steps, err := trace.ReadJSONL(f)
+	if err != nil || len(steps) != 3 {
+		t.Fatalf("trace: %d steps, %v", len(steps), err)
+	}
+	var got []string
+	for _, s := range steps {
+		got = append(got, strconv.Itoa(int(s.Sample.Chosen)))
+	}
+	if strings.Join(got, " ")+"\n" != out {
+		t.Errorf("trace chose %v, generate printed %q", got, out)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/binary"
+	"flag"
 	"fmt"
 	"math"
 	"os"
@@ -11,8 +12,11 @@ import (
 	"strings"
 
 	"stepthrough/engine"
+	"stepthrough/engine/hooks"
 	"stepthrough/engine/model"
 	"stepthrough/engine/quant"
+	"stepthrough/engine/sample"
+	"stepthrough/engine/trace"
 )
 
 func runTokenize(ctx context.Context, env Env, args []string) error {
@@ -106,13 +110,49 @@ func joinIDs(ids []int32) string {
 	return strings.Join(s, " ")
 }
 
+// samplerFlags registers the sampler settings on fs (llama.cpp's defaults).
+func samplerFlags(fs *flag.FlagSet) func() (sample.Params, error) {
+	p := sample.Defaults()
+	fs.Float64Var(&p.Temperature, "temperature", p.Temperature, "temperature (0: greedy)")
+	fs.IntVar(&p.TopK, "top-k", p.TopK, "keep the k most likely tokens (0: all)")
+	fs.Float64Var(&p.TopP, "top-p", p.TopP, "nucleus: keep the smallest set reaching this probability (1: all)")
+	fs.Float64Var(&p.MinP, "min-p", p.MinP, "keep tokens with p >= min-p × the top p (0: all)")
+	fs.Float64Var(&p.TypicalP, "typical-p", p.TypicalP, "locally typical sampling mass (1: off)")
+	fs.Float64Var(&p.RepeatPenalty, "repeat-penalty", p.RepeatPenalty, "penalty for repeated tokens (1: off)")
+	fs.IntVar(&p.RepeatLastN, "repeat-last-n", p.RepeatLastN, "tokens the penalties look back over (0: off, -1: all)")
+	fs.Float64Var(&p.FrequencyPenalty, "frequency-penalty", p.FrequencyPenalty, "subtract count × this from a repeated token's logit")
+	fs.Float64Var(&p.PresencePenalty, "presence-penalty", p.PresencePenalty, "subtract this from a repeated token's logit")
+	seed := fs.String("seed", "", "random seed (unset or -1: a fresh seed, reported on stderr)")
+	order := fs.String("sampler-order", "llama.cpp", "llama.cpp, transformers, or a list such as penalties,top-k,top-p,min-p,temperature")
+	return func() (sample.Params, error) {
+		if *seed != "" && *seed != "-1" {
+			n, err := strconv.ParseUint(*seed, 10, 64)
+			if err != nil {
+				return p, usageError{&sample.ParamError{Param: "seed", Value: *seed, Allowed: "must be a whole number from 0 to 18446744073709551615, or -1 for a fresh one"}}
+			}
+			p.Seed, p.SeedSet = n, true
+		}
+		o, err := sample.ParseOrder(*order)
+		if err != nil {
+			return p, usageError{err}
+		}
+		p.Order = o
+		if err := p.Validate(); err != nil {
+			return p, usageError{err}
+		}
+		return p, nil
+	}
+}
+
 func runGenerate(ctx context.Context, env Env, args []string) error {
-	fs := newFlags(env, "generate", "--model PATH --prompt TEXT -n N [--ids]")
+	fs := newFlags(env, "generate", "--model PATH --prompt TEXT -n N [--ids] [sampler flags] [--trace FILE]")
 	path := fs.String("model", "", "GGUF model `file`")
 	prompt := fs.String("prompt", "", "prompt text (BOS added when the model asks for it)")
 	n := fs.Int("n", 64, "tokens to generate")
 	ids := fs.Bool("ids", false, "print the generated token ids instead of text")
 	threads := fs.Int("t", 0, "CPU threads (0: all cores)")
+	tracePath := fs.String("trace", "", "write a trace of every step to this `file` as JSON lines")
+	params := samplerFlags(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -122,27 +162,51 @@ func runGenerate(ctx context.Context, env Env, args []string) error {
 	if *n < 0 {
 		return usageError{fmt.Errorf("-n must be at least 0, got %d", *n)}
 	}
+	sp, err := params()
+	if err != nil {
+		return err
+	}
+	smp, err := sample.New(sp)
+	if err != nil {
+		return usageError{err}
+	}
 	m, err := model.Load(*path)
 	if err != nil {
 		return err
 	}
 	defer m.Close()
-	p := m.Tokenizer.EncodeIDs(*prompt, true)
-	if len(p) == 0 {
-		return fmt.Errorf("the prompt has no tokens and the model adds no BOS: give a --prompt")
-	}
 	s, err := engine.NewSession(m, engine.Options{Threads: *threads})
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	if len(p)+*n > s.Capacity() {
-		return fmt.Errorf("%d prompt tokens + %d new ones exceed the context of %d", len(p), *n, s.Capacity())
+	var traceErr error
+	if *tracePath != "" {
+		f, err := os.Create(*tracePath)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		bw := bufio.NewWriter(f)
+		defer bw.Flush()
+		rec := trace.NewRecorder(trace.Full())
+		rec.OnStep = func(st *trace.Step) {
+			if traceErr == nil {
+				traceErr = trace.WriteJSONL(bw, st)
+			}
+		}
+		defer rec.Finish()
+		ctx = hooks.WithHooks(ctx, rec.Hooks())
 	}
+	p := s.Tokenize(ctx, *prompt, true)
+	if len(p) == 0 {
+		return fmt.Errorf("the prompt has no tokens and the model adds no BOS: give a --prompt")
+	}
+	fmt.Fprintf(env.Stderr, "seed: %d\n", smp.Seed())
 	w := bufio.NewWriter(env.Stdout)
 	defer w.Flush()
 	first := true
-	err = s.Greedy(ctx, p, *n, func(id int32) error {
+	err = s.Generate(ctx, p, *n, smp, func(id int32) error {
 		if *ids {
 			if !first {
 				w.WriteByte(' ')
@@ -155,7 +219,10 @@ func runGenerate(ctx context.Context, env Env, args []string) error {
 		return w.Flush()
 	})
 	w.WriteByte('\n')
-	return err
+	if err != nil {
+		return err
+	}
+	return traceErr
 }
 
 func runSynth(ctx context.Context, env Env, args []string) error {

@@ -50,6 +50,7 @@ type Runner struct {
 // hookBufs hold values the forward pass would otherwise overwrite or never
 // materialise. They are allocated on first use.
 type hookBufs struct {
+	tokens           []int32
 	tokRows, posRows []float32
 	scores, weights  []float32
 	gate, up         []float32
@@ -211,7 +212,8 @@ func (r *Runner) forwardChunk(tokens []int32, allOut []float32, last bool) {
 		}
 	}
 	if h != nil && h.OnEmbed != nil {
-		ev := hooks.Embed{Pos0: pos0, N: n, Embd: E, Tokens: tokens, TokenRows: x, Input: x}
+		r.hk.tokens = append(r.hk.tokens[:0], tokens...) // a copy, so callers' token slices do not escape
+		ev := hooks.Embed{Pos0: pos0, N: n, Embd: E, Tokens: r.hk.tokens, TokenRows: x, Input: x}
 		if W.PosEmbd != nil {
 			ev.TokenRows, ev.PosRows = r.hk.tokRows[:n*E], r.hk.posRows[:n*E]
 		}
