@@ -291,8 +291,13 @@ func TestEmbedHookGPT2(t *testing.T) {
 	var got hooks.Embed
 	var kinds []string
 	ctx := hooks.WithHooks(context.Background(), &hooks.Hooks{
-		OnEmbed: func(e hooks.Embed) { got = e; got.Input = slices.Clone(e.Input); got.PosRows = slices.Clone(e.PosRows); got.TokenRows = slices.Clone(e.TokenRows) },
-		OnMLP:   func(p hooks.MLP) { kinds = append(kinds, p.Kind); _ = p.Up[0] },
+		OnEmbed: func(e hooks.Embed) {
+			got = e
+			got.Input = slices.Clone(e.Input)
+			got.PosRows = slices.Clone(e.PosRows)
+			got.TokenRows = slices.Clone(e.TokenRows)
+		},
+		OnMLP: func(p hooks.MLP) { kinds = append(kinds, p.Kind); _ = p.Up[0] },
 	})
 	s.Eval(ctx, []int32{5})
 	s.Eval(ctx, []int32{7, 9})
