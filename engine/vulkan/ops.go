@@ -1,0 +1,108 @@
+//go:build cgo
+
+package vulkan
+
+import (
+	"math"
+
+	vk "github.com/vulkan-go/vulkan"
+
+	"stepthrough/engine/quant"
+)
+
+// Each op records one dispatch; its descriptor set binds the buffers in
+// the order the shader declares them (see shaders/*.comp).
+
+func groups(n, size int) uint32 { return uint32((n + size - 1) / size) }
+
+// ShaderType names the matmul/get_rows variant for a weight type, or ""
+// when the type is decoded to F32 at upload instead.
+func ShaderType(t quant.Type) string {
+	switch t {
+	case quant.F32:
+		return "f32"
+	case quant.F16:
+		return "f16"
+	case quant.Q8_0:
+		return "q8_0"
+	case quant.Q4_0:
+		return "q4_0"
+	}
+	return ""
+}
+
+// MatMul: set (W, X, Y); Y[t][r] = W[r]·X[t], rows×cols weights, n vectors.
+func (c *Cmd) MatMul(set vk.DescriptorSet, wtype string, rows, cols, n int) {
+	gx := min(rows, 65535)
+	c.Dispatch("matmul_"+wtype, set, []uint32{uint32(rows), uint32(cols), uint32(n)}, uint32(gx), groups(rows, 65535), 1)
+}
+
+// GetRows: set (W, IDS, O); O[t] (+)= W[IDS[t]].
+func (c *Cmd) GetRows(set vk.DescriptorSet, wtype string, cols, n int, add bool) {
+	a := uint32(0)
+	if add {
+		a = 1
+	}
+	c.Dispatch("get_rows_"+wtype, set, []uint32{uint32(cols), uint32(n), a}, groups(cols*n, 256), 1, 1)
+}
+
+// RMSNorm: set (X, W, O) over n rows of cols.
+func (c *Cmd) RMSNorm(set vk.DescriptorSet, n, cols int, eps float32) {
+	c.Dispatch("rmsnorm", set, []uint32{uint32(cols), math.Float32bits(eps)}, uint32(n), 1, 1)
+}
+
+// LayerNorm: set (X, W, B, O) over n rows of cols.
+func (c *Cmd) LayerNorm(set vk.DescriptorSet, n, cols int, eps float32) {
+	c.Dispatch("layernorm", set, []uint32{uint32(cols), math.Float32bits(eps)}, uint32(n), 1, 1)
+}
+
+// Rope: set (X), in place; mode 0 NORM, 1 NEOX.
+func (c *Cmd) Rope(set vk.DescriptorSet, heads, headDim, dims, pos0, n int, base float32, mode, rowStride int) {
+	c.Dispatch("rope", set, []uint32{uint32(heads), uint32(headDim), uint32(dims), uint32(pos0), uint32(n), math.Float32bits(base), uint32(mode), uint32(rowStride)},
+		groups(n*heads*dims/2, 64), 1, 1)
+}
+
+// Attn holds the shapes of an attention dispatch.
+type Attn struct {
+	Heads, KVHeads, HeadDim, Ctx, Pos0, N int
+	Scale                                 float32
+	QStride, KVDim, OutStride             int
+}
+
+// AttnScores: set (Q, Kcache, S).
+func (c *Cmd) AttnScores(set vk.DescriptorSet, a Attn) {
+	c.Dispatch("attn_scores", set, []uint32{uint32(a.Heads), uint32(a.KVHeads), uint32(a.HeadDim), uint32(a.Ctx), uint32(a.Pos0), uint32(a.N),
+		math.Float32bits(a.Scale), uint32(a.QStride), uint32(a.KVDim)}, groups(a.N*a.Heads*a.Ctx, 64), 1, 1)
+}
+
+// Softmax: set (S), rows of rowLen, in place.
+func (c *Cmd) Softmax(set vk.DescriptorSet, rowLen, rows int) {
+	c.Dispatch("softmax", set, []uint32{uint32(rowLen)}, uint32(min(rows, 65535)), groups(rows, 65535), 1)
+}
+
+// AttnOut: set (S, Vcache, O).
+func (c *Cmd) AttnOut(set vk.DescriptorSet, a Attn) {
+	c.Dispatch("attn_out", set, []uint32{uint32(a.Heads), uint32(a.KVHeads), uint32(a.HeadDim), uint32(a.Ctx), uint32(a.Pos0), uint32(a.N),
+		0, uint32(a.OutStride), uint32(a.KVDim)}, groups(a.N*a.Heads*a.HeadDim, 64), 1, 1)
+}
+
+// SwiGLU: set (A, B); A = silu(A)·B.
+func (c *Cmd) SwiGLU(set vk.DescriptorSet, count int) {
+	c.Dispatch("swiglu", set, []uint32{uint32(count)}, groups(count, 256), 1, 1)
+}
+
+// GELU: set (A); A = gelu(A).
+func (c *Cmd) GELU(set vk.DescriptorSet, count int) {
+	c.Dispatch("gelu", set, []uint32{uint32(count)}, groups(count, 256), 1, 1)
+}
+
+// Add: set (X, Y); X[i] += Y[i % ylen].
+func (c *Cmd) Add(set vk.DescriptorSet, count, ylen int) {
+	c.Dispatch("add", set, []uint32{uint32(count), uint32(ylen)}, groups(count, 256), 1, 1)
+}
+
+// CopyRows: set (Src, Dst); n rows of width floats between strided places.
+func (c *Cmd) CopyRows(set vk.DescriptorSet, width, n, srcOff, srcStride, dstOff, dstStride int) {
+	c.Dispatch("copy_rows", set, []uint32{uint32(width), uint32(n), uint32(srcOff), uint32(srcStride), uint32(dstOff), uint32(dstStride)},
+		groups(width*n, 256), 1, 1)
+}

@@ -1,0 +1,132 @@
+//go:build cgo
+
+package vulkan
+
+import (
+	"fmt"
+	"unsafe"
+
+	vk "github.com/vulkan-go/vulkan"
+)
+
+const setsPerPool = 1024
+
+// NewSet allocates a descriptor set binding bufs to bindings 0, 1, ….
+func (d *Device) NewSet(bufs ...*Buffer) (vk.DescriptorSet, error) {
+	if len(bufs) > maxBindings {
+		return nil, fmt.Errorf("vulkan: %d buffers, at most %d", len(bufs), maxBindings)
+	}
+	var set vk.DescriptorSet
+	try := func() vk.Result {
+		if len(d.pools) == 0 {
+			return vk.ErrorOutOfPoolMemory
+		}
+		info := &vk.DescriptorSetAllocateInfo{SType: vk.StructureTypeDescriptorSetAllocateInfo, DescriptorPool: d.pools[len(d.pools)-1], DescriptorSetCount: 1, PSetLayouts: []vk.DescriptorSetLayout{d.dsl}}
+		defer info.Free()
+		return vk.AllocateDescriptorSets(d.dev, info, &set)
+	}
+	if r := try(); r != vk.Success {
+		sizes := []vk.DescriptorPoolSize{{Type: vk.DescriptorTypeStorageBuffer, DescriptorCount: setsPerPool * maxBindings}}
+		var pool vk.DescriptorPool
+		info := &vk.DescriptorPoolCreateInfo{SType: vk.StructureTypeDescriptorPoolCreateInfo, MaxSets: setsPerPool, PoolSizeCount: 1, PPoolSizes: sizes}
+		if err := check(vk.CreateDescriptorPool(d.dev, info, nil, &pool), "descriptor pool"); err != nil {
+			return nil, err
+		}
+		info.Free()
+		d.pools = append(d.pools, pool)
+		if err := check(try(), "allocate descriptor set"); err != nil {
+			return nil, err
+		}
+	}
+	writes := make([]vk.WriteDescriptorSet, len(bufs))
+	for i, b := range bufs {
+		writes[i] = vk.WriteDescriptorSet{SType: vk.StructureTypeWriteDescriptorSet, DstSet: set, DstBinding: uint32(i), DescriptorCount: 1,
+			DescriptorType: vk.DescriptorTypeStorageBuffer, PBufferInfo: []vk.DescriptorBufferInfo{{Buffer: b.buf, Offset: 0, Range: vk.DeviceSize(vk.WholeSize)}}}
+	}
+	vk.UpdateDescriptorSets(d.dev, uint32(len(writes)), writes, 0, nil)
+	for i := range writes {
+		writes[i].Free()
+	}
+	return set, nil
+}
+
+// ResetSets frees every descriptor set (their pools are kept for reuse).
+func (d *Device) ResetSets() {
+	for _, p := range d.pools {
+		vk.ResetDescriptorPool(d.dev, p, 0)
+	}
+}
+
+// Cmd records work into the device's command buffer.
+type Cmd struct {
+	d    *Device
+	sets []vk.DescriptorSet
+	N    int // dispatches recorded
+}
+
+// Begin starts recording.
+func (d *Device) Begin() (*Cmd, error) {
+	if err := check(vk.ResetCommandBuffer(d.cmd, 0), "reset command buffer"); err != nil {
+		return nil, err
+	}
+	info := &vk.CommandBufferBeginInfo{SType: vk.StructureTypeCommandBufferBeginInfo, Flags: vk.CommandBufferUsageFlags(vk.CommandBufferUsageOneTimeSubmitBit)}
+	defer info.Free()
+	if err := check(vk.BeginCommandBuffer(d.cmd, info), "begin command buffer"); err != nil {
+		return nil, err
+	}
+	return &Cmd{d: d, sets: make([]vk.DescriptorSet, 1)}, nil
+}
+
+// Dispatch records one compute dispatch followed by a barrier, so the next
+// dispatch sees its writes.
+func (c *Cmd) Dispatch(pipeline string, set vk.DescriptorSet, push []uint32, gx, gy, gz uint32) {
+	p, ok := c.d.pipelines[pipeline]
+	if !ok {
+		panic("vulkan: no pipeline " + pipeline) // a programming error: names are fixed in this package
+	}
+	vk.CmdBindPipeline(c.d.cmd, vk.PipelineBindPointCompute, p)
+	c.sets[0] = set
+	vk.CmdBindDescriptorSets(c.d.cmd, vk.PipelineBindPointCompute, c.d.layout, 0, 1, c.sets, 0, nil)
+	if len(push) > 0 {
+		var words [pushWords]uint32
+		copy(words[:], push)
+		vk.CmdPushConstants(c.d.cmd, c.d.layout, vk.ShaderStageFlags(vk.ShaderStageComputeBit), 0, pushWords*4, unsafe.Pointer(&words[0]))
+	}
+	vk.CmdDispatch(c.d.cmd, max(gx, 1), max(gy, 1), max(gz, 1))
+	c.Barrier()
+	c.N++
+}
+
+// Barrier makes earlier shader and transfer writes visible to later work.
+func (c *Cmd) Barrier() {
+	mb := []vk.MemoryBarrier{{SType: vk.StructureTypeMemoryBarrier,
+		SrcAccessMask: vk.AccessFlags(vk.AccessShaderWriteBit | vk.AccessTransferWriteBit),
+		DstAccessMask: vk.AccessFlags(vk.AccessShaderReadBit | vk.AccessShaderWriteBit | vk.AccessTransferReadBit | vk.AccessTransferWriteBit | vk.AccessHostReadBit)}}
+	vk.CmdPipelineBarrier(c.d.cmd, vk.PipelineStageFlags(vk.PipelineStageComputeShaderBit|vk.PipelineStageTransferBit),
+		vk.PipelineStageFlags(vk.PipelineStageComputeShaderBit|vk.PipelineStageTransferBit|vk.PipelineStageHostBit), 0, 1, mb, 0, nil, 0, nil)
+	mb[0].Free()
+}
+
+// Copy records a buffer-to-buffer copy of size bytes.
+func (c *Cmd) Copy(src, dst *Buffer, srcOff, dstOff, size int) {
+	vk.CmdCopyBuffer(c.d.cmd, src.buf, dst.buf, 1, []vk.BufferCopy{{SrcOffset: vk.DeviceSize(srcOff), DstOffset: vk.DeviceSize(dstOff), Size: vk.DeviceSize(size)}})
+	c.Barrier()
+}
+
+// Submit ends recording, runs the work and waits for it.
+func (c *Cmd) Submit() error {
+	d := c.d
+	if err := check(vk.EndCommandBuffer(d.cmd), "end command buffer"); err != nil {
+		return err
+	}
+	submit := []vk.SubmitInfo{{SType: vk.StructureTypeSubmitInfo, CommandBufferCount: 1, PCommandBuffers: []vk.CommandBuffer{d.cmd}}}
+	defer submit[0].Free()
+	if err := check(vk.QueueSubmit(d.queue, 1, submit, d.fence), "submit"); err != nil {
+		return err
+	}
+	fences := []vk.Fence{d.fence}
+	if err := check(vk.WaitForFences(d.dev, 1, fences, vk.True, 60_000_000_000), "wait"); err != nil {
+		return err
+	}
+	return check(vk.ResetFences(d.dev, 1, fences), "reset fence")
+}

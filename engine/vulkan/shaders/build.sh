@@ -1,0 +1,16 @@
+#!/bin/sh
+# Compiles every shader variant to SPIR-V (run by `go tool task shaders`;
+# the .spv files are committed and embedded). Needs glslc.
+set -eu
+cd "$(dirname "$0")"
+out=spv
+mkdir -p "$out"
+G="glslc -fshader-stage=compute --target-env=vulkan1.1 -O -I ."
+for t in f32:0 f16:1 q8_0:8 q4_0:2; do
+  name=${t%%:*}; id=${t##*:}
+  $G -DWTYPE=$id matmul.comp -o "$out/matmul_$name.spv"
+  $G -DWTYPE=$id get_rows.comp -o "$out/get_rows_$name.spv"
+done
+for s in rmsnorm layernorm rope attn_scores softmax attn_out swiglu gelu add copy_rows; do
+  $G $s.comp -o "$out/$s.spv"
+done
