@@ -1,0 +1,189 @@
+//go:build cgo
+
+package vulkan
+
+import (
+	"context"
+	"math"
+	"slices"
+	"testing"
+
+	"stepthrough/engine/cpu"
+	"stepthrough/engine/gguf"
+	"stepthrough/engine/hooks"
+	"stepthrough/engine/internal/reftest"
+	"stepthrough/engine/model"
+	"stepthrough/engine/quant"
+)
+
+func synth(t testing.TB, o model.SynthOptions) *model.Model {
+	w, err := model.Synthesize(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, _ := gguf.Parse(w.Bytes())
+	m, err := model.FromFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// parity runs the same prompt on the CPU and Vulkan runners: logits within
+// 1e-3 at every position, and the same greedy continuation.
+func parity(t *testing.T, d *Device, m *model.Model, prompt []int32, greedy int) {
+	t.Helper()
+	ctx := context.Background()
+	n := min(256, m.Config.ContextLen)
+	cr, err := cpu.NewRunner(m, cpu.Options{Threads: 2, Context: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cr.Close()
+	vr, err := NewRunner(d, m, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vr.Close()
+	want, err := cr.Forward(ctx, prompt, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := vr.Forward(ctx, prompt, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var worst float64
+	for i := range want {
+		worst = max(worst, math.Abs(float64(want[i]-got[i])))
+	}
+	if worst > 1e-3 {
+		t.Errorf("%s: max |vulkan - cpu| logit = %g > 1e-3", m.Config.Name, worst)
+	}
+	t.Logf("%s: max |vulkan - cpu| logit = %.2g", m.Config.Name, worst)
+	V := m.Config.Vocab
+	argmax := func(x []float32) int32 {
+		b := 0
+		for i, v := range x {
+			if v > x[b] {
+				b = i
+			}
+		}
+		return int32(b)
+	}
+	cl, vl := want[(len(prompt)-1)*V:], got[(len(prompt)-1)*V:]
+	var cs, vs []int32
+	for i := 0; i < greedy; i++ {
+		a, b := argmax(cl), argmax(vl)
+		cs, vs = append(cs, a), append(vs, b)
+		if cl, err = cr.Forward(ctx, []int32{a}, false); err != nil {
+			t.Fatal(err)
+		}
+		if vl, err = vr.Forward(ctx, []int32{b}, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !slices.Equal(cs, vs) {
+		t.Errorf("%s: greedy tokens differ\ncpu    %v\nvulkan %v", m.Config.Name, cs, vs)
+	}
+}
+
+func TestModelParity(t *testing.T) {
+	d := openTest(t, false)
+	stories, err := model.Load(reftest.Path(t, "models", "stories260K.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stories.Close()
+	prompt := stories.Tokenizer.EncodeIDs("Once upon a time", true)
+	parity(t, d, stories, prompt, 32)
+	shape := model.SynthOptions{Arch: "llama", Embd: 288, Layers: 6, Heads: 6, FFN: 768, Vocab: 32000, Context: 256}
+	if testing.Short() {
+		shape.Layers, shape.Vocab = 2, 2000
+	}
+	for _, typ := range []quant.Type{quant.F32, quant.Q8_0} {
+		shape.Type, shape.Name = typ, "stories15M-shape "+typ.String()
+		m := synth(t, shape)
+		parity(t, d, m, m.Tokenizer.EncodeIDs("once upon a time the little cat", true), 8)
+	}
+	for _, typ := range []quant.Type{quant.F16, quant.Q4_0, quant.BF16} {
+		m := synth(t, model.SynthOptions{Arch: "gpt2", Embd: 64, Layers: 2, Heads: 4, FFN: 128, Vocab: 600, Context: 64, Type: typ, Name: "gpt2 " + typ.String()})
+		parity(t, d, m, m.Tokenizer.EncodeIDs("the cat saw a big red ball", true), 8)
+	}
+	m := synth(t, model.SynthOptions{Arch: "llama", Embd: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 96, Vocab: 700, Context: 64, Type: quant.Q8_0, Tied: true, Name: "llama GQA tied"})
+	parity(t, d, m, m.Tokenizer.EncodeIDs("once upon a time", true), 8)
+}
+
+// The staging path (the one a discrete GPU takes) gives the same logits.
+func TestModelParityStaging(t *testing.T) {
+	d := openTest(t, true)
+	m := synth(t, model.SynthOptions{Arch: "llama", Embd: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 96, Vocab: 700, Context: 64, Type: quant.F32, Name: "staging"})
+	parity(t, d, m, m.Tokenizer.EncodeIDs("once upon a time", true), 4)
+}
+
+// Hooks on the Vulkan runner report GPU-computed tensors matching the CPU's.
+func TestHooksOnVulkan(t *testing.T) {
+	d := openTest(t, false)
+	m, err := model.Load(reftest.Path(t, "models", "stories260K.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	type rec struct {
+		attn  []hooks.Attention
+		mlp   []hooks.MLP
+		res   [][]float32
+		embed []float32
+	}
+	collect := func(r *rec) context.Context {
+		return hooks.WithHooks(context.Background(), &hooks.Hooks{
+			OnEmbed: func(e hooks.Embed) { r.embed = slices.Clone(e.Input) },
+			OnAttention: func(a hooks.Attention) {
+				a.Weights, a.Scores, a.Q, a.Out = slices.Clone(a.Weights), slices.Clone(a.Scores), slices.Clone(a.Q), slices.Clone(a.Out)
+				r.attn = append(r.attn, a)
+			},
+			OnMLP:      func(p hooks.MLP) { p.Act, p.Gate = slices.Clone(p.Act), slices.Clone(p.Gate); r.mlp = append(r.mlp, p) },
+			OnResidual: func(x hooks.Residual) { r.res = append(r.res, slices.Clone(x.X)) },
+		})
+	}
+	var a, b rec
+	cr, _ := cpu.NewRunner(m, cpu.Options{Threads: 2, Context: 64})
+	defer cr.Close()
+	vr, err := NewRunner(d, m, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vr.Close()
+	prompt := m.Tokenizer.EncodeIDs("Once upon a time", true)
+	cr.Forward(collect(&a), prompt, false)
+	vr.Forward(collect(&b), prompt, false)
+	if len(a.attn) != 5 || len(b.attn) != 5 || len(b.mlp) != 5 || len(b.res) != 10 {
+		t.Fatalf("hook counts: cpu %d/%d, vulkan %d/%d/%d", len(a.attn), len(a.mlp), len(b.attn), len(b.mlp), len(b.res))
+	}
+	close := func(what string, x, y []float32) {
+		t.Helper()
+		if len(x) != len(y) {
+			t.Fatalf("%s: %d vs %d values", what, len(x), len(y))
+		}
+		for i := range x {
+			if math.IsInf(float64(x[i]), -1) && math.IsInf(float64(y[i]), -1) {
+				continue
+			}
+			if math.Abs(float64(x[i]-y[i])) > 1e-3 {
+				t.Fatalf("%s[%d]: cpu %g, vulkan %g", what, i, x[i], y[i])
+			}
+		}
+	}
+	close("embed", a.embed, b.embed)
+	for l := range a.attn {
+		close("weights", a.attn[l].Weights, b.attn[l].Weights)
+		close("scores", a.attn[l].Scores, b.attn[l].Scores)
+		close("q", a.attn[l].Q, b.attn[l].Q)
+		close("attn out", a.attn[l].Out, b.attn[l].Out)
+		close("act", a.mlp[l].Act, b.mlp[l].Act)
+		close("gate", a.mlp[l].Gate, b.mlp[l].Gate)
+	}
+	for i := range a.res {
+		close("residual", a.res[i], b.res[i])
+	}
+}
