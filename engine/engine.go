@@ -23,7 +23,6 @@ import (
 	"fmt"
 	"time"
 
-	"stepthrough/engine/cpu"
 	"stepthrough/engine/hooks"
 	"stepthrough/engine/model"
 	"stepthrough/engine/sample"
@@ -43,8 +42,9 @@ type Backend interface {
 
 // Options configure a Session.
 type Options struct {
-	Threads int // CPU threads; 0 means all cores
-	Context int // KV-cache positions; 0 means the model's, at most 2048
+	Threads int    // CPU threads; 0 means all cores
+	Context int    // KV-cache positions; 0 means the model's, at most 2048
+	Backend string // "auto" (default), "cpu" or "vulkan"; see NewBackend
 }
 
 // Session is one conversation with a model: its backend state and the
@@ -52,18 +52,27 @@ type Options struct {
 type Session struct {
 	Model   *model.Model
 	backend Backend
+	info    BackendInfo
 	tokens  []int32
 	one     [1]int32 // the decode step's input, reused so no slice escapes per token
 }
 
-// NewSession prepares a session on the CPU backend.
+// NewSession prepares a session on the backend opt asks for (the CPU
+// unless Options.Backend says otherwise: tests and tools get the oracle by
+// default; the app and the CLI pass "auto").
 func NewSession(m *model.Model, opt Options) (*Session, error) {
-	r, err := cpu.NewRunner(m, cpu.Options{Threads: opt.Threads, Context: opt.Context})
+	if opt.Backend == "" {
+		opt.Backend = "cpu"
+	}
+	b, info, err := NewBackend(m, opt)
 	if err != nil {
 		return nil, err
 	}
-	return &Session{Model: m, backend: r}, nil
+	return &Session{Model: m, backend: b, info: info}, nil
 }
+
+// Backend says what computes this session's passes.
+func (s *Session) Backend() BackendInfo { return s.info }
 
 // Close releases the backend.
 func (s *Session) Close() { s.backend.Close() }

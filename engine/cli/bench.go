@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"stepthrough/engine/cpu"
+	"stepthrough/engine"
 	"stepthrough/engine/model"
 )
 
@@ -21,6 +21,7 @@ type BenchResult struct {
 	Model    string  `json:"model"`
 	Backend  string  `json:"backend"`
 	Threads  int     `json:"threads"`
+	Device   string  `json:"device"`
 	PPTokens int     `json:"pp_tokens"`
 	PPTPS    float64 `json:"pp_tps"`
 	PPSD     float64 `json:"pp_sd"`
@@ -36,6 +37,7 @@ func runBench(ctx context.Context, env Env, args []string) error {
 	tg := fs.Int("n", 64, "tokens per generation run (0: skip)")
 	reps := fs.Int("r", 3, "repetitions (after one warm-up)")
 	threads := fs.Int("t", 0, "CPU threads (0: all cores)")
+	backend := backendFlag(fs)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -46,17 +48,23 @@ func runBench(ctx context.Context, env Env, args []string) error {
 	if *pp < 0 || *tg < 0 || *reps < 1 || *pp+*tg == 0 {
 		return usageError{fmt.Errorf("need -p >= 0, -n >= 0 (not both 0) and -r >= 1")}
 	}
+	if err := checkBackend(*backend); err != nil {
+		return err
+	}
 	m, err := model.Load(*path)
 	if err != nil {
 		return err
 	}
 	defer m.Close()
-	r, err := cpu.NewRunner(m, cpu.Options{Threads: *threads, Context: max(*pp, *tg, 1)})
+	r, info, err := engine.NewBackend(m, engine.Options{Threads: *threads, Context: max(*pp, *tg, 1), Backend: *backend})
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	res := BenchResult{Model: filepath.Base(*path), Backend: "cpu", Threads: r.Threads(), PPTokens: *pp, TGTokens: *tg}
+	if info.Note != "" && *backend == "vulkan" {
+		fmt.Fprintln(env.Stderr, oneLine(info.Note))
+	}
+	res := BenchResult{Model: filepath.Base(*path), Backend: info.Name, Threads: info.Threads, Device: info.String(), PPTokens: *pp, TGTokens: *tg}
 	rng := rand.New(rand.NewPCG(42, 42))
 	tokens := func(n int) []int32 {
 		ids := make([]int32, n)
@@ -116,6 +124,7 @@ func runBench(ctx context.Context, env Env, args []string) error {
 	if *asJSON {
 		return json.NewEncoder(env.Stdout).Encode(res)
 	}
+	fmt.Fprintf(env.Stdout, "device: %s\n\n", res.Device)
 	fmt.Fprintf(env.Stdout, "| %-24s | %10s | %8s | %-7s | %7s | %-6s | %20s |\n", "model", "size", "params", "backend", "threads", "test", "t/s")
 	fmt.Fprintf(env.Stdout, "| %-24s | %10s | %8s | %-7s | %7s | %-6s | %20s |\n", "---", "---:", "---:", "---", "---:", "---", "---:")
 	size := fmt.Sprintf("%.2f MiB", float64(fileBytes(m))/(1<<20))

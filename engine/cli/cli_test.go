@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -196,5 +197,49 @@ func TestGenerateTrace(t *testing.T) {
 	}
 	if strings.Join(got, " ")+"\n" != out {
 		t.Errorf("trace chose %v, generate printed %q", got, out)
+	}
+}
+
+// TestMain lets tests run the CLI in a child process (to set the loader's
+// environment before the process first loads Vulkan).
+func TestMain(m *testing.M) {
+	if os.Getenv("STEPTHROUGH_CLI_CHILD") == "1" {
+		args := strings.Split(os.Getenv("STEPTHROUGH_CLI_ARGS"), "\x1f")
+		os.Exit(Run(context.Background(), Env{Stdout: os.Stdout, Stderr: os.Stderr}, args[0], args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+func child(t *testing.T, env []string, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), append(env, "STEPTHROUGH_CLI_CHILD=1", "STEPTHROUGH_CLI_ARGS="+strings.Join(args, "\x1f"))...)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return o.String(), e.String(), code
+}
+
+// Without a Vulkan driver, or without a loader at all, --backend vulkan
+// says so in one line and the CPU computes the same tokens.
+func TestVulkanFallback(t *testing.T) {
+	m := stories(t)
+	args := []string{"generate", "--model", m, "--prompt", "Once upon a time", "-n", "6", "--ids", "--temperature", "0", "--backend", "vulkan"}
+	want, _, _ := run(t, "generate", "--model", m, "--prompt", "Once upon a time", "-n", "6", "--ids", "--temperature", "0", "--backend", "cpu")
+	for _, env := range [][]string{{"VK_ICD_FILENAMES=/nonexistent/icd.json", "VK_DRIVER_FILES=/nonexistent/icd.json"}, {"STEPTHROUGH_VULKAN_LIB=/nonexistent/libvulkan.so.1", "LD_LIBRARY_PATH=/nonexistent"}} {
+		out, errOut, code := child(t, env, args...)
+		lines := strings.Split(strings.TrimSpace(errOut), "\n")
+		if code != 0 || out != want || len(lines) != 2 || !strings.HasPrefix(lines[0], "vulkan unavailable (") || !strings.HasSuffix(lines[0], "using the CPU") {
+			t.Errorf("%v: exit %d, stdout %q (want %q), stderr %q", env, code, out, want, errOut)
+		}
+	}
+	if _, e, code := run(t, "generate", "--model", m, "--backend", "gpu"); code != 2 || !strings.Contains(e, "invalid backend") {
+		t.Errorf("--backend gpu: exit %d %q", code, e)
 	}
 }

@@ -64,6 +64,7 @@ func runLogits(ctx context.Context, env Env, args []string) error {
 	prompt := fs.String("prompt", "", "prompt text (BOS added when the model asks for it)")
 	out := fs.String("out", "", "output `file`: little-endian float32 [prompt tokens][vocab]")
 	threads := fs.Int("t", 0, "CPU threads (0: all cores)")
+	backend := backendFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -82,7 +83,7 @@ func runLogits(ctx context.Context, env Env, args []string) error {
 	if len(ids) == 0 {
 		return fmt.Errorf("the prompt has no tokens")
 	}
-	s, err := engine.NewSession(m, engine.Options{Threads: *threads, Context: len(ids)})
+	s, err := newSession(env, m, engine.Options{Threads: *threads, Context: len(ids), Backend: *backend})
 	if err != nil {
 		return err
 	}
@@ -100,6 +101,36 @@ func runLogits(ctx context.Context, env Env, args []string) error {
 	}
 	fmt.Fprintln(env.Stdout, joinIDs(ids))
 	return nil
+}
+
+// backendFlag registers --backend.
+func backendFlag(fs *flag.FlagSet) *string {
+	return fs.String("backend", "auto", "auto (a GPU through Vulkan if present, else the CPU), cpu, or vulkan (any Vulkan device, lavapipe included)")
+}
+
+// newSession opens a session and reports a fallback to the CPU as one
+// line on stderr.
+func newSession(env Env, m *model.Model, opt engine.Options) (*engine.Session, error) {
+	if err := checkBackend(opt.Backend); err != nil {
+		return nil, err
+	}
+	s, err := engine.NewSession(m, opt)
+	if err != nil {
+		return nil, err
+	}
+	if note := s.Backend().Note; note != "" && opt.Backend == "vulkan" {
+		fmt.Fprintln(env.Stderr, oneLine(note))
+	}
+	return s, nil
+}
+
+func checkBackend(b string) error {
+	for _, ok := range engine.Backends {
+		if b == ok {
+			return nil
+		}
+	}
+	return usageError{fmt.Errorf("invalid backend %q: must be auto, cpu or vulkan", b)}
 }
 
 func joinIDs(ids []int32) string {
@@ -152,6 +183,7 @@ func runGenerate(ctx context.Context, env Env, args []string) error {
 	ids := fs.Bool("ids", false, "print the generated token ids instead of text")
 	threads := fs.Int("t", 0, "CPU threads (0: all cores)")
 	tracePath := fs.String("trace", "", "write a trace of every step to this `file` as JSON lines")
+	backend := backendFlag(fs)
 	params := samplerFlags(fs)
 	if err := parse(fs, args); err != nil {
 		return err
@@ -175,7 +207,7 @@ func runGenerate(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	defer m.Close()
-	s, err := engine.NewSession(m, engine.Options{Threads: *threads})
+	s, err := newSession(env, m, engine.Options{Threads: *threads, Backend: *backend})
 	if err != nil {
 		return err
 	}

@@ -7,20 +7,22 @@ import (
 	"sort"
 	"strings"
 
+	"stepthrough/engine"
 	"stepthrough/engine/model"
 )
 
 // Inspection is inspect's --json output.
 type Inspection struct {
-	Path          string            `json:"path"`
-	Architecture  string            `json:"architecture"`
-	Name          string            `json:"name,omitempty"`
-	Config        *model.Config     `json:"hyperparameters"`
-	Params        uint64            `json:"params"`
-	Tokenizer     TokenizerSummary  `json:"tokenizer"`
-	BytesByType   map[string]uint64 `json:"bytes_by_type"`
-	KVBytesPerTok int               `json:"kv_bytes_per_token"`
-	Tensors       []TensorSummary   `json:"tensors"`
+	Path          string             `json:"path"`
+	Architecture  string             `json:"architecture"`
+	Name          string             `json:"name,omitempty"`
+	Config        *model.Config      `json:"hyperparameters"`
+	Params        uint64             `json:"params"`
+	Tokenizer     TokenizerSummary   `json:"tokenizer"`
+	BytesByType   map[string]uint64  `json:"bytes_by_type"`
+	KVBytesPerTok int                `json:"kv_bytes_per_token"`
+	Tensors       []TensorSummary    `json:"tensors"`
+	Backend       engine.BackendInfo `json:"backend"`
 }
 
 // TokenizerSummary describes a model's tokenizer.
@@ -46,7 +48,11 @@ func runInspect(ctx context.Context, env Env, args []string) error {
 	fs := newFlags(env, "inspect", "--model PATH [--json]")
 	path := fs.String("model", "", "GGUF model `file`")
 	asJSON := fs.Bool("json", false, "print one JSON object")
+	backend := backendFlag(fs)
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := checkBackend(*backend); err != nil {
 		return err
 	}
 	if err := required("model", *path); err != nil {
@@ -75,6 +81,11 @@ func runInspect(ctx context.Context, env Env, args []string) error {
 		}
 		in.Tensors = append(in.Tensors, TensorSummary{ti.Name, ti.Type.String(), shape, ti.Size})
 	}
+	// which device would run it: open the backend the same way generate does
+	if b, info, err := engine.NewBackend(m, engine.Options{Backend: *backend, Context: 1}); err == nil {
+		b.Close()
+		in.Backend = info
+	}
 	if *asJSON {
 		enc := json.NewEncoder(env.Stdout)
 		enc.SetIndent("", "  ")
@@ -102,6 +113,10 @@ func runInspect(ctx context.Context, env Env, args []string) error {
 		types = append(types, t)
 	}
 	sort.Strings(types)
+	fmt.Fprintf(w, "backend:       %s\n", in.Backend)
+	if in.Backend.Note != "" {
+		fmt.Fprintf(w, "               (%s)\n", oneLine(in.Backend.Note))
+	}
 	fmt.Fprintf(w, "bytes by type:")
 	for _, t := range types {
 		fmt.Fprintf(w, " %s %.2f MiB;", t, float64(in.BytesByType[t])/(1<<20))

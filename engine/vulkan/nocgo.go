@@ -2,7 +2,10 @@
 
 package vulkan
 
-import "errors"
+import (
+	"context"
+	"errors"
+)
 
 // Info describes a device (unused without cgo).
 type Info struct {
@@ -29,3 +32,24 @@ func Open(Options) (*Device, error) { return nil, errNoCgo }
 
 // Close does nothing.
 func (d *Device) Close() {}
+
+// String describes the device.
+func (i Info) String() string { return i.Name }
+
+// Runner is unavailable without cgo.
+type Runner struct{}
+
+// NewOwnedRunner always fails without cgo.
+func NewOwnedRunner(d *Device, m any, ctxLen int) (*Runner, error) { return nil, errNoCgo }
+
+// Forward, Pos, Capacity, Reset and Close satisfy engine.Backend.
+func (r *Runner) Forward(ctx context.Context, tokens []int32, all bool) ([]float32, error) {
+	return nil, errNoCgo
+}
+func (r *Runner) Pos() int      { return 0 }
+func (r *Runner) Capacity() int { return 0 }
+func (r *Runner) Reset()        {}
+func (r *Runner) Close()        {}
+
+// ValidationErrors reports nothing without cgo.
+func ValidationErrors() (int, string) { return 0, "" }

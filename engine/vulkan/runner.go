@@ -258,3 +258,14 @@ func (r *Runner) Forward(ctx context.Context, tokens []int32, all bool) ([]float
 	}
 	return r.host[:V], nil
 }
+
+// NewOwnedRunner is NewRunner for a device the runner then owns and
+// closes.
+func NewOwnedRunner(d *Device, m *model.Model, ctxLen int) (*Runner, error) {
+	r, err := NewRunner(d, m, ctxLen)
+	if err != nil {
+		return nil, err
+	}
+	r.own = true
+	return r, nil
+}

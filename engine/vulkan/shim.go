@@ -17,11 +17,11 @@ static void *st_gipa;
 static char st_err[512];
 
 static int st_load(const char *override) {
-	const char *names[] = {override, "libvulkan.so.1", "libvulkan.so", NULL};
-	for (int i = 0; names[i] || i == 0; i++) {
-		if (!names[i]) continue;
-		if (!names[i][0]) continue;
-		st_lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+	const char *names[] = {"libvulkan.so.1", "libvulkan.so", NULL};
+	const char *only[] = {override, NULL};
+	const char **try = override[0] ? only : names; // an override is the only library tried
+	for (int i = 0; try[i]; i++) {
+		st_lib = dlopen(try[i], RTLD_NOW | RTLD_LOCAL);
 		if (st_lib) break;
 		snprintf(st_err, sizeof st_err, "%s", dlerror());
 	}
@@ -102,8 +102,9 @@ var (
 	loadErr  error
 )
 
-// load dlopens the Vulkan loader (STEPTHROUGH_VULKAN_LIB overrides the
-// library name) and initialises the binding's global functions.
+// load dlopens the Vulkan loader (libvulkan.so.1, else libvulkan.so; the
+// STEPTHROUGH_VULKAN_LIB variable names another, which is then the only one
+// tried) and initialises the binding's global functions.
 func load() error {
 	loadOnce.Do(func() {
 		name := C.CString(os.Getenv("STEPTHROUGH_VULKAN_LIB"))

@@ -1,0 +1,26 @@
+// Package vulkan is the engine's GPU backend: compute shaders (GLSL in
+// shaders/, compiled to SPIR-V by shaders/build.sh, committed and embedded)
+// run every op of the llama and gpt2 forward passes — matrix products and
+// embedding lookups over F32, F16, Q8_0 and Q4_0 weights dequantized in the
+// shader (other weight types are decoded to F32 once, at upload), RMSNorm,
+// LayerNorm, RoPE, scaled attention scores with the causal mask, softmax,
+// the attention-weighted sum over the KV cache, SwiGLU, GELU, adds, and
+// KV-cache appends.
+//
+// It drives Vulkan through github.com/vulkan-go/vulkan with its own small
+// loader (dlopen of libvulkan.so.1, so a machine without Vulkan still runs
+// the CPU path) and a C shim for what the 1.1.88 binding lacks
+// (vkGetPhysicalDeviceProperties2 for the subgroup size and driver name,
+// and a debug-utils messenger that counts validation errors).
+//
+// Weights are uploaded once; activations and the KV cache stay on the
+// device; a forward pass is one command buffer and the logits are read back
+// at the end. Devices whose memory is host-visible and device-local (CPU
+// and integrated devices) keep buffers mapped; discrete GPUs get
+// device-local buffers with staging copies (Options.ForceStaging tests that
+// path anywhere). Without cgo the package only reports that it is absent.
+//
+// Every op is tested against the CPU backend (vulkan_test.go) by normalized
+// mean squared error with llama.cpp's thresholds, with guard regions after
+// each output, under the Khronos validation layer when installed.
+package vulkan
