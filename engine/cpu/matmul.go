@@ -5,6 +5,11 @@ import (
 	"stepthrough/engine/quant"
 )
 
+// minWorkPerPart is the least multiply-adds a thread is given: below it,
+// waking another thread costs more than it saves (measured on 2 and 16
+// cores).
+const minWorkPerPart = 32 << 10
+
 // ScratchFloats is how many floats of per-worker scratch MatMul needs for a
 // matrix of the given row length.
 func ScratchFloats(cols int) int { return 4 * cols }
@@ -23,7 +28,9 @@ type matmulTask struct {
 // three rows is decoded once and multiplied with three vectors at a time.
 func (p *Pool) MatMul(out []float32, w *model.Tensor, x []float32, n int, scratch [][]float32) {
 	p.mm = matmulTask{out: out, x: x, w: w, n: n, scratch: scratch}
-	p.Run(w.Rows(), 16, &p.mm)
+	// a part must hold enough multiply-adds to be worth waking a thread
+	grain := max(16, minWorkPerPart/(w.Cols()*n))
+	p.Run(w.Rows(), grain, &p.mm)
 	p.mm = matmulTask{}
 }
 

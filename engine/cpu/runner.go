@@ -408,7 +408,7 @@ func (r *Runner) attention(l, n, pos0 int) {
 		}
 	}
 	r.attn = attnTask{r: r, l: l, n: n, pos0: pos0, watch: r.h != nil && r.h.OnAttention != nil}
-	r.pool.Run(n*r.cfg.Heads, 1, &r.attn)
+	r.pool.Run(n*r.cfg.Heads, max(1, minWorkPerPart/((pos0+n)*r.cfg.HeadDim*2)), &r.attn)
 }
 
 func (a *attnTask) Run(worker, lo, hi int) {
