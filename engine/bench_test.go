@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"stepthrough/engine/gguf"
 	"stepthrough/engine/hooks"
 	"stepthrough/engine/model"
 	"stepthrough/engine/quant"
@@ -15,12 +14,7 @@ import (
 // shape with no hooks, and with a trace recorder keeping every stage
 // (hooks' full cost: copies, attention maps, sampler steps).
 func BenchmarkDecodeHooks(b *testing.B) {
-	w, err := model.Synthesize(model.SynthOptions{Arch: "llama", Embd: 288, Layers: 6, Heads: 6, FFN: 768, Vocab: 32000, Context: 256, Type: quant.F32})
-	if err != nil {
-		b.Fatal(err)
-	}
-	f, _ := gguf.Parse(w.Bytes())
-	m, err := model.FromFile(f)
+	m, err := model.Random(model.SynthOptions{Arch: "llama", Embd: 288, Layers: 6, Heads: 6, FFN: 768, Vocab: 32000, Context: 256, Type: quant.F32})
 	if err != nil {
 		b.Fatal(err)
 	}

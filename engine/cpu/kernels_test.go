@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"stepthrough/engine/gguf"
 	"stepthrough/engine/model"
 	"stepthrough/engine/quant"
 )
@@ -181,15 +180,7 @@ func TestSoftmaxAndNorms(t *testing.T) {
 // synthModel builds and loads a random model.
 func synthModel(t testing.TB, o model.SynthOptions) *model.Model {
 	t.Helper()
-	w, err := model.Synthesize(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := gguf.Parse(w.Bytes())
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := model.FromFile(f)
+	m, err := model.Random(o)
 	if err != nil {
 		t.Fatal(err)
 	}

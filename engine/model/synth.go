@@ -212,3 +212,16 @@ func gpt2ByteRune(b byte) rune {
 	}
 	return 0
 }
+
+// Random synthesizes a model and loads it from memory.
+func Random(o SynthOptions) (*Model, error) {
+	w, err := Synthesize(o)
+	if err != nil {
+		return nil, err
+	}
+	f, err := gguf.Parse(w.Bytes())
+	if err != nil {
+		return nil, err
+	}
+	return FromFile(f)
+}

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"stepthrough/engine/cpu"
-	"stepthrough/engine/gguf"
 	"stepthrough/engine/hooks"
 	"stepthrough/engine/internal/reftest"
 	"stepthrough/engine/model"
@@ -17,12 +16,7 @@ import (
 )
 
 func synth(t testing.TB, o model.SynthOptions) *model.Model {
-	w, err := model.Synthesize(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, _ := gguf.Parse(w.Bytes())
-	m, err := model.FromFile(f)
+	m, err := model.Random(o)
 	if err != nil {
 		t.Fatal(err)
 	}
