@@ -13,7 +13,6 @@ import (
 	"strings"
 	"testing"
 
-	"stepthrough/engine/gguf"
 	"stepthrough/engine/hooks"
 	"stepthrough/engine/internal/reftest"
 	"stepthrough/engine/model"
