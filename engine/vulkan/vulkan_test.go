@@ -156,7 +156,7 @@ func testOps(t *testing.T, staging bool) {
 
 	t.Run("matmul", func(t *testing.T) {
 		for _, typ := range []quant.Type{quant.F32, quant.F16, quant.Q8_0, quant.Q4_0} {
-			shapes := [][3]int{{1, 32, 1}, {7, 64, 1}, {33, 96, 3}, {100, 288, 9}, {513, 256, 17}, {65, 64, 70}}
+			shapes := [][3]int{{1, 32, 1}, {7, 64, 1}, {33, 96, 3}, {100, 288, 9}, {513, 256, 17}, {65, 64, 70}, {2048, 1024, 1}, {70000, 64, 1}}
 			if typ == quant.F32 || typ == quant.F16 {
 				shapes = append(shapes, [3]int{5, 1, 2}, [3]int{9, 17, 3}, [3]int{31, 100, 1})
 			}
