@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"stepthrough/engine/internal/reftest"
+	"stepthrough/engine/reftest"
 	"stepthrough/engine/model"
 )
 

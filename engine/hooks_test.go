@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"stepthrough/engine/hooks"
-	"stepthrough/engine/internal/reftest"
+	"stepthrough/engine/reftest"
 	"stepthrough/engine/model"
 	"stepthrough/engine/quant"
 	"stepthrough/engine/sample"

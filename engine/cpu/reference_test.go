@@ -8,7 +8,7 @@ import (
 	"slices"
 	"testing"
 
-	"stepthrough/engine/internal/reftest"
+	"stepthrough/engine/reftest"
 	"stepthrough/engine/model"
 )
 

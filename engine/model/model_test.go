@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"stepthrough/engine/gguf"
-	"stepthrough/engine/internal/reftest"
+	"stepthrough/engine/reftest"
 	"stepthrough/engine/quant"
 )
 

@@ -375,3 +375,23 @@ func (s *Sampler) draw(c []Candidate, obs *Observer) int32 {
 	}
 	return c[idx].ID
 }
+
+// Probabilities returns softmax(logits / t) over every token, in id order
+// (t > 0): the distribution before any sampling step.
+func Probabilities(logits []float32, t float64) []float32 {
+	out := make([]float32, len(logits))
+	m := float32(math.Inf(-1))
+	for _, l := range logits {
+		m = max(m, l)
+	}
+	var sum float64
+	for i, l := range logits {
+		e := math.Exp(float64(l-m) / t)
+		out[i] = float32(e)
+		sum += e
+	}
+	for i := range out {
+		out[i] = float32(float64(out[i]) / sum)
+	}
+	return out
+}

@@ -267,3 +267,14 @@ func BenchmarkSample(b *testing.B) {
 		})
 	}
 }
+
+func TestProbabilities(t *testing.T) {
+	p := Probabilities(logitsOf(0.1, 0.2, 0.3, 0.4), 1)
+	if !near([]float64{float64(p[0]), float64(p[3])}, 0.1, 0.4) {
+		t.Errorf("T=1: %v", p)
+	}
+	p = Probabilities([]float32{0, float32(math.Log(2))}, 0.5) // T=0.5 squares the ratio
+	if !near([]float64{float64(p[0]), float64(p[1])}, 0.2, 0.8) {
+		t.Errorf("T=0.5: %v", p)
+	}
+}

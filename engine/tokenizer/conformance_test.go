@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"stepthrough/engine/gguf"
-	"stepthrough/engine/internal/reftest"
+	"stepthrough/engine/reftest"
 )
 
 func loadRef(t testing.TB, name string) *Tokenizer {

@@ -9,7 +9,7 @@ import (
 	"unicode/utf8"
 
 	"stepthrough/engine/gguf"
-	"stepthrough/engine/internal/reftest"
+	"stepthrough/engine/reftest"
 )
 
 func TestSPMByteFallbackSpans(t *testing.T) {

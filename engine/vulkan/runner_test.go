@@ -10,7 +10,7 @@ import (
 
 	"stepthrough/engine/cpu"
 	"stepthrough/engine/hooks"
-	"stepthrough/engine/internal/reftest"
+	"stepthrough/engine/reftest"
 	"stepthrough/engine/model"
 	"stepthrough/engine/quant"
 )

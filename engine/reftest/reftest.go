@@ -18,8 +18,8 @@ func Dir(t testing.TB) string {
 	dir := os.Getenv("STEPTHROUGH_REFERENCE")
 	if dir == "" {
 		_, file, _, _ := runtime.Caller(0)
-		// engine/internal/reftest/reftest.go -> repo root -> ../shared/reference
-		dir = filepath.Join(filepath.Dir(file), "..", "..", "..", "..", "shared", "reference")
+		// engine/reftest/reftest.go -> repo root -> ../shared/reference
+		dir = filepath.Join(filepath.Dir(file), "..", "..", "..", "shared", "reference")
 	}
 	if _, err := os.Stat(dir); err != nil {
 		Missing(t, "reference data not found at "+dir+" (set STEPTHROUGH_REFERENCE)")

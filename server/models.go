@@ -1,0 +1,85 @@
+package server
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"stepthrough/engine/model"
+)
+
+// Registry offers every .gguf file in the model directories by file name,
+// loading each on first use and sharing it (models are read-only).
+type Registry struct {
+	mu     sync.Mutex
+	paths  map[string]string
+	loaded map[string]*model.Model
+}
+
+// NewRegistry scans dirs (missing ones are skipped).
+func NewRegistry(dirs []string) *Registry {
+	r := &Registry{paths: map[string]string{}, loaded: map[string]*model.Model{}}
+	for _, d := range dirs {
+		files, _ := filepath.Glob(filepath.Join(d, "*.gguf"))
+		for _, f := range files {
+			name := filepath.Base(f)
+			if _, dup := r.paths[name]; !dup {
+				r.paths[name] = f
+			}
+		}
+	}
+	return r
+}
+
+// Names lists the offered models, sorted.
+func (r *Registry) Names() []string {
+	var n []string
+	for k := range r.paths {
+		n = append(n, k)
+	}
+	sort.Strings(n)
+	return n
+}
+
+// Default is the model a new session uses: lesson.gguf when present, else
+// the first by name.
+func (r *Registry) Default() string {
+	if _, ok := r.paths["lesson.gguf"]; ok {
+		return "lesson.gguf"
+	}
+	if n := r.Names(); len(n) > 0 {
+		return n[0]
+	}
+	return ""
+}
+
+// Get loads (once) and returns a model by file name.
+func (r *Registry) Get(name string) (*model.Model, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if m, ok := r.loaded[name]; ok {
+		return m, nil
+	}
+	p, ok := r.paths[name]
+	if !ok || strings.ContainsAny(name, `/\`) {
+		return nil, fmt.Errorf("no model named %q (offered: %s)", name, strings.Join(r.Names(), ", "))
+	}
+	m, err := model.Load(p)
+	if err != nil {
+		return nil, fmt.Errorf("model %s failed to load: %w", name, err)
+	}
+	r.loaded[name] = m
+	return m, nil
+}
+
+// Close releases loaded models.
+func (r *Registry) Close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, m := range r.loaded {
+		m.Close()
+	}
+	r.loaded = map[string]*model.Model{}
+}

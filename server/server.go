@@ -1,0 +1,225 @@
+// Package server is Stepthrough's web server: echo routes, one WebSocket
+// per browser tab (one reader and one writer goroutine), and a session per
+// tab that owns its engine state.
+//
+// # WebSocket protocol
+//
+// The page connects to /ws?sid=ID. The htmx ws extension sends each
+// control's values as one JSON object ({"action": "step", ...form fields,
+// "HEADERS": {...}}); the server validates it (size, action name, every
+// field), applies it to the session and answers with the re-rendered
+// #explorer fragment, which htmx swaps in by id. Actions: run (with the
+// settings form), step, back, next-token, end, reset, temperature
+// (view_temperature), view (layer, head, scores). A malformed or oversized
+// message is answered with an error shown in the page; the session is
+// unchanged.
+//
+// # Limits
+//
+// Sessions are evicted after IdleTimeout; there are at most MaxSessions in
+// total and MaxPerClient per client address; a connection may send at most
+// msgRate messages per second; the Origin header must match the host.
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"stepthrough/static"
+	"stepthrough/views"
+)
+
+// Config configures a Server.
+type Config struct {
+	Addr         string
+	ModelsDirs   []string
+	IdleTimeout  time.Duration
+	MaxSessions  int
+	MaxPerClient int
+	Logger       *slog.Logger
+}
+
+// Server serves the Explorer.
+type Server struct {
+	cfg      Config
+	reg      *Registry
+	echo     *echo.Echo
+	log      *slog.Logger
+	mu       sync.Mutex
+	sessions map[string]*Session
+}
+
+// New builds a server over the models found in cfg.ModelsDirs.
+func New(cfg Config) *Server {
+	if cfg.IdleTimeout == 0 {
+		cfg.IdleTimeout = 30 * time.Minute
+	}
+	if cfg.MaxSessions == 0 {
+		cfg.MaxSessions = 200
+	}
+	if cfg.MaxPerClient == 0 {
+		cfg.MaxPerClient = 20
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &Server{cfg: cfg, reg: NewRegistry(cfg.ModelsDirs), log: cfg.Logger, sessions: map[string]*Session{}}
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.GET("/", s.index)
+	e.GET("/ws", s.ws)
+	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok") })
+	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", http.FileServer(http.FS(static.FS)))))
+	s.echo = e
+	return s
+}
+
+// Handler is the server's HTTP handler (for tests).
+func (s *Server) Handler() http.Handler { return s.echo }
+
+// Models lists the offered model files.
+func (s *Server) Models() []string { return s.reg.Names() }
+
+// Run serves until ctx is done, then shuts down gracefully.
+func (s *Server) Run(ctx context.Context, ready func(addr string)) error {
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: s.echo, ReadHeaderTimeout: 10 * time.Second}
+	go s.evictLoop(ctx)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	if ready != nil {
+		ready(ln.Addr().String())
+	}
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err = srv.Shutdown(sctx)
+	s.mu.Lock()
+	for id, se := range s.sessions {
+		se.mu.Lock()
+		se.close()
+		se.mu.Unlock()
+		delete(s.sessions, id)
+	}
+	s.mu.Unlock()
+	s.reg.Close()
+	return err
+}
+
+func (s *Server) evictLoop(ctx context.Context) {
+	t := time.NewTicker(time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			s.evict(time.Now())
+		}
+	}
+}
+
+func (s *Server) evict(now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, se := range s.sessions {
+		if se.mu.TryLock() {
+			if now.Sub(se.lastUsed) > s.cfg.IdleTimeout {
+				se.close()
+				delete(s.sessions, id)
+			}
+			se.mu.Unlock()
+		}
+	}
+}
+
+var errTooMany = errors.New("too many sessions: try again later")
+
+// newSession registers a session for a client, within the limits.
+func (s *Server) newSession(client string) (*Session, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.sessions) >= s.cfg.MaxSessions {
+		return nil, errTooMany
+	}
+	n := 0
+	for _, se := range s.sessions {
+		if se.client == client {
+			n++
+		}
+	}
+	if n >= s.cfg.MaxPerClient {
+		return nil, fmt.Errorf("this client already has %d sessions open: close some tabs", n)
+	}
+	var b [12]byte
+	rand.Read(b[:])
+	se := newSession(hex.EncodeToString(b[:]), client, s.reg)
+	s.sessions[se.id] = se
+	return se, nil
+}
+
+func (s *Server) session(id string) *Session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sessions[id]
+}
+
+func clientOf(c echo.Context) string { return c.RealIP() }
+
+// index renders the Explorer. Query parameters (prompt, model, backend,
+// sampler settings, seed, step, stage) open it in that state.
+func (s *Server) index(c echo.Context) error {
+	se, err := s.newSession(clientOf(c))
+	if err != nil {
+		return c.String(http.StatusServiceUnavailable, err.Error())
+	}
+	se.mu.Lock()
+	defer se.mu.Unlock()
+	q := c.QueryParams()
+	if q.Get("prompt") != "" {
+		set := se.settings
+		applySettings(&set, func(k string) (string, bool) {
+			v, ok := q[k]
+			if !ok || len(v) == 0 {
+				return "", false
+			}
+			return v[0], true
+		})
+		se.run(c.Request().Context(), set)
+		step, _ := strconv.Atoi(q.Get("step"))
+		stage, _ := strconv.Atoi(q.Get("stage"))
+		if se.err == "" && (step > 0 || stage > 0) {
+			se.seek(c.Request().Context(), step, stage)
+		}
+	} else if len(s.reg.Names()) == 0 {
+		se.err = "no models found: put a .gguf file in models/ or start with serve --models-dir DIR"
+	}
+	page := views.Page{Models: s.reg.Names(), Settings: se.settings, AssetsMissing: static.Missing(), SessionID: se.id, Explorer: se.explorer()}
+	var buf bytes.Buffer
+	if err := views.ExplorerPage(page).Render(c.Request().Context(), &buf); err != nil {
+		return err
+	}
+	return c.HTMLBlob(http.StatusOK, buf.Bytes())
+}
+
+var _ fs.FS = static.FS

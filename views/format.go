@@ -1,0 +1,64 @@
+package views
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+)
+
+// f formats a number compactly for tables.
+func f(v float64) string {
+	switch {
+	case math.IsInf(v, -1):
+		return "−∞"
+	case math.IsNaN(v):
+		return "masked"
+	case v != 0 && math.Abs(v) < 1e-3:
+		return strconv.FormatFloat(v, 'e', 2, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 4, 64)
+}
+
+func f32(v float32) string { return f(float64(v)) }
+
+func pct(p float64) string { return fmt.Sprintf("%.2f%%", 100*p) }
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func id32(n int32) string { return strconv.Itoa(int(n)) }
+
+// heat maps v in [-max, max] to a diverging colour (blue negative, orange
+// positive) for strips and heatmaps.
+func heat(v, maxAbs float32) string {
+	if maxAbs <= 0 || math.IsNaN(float64(v)) {
+		return "#444"
+	}
+	t := float64(v / maxAbs)
+	t = math.Max(-1, math.Min(1, t))
+	if t >= 0 {
+		return fmt.Sprintf("rgb(%d,%d,%d)", 40+int(215*t), 40+int(120*t), 40)
+	}
+	return fmt.Sprintf("rgb(%d,%d,%d)", 40, 40+int(100*-t), 40+int(215*-t))
+}
+
+// seq (0..1) colour for attention weights.
+func seqHeat(v, lo, hi float32) string {
+	if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+		return "#222"
+	}
+	t := 0.0
+	if hi > lo {
+		t = float64((v - lo) / (hi - lo))
+	}
+	t = math.Max(0, math.Min(1, t))
+	return fmt.Sprintf("rgb(%d,%d,%d)", 20+int(235*t), 20+int(200*t), 60+int(60*t))
+}
+
+func fx(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
+
+func boolStr(b bool) string {
+	if b {
+		return "true"
+	}
+	return "false"
+}

@@ -1,0 +1,206 @@
+// Package views renders Stepthrough's pages as templ components. Every
+// component takes a typed view-model built by the server from an engine
+// trace; views format numbers but never compute them.
+package views
+
+// Page is the whole Explorer page.
+type Page struct {
+	Models        []string
+	Settings      Settings
+	AssetsMissing string
+	SessionID     string
+	Explorer      Explorer
+}
+
+// Settings are the Explorer's form values, as the user gave them.
+type Settings struct {
+	Prompt, Model, Backend                        string
+	Temperature, TopK, TopP, MinP, TypicalP       string
+	RepeatPenalty, RepeatLastN, FreqPen, PresPen  string
+	Seed, Order, MaxTokens                        string
+}
+
+// Explorer is the part of the page that changes as the user steps.
+type Explorer struct {
+	Error       string
+	Notice      string
+	BackendInfo string
+	Stages      []Stage
+	Current     Stage
+	Step        int // token step index (0 = prefill)
+	Steps       int
+	Generated   []GenToken
+	Text        string
+	URL         string // shareable URL of this view
+	End         bool   // no further stage or token
+	Forwards    int    // forward passes run by this session (the slider must not add any)
+	Seed        string
+	Timing      Timing
+	Panel       Panel
+}
+
+// GenToken is a generated token.
+type GenToken struct {
+	ID    int32
+	Bytes string
+}
+
+// Stage is one stop in the pipeline strip.
+type Stage struct {
+	Index       int
+	Name        string // tokenize, embed, attention, mlp, logits, softmax, sampler, sample, kv
+	Label       string
+	Layer       int // -1 unless attention or mlp
+	SamplerStep int // -1 unless sampler
+	Current     bool
+	Done        bool
+}
+
+// Timing holds measured times in milliseconds.
+type Timing struct {
+	PrefillMS, TTFTMS, TPOTMS, StepMS float64
+	HaveGen                           bool
+}
+
+// Panel carries the data of the current stage; exactly one field is set.
+type Panel struct {
+	Tokenize  *TokenizePanel
+	Embed     *EmbedPanel
+	Attention *AttentionPanel
+	MLP       *MLPPanel
+	Logits    *LogitsPanel
+	Softmax   *SoftmaxPanel
+	Sampler   *SamplerPanel
+	Sample    *SamplePanel
+	KV        *KVPanel
+}
+
+// Token is a token chip.
+type Token struct {
+	ID         int32
+	Bytes      string // Go-quoted exact bytes
+	Piece      string
+	Start, End int
+	Added      bool
+}
+
+// TokenizePanel shows the prompt's tokens over the text.
+type TokenizePanel struct {
+	Text   string
+	Tokens []Token
+}
+
+// EmbedPanel shows each new token's input vector and a 2-D PCA of them.
+type EmbedPanel struct {
+	Rows   []VecRow
+	PCA    []Point
+	PCANote string
+}
+
+// VecRow is a labelled vector drawn as a heat strip.
+type VecRow struct {
+	Label  string
+	Values []float32
+	Max    float32 // largest magnitude, for the colour scale
+}
+
+// Point is a labelled 2-D point.
+type Point struct {
+	Label string
+	X, Y  float64
+}
+
+// AttentionPanel is one layer's attention for one head.
+type AttentionPanel struct {
+	Layer, Layers, Head, Heads, KVHead int
+	ShowScores                         bool
+	QueryLabels, KeyLabels             []string
+	Cells                              [][]float32 // [query][key]: weights or scores; NaN where masked
+	First                              int         // position of the first query row
+	Current                            int         // row index of the current token
+	Max, Min                           float32
+}
+
+// MLPPanel shows the feed-forward block of a layer for the last token.
+type MLPPanel struct {
+	Layer          int
+	Kind           string
+	Act            VecRow
+	NormBefore     float32
+	NormAfterAttn  float32
+	NormAfterMLP   float32
+}
+
+// Bar is a token with a number.
+type Bar struct {
+	ID     int32
+	Piece  string
+	Value  float64 // logit or probability
+	Width  float64 // 0..100 for the bar
+	Removed bool
+	Chosen  bool
+}
+
+// LogitsPanel is the top raw logits.
+type LogitsPanel struct {
+	Pos          int
+	Top          []Bar
+	Rest         int
+	RestMin      float64
+	RestMax      float64
+	Vocab        int
+}
+
+// SoftmaxPanel is probabilities at a temperature, before any sampler step.
+type SoftmaxPanel struct {
+	Temperature float64
+	Top         []Bar
+	Rest        int     // tokens not listed
+	RestP       float64 // their total probability
+	Sum         float64 // over the whole vocabulary
+	Vocab       int
+}
+
+// SamplerPanel is one step of the chain.
+type SamplerPanel struct {
+	Index, Count int
+	Name         string
+	Skipped      bool
+	Setting      string
+	Kept         []Bar // after the step, renormalised
+	Removed      []Bar
+	RemovedCount int
+	Before, After int
+}
+
+// SamplePanel is the draw.
+type SamplePanel struct {
+	Greedy  bool
+	U       float64
+	Chosen  Bar
+	CDF     []CDFBar
+}
+
+// CDFBar is a survivor's slice of the cumulative distribution.
+type CDFBar struct {
+	ID          int32
+	Piece       string
+	P, From, To float64
+	Chosen      bool
+}
+
+// KVPanel shows the cache.
+type KVPanel struct {
+	Layers        []KVLayer
+	BytesUsed     int
+	BytesAlloc    int
+	Len, Capacity int
+	Saved         int // positions not recomputed this step thanks to the cache
+}
+
+// KVLayer is one layer's cache growth.
+type KVLayer struct {
+	Layer int
+	Len   int
+	NewK  []VecRow
+}
