@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"stepthrough/engine/reftest"
 	"stepthrough/engine/model"
+	"stepthrough/engine/reftest"
 )
 
 func stories(t *testing.T) *model.Model {

@@ -14,9 +14,9 @@ import (
 	"testing"
 
 	"stepthrough/engine/hooks"
-	"stepthrough/engine/reftest"
 	"stepthrough/engine/model"
 	"stepthrough/engine/quant"
+	"stepthrough/engine/reftest"
 	"stepthrough/engine/sample"
 )
 

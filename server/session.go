@@ -38,12 +38,12 @@ type Session struct {
 	done     bool // end of generation reached
 	forwards int
 
-	viewTemp           float64
-	head               int
-	scores             bool
-	err, notice        string
-	prefillMS, ttftMS  float64
-	decodeMS           []float64
+	viewTemp          float64
+	head              int
+	scores            bool
+	err, notice       string
+	prefillMS, ttftMS float64
+	decodeMS          []float64
 }
 
 func newSession(id, client string, reg *Registry) *Session {

@@ -14,10 +14,10 @@ type Page struct {
 
 // Settings are the Explorer's form values, as the user gave them.
 type Settings struct {
-	Prompt, Model, Backend                        string
-	Temperature, TopK, TopP, MinP, TypicalP       string
-	RepeatPenalty, RepeatLastN, FreqPen, PresPen  string
-	Seed, Order, MaxTokens                        string
+	Prompt, Model, Backend                       string
+	Temperature, TopK, TopP, MinP, TypicalP      string
+	RepeatPenalty, RepeatLastN, FreqPen, PresPen string
+	Seed, Order, MaxTokens                       string
 }
 
 // Explorer is the part of the page that changes as the user steps.
@@ -92,8 +92,8 @@ type TokenizePanel struct {
 
 // EmbedPanel shows each new token's input vector and a 2-D PCA of them.
 type EmbedPanel struct {
-	Rows   []VecRow
-	PCA    []Point
+	Rows    []VecRow
+	PCA     []Point
 	PCANote string
 }
 
@@ -123,32 +123,32 @@ type AttentionPanel struct {
 
 // MLPPanel shows the feed-forward block of a layer for the last token.
 type MLPPanel struct {
-	Layer          int
-	Kind           string
-	Act            VecRow
-	NormBefore     float32
-	NormAfterAttn  float32
-	NormAfterMLP   float32
+	Layer         int
+	Kind          string
+	Act           VecRow
+	NormBefore    float32
+	NormAfterAttn float32
+	NormAfterMLP  float32
 }
 
 // Bar is a token with a number.
 type Bar struct {
-	ID     int32
-	Piece  string
-	Value  float64 // logit or probability
-	Width  float64 // 0..100 for the bar
+	ID      int32
+	Piece   string
+	Value   float64 // logit or probability
+	Width   float64 // 0..100 for the bar
 	Removed bool
 	Chosen  bool
 }
 
 // LogitsPanel is the top raw logits.
 type LogitsPanel struct {
-	Pos          int
-	Top          []Bar
-	Rest         int
-	RestMin      float64
-	RestMax      float64
-	Vocab        int
+	Pos     int
+	Top     []Bar
+	Rest    int
+	RestMin float64
+	RestMax float64
+	Vocab   int
 }
 
 // SoftmaxPanel is probabilities at a temperature, before any sampler step.
@@ -163,22 +163,22 @@ type SoftmaxPanel struct {
 
 // SamplerPanel is one step of the chain.
 type SamplerPanel struct {
-	Index, Count int
-	Name         string
-	Skipped      bool
-	Setting      string
-	Kept         []Bar // after the step, renormalised
-	Removed      []Bar
-	RemovedCount int
+	Index, Count  int
+	Name          string
+	Skipped       bool
+	Setting       string
+	Kept          []Bar // after the step, renormalised
+	Removed       []Bar
+	RemovedCount  int
 	Before, After int
 }
 
 // SamplePanel is the draw.
 type SamplePanel struct {
-	Greedy  bool
-	U       float64
-	Chosen  Bar
-	CDF     []CDFBar
+	Greedy bool
+	U      float64
+	Chosen Bar
+	CDF    []CDFBar
 }
 
 // CDFBar is a survivor's slice of the cumulative distribution.

@@ -8,8 +8,8 @@ import (
 	"slices"
 	"testing"
 
-	"stepthrough/engine/reftest"
 	"stepthrough/engine/model"
+	"stepthrough/engine/reftest"
 )
 
 func loadStories(t testing.TB) *model.Model {

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"stepthrough/engine/reftest"
 	"stepthrough/engine/quant"
+	"stepthrough/engine/reftest"
 )
 
 // fixture builds a small file with every value type, a nested array and

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"stepthrough/engine/gguf"
-	"stepthrough/engine/reftest"
 	"stepthrough/engine/quant"
+	"stepthrough/engine/reftest"
 )
 
 func small(arch string) SynthOptions {

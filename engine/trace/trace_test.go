@@ -10,8 +10,8 @@ import (
 
 	"stepthrough/engine"
 	"stepthrough/engine/hooks"
-	"stepthrough/engine/reftest"
 	"stepthrough/engine/model"
+	"stepthrough/engine/reftest"
 	"stepthrough/engine/sample"
 )
 

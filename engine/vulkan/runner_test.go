@@ -10,9 +10,9 @@ import (
 
 	"stepthrough/engine/cpu"
 	"stepthrough/engine/hooks"
-	"stepthrough/engine/reftest"
 	"stepthrough/engine/model"
 	"stepthrough/engine/quant"
+	"stepthrough/engine/reftest"
 )
 
 func synth(t testing.TB, o model.SynthOptions) *model.Model {
