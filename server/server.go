@@ -17,7 +17,8 @@
 // # Limits
 //
 // Sessions are evicted after IdleTimeout; there are at most MaxSessions in
-// total and MaxPerClient per client address; a connection may send at most
+// total and MaxPerClient per client address (a client over its limit gives
+// up its least recently used session); a connection may send at most
 // msgRate messages per second; the Origin header must match the host.
 package server
 
@@ -27,7 +28,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -155,27 +155,54 @@ func (s *Server) evict(now time.Time) {
 
 var errTooMany = errors.New("too many sessions: try again later")
 
-// newSession registers a session for a client, within the limits.
+// newSession registers a session for a client, within the limits. A
+// client at its limit (reloaded tabs leave sessions behind) gives up its
+// least recently used session; when the server is full, a session idle for
+// a minute is evicted, else the request is refused.
 func (s *Server) newSession(client string) (*Session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.sessions) >= s.cfg.MaxSessions {
-		return nil, errTooMany
-	}
-	n := 0
+	var mine []*Session
 	for _, se := range s.sessions {
 		if se.client == client {
-			n++
+			mine = append(mine, se)
 		}
 	}
-	if n >= s.cfg.MaxPerClient {
-		return nil, fmt.Errorf("this client already has %d sessions open: close some tabs", n)
+	if len(mine) >= s.cfg.MaxPerClient {
+		s.dropLRU(mine, 0)
+	}
+	if len(s.sessions) >= s.cfg.MaxSessions {
+		all := make([]*Session, 0, len(s.sessions))
+		for _, se := range s.sessions {
+			all = append(all, se)
+		}
+		if !s.dropLRU(all, time.Minute) {
+			return nil, errTooMany
+		}
 	}
 	var b [12]byte
 	rand.Read(b[:])
 	se := newSession(hex.EncodeToString(b[:]), client, s.reg)
 	s.sessions[se.id] = se
 	return se, nil
+}
+
+// dropLRU closes the least recently used of list if it has been idle at
+// least minIdle and no action holds it. s.mu is held.
+func (s *Server) dropLRU(list []*Session, minIdle time.Duration) bool {
+	var lru *Session
+	for _, se := range list {
+		if lru == nil || se.lastUsed.Before(lru.lastUsed) {
+			lru = se
+		}
+	}
+	if lru == nil || time.Since(lru.lastUsed) < minIdle || !lru.mu.TryLock() {
+		return false
+	}
+	lru.close()
+	lru.mu.Unlock()
+	delete(s.sessions, lru.id)
+	return true
 }
 
 func (s *Server) session(id string) *Session {

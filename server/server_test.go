@@ -1,0 +1,251 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/PuerkitoBio/goquery"
+	"github.com/gorilla/websocket"
+
+	"stepthrough/engine/reftest"
+)
+
+func testServer(t *testing.T) (*Server, *httptest.Server) {
+	t.Helper()
+	dir := filepath.Dir(reftest.Path(t, "models", "stories260K.gguf"))
+	s := New(Config{ModelsDirs: []string{dir}, MaxPerClient: 5})
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(ts.Close)
+	return s, ts
+}
+
+func get(t *testing.T, u string) *goquery.Document {
+	t.Helper()
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %s", u, resp.Status)
+	}
+	doc, err := goquery.NewDocumentFromReader(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+func TestIndexOpensWithSettings(t *testing.T) {
+	_, ts := testServer(t)
+	doc := get(t, ts.URL+"/")
+	if doc.Find(`select[name="model"] option`).Text() != "stories260K.gguf" || doc.Find("[data-current-stage]").Length() != 0 {
+		t.Errorf("empty page: models %q", doc.Find(`select[name="model"] option`).Text())
+	}
+	q := url.Values{"prompt": {"Once upon a time"}, "temperature": {"0"}, "model": {"stories260K.gguf"}, "seed": {"5"}}
+	doc = get(t, ts.URL+"/?"+q.Encode())
+	strip := doc.Find("[data-current-stage]")
+	if v, _ := strip.Attr("data-current-stage"); v != "tokenize" {
+		t.Fatalf("current stage %q", v)
+	}
+	var ids []string
+	doc.Find(`[data-testid="token"]`).Each(func(_ int, s *goquery.Selection) { v, _ := s.Attr("data-token-id"); ids = append(ids, v) })
+	if strings.Join(ids, " ") != "1 403 407 261 378" {
+		t.Errorf("tokens %v", ids)
+	}
+	if v, _ := doc.Find(`input[name="temperature"]`).Attr("value"); v != "0" {
+		t.Errorf("temperature field %q", v)
+	}
+	// a shared URL with a later step and stage lands there
+	q.Set("step", "2")
+	q.Set("stage", "3")
+	doc = get(t, ts.URL+"/?"+q.Encode())
+	if v, _ := doc.Find("[data-current-stage]").Attr("data-current-stage"); v != "attention" {
+		t.Errorf("step 2 stage 3: %q", v)
+	}
+	if n := doc.Find(`[data-testid="generated-token"]`).Length(); n != 3 {
+		t.Errorf("%d generated tokens shown at step 2", n)
+	}
+	// bad settings are explained, not a crash
+	for bad, want := range map[string]string{"temperature=-1": "temperature", "top_p=2": "top-p", "model=nope.gguf": "no model named", "max_tokens=9999": "max tokens", "backend=gpu": "backend"} {
+		doc = get(t, ts.URL+"/?prompt=hi&"+bad)
+		if msg := doc.Find(`[data-testid="error"]`).Text(); !strings.Contains(msg, want) {
+			t.Errorf("%s: error %q, want it to mention %q", bad, msg, want)
+		}
+	}
+	long := strings.Repeat("x", maxPromptBytes+1)
+	if msg := get(t, ts.URL+"/?prompt="+long).Find(`[data-testid="error"]`).Text(); !strings.Contains(msg, "limit") {
+		t.Errorf("long prompt: %q", msg)
+	}
+}
+
+func TestStaticAssets(t *testing.T) {
+	_, ts := testServer(t)
+	for _, p := range []string{"/static/app.css", "/static/app.js", "/healthz"} {
+		resp, err := http.Get(ts.URL + p)
+		if err != nil || resp.StatusCode != 200 {
+			t.Errorf("GET %s: %v %v", p, err, resp.Status)
+		}
+		resp.Body.Close()
+	}
+}
+
+func TestParseMessage(t *testing.T) {
+	for _, tt := range []struct {
+		msg, want string
+	}{
+		{`not json`, "malformed"},
+		{`[1,2]`, "malformed"},
+		{`{"action":"explode"}`, "unknown action"},
+		{`{"action":{"x":1}}`, "must be text"},
+		{`{"action":"run","prompt":"` + strings.Repeat("y", maxPromptBytes+1) + `"}`, "limit"},
+		{`{"action":"step","HEADERS":{"HX-Request":"true"}}`, ""},
+		{`{"action":"view","layer":3}`, ""},
+	} {
+		_, _, err := parseMessage([]byte(tt.msg))
+		if (err == nil) != (tt.want == "") || (err != nil && !strings.Contains(err.Error(), tt.want)) {
+			t.Errorf("%.40s: error %v, want %q", tt.msg, err, tt.want)
+		}
+	}
+}
+
+func dial(t *testing.T, ts *httptest.Server, sid string, origin string) *websocket.Conn {
+	t.Helper()
+	h := http.Header{}
+	if origin != "" {
+		h.Set("Origin", origin)
+	}
+	c, resp, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(ts.URL, "http")+"/ws?sid="+sid, h)
+	if err != nil {
+		t.Fatalf("dial: %v (%v)", err, resp)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func exchange(t *testing.T, c *websocket.Conn, msg string) *goquery.Document {
+	t.Helper()
+	if err := c.WriteMessage(websocket.TextMessage, []byte(msg)); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, b, err := c.ReadMessage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, _ := goquery.NewDocumentFromReader(strings.NewReader(string(b)))
+	return doc
+}
+
+func stage(doc *goquery.Document) string {
+	v, _ := doc.Find("[data-current-stage]").Attr("data-current-stage")
+	return v
+}
+
+// Over the WebSocket: run, step, back, next token; bad messages are shown
+// as errors and leave the session as it was.
+func TestWebSocketSession(t *testing.T) {
+	s, ts := testServer(t)
+	se, _ := s.newSession("test")
+	c := dial(t, ts, se.id, ts.URL)
+	doc := exchange(t, c, `{"action":"run","prompt":"Once upon a time","temperature":"0","model":"stories260K.gguf","seed":"1","HEADERS":{}}`)
+	if stage(doc) != "tokenize" {
+		t.Fatalf("after run: %q (%s)", stage(doc), doc.Find(".error").Text())
+	}
+	if stage(exchange(t, c, `{"action":"step"}`)) != "embed" {
+		t.Error("step did not reach embed")
+	}
+	if stage(exchange(t, c, `{"action":"back"}`)) != "tokenize" {
+		t.Error("back did not return to tokenize")
+	}
+	doc = exchange(t, c, `{"action":"next-token"}`)
+	if stage(doc) != "embed" || doc.Find(`[data-testid="generated-token"]`).Length() != 2 {
+		t.Errorf("next token: stage %q, %d generated", stage(doc), doc.Find(`[data-testid="generated-token"]`).Length())
+	}
+	doc = exchange(t, c, `{"action":"explode"}`)
+	if !strings.Contains(doc.Find(`[data-testid="error"]`).Text(), "unknown action") || stage(doc) != "embed" {
+		t.Errorf("bad action: %q, stage %q", doc.Find(".error").Text(), stage(doc))
+	}
+	doc = exchange(t, c, `{"action":"run","prompt":"x","temperature":"NaN"}`)
+	if !strings.Contains(doc.Find(`[data-testid="error"]`).Text(), "temperature") || doc.Find(`[data-testid="generated-token"]`).Length() != 2 {
+		t.Errorf("invalid temperature must be explained and keep the session: %q", doc.Find(".error").Text())
+	}
+	doc = exchange(t, c, `{"action":"temperature","view_temperature":"9"}`)
+	if !strings.Contains(doc.Find(`[data-testid="error"]`).Text(), "0.05 to 3") {
+		t.Errorf("slider out of range: %q", doc.Find(".error").Text())
+	}
+	// an oversized message is refused
+	big := `{"action":"run","prompt":"` + strings.Repeat("z", maxMessage) + `"}`
+	c.WriteMessage(websocket.TextMessage, []byte(big))
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, b, err := c.ReadMessage()
+	if err == nil && !strings.Contains(string(b), "too large") {
+		t.Errorf("oversized message: %q", b)
+	}
+	// the session survives the connection: a new one resumes it
+	c2 := dial(t, ts, se.id, "")
+	if stage(exchange(t, c2, `{"action":"step"}`)) != "attention" {
+		t.Error("reconnect did not resume the session")
+	}
+}
+
+func TestWebSocketOriginAndLimits(t *testing.T) {
+	s, ts := testServer(t)
+	_, resp, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(ts.URL, "http")+"/ws", http.Header{"Origin": {"http://evil.example"}})
+	if err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
+		t.Errorf("cross-origin WebSocket: %v %v", err, resp)
+	}
+	for i := 0; i < 5; i++ {
+		if _, err := s.newSession("1.2.3.4"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.newSession("1.2.3.4")
+	n := 0
+	for _, se := range s.sessions {
+		if se.client == "1.2.3.4" {
+			n++
+		}
+	}
+	if n != 5 {
+		t.Errorf("client holds %d sessions, limit 5", n)
+	}
+	for id, se := range s.sessions {
+		if se.client == "1.2.3.4" {
+			se.lastUsed = time.Now().Add(-time.Hour)
+			_ = id
+		}
+	}
+	s.evict(time.Now())
+	if _, err := s.newSession("1.2.3.4"); err != nil {
+		t.Errorf("idle sessions not evicted: %v", err)
+	}
+}
+
+func TestRunGracefulShutdown(t *testing.T) {
+	dir := filepath.Dir(reftest.Path(t, "models", "stories260K.gguf"))
+	s := New(Config{Addr: "127.0.0.1:0", ModelsDirs: []string{dir}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	addr := make(chan string, 1)
+	go func() { done <- s.Run(ctx, func(a string) { addr <- a }) }()
+	a := <-addr
+	if resp, err := http.Get("http://" + a + "/healthz"); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("healthz: %v", err)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("server did not shut down")
+	}
+}

@@ -1,0 +1,97 @@
+package views
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/PuerkitoBio/goquery"
+	"github.com/a-h/templ"
+)
+
+func render(t *testing.T, c templ.Component) *goquery.Document {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := c.Render(context.Background(), &buf); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := goquery.NewDocumentFromReader(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+func TestPanelsCarryTestHooks(t *testing.T) {
+	cases := []struct {
+		stage string
+		panel Panel
+		check map[string]int // selector → count
+	}{
+		{"tokenize", Panel{Tokenize: &TokenizePanel{Tokens: []Token{{ID: 1, Bytes: `""`, Added: true}, {ID: 403, Bytes: `" Once"`, End: 4}}}},
+			map[string]int{`[data-testid="token"][data-token-id="403"]`: 1, `[data-testid="token"]`: 2}},
+		{"softmax", Panel{Softmax: &SoftmaxPanel{Temperature: 1, Top: []Bar{{ID: 7, Value: 0.75}, {ID: 9, Value: 0.2}}, Rest: 1, RestP: 0.05, Sum: 1}},
+			map[string]int{`[data-testid="prob"][data-p="0.75"]`: 1, `[data-testid="prob-rest"]`: 1, `input[name="view_temperature"]`: 1}},
+		{"sampler", Panel{Sampler: &SamplerPanel{Name: "top-k", Kept: []Bar{{ID: 1, Value: 1}}, Removed: []Bar{{ID: 2, Removed: true}}, RemovedCount: 5}},
+			map[string]int{`tr.removed del`: 1, `[data-testid="kept"]`: 1}},
+		{"sample", Panel{Sample: &SamplePanel{U: 0.3, Chosen: Bar{ID: 42, Value: 0.6}, CDF: []CDFBar{{ID: 42, To: 0.6, Chosen: true}, {ID: 3, From: 0.6, To: 1}}}},
+			map[string]int{`[data-testid="sampled-token"][data-token-id="42"]`: 1, `line`: 1}},
+		{"attention", Panel{Attention: &AttentionPanel{Layers: 2, Heads: 2, QueryLabels: []string{"a", "b"}, KeyLabels: []string{"a", "b"}, Cells: [][]float32{{1, 0}, {0.4, 0.6}}, Max: 1}},
+			map[string]int{`[data-testid="attn-cell"]`: 4, `rect title`: 4, `select[name="head"] option`: 2}},
+	}
+	for _, tc := range cases {
+		doc := render(t, ExplorerView(Explorer{Stages: []Stage{{Name: tc.stage, Current: true, Layer: -1}}, Current: Stage{Name: tc.stage, Layer: -1}, Panel: tc.panel, URL: "/?x=1"}))
+		if n := doc.Find(`[data-stage="` + tc.stage + `"]`).Length(); n != 1 {
+			t.Errorf("%s: %d panels with data-stage", tc.stage, n)
+		}
+		if v, _ := doc.Find("[data-current-stage]").Attr("data-current-stage"); v != tc.stage || doc.Find("[data-current-stage]").Length() != 1 {
+			t.Errorf("%s: data-current-stage %q", tc.stage, v)
+		}
+		for sel, want := range tc.check {
+			if n := doc.Find(sel).Length(); n != want {
+				t.Errorf("%s: %s matches %d, want %d", tc.stage, sel, n, want)
+			}
+		}
+		for _, a := range []string{"step", "back", "next-token", "play", "reset"} {
+			if doc.Find(`[data-action="`+a+`"]`).Length() != 1 {
+				t.Errorf("control %s missing", a)
+			}
+		}
+	}
+	// errors are shown as alerts; values are escaped
+	doc := render(t, ExplorerView(Explorer{Error: `<script>alert(1)</script>`}))
+	if doc.Find("script").Length() != 0 || !strings.Contains(doc.Find(`[data-testid="error"]`).Text(), "<script>") {
+		t.Error("error text not escaped")
+	}
+}
+
+// The committed *_templ.go files are what `templ generate` makes of the
+// committed .templ files.
+func TestTemplGeneratedFresh(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short: skips building the templ tool")
+	}
+	tmp := t.TempDir()
+	os.Mkdir(filepath.Join(tmp, "views"), 0o755) // generated code names files relative to the repo root
+	srcs, _ := filepath.Glob("*.templ")
+	for _, f := range srcs {
+		b, _ := os.ReadFile(f)
+		os.WriteFile(filepath.Join(tmp, "views", f), b, 0o644)
+	}
+	cmd := exec.Command("go", "tool", "templ", "generate", "-path", tmp)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("templ generate: %v\n%s", err, out)
+	}
+	for _, f := range srcs {
+		gen := strings.TrimSuffix(f, ".templ") + "_templ.go"
+		want, _ := os.ReadFile(filepath.Join(tmp, "views", gen))
+		got, err := os.ReadFile(gen)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s is stale: run `go tool templ generate` and commit", gen)
+		}
+	}
+}
