@@ -156,6 +156,12 @@ func TestExplorerInBrowser(t *testing.T) {
 		}
 		if stage == "attention" {
 			screenshot(t, ctx, "attention")
+			// the head selector re-renders the same layer for another head
+			eval[any](t, ctx, `(() => { const s = document.querySelector('select[name="head"]'); s.value = "1"; s.dispatchEvent(new Event('change', {bubbles: true})); return null; })()`, false)
+			waitChange(t, ctx, `[data-stage="attention"] h2`, "data-head", "0")
+			if h := attr(t, ctx, `[data-stage="attention"] h2`, "data-head"); h != "1" {
+				t.Errorf("head selector: showing head %s", h)
+			}
 		}
 	}
 	screenshot(t, ctx, "softmax")
@@ -210,4 +216,10 @@ func TestExplorerInBrowser(t *testing.T) {
 		t.Errorf("generated after next token: %v, want 432 383", gen)
 	}
 	screenshot(t, ctx, "next-token")
+	// the projector theme
+	click(t, ctx, `[data-action="theme"]`)
+	if th := eval[string](t, ctx, `document.documentElement.dataset.theme || ""`, false); th != "projector" {
+		t.Errorf("theme toggle: %q", th)
+	}
+	screenshot(t, ctx, "projector")
 }
