@@ -31,6 +31,7 @@ var commands = map[string]command{
 	"bench":    {"measure prompt processing and generation speed", runBench},
 	"inspect":  {"describe a model file", runInspect},
 	"synth":    {"write a random-weight model of a given shape (for benchmarks and tests)", runSynth},
+	"compare":  {"run decoding strategies side by side on one prompt", runCompare},
 }
 
 // Has reports whether name is one of this package's commands.

@@ -243,3 +243,25 @@ func TestVulkanFallback(t *testing.T) {
 		t.Errorf("--backend gpu: exit %d %q", code, e)
 	}
 }
+
+func TestCompareCommand(t *testing.T) {
+	m := stories(t)
+	out, e, code := run(t, "compare", "--model", m, "--prompt", "Once upon a time", "-n", "6", "--lane", "greedy", "--lane", "temperature=1.5,top-k=0,top-p=1,min-p=0,seed=2", "--lane", "beam=3")
+	if code != 0 || !strings.Contains(out, "diverge at step") || !strings.Contains(out, `"," (432)`) || !strings.Contains(out, "saved") || !strings.Contains(out, "lane 3 beam:") {
+		t.Errorf("compare: exit %d %s\n%s", code, e, out)
+	}
+	out, _, code = run(t, "compare", "--model", m, "--prompt", "Once upon a time", "-n", "4", "--lane", "greedy", "--lane", "greedy", "--json")
+	var res struct {
+		Divergence int
+		Lanes      []struct{ Tokens []int32 }
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &res) != nil || res.Divergence != -1 || len(res.Lanes) != 2 || len(res.Lanes[0].Tokens) != 4 {
+		t.Errorf("compare --json: %s", out)
+	}
+	if _, e, code := run(t, "compare", "--model", m, "--lane", "greedy"); code != 2 || !strings.Contains(e, "2 to 6") {
+		t.Errorf("one lane: %d %s", code, e)
+	}
+	if _, e, code := run(t, "compare", "--model", m, "--lane", "greedy", "--lane", "beam=20"); code != 2 || !strings.Contains(e, "beam width") {
+		t.Errorf("bad beam: %d %s", code, e)
+	}
+}

@@ -149,6 +149,15 @@ func (r *Runner) Capacity() int { return r.cache.Capacity }
 // Threads is the number of worker threads.
 func (r *Runner) Threads() int { return r.pool.Threads() }
 
+// CopyStateFrom makes r continue from where src is: its KV cache prefix
+// (copied) and position. Both must run the same model.
+func (r *Runner) CopyStateFrom(src *Runner) error {
+	if src.m != r.m {
+		return errors.New("copy state: runners of different models")
+	}
+	return r.cache.CopyFrom(src.cache, src.Pos())
+}
+
 // Reset empties the KV cache.
 func (r *Runner) Reset() { r.cache.Truncate(0) }
 

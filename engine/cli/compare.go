@@ -1,0 +1,134 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"stepthrough/engine/compare"
+	"stepthrough/engine/model"
+)
+
+type laneFlags []string
+
+func (l *laneFlags) String() string     { return strings.Join(*l, " | ") }
+func (l *laneFlags) Set(v string) error { *l = append(*l, v); return nil }
+
+func runCompare(ctx context.Context, env Env, args []string) error {
+	fs := newFlags(env, "compare", `--model PATH --prompt TEXT -n N --lane "greedy" --lane "temperature=0.7,top-p=0.9,seed=1" --lane "beam=4" [--json]`)
+	path := fs.String("model", "", "GGUF model `file`")
+	prompt := fs.String("prompt", "", "prompt text (BOS added when the model asks for it)")
+	n := fs.Int("n", 32, "tokens per lane")
+	seed := fs.String("seed", "", "seed shared by the lanes that set none (unset: each draws its own)")
+	threads := fs.Int("t", 0, "CPU threads (0: all cores)")
+	asJSON := fs.Bool("json", false, "print the comparison as JSON")
+	var lanes laneFlags
+	fs.Var(&lanes, "lane", "a strategy: greedy, beam=W[,length-penalty=A], or sampler settings key=value,… (repeat 2 to 6 times)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := required("model", *path); err != nil {
+		return err
+	}
+	if len(lanes) < 2 || len(lanes) > 6 {
+		return usageError{fmt.Errorf("give 2 to 6 --lane flags, got %d", len(lanes))}
+	}
+	if *n < 1 || *n > 1024 {
+		return usageError{fmt.Errorf("-n must be 1 to 1024, got %d", *n)}
+	}
+	var shared *uint64
+	if *seed != "" {
+		v, err := strconv.ParseUint(*seed, 10, 64)
+		if err != nil {
+			return usageError{fmt.Errorf("invalid seed %q: must be a whole number", *seed)}
+		}
+		shared = &v
+	}
+	var strategies []compare.Strategy
+	for _, l := range lanes {
+		st, err := compare.ParseLane(l, shared)
+		if err != nil {
+			return usageError{err}
+		}
+		strategies = append(strategies, st)
+	}
+	m, err := model.Load(*path)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	ids := m.Tokenizer.EncodeIDs(*prompt, true)
+	res, err := compare.Run(ctx, m, ids, strategies, compare.Options{N: *n, Threads: *threads})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(env.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	tk := m.Tokenizer
+	fmt.Fprintf(env.Stdout, "prompt: %q (%d tokens)\n", *prompt, len(ids))
+	fmt.Fprintf(env.Stdout, "prefill once %.3f ms + %d cache copies %.3f ms, versus %d separate prefills %.3f ms: saved %.3f ms (measured)\n",
+		res.PrefillMS, len(res.Lanes), res.CopyMS, len(res.Lanes), res.SeparatePrefillMS, res.SeparatePrefillMS-res.PrefillMS-res.CopyMS)
+	if res.Divergence < 0 {
+		fmt.Fprintln(env.Stdout, "the lanes never diverge")
+	} else {
+		fmt.Fprintf(env.Stdout, "the lanes diverge at step %d (marked *)\n", res.Divergence)
+	}
+	w := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprint(w, "step")
+	for i, l := range res.Lanes {
+		fmt.Fprintf(w, "\tlane %d: %s", i+1, l.Strategy.Spec)
+	}
+	fmt.Fprintln(w)
+	longest := 0
+	for _, l := range res.Lanes {
+		longest = max(longest, len(l.Tokens))
+	}
+	for i := 0; i < longest; i++ {
+		mark := " "
+		if i == res.Divergence {
+			mark = "*"
+		}
+		fmt.Fprintf(w, "%s%d", mark, i)
+		for _, l := range res.Lanes {
+			if i < len(l.Tokens) {
+				fmt.Fprintf(w, "\t%q (%d)", string(tk.Bytes(l.Tokens[i])), l.Tokens[i])
+			} else {
+				fmt.Fprint(w, "\t")
+			}
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprint(w, "\ntext")
+	for _, l := range res.Lanes {
+		fmt.Fprintf(w, "\t%q", tk.Decode(l.Tokens))
+	}
+	for _, row := range []struct {
+		name string
+		f    func(compare.Metrics) string
+	}{
+		{"tokens", func(m compare.Metrics) string { return strconv.Itoa(m.Tokens) }},
+		{"mean log p", func(m compare.Metrics) string { return fmt.Sprintf("%.4f", m.MeanLogProb) }},
+		{"perplexity", func(m compare.Metrics) string { return fmt.Sprintf("%.3f", m.Perplexity) }},
+		{"distinct-1/2", func(m compare.Metrics) string { return fmt.Sprintf("%.2f / %.2f", m.Distinct1, m.Distinct2) }},
+		{"repeated 3-grams", func(m compare.Metrics) string { return strconv.Itoa(m.RepeatedTrigrams) }},
+		{"stop", func(m compare.Metrics) string { return m.Stop }},
+	} {
+		fmt.Fprintf(w, "\n%s", row.name)
+		for _, l := range res.Lanes {
+			fmt.Fprintf(w, "\t%s", row.f(l.Metrics))
+		}
+	}
+	fmt.Fprintln(w)
+	for i, l := range res.Lanes {
+		if l.Beam != nil {
+			fmt.Fprintf(w, "\nlane %d beam: %s (log p %.4f, %d finished hypotheses)\n", i+1, l.Beam.Why, l.Beam.Best.LogProb, len(l.Beam.Finished))
+		}
+	}
+	return w.Flush()
+}

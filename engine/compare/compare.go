@@ -1,0 +1,433 @@
+package compare
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"stepthrough/engine/cpu"
+	"stepthrough/engine/model"
+	"stepthrough/engine/sample"
+)
+
+// Strategy is one lane's decoding strategy.
+type Strategy struct {
+	Spec          string        `json:"spec"` // as the user wrote it
+	Kind          string        `json:"kind"` // greedy, sample or beam
+	Params        sample.Params `json:"-"`
+	Width         int           `json:"beam_width,omitempty"`
+	LengthPenalty float64       `json:"length_penalty,omitempty"`
+	// Force are tokens the lane takes first, whatever the sampler says (a
+	// branch: "what if it had picked the other word?").
+	Force []int32 `json:"force,omitempty"`
+}
+
+// ParseLane reads a lane: "greedy"; "beam=4[,length-penalty=1]"; or
+// sampler settings "temperature=0.7,top-p=0.9,seed=1" (keys: temperature,
+// top-k, top-p, min-p, typical-p, repeat-penalty, repeat-last-n,
+// frequency-penalty, presence-penalty, seed, order — order takes
+// llama.cpp, transformers, or steps joined by '>'). Unset sampler keys take
+// llama.cpp's defaults; a lane without a seed uses sharedSeed when given.
+func ParseLane(spec string, sharedSeed *uint64) (Strategy, error) {
+	s := Strategy{Spec: spec, Kind: "sample", Params: sample.Defaults()}
+	spec = strings.TrimSpace(spec)
+	if rest, ok := strings.CutPrefix(spec, "greedy,"); ok { // greedy with more keys, e.g. a forced branch
+		spec = "temperature=0," + rest
+	}
+	if spec == "greedy" {
+		s.Kind, s.Params.Temperature, s.Params.SeedSet = "greedy", 0, true
+		return s, nil
+	}
+	for _, kv := range strings.Split(spec, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if !ok {
+			return s, fmt.Errorf("lane %q: %q is not key=value (or the lane \"greedy\")", spec, kv)
+		}
+		num := func() (float64, error) {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return 0, fmt.Errorf("lane %q: %s %q is not a number", spec, k, v)
+			}
+			return f, nil
+		}
+		integer := func() (int, error) {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return 0, fmt.Errorf("lane %q: %s %q is not a whole number", spec, k, v)
+			}
+			return n, nil
+		}
+		var err error
+		p := &s.Params
+		switch k {
+		case "beam":
+			s.Kind = "beam"
+			if s.Width, err = integer(); err == nil && (s.Width < 2 || s.Width > 8) {
+				err = fmt.Errorf("lane %q: beam width %d: choose 2 to 8", spec, s.Width)
+			}
+		case "length-penalty":
+			s.LengthPenalty, err = num()
+		case "temperature":
+			p.Temperature, err = num()
+		case "top-k":
+			p.TopK, err = integer()
+		case "top-p":
+			p.TopP, err = num()
+		case "min-p":
+			p.MinP, err = num()
+		case "typical-p":
+			p.TypicalP, err = num()
+		case "repeat-penalty":
+			p.RepeatPenalty, err = num()
+		case "repeat-last-n":
+			p.RepeatLastN, err = integer()
+		case "frequency-penalty":
+			p.FrequencyPenalty, err = num()
+		case "presence-penalty":
+			p.PresencePenalty, err = num()
+		case "seed":
+			p.Seed, err = strconv.ParseUint(v, 10, 64)
+			p.SeedSet = err == nil
+			if err != nil {
+				err = fmt.Errorf("lane %q: seed %q is not a whole number", spec, v)
+			}
+		case "order":
+			p.Order, err = sample.ParseOrder(strings.ReplaceAll(v, ">", ","))
+		case "force":
+			for _, t := range strings.Split(v, ">") {
+				id, perr := strconv.ParseInt(t, 10, 32)
+				if perr != nil || id < 0 {
+					err = fmt.Errorf("lane %q: force takes token ids joined by '>', got %q", spec, v)
+					break
+				}
+				s.Force = append(s.Force, int32(id))
+			}
+			if len(s.Force) > 256 {
+				err = fmt.Errorf("lane %q: at most 256 forced tokens", spec)
+			}
+		default:
+			err = fmt.Errorf("lane %q: unknown key %q", spec, k)
+		}
+		if err != nil {
+			return s, err
+		}
+	}
+	if s.Kind == "beam" && math.IsNaN(s.LengthPenalty) {
+		return s, fmt.Errorf("lane %q: length-penalty must be a number", spec)
+	}
+	if s.Kind == "beam" && len(s.Force) > 0 {
+		return s, fmt.Errorf("lane %q: a beam lane cannot force tokens", spec)
+	}
+	if !s.Params.SeedSet && sharedSeed != nil {
+		s.Params.Seed, s.Params.SeedSet = *sharedSeed, true
+	}
+	if err := s.Params.Validate(); err != nil {
+		return s, fmt.Errorf("lane %q: %w", spec, err)
+	}
+	if s.Params.Temperature == 0 && s.Kind == "sample" {
+		s.Kind = "greedy"
+	}
+	return s, nil
+}
+
+// Candidate is a token with its probability after the lane's chain.
+type Candidate struct {
+	ID int32   `json:"id"`
+	P  float32 `json:"p"`
+}
+
+// Step is what a lane did at one position.
+type Step struct {
+	Token   int32       `json:"token"`
+	Forced  bool        `json:"forced,omitempty"` // taken from Strategy.Force, not sampled
+	LogProb float64     `json:"logprob"` // log p under the model (raw logits, T = 1)
+	U       float64     `json:"u,omitempty"`
+	Greedy  bool        `json:"greedy,omitempty"`
+	Top     []Candidate `json:"top,omitempty"` // after the lane's sampler chain
+}
+
+// Metrics sum up a lane.
+type Metrics struct {
+	Tokens           int     `json:"tokens"`
+	MeanLogProb      float64 `json:"mean_logprob"`
+	Perplexity       float64 `json:"perplexity"`
+	Distinct1        float64 `json:"distinct_1"`
+	Distinct2        float64 `json:"distinct_2"`
+	RepeatedTrigrams int     `json:"repeated_trigrams"`
+	Stop             string  `json:"stop"` // eos or max_tokens
+}
+
+// Lane is one strategy's run.
+type Lane struct {
+	Strategy Strategy    `json:"strategy"`
+	Seed     uint64      `json:"seed"`
+	Tokens   []int32     `json:"tokens"`
+	Steps    []Step      `json:"steps"`
+	Beam     *BeamResult `json:"beam,omitempty"`
+	Metrics  Metrics     `json:"metrics"`
+	ended    bool        // stopped at an end-of-generation token
+}
+
+// Result is a whole comparison.
+type Result struct {
+	Prompt     []int32 `json:"prompt"`
+	Lanes      []Lane  `json:"lanes"`
+	Divergence int     `json:"divergence"` // first step where the lanes differ; -1 if never
+	// Measured: the shared prefill, the cache copies that give each lane
+	// its own continuation, and (for comparison) one prefill per lane.
+	PrefillMS         float64 `json:"prefill_ms"`
+	CopyMS            float64 `json:"copy_ms"`
+	SeparatePrefillMS float64 `json:"separate_prefill_ms"`
+}
+
+// Options configure Run.
+type Options struct {
+	N       int // tokens per lane
+	Threads int
+}
+
+func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
+
+// Run prefills prompt once and runs every lane from a copy of its cache.
+func Run(ctx context.Context, m *model.Model, prompt []int32, lanes []Strategy, opt Options) (*Result, error) {
+	if len(lanes) < 1 || len(lanes) > 6 {
+		return nil, fmt.Errorf("compare: %d lanes: choose 1 to 6", len(lanes))
+	}
+	if len(prompt) == 0 {
+		return nil, fmt.Errorf("compare: empty prompt")
+	}
+	ctxLen := len(prompt) + opt.N + 1
+	if ctxLen > m.Config.ContextLen {
+		return nil, fmt.Errorf("compare: %d prompt tokens and %d new ones exceed the model's context of %d", len(prompt), opt.N, m.Config.ContextLen)
+	}
+	newRunner := func() (*cpu.Runner, error) {
+		return cpu.NewRunner(m, cpu.Options{Threads: opt.Threads, Context: ctxLen})
+	}
+	base, err := newRunner()
+	if err != nil {
+		return nil, err
+	}
+	defer base.Close()
+	res := &Result{Prompt: prompt, Divergence: -1}
+	if _, err := base.Forward(ctx, prompt, false); err != nil { // warm-up, so the timings compare like with like
+		return nil, err
+	}
+	base.Reset()
+	start := time.Now()
+	logits, err := base.Forward(ctx, prompt, false)
+	if err != nil {
+		return nil, err
+	}
+	res.PrefillMS = ms(time.Since(start))
+	first := slices.Clone(logits)
+	// the same prefill once per lane, measured for the comparison, in a
+	// second runner so the shared cache stays as it is
+	sep, err := newRunner()
+	if err != nil {
+		return nil, err
+	}
+	for range lanes {
+		sep.Reset()
+		start = time.Now()
+		if _, err := sep.Forward(ctx, prompt, false); err != nil {
+			sep.Close()
+			return nil, err
+		}
+		res.SeparatePrefillMS += ms(time.Since(start))
+	}
+	sep.Close()
+	eog := m.Tokenizer.IsEOG
+	for _, st := range lanes {
+		lane, copyMS, err := runLane(ctx, base, newRunner, st, prompt, first, opt.N, eog)
+		if err != nil {
+			return nil, err
+		}
+		res.CopyMS += copyMS
+		lane.Metrics = metrics(lane)
+		res.Lanes = append(res.Lanes, lane)
+	}
+	res.Divergence = divergence(res.Lanes)
+	return res, nil
+}
+
+func runLane(ctx context.Context, base *cpu.Runner, newRunner func() (*cpu.Runner, error), st Strategy, prompt []int32, first []float32, n int, eog func(int32) bool) (Lane, float64, error) {
+	lane := Lane{Strategy: st}
+	if st.Kind == "beam" {
+		return beamLane(ctx, base, newRunner, st, first, n, eog)
+	}
+	r, err := newRunner()
+	if err != nil {
+		return lane, 0, err
+	}
+	defer r.Close()
+	start := time.Now()
+	if err := r.CopyStateFrom(base); err != nil {
+		return lane, 0, err
+	}
+	copyMS := ms(time.Since(start))
+	smp, err := sample.New(st.Params)
+	if err != nil {
+		return lane, 0, err
+	}
+	lane.Seed = smp.Seed()
+	smp.Accept(prompt...)
+	logits := first
+	one := make([]int32, 1)
+	for i := 0; i < n; i++ {
+		var step Step
+		id := smp.Sample(logits, &sample.Observer{Draw: func(d sample.DrawResult) {
+			step.U, step.Greedy = d.U, d.Greedy
+			for _, c := range d.Candidates[:min(5, len(d.Candidates))] {
+				step.Top = append(step.Top, Candidate{c.ID, c.P})
+			}
+		}})
+		if i < len(st.Force) { // the sampler still ran (its generator advanced), but the branch takes the forced token
+			if int(st.Force[i]) >= len(logits) {
+				return lane, copyMS, fmt.Errorf("lane %q: forced token %d is outside the vocabulary", st.Spec, st.Force[i])
+			}
+			id, step.Forced = st.Force[i], true
+		}
+		step.Token, step.LogProb = id, LogSoftmax(logits)[id]
+		smp.Accept(id)
+		lane.Tokens, lane.Steps = append(lane.Tokens, id), append(lane.Steps, step)
+		if eog(id) {
+			lane.ended = true
+			break
+		}
+		if i == n-1 {
+			break
+		}
+		one[0] = id
+		if logits, err = r.Forward(ctx, one, false); err != nil {
+			return lane, copyMS, err
+		}
+	}
+	return lane, copyMS, nil
+}
+
+// runnerBeams implements Beams with one CPU runner per slot.
+type runnerBeams struct {
+	ctx     context.Context
+	runners []*cpu.Runner
+	logits  [][]float32
+}
+
+func (b *runnerBeams) LogProbs(i int) []float64 { return LogSoftmax(b.logits[i]) }
+func (b *runnerBeams) Fork(dst, src int) error {
+	b.logits[dst] = slices.Clone(b.logits[src])
+	return b.runners[dst].CopyStateFrom(b.runners[src])
+}
+func (b *runnerBeams) Advance(i int, tok int32) error {
+	l, err := b.runners[i].Forward(b.ctx, []int32{tok}, false)
+	b.logits[i] = slices.Clone(l)
+	return err
+}
+
+func beamLane(ctx context.Context, base *cpu.Runner, newRunner func() (*cpu.Runner, error), st Strategy, first []float32, n int, eog func(int32) bool) (Lane, float64, error) {
+	lane := Lane{Strategy: st}
+	b := &runnerBeams{ctx: ctx}
+	defer func() {
+		for _, r := range b.runners {
+			r.Close()
+		}
+	}()
+	for i := 0; i <= st.Width; i++ {
+		r, err := newRunner()
+		if err != nil {
+			return lane, 0, err
+		}
+		b.runners, b.logits = append(b.runners, r), append(b.logits, nil)
+	}
+	start := time.Now()
+	if err := b.runners[0].CopyStateFrom(base); err != nil {
+		return lane, 0, err
+	}
+	copyMS := ms(time.Since(start))
+	b.logits[0] = slices.Clone(first)
+	res, err := BeamSearch(b, st.Width, n, st.LengthPenalty, eog)
+	if err != nil {
+		return lane, copyMS, err
+	}
+	lane.Beam = &res
+	lane.Tokens, lane.ended = res.Best.Tokens, res.Best.Done
+	// per-token log-probabilities of the chosen beam, from a scoring pass
+	r := b.runners[0]
+	if err := r.CopyStateFrom(base); err != nil {
+		return lane, copyMS, err
+	}
+	logits := first
+	for i, tok := range lane.Tokens {
+		lane.Steps = append(lane.Steps, Step{Token: tok, LogProb: LogSoftmax(logits)[tok], Greedy: true})
+		if i < len(lane.Tokens)-1 {
+			l, err := r.Forward(ctx, []int32{tok}, false)
+			if err != nil {
+				return lane, copyMS, err
+			}
+			logits = l
+		}
+	}
+	return lane, copyMS, nil
+}
+
+func metrics(l Lane) Metrics {
+	m := Metrics{Tokens: len(l.Tokens), Stop: "max_tokens"}
+	if len(l.Steps) == 0 {
+		return m
+	}
+	var sum float64
+	for _, s := range l.Steps {
+		sum += s.LogProb
+	}
+	m.MeanLogProb = sum / float64(len(l.Steps))
+	m.Perplexity = math.Exp(-m.MeanLogProb)
+	if l.ended {
+		m.Stop = "eos"
+	}
+	m.Distinct1, _ = distinct(l.Tokens, 1)
+	m.Distinct2, _ = distinct(l.Tokens, 2)
+	_, m.RepeatedTrigrams = distinct(l.Tokens, 3)
+	return m
+}
+
+// distinct returns unique/total n-grams and how many n-grams repeat an
+// earlier one.
+func distinct(toks []int32, n int) (float64, int) {
+	if len(toks) < n {
+		return 0, 0
+	}
+	seen := map[string]bool{}
+	repeats := 0
+	for i := 0; i+n <= len(toks); i++ {
+		k := fmt.Sprint(toks[i : i+n])
+		if seen[k] {
+			repeats++
+		}
+		seen[k] = true
+	}
+	total := len(toks) - n + 1
+	return float64(len(seen)) / float64(total), repeats
+}
+
+// divergence is the first step where the lanes' tokens differ (a lane that
+// ended counts as different), or -1.
+func divergence(lanes []Lane) int {
+	if len(lanes) < 2 {
+		return -1
+	}
+	longest := 0
+	for _, l := range lanes {
+		longest = max(longest, len(l.Tokens))
+	}
+	for i := 0; i < longest; i++ {
+		for _, l := range lanes[1:] {
+			if i >= len(l.Tokens) || i >= len(lanes[0].Tokens) || l.Tokens[i] != lanes[0].Tokens[i] {
+				return i
+			}
+		}
+	}
+	return -1
+}

@@ -1,0 +1,142 @@
+package compare
+
+import (
+	"context"
+	"math"
+	"slices"
+	"testing"
+
+	"stepthrough/engine/cpu"
+	"stepthrough/engine/model"
+	"stepthrough/engine/reftest"
+	"stepthrough/engine/sample"
+)
+
+func stories(t *testing.T) *model.Model {
+	m, err := model.Load(reftest.Path(t, "models", "stories260K.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+func lanes(t *testing.T, specs ...string) []Strategy {
+	var out []Strategy
+	seed := uint64(7)
+	for _, s := range specs {
+		st, err := ParseLane(s, &seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+func TestParseLane(t *testing.T) {
+	for spec, want := range map[string]string{
+		"greedy": "greedy", "beam=4": "beam", "temperature=0.7,top-p=0.9,seed=1": "sample",
+		"temperature=0": "greedy", "beam=2,length-penalty=1.2": "beam", "temperature=1,order=transformers": "sample",
+		"top-k=5,order=penalties>top-k>temperature": "sample",
+	} {
+		st, err := ParseLane(spec, nil)
+		if err != nil || st.Kind != want {
+			t.Errorf("%q: %+v %v", spec, st.Kind, err)
+		}
+	}
+	for _, bad := range []string{"beam=1", "beam=9", "temperature=-1", "top-p=2", "nonsense", "colour=red", "seed=x", "order=top-z"} {
+		if _, err := ParseLane(bad, nil); err == nil {
+			t.Errorf("%q: want error", bad)
+		}
+	}
+}
+
+// Lanes continue from a copy of the shared prefill: their logits are
+// bit-identical to independent runs; identical lanes never diverge; the
+// greedy lane is the engine's greedy text.
+func TestLanes(t *testing.T) {
+	m := stories(t)
+	prompt := m.Tokenizer.EncodeIDs("Once upon a time", true)
+	ctx := context.Background()
+	res, err := Run(ctx, m, prompt, lanes(t, "greedy", "greedy", "temperature=1.2,top-k=0,top-p=1,min-p=0,seed=3", "beam=3"), Options{N: 12, Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []int32{432, 383, 286, 261, 376, 298, 315, 421, 395, 317, 426, 338}
+	if !slices.Equal(res.Lanes[0].Tokens, want) || !slices.Equal(res.Lanes[1].Tokens, want) {
+		t.Errorf("greedy lanes %v / %v, want %v", res.Lanes[0].Tokens, res.Lanes[1].Tokens, want)
+	}
+	if d := divergence(res.Lanes[:2]); d != -1 {
+		t.Errorf("identical lanes diverge at %d", d)
+	}
+	if res.Divergence < 0 {
+		t.Errorf("greedy and sampling at T=1.2 never diverge: %v / %v", res.Lanes[0].Tokens, res.Lanes[2].Tokens)
+	}
+	// the sampling lane's tokens equal an independent run with the same seed
+	r, _ := cpu.NewRunner(m, cpu.Options{Threads: 2, Context: 64})
+	defer r.Close()
+	smp, _ := sample.New(res.Lanes[2].Strategy.Params)
+	smp.Accept(prompt...)
+	logits, _ := r.Forward(ctx, prompt, false)
+	for i, tok := range res.Lanes[2].Tokens {
+		if id := smp.Sample(logits, nil); id != tok {
+			t.Fatalf("step %d: lane %d, independent run %d", i, tok, id)
+		}
+		if math.Abs(LogSoftmax(logits)[tok]-res.Lanes[2].Steps[i].LogProb) != 0 {
+			t.Fatalf("step %d: log-prob differs from an independent run", i)
+		}
+		smp.Accept(tok)
+		logits, _ = r.Forward(ctx, []int32{tok}, false)
+	}
+	beam := res.Lanes[3]
+	if beam.Beam == nil || len(beam.Beam.Steps) == 0 || beam.Beam.Why == "" {
+		t.Fatalf("beam lane %+v", beam.Beam)
+	}
+	var greedyLP, beamLP float64
+	for _, s := range res.Lanes[0].Steps {
+		greedyLP += s.LogProb
+	}
+	for _, s := range beam.Steps {
+		beamLP += s.LogProb
+	}
+	if len(beam.Tokens) == len(want) && beamLP < greedyLP-1e-9 {
+		t.Errorf("beam (width 3) log-prob %g below greedy %g", beamLP, greedyLP)
+	}
+	if math.Abs(beamLP-beam.Beam.Best.LogProb) > 1e-6 {
+		t.Errorf("beam scoring pass %g != search %g", beamLP, beam.Beam.Best.LogProb)
+	}
+	for _, l := range res.Lanes {
+		mt := l.Metrics
+		if mt.Tokens != len(l.Tokens) || !(mt.Perplexity >= 1) || mt.Distinct1 <= 0 || mt.Distinct1 > 1 || mt.Stop == "" {
+			t.Errorf("lane %s metrics %+v", l.Strategy.Spec, mt)
+		}
+	}
+	if !(res.PrefillMS > 0 && res.SeparatePrefillMS > res.PrefillMS) {
+		t.Errorf("prefill %.3f ms once, %.3f ms separately", res.PrefillMS, res.SeparatePrefillMS)
+	}
+}
+
+func TestDistinct(t *testing.T) {
+	d1, rep := distinct([]int32{1, 2, 1, 2, 1, 2}, 1)
+	if d1 != 2.0/6 || rep != 4 {
+		t.Errorf("distinct-1 %g repeats %d", d1, rep)
+	}
+	_, rep3 := distinct([]int32{1, 2, 3, 1, 2, 3, 1}, 3)
+	if rep3 != 2 {
+		t.Errorf("repeated trigrams %d", rep3)
+	}
+}
+
+func TestForcedBranch(t *testing.T) {
+	m := stories(t)
+	prompt := m.Tokenizer.EncodeIDs("Once upon a time", true)
+	res, err := Run(context.Background(), m, prompt, lanes(t, "greedy", "greedy,force=432>322"), Options{N: 6, Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := res.Lanes[1]
+	if b.Tokens[0] != 432 || b.Tokens[1] != 322 || !b.Steps[1].Forced || b.Steps[2].Forced || res.Divergence != 1 {
+		t.Errorf("branch %v (divergence %d)", b.Tokens, res.Divergence)
+	}
+}
