@@ -144,7 +144,7 @@ type Candidate struct {
 type Step struct {
 	Token   int32       `json:"token"`
 	Forced  bool        `json:"forced,omitempty"` // taken from Strategy.Force, not sampled
-	LogProb float64     `json:"logprob"` // log p under the model (raw logits, T = 1)
+	LogProb float64     `json:"logprob"`          // log p under the model (raw logits, T = 1)
 	U       float64     `json:"u,omitempty"`
 	Greedy  bool        `json:"greedy,omitempty"`
 	Top     []Candidate `json:"top,omitempty"` // after the lane's sampler chain
