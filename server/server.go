@@ -60,6 +60,7 @@ type Server struct {
 	log      *slog.Logger
 	mu       sync.Mutex
 	sessions map[string]*Session
+	compares compareCache
 }
 
 // New builds a server over the models found in cfg.ModelsDirs.
@@ -81,6 +82,9 @@ func New(cfg Config) *Server {
 	e.HideBanner, e.HidePort = true, true
 	e.GET("/", s.index)
 	e.GET("/ws", s.ws)
+	e.GET("/compare", s.comparePage)
+	e.GET("/compare.json", s.compareExport("json"))
+	e.GET("/compare.csv", s.compareExport("csv"))
 	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok") })
 	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", http.FileServer(http.FS(static.FS)))))
 	s.echo = e

@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"math"
+	"net/url"
 	"slices"
 	"strconv"
 
@@ -132,8 +133,9 @@ func (s *Session) panel(st *trace.Step, stage trace.Stage) views.Panel {
 		chosen := sm.Candidates[sm.Index]
 		sp := &views.SamplePanel{Greedy: sm.Greedy, U: sm.U, Chosen: views.Bar{ID: chosen.ID, Piece: piece(chosen.ID), Value: float64(chosen.P), Chosen: true}}
 		from := 0.0
+		step, _ := s.cur.Position()
 		for i, c := range sm.Candidates {
-			sp.CDF = append(sp.CDF, views.CDFBar{ID: c.ID, Piece: piece(c.ID), P: float64(c.P), From: from, To: sm.CDF[i], Chosen: i == sm.Index})
+			sp.CDF = append(sp.CDF, views.CDFBar{ID: c.ID, Piece: piece(c.ID), P: float64(c.P), From: from, To: sm.CDF[i], Chosen: i == sm.Index, Branch: s.branchURL(step, c.ID)})
 			from = sm.CDF[i]
 		}
 		p.Sample = sp
@@ -272,8 +274,9 @@ func (s *Session) samplerStep(st *trace.Step, i int, piece func(int32) string) *
 	for _, c := range r.After {
 		top = max(top, float64(c.P))
 	}
+	step, _ := s.cur.Position()
 	for _, c := range r.After {
-		p.Kept = append(p.Kept, views.Bar{ID: c.ID, Piece: piece(c.ID), Value: float64(c.P), Width: 100 * float64(c.P) / math.Max(top, 1e-12)})
+		p.Kept = append(p.Kept, views.Bar{ID: c.ID, Piece: piece(c.ID), Value: float64(c.P), Width: 100 * float64(c.P) / math.Max(top, 1e-12), Branch: s.branchURL(step, c.ID)})
 	}
 	for _, c := range r.Removed {
 		p.Removed = append(p.Removed, views.Bar{ID: c.ID, Piece: piece(c.ID), Removed: true})
@@ -350,3 +353,28 @@ func (s *Session) pca(st *trace.Step) ([]views.Point, string) {
 }
 
 var sampleProbabilities = sample.Probabilities
+
+// laneSpec writes the session's sampler settings as a Compare lane, with
+// the seed actually used, so the lane reproduces this run.
+func (s *Session) laneSpec() string {
+	x := s.settings
+	return fmt.Sprintf("temperature=%s,top-k=%s,top-p=%s,min-p=%s,typical-p=%s,repeat-penalty=%s,repeat-last-n=%s,frequency-penalty=%s,presence-penalty=%s,seed=%d,order=%s",
+		x.Temperature, x.TopK, x.TopP, x.MinP, x.TypicalP, x.RepeatPenalty, x.RepeatLastN, x.FreqPen, x.PresPen, s.smp.Seed(), x.Order)
+}
+
+// branchURL opens Compare with this run and a branch that takes the same
+// tokens up to step and then token instead.
+func (s *Session) branchURL(step int, token int32) string {
+	if step >= len(s.gen) {
+		return ""
+	}
+	force := ""
+	for _, id := range s.gen[:step] {
+		force += strconv.Itoa(int(id)) + ">"
+	}
+	force += strconv.Itoa(int(token))
+	spec := s.laneSpec()
+	q := url.Values{"prompt": {s.settings.Prompt}, "model": {s.settings.Model}, "n": {strconv.Itoa(min(s.parsed.maxTokens, 256))},
+		"lane": {spec, spec + ",force=" + force}, "step": {strconv.Itoa(step)}}
+	return "/compare?" + q.Encode()
+}

@@ -139,6 +139,7 @@ type Bar struct {
 	Width   float64 // 0..100 for the bar
 	Removed bool
 	Chosen  bool
+	Branch  string // a Compare link that forces this token instead ("what if?")
 }
 
 // LogitsPanel is the top raw logits.
@@ -187,6 +188,7 @@ type CDFBar struct {
 	Piece       string
 	P, From, To float64
 	Chosen      bool
+	Branch      string
 }
 
 // KVPanel shows the cache.

@@ -1,0 +1,133 @@
+package server
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/PuerkitoBio/goquery"
+	"github.com/chromedp/chromedp"
+)
+
+func compareURL(base string, n, step int, lanes ...string) string {
+	q := url.Values{"prompt": {"Once upon a time"}, "model": {"stories260K.gguf"}, "n": {itoa(n)}, "lane": lanes, "step": {itoa(step)}}
+	return base + "/compare?" + q.Encode()
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func TestComparePage(t *testing.T) {
+	_, ts := testServer(t)
+	doc := get(t, compareURL(ts.URL, 8, 7, "greedy", "temperature=1.5,top-k=0,top-p=1,min-p=0,seed=2", "beam=3"))
+	if n := doc.Find(`[data-testid="lane"]`).Length(); n != 3 {
+		t.Fatalf("%d lanes (%s)", n, doc.Find(".error").Text())
+	}
+	div, _ := doc.Find(`[data-testid="divergence"]`).Attr("data-step")
+	if div == "-1" || div == "" {
+		t.Errorf("divergence marker %q", div)
+	}
+	first := doc.Find(`[data-testid="lane"][data-lane-index="0"] [data-testid="lane-token"]`)
+	if first.Length() != 8 {
+		t.Errorf("lane 1 shows %d tokens at the last step", first.Length())
+	}
+	if id, _ := first.First().Attr("data-token-id"); id != "432" {
+		t.Errorf("greedy lane starts with %s", id)
+	}
+	if doc.Find(`[data-testid="beam-tree"]`).Length() != 1 {
+		t.Error("no beam tree")
+	}
+	// identical lanes never diverge
+	doc = get(t, compareURL(ts.URL, 6, 5, "greedy", "greedy"))
+	if d, _ := doc.Find(`[data-testid="divergence"]`).Attr("data-step"); d != "-1" {
+		t.Errorf("identical lanes diverge at %s", d)
+	}
+	// errors are explained
+	for _, lanes := range [][]string{{"greedy"}, {"greedy", "beam=99"}, {"greedy", "temperature=0.8"}} {
+		doc = get(t, compareURL(ts.URL, 4, 0, lanes...))
+		if doc.Find(`[data-testid="error"]`).Length() != 1 {
+			t.Errorf("lanes %v: no error shown", lanes)
+		}
+	}
+	// exports
+	resp, err := http.Get(strings.Replace(compareURL(ts.URL, 4, 0, "greedy", "beam=2"), "/compare?", "/compare.json?", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct{ Lanes []struct{ Tokens []int32 } }
+	json.NewDecoder(resp.Body).Decode(&res)
+	resp.Body.Close()
+	if len(res.Lanes) != 2 || len(res.Lanes[0].Tokens) != 4 {
+		t.Errorf("JSON export %+v", res)
+	}
+	resp, _ = http.Get(strings.Replace(compareURL(ts.URL, 4, 0, "greedy", "beam=2"), "/compare?", "/compare.csv?", 1))
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if lines := strings.Split(strings.TrimSpace(string(body)), "\n"); len(lines) != 9 || !strings.HasPrefix(lines[0], "lane,strategy,step") {
+		t.Errorf("CSV export:\n%s", body)
+	}
+}
+
+// In the browser: compare lanes, step them, see the divergence marker and
+// the beam tree, reload the shared URL, and follow a branch from the
+// Explorer.
+func TestCompareInBrowser(t *testing.T) {
+	ctx, base := browser(t)
+	do(t, ctx,
+		chromedp.Navigate(base+"/compare"),
+		chromedp.WaitVisible(chromedp.CSS(`button[data-action="compare"]`)),
+		chromedp.SetValue(chromedp.CSS(`input[name="n"]`), "8"),
+		chromedp.SetValue(chromedp.CSS(`input[name="lane"]:nth-of-type(1)`), "greedy"),
+	)
+	eval[any](t, ctx, `(() => { const l = document.querySelectorAll('input[name="lane"]'); l[2].value = "temperature=2,top-k=0,top-p=1,min-p=0,seed=5"; return null; })()`, false)
+	do(t, ctx,
+		chromedp.Click(chromedp.CSS(`button[data-action="compare"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="lane"]`)),
+	)
+	if n := eval[int](t, ctx, `document.querySelectorAll('[data-testid="lane"]').length`, false); n != 4 {
+		t.Fatalf("%d lanes", n)
+	}
+	for i := 0; i < 7; i++ {
+		before := attr(t, ctx, "#state", "data-url")
+		click(t, ctx, `[data-action="step"]`)
+		waitChange(t, ctx, "#state", "data-url", before)
+	}
+	if d := attr(t, ctx, `[data-testid="divergence"]`, "data-step"); d == "-1" || d == "" {
+		t.Errorf("no divergence marker after 8 steps (%s)", d)
+	}
+	if eval[int](t, ctx, `document.querySelectorAll('[data-testid="beam-tree"] circle').length`, false) == 0 {
+		t.Error("beam tree has no nodes")
+	}
+	screenshot(t, ctx, "compare")
+	url := eval[string](t, ctx, `location.href`, false)
+	if !strings.Contains(url, "step=7") {
+		t.Errorf("URL %s does not carry the step", url)
+	}
+	tokens := eval[string](t, ctx, `[...document.querySelectorAll('[data-testid="lane-token"]')].map(e => e.dataset.tokenId).join(" ")`, false)
+	do(t, ctx, chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS(`[data-testid="lane"]`)))
+	if again := eval[string](t, ctx, `[...document.querySelectorAll('[data-testid="lane-token"]')].map(e => e.dataset.tokenId).join(" ")`, false); again != tokens {
+		t.Errorf("reloaded URL shows other tokens:\n%s\n%s", tokens, again)
+	}
+	// a branch from the Explorer: at the sample stage, force another token
+	do(t, ctx,
+		chromedp.Navigate(base+"/?prompt=Once+upon+a+time&temperature=1&seed=4&top_k=0&top_p=1&min_p=0&step=0&stage=20"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-stage="sample"]`)),
+	)
+	branch := attr(t, ctx, `[data-testid="branch"]`, "data-token-id")
+	click(t, ctx, `[data-testid="branch"]`)
+	do(t, ctx, chromedp.WaitVisible(chromedp.CSS(`[data-testid="lane"]`)))
+	lanes := eval[int](t, ctx, `document.querySelectorAll('[data-testid="lane"]').length`, false)
+	forced := eval[string](t, ctx, `document.querySelector('[data-testid="lane"][data-lane-index="1"] [data-testid="lane-token"]').dataset.tokenId`, false)
+	if lanes != 2 || forced != branch {
+		t.Errorf("branch: %d lanes, branch lane starts with %s, want %s", lanes, forced, branch)
+	}
+	if d := attr(t, ctx, `[data-testid="divergence"]`, "data-step"); d != "0" {
+		t.Errorf("branch diverges at %s, want 0", d)
+	}
+	screenshot(t, ctx, "branch")
+}
+
+var _ = goquery.NewDocumentFromReader
