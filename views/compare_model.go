@@ -14,13 +14,13 @@ type ComparePage struct {
 
 // CompareView is a computed comparison at a step.
 type CompareView struct {
-	Step, Steps                     int
-	Divergence                      int // -1: never
-	URL, Prev, Next, End, First     string
-	JSONURL, CSVURL                 string
-	PrefillMS, CopyMS, SeparateMS   float64
-	SavedMS                         float64
-	Lanes                           []LaneView
+	Step, Steps                   int
+	Divergence                    int // -1: never
+	URL, Prev, Next, End, First   string
+	JSONURL, CSVURL               string
+	PrefillMS, CopyMS, SeparateMS float64
+	SavedMS                       float64
+	Lanes                         []LaneView
 }
 
 // LaneView is one lane up to the current step.
@@ -61,13 +61,13 @@ type Metric struct {
 
 // BeamTree draws beam search up to the current step.
 type BeamTree struct {
-	Nodes   []BeamNode
-	Edges   []BeamEdge
-	Pruned  []string // per step: how many candidates were pruned, and the best of them
-	Best    string
-	Why     string
-	Width   int
-	Height  int
+	Nodes  []BeamNode
+	Edges  []BeamEdge
+	Pruned []string // per step: how many candidates were pruned, and the best of them
+	Best   string
+	Why    string
+	Width  int
+	Height int
 }
 
 // BeamNode is a kept hypothesis at a step.
