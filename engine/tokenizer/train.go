@@ -1,0 +1,90 @@
+package tokenizer
+
+import (
+	"fmt"
+	"sort"
+)
+
+// TrainBPE learns a byte-level BPE vocabulary of vocabSize tokens from
+// texts, the way GPT-2's tokenizer was made: split with the GPT-2
+// pre-tokenizer, start from the 256 bytes (as GPT-2's byte↔unicode
+// characters), and repeatedly merge the most frequent adjacent pair
+// (ties: the pair of lowest token ids) into a new token. The specials are
+// appended as control tokens. The merges, in order, are the ranks the
+// tokenizer applies, so a student can read how every token was built.
+func TrainBPE(texts []string, vocabSize int, specials []string) (*Vocab, error) {
+	if vocabSize < 256+len(specials) {
+		return nil, fmt.Errorf("train bpe: vocabulary %d is smaller than the 256 bytes and %d specials", vocabSize, len(specials))
+	}
+	counts := map[string]int{}
+	for _, t := range texts {
+		for _, sp := range splitGPT2(t, nil) {
+			counts[t[sp.start:sp.end]]++
+		}
+	}
+	type word struct {
+		syms  []int32
+		count int
+	}
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys) // deterministic order
+	words := make([]word, len(keys))
+	for i, k := range keys {
+		syms := make([]int32, len(k))
+		for j := 0; j < len(k); j++ {
+			syms[j] = int32(k[j])
+		}
+		words[i] = word{syms, counts[k]}
+	}
+	v := &Vocab{Model: "gpt2", Pre: "gpt-2", BOS: -1, EOS: -1, UNK: -1, EOT: -1, PAD: -1}
+	for b := 0; b < 256; b++ {
+		v.Tokens = append(v.Tokens, string(byteToRune[b]))
+		v.Types = append(v.Types, TypeNormal)
+	}
+	for len(v.Tokens) < vocabSize-len(specials) {
+		pairs := map[[2]int32]int{}
+		for _, w := range words {
+			for j := 0; j+1 < len(w.syms); j++ {
+				pairs[[2]int32{w.syms[j], w.syms[j+1]}] += w.count
+			}
+		}
+		best, bestN := [2]int32{}, 0
+		for p, n := range pairs {
+			if n > bestN || (n == bestN && (p[0] < best[0] || p[0] == best[0] && p[1] < best[1])) {
+				best, bestN = p, n
+			}
+		}
+		if bestN < 2 {
+			break // nothing left worth merging
+		}
+		id := int32(len(v.Tokens))
+		v.Merges = append(v.Merges, v.Tokens[best[0]]+" "+v.Tokens[best[1]])
+		v.Tokens = append(v.Tokens, v.Tokens[best[0]]+v.Tokens[best[1]])
+		v.Types = append(v.Types, TypeNormal)
+		for i := range words {
+			s := words[i].syms
+			out := s[:0]
+			for j := 0; j < len(s); j++ {
+				if j+1 < len(s) && s[j] == best[0] && s[j+1] == best[1] {
+					out = append(out, id)
+					j++
+					continue
+				}
+				out = append(out, s[j])
+			}
+			words[i].syms = out
+		}
+	}
+	for _, sp := range specials {
+		v.Tokens = append(v.Tokens, sp)
+		v.Types = append(v.Types, TypeControl)
+	}
+	if len(specials) > 0 {
+		v.BOS = int32(len(v.Tokens) - len(specials))
+		v.EOS = v.BOS
+	}
+	return v, nil
+}
