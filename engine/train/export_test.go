@@ -1,0 +1,70 @@
+package train
+
+import (
+	"context"
+	"math"
+	"path/filepath"
+	"testing"
+
+	"stepthrough/engine/cpu"
+	"stepthrough/engine/gguf"
+	"stepthrough/engine/model"
+	"stepthrough/engine/tokenizer"
+)
+
+// A trained model written as GGUF loads in the engine and gives the logits
+// the trainer computes.
+func TestExportMatchesEngine(t *testing.T) {
+	texts := []string{"The capital of France is Paris. The cat sat on the mat. Mia had a red kite."}
+	v, err := tokenizer.TrainBPE(texts, 300, []string{"<|endoftext|>"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Config{Vocab: len(v.Tokens), Ctx: 32, Embd: 32, Layers: 2, Heads: 4, FFN: 64}
+	m := NewModel(c, 5, 2)
+	for i := range m.W {
+		m.W[i] *= 3 // bigger logits than the init gives
+	}
+	w, err := m.Writer("test", v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Parse(w.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	em, err := model.FromFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk := em.Tokenizer
+	ids := tk.EncodeIDs("The capital of France is", false)
+	m.Forward(ids, ids, 1, len(ids), false)
+	r, _ := cpu.NewRunner(em, cpu.Options{Threads: 2, Context: 32})
+	defer r.Close()
+	got, err := r.Forward(context.Background(), ids, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := m.Logits()
+	var worst float64
+	for i := range got {
+		worst = math.Max(worst, math.Abs(float64(got[i]-want[i])))
+	}
+	if worst > 1e-3 {
+		t.Errorf("engine vs trainer logits: max diff %g", worst)
+	}
+	// checkpoint round trip
+	p := filepath.Join(t.TempDir(), "c.ckpt")
+	opt := NewAdamW(len(m.W), 1e-3, 0)
+	opt.Step = 7
+	if err := SaveCheckpoint(p, m, opt, 99); err != nil {
+		t.Fatal(err)
+	}
+	m2 := NewModel(c, 6, 1)
+	opt2 := NewAdamW(len(m2.W), 1e-3, 0)
+	seed, err := LoadCheckpoint(p, m2, opt2)
+	if err != nil || seed != 99 || opt2.Step != 7 || m2.W[100] != m.W[100] {
+		t.Errorf("checkpoint: seed %d step %d err %v", seed, opt2.Step, err)
+	}
+}
