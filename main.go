@@ -19,6 +19,7 @@ import (
 	"syscall"
 
 	"stepthrough/engine/cli"
+	"stepthrough/models/recipe"
 	"stepthrough/server"
 	"stepthrough/static"
 )
@@ -34,8 +35,11 @@ func main() {
 		}
 		os.Exit(serve(ctx, args))
 	}
+	if os.Args[1] == "train-lesson" {
+		os.Exit(trainLesson(ctx, os.Args[2:]))
+	}
 	if os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
-		fmt.Fprintf(os.Stdout, "usage: stepthrough [command] [flags]\n\ncommands:\n  serve     run the web app (the default)\n%s", cli.Usage())
+		fmt.Fprintf(os.Stdout, "usage: stepthrough [command] [flags]\n\ncommands:\n  serve     run the web app (the default)\n  train-lesson  make the lesson models from scratch (corpus, tokenizer, training)\n%s", cli.Usage())
 		return
 	}
 	os.Exit(cli.Run(ctx, env, os.Args[1], os.Args[2:]))
@@ -76,4 +80,30 @@ func serve(ctx context.Context, args []string) int {
 func dirExists(d string) bool {
 	st, err := os.Stat(d)
 	return err == nil && st.IsDir()
+}
+
+// trainLesson runs models/recipe: corpus, tokenizer, both models, report.
+func trainLesson(ctx context.Context, args []string) int {
+	o := recipe.Defaults()
+	fs := flag.NewFlagSet("train-lesson", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Uint64Var(&o.Seed, "seed", o.Seed, "seed of the whole recipe")
+	fs.StringVar(&o.OutDir, "out", o.OutDir, "output directory")
+	fs.IntVar(&o.MainSteps, "steps", o.MainSteps, "training steps of the main model")
+	fs.IntVar(&o.DraftSteps, "draft-steps", o.DraftSteps, "training steps of the draft model")
+	fs.Float64Var(&o.Scale, "scale", o.Scale, "corpus size factor")
+	fs.IntVar(&o.Threads, "t", 0, "CPU threads (0: all cores)")
+	if err := fs.Parse(args); err != nil {
+		fmt.Fprintf(os.Stderr, "stepthrough train-lesson: %v\n", err)
+		return 2
+	}
+	o.Progress = os.Stderr
+	rep, err := recipe.Run(ctx, o)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "stepthrough train-lesson: %v\n", err)
+		return 1
+	}
+	fmt.Printf("Paris: top %q, p %.3f; capitals top-1 %.1f%%; copying top-1 %.1f%% of %d; draft agreement %.1f%%\n",
+		rep.ParisTop, rep.ParisP, 100*rep.CapitalTop1, 100*rep.CopyTop1, rep.CopyCases, 100*rep.DraftAgreement)
+	return 0
 }

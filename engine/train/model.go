@@ -44,24 +44,24 @@ func newLayout(c Config) layout {
 
 // Model holds parameters, gradients and activations for batches of B×T.
 type Model struct {
-	C      Config
-	L      layout
-	W, G   []float32 // parameters and their gradients
-	mm     *mm
-	B, T   int
-	acts   *acts
+	C    Config
+	L    layout
+	W, G []float32 // parameters and their gradients
+	mm   *mm
+	B, T int
+	acts *acts
 }
 
 type acts struct {
-	tok, tgt                   []int32
-	x                          [][]float32 // residual stream: input of each layer and the final one
-	ln1, ln1m, ln1r            [][]float32
-	qkv, probs, att, x1        [][]float32
-	ln2, ln2m, ln2r, up, g     [][]float32
-	lnf, lnfm, lnfr, logits    []float32
-	dlogits, dx, dtmp, dqkv    []float32
-	dup, datt, dln             []float32
-	xT, dyT                    []float32
+	tok, tgt                []int32
+	x                       [][]float32 // residual stream: input of each layer and the final one
+	ln1, ln1m, ln1r         [][]float32
+	qkv, probs, att, x1     [][]float32
+	ln2, ln2m, ln2r, up, g  [][]float32
+	lnf, lnfm, lnfr, logits []float32
+	dlogits, dx, dtmp, dqkv []float32
+	dup, datt, dln          []float32
+	xT, dyT                 []float32
 }
 
 // NewModel initialises a model with GPT-2's scheme (normal std 0.02;
@@ -149,7 +149,7 @@ func (m *Model) Forward(tok, tgt []int32, B, T int, grad bool) float64 {
 		x, next := a.x[i], a.x[i+1]
 		layerNorm(a.ln1[i], a.ln1m[i], a.ln1r[i], x, m.w(o.ln1g, E), m.w(o.ln1b, E), N, E, lnEps)
 		m.mm.linear(a.qkv[i], a.ln1[i], m.w(o.wqkv, 3*E*E), m.w(o.bqkv, 3*E), N, E, 3*E)
-		attention(a.att[i], a.probs[i], a.qkv[i], B, T, H, D)
+		attention(m.mm.pool, a.att[i], a.probs[i], a.qkv[i], B, T, H, D)
 		m.mm.linear(a.dtmp, a.att[i], m.w(o.wo, E*E), m.w(o.bo, E), N, E, E)
 		for j := range x {
 			a.x1[i][j] = x[j] + a.dtmp[j]
@@ -196,7 +196,7 @@ func (m *Model) Forward(tok, tgt []int32, B, T int, grad bool) float64 {
 		clear(a.datt)
 		m.mm.linearBack(a.datt, m.g(o.wo, E*E), m.g(o.bo, E), dx, a.att[i], m.w(o.wo, E*E), N, E, E, a.xT, a.dyT)
 		clear(a.dqkv)
-		attentionBack(a.dqkv, a.datt, a.probs[i], a.qkv[i], B, T, H, D)
+		attentionBack(m.mm.pool, a.dqkv, a.datt, a.probs[i], a.qkv[i], B, T, H, D)
 		clear(a.dln)
 		m.mm.linearBack(a.dln, m.g(o.wqkv, 3*E*E), m.g(o.bqkv, 3*E), a.dqkv, a.ln1[i], m.w(o.wqkv, 3*E*E), N, E, 3*E, a.xT, a.dyT)
 		layerNormBack(dx, m.g(o.ln1g, E), m.g(o.ln1b, E), a.dln, a.x[i], a.ln1m[i], a.ln1r[i], m.w(o.ln1g, E), N, E)

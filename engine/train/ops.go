@@ -169,11 +169,12 @@ func geluGrad(x float32) float32 {
 
 // attention over B sequences of T positions with H heads of D values:
 // qkv [B·T×3E] rows [q|k|v]; out [B·T×E]; probs [B×H×T×T] kept for backward.
-func attention(out, probs, qkv []float32, B, T, H, D int) {
+func attention(pool *cpu.Pool, out, probs, qkv []float32, B, T, H, D int) {
 	E := H * D
 	scale := float32(1 / math.Sqrt(float64(D)))
-	for b := 0; b < B; b++ {
-		for h := 0; h < H; h++ {
+	pool.Parallel(B*H, 1, func(_, lo, hi int) {
+		for bh := lo; bh < hi; bh++ {
+			b, h := bh/H, bh%H
 			P := probs[((b*H)+h)*T*T:]
 			for i := 0; i < T; i++ {
 				q := qkv[(b*T+i)*3*E+h*D:]
@@ -210,16 +211,17 @@ func attention(out, probs, qkv []float32, B, T, H, D int) {
 				}
 			}
 		}
-	}
+	})
 }
 
 // attentionBack adds the gradient of qkv given dout.
-func attentionBack(dqkv, dout, probs, qkv []float32, B, T, H, D int) {
+func attentionBack(pool *cpu.Pool, dqkv, dout, probs, qkv []float32, B, T, H, D int) {
 	E := H * D
 	scale := float32(1 / math.Sqrt(float64(D)))
-	dp := make([]float32, T)
-	for b := 0; b < B; b++ {
-		for h := 0; h < H; h++ {
+	pool.Parallel(B*H, 1, func(_, lo, hi int) {
+		dp := make([]float32, T)
+		for bh := lo; bh < hi; bh++ {
+			b, h := bh/H, bh%H
 			P := probs[((b*H)+h)*T*T:]
 			for i := 0; i < T; i++ {
 				do := dout[(b*T+i)*E+h*D : (b*T+i)*E+h*D+D]
@@ -251,7 +253,7 @@ func attentionBack(dqkv, dout, probs, qkv []float32, B, T, H, D int) {
 				}
 			}
 		}
-	}
+	})
 }
 
 // crossEntropy returns the mean loss and writes dlogits (softmax - onehot)/n.

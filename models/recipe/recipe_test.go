@@ -1,0 +1,56 @@
+package recipe
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"stepthrough/engine/model"
+)
+
+// A miniature run of the whole recipe: files written, loadable, the report
+// filled in, the README rendered, and the same seed giving the same bytes.
+func TestRecipeMiniature(t *testing.T) {
+	run := func(dir string) *Report {
+		o := Defaults()
+		o.OutDir, o.Scale, o.MainSteps, o.DraftSteps, o.Threads = dir, 0.01, 3, 2, 2
+		o.Vocab = 600
+		rep, err := Run(context.Background(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	a, b := t.TempDir(), t.TempDir()
+	rep := run(a)
+	run(b)
+	for _, f := range []string{"lesson.gguf", "lesson-draft.gguf"} {
+		x, _ := os.ReadFile(filepath.Join(a, f))
+		y, _ := os.ReadFile(filepath.Join(b, f))
+		if len(x) == 0 || !bytes.Equal(x, y) {
+			t.Errorf("%s: not reproducible from the seed", f)
+		}
+		m, err := model.Load(filepath.Join(a, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Config.Arch != "gpt2" || m.Tokenizer.Vocab().Model != "gpt2" {
+			t.Errorf("%s: %s with a %s tokenizer", f, m.Config.Arch, m.Tokenizer.Vocab().Model)
+		}
+		m.Close()
+	}
+	if rep.CopyCases == 0 || len(rep.Samples) != 4 || rep.Main.ValLoss["facts"] == 0 || rep.Vocab > 600 {
+		t.Errorf("report %+v", rep)
+	}
+	p := filepath.Join(a, "README.md")
+	if err := WriteREADME(p, rep); err != nil {
+		t.Fatal(err)
+	}
+	md, _ := os.ReadFile(p)
+	if !strings.Contains(string(md), "Quality bars") || strings.Contains(string(md), "<no value>") {
+		t.Errorf("README:\n%s", md)
+	}
+}
