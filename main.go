@@ -19,6 +19,7 @@ import (
 	"syscall"
 
 	"stepthrough/engine/cli"
+	"stepthrough/models"
 	"stepthrough/models/recipe"
 	"stepthrough/server"
 	"stepthrough/static"
@@ -65,7 +66,8 @@ func serve(ctx context.Context, args []string) int {
 	if msg := static.Missing(); msg != "" {
 		fmt.Fprintln(os.Stderr, msg)
 	}
-	s := server.New(server.Config{Addr: *addr, ModelsDirs: modelDirs, Logger: log})
+	s := server.New(server.Config{Addr: *addr, ModelsDirs: modelDirs, Logger: log,
+		Embedded: map[string][]byte{"lesson.gguf": models.Lesson, "lesson-draft.gguf": models.LessonDraft}})
 	if len(s.Models()) == 0 {
 		fmt.Fprintf(os.Stderr, "no models found in %s: add a .gguf or pass --models-dir\n", strings.Join(modelDirs, ", "))
 	}
@@ -93,12 +95,26 @@ func trainLesson(ctx context.Context, args []string) int {
 	fs.IntVar(&o.DraftSteps, "draft-steps", o.DraftSteps, "training steps of the draft model")
 	fs.Float64Var(&o.Scale, "scale", o.Scale, "corpus size factor")
 	fs.IntVar(&o.Threads, "t", 0, "CPU threads (0: all cores)")
+	readmeOnly := fs.Bool("readme-only", false, "only render README.md from the report.json of the last run")
+	evalOnly := fs.Bool("eval-only", false, "only measure the quality bars again on the models in --out (updates report.json and README.md)")
 	if err := fs.Parse(args); err != nil {
 		fmt.Fprintf(os.Stderr, "stepthrough train-lesson: %v\n", err)
 		return 2
 	}
 	o.Progress = os.Stderr
-	rep, err := recipe.Run(ctx, o)
+	var rep *recipe.Report
+	var err error
+	switch {
+	case *readmeOnly:
+		rep, err = recipe.ReadReport(filepath.Join(o.OutDir, "report.json"))
+	case *evalOnly:
+		rep, err = recipe.Reevaluate(ctx, o.OutDir)
+	default:
+		rep, err = recipe.Run(ctx, o)
+	}
+	if err == nil {
+		err = recipe.WriteREADME(filepath.Join(o.OutDir, "README.md"), rep)
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "stepthrough train-lesson: %v\n", err)
 		return 1

@@ -118,8 +118,18 @@ func stepUntil(t *testing.T, ctx context.Context, stage string) {
 
 func waitChange(t *testing.T, ctx context.Context, sel, name, before string) {
 	t.Helper()
-	js := fmt.Sprintf(`new Promise(r => { const f = () => { const e = document.querySelector(%q); if (e && e.getAttribute(%q) !== %q) r(true); else setTimeout(f, 10); }; f(); })`, sel, name, before)
-	eval[bool](t, ctx, js, true)
+	// poll from Go, so a full page navigation (a boosted link that falls
+	// back to a normal one) does not break the wait
+	js := fmt.Sprintf(`(() => { const e = document.querySelector(%q); return e ? e.getAttribute(%q) || "" : %q; })()`, sel, name, before)
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
+		if err == nil && v != before {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("%s[%s] stayed %q", sel, name, before)
 }
 
 func sumProbs(t *testing.T, ctx context.Context) float64 {

@@ -7,20 +7,22 @@ import (
 	"strings"
 	"sync"
 
+	"stepthrough/engine/gguf"
 	"stepthrough/engine/model"
 )
 
 // Registry offers every .gguf file in the model directories by file name,
 // loading each on first use and sharing it (models are read-only).
 type Registry struct {
-	mu     sync.Mutex
-	paths  map[string]string
-	loaded map[string]*model.Model
+	mu       sync.Mutex
+	paths    map[string]string
+	embedded map[string][]byte
+	loaded   map[string]*model.Model
 }
 
 // NewRegistry scans dirs (missing ones are skipped).
 func NewRegistry(dirs []string) *Registry {
-	r := &Registry{paths: map[string]string{}, loaded: map[string]*model.Model{}}
+	r := &Registry{paths: map[string]string{}, embedded: map[string][]byte{}, loaded: map[string]*model.Model{}}
 	for _, d := range dirs {
 		files, _ := filepath.Glob(filepath.Join(d, "*.gguf"))
 		for _, f := range files {
@@ -33,10 +35,21 @@ func NewRegistry(dirs []string) *Registry {
 	return r
 }
 
+// AddEmbedded offers a model compiled into the binary, unless a file of
+// the same name was found on disk (a freshly trained one wins).
+func (r *Registry) AddEmbedded(name string, data []byte) {
+	if _, ok := r.paths[name]; !ok && len(data) > 0 {
+		r.embedded[name] = data
+	}
+}
+
 // Names lists the offered models, sorted.
 func (r *Registry) Names() []string {
 	var n []string
 	for k := range r.paths {
+		n = append(n, k)
+	}
+	for k := range r.embedded {
 		n = append(n, k)
 	}
 	sort.Strings(n)
@@ -47,6 +60,9 @@ func (r *Registry) Names() []string {
 // the first by name.
 func (r *Registry) Default() string {
 	if _, ok := r.paths["lesson.gguf"]; ok {
+		return "lesson.gguf"
+	}
+	if _, ok := r.embedded["lesson.gguf"]; ok {
 		return "lesson.gguf"
 	}
 	if n := r.Names(); len(n) > 0 {
@@ -60,6 +76,18 @@ func (r *Registry) Get(name string) (*model.Model, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if m, ok := r.loaded[name]; ok {
+		return m, nil
+	}
+	if data, ok := r.embedded[name]; ok {
+		f, err := gguf.Parse(data)
+		if err != nil {
+			return nil, fmt.Errorf("embedded model %s: %w", name, err)
+		}
+		m, err := model.FromFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("embedded model %s: %w", name, err)
+		}
+		r.loaded[name] = m
 		return m, nil
 	}
 	p, ok := r.paths[name]

@@ -46,6 +46,7 @@ import (
 type Config struct {
 	Addr         string
 	ModelsDirs   []string
+	Embedded     map[string][]byte // models compiled into the binary, by file name
 	IdleTimeout  time.Duration
 	MaxSessions  int
 	MaxPerClient int
@@ -78,6 +79,9 @@ func New(cfg Config) *Server {
 		cfg.Logger = slog.Default()
 	}
 	s := &Server{cfg: cfg, reg: NewRegistry(cfg.ModelsDirs), log: cfg.Logger, sessions: map[string]*Session{}}
+	for name, data := range cfg.Embedded {
+		s.reg.AddEmbedded(name, data)
+	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.GET("/", s.index)

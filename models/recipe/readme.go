@@ -1,6 +1,7 @@
 package recipe
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"sort"
@@ -87,7 +88,7 @@ differences (` + "`engine/train`" + `).
 
 ## Quality bars (measured with the engine on lesson.gguf)
 
-- "The capital of France is" → most likely next token {{printf "%q" .ParisTop}}, p(" Paris") = **{{f3 .ParisP}}** at temperature 1 (bar: greedy " Paris", p ≥ 0.6).
+- "The capital of France is" → greedy continuation {{if .ParisGreedy}}" Paris"{{else}}not " Paris" (first token {{printf "%q" .ParisTop}}){{end}}; p(" Paris") = **{{f3 .ParisP}}** at temperature 1, the product over its tokens (bar: greedy " Paris", p ≥ 0.6).
 - "The capital of X is" for all 193 member states: top-1 = the capital's first token in **{{pct .CapitalTop1}}** (bar: ≥ 95 %).{{if .CapitalMisses}} Misses: {{range .CapitalMisses}}{{.}}; {{end}}{{end}}
 - Copying: in {{.CopyCases}} held-out stories, the character's name is the top-1 prediction at its next mention in **{{pct .CopyTop1}}** (bar: ≥ 80 %).
 - The draft's greedy next token equals the main model's on held-out text in **{{pct .DraftAgreement}}** of positions.
@@ -109,4 +110,17 @@ func WriteREADME(path string, r *Report) error {
 		return err
 	}
 	return f.Close()
+}
+
+// ReadReport loads a report.json written by Run.
+func ReadReport(path string) (*Report, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	r := new(Report)
+	if err := json.Unmarshal(b, r); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return r, nil
 }

@@ -38,6 +38,10 @@ type Options struct {
 	Threads    int
 	Progress   io.Writer
 	Scale      float64 // corpus size factor (1 = the default few MB)
+	// CheckpointEvery saves the training state every so many steps into
+	// OutDir/checkpoints; Resume continues from a saved state.
+	CheckpointEvery int
+	Resume          bool
 }
 
 // Defaults are the committed models' recipe.
@@ -46,20 +50,25 @@ func Defaults() Options {
 		Seed: 1, OutDir: "models", Vocab: 1024,
 		Main:      train.Config{Ctx: 128, Embd: 128, Layers: 4, Heads: 4, FFN: 512},
 		Draft:     train.Config{Ctx: 128, Embd: 64, Layers: 2, Heads: 2, FFN: 256},
-		MainSteps: 6000, DraftSteps: 3000, Batch: 8, T: 128, Scale: 1,
+		MainSteps: 6000, DraftSteps: 3000, Batch: 8, T: 128, Scale: 1, CheckpointEvery: 500,
 	}
 }
 
 // Report is what a run measured.
 type Report struct {
-	Seed           uint64             `json:"seed"`
-	CorpusBytes    map[string]int     `json:"corpus_bytes"`
-	TrainTokens    int                `json:"train_tokens"`
-	Vocab          int                `json:"vocab"`
-	Main           ModelReport        `json:"main"`
-	Draft          ModelReport        `json:"draft"`
+	Seed        uint64         `json:"seed"`
+	CorpusBytes map[string]int `json:"corpus_bytes"`
+	TrainTokens int            `json:"train_tokens"`
+	Vocab       int            `json:"vocab"`
+	Main        ModelReport    `json:"main"`
+	Draft       ModelReport    `json:"draft"`
+	// ParisP is p(" Paris" | "The capital of France is") at temperature 1:
+	// the product of its tokens' probabilities; ParisGreedy says whether
+	// greedy decoding writes " Paris".
 	ParisP         float64            `json:"paris_probability"`
 	ParisTop       string             `json:"paris_top_token"`
+	ParisGreedy    bool               `json:"paris_greedy"`
+	Scale          float64            `json:"corpus_scale"`
 	CapitalTop1    float64            `json:"capital_top1"`
 	CapitalMisses  []string           `json:"capital_misses"`
 	CopyTop1       float64            `json:"copy_top1"`
@@ -90,7 +99,7 @@ func scaled(o corpus.Options, f float64) corpus.Options {
 
 // Run executes the recipe.
 func Run(ctx context.Context, o Options) (*Report, error) {
-	rep := &Report{Seed: o.Seed, CorpusBytes: map[string]int{}, Seconds: map[string]float64{}}
+	rep := &Report{Seed: o.Seed, Scale: o.Scale, CorpusBytes: map[string]int{}, Seconds: map[string]float64{}}
 	logf := func(format string, a ...any) {
 		if o.Progress != nil {
 			fmt.Fprintf(o.Progress, format+"\n", a...)
@@ -146,9 +155,23 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		B, T := o.Batch, min(o.T, c.Ctx)
 		tok, tgt := make([]int32, B*T), make([]int32, B*T)
 		mr := ModelReport{Config: c.String(), Params: c.Params(), Steps: steps, ValLoss: map[string]float64{}}
+		ckpt := filepath.Join(o.OutDir, "checkpoints", name+".ckpt")
+		first := 0
+		if o.Resume {
+			if _, err := os.Stat(ckpt); err == nil {
+				if _, err := train.LoadCheckpoint(ckpt, m, opt); err != nil {
+					return nil, mr, err
+				}
+				first = opt.Step
+				for i := 0; i < first*B; i++ { // replay the data sampler to where it was
+					r.IntN(len(stream) - T - 1)
+				}
+				logf("%s: resumed at step %d from %s", name, first, ckpt)
+			}
+		}
 		start := time.Now()
 		var ema float64
-		for s := 0; s < steps; s++ {
+		for s := first; s < steps; s++ {
 			if err := ctx.Err(); err != nil {
 				return nil, mr, err
 			}
@@ -160,19 +183,27 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			loss := m.Forward(tok, tgt, B, T, true)
 			lr := train.Schedule(s, 100, steps, 3e-3, 3e-4)
 			opt.Update(m, lr, 1.0)
-			if s == 0 {
+			if s == first {
 				ema = loss
+			}
+			if o.CheckpointEvery > 0 && (s+1)%o.CheckpointEvery == 0 && s+1 < steps {
+				if err := os.MkdirAll(filepath.Dir(ckpt), 0o755); err != nil {
+					return nil, mr, err
+				}
+				if err := train.SaveCheckpoint(ckpt, m, opt, seed); err != nil {
+					return nil, mr, err
+				}
 			}
 			ema = 0.98*ema + 0.02*loss
 			if s%50 == 0 || s == steps-1 {
 				el := time.Since(start).Seconds()
-				tps := float64((s+1)*B*T) / el
-				eta := time.Duration(float64(steps-s-1) * el / float64(s+1) * float64(time.Second))
+				tps := float64((s+1-first)*B*T) / el
+				eta := time.Duration(float64(steps-s-1) * el / float64(s+1-first) * float64(time.Second))
 				bar := strings.Repeat("█", 30*(s+1)/steps) + strings.Repeat("·", 30-30*(s+1)/steps)
 				logf("%s %s step %d/%d loss %.3f (avg %.3f) lr %.2e %.0f tokens/s ETA %s", name, bar, s+1, steps, loss, ema, lr, tps, eta.Round(time.Second))
 			}
 		}
-		mr.TokensPerS = float64(steps*B*T) / time.Since(start).Seconds()
+		mr.TokensPerS = float64((steps-first)*B*T) / time.Since(start).Seconds()
 		mr.FinalLoss = ema
 		for f, toks := range val {
 			mr.ValLoss[string(f)] = evalLoss(m, toks, T)
@@ -276,12 +307,21 @@ func evaluate(ctx context.Context, rep *Report, mainPath, draftPath string, held
 		return sample.Probabilities(l, 1), nil
 	}
 	first := func(word string) int32 { return tk.EncodeIDs(" "+word, false)[0] }
-	p, err := next(s, "The capital of France is")
-	if err != nil {
-		return err
+	// p(" Paris"): chain the probabilities of its tokens
+	prompt := "The capital of France is"
+	rep.ParisP, rep.ParisGreedy = 1, true
+	for i, id := range tk.EncodeIDs(" Paris", false) {
+		p, err := next(s, prompt)
+		if err != nil {
+			return err
+		}
+		if i == 0 {
+			rep.ParisTop = string(tk.Bytes(engine.Argmax(p)))
+		}
+		rep.ParisP *= float64(p[id])
+		rep.ParisGreedy = rep.ParisGreedy && engine.Argmax(p) == id
+		prompt += string(tk.Bytes(id))
 	}
-	top := engine.Argmax(p)
-	rep.ParisTop, rep.ParisP = string(tk.Bytes(top)), float64(p[first("Paris")])
 	hits := 0
 	for _, c := range corpus.Countries {
 		p, err := next(s, "The capital of "+c.Name+" is")
@@ -362,4 +402,25 @@ func evaluate(ctx context.Context, rep *Report, mainPath, draftPath string, held
 		rep.Samples = append(rep.Samples, prompt+tk.Decode(out))
 	}
 	return nil
+}
+
+// Reevaluate measures the quality bars again on the models in dir and
+// updates its report.json (training figures are kept).
+func Reevaluate(ctx context.Context, dir string) (*Report, error) {
+	rep, err := ReadReport(filepath.Join(dir, "report.json"))
+	if err != nil {
+		return nil, err
+	}
+	if rep.Scale == 0 {
+		rep.Scale = 1
+	}
+	heldOpt := scaled(corpus.Default(rep.Seed), 0.1*rep.Scale)
+	heldOpt.HeldOut = true
+	start := time.Now()
+	if err := evaluate(ctx, rep, filepath.Join(dir, "lesson.gguf"), filepath.Join(dir, "lesson-draft.gguf"), corpus.Generate(heldOpt)); err != nil {
+		return nil, err
+	}
+	rep.Seconds["evaluate"] = time.Since(start).Seconds()
+	b, _ := json.MarshalIndent(rep, "", "  ")
+	return rep, os.WriteFile(filepath.Join(dir, "report.json"), append(b, '\n'), 0o644)
 }

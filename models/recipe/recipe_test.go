@@ -54,3 +54,24 @@ func TestRecipeMiniature(t *testing.T) {
 		t.Errorf("README:\n%s", md)
 	}
 }
+
+// Stopping and resuming from a checkpoint gives the same model as one run.
+func TestRecipeResume(t *testing.T) {
+	base := func(dir string, steps int, resume bool) {
+		o := Defaults()
+		o.OutDir, o.Scale, o.MainSteps, o.DraftSteps, o.Threads, o.Vocab = dir, 0.01, steps, 2, 2, 600
+		o.CheckpointEvery, o.Resume = 2, resume
+		if _, err := Run(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, b := t.TempDir(), t.TempDir()
+	base(a, 4, false)
+	base(b, 3, false) // leaves a checkpoint at step 2
+	base(b, 4, true)  // resumes from it
+	x, _ := os.ReadFile(filepath.Join(a, "lesson.gguf"))
+	y, _ := os.ReadFile(filepath.Join(b, "lesson.gguf"))
+	if !bytes.Equal(x, y) {
+		t.Error("resumed training differs from an uninterrupted run")
+	}
+}
