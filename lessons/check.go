@@ -1,0 +1,45 @@
+package lessons
+
+import (
+	"fmt"
+
+	"stepthrough/engine/model"
+)
+
+// Check validates a lesson against the model it names: every highlighted
+// token and next-token choice is one token of the vocabulary, layers and
+// heads exist, and prompts fit the context.
+func Check(l *Lesson, m *model.Model) error {
+	c, tk := m.Config, m.Tokenizer
+	oneToken := func(s *Step, what, text string) error {
+		if ids := tk.EncodeIDs(text, false); len(ids) != 1 {
+			return &Error{l.File, s.Line, fmt.Sprintf("%s %q is %d tokens in %s; use text that is one token", what, text, len(ids), l.Model)}
+		}
+		return nil
+	}
+	for i := range l.Steps {
+		s := &l.Steps[i]
+		if n := len(tk.EncodeIDs(s.Prompt, true)); n+s.Token >= c.ContextLen {
+			return &Error{l.File, s.Line, fmt.Sprintf("the prompt is %d tokens; with %d more it does not fit the context of %d", n, s.Token, c.ContextLen)}
+		}
+		if s.Layer > c.Layers {
+			return &Error{l.File, s.Line, fmt.Sprintf("layer %d: %s has %d layers", s.Layer, l.Model, c.Layers)}
+		}
+		if s.Head > c.Heads {
+			return &Error{l.File, s.Line, fmt.Sprintf("head %d: %s has %d heads", s.Head, l.Model, c.Heads)}
+		}
+		for _, h := range s.Highlight {
+			if err := oneToken(s, "highlight", h); err != nil {
+				return err
+			}
+		}
+		if q := s.Question; q != nil && q.Kind == "next-token" {
+			for _, ch := range q.Choices {
+				if err := oneToken(s, "choice", ch); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,328 @@
+// Package lessons reads lesson files: plain text an instructor can write
+// without programming. A lesson has front matter (title, summary, level,
+// duration, model) and a sequence of steps; each step sets the Explorer's
+// state (prompt, settings, seed, token step, stage, layer/head, what to
+// highlight), carries narration, optional instructor-only notes, and an
+// optional question whose answer the engine reveals. The format is
+// documented in README.md beside this file.
+//
+// # Security
+//
+// Lesson files are untrusted: sizes are capped, every key is checked, and
+// errors name the file, the line and what is wrong. Parse never panics
+// (FuzzParse).
+package lessons
+
+import (
+	"bufio"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Limits on a lesson file.
+const (
+	MaxBytes     = 256 << 10
+	MaxSteps     = 100
+	MaxLineBytes = 4096
+	MaxChoices   = 8
+)
+
+// Lesson is a parsed lesson file.
+type Lesson struct {
+	File     string
+	Title    string
+	Summary  string
+	Level    string // beginner, intermediate, advanced
+	Duration string // free text, e.g. "10 min"
+	Model    string // model file name, e.g. lesson.gguf
+	Steps    []Step
+}
+
+// Stages are the Explorer stage names a step may show.
+var Stages = []string{"tokenize", "embed", "attention", "mlp", "logits", "softmax", "sampler", "sample", "kv"}
+
+// Step is one stop of a lesson.
+type Step struct {
+	Line      int // where the step starts in the file
+	Title     string
+	Prompt    string
+	Settings  map[string]string // Explorer settings: temperature, top_k, top_p, min_p, …
+	Seed      string
+	Token     int    // token step (0 = the prompt's own step)
+	Stage     string // one of Stages
+	Layer     int    // for attention and mlp: 1-based, 0 = unset
+	Head      int    // for attention: 1-based, 0 = unset
+	Highlight []string
+	Narration string
+	Notes     string // instructor only
+	Question  *Question
+}
+
+// Question is asked before the engine reveals the answer.
+type Question struct {
+	Kind    string   // next-token, probability, survivors, choice
+	Text    string   // what is asked
+	Choices []string // for next-token and choice (optional for next-token)
+	Answer  string   // for choice: the right choice; the others are revealed by the engine
+}
+
+// QuestionKinds are the supported question kinds.
+var QuestionKinds = []string{"next-token", "probability", "survivors", "choice"}
+
+// settingKeys are the Explorer settings a step may set.
+var settingKeys = map[string]bool{"temperature": true, "top_k": true, "top_p": true, "min_p": true, "typical_p": true,
+	"repeat_penalty": true, "repeat_last_n": true, "frequency_penalty": true, "presence_penalty": true, "order": true, "max_tokens": true, "model": true}
+
+// Error is a problem at a line of a lesson file.
+type Error struct {
+	File string
+	Line int
+	Msg  string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg) }
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Parse reads a lesson. name is used in error messages.
+func Parse(name string, data []byte) (*Lesson, error) {
+	if len(data) > MaxBytes {
+		return nil, &Error{name, 1, fmt.Sprintf("file is %d bytes; the limit is %d", len(data), MaxBytes)}
+	}
+	p := &parser{name: name, l: &Lesson{File: name}}
+	sc := bufio.NewScanner(strings.NewReader(string(data)))
+	sc.Buffer(make([]byte, 0, 4096), MaxLineBytes)
+	for sc.Scan() {
+		p.line++
+		if err := p.feed(sc.Text()); err != nil {
+			return nil, err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, &Error{name, p.line + 1, fmt.Sprintf("line too long (at most %d bytes)", MaxLineBytes)}
+	}
+	return p.finish()
+}
+
+type parser struct {
+	name    string
+	line    int
+	l       *Lesson
+	state   int // 0 before front matter, 1 in it, 2 body
+	step    *Step
+	inNotes bool
+}
+
+func (p *parser) errf(format string, a ...any) error {
+	return &Error{p.name, p.line, fmt.Sprintf(format, a...)}
+}
+
+func (p *parser) feed(line string) error {
+	trimmed := strings.TrimSpace(line)
+	switch p.state {
+	case 0:
+		if trimmed == "" {
+			return nil
+		}
+		if trimmed != "---" {
+			return p.errf("a lesson starts with front matter: a line \"---\", then title:, model: …, then \"---\"")
+		}
+		p.state = 1
+		return nil
+	case 1:
+		if trimmed == "---" {
+			p.state = 2
+			return nil
+		}
+		if trimmed == "" {
+			return nil
+		}
+		k, v, ok := strings.Cut(trimmed, ":")
+		if !ok {
+			return p.errf("front matter lines are key: value, got %q", trimmed)
+		}
+		v = strings.TrimSpace(v)
+		switch strings.TrimSpace(k) {
+		case "title":
+			p.l.Title = v
+		case "summary":
+			p.l.Summary = v
+		case "level":
+			if !contains([]string{"beginner", "intermediate", "advanced"}, v) {
+				return p.errf("level %q: choose beginner, intermediate or advanced", v)
+			}
+			p.l.Level = v
+		case "duration":
+			p.l.Duration = v
+		case "model":
+			p.l.Model = v
+		default:
+			return p.errf("unknown front matter key %q (title, summary, level, duration, model)", k)
+		}
+		return nil
+	}
+	if strings.HasPrefix(trimmed, "## ") {
+		if len(p.l.Steps) >= MaxSteps {
+			return p.errf("more than %d steps", MaxSteps)
+		}
+		p.l.Steps = append(p.l.Steps, Step{Line: p.line, Title: strings.TrimSpace(strings.TrimPrefix(trimmed, "## ")), Settings: map[string]string{}})
+		p.step, p.inNotes = &p.l.Steps[len(p.l.Steps)-1], false
+		return nil
+	}
+	if p.step == nil {
+		if trimmed == "" {
+			return nil
+		}
+		return p.errf("text before the first step: start a step with \"## Title\"")
+	}
+	s := p.step
+	switch {
+	case strings.HasPrefix(trimmed, "> "): // instructor-only note
+		s.Notes = strings.TrimSpace(s.Notes + "\n" + strings.TrimPrefix(trimmed, "> "))
+		return nil
+	case strings.HasPrefix(trimmed, "? "):
+		return p.question(strings.TrimPrefix(trimmed, "? "))
+	case strings.HasPrefix(trimmed, "- ") && s.Question != nil: // after a question, "- " lines are its choices
+		c := strings.TrimSpace(strings.TrimPrefix(trimmed, "- "))
+		if strings.HasPrefix(c, "(x) ") {
+			c = strings.TrimPrefix(c, "(x) ")
+			if s.Question.Answer != "" {
+				return p.errf("two answers marked (x)")
+			}
+			s.Question.Answer = unquote(c)
+		}
+		if len(s.Question.Choices) >= MaxChoices {
+			return p.errf("more than %d choices", MaxChoices)
+		}
+		s.Question.Choices = append(s.Question.Choices, unquote(c))
+		return nil
+	}
+	if k, v, ok := strings.Cut(trimmed, ":"); ok && isKey(k) {
+		return p.setting(strings.TrimSpace(k), strings.TrimSpace(v))
+	}
+	s.Narration = strings.TrimSpace(s.Narration + "\n" + line)
+	return nil
+}
+
+func isKey(k string) bool {
+	k = strings.TrimSpace(k)
+	return k == "prompt" || k == "seed" || k == "token" || k == "stage" || k == "layer" || k == "head" || k == "highlight" || settingKeys[k]
+}
+
+// unquote accepts "text" (to keep leading spaces, as in " Paris") or bare text.
+func unquote(s string) string {
+	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
+		if u, err := strconv.Unquote(s); err == nil {
+			return u
+		}
+	}
+	return s
+}
+
+func (p *parser) setting(k, v string) error {
+	s := p.step
+	positive := func() (int, error) {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 4096 {
+			return 0, p.errf("%s %q: a whole number from 1", k, v)
+		}
+		return n, nil
+	}
+	var err error
+	switch k {
+	case "prompt":
+		s.Prompt = unquote(v)
+		if len(s.Prompt) > 2000 {
+			return p.errf("prompt longer than 2000 bytes")
+		}
+	case "seed":
+		if _, err := strconv.ParseUint(v, 10, 64); err != nil {
+			return p.errf("seed %q: a whole number", v)
+		}
+		s.Seed = v
+	case "token":
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > 512 {
+			return p.errf("token %q: the token step, 0 (the prompt) to 512", v)
+		}
+		s.Token = n
+	case "stage":
+		if !contains(Stages, v) {
+			return p.errf("stage %q: one of %s", v, strings.Join(Stages, ", "))
+		}
+		s.Stage = v
+	case "layer":
+		s.Layer, err = positive()
+	case "head":
+		s.Head, err = positive()
+	case "highlight":
+		for _, h := range strings.Split(v, "|") {
+			s.Highlight = append(s.Highlight, unquote(strings.TrimSpace(h)))
+		}
+	default: // an Explorer setting
+		if v == "" {
+			return p.errf("%s has no value", k)
+		}
+		s.Settings[k] = v
+	}
+	return err
+}
+
+func (p *parser) question(rest string) error {
+	s := p.step
+	if s.Question != nil {
+		return p.errf("a step has at most one question")
+	}
+	kind, text, ok := strings.Cut(rest, ":")
+	kind = strings.TrimSpace(kind)
+	if !ok || !contains(QuestionKinds, kind) {
+		return p.errf("a question is \"? kind: text\" with kind one of %s", strings.Join(QuestionKinds, ", "))
+	}
+	s.Question = &Question{Kind: kind, Text: strings.TrimSpace(text)}
+	return nil
+}
+
+func (p *parser) finish() (*Lesson, error) {
+	l := p.l
+	switch {
+	case p.state != 2:
+		return nil, &Error{p.name, p.line, "the front matter is not closed with \"---\""}
+	case l.Title == "":
+		return nil, &Error{p.name, 1, "the front matter has no title"}
+	case l.Model == "":
+		return nil, &Error{p.name, 1, "the front matter names no model"}
+	case len(l.Steps) == 0:
+		return nil, &Error{p.name, p.line, "the lesson has no steps (\"## Title\")"}
+	}
+	prompt := ""
+	for i := range l.Steps {
+		s := &l.Steps[i]
+		if s.Prompt == "" {
+			s.Prompt = prompt // a step without a prompt keeps the previous one
+		}
+		prompt = s.Prompt
+		if s.Prompt == "" {
+			return nil, &Error{p.name, s.Line, "the first step needs a prompt:"}
+		}
+		if s.Stage == "" {
+			s.Stage = "tokenize"
+		}
+		if (s.Layer != 0 || s.Head != 0) && s.Stage != "attention" && s.Stage != "mlp" {
+			return nil, &Error{p.name, s.Line, "layer and head apply to the attention and mlp stages"}
+		}
+		if q := s.Question; q != nil {
+			if q.Kind == "choice" && (len(q.Choices) < 2 || q.Answer == "") {
+				return nil, &Error{p.name, s.Line, "a choice question needs at least two \"- choice\" lines, one marked \"- (x) \""}
+			}
+		}
+	}
+	return l, nil
+}

@@ -1,0 +1,132 @@
+package lessons
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"stepthrough/engine/gguf"
+	"stepthrough/engine/model"
+	"stepthrough/models"
+)
+
+// readmeExample is the complete example in README.md.
+func readmeExample(t testing.TB) []byte {
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := strings.Split(string(b), "```")
+	return []byte(strings.TrimPrefix(parts[len(parts)-2], "\n"))
+}
+
+func lessonModel(t *testing.T) *model.Model {
+	f, err := gguf.Parse(models.Lesson)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := model.FromFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestREADMEExample(t *testing.T) {
+	l, err := Parse("README.md", readmeExample(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Title != "Logits and softmax" || l.Model != "lesson.gguf" || len(l.Steps) != 3 {
+		t.Fatalf("%+v", l)
+	}
+	s0, s1, s2 := l.Steps[0], l.Steps[1], l.Steps[2]
+	if s0.Prompt != "The capital of France is" || s0.Settings["temperature"] != "1" || s0.Seed != "1" || !strings.Contains(s0.Notes, "Ask the room") {
+		t.Errorf("step 1 %+v", s0)
+	}
+	if s1.Prompt != s0.Prompt || s1.Stage != "logits" || s1.Highlight[0] != " Par" || s1.Question.Kind != "next-token" || len(s1.Question.Choices) != 3 {
+		t.Errorf("step 2 %+v %+v", s1, s1.Question)
+	}
+	if s2.Question.Kind != "choice" || s2.Question.Answer != "Spreads probability over more tokens" || !strings.Contains(s2.Narration, "sum to 1") {
+		t.Errorf("step 3 %+v", s2.Question)
+	}
+	if err := Check(l, lessonModel(t)); err != nil {
+		t.Errorf("check against lesson.gguf: %v", err)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	head := "---\ntitle: T\nmodel: lesson.gguf\n---\n"
+	for _, tt := range []struct {
+		src  string
+		line int
+		want string
+	}{
+		{"title: T\n", 1, "front matter"},
+		{"---\ntitle: T\n", 2, "not closed"},
+		{"---\nmodel: m\n---\n## S\nprompt: x\n", 1, "no title"},
+		{"---\ntitle: T\n---\n## S\nprompt: x\n", 1, "names no model"},
+		{"---\ntitle: T\ncolour: red\n---\n", 3, "unknown front matter key"},
+		{"---\ntitle: T\nlevel: expert\n---\n", 3, "level"},
+		{head, 4, "no steps"},
+		{head + "hello\n", 5, "before the first step"},
+		{head + "## S\n", 5, "needs a prompt"},
+		{head + "## S\nprompt: x\nstage: vibes\n", 7, "stage \"vibes\""},
+		{head + "## S\nprompt: x\ntoken: -1\n", 7, "token"},
+		{head + "## S\nprompt: x\nseed: abc\n", 7, "seed"},
+		{head + "## S\nprompt: x\nlayer: 2\n", 5, "layer and head apply"},
+		{head + "## S\nprompt: x\n? guess: what\n", 7, "kind one of"},
+		{head + "## S\nprompt: x\n? choice: what\n- a\n- b\n", 5, "marked"},
+		{head + "## S\nprompt: x\n? choice: q\n- (x) a\n- (x) b\n", 9, "two answers"},
+		{head + "## S\nprompt: x\n? choice: q\n? choice: r\n", 8, "at most one question"},
+		{head + "## S\nprompt: x\ntemperature:\n", 7, "no value"},
+		{head + "## S\nprompt: x\n" + strings.Repeat("y", MaxLineBytes+1) + "\n", 7, "too long"},
+	} {
+		_, err := Parse("t.md", []byte(tt.src))
+		e, ok := err.(*Error)
+		if !ok || e.Line != tt.line || !strings.Contains(e.Msg, tt.want) {
+			t.Errorf("%q: error %v, want line %d mentioning %q", tt.src, err, tt.line, tt.want)
+		}
+	}
+	if _, err := Parse("big.md", make([]byte, MaxBytes+1)); err == nil {
+		t.Error("oversized file: want error")
+	}
+}
+
+func TestCheckAgainstModel(t *testing.T) {
+	m := lessonModel(t)
+	src := "---\ntitle: T\nmodel: lesson.gguf\n---\n## S\nprompt: x\nstage: attention\nlayer: 9\n"
+	l, err := Parse("t.md", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Check(l, m); err == nil || !strings.Contains(err.Error(), "t.md:5: layer 9") {
+		t.Errorf("layer beyond the model: %v", err)
+	}
+	l, _ = Parse("t.md", []byte("---\ntitle: T\nmodel: lesson.gguf\n---\n## S\nprompt: x\nhighlight: \" Paris\"\n"))
+	if err := Check(l, m); err == nil || !strings.Contains(err.Error(), "2 tokens") {
+		t.Errorf("multi-token highlight: %v", err)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add(readmeExample(f))
+	f.Add([]byte("---\ntitle: T\nmodel: m\n---\n## S\nprompt: \"x\"\n? choice: q\n- (x) a\n- b\n> note\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		l, err := Parse("fuzz.md", data)
+		if err != nil {
+			if _, ok := err.(*Error); !ok {
+				t.Fatalf("error %T is not *Error", err)
+			}
+			return
+		}
+		if l.Title == "" || l.Model == "" || len(l.Steps) == 0 || len(l.Steps) > MaxSteps {
+			t.Fatalf("accepted an incomplete lesson: %+v", l)
+		}
+		for _, s := range l.Steps {
+			if s.Prompt == "" || !contains(Stages, s.Stage) {
+				t.Fatalf("accepted step %+v", s)
+			}
+		}
+	})
+}
