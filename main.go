@@ -60,7 +60,7 @@ func serve(ctx context.Context, args []string) int {
 	if *dirs != "" {
 		modelDirs = append(modelDirs, strings.Split(*dirs, ",")...)
 	} else if ref := filepath.Join("..", "shared", "reference", "models"); dirExists(ref) {
-		modelDirs = append(modelDirs, ref) // until the lesson model lands, the reference model beside the checkout
+		modelDirs = append(modelDirs, ref) // the reference model beside the checkout is offered too
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	if msg := static.Missing(); msg != "" {

@@ -130,3 +130,19 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestBuiltinLessonsParseAndCheck(t *testing.T) {
+	all, err := Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) < 2 {
+		t.Fatalf("%d built-in lessons", len(all))
+	}
+	m := lessonModel(t)
+	for name, l := range all {
+		if err := Check(l, m); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}

@@ -38,6 +38,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"stepthrough/lessons"
 	"stepthrough/static"
 	"stepthrough/views"
 )
@@ -62,6 +63,7 @@ type Server struct {
 	mu       sync.Mutex
 	sessions map[string]*Session
 	compares compareCache
+	lessons  map[string]*lessons.Lesson
 }
 
 // New builds a server over the models found in cfg.ModelsDirs.
@@ -82,11 +84,18 @@ func New(cfg Config) *Server {
 	for name, data := range cfg.Embedded {
 		s.reg.AddEmbedded(name, data)
 	}
+	var err error
+	if s.lessons, err = lessons.Builtin(); err != nil {
+		s.log.Error("built-in lessons failed to parse", "err", err) // a test keeps them valid
+		s.lessons = map[string]*lessons.Lesson{}
+	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.GET("/", s.index)
 	e.GET("/ws", s.ws)
 	e.GET("/compare", s.comparePage)
+	e.GET("/lessons", s.lessonList)
+	e.GET("/lessons/:name", s.lessonStep)
 	e.GET("/compare.json", s.compareExport("json"))
 	e.GET("/compare.csv", s.compareExport("csv"))
 	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok") })

@@ -1,0 +1,134 @@
+package server
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"stepthrough/engine"
+	"stepthrough/engine/trace"
+	"stepthrough/lessons"
+	"stepthrough/views"
+)
+
+func (s *Server) lessonList(c echo.Context) error {
+	var l views.LessonList
+	for _, name := range lessons.Names(s.lessons) {
+		x := s.lessons[name]
+		l.Lessons = append(l.Lessons, views.LessonLink{Name: name, Title: x.Title, Summary: x.Summary, Level: x.Level, Duration: x.Duration, Steps: len(x.Steps)})
+	}
+	var buf bytes.Buffer
+	if err := views.LessonListPage(l).Render(c.Request().Context(), &buf); err != nil {
+		return err
+	}
+	return c.HTMLBlob(http.StatusOK, buf.Bytes())
+}
+
+// lessonStep plays one step of a lesson: the engine runs the step's prompt
+// and settings, the page shows the narration, the question (with the
+// engine's answer once the student has answered) and the stage's panel.
+func (s *Server) lessonStep(c echo.Context) error {
+	name := c.Param("name")
+	l, ok := s.lessons[name]
+	if !ok {
+		return c.String(http.StatusNotFound, fmt.Sprintf("no lesson %q", name))
+	}
+	i, err := strconv.Atoi(c.QueryParam("step"))
+	if err != nil || i < 0 || i >= len(l.Steps) {
+		i = 0
+	}
+	st := l.Steps[i]
+	p := views.LessonPage{Name: name, Title: l.Title, Step: i, Steps: len(l.Steps), StepTitle: st.Title}
+	for _, para := range strings.Split(st.Narration, "\n\n") {
+		if para = strings.TrimSpace(para); para != "" {
+			p.Narration = append(p.Narration, strings.Join(strings.Fields(para), " "))
+		}
+	}
+	link := func(k int) string { return fmt.Sprintf("/lessons/%s?step=%d", name, k) }
+	if i > 0 {
+		p.Prev = link(i - 1)
+	}
+	if i+1 < len(l.Steps) {
+		p.Next = link(i + 1)
+	}
+	se := newSession("lesson", "", s.reg)
+	defer se.close()
+	set := defaultSettings(l.Model)
+	q, _ := l.ExplorerQuery(i)
+	applySettings(&set, func(k string) (string, bool) { v, ok := q[k]; return v, ok })
+	ctx := c.Request().Context()
+	se.run(ctx, set)
+	if se.err == "" {
+		se.seek(ctx, st.Token, 0)
+		step, _ := se.cur.Position()
+		for k, x := range trace.Stages(se.cur.Steps[step]) {
+			if x.Name == st.Stage && (st.Layer == 0 || x.Layer == st.Layer-1) {
+				se.cur.Seek(step, k)
+				break
+			}
+		}
+		if st.Head > 0 {
+			se.head = st.Head - 1
+		}
+		e := se.explorer()
+		p.Current, p.Panel, p.ExplorerURL = e.Current, e.Panel, e.URL
+		p.Question = s.question(c, se, st)
+	}
+	p.Error = se.err
+	var buf bytes.Buffer
+	if err := views.LessonStepPage(p).Render(ctx, &buf); err != nil {
+		return err
+	}
+	return c.HTMLBlob(http.StatusOK, buf.Bytes())
+}
+
+// question renders a step's question; after an answer, the engine reveals
+// what it computed.
+func (s *Server) question(c echo.Context, se *Session, st lessons.Step) *views.LessonQuestion {
+	lq := st.Question
+	if lq == nil {
+		return nil
+	}
+	q := &views.LessonQuestion{Kind: lq.Kind, Text: lq.Text, Choices: lq.Choices}
+	ans, answered := c.QueryParams()["answer"]
+	if !answered || len(ans) == 0 {
+		return q
+	}
+	q.Answered, q.Answer = true, ans[0]
+	tr, _ := se.cur.Current()
+	tk := se.m.Tokenizer
+	top := engine.Argmax(tr.Logits.Logits)
+	piece := string(tk.Bytes(top))
+	switch lq.Kind {
+	case "choice":
+		q.Correct = q.Answer == lq.Answer
+		q.Reveal = "The answer: " + lq.Answer
+	case "next-token":
+		q.Correct = q.Answer == piece
+		q.Reveal = fmt.Sprintf("The model's most likely next token is %q (id %d).", piece, top)
+	case "probability":
+		probs := sampleProbabilities(tr.Logits.Logits, 1)
+		q.Correct = false
+		if v, err := strconv.ParseFloat(strings.TrimSuffix(q.Answer, "%"), 64); err == nil {
+			if strings.HasSuffix(q.Answer, "%") {
+				v /= 100
+			}
+			q.Correct = v >= float64(probs[top])-0.1 && v <= float64(probs[top])+0.1
+		}
+		q.Reveal = fmt.Sprintf("The engine: %q has probability %.3f at temperature 1.", piece, probs[top])
+	case "survivors":
+		n := 0
+		for _, x := range tr.Sampler {
+			if x.Step == "top-p" {
+				n = x.AfterCount
+			}
+		}
+		q.Correct = q.Answer == strconv.Itoa(n)
+		q.Reveal = fmt.Sprintf("The engine: %d tokens survive top-p.", n)
+	}
+	return q
+}

@@ -1,0 +1,36 @@
+package views
+
+// LessonList is the list of lessons.
+type LessonList struct {
+	Lessons []LessonLink
+}
+
+// LessonLink is a lesson in the list.
+type LessonLink struct {
+	Name, Title, Summary, Level, Duration string
+	Steps                                 int
+}
+
+// LessonPage is one step of a lesson in the self-study player.
+type LessonPage struct {
+	Name, Title string
+	Step, Steps int
+	StepTitle   string
+	Narration   []string // paragraphs
+	Prev, Next  string   // links, empty at the ends
+	ExplorerURL string
+	Error       string
+	Question    *LessonQuestion
+	Current     Stage
+	Panel       Panel
+}
+
+// LessonQuestion is a question and, once answered, the feedback.
+type LessonQuestion struct {
+	Kind, Text string
+	Choices    []string
+	Answered   bool
+	Answer     string // what the student chose or typed
+	Correct    bool
+	Reveal     string // what the engine says (or the right choice)
+}
