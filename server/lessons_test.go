@@ -62,6 +62,15 @@ func TestBuiltinLessonsPlay(t *testing.T) {
 			}
 		}
 	}
+	// The seeds lesson claims two seeds draw different tokens and that a
+	// seed repeats its draw; the engine must agree.
+	tok := func(step int) string {
+		v, _ := get(t, fmt.Sprintf("%s/lessons/seeds?step=%d", ts.URL, step)).Find(`[data-testid="sampled-token"]`).Attr("data-token-id")
+		return v
+	}
+	if a, b := tok(0), tok(1); a == "" || a == b || tok(0) != a {
+		t.Errorf("seeds lesson: seed 1 drew %q, seed 2 drew %q; want different, repeatable draws", a, b)
+	}
 	// Hostile or odd requests answer without panicking.
 	get(t, ts.URL+"/lessons/logits-and-softmax?step=-5")
 	get(t, ts.URL+"/lessons/logits-and-softmax?step=99999999999999999999")
