@@ -302,13 +302,24 @@ func (p *parser) finish() (*Lesson, error) {
 	case len(l.Steps) == 0:
 		return nil, &Error{p.name, p.line, "the lesson has no steps (\"## Title\")"}
 	}
-	prompt := ""
+	prompt, seed, settings := "", "", map[string]string{}
 	for i := range l.Steps {
 		s := &l.Steps[i]
 		if s.Prompt == "" {
 			s.Prompt = prompt // a step without a prompt keeps the previous one
 		}
 		prompt = s.Prompt
+		// Settings and seed carry forward too: a step changes only what it names.
+		for k, v := range settings {
+			if _, ok := s.Settings[k]; !ok {
+				s.Settings[k] = v
+			}
+		}
+		settings = s.Settings
+		if s.Seed == "" {
+			s.Seed = seed
+		}
+		seed = s.Seed
 		if s.Prompt == "" {
 			return nil, &Error{p.name, s.Line, "the first step needs a prompt:"}
 		}

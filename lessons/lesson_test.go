@@ -146,3 +146,19 @@ func TestBuiltinLessonsParseAndCheck(t *testing.T) {
 		}
 	}
 }
+
+// Prompt, settings and seed carry forward; a step overrides only what it names.
+func TestStepsCarryForward(t *testing.T) {
+	src := "---\ntitle: t\nmodel: m.gguf\n---\n## a\nprompt: \"hi\"\ntemperature: 1\ntop_k: 3\nseed: 7\n## b\nseed: 8\n## c\ntemperature: 0\n"
+	l, err := Parse("t.md", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct{ prompt, temp, topk, seed string }{{"hi", "1", "3", "7"}, {"hi", "1", "3", "8"}, {"hi", "0", "3", "8"}}
+	for i, w := range want {
+		s := l.Steps[i]
+		if s.Prompt != w.prompt || s.Settings["temperature"] != w.temp || s.Settings["top_k"] != w.topk || s.Seed != w.seed {
+			t.Errorf("step %d: prompt %q temperature %q top_k %q seed %q; want %+v", i+1, s.Prompt, s.Settings["temperature"], s.Settings["top_k"], s.Seed, w)
+		}
+	}
+}

@@ -23,6 +23,9 @@ type LessonPage struct {
 	Question    *LessonQuestion
 	Current     Stage
 	Panel       Panel
+	Timing      Timing     // measured while playing this step
+	BackendInfo string     // where the engine ran
+	Generated   []GenToken // tokens generated up to this step
 }
 
 // LessonQuestion is a question and, once answered, the feedback.
