@@ -72,7 +72,7 @@ var QuestionKinds = []string{"next-token", "probability", "survivors", "choice"}
 
 // settingKeys are the Explorer settings a step may set.
 var settingKeys = map[string]bool{"temperature": true, "top_k": true, "top_p": true, "min_p": true, "typical_p": true,
-	"repeat_penalty": true, "repeat_last_n": true, "frequency_penalty": true, "presence_penalty": true, "order": true, "max_tokens": true, "model": true}
+	"repeat_penalty": true, "repeat_last_n": true, "frequency_penalty": true, "presence_penalty": true, "order": true, "max_tokens": true, "model": true, "backend": true}
 
 // Error is a problem at a line of a lesson file.
 type Error struct {

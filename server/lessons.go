@@ -77,6 +77,7 @@ func (s *Server) lessonStep(c echo.Context) error {
 		e := se.explorer()
 		p.Current, p.Panel, p.ExplorerURL = e.Current, e.Panel, e.URL
 		p.Timing, p.BackendInfo, p.Generated = e.Timing, e.BackendInfo, e.Generated
+		p.BackendNote = se.eng.Backend().Note
 		p.Question = s.question(c, se, st)
 	}
 	p.Error = se.err

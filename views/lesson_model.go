@@ -25,6 +25,7 @@ type LessonPage struct {
 	Panel       Panel
 	Timing      Timing     // measured while playing this step
 	BackendInfo string     // where the engine ran
+	BackendNote string     // why the CPU ran instead of a GPU, if it did
 	Generated   []GenToken // tokens generated up to this step
 }
 
