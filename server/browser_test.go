@@ -24,6 +24,13 @@ import (
 // Without chromium the test skips (fails under REQUIRE_BROWSER=1).
 func browser(t *testing.T) (context.Context, string) {
 	t.Helper()
+	dir := filepath.Dir(reftest.Path(t, "models", "stories260K.gguf"))
+	return browserWith(t, Config{ModelsDirs: []string{dir}})
+}
+
+// browserWith is browser over a server built from cfg.
+func browserWith(t *testing.T, cfg Config) (context.Context, string) {
+	t.Helper()
 	chrome := "/usr/bin/chromium"
 	if _, err := exec.LookPath(chrome); err != nil {
 		if os.Getenv("REQUIRE_BROWSER") == "1" {
@@ -37,8 +44,7 @@ func browser(t *testing.T) (context.Context, string) {
 		}
 		t.Skip(msg)
 	}
-	dir := filepath.Dir(reftest.Path(t, "models", "stories260K.gguf"))
-	s := New(Config{ModelsDirs: []string{dir}})
+	s := New(cfg)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

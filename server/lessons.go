@@ -77,8 +77,14 @@ func (s *Server) lessonStep(c echo.Context) error {
 		e := se.explorer()
 		p.Current, p.Panel, p.ExplorerURL = e.Current, e.Panel, e.URL
 		p.Timing, p.BackendInfo, p.Generated = e.Timing, e.BackendInfo, e.Generated
-		p.BackendNote = se.eng.Backend().Note
+		if st.Settings["backend"] != "" {
+			p.BackendNote = se.eng.Backend().Note
+		}
 		p.Question = s.question(c, se, st)
+		if q := p.Question; q != nil && q.Kind != "choice" && !q.Answered {
+			// a prediction: the engine's numbers would give the answer away
+			p.Hidden, p.Panel, p.Generated = true, views.Panel{}, nil
+		}
 	}
 	p.Error = se.err
 	var buf bytes.Buffer

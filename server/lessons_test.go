@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
+
+	"github.com/chromedp/chromedp"
 
 	"stepthrough/lessons"
 	"stepthrough/models"
@@ -31,7 +34,13 @@ func TestBuiltinLessonsPlay(t *testing.T) {
 			if e := doc.Find(`[data-testid="error"]`); e.Length() > 0 {
 				t.Fatalf("%s step %d: error %q", name, i+1, e.Text())
 			}
-			if got, _ := doc.Find(`section[data-stage]`).Attr("data-stage"); got != st.Stage {
+			predict := st.Question != nil && st.Question.Kind != "choice"
+			if predict {
+				// the engine's numbers would give the answer away
+				if doc.Find(`section[data-stage]`).Length() != 0 || doc.Find(`[data-testid="panel-hidden"]`).Length() != 1 {
+					t.Errorf("%s step %d: the panel shows before the prediction", name, i+1)
+				}
+			} else if got, _ := doc.Find(`section[data-stage]`).Attr("data-stage"); got != st.Stage {
 				t.Errorf("%s step %d: stage %q, want %q", name, i+1, got, st.Stage)
 			}
 			if got, _ := doc.Find(`[data-testid="lesson-step"]`).Attr("data-step"); got != fmt.Sprint(i) {
@@ -56,6 +65,9 @@ func TestBuiltinLessonsPlay(t *testing.T) {
 				if fb.Length() != 1 || fb.Text() == "" {
 					t.Fatalf("%s step %d: no feedback after answering", name, i+1)
 				}
+				if got, _ := a.Find(`section[data-stage]`).Attr("data-stage"); got != st.Stage {
+					t.Errorf("%s step %d: after answering, stage %q, want %q", name, i+1, got, st.Stage)
+				}
 				if c, _ := fb.Attr("data-correct"); q.Kind == "choice" && c != "true" {
 					t.Errorf("%s step %d: the lesson's own answer was marked %q", name, i+1, c)
 				}
@@ -74,4 +86,41 @@ func TestBuiltinLessonsPlay(t *testing.T) {
 	// Hostile or odd requests answer without panicking.
 	get(t, ts.URL+"/lessons/logits-and-softmax?step=-5")
 	get(t, ts.URL+"/lessons/logits-and-softmax?step=99999999999999999999")
+}
+
+// A student opens the lessons page in a real browser, starts a lesson,
+// answers a question, reads the engine's answer and moves on.
+func TestLessonPlayerInBrowser(t *testing.T) {
+	ctx, base := browserWith(t, Config{Embedded: map[string][]byte{"lesson.gguf": models.Lesson}})
+	do(t, ctx, chromedp.Navigate(base+"/"))
+	click(t, ctx, `a[href="/lessons"]`)
+	click(t, ctx, `a[href="/lessons/logits-and-softmax"]`)
+	if got := attr(t, ctx, `[data-testid="lesson-step"]`, "data-step"); got != "0" {
+		t.Fatalf("lesson opened at step %q", got)
+	}
+	click(t, ctx, `a[data-action="step"]`)
+	waitChange(t, ctx, `[data-testid="lesson-step"]`, "data-step", "0")
+	// A prediction: the engine's numbers wait for the answer.
+	if n := eval[int](t, ctx, `document.querySelectorAll('section[data-stage]').length`, false); n != 0 {
+		t.Fatal("the logits show before the student predicts")
+	}
+	click(t, ctx, `input[name="answer"][value=" Par"]`)
+	click(t, ctx, `[data-testid="question"] button[type="submit"]`)
+	if got := attr(t, ctx, `section[data-stage]`, "data-stage"); got != "logits" {
+		t.Fatalf("after answering, step 2 shows %q, want logits", got)
+	}
+	if got := attr(t, ctx, `[data-testid="feedback"]`, "data-correct"); got != "true" {
+		t.Errorf("answering \" Par\" was marked %q", got)
+	}
+	text := eval[string](t, ctx, `document.querySelector('[data-testid="feedback"]').textContent`, false)
+	top := attr(t, ctx, `[data-testid="logit"]`, "data-token-id")
+	if !strings.Contains(text, "(id "+top+")") {
+		t.Errorf("feedback %q does not name the engine's token", text)
+	}
+	// Progress is in the URL: a reload stays on this step.
+	url := eval[string](t, ctx, `location.href`, false)
+	if !strings.Contains(url, "step=1") {
+		t.Errorf("URL %q does not keep the step", url)
+	}
+	screenshot(t, ctx, "lesson-player")
 }

@@ -27,6 +27,7 @@ type LessonPage struct {
 	BackendInfo string     // where the engine ran
 	BackendNote string     // why the CPU ran instead of a GPU, if it did
 	Generated   []GenToken // tokens generated up to this step
+	Hidden      bool       // the panel waits for the student's prediction
 }
 
 // LessonQuestion is a question and, once answered, the feedback.
