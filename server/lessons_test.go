@@ -1,12 +1,15 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
 	"stepthrough/lessons"
@@ -123,4 +126,17 @@ func TestLessonPlayerInBrowser(t *testing.T) {
 		t.Errorf("URL %q does not keep the step", url)
 	}
 	screenshot(t, ctx, "lesson-player")
+
+	// Handouts: printed, the stage is black on white without controls.
+	do(t, ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Media: "print"})
+		return err
+	}))
+	got := eval[[]string](t, ctx, `[getComputedStyle(document.body).backgroundColor,
+		getComputedStyle(document.querySelector('header')).display,
+		getComputedStyle(document.querySelector('.controls')).display,
+		getComputedStyle(document.querySelector('section[data-stage]')).display]`, false)
+	if want := []string{"rgb(255, 255, 255)", "none", "none", "block"}; strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("print styles: body background, header, controls, panel = %q, want %q", got, want)
+	}
 }
