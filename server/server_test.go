@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -167,6 +168,9 @@ func TestWebSocketSession(t *testing.T) {
 	doc = exchange(t, c, `{"action":"next-token"}`)
 	if stage(doc) != "embed" || doc.Find(`[data-testid="generated-token"]`).Length() != 2 {
 		t.Errorf("next token: stage %q, %d generated", stage(doc), doc.Find(`[data-testid="generated-token"]`).Length())
+	}
+	if tm := strings.Join(strings.Fields(doc.Find(`[data-testid="timing"]`).Text()), " "); !regexp.MustCompile(`^prefill [0-9.]+ ms · TTFT [0-9.]+ ms · TPOT [0-9.]+ ms \(measured on this server\)$`).MatchString(tm) {
+		t.Errorf("timing line %q", tm)
 	}
 	doc = exchange(t, c, `{"action":"explode"}`)
 	if !strings.Contains(doc.Find(`[data-testid="error"]`).Text(), "unknown action") || stage(doc) != "embed" {
