@@ -80,6 +80,11 @@ func (s *Server) lessonStep(c echo.Context) error {
 		if st.Settings["backend"] != "" {
 			p.BackendNote = se.eng.Backend().Note
 		}
+		for _, h := range st.Highlight {
+			if ids := se.m.Tokenizer.EncodeIDs(h, false); len(ids) == 1 { // lessons.Check keeps them single tokens
+				p.Highlight = append(p.Highlight, views.GenToken{ID: ids[0], Bytes: h})
+			}
+		}
 		p.Question = s.question(c, se, st)
 		if q := p.Question; q != nil && q.Kind != "choice" && !q.Answered {
 			// a prediction: the engine's numbers would give the answer away

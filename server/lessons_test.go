@@ -52,6 +52,17 @@ func TestBuiltinLessonsPlay(t *testing.T) {
 			if (i+1 < len(l.Steps)) != (doc.Find(`a[data-action="step"]`).Length() == 1) {
 				t.Errorf("%s step %d: next link wrong", name, i+1)
 			}
+			if !predict && len(st.Highlight) > 0 {
+				hl := doc.Find(`[data-testid="highlight"] [data-token-id]`)
+				if hl.Length() != len(st.Highlight) {
+					t.Errorf("%s step %d: %d highlighted tokens, want %d", name, i+1, hl.Length(), len(st.Highlight))
+				}
+				// the highlighted token must be one the panel shows
+				id, _ := hl.First().Attr("data-token-id")
+				if doc.Find(`section.panel [data-token-id="` + id + `"]`).Length() == 0 {
+					t.Errorf("%s step %d: highlighted token %s is not in the panel", name, i+1, id)
+				}
+			}
 			if q := st.Question; q != nil {
 				if doc.Find(`[data-testid="question"]`).Length() != 1 {
 					t.Fatalf("%s step %d: question missing", name, i+1)

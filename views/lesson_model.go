@@ -1,5 +1,10 @@
 package views
 
+import (
+	"fmt"
+	"strings"
+)
+
 // LessonList is the list of lessons.
 type LessonList struct {
 	Lessons []LessonLink
@@ -28,6 +33,7 @@ type LessonPage struct {
 	BackendNote string     // why the CPU ran instead of a GPU, if it did
 	Generated   []GenToken // tokens generated up to this step
 	Hidden      bool       // the panel waits for the student's prediction
+	Highlight   []GenToken // tokens the step points at, with their ids
 }
 
 // LessonQuestion is a question and, once answered, the feedback.
@@ -38,4 +44,20 @@ type LessonQuestion struct {
 	Answer     string // what the student chose or typed
 	Correct    bool
 	Reveal     string // what the engine says (or the right choice)
+}
+
+// highlightStyle outlines the highlighted tokens wherever a panel shows
+// them (rows and chips carry data-token-id). Ids are integers, so the rule
+// needs no escaping.
+func highlightStyle(hs []GenToken) string {
+	var b strings.Builder
+	b.WriteString("<style>")
+	for i, h := range hs {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `section.panel [data-token-id="%d"]`, h.ID)
+	}
+	b.WriteString("{outline:3px solid var(--focus);outline-offset:-1px}</style>")
+	return b.String()
 }
