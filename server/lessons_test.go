@@ -59,7 +59,7 @@ func TestBuiltinLessonsPlay(t *testing.T) {
 				}
 				// the highlighted token must be one the panel shows
 				id, _ := hl.First().Attr("data-token-id")
-				if doc.Find(`section.panel [data-token-id="` + id + `"]`).Length() == 0 {
+				if doc.Find(`section.panel [data-token-id="`+id+`"]`).Length() == 0 {
 					t.Errorf("%s step %d: highlighted token %s is not in the panel", name, i+1, id)
 				}
 			}
