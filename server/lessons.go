@@ -10,7 +10,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"stepthrough/engine"
-	"stepthrough/engine/trace"
 	"stepthrough/lessons"
 	"stepthrough/views"
 )
@@ -64,13 +63,7 @@ func (s *Server) lessonStep(c echo.Context) error {
 	se.run(ctx, set)
 	if se.err == "" {
 		se.seek(ctx, st.Token, 0)
-		step, _ := se.cur.Position()
-		for k, x := range trace.Stages(se.cur.Steps[step]) {
-			if x.Name == st.Stage && (st.Layer == 0 || x.Layer == st.Layer-1) {
-				se.cur.Seek(step, k)
-				break
-			}
-		}
+		se.seekStage(st.Stage, st.Layer-1) // lesson layers are 1-based, 0 = any
 		if st.Head > 0 {
 			se.head = st.Head - 1
 		}

@@ -195,13 +195,8 @@ func (s *Session) act(ctx context.Context, action string, get func(string) (stri
 	case "view":
 		s.err = ""
 		if v, ok := get("layer"); ok { // jump to that layer's attention stage
-			if n, err := strconv.Atoi(v); err == nil && len(s.cur.Steps) > 0 {
-				step, _ := s.cur.Position()
-				for i, st := range trace.Stages(s.cur.Steps[step]) {
-					if st.Name == "attention" && st.Layer == n {
-						s.cur.Seek(step, i)
-					}
-				}
+			if n, err := strconv.Atoi(v); err == nil {
+				s.seekStage("attention", n)
 			}
 		}
 		if v, ok := get("head"); ok {
@@ -213,6 +208,21 @@ func (s *Session) act(ctx context.Context, action string, get func(string) (stri
 	default:
 		s.err = fmt.Sprintf("unknown action %q", action)
 	}
+}
+
+// seekStage moves, within the current token step, to the first stage
+// named name (and in layer, when layer >= 0); it reports whether one exists.
+func (s *Session) seekStage(name string, layer int) bool {
+	if len(s.cur.Steps) == 0 {
+		return false
+	}
+	step, _ := s.cur.Position()
+	for i, st := range trace.Stages(s.cur.Steps[step]) {
+		if st.Name == name && (layer < 0 || st.Layer == layer) {
+			return s.cur.Seek(step, i)
+		}
+	}
+	return false
 }
 
 // seek moves to a step and stage, generating the tokens up to that step
