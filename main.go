@@ -52,6 +52,7 @@ func serve(ctx context.Context, args []string) int {
 	fs.SetOutput(io.Discard)
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address")
 	dirs := fs.String("models-dir", "", "more directories of .gguf models (comma-separated)")
+	data := fs.String("data-dir", "data", "where classrooms are stored (rooms.db, SQLite)")
 	if err := fs.Parse(args); err != nil {
 		fmt.Fprintf(os.Stderr, "stepthrough serve: %v\n", err)
 		return 2
@@ -66,12 +67,16 @@ func serve(ctx context.Context, args []string) int {
 	if msg := static.Missing(); msg != "" {
 		fmt.Fprintln(os.Stderr, msg)
 	}
-	s := server.New(server.Config{Addr: *addr, ModelsDirs: modelDirs, Logger: log,
+	s, err := server.New(server.Config{Addr: *addr, ModelsDirs: modelDirs, Logger: log, DataDir: *data,
 		Embedded: map[string][]byte{"lesson.gguf": models.Lesson, "lesson-draft.gguf": models.LessonDraft}})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "stepthrough serve: %v\n", err)
+		return 1
+	}
 	if len(s.Models()) == 0 {
 		fmt.Fprintf(os.Stderr, "no models found in %s: add a .gguf or pass --models-dir\n", strings.Join(modelDirs, ", "))
 	}
-	err := s.Run(ctx, func(a string) { fmt.Printf("Stepthrough is serving on http://%s\n", a) })
+	err = s.Run(ctx, func(a string) { fmt.Printf("Stepthrough is serving on http://%s\n", a) })
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "stepthrough serve: %v\n", err)
 		return 1

@@ -44,7 +44,7 @@ func browserWith(t *testing.T, cfg Config) (context.Context, string) {
 		}
 		t.Skip(msg)
 	}
-	s := New(cfg)
+	s := mustNew(t, cfg)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

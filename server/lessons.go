@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/labstack/echo/v4"
 
-	"stepthrough/engine"
 	"stepthrough/lessons"
 	"stepthrough/views"
 )
@@ -42,11 +40,7 @@ func (s *Server) lessonStep(c echo.Context) error {
 	}
 	st := l.Steps[i]
 	p := views.LessonPage{Name: name, Title: l.Title, Step: i, Steps: len(l.Steps), StepTitle: st.Title}
-	for _, para := range strings.Split(st.Narration, "\n\n") {
-		if para = strings.TrimSpace(para); para != "" {
-			p.Narration = append(p.Narration, strings.Join(strings.Fields(para), " "))
-		}
-	}
+	p.Narration = paragraphs(st.Narration)
 	link := func(k int) string { return fmt.Sprintf("/lessons/%s?step=%d", name, k) }
 	if i > 0 {
 		p.Prev = link(i - 1)
@@ -105,36 +99,8 @@ func (s *Server) question(c echo.Context, se *Session, st lessons.Step) *views.L
 		return q
 	}
 	q.Answered, q.Answer = true, ans[0]
-	tr, _ := se.cur.Current()
-	tk := se.m.Tokenizer
-	top := engine.Argmax(tr.Logits.Logits)
-	piece := string(tk.Bytes(top))
-	switch lq.Kind {
-	case "choice":
-		q.Correct = q.Answer == lq.Answer
-		q.Reveal = "The answer: " + lq.Answer
-	case "next-token":
-		q.Correct = q.Answer == piece
-		q.Reveal = fmt.Sprintf("The model's most likely next token is %q (id %d).", piece, top)
-	case "probability":
-		probs := sampleProbabilities(tr.Logits.Logits, 1)
-		q.Correct = false
-		if v, err := strconv.ParseFloat(strings.TrimSuffix(q.Answer, "%"), 64); err == nil {
-			if strings.HasSuffix(q.Answer, "%") {
-				v /= 100
-			}
-			q.Correct = v >= float64(probs[top])-0.1 && v <= float64(probs[top])+0.1
-		}
-		q.Reveal = fmt.Sprintf("The engine: %q has probability %.3f at temperature 1.", piece, probs[top])
-	case "survivors":
-		n := 0
-		for _, x := range tr.Sampler {
-			if x.Step == "top-p" {
-				n = x.AfterCount
-			}
-		}
-		q.Correct = q.Answer == strconv.Itoa(n)
-		q.Reveal = fmt.Sprintf("The engine: %d tokens survive top-p.", n)
-	}
+	var want string
+	want, q.Reveal = engineAnswer(se, lq)
+	q.Correct = judge(lq.Kind, want, q.Answer)
 	return q
 }

@@ -19,7 +19,7 @@ import (
 // Every step of every built-in lesson plays on the embedded lesson model:
 // the page shows the step's stage, no error, and links onward.
 func TestBuiltinLessonsPlay(t *testing.T) {
-	s := New(Config{Embedded: map[string][]byte{"lesson.gguf": models.Lesson}})
+	s := mustNew(t, Config{Embedded: map[string][]byte{"lesson.gguf": models.Lesson}})
 	ts := httptest.NewServer(s.Handler())
 	t.Cleanup(ts.Close)
 	list := get(t, ts.URL+"/lessons")

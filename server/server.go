@@ -24,6 +24,7 @@ package server
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -52,6 +53,14 @@ type Config struct {
 	MaxSessions  int
 	MaxPerClient int
 	Logger       *slog.Logger
+
+	// Classrooms. DataDir holds rooms.db (SQLite); empty keeps rooms in
+	// memory only (a restart ends them).
+	DataDir        string
+	MaxRooms       int           // live rooms on the server (default 100)
+	MaxStudents    int           // connected student tabs per room (default 300)
+	RoomTTL        time.Duration // a room expires this long after the instructor's last action (default 12 h)
+	RoomsPerClient int           // rooms one address may start per hour (default 10)
 }
 
 // Server serves the Explorer.
@@ -64,10 +73,12 @@ type Server struct {
 	sessions map[string]*Session
 	compares compareCache
 	lessons  map[string]*lessons.Lesson
+	class    *classroom
 }
 
-// New builds a server over the models found in cfg.ModelsDirs.
-func New(cfg Config) *Server {
+// New builds a server over the models found in cfg.ModelsDirs. It fails
+// only when cfg.DataDir is set and its database cannot be opened.
+func New(cfg Config) (*Server, error) {
 	if cfg.IdleTimeout == 0 {
 		cfg.IdleTimeout = 30 * time.Minute
 	}
@@ -80,7 +91,19 @@ func New(cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Server{cfg: cfg, reg: NewRegistry(cfg.ModelsDirs), log: cfg.Logger, sessions: map[string]*Session{}}
+	cfg.MaxRooms = cmp.Or(cfg.MaxRooms, defaultMaxRooms)
+	cfg.MaxStudents = cmp.Or(cfg.MaxStudents, defaultMaxStudents)
+	cfg.RoomTTL = cmp.Or(cfg.RoomTTL, defaultRoomTTL)
+	cfg.RoomsPerClient = cmp.Or(cfg.RoomsPerClient, defaultRoomsPerClient)
+	s := &Server{cfg: cfg, reg: NewRegistry(cfg.ModelsDirs), log: cfg.Logger, sessions: map[string]*Session{},
+		class: &classroom{rooms: map[string]*Room{}, creators: map[string][]time.Time{}, failures: map[string][]time.Time{}}}
+	if cfg.DataDir != "" {
+		st, err := OpenStore(cfg.DataDir)
+		if err != nil {
+			return nil, err
+		}
+		s.class.store = st
+	}
 	for name, data := range cfg.Embedded {
 		s.reg.AddEmbedded(name, data)
 	}
@@ -98,11 +121,16 @@ func New(cfg Config) *Server {
 	e.GET("/lessons/:name", s.lessonStep)
 	e.GET("/compare.json", s.compareExport("json"))
 	e.GET("/compare.csv", s.compareExport("csv"))
+	s.classroomRoutes(e)
 	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok") })
 	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", http.FileServer(http.FS(static.FS)))))
 	s.echo = e
-	return s
+	return s, nil
 }
+
+// Close releases what New opened without Run (tests): the rooms' engine
+// sessions and the database.
+func (s *Server) Close() { s.class.closeRooms() }
 
 // Handler is the server's HTTP handler (for tests).
 func (s *Server) Handler() http.Handler { return s.echo }
@@ -130,6 +158,7 @@ func (s *Server) Run(ctx context.Context, ready func(addr string)) error {
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	s.class.closeRooms() // room clients are told to reconnect (close code 1012)
 	err = srv.Shutdown(sctx)
 	s.mu.Lock()
 	for id, se := range s.sessions {

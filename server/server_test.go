@@ -17,10 +17,21 @@ import (
 	"stepthrough/engine/reftest"
 )
 
+// mustNew builds a server and closes its rooms when the test ends.
+func mustNew(t testing.TB, cfg Config) *Server {
+	t.Helper()
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
 func testServer(t *testing.T) (*Server, *httptest.Server) {
 	t.Helper()
 	dir := filepath.Dir(reftest.Path(t, "models", "stories260K.gguf"))
-	s := New(Config{ModelsDirs: []string{dir}, MaxPerClient: 5})
+	s := mustNew(t, Config{ModelsDirs: []string{dir}, MaxPerClient: 5})
 	ts := httptest.NewServer(s.Handler())
 	t.Cleanup(ts.Close)
 	return s, ts
@@ -234,7 +245,7 @@ func TestWebSocketOriginAndLimits(t *testing.T) {
 
 func TestRunGracefulShutdown(t *testing.T) {
 	dir := filepath.Dir(reftest.Path(t, "models", "stories260K.gguf"))
-	s := New(Config{Addr: "127.0.0.1:0", ModelsDirs: []string{dir}})
+	s := mustNew(t, Config{Addr: "127.0.0.1:0", ModelsDirs: []string{dir}})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	addr := make(chan string, 1)

@@ -24,6 +24,25 @@ const (
 	pingPeriod = 50 * time.Second
 )
 
+// limiter is a token bucket: msgRate messages a second, bursts of msgRate.
+type limiter struct {
+	tokens float64
+	last   time.Time
+}
+
+func newLimiter() limiter { return limiter{tokens: msgRate, last: time.Now()} }
+
+// allow takes a token if there is one.
+func (l *limiter) allow(now time.Time) bool {
+	l.tokens = min(msgRate, l.tokens+now.Sub(l.last).Seconds()*msgRate)
+	l.last = now
+	if l.tokens < 1 {
+		return false
+	}
+	l.tokens--
+	return true
+}
+
 // sameOrigin accepts browsers on this host (and clients that send no Origin).
 func sameOrigin(r *http.Request) bool {
 	o := r.Header.Get("Origin")
@@ -59,7 +78,7 @@ func (s *Server) ws(c echo.Context) error {
 	conn.SetReadLimit(maxMessage)
 	conn.SetReadDeadline(time.Now().Add(pongWait))
 	conn.SetPongHandler(func(string) error { conn.SetReadDeadline(time.Now().Add(pongWait)); return nil })
-	tokens, last := float64(msgRate), time.Now()
+	lim := newLimiter()
 	for {
 		_, msg, err := conn.ReadMessage()
 		if err != nil {
@@ -69,14 +88,10 @@ func (s *Server) ws(c echo.Context) error {
 			return nil
 		}
 		conn.SetReadDeadline(time.Now().Add(pongWait))
-		now := time.Now()
-		tokens = min(msgRate, tokens+now.Sub(last).Seconds()*msgRate)
-		last = now
-		if tokens < 1 {
+		if !lim.allow(time.Now()) {
 			s.send(ctx, out, se, "too many messages: slow down")
 			continue
 		}
-		tokens--
 		action, get, err := parseMessage(msg)
 		if err != nil {
 			s.send(ctx, out, se, err.Error())
@@ -142,6 +157,11 @@ var knownActions = map[string]bool{"run": true, "step": true, "back": true, "nex
 // parseMessage validates an htmx ws message: a JSON object of string
 // values (plus HEADERS) with a known action.
 func parseMessage(msg []byte) (string, func(string) (string, bool), error) {
+	return parseMessageFor(msg, knownActions)
+}
+
+// parseMessageFor is parseMessage with the actions an endpoint accepts.
+func parseMessageFor(msg []byte, known map[string]bool) (string, func(string) (string, bool), error) {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(msg, &raw); err != nil {
 		return "", nil, fmt.Errorf("malformed message: not a JSON object")
@@ -165,7 +185,7 @@ func parseMessage(msg []byte) (string, func(string) (string, bool), error) {
 		vals[k] = s
 	}
 	action := vals["action"]
-	if !knownActions[action] {
+	if !known[action] {
 		return "", nil, fmt.Errorf("unknown action %q", action)
 	}
 	if _, ok := settingKeys["prompt"]; ok && len(vals["prompt"]) > maxPromptBytes {

@@ -1,0 +1,382 @@
+package server
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"stepthrough/models"
+)
+
+func classServer(t *testing.T, dataDir string) (*Server, *httptest.Server) {
+	t.Helper()
+	s := mustNew(t, Config{Embedded: map[string][]byte{"lesson.gguf": models.Lesson}, DataDir: dataDir})
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(ts.Close)
+	return s, ts
+}
+
+var noRedirect = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+// startRoom posts the form and returns the code and the instructor key.
+func startRoom(t *testing.T, base string, form url.Values) (code, key string) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", base+"/rooms", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("POST /rooms: %s", resp.Status)
+	}
+	m := regexp.MustCompile(`^/rooms/([A-Z0-9]{6})/teach\?key=([0-9a-f]{32})$`).FindStringSubmatch(resp.Header.Get("Location"))
+	if m == nil {
+		t.Fatalf("instructor link %q", resp.Header.Get("Location"))
+	}
+	return m[1], m[2]
+}
+
+// wsClient reads a room's messages in the background.
+type wsClient struct {
+	t    *testing.T
+	conn *websocket.Conn
+	msgs chan string
+}
+
+func dialRoom(t *testing.T, base, code, query string) *wsClient {
+	t.Helper()
+	u := "ws" + strings.TrimPrefix(base, "http") + "/rooms/" + code + "/ws?" + query
+	conn, resp, err := websocket.DefaultDialer.Dial(u, nil)
+	if err != nil {
+		status := ""
+		if resp != nil {
+			status = resp.Status
+		}
+		t.Fatalf("dial %s: %v %s", u, err, status)
+	}
+	c := &wsClient{t: t, conn: conn, msgs: make(chan string, 256)}
+	go func() {
+		defer close(c.msgs)
+		for {
+			_, m, err := conn.ReadMessage()
+			if err != nil {
+				return
+			}
+			c.msgs <- string(m)
+		}
+	}()
+	t.Cleanup(func() { conn.Close() })
+	return c
+}
+
+func (c *wsClient) send(fields map[string]string) {
+	c.t.Helper()
+	b, _ := json.Marshal(fields)
+	if err := c.conn.WriteMessage(websocket.TextMessage, b); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// wait returns the first message containing want (skipping others).
+func (c *wsClient) wait(want string) string {
+	c.t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case m, ok := <-c.msgs:
+			if !ok {
+				c.t.Fatalf("connection closed waiting for %q", want)
+			}
+			if strings.Contains(m, want) {
+				return m
+			}
+		case <-deadline:
+			c.t.Fatalf("no message with %q", want)
+		}
+	}
+}
+
+// none checks that no message containing s arrives within d.
+func (c *wsClient) none(s string, d time.Duration) {
+	c.t.Helper()
+	deadline := time.After(d)
+	for {
+		select {
+		case m, ok := <-c.msgs:
+			if !ok {
+				return
+			}
+			if strings.Contains(m, s) {
+				c.t.Fatalf("unexpected message with %q: %.300s", s, m)
+			}
+		case <-deadline:
+			return
+		}
+	}
+}
+
+func studentID(t *testing.T, base, code string) string {
+	t.Helper()
+	resp, err := http.Get(base + "/rooms/" + code)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("student page: %s: %s", resp.Status, body)
+	}
+	m := regexp.MustCompile(`ws-connect="/rooms/` + code + `/ws\?student=([0-9a-f]{32})"`).FindSubmatch(body)
+	if m == nil {
+		t.Fatalf("no student id in the page")
+	}
+	return string(m[1])
+}
+
+func TestClassroomFollowPollRevealRestart(t *testing.T) {
+	dataDir := t.TempDir()
+	s, ts := classServer(t, dataDir)
+	code, key := startRoom(t, ts.URL, url.Values{"lesson": {"logits-and-softmax"}})
+
+	// Authority: the key opens the instructor page; anything else is refused.
+	for _, tc := range []struct {
+		path string
+		want int
+	}{
+		{"/rooms/" + code + "/teach?key=" + key, 200},
+		{"/rooms/" + code + "/teach?key=" + strings.Repeat("0", 32), 403},
+		{"/rooms/" + code + "/teach", 403},
+		{"/rooms/" + code + "/poll.csv?key=nope", 403},
+		{"/rooms/" + strings.ToLower(code), 200}, // codes are typed in any case
+		{"/rooms/" + code, 200},
+	} {
+		resp, err := http.Get(ts.URL + tc.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("GET %s: %d, want %d", tc.path, resp.StatusCode, tc.want)
+		}
+	}
+	if resp, err := http.Get(ts.URL + "/rooms/" + code + "/ws?key=" + strings.Repeat("a", 32)); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode != 403 {
+			t.Errorf("ws with a wrong key: %d, want 403", resp.StatusCode)
+		}
+	}
+
+	teach := dialRoom(t, ts.URL, code, "key="+key)
+	teach.wait(`id="teach-extras"`)
+	a, b := studentID(t, ts.URL, code), studentID(t, ts.URL, code)
+	sa := dialRoom(t, ts.URL, code, "student="+a)
+	sb := dialRoom(t, ts.URL, code, "student="+b)
+	sa.wait(`data-state="following"`)
+	sb.wait(`data-state="following"`)
+	teach.wait(`data-connected="2" data-following="2"`)
+
+	// The instructor moves to the question step; both students follow.
+	teach.send(map[string]string{"action": "lesson-step", "to": "1"})
+	for _, c := range []*wsClient{sa, sb} {
+		m := c.wait(`data-lesson-step="1"`)
+		if !strings.Contains(m, `data-testid="poll-option"`) || !strings.Contains(m, `data-testid="panel-hidden"`) {
+			t.Errorf("question step: want poll options and the hidden panel: %.500s", m)
+		}
+	}
+
+	// A student cannot drive the room, and bad input is answered, not obeyed.
+	sa.send(map[string]string{"action": "lesson-step", "to": "5"})
+	sa.wait(`unknown action`)
+	sa.send(map[string]string{"action": "reveal"})
+	sa.wait(`unknown action`)
+	sa.send(map[string]string{"action": "answer", "answer": " Rome"})
+	sa.wait(`not one of the choices`)
+	if err := sa.conn.WriteMessage(websocket.TextMessage, []byte("{not json")); err != nil {
+		t.Fatal(err)
+	}
+	sa.wait(`malformed message`)
+
+	sa.send(map[string]string{"action": "answer", "answer": " Par"})
+	sa.wait(`data-testid="poll-mine"`)
+	sb.send(map[string]string{"action": "answer", "answer": " L"})
+	sb.wait(`data-testid="poll-mine"`)
+	m := teach.wait(`data-testid="answered">2<`)
+	if !strings.Contains(m, `data-testid="poll-live"`) || strings.Contains(m, "model probability") {
+		t.Errorf("instructor's live poll: want counts without the model's numbers before the reveal: %.800s", m)
+	}
+
+	// Exploring: the student's own branch; the class's steps no longer move it.
+	sb.send(map[string]string{"action": "explore"})
+	m = sb.wait(`data-state="exploring"`)
+	if !strings.Contains(m, `id="explorer"`) {
+		t.Errorf("explore: want the student's own Explorer: %.300s", m)
+	}
+	sb.send(map[string]string{"action": "step"})
+	sb.wait(`id="explorer"`)
+	teach.wait(`data-connected="2" data-following="1"`)
+
+	// The reveal: the engine's answer, the class's histogram beside the
+	// model's probabilities.
+	teach.send(map[string]string{"action": "reveal"})
+	m = sa.wait(`data-revealed="true"`)
+	for _, want := range []string{`data-testid="poll-result" data-answer=" Par" data-count="1"`, `data-answer=" L" data-count="1"`, "engine's answer", "model probability"} {
+		if !strings.Contains(m, want) {
+			t.Errorf("after the reveal, want %q in %.1500s", want, m)
+		}
+	}
+	sb.none(`data-revealed="true"`, 300*time.Millisecond) // exploring: only the status line
+	sb.send(map[string]string{"action": "rejoin"})
+	sb.wait(`data-revealed="true"`)
+	sb.wait(`data-state="following"`)
+	sa.send(map[string]string{"action": "answer", "answer": " B"})
+	sa.wait(`answers are closed`)
+
+	// CSV export.
+	resp, err := http.Get(ts.URL + "/rooms/" + code + "/poll.csv?key=" + key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(resp.Body).ReadAll()
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 3 || recs[0][3] != "answer" {
+		t.Fatalf("CSV: %q", recs)
+	}
+	got := map[string]string{}
+	for _, r := range recs[1:] {
+		got[r[3]] = r[5]
+		if r[0] != "2" || r[4] != " Par" {
+			t.Errorf("CSV row %q: want lesson step 2 and engine answer \" Par\"", r)
+		}
+	}
+	if got[" Par"] != "true" || got[" L"] != "false" {
+		t.Errorf("CSV correctness column: %v", got)
+	}
+
+	// Restart: a new server on the same data directory has the room, its
+	// step, its reveal and its answers; the instructor's key still works.
+	ts.Close()
+	s.Close()
+	_, ts2 := classServer(t, dataDir)
+	sa2 := dialRoom(t, ts2.URL, code, "student="+a)
+	m = sa2.wait(`data-lesson-step="1"`)
+	if !strings.Contains(m, `data-answer=" Par" data-count="1"`) {
+		t.Errorf("after the restart the poll results are gone: %.800s", m)
+	}
+	teach2 := dialRoom(t, ts2.URL, code, "key="+key)
+	teach2.wait(`id="teach-extras"`)
+	teach2.send(map[string]string{"action": "lesson-step", "to": "2"})
+	sa2.wait(`data-lesson-step="2"`)
+}
+
+func TestClassroomJoinCodes(t *testing.T) {
+	_, ts := classServer(t, "")
+	code, _ := startRoom(t, ts.URL, url.Values{"lesson": {"tokens"}})
+	resp, err := noRedirect.Get(ts.URL + "/join?code=" + strings.ToLower(code))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/rooms/"+code {
+		t.Errorf("join with the code: %s → %q", resp.Status, resp.Header.Get("Location"))
+	}
+	// Wrong codes: a clear error, then a limit against guessing.
+	statuses := map[int]int{}
+	for i := range joinFailures + 3 {
+		resp, err := noRedirect.Get(ts.URL + "/join?code=ZZZZ" + string(codeAlphabet[i%32]) + string(codeAlphabet[i/32]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		statuses[resp.StatusCode]++
+	}
+	if statuses[404] != joinFailures || statuses[429] != 3 {
+		t.Errorf("wrong codes: statuses %v, want %d×404 then 429s", statuses, joinFailures)
+	}
+	for _, c := range []string{"", "ABC", "ABCDE0", "ABCDEFG", "<script>"} {
+		if _, ok := normalizeCode(c); ok {
+			t.Errorf("normalizeCode(%q) accepted", c)
+		}
+	}
+	seen := map[string]bool{}
+	for range 1000 {
+		c := newCode()
+		if _, ok := normalizeCode(c); !ok || seen[c] {
+			t.Fatalf("newCode gave %q (valid %v, repeated %v)", c, ok, seen[c])
+		}
+		seen[c] = true
+	}
+}
+
+func TestClassroomLimits(t *testing.T) {
+	s := mustNew(t, Config{Embedded: map[string][]byte{"lesson.gguf": models.Lesson}, MaxStudents: 2, RoomsPerClient: 2})
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(ts.Close)
+	code, _ := startRoom(t, ts.URL, url.Values{"lesson": {"tokens"}})
+	startRoom(t, ts.URL, url.Values{"lesson": {"seeds"}})
+	req, _ := http.NewRequest("POST", ts.URL+"/rooms", strings.NewReader("lesson=seeds"))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("third room from one client: %s, want 429", resp.Status)
+	}
+	// Cross-site form posts are refused.
+	req, _ = http.NewRequest("POST", ts.URL+"/rooms", strings.NewReader("lesson=seeds"))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", "https://evil.example")
+	if resp, err := noRedirect.Do(req); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("cross-site POST /rooms: %s", resp.Status)
+		}
+	}
+
+	one := dialRoom(t, ts.URL, code, "student="+strings.Repeat("1", 32))
+	dialRoom(t, ts.URL, code, "student="+strings.Repeat("2", 32)).wait("following")
+	one.wait("following")
+	third := dialRoom(t, ts.URL, code, "student="+strings.Repeat("3", 32))
+	if _, ok := <-third.msgs; ok {
+		t.Error("a third student joined a room limited to two")
+	}
+
+	// Flooding: one student's flood is answered with a warning; the other
+	// student is unaffected.
+	for range 200 {
+		one.send(map[string]string{"action": "step"})
+	}
+	one.wait("too many messages")
+}
+
+func TestClassroomFromExplorer(t *testing.T) {
+	_, ts := classServer(t, t.TempDir())
+	code, key := startRoom(t, ts.URL, url.Values{"explorer": {"/?prompt=Once+upon+a+time&temperature=0&max_tokens=8&seed=3&step=1&stage=2"}})
+	teach := dialRoom(t, ts.URL, code, "key="+key)
+	m := teach.wait(`id="room-view"`)
+	if !strings.Contains(m, `data-step="1"`) || !strings.Contains(m, "seed 3") {
+		t.Errorf("room from the Explorer: want token step 1 and seed 3: %.400s", m)
+	}
+	st := dialRoom(t, ts.URL, code, "student="+strings.Repeat("ab", 16))
+	st.wait("following")
+	teach.send(map[string]string{"action": "next-token"})
+	st.wait(`data-step="2"`)
+	teach.send(map[string]string{"action": "run", "prompt": "Lily had a", "temperature": "abc"})
+	teach.wait("not a number")
+	st.none(`not a number`, 300*time.Millisecond)
+}

@@ -1,0 +1,140 @@
+package views
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// RoomView is what every follower of a classroom sees: the instructor's
+// lesson step and the engine's current stage. It is rendered once per
+// change and the same bytes go to every student.
+type RoomView struct {
+	Code        string
+	LessonTitle string // empty in a room started from the Explorer
+	LessonStep  int
+	LessonSteps int
+	StepTitle   string
+	Narration   []string
+	Highlight   []GenToken
+	Question    *RoomQuestion
+	Hidden      bool // the stage waits for the class's predictions
+	Explorer    Explorer
+}
+
+// RoomQuestion is a lesson question asked of the class as a poll.
+type RoomQuestion struct {
+	Kind, Text string
+	Choices    []PollChoice // empty: a free-text answer
+	Revealed   bool
+	Reveal     string    // the engine's answer, once revealed
+	Results    []PollRow // the class's answers beside the engine's numbers, once revealed
+	Total      int       // answers in
+}
+
+// PollChoice is an answer button; Vals is its ws message (JSON).
+type PollChoice struct {
+	Label, Vals string
+}
+
+// PollRow is one answer in a poll's histogram.
+type PollRow struct {
+	Answer    string
+	Count     int
+	Share     float64 // of the class's answers, 0..1
+	ModelP    float64 // the model's probability at temperature 1
+	HasModelP bool    // for next-token questions
+	Correct   bool    // the engine's answer (or the right choice)
+}
+
+// RoomStatus says where the instructor is; everyone gets it, including
+// students exploring on their own.
+type RoomStatus struct {
+	LessonStep, LessonSteps int
+	Where                   string
+}
+
+// StudentBar is one student's own state: following or exploring.
+type StudentBar struct {
+	Exploring bool
+}
+
+// TeachStats is the instructor's view of the class.
+type TeachStats struct {
+	Connected, Following int
+	Question             bool
+	Answered             int
+	Live                 []PollRow // answer counts so far (no model numbers: the screen may be projected)
+}
+
+// StudentPage is a student's page in a room.
+type StudentPage struct {
+	Code, Student string
+	Room          RoomView
+	Status        RoomStatus
+}
+
+// TeachPage is the instructor's page.
+type TeachPage struct {
+	Code, Key   string
+	JoinURL     string
+	QR          [][]bool // the join URL as a QR code, modules (true = dark)
+	IsLesson    bool
+	PrevStep    int // -1 at the first step
+	NextStep    int // -1 at the last step
+	Notes       string
+	Room        RoomView
+	Stats       TeachStats
+	Status      RoomStatus
+	Settings    Page // the settings form of a room started from the Explorer
+	Expires     string
+	CSVURL      string
+	InstructURL string
+}
+
+// ClassroomHome is the page to start or join a room.
+type ClassroomHome struct {
+	Lessons []LessonLink
+	Error   string
+	Code    string
+}
+
+func quote(s string) string { return strconv.Quote(s) }
+
+// lessonStepVals is the ws message that moves a room to lesson step i.
+func lessonStepVals(i int) string {
+	return `{"action":"lesson-step","to":"` + strconv.Itoa(i) + `"}`
+}
+
+// exportURL turns an Explorer URL (/?prompt=…) into its stage's SVG
+// export URL (/export.svg?prompt=…).
+func exportURL(explorerURL string) string {
+	_, q, _ := strings.Cut(explorerURL, "?")
+	return "/export.svg?" + q
+}
+
+// qrViewBox frames a QR code with the standard four-module quiet zone.
+func qrViewBox(m [][]bool) string {
+	n := len(m) + 8
+	return fmt.Sprintf("-4 -4 %d %d", n, n)
+}
+
+// qrPath draws the dark modules as one SVG path, a run of dark modules in
+// a row per subpath.
+func qrPath(m [][]bool) string {
+	var b strings.Builder
+	for y, row := range m {
+		for x := 0; x < len(row); {
+			if !row[x] {
+				x++
+				continue
+			}
+			start := x
+			for x < len(row) && row[x] {
+				x++
+			}
+			fmt.Fprintf(&b, "M%d %dh%dv1h-%dz", start, y, x-start, x-start)
+		}
+	}
+	return b.String()
+}
