@@ -122,6 +122,7 @@ func New(cfg Config) (*Server, error) {
 	e.GET("/compare.json", s.compareExport("json"))
 	e.GET("/compare.csv", s.compareExport("csv"))
 	s.classroomRoutes(e)
+	e.GET("/export.svg", s.exportSVG)
 	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok") })
 	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", http.FileServer(http.FS(static.FS)))))
 	s.echo = e
@@ -283,6 +284,9 @@ func (s *Server) index(c echo.Context) error {
 		stage, _ := strconv.Atoi(q.Get("stage"))
 		if se.err == "" && (step > 0 || stage > 0) {
 			se.seek(c.Request().Context(), step, stage)
+		}
+		if h, err := strconv.Atoi(q.Get("head")); err == nil && se.m != nil && h >= 0 && h < se.m.Config.Heads {
+			se.head = h
 		}
 	} else if len(s.reg.Names()) == 0 {
 		se.err = "no models found: put a .gguf file in models/ or start with serve --models-dir DIR"

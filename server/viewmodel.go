@@ -35,6 +35,9 @@ func (s *Session) explorer() views.Explorer {
 	e.Step, e.Steps = step, len(s.cur.Steps)
 	e.Seed = strconv.FormatUint(s.smp.Seed(), 10)
 	e.URL = query(s.settings, s.smp.Seed(), step, si)
+	if s.head > 0 && stage.Name == "attention" { // the head shown travels with the link
+		e.URL += "&head=" + strconv.Itoa(s.head)
+	}
 	e.End = step == len(s.cur.Steps)-1 && si == len(stages)-1 && s.done
 	tk := s.m.Tokenizer
 	for _, id := range s.gen[:min(len(s.gen), step+1)] {

@@ -16,6 +16,8 @@
   document.addEventListener("click", (e) => {
     const b = e.target.closest("[data-action='play']");
     if (b) { e.preventDefault(); play(); }
+    const x = e.target.closest("[data-action='export-png']");
+    if (x) { e.preventDefault(); exportPNG(x.dataset.src); }
     const t = e.target.closest("[data-action='theme']");
     if (t) {
       const root = document.documentElement;
@@ -33,13 +35,37 @@
       default: return;
     }
   });
+  // A stage's SVG export drawn onto a canvas at twice its size, saved as PNG.
+  async function exportPNG(src) {
+    const svg = await (await fetch(src)).text();
+    const url = URL.createObjectURL(new Blob([svg], { type: "image/svg+xml" }));
+    const img = new Image();
+    img.onload = () => {
+      const c = document.createElement("canvas");
+      c.width = img.width * 2; c.height = img.height * 2;
+      const g = c.getContext("2d");
+      g.fillStyle = "#fff"; g.fillRect(0, 0, c.width, c.height);
+      g.drawImage(img, 0, 0, c.width, c.height);
+      URL.revokeObjectURL(url);
+      c.toBlob((b) => {
+        const a = document.createElement("a");
+        a.href = URL.createObjectURL(b); a.download = "stepthrough-stage.png";
+        document.body.appendChild(a); a.click(); a.remove();
+      }, "image/png");
+    };
+    img.src = url;
+  }
+  // In a classroom the page's own address stays (it is the room's).
+  const inRoom = () => document.body && document.body.dataset.room;
   // The server puts the shareable URL of the current view on #state.
   document.addEventListener("htmx:oobAfterSwap", () => {
+    if (inRoom()) return;
     const s = document.getElementById("state");
     if (s && s.dataset.url) history.replaceState(null, "", s.dataset.url);
     if (s && s.dataset.end === "true" && timer) play();
   });
   document.addEventListener("htmx:wsAfterMessage", () => {
+    if (inRoom()) return;
     const s = document.getElementById("state");
     if (s && s.dataset.url && location.pathname + location.search !== s.dataset.url) history.replaceState(null, "", s.dataset.url);
   });

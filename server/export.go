@@ -1,0 +1,81 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"stepthrough/views"
+)
+
+// exportSVG draws one stage as a standalone SVG for handouts. The query is
+// an Explorer URL's (settings, seed, step, stage, head); the engine runs
+// it again in a scratch session, so the drawing shows the engine's numbers
+// for exactly that view.
+func (s *Server) exportSVG(c echo.Context) error {
+	q := c.QueryParams()
+	if q.Get("prompt") == "" {
+		return c.String(http.StatusBadRequest, "export needs an Explorer view: ?prompt=…&seed=…&step=…&stage=…")
+	}
+	se := newSession("export", "", s.reg)
+	defer se.close()
+	set := se.settings
+	applySettings(&set, func(k string) (string, bool) {
+		v, ok := q[k]
+		if !ok || len(v) == 0 {
+			return "", false
+		}
+		return v[0], true
+	})
+	ctx := c.Request().Context()
+	se.run(ctx, set)
+	if se.err != "" {
+		return c.String(http.StatusBadRequest, se.err)
+	}
+	step, _ := strconv.Atoi(q.Get("step"))
+	stage, _ := strconv.Atoi(q.Get("stage"))
+	se.seek(ctx, step, stage)
+	if se.notice != "" {
+		return c.String(http.StatusNotFound, se.notice)
+	}
+	if h, err := strconv.Atoi(q.Get("head")); err == nil && h >= 0 && h < se.m.Config.Heads {
+		se.head = h
+	}
+	_, se.scores = q["scores"]
+	e := se.explorer()
+	x := views.StageExport{Current: e.Current, Panel: e.Panel,
+		Title: fmt.Sprintf("%s — token step %d of %d", stageTitle(e.Current), e.Step+1, e.Steps),
+		Caption: []string{
+			"Prompt: " + strconv.Quote(set.Prompt),
+			fmt.Sprintf("Model %s · temperature %s · top-k %s · top-p %s · min-p %s · order %s · seed %s", set.Model, set.Temperature, set.TopK, set.TopP, set.MinP, set.Order, e.Seed),
+			"Generated so far: " + generatedText(e.Generated),
+		}}
+	c.Response().Header().Set("Content-Disposition", fmt.Sprintf(`inline; filename="stepthrough-step%d-stage%d.svg"`, e.Step+1, e.Current.Index+1))
+	return c.Blob(http.StatusOK, "image/svg+xml", views.StageSVG(x))
+}
+
+func stageTitle(st views.Stage) string {
+	switch st.Name {
+	case "attention":
+		return fmt.Sprintf("Attention, layer %d", st.Layer+1)
+	case "mlp":
+		return fmt.Sprintf("MLP, layer %d", st.Layer+1)
+	case "sampler":
+		return fmt.Sprintf("Sampler step %d", st.SamplerStep+1)
+	case "kv":
+		return "KV cache append"
+	case "softmax":
+		return "Softmax"
+	}
+	return st.Label
+}
+
+func generatedText(gs []views.GenToken) string {
+	var b []byte
+	for _, g := range gs {
+		b = append(b, g.Bytes...)
+	}
+	return strconv.Quote(string(b))
+}
