@@ -31,6 +31,26 @@ func browser(t *testing.T) (context.Context, string) {
 // browserWith is browser over a server built from cfg.
 func browserWith(t *testing.T, cfg Config) (context.Context, string) {
 	t.Helper()
+	actx := chromeAlloc(t)
+	s := mustNew(t, cfg)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: s.Handler()}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	ctx, cancelC := chromedp.NewContext(actx)
+	ctx, cancelT := context.WithTimeout(ctx, 120*time.Second)
+	t.Cleanup(func() { cancelT(); cancelC() })
+	return ctx, "http://" + ln.Addr().String()
+}
+
+// chromeAlloc is the allocator of a headless Chromium; without chromium
+// (or the front-end assets) the test skips, or fails under
+// REQUIRE_BROWSER=1.
+func chromeAlloc(t *testing.T) context.Context {
+	t.Helper()
 	chrome := "/usr/bin/chromium"
 	if _, err := exec.LookPath(chrome); err != nil {
 		if os.Getenv("REQUIRE_BROWSER") == "1" {
@@ -44,22 +64,12 @@ func browserWith(t *testing.T, cfg Config) (context.Context, string) {
 		}
 		t.Skip(msg)
 	}
-	s := mustNew(t, cfg)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: s.Handler()}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chrome), chromedp.NoSandbox,
 		chromedp.Flag("disable-gpu", true), chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true), chromedp.WindowSize(1280, 900))
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelC := chromedp.NewContext(actx)
-	ctx, cancelT := context.WithTimeout(ctx, 120*time.Second)
-	t.Cleanup(func() { cancelT(); cancelC(); cancelA() })
-	return ctx, "http://" + ln.Addr().String()
+	t.Cleanup(cancelA)
+	return actx
 }
 
 func do(t *testing.T, ctx context.Context, steps ...chromedp.Action[chromedp.Void]) {

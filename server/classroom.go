@@ -339,8 +339,7 @@ func (s *Server) roomWS(c echo.Context) error {
 		cl.send(prepared(s.teachExtras(r)))
 	} else {
 		cl.send(prepared(renderTo(views.StudentBarView(views.StudentBar{}))))
-		a := r.answers[r.state.LessonStep][student]
-		cl.send(prepared(renderTo(views.PollMine(a))))
+		cl.send(prepared(s.pollMine(r, student)))
 	}
 	s.teachSoon(r)
 	r.mu.Unlock()
@@ -541,7 +540,7 @@ func (s *Server) studentAct(ctx context.Context, r *Room, cl *roomClient, action
 				s.log.Error("saving an answer", "room", r.code, "err", err)
 			}
 		}
-		cl.send(prepared(renderTo(views.PollMine(a))))
+		cl.send(prepared(s.pollMine(r, cl.student)))
 		cl.sendNote(prepared(note("")))
 		s.teachSoon(r)
 	case "explore":
@@ -574,7 +573,7 @@ func (s *Server) studentAct(ctx context.Context, r *Room, cl *roomClient, action
 		}
 		cl.send(r.follow)
 		cl.send(prepared(renderTo(views.StudentBarView(views.StudentBar{}))))
-		cl.send(prepared(renderTo(views.PollMine(r.answers[r.state.LessonStep][cl.student]))))
+		cl.send(prepared(s.pollMine(r, cl.student)))
 		s.teachSoon(r)
 		r.mu.Unlock()
 	default: // the Explorer's actions, on the student's own branch

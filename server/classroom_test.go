@@ -235,10 +235,12 @@ func TestClassroomFollowPollRevealRestart(t *testing.T) {
 			t.Errorf("after the reveal, want %q in %.1500s", want, m)
 		}
 	}
+	sa.wait("matches the engine&#39;s answer")
 	sb.none(`data-revealed="true"`, 300*time.Millisecond) // exploring: only the status line
 	sb.send(map[string]string{"action": "rejoin"})
 	sb.wait(`data-revealed="true"`)
 	sb.wait(`data-state="following"`)
+	sb.wait(`the engine&#39;s answer is &#34; Par&#34;`)
 	sa.send(map[string]string{"action": "answer", "answer": " B"})
 	sa.wait(`answers are closed`)
 

@@ -387,7 +387,11 @@ func (s *Server) roomView(r *Room) views.RoomView {
 			q := &views.RoomQuestion{Kind: lq.Kind, Text: lq.Text, Revealed: revealed, Total: len(r.answers[i])}
 			for _, c := range lq.Choices {
 				b, _ := json.Marshal(map[string]string{"action": "answer", "answer": c})
-				q.Choices = append(q.Choices, views.PollChoice{Label: c, Vals: string(b)})
+				label := c
+				if lq.Kind == "next-token" { // tokens: show the spaces
+					label = strconv.Quote(c)
+				}
+				q.Choices = append(q.Choices, views.PollChoice{Answer: c, Label: label, Vals: string(b)})
 			}
 			if revealed {
 				_, q.Reveal = engineAnswer(r.se, lq)
@@ -458,11 +462,27 @@ func (s *Server) broadcast(r *Room) {
 	}
 	for c := range r.clients { // a student's own answer at this step
 		if !c.instructor && c.exploring == nil {
-			if a, ok := r.answers[r.state.LessonStep][c.student]; ok && !r.state.Revealed[r.state.LessonStep] {
-				c.send(prepared(renderTo(views.PollMine(a))))
-			}
+			c.send(prepared(s.pollMine(r, c.student)))
 		}
 	}
+}
+
+// pollMine renders a student's own answer at the room's step and, once
+// revealed, how it compares with the engine's. r.mu is held.
+func (s *Server) pollMine(r *Room, student string) []byte {
+	i := r.state.LessonStep
+	a := r.answers[i][student]
+	verdict := ""
+	if a != "" && r.state.Revealed[i] && r.lesson != nil && r.se.m != nil && len(r.se.cur.Steps) > 0 {
+		lq := r.lesson.Steps[i].Question
+		want, _ := engineAnswer(r.se, lq)
+		if judge(lq.Kind, want, a) {
+			verdict = "matches the engine's answer"
+		} else {
+			verdict = fmt.Sprintf("the engine's answer is %q", want)
+		}
+	}
+	return renderTo(views.PollMine(a, verdict))
 }
 
 func renderTo(c templ.Component) []byte {

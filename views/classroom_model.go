@@ -34,7 +34,7 @@ type RoomQuestion struct {
 
 // PollChoice is an answer button; Vals is its ws message (JSON).
 type PollChoice struct {
-	Label, Vals string
+	Answer, Label, Vals string
 }
 
 // PollRow is one answer in a poll's histogram.
@@ -137,4 +137,12 @@ func qrPath(m [][]bool) string {
 		}
 	}
 	return b.String()
+}
+
+// plural writes "1 answer", "2 answers".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
 }
