@@ -106,6 +106,7 @@ type Room struct {
 	status     *websocket.PreparedMessage // #room-status alone, for students exploring
 	followHTML []byte
 	teachDue   bool // the instructor's numbers changed; a refresh is scheduled
+	version    int  // broadcasts so far
 }
 
 // roomClient is one connected tab.
@@ -210,6 +211,11 @@ func (s *Server) createRoom(ctx context.Context, client, lessonName string, expl
 			set.Prompt = "Once upon a time"
 		}
 		r.se.run(ctx, set)
+		if r.se.err != "" {
+			err := errors.New(r.se.err)
+			r.se.close()
+			return nil, "", err
+		}
 		step, _ := strconv.Atoi(explorer["step"])
 		stage, _ := strconv.Atoi(explorer["stage"])
 		if r.se.err == "" {
@@ -369,7 +375,7 @@ func (r *Room) isInstructor(key string) bool {
 // view builds what followers see. r.mu is held.
 func (s *Server) roomView(r *Room) views.RoomView {
 	e := r.se.explorer()
-	v := views.RoomView{Code: r.code, Explorer: e}
+	v := views.RoomView{Code: r.code, Explorer: e, Version: r.version}
 	if l := r.lesson; l != nil {
 		i := r.state.LessonStep
 		st := l.Steps[i]
@@ -448,6 +454,7 @@ func (r *Room) render(s *Server) {
 // view, students exploring get where the class is, instructors their page.
 // r.mu is held.
 func (s *Server) broadcast(r *Room) {
+	r.version++
 	r.render(s)
 	for c := range r.clients {
 		switch {
@@ -460,9 +467,16 @@ func (s *Server) broadcast(r *Room) {
 			c.send(r.follow)
 		}
 	}
-	for c := range r.clients { // a student's own answer at this step
+	mine := map[string]*websocket.PreparedMessage{} // most students share one (often empty) line
+	for c := range r.clients {                      // a student's own answer at this step
 		if !c.instructor && c.exploring == nil {
-			c.send(prepared(s.pollMine(r, c.student)))
+			b := s.pollMine(r, c.student)
+			m := mine[string(b)]
+			if m == nil {
+				m = prepared(b)
+				mine[string(b)] = m
+			}
+			c.send(m)
 		}
 	}
 }

@@ -15,6 +15,13 @@ import (
 	"stepthrough/views"
 )
 
+// Rows drawn as heat strips at most (each value is a cell with its number
+// on hover); a long prompt's earlier rows are counted, not drawn.
+const (
+	maxEmbedRows = 16
+	maxKVRows    = 4
+)
+
 // explorer builds the view-model of the session's current view.
 func (s *Session) explorer() views.Explorer {
 	e := views.Explorer{Error: s.err, Notice: s.notice, Forwards: s.forwards}
@@ -102,7 +109,10 @@ func (s *Session) panel(st *trace.Step, stage trace.Stage) views.Panel {
 		p.Tokenize = t
 	case "embed":
 		e := &views.EmbedPanel{}
-		for i, row := range st.Embed.Input {
+		from := max(0, len(st.Embed.Input)-maxEmbedRows)
+		e.NotDrawn = from
+		for i, row := range st.Embed.Input[from:] {
+			i += from
 			e.Rows = append(e.Rows, vecRow(fmt.Sprintf("position %d %s", st.First+i, labels[st.First+i]), row))
 		}
 		e.PCA, e.PCANote = s.pca(st)
@@ -146,8 +156,10 @@ func (s *Session) panel(st *trace.Step, stage trace.Stage) views.Panel {
 		k := &views.KVPanel{}
 		for _, L := range st.Layers {
 			kl := views.KVLayer{Layer: L.Index, Len: L.KVLen}
-			for i, row := range L.NewK {
-				kl.NewK = append(kl.NewK, vecRow(fmt.Sprintf("K row, position %d", st.First+i), row))
+			from := max(0, len(L.NewK)-maxKVRows) // a long prompt's rows: the last few tell the story
+			kl.NotDrawn = from
+			for i, row := range L.NewK[from:] {
+				kl.NewK = append(kl.NewK, vecRow(fmt.Sprintf("K row, position %d", st.First+from+i), row))
 			}
 			k.Layers = append(k.Layers, kl)
 			k.BytesUsed, k.BytesAlloc, k.Len, k.Capacity = L.KVBytesUsed, L.KVBytesAll, L.KVLen, L.KVCapacity

@@ -11,6 +11,7 @@ import (
 // change and the same bytes go to every student.
 type RoomView struct {
 	Code        string
+	Version     int    // counts the room's broadcasts (clients and load tests can tell views apart)
 	LessonTitle string // empty in a room started from the Explorer
 	LessonStep  int
 	LessonSteps int

@@ -92,9 +92,10 @@ type TokenizePanel struct {
 
 // EmbedPanel shows each new token's input vector and a 2-D PCA of them.
 type EmbedPanel struct {
-	Rows    []VecRow
-	PCA     []Point
-	PCANote string
+	Rows     []VecRow
+	NotDrawn int // earlier positions not drawn
+	PCA      []Point
+	PCANote  string
 }
 
 // VecRow is a labelled vector drawn as a heat strip.
@@ -202,7 +203,8 @@ type KVPanel struct {
 
 // KVLayer is one layer's cache growth.
 type KVLayer struct {
-	Layer int
-	Len   int
-	NewK  []VecRow
+	Layer    int
+	Len      int
+	NewK     []VecRow // the last rows appended this step
+	NotDrawn int      // rows appended this step before those
 }

@@ -1,0 +1,184 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// LoadResult is what a classroom load test measured: the time from the
+// instructor sending an action to each student receiving the new view.
+type LoadResult struct {
+	Students, Steps    int
+	P50, P95, P99, Max time.Duration
+	MeanBytes          int // the view's size per broadcast, uncompressed
+}
+
+func (r LoadResult) String() string {
+	return fmt.Sprintf("%d students × %d steps: broadcast latency p50 %.1f ms, p95 %.1f ms, p99 %.1f ms, max %.1f ms; %d KiB per view",
+		r.Students, r.Steps, ms(r.P50), ms(r.P95), ms(r.P99), ms(r.Max), r.MeanBytes/1024)
+}
+
+var versionRE = regexp.MustCompile(`id="room-view" data-version="(\d+)"`)
+
+// LoadTest starts a room on the server at base (http://host:port), joins
+// students WebSocket clients (compression on, as browsers do), and has the
+// instructor press "Stage →" steps times, every 100 ms (faster than the
+// Explorer's fastest play speed) or when every student has the previous
+// view, whichever is later. Clients and server may share the machine: the
+// figures then include the clients' own work.
+func LoadTest(ctx context.Context, base string, students, steps int) (LoadResult, error) {
+	res := LoadResult{Students: students, Steps: steps}
+	form := url.Values{"explorer": {"/?prompt=" + url.QueryEscape("Once upon a time, there was a little girl named Lily. She loved to play outside in the sun. One day, she saw a big") + "&max_tokens=64&seed=1"}}
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	req, err := http.NewRequestWithContext(ctx, "POST", base+"/rooms", strings.NewReader(form.Encode()))
+	if err != nil {
+		return res, err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := client.Do(req)
+	if err != nil {
+		return res, fmt.Errorf("start a room: %w", err)
+	}
+	resp.Body.Close()
+	loc := resp.Header.Get("Location")
+	m := regexp.MustCompile(`^/rooms/([A-Z0-9]+)/teach\?key=([0-9a-f]+)$`).FindStringSubmatch(loc)
+	if m == nil {
+		return res, fmt.Errorf("start a room: %s, location %q", resp.Status, loc)
+	}
+	code, key := m[1], m[2]
+	wsBase := "ws" + strings.TrimPrefix(base, "http") + "/rooms/" + code + "/ws?"
+	dialer := websocket.Dialer{EnableCompression: true, HandshakeTimeout: 10 * time.Second}
+
+	var mu sync.Mutex
+	sent := map[int]time.Time{} // version → when the instructor sent the action
+	var lat []time.Duration
+	var bytesSum, msgs int
+	got := make(chan int, students*4)
+	var wg sync.WaitGroup
+	conns := make([]*websocket.Conn, 0, students+1)
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+		wg.Wait()
+	}()
+	for range students {
+		var id [16]byte
+		rand.Read(id[:])
+		c, _, err := dialer.DialContext(ctx, wsBase+"student="+hex.EncodeToString(id[:]), nil)
+		if err != nil {
+			return res, fmt.Errorf("student %d of %d: %w", len(conns)+1, students, err)
+		}
+		conns = append(conns, c)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				_, msg, err := c.ReadMessage()
+				now := time.Now()
+				if err != nil {
+					return
+				}
+				sm := versionRE.FindSubmatch(msg)
+				if sm == nil {
+					continue
+				}
+				v, _ := strconv.Atoi(string(sm[1]))
+				mu.Lock()
+				if t0, ok := sent[v]; ok {
+					lat = append(lat, now.Sub(t0))
+					bytesSum += len(msg)
+					msgs++
+				}
+				mu.Unlock()
+				got <- v
+			}
+		}()
+	}
+	teach, _, err := dialer.DialContext(ctx, wsBase+"key="+key, nil)
+	if err != nil {
+		return res, fmt.Errorf("instructor: %w", err)
+	}
+	conns = append(conns, teach)
+	var lastNote string
+	noteRE := regexp.MustCompile(`id="room-note"[^>]*>([^<]+)<`)
+	go func() { // the instructor's own messages are not measured, but errors are kept
+		for {
+			_, m, err := teach.ReadMessage()
+			if err != nil {
+				return
+			}
+			if n := noteRE.FindSubmatch(m); n != nil {
+				mu.Lock()
+				lastNote = string(n[1])
+				mu.Unlock()
+			}
+		}
+	}()
+	// Drain the joining views, then step.
+	drain := time.After(500 * time.Millisecond)
+	for waiting := true; waiting; {
+		select {
+		case <-got:
+		case <-drain:
+			waiting = false
+		}
+	}
+	mu.Lock()
+	version := 0
+	mu.Unlock()
+	msg, _ := json.Marshal(map[string]string{"action": "step"})
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for i := range steps {
+		if i > 0 {
+			<-tick.C
+		}
+		mu.Lock()
+		// the room's next version: the joins did not broadcast, so it is i+1
+		version = i + 1
+		sent[version] = time.Now()
+		mu.Unlock()
+		if err := teach.WriteMessage(websocket.TextMessage, msg); err != nil {
+			return res, fmt.Errorf("instructor step %d: %w", i+1, err)
+		}
+		for n := 0; n < students; {
+			select {
+			case v := <-got:
+				if v == version {
+					n++
+				}
+			case <-time.After(10 * time.Second):
+				mu.Lock()
+				defer mu.Unlock()
+				return res, fmt.Errorf("step %d: only %d of %d students got the view within 10 s (the instructor's last note: %q)", i+1, n, students, lastNote)
+			case <-ctx.Done():
+				return res, ctx.Err()
+			}
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(lat) == 0 {
+		return res, errors.New("no latencies measured")
+	}
+	slices.Sort(lat)
+	q := func(p float64) time.Duration { return lat[min(len(lat)-1, int(p*float64(len(lat))))] }
+	res.P50, res.P95, res.P99, res.Max = q(0.50), q(0.95), q(0.99), lat[len(lat)-1]
+	res.MeanBytes = bytesSum / msgs
+	return res, nil
+}
