@@ -39,8 +39,11 @@ func main() {
 	if os.Args[1] == "train-lesson" {
 		os.Exit(trainLesson(ctx, os.Args[2:]))
 	}
+	if os.Args[1] == "loadtest" {
+		os.Exit(loadtest(ctx, os.Args[2:]))
+	}
 	if os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
-		fmt.Fprintf(os.Stdout, "usage: stepthrough [command] [flags]\n\ncommands:\n  serve     run the web app (the default)\n  train-lesson  make the lesson models from scratch (corpus, tokenizer, training)\n%s", cli.Usage())
+		fmt.Fprintf(os.Stdout, "usage: stepthrough [command] [flags]\n\ncommands:\n  serve     run the web app (the default)\n  train-lesson  make the lesson models from scratch (corpus, tokenizer, training)\n  loadtest  a classroom of WebSocket students against a running server: broadcast latency\n%s", cli.Usage())
 		return
 	}
 	os.Exit(cli.Run(ctx, env, os.Args[1], os.Args[2:]))
@@ -81,6 +84,30 @@ func serve(ctx context.Context, args []string) int {
 		fmt.Fprintf(os.Stderr, "stepthrough serve: %v\n", err)
 		return 1
 	}
+	return 0
+}
+
+// loadtest runs server.LoadTest against a running server.
+func loadtest(ctx context.Context, args []string) int {
+	fs := flag.NewFlagSet("loadtest", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	url := fs.String("url", "http://127.0.0.1:8080", "the server to test")
+	students := fs.Int("students", 200, "WebSocket students in the room")
+	steps := fs.Int("steps", 100, "instructor steps (one every 100 ms at most)")
+	if err := fs.Parse(args); err != nil {
+		fmt.Fprintf(os.Stderr, "stepthrough loadtest: %v\n", err)
+		return 2
+	}
+	if *students < 1 || *students > 5000 || *steps < 1 || *steps > 100000 {
+		fmt.Fprintln(os.Stderr, "stepthrough loadtest: --students must be 1..5000 and --steps 1..100000")
+		return 2
+	}
+	r, err := server.LoadTest(ctx, strings.TrimRight(*url, "/"), *students, *steps)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "stepthrough loadtest: %v\n", err)
+		return 1
+	}
+	fmt.Println(r)
 	return 0
 }
 
