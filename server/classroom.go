@@ -328,6 +328,12 @@ func (s *Server) roomWS(c echo.Context) error {
 	cl := &roomClient{student: student, instructor: instructor, out: make(chan *websocket.PreparedMessage, clientQueue), kick: cancel}
 
 	r.mu.Lock()
+	if r.closed { // unloaded or expired since the lookup: the client reconnects and finds it again
+		r.mu.Unlock()
+		conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseServiceRestart, "reconnect"), time.Now().Add(time.Second))
+		return nil
+	}
+	r.lastActive = time.Now()
 	if !instructor && r.students() >= s.cfg.MaxStudents {
 		r.mu.Unlock()
 		conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.ClosePolicyViolation, errRoomFull.Error()), time.Now().Add(time.Second))
@@ -345,6 +351,7 @@ func (s *Server) roomWS(c echo.Context) error {
 	r.mu.Unlock()
 	defer func() {
 		r.mu.Lock()
+		r.lastActive = time.Now()
 		delete(r.clients, cl)
 		if cl.exploring != nil {
 			cl.exploring.mu.Lock()
@@ -437,6 +444,10 @@ func (r *Room) students() int {
 func (s *Server) instructorAct(ctx context.Context, r *Room, cl *roomClient, action string, get func(string) (string, bool)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.closed {
+		return
+	}
+	r.lastActive = time.Now()
 	se := r.se
 	se.mu.Lock()
 	switch action {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/csv"
 	"encoding/json"
 	"io"
@@ -11,9 +12,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gorilla/websocket"
 
+	"stepthrough/lessons"
 	"stepthrough/models"
 )
 
@@ -381,4 +384,127 @@ func TestClassroomFromExplorer(t *testing.T) {
 	teach.send(map[string]string{"action": "run", "prompt": "Lily had a", "temperature": "abc"})
 	teach.wait("not a number")
 	st.none(`not a number`, 300*time.Millisecond)
+}
+
+func TestClassroomExpiryAndUnload(t *testing.T) {
+	dir := t.TempDir()
+	s := mustNew(t, Config{Embedded: map[string][]byte{"lesson.gguf": models.Lesson}, DataDir: dir, RoomTTL: time.Hour})
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(ts.Close)
+	code, key := startRoom(t, ts.URL, url.Values{"lesson": {"seeds"}})
+	other, _ := startRoom(t, ts.URL, url.Values{"lesson": {"tokens"}})
+	status := func(path string) int {
+		resp, err := http.Get(ts.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+
+	// Idle with no one connected: unloaded from memory, reloaded on the next visit.
+	s.sweep(t.Context(), time.Now().Add(roomIdleUnload+time.Minute))
+	s.class.mu.Lock()
+	n := len(s.class.rooms)
+	s.class.mu.Unlock()
+	if n != 0 {
+		t.Errorf("%d idle rooms still in memory", n)
+	}
+	if st := status("/rooms/" + code + "/teach?key=" + key); st != 200 {
+		t.Errorf("an unloaded room did not reload: %d", st)
+	}
+
+	// Expired: gone from memory and from the store.
+	s.sweep(t.Context(), time.Now().Add(2*time.Hour))
+	for _, c := range []string{code, other} {
+		if st := status("/rooms/" + c); st != 404 {
+			t.Errorf("expired room %s: %d, want 404", c, st)
+		}
+		if _, err := s.class.store.LoadRoom(t.Context(), c); err != errNoRoom {
+			t.Errorf("expired room %s still stored: %v", c, err)
+		}
+	}
+}
+
+func TestStoreRejectsCorruptState(t *testing.T) {
+	st, err := OpenStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	now := time.Now()
+	if err := st.SaveRoom(t.Context(), "ABCDEF", "h", roomState{Lesson: "seeds", LessonStep: 2}, now, now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SaveAnswer(t.Context(), "ABCDEF", 2, "s1", " white"); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SaveAnswer(t.Context(), "ABCDEF", 2, "s1", " brown"); err != nil { // a changed answer replaces the first
+		t.Fatal(err)
+	}
+	r, err := st.LoadRoom(t.Context(), "ABCDEF")
+	if err != nil || r.State.LessonStep != 2 || r.Answers[2]["s1"] != " brown" || len(r.Answers[2]) != 1 {
+		t.Fatalf("round trip: %+v, %v", r, err)
+	}
+	if _, err := st.db.Exec(`UPDATE rooms SET state = '{"lesson": 5' WHERE code = 'ABCDEF'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.LoadRoom(t.Context(), "ABCDEF"); err == nil || !strings.Contains(err.Error(), "corrupt") {
+		t.Errorf("corrupt state: %v", err)
+	}
+	if _, err := st.LoadRoom(t.Context(), "ZZZZZZ"); err != errNoRoom {
+		t.Errorf("missing room: %v", err)
+	}
+}
+
+// FuzzRoomMessage: any bytes from a room's WebSocket are either refused
+// with an error or give a known action; never a panic.
+func FuzzRoomMessage(f *testing.F) {
+	for _, seed := range []string{`{"action":"answer","answer":" Par"}`, `{"action":"lesson-step","to":"3"}`, `{"action":"reveal","HEADERS":{}}`, `[]`, `{"action":5}`, `{"action":"run","prompt":"` + strings.Repeat("x", 50) + `"}`} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, msg []byte) {
+		for _, known := range []map[string]bool{studentActions, instructorActions} {
+			action, get, err := parseMessageFor(msg, known)
+			if err != nil {
+				continue
+			}
+			if !known[action] {
+				t.Fatalf("accepted unknown action %q", action)
+			}
+			get("answer")
+		}
+	})
+}
+
+// FuzzCheckAnswer: a student's answer is validated against each kind of
+// question without panicking, and what is accepted is short, valid text.
+func FuzzCheckAnswer(f *testing.F) {
+	s := mustNew(f, Config{Embedded: map[string][]byte{"lesson.gguf": models.Lesson}})
+	se := newSession("f", "", s.reg)
+	set := defaultSettings("lesson.gguf")
+	set.Prompt = "Once upon a time"
+	se.run(context.Background(), set)
+	if se.err != "" {
+		f.Fatal(se.err)
+	}
+	qs := []*lessons.Question{
+		{Kind: "next-token"}, {Kind: "probability"}, {Kind: "survivors"},
+		{Kind: "choice", Choices: []string{"a", " b"}, Answer: "a"}, {Kind: "next-token", Choices: []string{" Par", " L"}},
+	}
+	for _, seed := range []string{" Par", "white", "0.5", "42%", "7", "", " b", "\xff", strings.Repeat("é", 40)} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		for _, q := range qs {
+			a, err := checkAnswer(se, q, raw)
+			if err != nil {
+				continue
+			}
+			if len(a) > maxAnswerBytes+8 || !utf8.ValidString(a) || a == "" {
+				t.Fatalf("%s: accepted %q as %q", q.Kind, raw, a)
+			}
+			judge(q.Kind, "0.5", a)
+		}
+	})
 }

@@ -107,6 +107,8 @@ type Room struct {
 	followHTML []byte
 	teachDue   bool // the instructor's numbers changed; a refresh is scheduled
 	version    int  // broadcasts so far
+	lastActive time.Time
+	closed     bool // unloaded: a client that still holds it must look the room up again
 }
 
 // roomClient is one connected tab.
@@ -194,7 +196,7 @@ func (s *Server) createRoom(ctx context.Context, client, lessonName string, expl
 	var sb [16]byte
 	rand.Read(sb[:])
 	secret := hex.EncodeToString(sb[:])
-	r := &Room{code: code, secretHash: hashSecret(secret), created: now, expires: now.Add(s.cfg.RoomTTL),
+	r := &Room{code: code, secretHash: hashSecret(secret), created: now, expires: now.Add(s.cfg.RoomTTL), lastActive: now,
 		answers: map[int]map[string]string{}, clients: map[*roomClient]bool{}}
 	r.se = newSession("room-"+code, "", s.reg)
 	if lessonName != "" {
@@ -322,7 +324,7 @@ func (s *Server) room(ctx context.Context, code string) (*Room, error) {
 	if time.Now().After(sr.Expires) {
 		return nil, errRoomGone
 	}
-	r := &Room{code: code, secretHash: sr.SecretHash, created: sr.Created, expires: sr.Expires, state: sr.State,
+	r := &Room{code: code, secretHash: sr.SecretHash, created: sr.Created, expires: sr.Expires, state: sr.State, lastActive: time.Now(),
 		answers: sr.Answers, clients: map[*roomClient]bool{}}
 	if r.state.Lesson != "" {
 		if r.lesson = s.lessons[r.state.Lesson]; r.lesson == nil {
@@ -582,6 +584,7 @@ func (s *Server) teachSoon(r *Room) {
 func (r *Room) closeAll() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.closed = true
 	for c := range r.clients {
 		c.kick()
 		if b := c.exploring; b != nil {
@@ -592,6 +595,36 @@ func (r *Room) closeAll() {
 	}
 	if r.se != nil {
 		r.se.close()
+	}
+}
+
+// roomIdleUnload is how long a room with no one connected stays in memory
+// when the store keeps it (it reloads on the next visit).
+const roomIdleUnload = 30 * time.Minute
+
+// sweep ends expired rooms and unloads idle ones; it runs every minute.
+func (s *Server) sweep(ctx context.Context, now time.Time) {
+	cl := s.class
+	cl.mu.Lock()
+	var drop []*Room
+	for code, r := range cl.rooms {
+		r.mu.Lock()
+		expired := now.After(r.expires)
+		idle := cl.store != nil && len(r.clients) == 0 && now.Sub(r.lastActive) > roomIdleUnload
+		r.mu.Unlock()
+		if expired || idle {
+			delete(cl.rooms, code)
+			drop = append(drop, r)
+		}
+	}
+	cl.mu.Unlock()
+	for _, r := range drop {
+		r.closeAll()
+	}
+	if cl.store != nil {
+		if err := cl.store.DeleteExpired(ctx, now); err != nil {
+			s.log.Error("deleting expired rooms", "err", err)
+		}
 	}
 }
 

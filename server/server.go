@@ -182,6 +182,7 @@ func (s *Server) evictLoop(ctx context.Context) {
 			return
 		case <-t.C:
 			s.evict(time.Now())
+			s.sweep(ctx, time.Now())
 		}
 	}
 }
