@@ -372,6 +372,15 @@ func TestClassroomLimits(t *testing.T) {
 func TestClassroomFromExplorer(t *testing.T) {
 	_, ts := classServer(t, t.TempDir())
 	code, key := startRoom(t, ts.URL, url.Values{"explorer": {"/?prompt=Once+upon+a+time&temperature=0&max_tokens=8&seed=3&step=1&stage=2"}})
+	resp, err := http.Get(ts.URL + "/rooms/" + code + "/teach?key=" + key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(page), `name="prompt"`) || !strings.Contains(string(page), "Once upon a time") {
+		t.Errorf("a room from the Explorer: the instructor page lacks the settings form (%s)", resp.Status)
+	}
 	teach := dialRoom(t, ts.URL, code, "key="+key)
 	m := teach.wait(`id="room-view"`)
 	if !strings.Contains(m, `data-step="1"`) || !strings.Contains(m, "seed 3") {
@@ -384,6 +393,10 @@ func TestClassroomFromExplorer(t *testing.T) {
 	teach.send(map[string]string{"action": "run", "prompt": "Lily had a", "temperature": "abc"})
 	teach.wait("not a number")
 	st.none(`not a number`, 300*time.Millisecond)
+	teach.send(map[string]string{"action": "run", "prompt": "Lily had a", "temperature": "0"})
+	if m := st.wait(`id="room-view"`); !strings.Contains(m, "had") || !strings.Contains(m, `data-step="0"`) {
+		t.Errorf("the instructor's new prompt did not reach the student: %.300s", m)
+	}
 }
 
 func TestClassroomExpiryAndUnload(t *testing.T) {
