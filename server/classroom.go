@@ -208,6 +208,9 @@ func (s *Server) teachRoom(c echo.Context) error {
 	if r.lesson == nil {
 		p.Settings = views.Page{Models: s.reg.Names(), Settings: r.state.Settings}
 	}
+	h := c.Response().Header()
+	h.Set("Referrer-Policy", "no-referrer") // the key is in this page's address
+	h.Set("Cache-Control", "no-store")
 	return c.HTMLBlob(http.StatusOK, renderTo(views.TeachRoomPage(p)))
 }
 

@@ -162,6 +162,16 @@ func TestClassroomInBrowser(t *testing.T) {
 	do(t, teach, chromedp.Click(chromedp.CSS(`[data-action="lesson-next"]`)))
 	waitJS(t, student, "the student to follow after the restart", `document.querySelector('#room-view').dataset.lessonStep === "2"`)
 
+	// A handout as PNG: app.js draws the SVG export on a canvas and
+	// downloads it (the download is caught to check the image).
+	eval[bool](t, student, `window.__dl = null; HTMLAnchorElement.prototype.click = function () { if (this.download) { window.__dl = {name: this.download, href: this.href}; } }; true`, false)
+	click(t, student, `[data-action="export-png"]`)
+	waitJS(t, student, "the PNG download", `window.__dl !== null`)
+	png := eval[string](t, student, `fetch(window.__dl.href).then(r => r.blob()).then(b => createImageBitmap(b).then(i => b.type + " " + i.width + " " + (b.size > 5000)))`, true)
+	if png != "image/png 1800 true" {
+		t.Errorf("PNG export: %q, want an image/png 1800 px wide", png)
+	}
+
 	// A handout: the stage's SVG export, from the student's screen.
 	href := attr(t, student, `[data-testid="export-svg"]`, "href")
 	resp, err := http.Get(base + href)
