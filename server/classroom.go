@@ -296,7 +296,7 @@ func (s *Server) engineAnswerAt(ctx context.Context, r *Room, i int) string {
 var roomUpgrader = websocket.Upgrader{ReadBufferSize: 4096, WriteBufferSize: 16384, CheckOrigin: sameOrigin, EnableCompression: true}
 
 var (
-	instructorActions = map[string]bool{"lesson-step": true, "reveal": true, "run": true, "step": true, "back": true,
+	instructorActions = map[string]bool{"lesson-step": true, "reveal": true, "end-room": true, "run": true, "step": true, "back": true,
 		"next-token": true, "end": true, "temperature": true, "view": true}
 	studentActions = map[string]bool{"answer": true, "explore": true, "rejoin": true, "run": true, "step": true, "back": true,
 		"next-token": true, "end": true, "reset": true, "temperature": true, "view": true}
@@ -364,7 +364,7 @@ func (s *Server) roomWS(c echo.Context) error {
 		s.teachSoon(r)
 		r.mu.Unlock()
 	}()
-	go roomWriter(ctx, conn, cl.out)
+	go roomWriter(ctx, conn, cl)
 
 	conn.SetReadLimit(maxMessage)
 	conn.SetReadDeadline(time.Now().Add(pongWait))
@@ -407,13 +407,24 @@ func note(msg string) []byte {
 	return renderTo(views.Note(msg))
 }
 
-func roomWriter(ctx context.Context, conn *websocket.Conn, out <-chan *websocket.PreparedMessage) {
+func roomWriter(ctx context.Context, conn *websocket.Conn, cl *roomClient) {
 	ping := time.NewTicker(pingPeriod)
 	defer ping.Stop()
 	defer conn.Close() // a kicked client's reader stops too
+	out := cl.out
 	for {
 		select {
 		case <-ctx.Done():
+			if cl.ended.Load() { // the room ended: the last view, then a normal close (no reconnect)
+				for len(out) > 0 {
+					conn.SetWriteDeadline(time.Now().Add(writeWait))
+					if conn.WritePreparedMessage(<-out) != nil {
+						return
+					}
+				}
+				conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, "the room has ended"), time.Now().Add(time.Second))
+				return
+			}
 			// 1012 (service restart): the htmx ws extension reconnects.
 			conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseServiceRestart, "reconnect"), time.Now().Add(time.Second))
 			return
@@ -463,6 +474,10 @@ func (s *Server) instructorAct(ctx context.Context, r *Room, cl *roomClient, act
 			return
 		}
 		s.gotoLessonStep(ctx, r, i)
+	case "end-room":
+		se.mu.Unlock()
+		s.endRoom(ctx, r)
+		return
 	case "reveal":
 		if r.lesson == nil || r.lesson.Steps[r.state.LessonStep].Question == nil {
 			se.mu.Unlock()
@@ -503,6 +518,27 @@ func (s *Server) instructorAct(ctx context.Context, r *Room, cl *roomClient, act
 	}
 	cl.sendNote(prepared(note("")))
 	s.broadcast(r)
+}
+
+// endRoom ends a room now, for everyone: its code and instructor link stop
+// working, every screen says so and the connections close without
+// reconnecting. The next lookup or sweep drops it from memory and the
+// store (answers included: the page asks to download the CSV first).
+// r.mu is held.
+func (s *Server) endRoom(ctx context.Context, r *Room) {
+	r.expires = time.Now()
+	if err := s.saveRoom(ctx, r); err != nil {
+		s.log.Error("ending a room", "room", r.code, "err", err)
+	}
+	bye := prepared(renderTo(views.RoomEnded()))
+	for c := range r.clients {
+		c.ended.Store(true)
+		c.send(bye)
+		c.kick()
+	}
+	r.closed = true
+	r.se.close()
+	s.log.Info("room ended by its instructor", "room", r.code)
 }
 
 // rebuildIfBroken restores the previous run when a failed "run" left the

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -18,6 +20,7 @@ import (
 
 	"stepthrough/lessons"
 	"stepthrough/models"
+	"stepthrough/views"
 )
 
 func classServer(t *testing.T, dataDir string) (*Server, *httptest.Server) {
@@ -520,4 +523,97 @@ func FuzzCheckAnswer(f *testing.F) {
 			judge(q.Kind, "0.5", a)
 		}
 	})
+}
+
+// TestPollRows checks the class histogram on real engine state: answers
+// counted per token (typed words become the token they are), the model's
+// probabilities beside them, probability answers in tenths, choices in
+// their order.
+func TestPollRows(t *testing.T) {
+	s := mustNew(t, Config{Embedded: map[string][]byte{"lesson.gguf": models.Lesson}})
+	se := newSession("t", "", s.reg)
+	defer se.close()
+	set := defaultSettings("lesson.gguf")
+	set.Prompt, set.Temperature, set.TopK, set.TopP, set.MinP, set.Seed = "The capital of France is", "1", "0", "1", "0", "1"
+	se.run(t.Context(), set)
+	if se.err != "" || !se.seekStage("logits", -1) {
+		t.Fatalf("run: %q", se.err)
+	}
+	tr, _ := se.cur.Current()
+	probs := sampleProbabilities(tr.Logits.Logits, 1)
+	par := se.m.Tokenizer.EncodeIDs(" Par", false)
+	if len(par) != 1 {
+		t.Fatalf(`" Par" is %d tokens`, len(par))
+	}
+
+	nt := &lessons.Question{Kind: "next-token"}
+	typed := map[string]string{}
+	for i, raw := range []string{"Par", " Par", "Par ", "L"} {
+		a, err := checkAnswer(se, nt, raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		typed[fmt.Sprint("s", i)] = a
+	}
+	rows := pollRows(se, nt, typed, true)
+	byAnswer := map[string]views.PollRow{}
+	for _, r := range rows {
+		byAnswer[r.Answer] = r
+	}
+	p := byAnswer[" Par"]
+	if p.Count != 3 || !p.Correct || !p.HasModelP || math.Abs(p.ModelP-float64(probs[par[0]])) > 1e-7 || math.Abs(p.Share-0.75) > 1e-9 {
+		t.Errorf(`" Par" row: %+v (model p %v)`, p, probs[par[0]])
+	}
+	if rows[0].Answer != " Par" {
+		t.Errorf("rows not by count: first %q", rows[0].Answer)
+	}
+	if len(rows) < 5 {
+		t.Errorf("the model's top tokens should be listed even when nobody chose them: %d rows", len(rows))
+	}
+
+	pq := &lessons.Question{Kind: "probability"}
+	rows = pollRows(se, pq, map[string]string{"a": "0.95", "b": "0.99", "c": "0.5"}, true)
+	if len(rows) != 10 || rows[0].Answer != "0–10%" || rows[9].Answer != "90–100%" || rows[9].Count != 2 || !rows[9].Correct || rows[5].Count != 1 {
+		t.Errorf("probability bins: %+v", rows)
+	}
+
+	cq := &lessons.Question{Kind: "choice", Choices: []string{"first", "second", "third"}, Answer: "second"}
+	rows = pollRows(se, cq, map[string]string{"a": "third", "b": "third"}, true)
+	if len(rows) != 3 || rows[0].Answer != "first" || rows[2].Count != 2 || !rows[1].Correct || rows[2].Correct {
+		t.Errorf("choice rows: %+v", rows)
+	}
+}
+
+// TestClassroomEnd: the instructor ends the room; every screen says so,
+// connections close normally (1000: no reconnecting), the code and the
+// instructor link stop working, and the store forgets the room.
+func TestClassroomEnd(t *testing.T) {
+	s, ts := classServer(t, t.TempDir())
+	code, key := startRoom(t, ts.URL, url.Values{"lesson": {"seeds"}})
+	teach := dialRoom(t, ts.URL, code, "key="+key)
+	st := dialRoom(t, ts.URL, code, "student="+strings.Repeat("cd", 16))
+	st.wait("following")
+	teach.wait("teach-extras")
+	teach.send(map[string]string{"action": "end-room"})
+	st.wait(`data-testid="room-ended"`)
+	for range st.msgs { // drained until the server closes
+	}
+	st.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, _, err := st.conn.ReadMessage(); !websocket.IsCloseError(err, websocket.CloseNormalClosure) {
+		t.Errorf("after the end: %v, want a normal close", err)
+	}
+	for _, p := range []string{"/rooms/" + code, "/rooms/" + code + "/teach?key=" + key} {
+		resp, err := http.Get(ts.URL + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 404 {
+			t.Errorf("GET %s after the end: %d", p, resp.StatusCode)
+		}
+	}
+	s.sweep(t.Context(), time.Now())
+	if _, err := s.class.store.LoadRoom(t.Context(), code); err != errNoRoom {
+		t.Errorf("an ended room is still stored: %v", err)
+	}
 }

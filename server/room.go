@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -118,6 +119,7 @@ type roomClient struct {
 	out        chan *websocket.PreparedMessage
 	kick       context.CancelFunc // drops the connection (slow consumer, shutdown)
 	exploring  *Session           // the student's own branch; nil while following
+	ended      atomic.Bool        // the room ended: send what is queued, then close for good
 }
 
 // classroom holds the live rooms; the Store keeps them across restarts.
@@ -745,21 +747,32 @@ func singleToken(se *Session, word string) (int32, bool) {
 // questions with withModel, the model's top tokens are listed too, each
 // with its probability at temperature 1.
 func pollRows(se *Session, lq *lessons.Question, answers map[string]string, withModel bool) []views.PollRow {
+	key := func(a string) string { return a }
+	order := map[string]int{} // rows with a fixed place: choices, probability bins
+	for i, c := range lq.Choices {
+		order[c] = i + 1
+	}
+	if lq.Kind == "probability" { // a histogram over ten bins, not one row per number typed
+		key = probabilityBin
+		for b := range 10 {
+			order[binLabel(b)] = b + 1
+		}
+	}
 	counts := map[string]int{}
 	for _, a := range answers {
-		counts[a]++
+		counts[key(a)]++
 	}
-	for _, c := range lq.Choices {
-		if _, ok := counts[c]; !ok {
-			counts[c] = 0
+	for k := range order {
+		if _, ok := counts[k]; !ok {
+			counts[k] = 0
 		}
 	}
 	var probs []float32
 	correct := ""
 	if withModel {
 		correct, _ = engineAnswer(se, lq)
-		if _, ok := counts[correct]; !ok && lq.Kind != "probability" {
-			counts[correct] = 0
+		if _, ok := counts[key(correct)]; !ok {
+			counts[key(correct)] = 0
 		}
 		if lq.Kind == "next-token" {
 			tr, _ := se.cur.Current()
@@ -779,7 +792,11 @@ func pollRows(se *Session, lq *lessons.Question, answers map[string]string, with
 			r.Share = float64(n) / float64(total)
 		}
 		if withModel {
-			r.Correct = judge(lq.Kind, correct, a)
+			if lq.Kind == "probability" {
+				r.Correct = a == key(correct)
+			} else {
+				r.Correct = judge(lq.Kind, correct, a)
+			}
 			if probs != nil {
 				if ids := se.m.Tokenizer.EncodeIDs(a, false); len(ids) == 1 && string(se.m.Tokenizer.Bytes(ids[0])) == a {
 					r.ModelP, r.HasModelP = float64(probs[ids[0]]), true
@@ -787,10 +804,6 @@ func pollRows(se *Session, lq *lessons.Question, answers map[string]string, with
 			}
 		}
 		rows = append(rows, r)
-	}
-	order := map[string]int{}
-	for i, c := range lq.Choices {
-		order[c] = i + 1
 	}
 	sort.Slice(rows, func(i, j int) bool {
 		a, b := rows[i], rows[j]
@@ -810,6 +823,17 @@ func pollRows(se *Session, lq *lessons.Question, answers map[string]string, with
 	})
 	return rows
 }
+
+// probabilityBin puts a probability answer in its tenth: "40–50%".
+func probabilityBin(a string) string {
+	v, ok := parseProbability(a)
+	if !ok {
+		return a
+	}
+	return binLabel(min(9, int(v*10)))
+}
+
+func binLabel(b int) string { return fmt.Sprintf("%d–%d%%", 10*b, 10*b+10) }
 
 // topIDs returns the ids of the n largest probabilities.
 func topIDs(p []float32, n int) []int32 {
