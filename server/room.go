@@ -392,26 +392,37 @@ func (s *Server) roomView(r *Room) views.RoomView {
 				}
 			}
 		}
-		if lq := st.Question; lq != nil && r.se.err == "" && len(r.se.cur.Steps) > 0 {
-			revealed := r.state.Revealed[i]
-			q := &views.RoomQuestion{Kind: lq.Kind, Text: lq.Text, Revealed: revealed, Total: len(r.answers[i])}
-			for _, c := range lq.Choices {
-				b, _ := json.Marshal(map[string]string{"action": "answer", "answer": c})
-				label := c
-				if lq.Kind == "next-token" { // tokens: show the spaces
-					label = strconv.Quote(c)
-				}
-				q.Choices = append(q.Choices, views.PollChoice{Answer: c, Label: label, Vals: string(b)})
-			}
-			if revealed {
-				_, q.Reveal = engineAnswer(r.se, lq)
-				q.Results = pollRows(r.se, lq, r.answers[i], true)
-			}
-			v.Question = q
-			v.Hidden = lq.Kind != "choice" && !revealed
-		}
+		v.Question, v.Hidden = s.roomQuestion(r)
 	}
 	return v
+}
+
+// roomQuestion is the poll at the room's lesson step, if there is one,
+// and whether it hides the stage. r.mu is held.
+func (s *Server) roomQuestion(r *Room) (*views.RoomQuestion, bool) {
+	if r.lesson == nil {
+		return nil, false
+	}
+	i := r.state.LessonStep
+	lq := r.lesson.Steps[i].Question
+	if lq == nil || r.se.err != "" || len(r.se.cur.Steps) == 0 {
+		return nil, false
+	}
+	revealed := r.state.Revealed[i]
+	q := &views.RoomQuestion{Kind: lq.Kind, Text: lq.Text, Revealed: revealed, Total: len(r.answers[i])}
+	for _, c := range lq.Choices {
+		b, _ := json.Marshal(map[string]string{"action": "answer", "answer": c})
+		label := c
+		if lq.Kind == "next-token" { // tokens: show the spaces
+			label = strconv.Quote(c)
+		}
+		q.Choices = append(q.Choices, views.PollChoice{Answer: c, Label: label, Vals: string(b)})
+	}
+	if revealed {
+		_, q.Reveal = engineAnswer(r.se, lq)
+		q.Results = pollRows(r.se, lq, r.answers[i], true)
+	}
+	return q, lq.Kind != "choice" && !revealed
 }
 
 func paragraphs(text string) []string {
@@ -431,8 +442,8 @@ func (s *Server) roomStatus(r *Room) views.RoomStatus {
 	}
 	if len(r.se.cur.Steps) > 0 {
 		step, _ := r.se.cur.Position()
-		e := r.se.explorer()
-		st.Where = fmt.Sprintf("token step %d, stage %s", step+1, e.Current.Label)
+		_, stage := r.se.cur.Current()
+		st.Where = fmt.Sprintf("token step %d, stage %s", step+1, label(stage))
 	}
 	return st
 }
@@ -513,7 +524,17 @@ func renderTo(c templ.Component) []byte {
 
 // teachPage builds the instructor's page model. r.mu is held.
 func (s *Server) teachPage(r *Room) views.TeachPage {
-	p := views.TeachPage{Code: r.code, IsLesson: r.lesson != nil, PrevStep: -1, NextStep: -1, Room: s.roomView(r), Status: s.roomStatus(r)}
+	p := s.teachControls(r)
+	p.Room, p.Status = s.roomView(r), s.roomStatus(r)
+	return p
+}
+
+// teachControls is the part of the instructor's page TeachExtras shows
+// (without the stage's panel, which every broadcast renders once anyway).
+// r.mu is held.
+func (s *Server) teachControls(r *Room) views.TeachPage {
+	p := views.TeachPage{Code: r.code, IsLesson: r.lesson != nil, PrevStep: -1, NextStep: -1}
+	p.Room.Question, _ = s.roomQuestion(r)
 	if l := r.lesson; l != nil {
 		i := r.state.LessonStep
 		if i > 0 {
@@ -556,7 +577,7 @@ func (s *Server) teachStats(r *Room) views.TeachStats {
 
 // teachExtras renders the instructor-only fragment. r.mu is held.
 func (s *Server) teachExtras(r *Room) []byte {
-	return renderTo(views.TeachExtras(s.teachPage(r)))
+	return renderTo(views.TeachExtras(s.teachControls(r)))
 }
 
 // teachSoon refreshes the instructors' numbers at most every
