@@ -129,7 +129,7 @@ type classroom struct {
 	creators map[string][]time.Time // rooms created per client address, last hour
 	failures map[string][]time.Time // unknown codes tried per client, last minute
 	store    *Store
-	closed   bool
+	closed   bool // the server is shutting down: no new rooms or loads
 }
 
 var (
@@ -173,6 +173,10 @@ func (s *Server) createRoom(ctx context.Context, client, lessonName string, expl
 	cl := s.class
 	now := time.Now()
 	cl.mu.Lock()
+	if cl.closed {
+		cl.mu.Unlock()
+		return nil, "", errRoomsFull
+	}
 	recent := slices.DeleteFunc(cl.creators[client], func(t time.Time) bool { return now.Sub(t) > time.Hour })
 	if len(recent) >= s.cfg.RoomsPerClient {
 		cl.mu.Unlock()
@@ -304,6 +308,9 @@ func (s *Server) room(ctx context.Context, code string) (*Room, error) {
 	cl := s.class
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
+	if cl.closed { // shutting down
+		return nil, errRoomGone
+	}
 	if r := cl.rooms[code]; r != nil {
 		if time.Now().After(r.expiry()) {
 			delete(cl.rooms, code)
