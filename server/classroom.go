@@ -122,7 +122,7 @@ func (s *Server) startRoom(c echo.Context) error {
 		}
 		explorer = map[string]string{}
 		for k, v := range u.Query() {
-			if _, ok := settingKeys[k]; ok || k == "step" || k == "stage" {
+			if _, ok := settingKeys[k]; ok || k == "step" || k == "stage" || k == "head" {
 				explorer[k] = v[0]
 			}
 		}
@@ -283,13 +283,13 @@ func (s *Server) engineAnswerAt(ctx context.Context, r *Room, i int) string {
 		a, _ := engineAnswer(r.se, r.lesson.Steps[i].Question)
 		return a
 	}
-	scratch := &Room{lesson: r.lesson, se: newSession("scratch", "", s.reg)}
-	defer scratch.se.close()
-	s.gotoLessonStep(ctx, scratch, i)
-	if scratch.se.err != "" || len(scratch.se.cur.Steps) == 0 {
+	se := newSession("scratch", "", s.reg)
+	defer se.close()
+	se.playLesson(ctx, r.lesson, i)
+	if se.err != "" || len(se.cur.Steps) == 0 {
 		return ""
 	}
-	a, _ := engineAnswer(scratch.se, r.lesson.Steps[i].Question)
+	a, _ := engineAnswer(se, r.lesson.Steps[i].Question)
 	return a
 }
 
@@ -601,12 +601,7 @@ func (s *Server) studentAct(ctx context.Context, r *Room, cl *roomClient, action
 		}
 		st := r.state
 		r.mu.Unlock()
-		b := newSession("branch-"+r.code, cl.student, s.reg)
-		b.run(ctx, st.Settings)
-		if b.err == "" {
-			b.seek(ctx, st.Step, st.Stage)
-			b.head, b.scores = st.Head, st.Scores
-		}
+		b := s.replay(ctx, "branch-"+r.code, cl.student, st)
 		html := append(renderTo(views.ExploringMain(b.explorer())), renderTo(views.StudentBarView(views.StudentBar{Exploring: true}))...)
 		r.mu.Lock()
 		cl.exploring = b

@@ -288,6 +288,17 @@ func TestClassroomFollowPollRevealRestart(t *testing.T) {
 	teach2.wait(`id="teach-extras"`)
 	teach2.send(map[string]string{"action": "lesson-step", "to": "2"})
 	sa2.wait(`data-lesson-step="2"`)
+	// The CSV still names the engine's answer of a step the room has left
+	// (replayed in a scratch session).
+	resp, err = http.Get(ts2.URL + "/rooms/" + code + "/poll.csv?key=" + key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err = csv.NewReader(resp.Body).ReadAll()
+	resp.Body.Close()
+	if err != nil || len(recs) != 3 || recs[1][4] != " Par" || recs[2][4] != " Par" {
+		t.Errorf("CSV after leaving the step: %q, %v", recs, err)
+	}
 }
 
 func TestClassroomJoinCodes(t *testing.T) {

@@ -21,29 +21,14 @@ func (s *Server) exportSVG(c echo.Context) error {
 	}
 	se := newSession("export", "", s.reg)
 	defer se.close()
-	set := se.settings
-	applySettings(&set, func(k string) (string, bool) {
-		v, ok := q[k]
-		if !ok || len(v) == 0 {
-			return "", false
-		}
-		return v[0], true
-	})
-	ctx := c.Request().Context()
-	se.run(ctx, set)
+	se.open(c.Request().Context(), getter(q))
 	if se.err != "" {
 		return c.String(http.StatusBadRequest, se.err)
 	}
-	step, _ := strconv.Atoi(q.Get("step"))
-	stage, _ := strconv.Atoi(q.Get("stage"))
-	se.seek(ctx, step, stage)
 	if se.notice != "" {
 		return c.String(http.StatusNotFound, se.notice)
 	}
-	if h, err := strconv.Atoi(q.Get("head")); err == nil && h >= 0 && h < se.m.Config.Heads {
-		se.head = h
-	}
-	_, se.scores = q["scores"]
+	set := se.settings
 	e := se.explorer()
 	x := views.StageExport{Current: e.Current, Panel: e.Panel,
 		Title: fmt.Sprintf("%s — token step %d of %d", stageTitle(e.Current), e.Step+1, e.Steps),

@@ -50,28 +50,16 @@ func (s *Server) lessonStep(c echo.Context) error {
 	}
 	se := newSession("lesson", "", s.reg)
 	defer se.close()
-	set := defaultSettings(l.Model)
-	q, _ := l.ExplorerQuery(i)
-	applySettings(&set, func(k string) (string, bool) { v, ok := q[k]; return v, ok })
 	ctx := c.Request().Context()
-	se.run(ctx, set)
+	se.playLesson(ctx, l, i)
 	if se.err == "" {
-		se.seek(ctx, st.Token, 0)
-		se.seekStage(st.Stage, st.Layer-1) // lesson layers are 1-based, 0 = any
-		if st.Head > 0 {
-			se.head = st.Head - 1
-		}
 		e := se.explorer()
 		p.Current, p.Panel, p.ExplorerURL = e.Current, e.Panel, e.URL
 		p.Timing, p.BackendInfo, p.Generated = e.Timing, e.BackendInfo, e.Generated
 		if st.Settings["backend"] != "" {
 			p.BackendNote = se.eng.Backend().Note
 		}
-		for _, h := range st.Highlight {
-			if ids := se.m.Tokenizer.EncodeIDs(h, false); len(ids) == 1 { // lessons.Check keeps them single tokens
-				p.Highlight = append(p.Highlight, views.GenToken{ID: ids[0], Bytes: h})
-			}
-		}
+		p.Highlight = se.lessonHighlights(st)
 		p.Question = s.question(c, se, st)
 		if q := p.Question; q != nil && q.Kind != "choice" && !q.Answered {
 			// a prediction: the engine's numbers would give the answer away

@@ -138,9 +138,6 @@ func LoadTest(ctx context.Context, base string, students, steps int) (LoadResult
 			waiting = false
 		}
 	}
-	mu.Lock()
-	version := 0
-	mu.Unlock()
 	msg, _ := json.Marshal(map[string]string{"action": "step"})
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
@@ -148,9 +145,8 @@ func LoadTest(ctx context.Context, base string, students, steps int) (LoadResult
 		if i > 0 {
 			<-tick.C
 		}
+		version := i + 1 // the room's next view: joining does not broadcast
 		mu.Lock()
-		// the room's next version: the joins did not broadcast, so it is i+1
-		version = i + 1
 		sent[version] = time.Now()
 		mu.Unlock()
 		if err := teach.WriteMessage(websocket.TextMessage, msg); err != nil {

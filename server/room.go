@@ -213,21 +213,14 @@ func (s *Server) createRoom(ctx context.Context, client, lessonName string, expl
 		r.lesson, r.state.Lesson = l, lessonName
 		s.gotoLessonStep(ctx, r, 0)
 	} else {
-		set := defaultSettings(s.reg.Default())
-		applySettings(&set, func(k string) (string, bool) { v, ok := explorer[k]; return v, ok })
-		if set.Prompt == "" {
-			set.Prompt = "Once upon a time"
+		if explorer["prompt"] == "" {
+			explorer["prompt"] = "Once upon a time"
 		}
-		r.se.run(ctx, set)
+		r.se.open(ctx, func(k string) (string, bool) { v, ok := explorer[k]; return v, ok })
 		if r.se.err != "" {
 			err := errors.New(r.se.err)
 			r.se.close()
 			return nil, "", err
-		}
-		step, _ := strconv.Atoi(explorer["step"])
-		stage, _ := strconv.Atoi(explorer["stage"])
-		if r.se.err == "" {
-			r.se.seek(ctx, step, stage)
 		}
 		r.capture()
 	}
@@ -249,21 +242,8 @@ func (s *Server) gotoLessonStep(ctx context.Context, r *Room, i int) {
 	if i < 0 || i >= len(l.Steps) {
 		return
 	}
-	st := l.Steps[i]
-	set := defaultSettings(l.Model)
-	q, _ := l.ExplorerQuery(i)
-	applySettings(&set, func(k string) (string, bool) { v, ok := q[k]; return v, ok })
-	r.se.run(ctx, set)
+	r.se.playLesson(ctx, l, i)
 	r.state.LessonStep = i
-	if r.se.err == "" {
-		r.se.seek(ctx, st.Token, 0)
-		r.se.seekStage(st.Stage, st.Layer-1)
-		r.se.head = 0
-		if st.Head > 0 {
-			r.se.head = st.Head - 1
-		}
-		r.se.scores = false
-	}
 	r.capture()
 }
 
@@ -284,16 +264,22 @@ func (r *Room) capture() {
 // rebuild replays a saved state in a fresh engine session: the same
 // settings and seed give the same trace, then the cursor is put back.
 func (s *Server) rebuild(ctx context.Context, r *Room) {
-	r.se = newSession("room-"+r.code, "", s.reg)
-	st := r.state
-	r.se.run(ctx, st.Settings)
-	if r.se.err == "" {
-		r.se.seek(ctx, st.Step, st.Stage)
-		r.se.head, r.se.scores = st.Head, st.Scores
+	r.se = s.replay(ctx, "room-"+r.code, "", r.state)
+}
+
+// replay makes a session in a room's saved state (a rebuilt room, or a
+// student's branch).
+func (s *Server) replay(ctx context.Context, id, client string, st roomState) *Session {
+	se := newSession(id, client, s.reg)
+	se.run(ctx, st.Settings)
+	if se.err == "" {
+		se.seek(ctx, st.Step, st.Stage)
+		se.head, se.scores = st.Head, st.Scores
 		if st.ViewTemp > 0 {
-			r.se.viewTemp = st.ViewTemp
+			se.viewTemp = st.ViewTemp
 		}
 	}
+	return se
 }
 
 func (s *Server) saveRoom(ctx context.Context, r *Room) error {
@@ -392,13 +378,7 @@ func (s *Server) roomView(r *Room) views.RoomView {
 		st := l.Steps[i]
 		v.LessonTitle, v.LessonStep, v.LessonSteps, v.StepTitle = l.Title, i, len(l.Steps), st.Title
 		v.Narration = paragraphs(st.Narration)
-		if r.se.m != nil {
-			for _, h := range st.Highlight {
-				if ids := r.se.m.Tokenizer.EncodeIDs(h, false); len(ids) == 1 {
-					v.Highlight = append(v.Highlight, views.GenToken{ID: ids[0], Bytes: h})
-				}
-			}
-		}
+		v.Highlight = r.se.lessonHighlights(st)
 		v.Question, v.Hidden = s.roomQuestion(r)
 	}
 	return v
@@ -489,14 +469,16 @@ func (s *Server) broadcast(r *Room) {
 			c.send(r.follow)
 		}
 	}
-	mine := map[string]*websocket.PreparedMessage{} // most students share one (often empty) line
-	for c := range r.clients {                      // a student's own answer at this step
+	// Each student's own answer at this step: rendered once per distinct
+	// answer (most students share one, often the empty line).
+	mine := map[string]*websocket.PreparedMessage{}
+	for c := range r.clients {
 		if !c.instructor && c.exploring == nil {
-			b := s.pollMine(r, c.student)
-			m := mine[string(b)]
+			a := r.answers[r.state.LessonStep][c.student]
+			m := mine[a]
 			if m == nil {
-				m = prepared(b)
-				mine[string(b)] = m
+				m = prepared(s.pollMine(r, c.student))
+				mine[a] = m
 			}
 			c.send(m)
 		}

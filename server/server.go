@@ -33,7 +33,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
@@ -272,23 +271,7 @@ func (s *Server) index(c echo.Context) error {
 	defer se.mu.Unlock()
 	q := c.QueryParams()
 	if q.Get("prompt") != "" {
-		set := se.settings
-		applySettings(&set, func(k string) (string, bool) {
-			v, ok := q[k]
-			if !ok || len(v) == 0 {
-				return "", false
-			}
-			return v[0], true
-		})
-		se.run(c.Request().Context(), set)
-		step, _ := strconv.Atoi(q.Get("step"))
-		stage, _ := strconv.Atoi(q.Get("stage"))
-		if se.err == "" && (step > 0 || stage > 0) {
-			se.seek(c.Request().Context(), step, stage)
-		}
-		if h, err := strconv.Atoi(q.Get("head")); err == nil && se.m != nil && h >= 0 && h < se.m.Config.Heads {
-			se.head = h
-		}
+		se.open(c.Request().Context(), getter(q))
 	} else if len(s.reg.Names()) == 0 {
 		se.err = "no models found: put a .gguf file in models/ or start with serve --models-dir DIR"
 	}

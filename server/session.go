@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"strconv"
 	"sync"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"stepthrough/engine/model"
 	"stepthrough/engine/sample"
 	"stepthrough/engine/trace"
+	"stepthrough/lessons"
 	"stepthrough/views"
 )
 
@@ -233,4 +235,65 @@ func (s *Session) seek(ctx context.Context, step, stage int) {
 	if !s.cur.Seek(step, stage) {
 		s.notice = "that step or stage does not exist here; showing the start"
 	}
+}
+
+// getter reads the first value of each query parameter.
+func getter(q url.Values) func(string) (string, bool) {
+	return func(k string) (string, bool) {
+		v, ok := q[k]
+		if !ok || len(v) == 0 {
+			return "", false
+		}
+		return v[0], true
+	}
+}
+
+// open reproduces a view from an Explorer URL's values: the settings and
+// seed run, then the step, stage, head and score view are restored. Bad
+// values leave s.err or s.notice set, as run and seek do.
+func (s *Session) open(ctx context.Context, get func(string) (string, bool)) {
+	set := s.settings
+	applySettings(&set, get)
+	s.run(ctx, set)
+	if s.err != "" {
+		return
+	}
+	num := func(k string) int { v, _ := get(k); n, _ := strconv.Atoi(v); return n }
+	s.seek(ctx, num("step"), num("stage"))
+	if h := num("head"); h > 0 && h < s.m.Config.Heads {
+		s.head = h
+	}
+	_, s.scores = get("scores")
+}
+
+// playLesson runs step i of a lesson: its settings and seed, then its
+// token step, stage (lesson layers and heads are 1-based, 0 = unset) and
+// head.
+func (s *Session) playLesson(ctx context.Context, l *lessons.Lesson, i int) {
+	st := l.Steps[i]
+	set := defaultSettings(l.Model)
+	q, _ := l.ExplorerQuery(i)
+	applySettings(&set, func(k string) (string, bool) { v, ok := q[k]; return v, ok })
+	s.run(ctx, set)
+	if s.err != "" {
+		return
+	}
+	s.seek(ctx, st.Token, 0)
+	s.seekStage(st.Stage, st.Layer-1)
+	s.head, s.scores = max(0, st.Head-1), false
+}
+
+// lessonHighlights are a lesson step's highlighted tokens with their ids
+// (lessons.Check keeps each a single token of the lesson's model).
+func (s *Session) lessonHighlights(st lessons.Step) []views.GenToken {
+	var out []views.GenToken
+	if s.m == nil {
+		return nil
+	}
+	for _, h := range st.Highlight {
+		if ids := s.m.Tokenizer.EncodeIDs(h, false); len(ids) == 1 {
+			out = append(out, views.GenToken{ID: ids[0], Bytes: h})
+		}
+	}
+	return out
 }
