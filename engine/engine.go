@@ -28,23 +28,31 @@ import (
 	"stepthrough/engine/sample"
 )
 
-// Backend computes forward passes for one model over its own KV cache.
+// Backend computes forward passes of one sequence over its own KV cache,
+// on a model loaded once and shared (Loaded).
 type Backend interface {
 	// Forward runs tokens at the next positions and returns the last
 	// token's logits (reused buffer), or all rows when all is set. Hooks in
 	// ctx observe the stages.
 	Forward(ctx context.Context, tokens []int32, all bool) ([]float32, error)
 	Pos() int
-	Capacity() int // positions the KV cache holds
-	Reset()
+	Capacity() int  // positions the KV cache holds
+	Reset()         // forget every position
+	Truncate(n int) // forget positions from n on (roll back)
+	// Fork makes a backend on the same loaded model that continues from
+	// here with its own copy of the KV cache.
+	Fork() (Backend, error)
+	// CopyFrom makes this backend continue from where src (of the same
+	// loaded model) is.
+	CopyFrom(src Backend) error
 	Close()
 }
 
-// Options configure a Session.
+// Options configure Load (and NewSession's private model).
 type Options struct {
 	Threads int    // CPU threads; 0 means all cores
 	Context int    // KV-cache positions; 0 means the model's, at most 2048
-	Backend string // "auto" (default), "cpu" or "vulkan"; see NewBackend
+	Backend string // "auto" (default), "cpu" or "vulkan"; see Load
 }
 
 // Session is one conversation with a model: its backend state and the
@@ -57,9 +65,10 @@ type Session struct {
 	one     [1]int32 // the decode step's input, reused so no slice escapes per token
 }
 
-// NewSession prepares a session on the backend opt asks for (the CPU
-// unless Options.Backend says otherwise: tests and tools get the oracle by
-// default; the app and the CLI pass "auto").
+// NewSession loads m for one session alone (the CPU unless
+// Options.Backend says otherwise: tests and tools get the oracle by
+// default; the app and the CLI pass "auto"). A server with many sessions
+// on one model uses Load once and Loaded.NewSession for each.
 func NewSession(m *model.Model, opt Options) (*Session, error) {
 	if opt.Backend == "" {
 		opt.Backend = "cpu"
@@ -70,6 +79,38 @@ func NewSession(m *model.Model, opt Options) (*Session, error) {
 	}
 	return &Session{Model: m, backend: b, info: info}, nil
 }
+
+// Fork makes a session that continues from where s is: the same tokens
+// and a copy of the KV cache on the same loaded model (no weights are
+// copied). Later passes of either do not affect the other.
+func (s *Session) Fork() (*Session, error) {
+	b, err := s.backend.Fork()
+	if err != nil {
+		return nil, err
+	}
+	return &Session{Model: s.Model, backend: b, info: s.info, tokens: append([]int32(nil), s.tokens...)}, nil
+}
+
+// CopyFrom makes s continue from where src is (both on the same loaded
+// model): its tokens and KV cache.
+func (s *Session) CopyFrom(src *Session) error {
+	if err := s.backend.CopyFrom(src.backend); err != nil {
+		return err
+	}
+	s.tokens = append(s.tokens[:0], src.tokens...)
+	return nil
+}
+
+// Truncate forgets the tokens from n on and their KV-cache rows, so the
+// next Eval continues from position n (speculative rollback, branches).
+func (s *Session) Truncate(n int) {
+	n = max(0, min(n, len(s.tokens)))
+	s.backend.Truncate(n)
+	s.tokens = s.tokens[:n]
+}
+
+// Pos is the number of tokens processed.
+func (s *Session) Pos() int { return len(s.tokens) }
 
 // Backend says what computes this session's passes.
 func (s *Session) Backend() BackendInfo { return s.info }

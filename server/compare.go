@@ -132,8 +132,12 @@ func (s *Server) runCompare(c echo.Context, q compareQuery) (*compare.Result, *m
 	if r, ok := s.compares.get(key); ok {
 		return r, m, nil
 	}
+	lm, err := s.reg.Engine(q.model, "auto")
+	if err != nil {
+		return nil, nil, err
+	}
 	ids := m.Tokenizer.EncodeIDs(q.prompt, true)
-	r, err := compare.Run(c.Request().Context(), m, ids, lanes, compare.Options{N: q.n})
+	r, err := compare.Run(c.Request().Context(), lm, ids, lanes, compare.Options{N: q.n})
 	if err != nil {
 		return nil, nil, err
 	}

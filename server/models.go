@@ -7,22 +7,26 @@ import (
 	"strings"
 	"sync"
 
+	"stepthrough/engine"
 	"stepthrough/engine/gguf"
 	"stepthrough/engine/model"
 )
 
 // Registry offers every .gguf file in the model directories by file name,
-// loading each on first use and sharing it (models are read-only).
+// loading each on first use and sharing it (models are read-only), and
+// prepares each model once per backend (engine.Load) for every session
+// that runs it.
 type Registry struct {
 	mu       sync.Mutex
 	paths    map[string]string
 	embedded map[string][]byte
 	loaded   map[string]*model.Model
+	engines  map[string]*engine.Loaded // by model name and requested backend
 }
 
 // NewRegistry scans dirs (missing ones are skipped).
 func NewRegistry(dirs []string) *Registry {
-	r := &Registry{paths: map[string]string{}, embedded: map[string][]byte{}, loaded: map[string]*model.Model{}}
+	r := &Registry{paths: map[string]string{}, embedded: map[string][]byte{}, loaded: map[string]*model.Model{}, engines: map[string]*engine.Loaded{}}
 	for _, d := range dirs {
 		files, _ := filepath.Glob(filepath.Join(d, "*.gguf"))
 		for _, f := range files {
@@ -75,6 +79,35 @@ func (r *Registry) Default() string {
 func (r *Registry) Get(name string) (*model.Model, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.get(name)
+}
+
+// Engine returns the model prepared on a backend ("auto", "cpu" or
+// "vulkan"), loading it once: every session of that model and backend
+// shares its weights (and, on Vulkan, its device).
+func (r *Registry) Engine(name, backend string) (*engine.Loaded, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	key := name + "|" + backend
+	if l, ok := r.engines[key]; ok {
+		return l, nil
+	}
+	m, err := r.get(name)
+	if err != nil {
+		return nil, err
+	}
+	l, err := engine.Load(m, engine.Options{Backend: backend, Context: min(m.Config.ContextLen, maxContext)})
+	if err != nil {
+		return nil, fmt.Errorf("model %s: %w", name, err)
+	}
+	r.engines[key] = l
+	return l, nil
+}
+
+// maxContext caps the KV-cache positions of a web session.
+const maxContext = 1024
+
+func (r *Registry) get(name string) (*model.Model, error) {
 	if m, ok := r.loaded[name]; ok {
 		return m, nil
 	}
@@ -106,6 +139,10 @@ func (r *Registry) Get(name string) (*model.Model, error) {
 func (r *Registry) Close() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	for _, l := range r.engines {
+		l.Close()
+	}
+	r.engines = map[string]*engine.Loaded{}
 	for _, m := range r.loaded {
 		m.Close()
 	}

@@ -71,14 +71,15 @@ func (s *Session) run(ctx context.Context, set views.Settings) {
 		s.err = err.Error() // the previous state stays on screen
 		return
 	}
-	m, err := s.reg.Get(set.Model)
+	lm, err := s.reg.Engine(set.Model, set.Backend)
 	if err != nil {
 		s.err = err.Error()
 		return
 	}
+	m := lm.Model
 	key := set.Model + "|" + set.Backend
 	if s.eng == nil || s.engKey != key {
-		eng, err := engine.NewSession(m, engine.Options{Backend: set.Backend, Context: min(m.Config.ContextLen, 1024)})
+		eng, err := lm.NewSession(0)
 		if err != nil {
 			s.err = fmt.Sprintf("model %s: %v", set.Model, err)
 			return

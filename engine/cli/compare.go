@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"stepthrough/engine"
 	"stepthrough/engine/compare"
 	"stepthrough/engine/model"
 )
@@ -24,6 +25,7 @@ func runCompare(ctx context.Context, env Env, args []string) error {
 	n := fs.Int("n", 32, "tokens per lane")
 	seed := fs.String("seed", "", "seed shared by the lanes that set none (unset: each draws its own)")
 	threads := fs.Int("t", 0, "CPU threads (0: all cores)")
+	backend := fs.String("backend", "auto", "auto, cpu or vulkan (every lane runs on it)")
 	asJSON := fs.Bool("json", false, "print the comparison as JSON")
 	var lanes laneFlags
 	fs.Var(&lanes, "lane", "a strategy: greedy, beam=W[,length-penalty=A], or sampler settings key=value,… (repeat 2 to 6 times)")
@@ -60,8 +62,16 @@ func runCompare(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	defer m.Close()
+	lm, err := engine.Load(m, engine.Options{Threads: *threads, Backend: *backend})
+	if err != nil {
+		return err
+	}
+	defer lm.Close()
+	if note := lm.Backend().Note; note != "" && *backend == "vulkan" {
+		fmt.Fprintln(env.Stderr, note)
+	}
 	ids := m.Tokenizer.EncodeIDs(*prompt, true)
-	res, err := compare.Run(ctx, m, ids, strategies, compare.Options{N: *n, Threads: *threads})
+	res, err := compare.Run(ctx, lm, ids, strategies, compare.Options{N: *n})
 	if err != nil {
 		return err
 	}

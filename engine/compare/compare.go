@@ -9,8 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"stepthrough/engine/cpu"
-	"stepthrough/engine/model"
+	"stepthrough/engine"
 	"stepthrough/engine/sample"
 )
 
@@ -186,14 +185,16 @@ type Result struct {
 
 // Options configure Run.
 type Options struct {
-	N       int // tokens per lane
-	Threads int
+	N int // tokens per lane
 }
 
 func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
 
-// Run prefills prompt once and runs every lane from a copy of its cache.
-func Run(ctx context.Context, m *model.Model, prompt []int32, lanes []Strategy, opt Options) (*Result, error) {
+// Run prefills prompt once on a session of the loaded model and runs every
+// lane from a fork of it (a copy of its KV cache), on whatever backend the
+// model was loaded on.
+func Run(ctx context.Context, lm *engine.Loaded, prompt []int32, lanes []Strategy, opt Options) (*Result, error) {
+	m := lm.Model
 	if len(lanes) < 1 || len(lanes) > 6 {
 		return nil, fmt.Errorf("compare: %d lanes: choose 1 to 6", len(lanes))
 	}
@@ -204,36 +205,33 @@ func Run(ctx context.Context, m *model.Model, prompt []int32, lanes []Strategy, 
 	if ctxLen > m.Config.ContextLen {
 		return nil, fmt.Errorf("compare: %d prompt tokens and %d new ones exceed the model's context of %d", len(prompt), opt.N, m.Config.ContextLen)
 	}
-	newRunner := func() (*cpu.Runner, error) {
-		return cpu.NewRunner(m, cpu.Options{Threads: opt.Threads, Context: ctxLen})
-	}
-	base, err := newRunner()
+	base, err := lm.NewSession(ctxLen)
 	if err != nil {
 		return nil, err
 	}
 	defer base.Close()
 	res := &Result{Prompt: prompt, Divergence: -1}
-	if _, err := base.Forward(ctx, prompt, false); err != nil { // warm-up, so the timings compare like with like
+	if _, err := base.Eval(ctx, prompt); err != nil { // warm-up, so the timings compare like with like
 		return nil, err
 	}
 	base.Reset()
 	start := time.Now()
-	logits, err := base.Forward(ctx, prompt, false)
+	logits, err := base.Eval(ctx, prompt)
 	if err != nil {
 		return nil, err
 	}
 	res.PrefillMS = ms(time.Since(start))
 	first := slices.Clone(logits)
 	// the same prefill once per lane, measured for the comparison, in a
-	// second runner so the shared cache stays as it is
-	sep, err := newRunner()
+	// second session so the shared cache stays as it is
+	sep, err := lm.NewSession(ctxLen)
 	if err != nil {
 		return nil, err
 	}
 	for range lanes {
 		sep.Reset()
 		start = time.Now()
-		if _, err := sep.Forward(ctx, prompt, false); err != nil {
+		if _, err := sep.Eval(ctx, prompt); err != nil {
 			sep.Close()
 			return nil, err
 		}
@@ -242,7 +240,7 @@ func Run(ctx context.Context, m *model.Model, prompt []int32, lanes []Strategy, 
 	sep.Close()
 	eog := m.Tokenizer.IsEOG
 	for _, st := range lanes {
-		lane, copyMS, err := runLane(ctx, base, newRunner, st, prompt, first, opt.N, eog)
+		lane, copyMS, err := runLane(ctx, base, st, prompt, first, opt.N, eog)
 		if err != nil {
 			return nil, err
 		}
@@ -254,20 +252,17 @@ func Run(ctx context.Context, m *model.Model, prompt []int32, lanes []Strategy, 
 	return res, nil
 }
 
-func runLane(ctx context.Context, base *cpu.Runner, newRunner func() (*cpu.Runner, error), st Strategy, prompt []int32, first []float32, n int, eog func(int32) bool) (Lane, float64, error) {
+func runLane(ctx context.Context, base *engine.Session, st Strategy, prompt []int32, first []float32, n int, eog func(int32) bool) (Lane, float64, error) {
 	lane := Lane{Strategy: st}
 	if st.Kind == "beam" {
-		return beamLane(ctx, base, newRunner, st, first, n, eog)
+		return beamLane(ctx, base, st, first, n, eog)
 	}
-	r, err := newRunner()
+	start := time.Now()
+	r, err := base.Fork()
 	if err != nil {
 		return lane, 0, err
 	}
 	defer r.Close()
-	start := time.Now()
-	if err := r.CopyStateFrom(base); err != nil {
-		return lane, 0, err
-	}
 	copyMS := ms(time.Since(start))
 	smp, err := sample.New(st.Params)
 	if err != nil {
@@ -302,51 +297,52 @@ func runLane(ctx context.Context, base *cpu.Runner, newRunner func() (*cpu.Runne
 			break
 		}
 		one[0] = id
-		if logits, err = r.Forward(ctx, one, false); err != nil {
+		if logits, err = r.Eval(ctx, one); err != nil {
 			return lane, copyMS, err
 		}
 	}
 	return lane, copyMS, nil
 }
 
-// runnerBeams implements Beams with one CPU runner per slot.
-type runnerBeams struct {
-	ctx     context.Context
-	runners []*cpu.Runner
-	logits  [][]float32
+// sessionBeams implements Beams with one engine session per slot, all on
+// one loaded model.
+type sessionBeams struct {
+	ctx    context.Context
+	slots  []*engine.Session
+	logits [][]float32
 }
 
-func (b *runnerBeams) LogProbs(i int) []float64 { return LogSoftmax(b.logits[i]) }
-func (b *runnerBeams) Fork(dst, src int) error {
+func (b *sessionBeams) LogProbs(i int) []float64 { return LogSoftmax(b.logits[i]) }
+func (b *sessionBeams) Fork(dst, src int) error {
 	b.logits[dst] = slices.Clone(b.logits[src])
-	return b.runners[dst].CopyStateFrom(b.runners[src])
+	return b.slots[dst].CopyFrom(b.slots[src])
 }
-func (b *runnerBeams) Advance(i int, tok int32) error {
-	l, err := b.runners[i].Forward(b.ctx, []int32{tok}, false)
+func (b *sessionBeams) Advance(i int, tok int32) error {
+	l, err := b.slots[i].Eval(b.ctx, []int32{tok})
 	b.logits[i] = slices.Clone(l)
 	return err
 }
 
-func beamLane(ctx context.Context, base *cpu.Runner, newRunner func() (*cpu.Runner, error), st Strategy, first []float32, n int, eog func(int32) bool) (Lane, float64, error) {
+func beamLane(ctx context.Context, base *engine.Session, st Strategy, first []float32, n int, eog func(int32) bool) (Lane, float64, error) {
 	lane := Lane{Strategy: st}
-	b := &runnerBeams{ctx: ctx}
+	b := &sessionBeams{ctx: ctx}
 	defer func() {
-		for _, r := range b.runners {
+		for _, r := range b.slots {
 			r.Close()
 		}
 	}()
+	var copyMS float64 // the copy that starts the lane (slot 0); the spare slots are forks too
 	for i := 0; i <= st.Width; i++ {
-		r, err := newRunner()
+		start := time.Now()
+		r, err := base.Fork()
 		if err != nil {
 			return lane, 0, err
 		}
-		b.runners, b.logits = append(b.runners, r), append(b.logits, nil)
+		if i == 0 {
+			copyMS = ms(time.Since(start))
+		}
+		b.slots, b.logits = append(b.slots, r), append(b.logits, nil)
 	}
-	start := time.Now()
-	if err := b.runners[0].CopyStateFrom(base); err != nil {
-		return lane, 0, err
-	}
-	copyMS := ms(time.Since(start))
 	b.logits[0] = slices.Clone(first)
 	res, err := BeamSearch(b, st.Width, n, st.LengthPenalty, eog)
 	if err != nil {
@@ -355,15 +351,15 @@ func beamLane(ctx context.Context, base *cpu.Runner, newRunner func() (*cpu.Runn
 	lane.Beam = &res
 	lane.Tokens, lane.ended = res.Best.Tokens, res.Best.Done
 	// per-token log-probabilities of the chosen beam, from a scoring pass
-	r := b.runners[0]
-	if err := r.CopyStateFrom(base); err != nil {
+	r := b.slots[0]
+	if err := r.CopyFrom(base); err != nil {
 		return lane, copyMS, err
 	}
 	logits := first
 	for i, tok := range lane.Tokens {
 		lane.Steps = append(lane.Steps, Step{Token: tok, LogProb: LogSoftmax(logits)[tok], Greedy: true})
 		if i < len(lane.Tokens)-1 {
-			l, err := r.Forward(ctx, []int32{tok}, false)
+			l, err := r.Eval(ctx, []int32{tok})
 			if err != nil {
 				return lane, copyMS, err
 			}

@@ -6,10 +6,13 @@ import (
 	"slices"
 	"testing"
 
-	"stepthrough/engine/cpu"
+	"os"
+
+	"stepthrough/engine"
 	"stepthrough/engine/model"
 	"stepthrough/engine/reftest"
 	"stepthrough/engine/sample"
+	"stepthrough/engine/vulkan"
 )
 
 func stories(t *testing.T) *model.Model {
@@ -19,6 +22,17 @@ func stories(t *testing.T) *model.Model {
 	}
 	t.Cleanup(func() { m.Close() })
 	return m
+}
+
+// load prepares m once on a backend for the test's sessions.
+func load(t *testing.T, m *model.Model, backend string) *engine.Loaded {
+	t.Helper()
+	lm, err := engine.Load(m, engine.Options{Threads: 2, Backend: backend, Context: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(lm.Close)
+	return lm
 }
 
 func lanes(t *testing.T, specs ...string) []Strategy {
@@ -59,7 +73,7 @@ func TestLanes(t *testing.T) {
 	m := stories(t)
 	prompt := m.Tokenizer.EncodeIDs("Once upon a time", true)
 	ctx := context.Background()
-	res, err := Run(ctx, m, prompt, lanes(t, "greedy", "greedy", "temperature=1.2,top-k=0,top-p=1,min-p=0,seed=3", "beam=3"), Options{N: 12, Threads: 2})
+	res, err := Run(ctx, load(t, m, "cpu"), prompt, lanes(t, "greedy", "greedy", "temperature=1.2,top-k=0,top-p=1,min-p=0,seed=3", "beam=3"), Options{N: 12})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,11 +88,11 @@ func TestLanes(t *testing.T) {
 		t.Errorf("greedy and sampling at T=1.2 never diverge: %v / %v", res.Lanes[0].Tokens, res.Lanes[2].Tokens)
 	}
 	// the sampling lane's tokens equal an independent run with the same seed
-	r, _ := cpu.NewRunner(m, cpu.Options{Threads: 2, Context: 64})
+	r, _ := engine.NewSession(m, engine.Options{Threads: 2, Context: 64})
 	defer r.Close()
 	smp, _ := sample.New(res.Lanes[2].Strategy.Params)
 	smp.Accept(prompt...)
-	logits, _ := r.Forward(ctx, prompt, false)
+	logits, _ := r.Eval(ctx, prompt)
 	for i, tok := range res.Lanes[2].Tokens {
 		if id := smp.Sample(logits, nil); id != tok {
 			t.Fatalf("step %d: lane %d, independent run %d", i, tok, id)
@@ -87,7 +101,7 @@ func TestLanes(t *testing.T) {
 			t.Fatalf("step %d: log-prob differs from an independent run", i)
 		}
 		smp.Accept(tok)
-		logits, _ = r.Forward(ctx, []int32{tok}, false)
+		logits, _ = r.Eval(ctx, []int32{tok})
 	}
 	beam := res.Lanes[3]
 	if beam.Beam == nil || len(beam.Beam.Steps) == 0 || beam.Beam.Why == "" {
@@ -133,12 +147,53 @@ func TestDistinct(t *testing.T) {
 func TestForcedBranch(t *testing.T) {
 	m := stories(t)
 	prompt := m.Tokenizer.EncodeIDs("Once upon a time", true)
-	res, err := Run(context.Background(), m, prompt, lanes(t, "greedy", "greedy,force=432>322"), Options{N: 6, Threads: 2})
+	res, err := Run(context.Background(), load(t, m, "cpu"), prompt, lanes(t, "greedy", "greedy,force=432>322"), Options{N: 6})
 	if err != nil {
 		t.Fatal(err)
 	}
 	b := res.Lanes[1]
 	if b.Tokens[0] != 432 || b.Tokens[1] != 322 || !b.Steps[1].Forced || b.Steps[2].Forced || res.Divergence != 1 {
 		t.Errorf("branch %v (divergence %d)", b.Tokens, res.Divergence)
+	}
+}
+
+// Compare goes through the engine's front door, so its lanes run on Vulkan
+// too (lavapipe in CI): the same greedy text, the same beam choice and
+// log-probabilities within the Vulkan parity bound.
+func TestLanesOnVulkan(t *testing.T) {
+	m := stories(t)
+	t.Setenv("STEPTHROUGH_VK_VALIDATION", "1")
+	lm := load(t, m, "vulkan")
+	if lm.Backend().Name != "vulkan" {
+		if os.Getenv("REQUIRE_VULKAN") == "1" {
+			t.Fatalf("REQUIRE_VULKAN=1: %s", lm.Backend().Note)
+		}
+		t.Skipf("no Vulkan: %s", lm.Backend().Note)
+	}
+	prompt := m.Tokenizer.EncodeIDs("Once upon a time", true)
+	specs := lanes(t, "greedy", "beam=3", "greedy,force=432>322")
+	ctx := context.Background()
+	gpu, err := Run(ctx, lm, prompt, specs, Options{N: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpu, err := Run(ctx, load(t, m, "cpu"), prompt, specs, Options{N: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, first := vulkan.ValidationErrors(); n > 0 {
+		t.Errorf("validation layer reported %d errors; first: %s", n, first)
+	}
+	for i := range specs {
+		g, c := gpu.Lanes[i], cpu.Lanes[i]
+		if !slices.Equal(g.Tokens, c.Tokens) {
+			t.Errorf("lane %s: vulkan %v, cpu %v", specs[i].Spec, g.Tokens, c.Tokens)
+			continue
+		}
+		for j := range g.Steps {
+			if d := math.Abs(g.Steps[j].LogProb - c.Steps[j].LogProb); d > 1e-3 {
+				t.Errorf("lane %s step %d: log-prob differs by %g", specs[i].Spec, j, d)
+			}
+		}
 	}
 }

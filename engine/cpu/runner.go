@@ -13,28 +13,30 @@ import (
 	"stepthrough/engine/quant"
 )
 
-// Options configure a Runner.
+// Options configure a Loaded model (and NewRunner's private one).
 type Options struct {
 	Threads  int // 0: one per CPU
-	Context  int // KV-cache positions; 0: the model's context length, at most 2048
+	Context  int // the most KV-cache positions a Runner may hold; 0: the model's context length, at most 2048
 	MaxBatch int // tokens per forward chunk; 0: 512
 }
 
 // ErrContextFull is returned when a forward pass would exceed the cache.
 var ErrContextFull = errors.New("context is full")
 
-// Runner computes forward passes of one model on the CPU with its own KV
-// cache. It is not safe for concurrent use.
-type Runner struct {
+// fwd computes forward passes of one model on the CPU. It is the shared
+// part of a Loaded model: one at a time, over the KV cache and logits
+// buffer of the Runner whose pass it is.
+type fwd struct {
 	m     *model.Model
 	cfg   *model.Config
 	pool  *Pool
-	cache *kv.Cache
+	cache *kv.Cache // the current pass's Runner's
 	batch int
+	ctx   int // the most positions any Runner may hold
 
 	// activations, sized for a full batch
 	x, xn, q, k, v, att, o, ffA, ffB []float32
-	logits                           []float32 // one position's logits
+	logits                           []float32 // the current pass's Runner's last-position logits
 	scratch                          [][]float32
 	scores                           [][]float32
 	rope                             []float32
@@ -71,8 +73,8 @@ type layerVecs struct {
 	qb, kb, vb, qkvb, ob, gateb, upb, downb []float32
 }
 
-// NewRunner prepares buffers and a KV cache for m.
-func NewRunner(m *model.Model, opt Options) (*Runner, error) {
+// newFwd prepares the activation buffers and decoded vectors for m.
+func newFwd(m *model.Model, opt Options) (*fwd, error) {
 	c := m.Config
 	ctx := opt.Context
 	if ctx <= 0 {
@@ -86,12 +88,11 @@ func NewRunner(m *model.Model, opt Options) (*Runner, error) {
 		batch = 512
 	}
 	batch = min(batch, ctx)
-	cache, err := kv.New(c.Layers, ctx, c.KVDim())
-	if err != nil {
-		return nil, err
+	if b := int64(c.Layers) * int64(ctx) * int64(c.KVDim()) * 8; b > kv.MaxBytes {
+		return nil, fmt.Errorf("context %d: a KV cache of %d layers × %d positions × %d values needs %d MiB, over the %d MiB limit", ctx, c.Layers, ctx, c.KVDim(), b>>20, kv.MaxBytes>>20)
 	}
 	pool := NewPool(opt.Threads)
-	r := &Runner{m: m, cfg: c, pool: pool, cache: cache, batch: batch}
+	r := &fwd{m: m, cfg: c, pool: pool, batch: batch, ctx: ctx}
 	widest := max(c.Embd, c.QDim(), c.FFN)
 	r.x = make([]float32, batch*c.Embd)
 	r.xn = make([]float32, batch*c.Embd)
@@ -102,7 +103,6 @@ func NewRunner(m *model.Model, opt Options) (*Runner, error) {
 	r.o = make([]float32, batch*c.Embd)
 	r.ffA = make([]float32, batch*c.FFN)
 	r.ffB = make([]float32, batch*c.FFN)
-	r.logits = make([]float32, c.Vocab)
 	r.rope = make([]float32, c.HeadDim+2)
 	for w := 0; w < pool.Threads(); w++ {
 		r.scratch = append(r.scratch, make([]float32, ScratchFloats(widest)))
@@ -131,47 +131,19 @@ func decodeVec(t *model.Tensor) []float32 {
 	return out
 }
 
-// Close stops the runner's threads.
-func (r *Runner) Close() { r.pool.Close() }
+// pos is the number of positions in the current pass's cache.
+func (r *fwd) pos() int { return r.cache.Len() }
 
-// Model is the model this runner computes.
-func (r *Runner) Model() *model.Model { return r.m }
-
-// Cache is the runner's KV cache.
-func (r *Runner) Cache() *kv.Cache { return r.cache }
-
-// Pos is the number of positions processed (the next token's position).
-func (r *Runner) Pos() int { return r.cache.Len() }
-
-// Capacity is the number of positions the KV cache holds.
-func (r *Runner) Capacity() int { return r.cache.Capacity }
-
-// Threads is the number of worker threads.
-func (r *Runner) Threads() int { return r.pool.Threads() }
-
-// CopyStateFrom makes r continue from where src is: its KV cache prefix
-// (copied) and position. Both must run the same model.
-func (r *Runner) CopyStateFrom(src *Runner) error {
-	if src.m != r.m {
-		return errors.New("copy state: runners of different models")
-	}
-	return r.cache.CopyFrom(src.cache, src.Pos())
-}
-
-// Reset empties the KV cache.
-func (r *Runner) Reset() { r.cache.Truncate(0) }
-
-// Forward runs tokens through the model at the next positions, appending
-// their keys and values to the cache. It returns the logits of the last
-// token (a buffer reused by the next call), or with all set, a new slice of
-// len(tokens)×vocab logits, one row per token. Hooks in ctx (see package
-// hooks) observe every stage.
-func (r *Runner) Forward(ctx context.Context, tokens []int32, all bool) ([]float32, error) {
+// forward runs tokens at the cache's next positions (see Runner.Forward).
+func (r *fwd) forward(ctx context.Context, tokens []int32, all bool) ([]float32, error) {
 	if len(tokens) == 0 {
 		return nil, errors.New("forward: no tokens")
 	}
-	if r.Pos()+len(tokens) > r.cache.Capacity {
-		return nil, fmt.Errorf("forward: %d tokens at position %d: %w (%d positions)", len(tokens), r.Pos(), ErrContextFull, r.cache.Capacity)
+	if r.pos()+len(tokens) > r.cache.Capacity {
+		return nil, fmt.Errorf("forward: %d tokens at position %d: %w (%d positions)", len(tokens), r.pos(), ErrContextFull, r.cache.Capacity)
+	}
+	if err := r.cache.Reserve(r.pos() + len(tokens)); err != nil {
+		return nil, err
 	}
 	for i, id := range tokens {
 		if id < 0 || int(id) >= r.cfg.Vocab {
@@ -198,9 +170,9 @@ func (r *Runner) Forward(ctx context.Context, tokens []int32, all bool) ([]float
 	return r.logits, nil
 }
 
-func (r *Runner) forwardChunk(tokens []int32, allOut []float32, last bool) {
+func (r *fwd) forwardChunk(tokens []int32, allOut []float32, last bool) {
 	c, W := r.cfg, r.m.Weights
-	n, pos0, E := len(tokens), r.Pos(), c.Embd
+	n, pos0, E := len(tokens), r.pos(), c.Embd
 	h := r.h
 	start := r.now()
 	x := r.x[:n*E]
@@ -261,21 +233,21 @@ func (r *Runner) forwardChunk(tokens []int32, allOut []float32, last bool) {
 }
 
 // now reads the clock only when a timing hook listens.
-func (r *Runner) now() time.Time {
+func (r *fwd) now() time.Time {
 	if r.h == nil || r.h.OnTiming == nil {
 		return time.Time{}
 	}
 	return time.Now()
 }
 
-func (r *Runner) timing(stage string, layer, pos0, n int, start time.Time) {
+func (r *fwd) timing(stage string, layer, pos0, n int, start time.Time) {
 	if r.h != nil && r.h.OnTiming != nil {
 		r.h.OnTiming(hooks.Timing{Stage: stage, Layer: layer, Pos0: pos0, N: n, Dur: time.Since(start)})
 	}
 }
 
 // residual reports the residual stream after a block.
-func (r *Runner) residual(l, n, pos0 int, after string) {
+func (r *fwd) residual(l, n, pos0 int, after string) {
 	if r.h == nil || r.h.OnResidual == nil {
 		return
 	}
@@ -291,7 +263,7 @@ func (r *Runner) residual(l, n, pos0 int, after string) {
 	r.h.OnResidual(hooks.Residual{Layer: l, Pos0: pos0, N: n, After: after, X: r.x[:n*E], Norms: r.hk.norms})
 }
 
-func (r *Runner) norm(out, x []float32, v vecs) {
+func (r *fwd) norm(out, x []float32, v vecs) {
 	if r.m.Spec.Norm == model.LayerNorm {
 		LayerNorm(out, x, v.w, v.b, r.cfg.NormEps)
 	} else {
@@ -299,7 +271,7 @@ func (r *Runner) norm(out, x []float32, v vecs) {
 	}
 }
 
-func (r *Runner) layer(l, n, pos0 int) {
+func (r *fwd) layer(l, n, pos0 int) {
 	c, L, nv, h := r.cfg, &r.m.Weights.Layers[l], &r.norms[l], r.h
 	start := r.now()
 	E, QD, KVD, HD := c.Embd, c.QDim(), c.KVDim(), c.HeadDim
@@ -401,12 +373,12 @@ func (r *Runner) layer(l, n, pos0 int) {
 // attnTask computes, for every new token and head, softmax(q·Kᵀ/√d) over
 // the visible positions (causal) and the weighted sum of V.
 type attnTask struct {
-	r          *Runner
+	r          *fwd
 	l, n, pos0 int
 	watch      bool // copy scores and weights for a hook
 }
 
-func (r *Runner) attention(l, n, pos0 int) {
+func (r *fwd) attention(l, n, pos0 int) {
 	if r.h != nil && r.h.OnAttention != nil {
 		// every query row over all positions: future ones masked
 		size := n * r.cfg.Heads * (pos0 + n)

@@ -8,14 +8,17 @@ import "fmt"
 // MaxBytes caps one cache's memory (4 GiB).
 const MaxBytes = 4 << 30
 
-// Cache stores float32 K and V rows: per layer, Capacity rows of Dim values.
+// Cache stores float32 K and V rows: per layer, up to Capacity rows of Dim
+// values. Memory is taken as positions fill (Reserve), so a cache sized for
+// a long context costs little until it is used.
 type Cache struct {
 	Layers, Capacity, Dim int
 	k, v                  [][]float32
 	n                     int // positions filled
 }
 
-// New allocates a cache, refusing absurd sizes.
+// New makes an empty cache of capacity positions, refusing absurd sizes.
+// It allocates rows only when Reserve asks for them.
 func New(layers, capacity, dim int) (*Cache, error) {
 	if layers < 1 || capacity < 1 || dim < 1 {
 		return nil, fmt.Errorf("kv cache: invalid shape %d layers × %d positions × %d", layers, capacity, dim)
@@ -24,11 +27,35 @@ func New(layers, capacity, dim int) (*Cache, error) {
 		return nil, fmt.Errorf("kv cache: %d layers × %d positions × %d values needs %d MiB, over the %d MiB limit", layers, capacity, dim, b>>20, MaxBytes>>20)
 	}
 	c := &Cache{Layers: layers, Capacity: capacity, Dim: dim, k: make([][]float32, layers), v: make([][]float32, layers)}
-	for l := range c.k {
-		c.k[l] = make([]float32, capacity*dim)
-		c.v[l] = make([]float32, capacity*dim)
-	}
 	return c, nil
+}
+
+// minRows is the smallest allocation Reserve makes, in positions.
+const minRows = 16
+
+// Reserve makes room for positions [0, n) in every layer, growing each
+// layer's rows geometrically (so a decode loop allocates about log n
+// times in all) and never past Capacity.
+func (c *Cache) Reserve(n int) error {
+	if n > c.Capacity {
+		return fmt.Errorf("kv cache: %d positions requested, capacity %d", n, c.Capacity)
+	}
+	if len(c.k[0]) >= n*c.Dim {
+		return nil
+	}
+	rows := max(minRows, len(c.k[0])/c.Dim)
+	for rows < n {
+		rows *= 2
+	}
+	rows = min(rows, c.Capacity)
+	for l := range c.k {
+		k := make([]float32, rows*c.Dim)
+		v := make([]float32, rows*c.Dim)
+		copy(k, c.k[l][:c.n*c.Dim])
+		copy(v, c.v[l][:c.n*c.Dim])
+		c.k[l], c.v[l] = k, v
+	}
+	return nil
 }
 
 // Len is the number of positions stored.
@@ -56,14 +83,21 @@ func (c *Cache) Truncate(n int) {
 	}
 }
 
-// BytesUsed is the memory holding filled positions; BytesAllocated all of it.
+// BytesUsed is the memory holding filled positions; BytesAllocated the
+// memory a full cache holds (what a contiguous cache sized for its
+// capacity reserves); BytesHeld what this one has taken so far.
 func (c *Cache) BytesUsed() int      { return c.n * c.Layers * c.Dim * 8 }
 func (c *Cache) BytesAllocated() int { return c.Capacity * c.Layers * c.Dim * 8 }
+func (c *Cache) BytesHeld() int      { return len(c.k[0]) * c.Layers * 8 }
 
 // CopyFrom makes c hold the first n positions of src (same shape).
 func (c *Cache) CopyFrom(src *Cache, n int) error {
 	if src.Layers != c.Layers || src.Dim != c.Dim || n > src.n || n > c.Capacity {
 		return fmt.Errorf("kv cache: cannot copy %d positions between caches of different shapes", n)
+	}
+	c.n = min(c.n, n)
+	if err := c.Reserve(n); err != nil {
+		return err
 	}
 	for l := range c.k {
 		copy(c.k[l], src.k[l][:n*c.Dim])

@@ -75,6 +75,7 @@ type Device struct {
 	fence     vk.Fence
 	staging   *Buffer
 	pools     []vk.DescriptorPool
+	setPool   map[vk.DescriptorSet]vk.DescriptorPool // the pool each live set came from
 	pinner    runtime.Pinner
 }
 

@@ -36,11 +36,27 @@ func (d *Device) Close() {}
 // String describes the device.
 func (i Info) String() string { return i.Name }
 
+// Loaded is unavailable without cgo.
+type Loaded struct{}
+
+// Load always fails without cgo.
+func Load(d *Device, m any, ctxLen int) (*Loaded, error) { return nil, errNoCgo }
+
+// Own, Close and NewRunner satisfy the engine's use of a Loaded model.
+func (l *Loaded) Own()                               {}
+func (l *Loaded) Close()                             {}
+func (l *Loaded) NewRunner(ctx int) (*Runner, error) { return nil, errNoCgo }
+
 // Runner is unavailable without cgo.
 type Runner struct{}
 
 // NewOwnedRunner always fails without cgo.
 func NewOwnedRunner(d *Device, m any, ctxLen int) (*Runner, error) { return nil, errNoCgo }
+
+// Fork, CopyStateFrom and Truncate satisfy the engine's use of a runner.
+func (r *Runner) Fork() (*Runner, error)          { return nil, errNoCgo }
+func (r *Runner) CopyStateFrom(src *Runner) error { return errNoCgo }
+func (r *Runner) Truncate(n int)                  {}
 
 // Forward, Pos, Capacity, Reset and Close satisfy engine.Backend.
 func (r *Runner) Forward(ctx context.Context, tokens []int32, all bool) ([]float32, error) {

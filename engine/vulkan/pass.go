@@ -15,7 +15,7 @@ import (
 // one command buffer; with hooks, flush submits at stage boundaries and
 // reads back what the watching hooks need.
 type passState struct {
-	r     *Runner
+	r     *fwd
 	c     *Cmd
 	err   error
 	start time.Time
@@ -47,9 +47,9 @@ func (p *passState) readF32(b *Buffer, off, n int) []float32 {
 	return out
 }
 
-func (r *Runner) pass(tokens []int32, all bool, host []float32) error {
+func (r *fwd) pass(tokens []int32, all bool, host []float32) error {
 	c, W := r.cfg, r.m.Weights
-	n, pos0 := len(tokens), r.pos
+	n, pos0 := len(tokens), r.cur.pos
 	E, V := c.Embd, c.Vocab
 	if cap(r.idBytes) < 4*n {
 		r.idBytes = make([]byte, 4*r.batch)
@@ -133,12 +133,12 @@ func (r *Runner) pass(tokens []int32, all bool, host []float32) error {
 	if h != nil && h.OnLogits != nil {
 		h.OnLogits(hooks.Logits{First: pos0 + first, Rows: rows, Vocab: V, Logits: host[:rows*V]})
 	}
-	r.pos += n
+	r.cur.pos += n
 	return nil
 }
 
 // norm writes norm(x) into xn for n rows (RMSNorm or LayerNorm).
-func (r *Runner) norm(p *passState, l int, name string, w, b *Buffer, n int) {
+func (r *fwd) norm(p *passState, l int, name string, w, b *Buffer, n int) {
 	c := r.cfg
 	if r.m.Spec.Norm == model.LayerNorm {
 		p.c.LayerNorm(r.set(site{l, name}, r.x, w, b, r.xn), n, c.Embd, c.NormEps)
@@ -147,18 +147,18 @@ func (r *Runner) norm(p *passState, l int, name string, w, b *Buffer, n int) {
 	}
 }
 
-func (r *Runner) bias(p *passState, l int, name string, dst *Buffer, bias *Buffer, n, width int) {
+func (r *fwd) bias(p *passState, l int, name string, dst *Buffer, bias *Buffer, n, width int) {
 	if bias != nil {
 		p.c.Add(r.set(site{l, "bias " + name}, dst, bias), n*width, width)
 	}
 }
 
-func (r *Runner) matmul(p *passState, l int, name string, t *model.Tensor, x, y *Buffer, n int) {
+func (r *fwd) matmul(p *passState, l int, name string, t *model.Tensor, x, y *Buffer, n int) {
 	w := r.w[t]
 	p.c.MatMul(r.set(site{l, name}, w.b, x, y), w.typ, t.Rows(), t.Cols(), n)
 }
 
-func (r *Runner) layer(p *passState, l, n, pos0 int) {
+func (r *fwd) layer(p *passState, l, n, pos0 int) {
 	c, L, h := r.cfg, &r.m.Weights.Layers[l], r.h
 	E, QD, KVD, HD := c.Embd, c.QDim(), c.KVDim(), c.HeadDim
 	vec := func(t *model.Tensor) *Buffer { return r.vec[t] }
@@ -187,23 +187,23 @@ func (r *Runner) layer(p *passState, l, n, pos0 int) {
 		p.c.Rope(r.set(site{l, "rope k"}, r.k), c.KVHeads, HD, c.RopeDims, pos0, n, c.RopeBase, mode, KVD)
 	}
 	// KV-cache append
-	p.c.CopyRows(r.set(site{l, "kv k"}, r.k, r.kc[l]), KVD, n, 0, KVD, pos0*KVD, KVD)
-	p.c.CopyRows(r.set(site{l, "kv v"}, r.v, r.vc[l]), KVD, n, 0, KVD, pos0*KVD, KVD)
+	p.c.CopyRows(r.set(site{l, "kv k"}, r.k, r.cur.kc[l]), KVD, n, 0, KVD, pos0*KVD, KVD)
+	p.c.CopyRows(r.set(site{l, "kv v"}, r.v, r.cur.vc[l]), KVD, n, 0, KVD, pos0*KVD, KVD)
 	if h != nil && h.OnKVAppend != nil {
 		p.flush("", l, pos0, n, func() {
 			h.OnKVAppend(hooks.KVAppend{Layer: l, Pos0: pos0, N: n, K: p.readF32(r.k, 0, n*KVD), V: p.readF32(r.v, 0, n*KVD),
-				Len: pos0 + n, Capacity: r.ctx, BytesUsed: (pos0 + n) * c.Layers * KVD * 8, BytesAllocated: r.ctx * c.Layers * KVD * 8})
+				Len: pos0 + n, Capacity: r.cur.ctx, BytesUsed: (pos0 + n) * c.Layers * KVD * 8, BytesAllocated: r.cur.ctx * c.Layers * KVD * 8})
 		})
 	}
 	ctx := pos0 + n
 	a := Attn{Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: HD, Ctx: ctx, Pos0: pos0, N: n, Scale: float32(1 / math.Sqrt(float64(HD))), QStride: QD, KVDim: KVD, OutStride: QD}
-	p.c.AttnScores(r.set(site{l, "scores"}, r.q, r.kc[l], r.scores), a)
+	p.c.AttnScores(r.set(site{l, "scores"}, r.q, r.cur.kc[l], r.scores), a)
 	watchAttn := h != nil && h.OnAttention != nil
 	if watchAttn {
 		p.c.CopyRows(r.set(site{l, "scores copy"}, r.scores, r.scores2), n*c.Heads*ctx, 1, 0, 0, 0, 0)
 	}
 	p.c.Softmax(r.set(site{l, "softmax"}, r.scores), ctx, n*c.Heads)
-	p.c.AttnOut(r.set(site{l, "attn out"}, r.scores, r.vc[l], r.att), a)
+	p.c.AttnOut(r.set(site{l, "attn out"}, r.scores, r.cur.vc[l], r.att), a)
 	r.matmul(p, l, "wo", L.Out, r.att, r.o, n)
 	r.bias(p, l, "wo", r.o, vec(L.OutB), n, E)
 	if watchAttn {
@@ -258,7 +258,7 @@ func (r *Runner) layer(p *passState, l, n, pos0 int) {
 }
 
 // residual returns the readback for the residual hook, or nil.
-func (r *Runner) residual(p *passState, l, n, pos0 int, after string) func() {
+func (r *fwd) residual(p *passState, l, n, pos0 int, after string) func() {
 	h := r.h
 	if h == nil || h.OnResidual == nil {
 		return nil

@@ -28,7 +28,8 @@ func (d *Device) NewSet(bufs ...*Buffer) (vk.DescriptorSet, error) {
 	if r := try(); r != vk.Success {
 		sizes := []vk.DescriptorPoolSize{{Type: vk.DescriptorTypeStorageBuffer, DescriptorCount: setsPerPool * maxBindings}}
 		var pool vk.DescriptorPool
-		info := &vk.DescriptorPoolCreateInfo{SType: vk.StructureTypeDescriptorPoolCreateInfo, MaxSets: setsPerPool, PoolSizeCount: 1, PPoolSizes: sizes}
+		info := &vk.DescriptorPoolCreateInfo{SType: vk.StructureTypeDescriptorPoolCreateInfo, Flags: vk.DescriptorPoolCreateFlags(vk.DescriptorPoolCreateFreeDescriptorSetBit),
+			MaxSets: setsPerPool, PoolSizeCount: 1, PPoolSizes: sizes}
 		if err := check(vk.CreateDescriptorPool(d.dev, info, nil, &pool), "descriptor pool"); err != nil {
 			return nil, err
 		}
@@ -47,13 +48,20 @@ func (d *Device) NewSet(bufs ...*Buffer) (vk.DescriptorSet, error) {
 	for i := range writes {
 		writes[i].Free()
 	}
+	if d.setPool == nil {
+		d.setPool = map[vk.DescriptorSet]vk.DescriptorPool{}
+	}
+	d.setPool[set] = d.pools[len(d.pools)-1]
 	return set, nil
 }
 
-// ResetSets frees every descriptor set (their pools are kept for reuse).
-func (d *Device) ResetSets() {
-	for _, p := range d.pools {
-		vk.ResetDescriptorPool(d.dev, p, 0)
+// FreeSets returns descriptor sets to their pools (a closed Runner's).
+func (d *Device) FreeSets(sets ...vk.DescriptorSet) {
+	for _, s := range sets {
+		if p, ok := d.setPool[s]; ok {
+			vk.FreeDescriptorSets(d.dev, p, 1, &s)
+			delete(d.setPool, s)
+		}
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 
 	vk "github.com/vulkan-go/vulkan"
 
@@ -16,20 +17,31 @@ import (
 	"stepthrough/engine/quant"
 )
 
-// Runner computes forward passes of one model on a Vulkan device: weights
-// uploaded once, activations and the KV cache resident on the device, a
-// whole pass recorded into one command buffer and the logits read back at
-// the end. When hooks listen, the pass is split at the stage boundaries and
-// each watched stage's tensors are read back, so observers see the
-// numbers the GPU computed.
-type Runner struct {
+// Loaded is a model on a Vulkan device: weights uploaded once and the
+// activation buffers of a forward pass, shared by every Runner made from
+// it. A Runner holds only its KV cache (on the device) and its logits, so
+// making one uploads no weights. A whole pass is recorded into one command
+// buffer and the logits are read back at the end; when hooks listen, the
+// pass is split at the stage boundaries and each watched stage's tensors
+// are read back, so observers see the numbers the GPU computed. Passes of
+// one Loaded's runners take turns.
+type Loaded struct {
+	mu     sync.Mutex
+	own    bool // close the device with the model
+	closed bool
+	f      *fwd
+}
+
+// fwd is the shared part of a Loaded model: weights, activations and the
+// descriptor sets of the dispatches that do not touch a KV cache. cur is
+// the Runner whose pass is being recorded.
+type fwd struct {
 	d     *Device
-	own   bool // close the device with the runner
 	m     *model.Model
 	cfg   *model.Config
-	ctx   int // KV-cache positions
+	ctx   int // the most KV-cache positions a Runner may hold
 	batch int
-	pos   int
+	cur   *Runner
 
 	w       map[*model.Tensor]*wbuf
 	vec     map[*model.Tensor]*Buffer
@@ -45,12 +57,24 @@ type Runner struct {
 	gate    *Buffer // pre-activation copy, for hooks
 	last    *Buffer
 	logits  *Buffer
-	kc, vc  []*Buffer
 	posIDs  *Buffer
 	sets    map[site]vk.DescriptorSet
-	host    []float32 // logits read back
 	idBytes []byte
 	h       *hooks.Hooks
+}
+
+// Runner is one sequence's state on a Loaded model: its KV cache (device
+// buffers per layer), the position reached and the logits read back. A
+// Runner is not safe for concurrent use; the runners of one Loaded may be
+// used from different goroutines.
+type Runner struct {
+	l      *Loaded
+	own    bool // NewOwnedRunner made l for this runner alone
+	ctx    int  // KV-cache positions
+	pos    int
+	kc, vc []*Buffer
+	sets   map[site]vk.DescriptorSet // the dispatches that read or write kc, vc
+	host   []float32                 // logits read back
 }
 
 type wbuf struct {
@@ -58,9 +82,9 @@ type wbuf struct {
 	typ string
 }
 
-// NewRunner uploads m's weights to d and allocates activations and a KV
-// cache of ctxLen positions (0: the model's, at most 2048).
-func NewRunner(d *Device, m *model.Model, ctxLen int) (*Runner, error) {
+// Load uploads m's weights to d and allocates the activations of a pass
+// for runners of at most ctxLen positions (0: the model's, at most 2048).
+func Load(d *Device, m *model.Model, ctxLen int) (*Loaded, error) {
 	c := m.Config
 	if ctxLen <= 0 {
 		ctxLen = min(c.ContextLen, 2048)
@@ -68,15 +92,16 @@ func NewRunner(d *Device, m *model.Model, ctxLen int) (*Runner, error) {
 	if m.Spec.PosEmbd && ctxLen > c.ContextLen {
 		return nil, fmt.Errorf("context %d exceeds the model's %d learned positions", ctxLen, c.ContextLen)
 	}
-	r := &Runner{d: d, m: m, cfg: c, ctx: ctxLen, batch: min(128, ctxLen), w: map[*model.Tensor]*wbuf{}, vec: map[*model.Tensor]*Buffer{}, sets: map[site]vk.DescriptorSet{}}
-	if err := r.alloc(); err != nil {
-		r.Close()
+	f := &fwd{d: d, m: m, cfg: c, ctx: ctxLen, batch: min(128, ctxLen), w: map[*model.Tensor]*wbuf{}, vec: map[*model.Tensor]*Buffer{}, sets: map[site]vk.DescriptorSet{}}
+	l := &Loaded{f: f}
+	if err := f.alloc(); err != nil {
+		f.free()
 		return nil, err
 	}
-	return r, nil
+	return l, nil
 }
 
-func (r *Runner) alloc() (err error) {
+func (r *fwd) alloc() (err error) {
 	c, W, B, d := r.cfg, r.m.Weights, r.batch, r.d
 	nb := func(floats int) *Buffer {
 		if err != nil {
@@ -96,9 +121,6 @@ func (r *Runner) alloc() (err error) {
 	r.ffA, r.ffB, r.gate = nb(B*F), nb(B*F), nb(B*F)
 	r.last = nb(E)
 	r.logits = nb(B * c.Vocab)
-	for l := 0; l < c.Layers; l++ {
-		r.kc, r.vc = append(r.kc, nb(r.ctx*KVD)), append(r.vc, nb(r.ctx*KVD))
-	}
 	if err != nil {
 		return err
 	}
@@ -176,53 +198,217 @@ type site struct {
 	name  string
 }
 
+// kvSites are the dispatches that read or write a Runner's KV cache; their
+// descriptor sets belong to the Runner.
+var kvSites = map[string]bool{"kv k": true, "kv v": true, "scores": true, "attn out": true}
+
 // set returns the cached descriptor set for a dispatch site.
-func (r *Runner) set(key site, bufs ...*Buffer) vk.DescriptorSet {
-	if s, ok := r.sets[key]; ok {
+func (r *fwd) set(key site, bufs ...*Buffer) vk.DescriptorSet {
+	sets := r.sets
+	if kvSites[key.name] {
+		sets = r.cur.sets
+	}
+	if s, ok := sets[key]; ok {
 		return s
 	}
 	s, err := r.d.NewSet(bufs...)
 	if err != nil {
 		panic(err) // pools grow on demand; only device loss ends here
 	}
-	r.sets[key] = s
+	sets[key] = s
 	return s
 }
 
-// Close frees the device buffers (and the device when the runner owns it).
-func (r *Runner) Close() {
+// free releases the weights and activations.
+func (r *fwd) free() {
 	for _, b := range r.w {
 		b.b.Free()
 	}
 	for _, b := range r.vec {
 		b.Free()
 	}
-	for _, b := range append([]*Buffer{r.ids, r.posIDs, r.x, r.xn, r.qkv, r.q, r.k, r.v, r.scores, r.scores2, r.att, r.o, r.ffA, r.ffB, r.gate, r.last, r.logits}, append(r.kc, r.vc...)...) {
+	for _, b := range []*Buffer{r.ids, r.posIDs, r.x, r.xn, r.qkv, r.q, r.k, r.v, r.scores, r.scores2, r.att, r.o, r.ffA, r.ffB, r.gate, r.last, r.logits} {
 		b.Free()
-	}
-	if r.own {
-		r.d.Close()
 	}
 }
 
+// Close frees the device buffers (and the device when Load's caller gave
+// it up with Own). Runners made from l must not be used after.
+func (l *Loaded) Close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return
+	}
+	l.closed = true
+	l.f.free()
+	if l.own {
+		l.f.d.Close()
+	}
+}
+
+// Own makes l close its device when it is closed.
+func (l *Loaded) Own() { l.own = true }
+
+// Device is the device l runs on.
+func (l *Loaded) Device() *Device { return l.f.d }
+
+// Model is the model l was loaded from.
+func (l *Loaded) Model() *model.Model { return l.f.m }
+
+// Context is the most positions one of its runners may hold.
+func (l *Loaded) Context() int { return l.f.ctx }
+
+// ErrClosed is returned by a Runner whose Loaded model was closed.
+var ErrClosed = errors.New("the loaded model was closed")
+
+// NewRunner makes a runner with an empty KV cache of ctx positions (0: the
+// Loaded's context) on the device.
+func (l *Loaded) NewRunner(ctx int) (*Runner, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil, ErrClosed
+	}
+	f := l.f
+	if ctx <= 0 {
+		ctx = f.ctx
+	}
+	if ctx > f.ctx {
+		return nil, fmt.Errorf("context %d exceeds the %d positions this model was loaded for", ctx, f.ctx)
+	}
+	r := &Runner{l: l, ctx: ctx, sets: map[site]vk.DescriptorSet{}}
+	KVD := f.cfg.KVDim()
+	for range f.cfg.Layers {
+		k, err := f.d.NewBuffer(4 * ctx * KVD)
+		if err != nil {
+			r.free()
+			return nil, err
+		}
+		r.kc = append(r.kc, k)
+		v, err := f.d.NewBuffer(4 * ctx * KVD)
+		if err != nil {
+			r.free()
+			return nil, err
+		}
+		r.vc = append(r.vc, v)
+	}
+	return r, nil
+}
+
+// free releases the runner's cache and descriptor sets (l.mu held).
+func (r *Runner) free() {
+	for _, b := range append(r.kc, r.vc...) {
+		b.Free()
+	}
+	r.kc, r.vc = nil, nil
+	sets := make([]vk.DescriptorSet, 0, len(r.sets))
+	for _, s := range r.sets {
+		sets = append(sets, s)
+	}
+	r.l.f.d.FreeSets(sets...)
+	r.sets = map[site]vk.DescriptorSet{}
+}
+
+// Close frees the runner's KV cache (and its Loaded model when
+// NewOwnedRunner made it).
+func (r *Runner) Close() {
+	r.l.mu.Lock()
+	if !r.l.closed {
+		r.free()
+	}
+	r.l.mu.Unlock()
+	if r.own {
+		r.l.Close()
+	}
+}
+
+// Loaded is the shared model this runner computes on.
+func (r *Runner) Loaded() *Loaded { return r.l }
+
 // Device is the device this runner uses.
-func (r *Runner) Device() *Device { return r.d }
+func (r *Runner) Device() *Device { return r.l.f.d }
 
 // Pos, Capacity and Reset implement engine.Backend.
 func (r *Runner) Pos() int      { return r.pos }
 func (r *Runner) Capacity() int { return r.ctx }
 func (r *Runner) Reset()        { r.pos = 0 }
 
+// Truncate forgets positions from n on (rolling back tokens).
+func (r *Runner) Truncate(n int) { r.pos = max(0, min(r.pos, n)) }
+
+// CopyStateFrom makes r continue from where src is: the first src.Pos()
+// rows of every layer's keys and values are copied on the device.
+func (r *Runner) CopyStateFrom(src *Runner) error {
+	if src.l != r.l {
+		return errors.New("copy state: runners of different loaded models")
+	}
+	if src.pos > r.ctx {
+		return fmt.Errorf("copy state: %d positions do not fit a cache of %d", src.pos, r.ctx)
+	}
+	l := r.l
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	if src.pos > 0 {
+		c, err := l.f.d.Begin()
+		if err != nil {
+			return err
+		}
+		n := 4 * src.pos * l.f.cfg.KVDim()
+		for i := range r.kc {
+			c.Copy(src.kc[i], r.kc[i], 0, 0, n)
+			c.Copy(src.vc[i], r.vc[i], 0, 0, n)
+		}
+		if err := c.Submit(); err != nil {
+			return err
+		}
+	}
+	r.pos = src.pos
+	return nil
+}
+
+// Fork makes a runner on the same Loaded model that continues from where
+// r is, with its own copy of the KV cache.
+func (r *Runner) Fork() (*Runner, error) {
+	f, err := r.l.NewRunner(r.ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := f.CopyStateFrom(r); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
 // ErrContextFull is returned when a pass would exceed the cache.
 var ErrContextFull = errors.New("context is full")
 
-// Forward implements engine.Backend.
+// Forward implements engine.Backend. Hooks in ctx are called while the
+// pass holds the Loaded model, so they must not run passes themselves.
 func (r *Runner) Forward(ctx context.Context, tokens []int32, all bool) ([]float32, error) {
+	l := r.l
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil, ErrClosed
+	}
+	f := l.f
+	f.cur = r
+	defer func() { f.cur = nil }()
+	return f.forward(ctx, tokens, all)
+}
+
+func (r *fwd) forward(ctx context.Context, tokens []int32, all bool) ([]float32, error) {
+	cur := r.cur
 	if len(tokens) == 0 {
 		return nil, errors.New("forward: no tokens")
 	}
-	if r.pos+len(tokens) > r.ctx {
-		return nil, fmt.Errorf("forward: %d tokens at position %d: %w (%d positions)", len(tokens), r.pos, ErrContextFull, r.ctx)
+	if cur.pos+len(tokens) > cur.ctx {
+		return nil, fmt.Errorf("forward: %d tokens at position %d: %w (%d positions)", len(tokens), cur.pos, ErrContextFull, cur.ctx)
 	}
 	for i, id := range tokens {
 		if id < 0 || int(id) >= r.cfg.Vocab {
@@ -242,10 +428,10 @@ func (r *Runner) Forward(ctx context.Context, tokens []int32, all bool) ([]float
 		if all {
 			rows = len(chunk)
 		}
-		if cap(r.host) < rows*V {
-			r.host = make([]float32, rows*V)
+		if cap(cur.host) < rows*V {
+			cur.host = make([]float32, rows*V)
 		}
-		host := r.host[:rows*V]
+		host := cur.host[:rows*V]
 		if err := r.pass(chunk, all, host); err != nil {
 			return nil, err
 		}
@@ -256,14 +442,36 @@ func (r *Runner) Forward(ctx context.Context, tokens []int32, all bool) ([]float
 	if all {
 		return out, nil
 	}
-	return r.host[:V], nil
+	return cur.host[:V], nil
 }
 
-// NewOwnedRunner is NewRunner for a device the runner then owns and
-// closes.
+// NewOwnedRunner loads m on d for one runner alone (Load and
+// Loaded.NewRunner in one); closing the runner closes the model and d.
 func NewOwnedRunner(d *Device, m *model.Model, ctxLen int) (*Runner, error) {
-	r, err := NewRunner(d, m, ctxLen)
+	l, err := Load(d, m, ctxLen)
 	if err != nil {
+		return nil, err
+	}
+	l.Own()
+	r, err := l.NewRunner(0)
+	if err != nil {
+		l.Close()
+		return nil, err
+	}
+	r.own = true
+	return r, nil
+}
+
+// NewRunner loads m on d for one runner alone; closing the runner frees
+// the model's buffers but leaves d open.
+func NewRunner(d *Device, m *model.Model, ctxLen int) (*Runner, error) {
+	l, err := Load(d, m, ctxLen)
+	if err != nil {
+		return nil, err
+	}
+	r, err := l.NewRunner(0)
+	if err != nil {
+		l.Close()
 		return nil, err
 	}
 	r.own = true
