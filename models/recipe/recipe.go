@@ -241,7 +241,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	rep.Main, rep.Draft = mainR, draftR
 	t0 = time.Now()
-	if err := evaluate(ctx, rep, mainPath, draftPath, heldDocs); err != nil {
+	if err := evaluate(ctx, rep, mainPath, draftPath, heldDocs, o.Threads); err != nil {
 		return nil, err
 	}
 	rep.Seconds["evaluate"] = time.Since(t0).Seconds()
@@ -275,7 +275,8 @@ func evalLoss(m *train.Model, toks []int32, T int) float64 {
 }
 
 // evaluate measures the quality bars with the engine itself.
-func evaluate(ctx context.Context, rep *Report, mainPath, draftPath string, held []corpus.Doc) error {
+func evaluate(ctx context.Context, rep *Report, mainPath, draftPath string, held []corpus.Doc, threads int) error {
+	rep.Samples = nil // each evaluation rewrites the samples, never appends
 	m, err := model.Load(mainPath)
 	if err != nil {
 		return err
@@ -286,12 +287,12 @@ func evaluate(ctx context.Context, rep *Report, mainPath, draftPath string, held
 		return err
 	}
 	defer d.Close()
-	s, err := engine.NewSession(m, engine.Options{Threads: 2})
+	s, err := engine.NewSession(m, engine.Options{Threads: threads})
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	ds, err := engine.NewSession(d, engine.Options{Threads: 2})
+	ds, err := engine.NewSession(d, engine.Options{Threads: threads})
 	if err != nil {
 		return err
 	}
@@ -406,7 +407,8 @@ func evaluate(ctx context.Context, rep *Report, mainPath, draftPath string, held
 
 // Reevaluate measures the quality bars again on the models in dir and
 // updates its report.json (training figures are kept).
-func Reevaluate(ctx context.Context, dir string) (*Report, error) {
+// threads are the CPU threads to use (0: all cores).
+func Reevaluate(ctx context.Context, dir string, threads int) (*Report, error) {
 	rep, err := ReadReport(filepath.Join(dir, "report.json"))
 	if err != nil {
 		return nil, err
@@ -417,7 +419,7 @@ func Reevaluate(ctx context.Context, dir string) (*Report, error) {
 	heldOpt := scaled(corpus.Default(rep.Seed), 0.1*rep.Scale)
 	heldOpt.HeldOut = true
 	start := time.Now()
-	if err := evaluate(ctx, rep, filepath.Join(dir, "lesson.gguf"), filepath.Join(dir, "lesson-draft.gguf"), corpus.Generate(heldOpt)); err != nil {
+	if err := evaluate(ctx, rep, filepath.Join(dir, "lesson.gguf"), filepath.Join(dir, "lesson-draft.gguf"), corpus.Generate(heldOpt), threads); err != nil {
 		return nil, err
 	}
 	rep.Seconds["evaluate"] = time.Since(start).Seconds()

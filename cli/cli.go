@@ -1,7 +1,9 @@
-// Package cli implements the engine's command-line commands (tokenize,
-// logits, generate, bench, inspect, synth): a stable contract that users
-// and tests script against. Output goes to stdout; an error is one line on
-// stderr and a non-zero exit status.
+// Package cli is the stepthrough command tree: every command (serve,
+// tokenize, logits, generate, bench, inspect, compare, synth, loadtest,
+// train-lesson) in one place with one flag style, a stable contract that
+// users and tests script against. "stepthrough <command> -h" lists every
+// flag of a command. Output goes to stdout; an error is one line on stderr
+// and a non-zero exit status (2 for usage errors).
 package cli
 
 import (
@@ -25,13 +27,16 @@ type command struct {
 }
 
 var commands = map[string]command{
-	"tokenize": {"print the token ids (or pieces) of a text", runTokenize},
-	"logits":   {"write the logits of every prompt position as float32", runLogits},
-	"generate": {"generate text after a prompt", runGenerate},
-	"bench":    {"measure prompt processing and generation speed", runBench},
-	"inspect":  {"describe a model file", runInspect},
-	"synth":    {"write a random-weight model of a given shape (for benchmarks and tests)", runSynth},
-	"compare":  {"run decoding strategies side by side on one prompt", runCompare},
+	"serve":        {"run the web app (the default command)", runServe},
+	"loadtest":     {"a classroom of WebSocket students against a running server: broadcast latency", runLoadtest},
+	"train-lesson": {"make the lesson models from scratch (corpus, tokenizer, training, quality bars)", runTrainLesson},
+	"tokenize":     {"print the token ids (or pieces) of a text", runTokenize},
+	"logits":       {"write the logits of every prompt position as float32", runLogits},
+	"generate":     {"generate text after a prompt", runGenerate},
+	"bench":        {"measure prompt processing and generation speed", runBench},
+	"inspect":      {"describe a model file", runInspect},
+	"synth":        {"write a random-weight model of a given shape (for benchmarks and tests)", runSynth},
+	"compare":      {"run decoding strategies side by side on one prompt", runCompare},
 }
 
 // Has reports whether name is one of this package's commands.
@@ -46,9 +51,23 @@ func Usage() string {
 	sort.Strings(names)
 	var b strings.Builder
 	for _, n := range names {
-		fmt.Fprintf(&b, "  %-9s %s\n", n, commands[n].summary)
+		fmt.Fprintf(&b, "  %-13s %s\n", n, commands[n].summary)
 	}
 	return b.String()
+}
+
+// Main runs the command line args (without the program name): no command
+// serves the web app; -h lists the commands.
+func Main(ctx context.Context, env Env, args []string) int {
+	if len(args) == 0 {
+		return Run(ctx, env, "serve", nil)
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprintf(env.Stdout, "usage: stepthrough [command] [flags]\n\ncommands (\"stepthrough <command> -h\" lists a command's flags):\n%s", Usage())
+		return 0
+	}
+	return Run(ctx, env, args[0], args[1:])
 }
 
 // Run runs the named command and returns the process exit status.

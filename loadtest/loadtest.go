@@ -1,4 +1,8 @@
-package server
+// Package loadtest is the classroom load harness: it starts a room on a
+// running server, joins WebSocket students and measures how long each
+// instructor step takes to reach every student's screen. It speaks only
+// the server's public HTTP and WebSocket protocol.
+package loadtest
 
 import (
 	"context"
@@ -19,29 +23,29 @@ import (
 	"github.com/gorilla/websocket"
 )
 
-// LoadResult is what a classroom load test measured: the time from the
+// Result is what a classroom load test measured: the time from the
 // instructor sending an action to each student receiving the new view.
-type LoadResult struct {
+type Result struct {
 	Students, Steps    int
 	P50, P95, P99, Max time.Duration
 	MeanBytes          int // the view's size per broadcast, uncompressed
 }
 
-func (r LoadResult) String() string {
+func (r Result) String() string {
 	return fmt.Sprintf("%d students × %d steps: broadcast latency p50 %.1f ms, p95 %.1f ms, p99 %.1f ms, max %.1f ms; %d KiB per view",
 		r.Students, r.Steps, ms(r.P50), ms(r.P95), ms(r.P99), ms(r.Max), r.MeanBytes/1024)
 }
 
 var versionRE = regexp.MustCompile(`id="room-view" data-version="(\d+)"`)
 
-// LoadTest starts a room on the server at base (http://host:port), joins
+// Run starts a room on the server at base (http://host:port), joins
 // students WebSocket clients (compression on, as browsers do), and has the
 // instructor press "Stage →" steps times, every 100 ms (faster than the
 // Explorer's fastest play speed) or when every student has the previous
 // view, whichever is later. Clients and server may share the machine: the
 // figures then include the clients' own work.
-func LoadTest(ctx context.Context, base string, students, steps int) (LoadResult, error) {
-	res := LoadResult{Students: students, Steps: steps}
+func Run(ctx context.Context, base string, students, steps int) (Result, error) {
+	res := Result{Students: students, Steps: steps}
 	form := url.Values{"explorer": {"/?prompt=" + url.QueryEscape("Once upon a time, there was a little girl named Lily. She loved to play outside in the sun. One day, she saw a big") + "&max_tokens=64&seed=1"}}
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	req, err := http.NewRequestWithContext(ctx, "POST", base+"/rooms", strings.NewReader(form.Encode()))
@@ -178,3 +182,5 @@ func LoadTest(ctx context.Context, base string, students, steps int) (LoadResult
 	res.MeanBytes = bytesSum / msgs
 	return res, nil
 }
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

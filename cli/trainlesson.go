@@ -1,0 +1,47 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	"stepthrough/models/recipe"
+)
+
+// runTrainLesson runs models/recipe: corpus, tokenizer, both models,
+// quality bars, report.
+func runTrainLesson(ctx context.Context, env Env, args []string) error {
+	o := recipe.Defaults()
+	fs := newFlags(env, "train-lesson", "[--out DIR] [--seed N] [--steps N] [--draft-steps N] [--scale F] [-t N] [--eval-only | --readme-only]")
+	fs.Uint64Var(&o.Seed, "seed", o.Seed, "seed of the whole recipe")
+	fs.StringVar(&o.OutDir, "out", o.OutDir, "output `directory`")
+	fs.IntVar(&o.MainSteps, "steps", o.MainSteps, "training steps of the main model")
+	fs.IntVar(&o.DraftSteps, "draft-steps", o.DraftSteps, "training steps of the draft model")
+	fs.Float64Var(&o.Scale, "scale", o.Scale, "corpus size factor")
+	fs.IntVar(&o.Threads, "t", 0, "CPU threads (0: all cores)")
+	readmeOnly := fs.Bool("readme-only", false, "only render README.md from the report.json of the last run")
+	evalOnly := fs.Bool("eval-only", false, "only measure the quality bars again on the models in --out (rewrites report.json and README.md)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	o.Progress = env.Stderr
+	var rep *recipe.Report
+	var err error
+	switch {
+	case *readmeOnly:
+		rep, err = recipe.ReadReport(filepath.Join(o.OutDir, "report.json"))
+	case *evalOnly:
+		rep, err = recipe.Reevaluate(ctx, o.OutDir, o.Threads)
+	default:
+		rep, err = recipe.Run(ctx, o)
+	}
+	if err == nil {
+		err = recipe.WriteREADME(filepath.Join(o.OutDir, "README.md"), rep)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stdout, "Paris: top %q, p %.3f; capitals top-1 %.1f%%; copying top-1 %.1f%% of %d; draft agreement %.1f%%\n",
+		rep.ParisTop, rep.ParisP, 100*rep.CapitalTop1, 100*rep.CopyTop1, rep.CopyCases, 100*rep.DraftAgreement)
+	return nil
+}
