@@ -31,12 +31,12 @@ func runTokenize(ctx context.Context, env Env, args []string) error {
 	if err := required("model", *path); err != nil {
 		return err
 	}
-	m, err := model.Load(*path)
+	vf, err := model.LoadVocab(*path) // tokenizing needs no weights
 	if err != nil {
 		return err
 	}
-	defer m.Close()
-	tk := m.Tokenizer
+	defer vf.Close()
+	tk := vf.Tokenizer
 	toks := tk.Encode(*text, !*noBOS)
 	w := bufio.NewWriter(env.Stdout)
 	defer w.Flush()

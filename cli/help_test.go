@@ -6,6 +6,8 @@ import (
 	"flag"
 	"strings"
 	"testing"
+
+	"stepthrough/engine/reftest"
 )
 
 // Every command answers -h with exit 0, its usage line and every flag it
@@ -46,5 +48,27 @@ func TestHelpListsEveryFlag(t *testing.T) {
 	var o, e bytes.Buffer
 	if code := Main(context.Background(), Env{Stdout: &o, Stderr: &e}, []string{"nonsense"}); code != 2 || !strings.Contains(e.String(), `unknown command "nonsense"`) {
 		t.Errorf("unknown command: exit %d, %q", code, e.String())
+	}
+}
+
+// tokenize and inspect read vocabulary-only files (llama.cpp's tokenizer
+// test files have no weights and architectures the engine cannot run).
+func TestVocabOnlyFiles(t *testing.T) {
+	phi3 := reftest.Path(t, "vocab", "ggml-vocab-phi-3.gguf")
+	out, errOut, code := run(t, "tokenize", "--model", phi3, "--text", "Hello </s> world")
+	// </s> written as text stays text: ▁</ s >, not the special token 2
+	if code != 0 || out != "1 15043 1533 29879 29958 3186\n" {
+		t.Errorf("tokenize on a vocabulary-only file: %q (exit %d, %q)", out, code, errOut)
+	}
+	out, errOut, code = run(t, "inspect", "--model", phi3)
+	if code != 0 || !strings.Contains(out, "architecture:  phi3 (tokenizer only:") || !strings.Contains(out, "32064 tokens") {
+		t.Errorf("inspect on a vocabulary-only file: %q (exit %d, %q)", out, code, errOut)
+	}
+	out, _, code = run(t, "inspect", "--model", phi3, "--json")
+	if code != 0 || !strings.Contains(out, `"vocab_only"`) {
+		t.Errorf("inspect --json on a vocabulary-only file: %q", out)
+	}
+	if _, errOut, code := run(t, "generate", "--model", phi3, "--prompt", "x", "-n", "1"); code != 1 || !strings.Contains(errOut, "not supported") {
+		t.Errorf("generate on a vocabulary-only file: exit %d, %q", code, errOut)
 	}
 }

@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 
 	"stepthrough/engine"
+	"stepthrough/engine/gguf"
 	"stepthrough/engine/model"
+	"stepthrough/engine/tokenizer"
 )
 
 // Inspection is inspect's --json output.
@@ -23,6 +26,9 @@ type Inspection struct {
 	KVBytesPerTok int                `json:"kv_bytes_per_token"`
 	Tensors       []TensorSummary    `json:"tensors"`
 	Backend       engine.BackendInfo `json:"backend"`
+	// VocabOnly says why only the tokenizer was read (a vocabulary-only
+	// file, or an architecture the engine cannot run); empty otherwise.
+	VocabOnly string `json:"vocab_only,omitempty"`
 }
 
 // TokenizerSummary describes a model's tokenizer.
@@ -60,27 +66,24 @@ func runInspect(ctx context.Context, env Env, args []string) error {
 	}
 	m, err := model.Load(*path)
 	if err != nil {
-		return err
+		vf, verr := model.LoadVocab(*path)
+		if verr != nil {
+			return err
+		}
+		defer vf.Close()
+		return inspectVocab(env, *path, *asJSON, vf, err)
 	}
 	defer m.Close()
-	v := m.Tokenizer.Vocab()
 	in := Inspection{
 		Path: *path, Architecture: m.Spec.Name, Name: m.Config.Name, Config: m.Config, Params: m.Params(),
-		Tokenizer:     TokenizerSummary{Model: v.Model, Pre: v.Pre, Tokens: len(v.Tokens), Merges: len(v.Merges), BOS: v.BOS, EOS: v.EOS, AddBOS: v.AddBOS},
+		Tokenizer:     summarize(m.Tokenizer),
 		BytesByType:   map[string]uint64{},
 		KVBytesPerTok: m.KVBytesPerToken(),
 	}
 	for t, b := range m.TypeBytes() {
 		in.BytesByType[t.String()] = b
 	}
-	for i := range m.File.Tensors {
-		ti := &m.File.Tensors[i]
-		shape := make([]int, len(ti.Dims))
-		for j, d := range ti.Dims {
-			shape[j] = int(d)
-		}
-		in.Tensors = append(in.Tensors, TensorSummary{ti.Name, ti.Type.String(), shape, ti.Size})
-	}
+	in.Tensors = tensorTable(m.File)
 	// which device would run it: open the backend the same way generate does
 	if b, info, err := engine.NewBackend(m, engine.Options{Backend: *backend, Context: 1}); err == nil {
 		b.Close()
@@ -102,12 +105,60 @@ func runInspect(ctx context.Context, env Env, args []string) error {
 	if c.RopeDims > 0 {
 		fmt.Fprintf(w, "RoPE:          %d dims, base %g\n", c.RopeDims, c.RopeBase)
 	}
+	printTokenizer(w, m.Tokenizer)
+	fmt.Fprintf(w, "KV cache:      %d bytes per token (F32 K and V, all layers); %.1f MiB at %d tokens\n", in.KVBytesPerTok, float64(in.KVBytesPerTok*c.ContextLen)/(1<<20), c.ContextLen)
+	printBackendAndTensors(w, in)
+	return nil
+}
+
+func summarize(tk *tokenizer.Tokenizer) TokenizerSummary {
+	v := tk.Vocab()
+	return TokenizerSummary{Model: v.Model, Pre: v.Pre, Tokens: len(v.Tokens), Merges: len(v.Merges), BOS: v.BOS, EOS: v.EOS, AddBOS: v.AddBOS}
+}
+
+func printTokenizer(w io.Writer, tk *tokenizer.Tokenizer) {
+	v := tk.Vocab()
 	pre := ""
 	if v.Pre != "" {
 		pre = ", pre-tokenizer " + v.Pre
 	}
-	fmt.Fprintf(w, "tokenizer:     %s%s, %d tokens, %d merges, BOS %d %q (added: %v), EOS %d %q\n", v.Model, pre, len(v.Tokens), len(v.Merges), v.BOS, m.Tokenizer.Piece(v.BOS), v.AddBOS, v.EOS, m.Tokenizer.Piece(v.EOS))
-	fmt.Fprintf(w, "KV cache:      %d bytes per token (F32 K and V, all layers); %.1f MiB at %d tokens\n", in.KVBytesPerTok, float64(in.KVBytesPerTok*c.ContextLen)/(1<<20), c.ContextLen)
+	fmt.Fprintf(w, "tokenizer:     %s%s, %d tokens, %d merges, BOS %d %q (added: %v), EOS %d %q\n", v.Model, pre, len(v.Tokens), len(v.Merges), v.BOS, tk.Piece(v.BOS), v.AddBOS, v.EOS, tk.Piece(v.EOS))
+}
+
+func tensorTable(f *gguf.File) []TensorSummary {
+	var out []TensorSummary
+	for i := range f.Tensors {
+		ti := &f.Tensors[i]
+		shape := make([]int, len(ti.Dims))
+		for j, d := range ti.Dims {
+			shape[j] = int(d)
+		}
+		out = append(out, TensorSummary{ti.Name, ti.Type.String(), shape, ti.Size})
+	}
+	return out
+}
+
+// inspectVocab describes a file the engine can tokenize with but not run.
+func inspectVocab(env Env, path string, asJSON bool, vf *model.VocabFile, why error) error {
+	in := Inspection{Path: path, Architecture: vf.Architecture, Tokenizer: summarize(vf.Tokenizer), BytesByType: map[string]uint64{},
+		Tensors: tensorTable(vf.File), VocabOnly: oneLine(why.Error())}
+	for _, t := range in.Tensors {
+		in.BytesByType[t.Type] += t.Bytes
+	}
+	if asJSON {
+		enc := json.NewEncoder(env.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(in)
+	}
+	w := env.Stdout
+	fmt.Fprintf(w, "file:          %s\n", path)
+	fmt.Fprintf(w, "architecture:  %s (tokenizer only: %s)\n", vf.Architecture, in.VocabOnly)
+	printTokenizer(w, vf.Tokenizer)
+	fmt.Fprintf(w, "tensors:       %d\n", len(in.Tensors))
+	return nil
+}
+
+func printBackendAndTensors(w io.Writer, in Inspection) {
 	var types []string
 	for t := range in.BytesByType {
 		types = append(types, t)
@@ -126,7 +177,6 @@ func runInspect(ctx context.Context, env Env, args []string) error {
 		shape := strings.Trim(strings.ReplaceAll(fmt.Sprint(t.Shape), " ", "×"), "[]")
 		fmt.Fprintf(w, "%-32s %-5s %-16s %12d\n", t.Name, t.Type, shape, t.Bytes)
 	}
-	return nil
 }
 
 func humanCount(n uint64) string {

@@ -3,8 +3,10 @@ package server
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http/httptest"
 	"net/url"
+	"sort"
 	"strings"
 	"testing"
 
@@ -67,23 +69,22 @@ func TestBuiltinLessonsPlay(t *testing.T) {
 				if doc.Find(`[data-testid="question"]`).Length() != 1 {
 					t.Fatalf("%s step %d: question missing", name, i+1)
 				}
-				ans := "x"
-				if len(q.Choices) > 0 {
-					ans = q.Choices[0]
-				}
-				if q.Kind == "choice" {
-					ans = q.Answer
-				}
-				a := get(t, fmt.Sprintf("%s/lessons/%s?step=%d&answer=%s", ts.URL, name, i, url.QueryEscape(ans)))
-				fb := a.Find(`[data-testid="feedback"]`)
-				if fb.Length() != 1 || fb.Text() == "" {
-					t.Fatalf("%s step %d: no feedback after answering", name, i+1)
-				}
-				if got, _ := a.Find(`section[data-stage]`).Attr("data-stage"); got != st.Stage {
-					t.Errorf("%s step %d: after answering, stage %q, want %q", name, i+1, got, st.Stage)
-				}
-				if c, _ := fb.Attr("data-correct"); q.Kind == "choice" && c != "true" {
-					t.Errorf("%s step %d: the lesson's own answer was marked %q", name, i+1, c)
+				right, wrong := expectedAnswers(t, s, l, i)
+				for _, a := range []struct {
+					ans  string
+					want string
+				}{{right, "true"}, {wrong, "false"}} {
+					page := get(t, fmt.Sprintf("%s/lessons/%s?step=%d&answer=%s", ts.URL, name, i, url.QueryEscape(a.ans)))
+					fb := page.Find(`[data-testid="feedback"]`)
+					if fb.Length() != 1 || fb.Text() == "" {
+						t.Fatalf("%s step %d: no feedback after answering", name, i+1)
+					}
+					if got, _ := page.Find(`section[data-stage]`).Attr("data-stage"); got != st.Stage {
+						t.Errorf("%s step %d: after answering, stage %q, want %q", name, i+1, got, st.Stage)
+					}
+					if c, _ := fb.Attr("data-correct"); c != a.want {
+						t.Errorf("%s step %d (%s): answer %q marked %q, want %s", name, i+1, q.Kind, a.ans, c, a.want)
+					}
 				}
 			}
 		}
@@ -150,4 +151,58 @@ func TestLessonPlayerInBrowser(t *testing.T) {
 	if want := []string{"rgb(255, 255, 255)", "none", "none", "block"}; strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("print styles: body background, header, controls, panel = %q, want %q", got, want)
 	}
+}
+
+// expectedAnswers computes, from the engine's own trace of lesson step i
+// (not from the server's judging code), an answer that must be marked
+// right and one that must be marked wrong.
+func expectedAnswers(t *testing.T, s *Server, l *lessons.Lesson, i int) (right, wrong string) {
+	t.Helper()
+	q := l.Steps[i].Question
+	if q.Kind == "choice" {
+		for _, c := range q.Choices {
+			if c != q.Answer {
+				return q.Answer, c
+			}
+		}
+		t.Fatalf("step %d: a choice question with one choice", i+1)
+	}
+	se := newSession("expect", "test", s.reg)
+	defer se.close()
+	se.playLesson(context.Background(), l, i)
+	if se.err != "" {
+		t.Fatal(se.err)
+	}
+	tr, _ := se.cur.Current()
+	logits := tr.Logits.Logits
+	order := make([]int, len(logits))
+	for j := range order {
+		order[j] = j
+	}
+	sort.Slice(order, func(a, b int) bool { return logits[order[a]] > logits[order[b]] })
+	tk := se.m.Tokenizer
+	switch q.Kind {
+	case "next-token":
+		return string(tk.Bytes(int32(order[0]))), string(tk.Bytes(int32(order[1])))
+	case "probability":
+		var z float64
+		for _, x := range logits {
+			z += math.Exp(float64(x - logits[order[0]]))
+		}
+		p := 1 / z
+		off := p + 0.3
+		if off > 1 {
+			off = p - 0.3
+		}
+		return fmt.Sprintf("%.2f", p), fmt.Sprintf("%.2f", off)
+	case "survivors":
+		for _, x := range tr.Sampler {
+			if x.Step == "top-p" {
+				return fmt.Sprint(x.AfterCount), fmt.Sprint(x.AfterCount + 5)
+			}
+		}
+		t.Fatalf("step %d: a survivors question without a top-p step", i+1)
+	}
+	t.Fatalf("step %d: question kind %q", i+1, q.Kind)
+	return "", ""
 }

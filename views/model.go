@@ -30,7 +30,6 @@ type Explorer struct {
 	Step        int // token step index (0 = prefill)
 	Steps       int
 	Generated   []GenToken
-	Text        string
 	URL         string // shareable URL of this view
 	End         bool   // no further stage or token
 	Forwards    int    // forward passes run by this session (the slider must not add any)
@@ -58,8 +57,8 @@ type Stage struct {
 
 // Timing holds measured times in milliseconds.
 type Timing struct {
-	PrefillMS, TTFTMS, TPOTMS, StepMS float64
-	HaveGen                           bool
+	PrefillMS, TTFTMS, TPOTMS float64
+	HaveGen                   bool
 }
 
 // Panel carries the data of the current stage; exactly one field is set.

@@ -81,9 +81,6 @@ func (s *Sampler) Params() Params { return s.p }
 // Accept records a token (prompt or generated) for the penalties.
 func (s *Sampler) Accept(ids ...int32) { s.history = append(s.history, ids...) }
 
-// History is the accepted tokens.
-func (s *Sampler) History() []int32 { return s.history }
-
 // Sample runs the chain over logits and returns the chosen token. It does
 // not Accept it.
 func (s *Sampler) Sample(logits []float32, obs *Observer) int32 {

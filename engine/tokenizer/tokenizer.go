@@ -32,6 +32,10 @@ type Tokenizer struct {
 	// user-defined tokens, longest first: always split out of raw text
 	userTokens []int32
 
+	types []TokenType    // effective types, after classifySpecial
+	eog   map[int32]bool // tokens that end generation
+	eot   int32          // the end-of-turn token (metadata or found by text), -1 when none
+
 	// BPE
 	merges       map[[2]int32]merge
 	pre          *preTokenizer
@@ -107,6 +111,7 @@ func New(v *Vocab) (*Tokenizer, error) {
 	default:
 		return nil, fmt.Errorf("tokenizer model %q is not supported", v.Model)
 	}
+	t.classifySpecial()
 	for i := range v.Tokens {
 		if t.Type(int32(i)) == TypeUserDefined && v.Tokens[i] != "" {
 			t.userTokens = append(t.userTokens, int32(i))
@@ -143,13 +148,20 @@ func (t *Tokenizer) Piece(id int32) string {
 	return t.v.Tokens[id]
 }
 
-// Type is a token's type (normal when the file has no types).
+// Type is a token's type as the tokenizer treats it: the file's type
+// (normal when the file has none), except for end-of-turn,
+// end-of-generation and fill-in-the-middle tokens recognised by their text,
+// which are control tokens as in llama.cpp (see special.go).
 func (t *Tokenizer) Type(id int32) TokenType {
-	if t.v.Types == nil || id < 0 || int(id) >= len(t.v.Types) {
+	if id < 0 || int(id) >= len(t.types) {
 		return TypeNormal
 	}
-	return t.v.Types[id]
+	return t.types[id]
 }
+
+// EOT is the end-of-turn token (from the metadata, or recognised by its
+// text), or -1.
+func (t *Tokenizer) EOT() int32 { return t.eot }
 
 // Bytes is what a token contributes to decoded text: exact bytes, which
 // may be part of a UTF-8 character. Control tokens contribute nothing.
@@ -160,10 +172,10 @@ func (t *Tokenizer) Bytes(id int32) []byte {
 	return t.pieces[id]
 }
 
-// IsEOG reports whether generation should stop at this token.
-func (t *Tokenizer) IsEOG(id int32) bool {
-	return id >= 0 && (id == t.v.EOS || id == t.v.EOT)
-}
+// IsEOG reports whether generation should stop at this token: EOS, the
+// end-of-turn and end-of-message tokens, and the other end-of-generation
+// tokens llama.cpp recognises by their text (see special.go).
+func (t *Tokenizer) IsEOG(id int32) bool { return t.eog[id] }
 
 // Decode concatenates the bytes of the tokens. A leading space that a
 // SentencePiece tokenizer added as a prefix is kept, as llama.cpp does.

@@ -46,8 +46,12 @@ type Vocab struct {
 	Merges []string    // BPE merges "left right", index = rank
 
 	BOS, EOS, UNK, EOT, PAD int32 // -1 when absent
-	AddBOS, AddEOS          bool
-	AddSpacePrefix          bool
+	EOM                     int32 // end of message (tool call), -1 when absent
+	// FIM are the fill-in-the-middle tokens set in the metadata (prefix,
+	// suffix, middle, pad, repo, file separator), -1 when absent.
+	FIM            [6]int32
+	AddBOS, AddEOS bool
+	AddSpacePrefix bool
 }
 
 // Caps on vocabulary sizes read from a file.
@@ -58,7 +62,7 @@ const (
 
 // VocabFromGGUF reads the tokenizer.ggml.* keys of a model file.
 func VocabFromGGUF(f *gguf.File) (*Vocab, error) {
-	v := &Vocab{BOS: -1, EOS: -1, UNK: -1, EOT: -1, PAD: -1}
+	v := &Vocab{BOS: -1, EOS: -1, UNK: -1, EOT: -1, PAD: -1, EOM: -1, FIM: [6]int32{-1, -1, -1, -1, -1, -1}}
 	model, err := getString(f, "tokenizer.ggml.model", true)
 	if err != nil {
 		return nil, err
@@ -121,6 +125,16 @@ func VocabFromGGUF(f *gguf.File) (*Vocab, error) {
 		{"tokenizer.ggml.unknown_token_id", &v.UNK},
 		{"tokenizer.ggml.eot_token_id", &v.EOT},
 		{"tokenizer.ggml.padding_token_id", &v.PAD},
+		{"tokenizer.ggml.eom_token_id", &v.EOM},
+		{"tokenizer.ggml.prefix_token_id", &v.FIM[fimPre]}, // the older names first, so the newer win
+		{"tokenizer.ggml.suffix_token_id", &v.FIM[fimSuf]},
+		{"tokenizer.ggml.middle_token_id", &v.FIM[fimMid]},
+		{"tokenizer.ggml.fim_pre_token_id", &v.FIM[fimPre]},
+		{"tokenizer.ggml.fim_suf_token_id", &v.FIM[fimSuf]},
+		{"tokenizer.ggml.fim_mid_token_id", &v.FIM[fimMid]},
+		{"tokenizer.ggml.fim_pad_token_id", &v.FIM[fimPad]},
+		{"tokenizer.ggml.fim_rep_token_id", &v.FIM[fimRep]},
+		{"tokenizer.ggml.fim_sep_token_id", &v.FIM[fimSep]},
 	} {
 		val, ok := f.Get(id.key)
 		if !ok {

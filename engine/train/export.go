@@ -72,15 +72,6 @@ func (m *Model) Writer(name string, v *tokenizer.Vocab) (*gguf.Writer, error) {
 	return w, err
 }
 
-// Checkpoint is the full training state.
-type Checkpoint struct {
-	Config Config
-	Step   int
-	Seed   uint64
-	W      []float32
-	M, V   []float32
-}
-
 const ckptMagic = "STCKPT01"
 
 // SaveCheckpoint writes parameters, optimizer state and the step.

@@ -1,0 +1,91 @@
+package tokenizer
+
+import (
+	"slices"
+	"testing"
+)
+
+// Tokens the file types as normal or user-defined but llama.cpp treats as
+// control tokens, per reference vocabulary: their text in a prompt stays
+// text, and the end-of-generation ones stop generation.
+func TestSpecialTokensAsLlamaCpp(t *testing.T) {
+	tests := []struct {
+		vocab    string
+		text     string
+		notIDs   []int32 // must not appear: special-token text is not parsed
+		eog      []int32
+		notEOG   []int32
+		control  []int32
+		userDefd []int32 // still split out of text
+	}{
+		// phi-3 types </s> user-defined; llama.cpp makes it control and EOG
+		{"phi-3", "hi </s> there<|end|>", []int32{2, 32007}, []int32{2, 32000, 32007}, []int32{1, 0, 32001}, []int32{2, 32007}, nil},
+		// gpt-2: <|endoftext|> is EOS and control
+		{"gpt-2", "a<|endoftext|>b", []int32{50256}, []int32{50256}, []int32{0, 1}, []int32{50256}, nil},
+		// starcoder: <fim_pad> is a FIM pad token, so it ends generation
+		{"starcoder", "x<fim_pad>y", []int32{4}, []int32{0, 4}, []int32{1, 2, 3}, []int32{1, 2, 3, 4}, nil},
+		// deepseek-coder: user-defined byte-like tokens stay user-defined
+		{"deepseek-coder", "õ", nil, nil, []int32{32000}, nil, []int32{32000}},
+	}
+	for _, tt := range tests {
+		tk := loadRef(t, tt.vocab)
+		var ids []int32
+		for _, tok := range tk.Encode(tt.text, false) {
+			ids = append(ids, tok.ID)
+		}
+		for _, id := range tt.notIDs {
+			if slices.Contains(ids, id) {
+				t.Errorf("%s: %q tokenized as %v: contains special token %d %q", tt.vocab, tt.text, ids, id, tk.Piece(id))
+			}
+		}
+		for _, id := range tt.eog {
+			if !tk.IsEOG(id) {
+				t.Errorf("%s: %d %q should end generation", tt.vocab, id, tk.Piece(id))
+			}
+		}
+		for _, id := range tt.notEOG {
+			if tk.IsEOG(id) {
+				t.Errorf("%s: %d %q should not end generation", tt.vocab, id, tk.Piece(id))
+			}
+		}
+		for _, id := range tt.control {
+			if tk.Type(id) != TypeControl {
+				t.Errorf("%s: %d %q is type %d, want control", tt.vocab, id, tk.Piece(id), tk.Type(id))
+			}
+		}
+		for _, id := range tt.userDefd {
+			if tk.Type(id) != TypeUserDefined {
+				t.Errorf("%s: %d %q is type %d, want user-defined", tt.vocab, id, tk.Piece(id), tk.Type(id))
+			}
+		}
+	}
+}
+
+// llama.cpp's exceptions, on small made-up vocabularies: harmony's
+// <|end|> is not EOG; with <|tool_response> present </s> is plain text;
+// gpt-oss channel tokens are always user-defined; a metadata EOT wins over
+// text detection.
+func TestSpecialTokenExceptions(t *testing.T) {
+	mk := func(eot int32, tokens ...string) *Tokenizer {
+		t.Helper()
+		v := &Vocab{Model: "llama", Tokens: append([]string{"<unk>", "<s>", "x"}, tokens...), BOS: 1, EOS: -1, UNK: 0, EOT: eot, PAD: -1, EOM: -1,
+			FIM: [6]int32{-1, -1, -1, -1, -1, -1}}
+		tk, err := New(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tk
+	}
+	h := mk(-1, "<|end|>", "<|return|>", "<|call|>", "<|channel|>")
+	if h.IsEOG(3) || !h.IsEOG(4) || !h.IsEOG(5) || h.Type(3) != TypeUserDefined || h.Type(6) != TypeUserDefined {
+		t.Errorf("harmony: eog %v %v %v, types %d %d", h.IsEOG(3), h.IsEOG(4), h.IsEOG(5), h.Type(3), h.Type(6))
+	}
+	g := mk(-1, "</s>", "<|tool_response>")
+	if g.IsEOG(3) || g.Type(3) != TypeNormal || !g.IsEOG(4) {
+		t.Errorf("gemma: </s> eog %v type %d", g.IsEOG(3), g.Type(3))
+	}
+	e := mk(2, "<|im_end|>")
+	if e.EOT() != 2 || !e.IsEOG(2) || !e.IsEOG(3) || e.Type(3) != TypeControl {
+		t.Errorf("metadata EOT: eot %d, eog %v %v", e.EOT(), e.IsEOG(2), e.IsEOG(3))
+	}
+}
