@@ -142,8 +142,8 @@ func TestErrors(t *testing.T) {
 		{[]string{"generate", "--model", "x", "--top-p", "1.5"}, 2, "invalid top-p 1.5: must be in [0, 1]"},
 		{[]string{"generate", "--model", "x", "--min-p", "NaN"}, 2, "invalid min-p NaN"},
 		{[]string{"generate", "--model", "x", "--seed", "abc"}, 2, "invalid seed abc"},
-		{[]string{"generate", "--model", "x", "--sampler-order", "top-k,bogus"}, 2, "sampler-order: unknown step"},
-		{[]string{"generate", "--model", "x", "--top-k", "x"}, 2, "invalid value \"x\" for flag -top-k"},
+		{[]string{"generate", "--model", "x", "--sampler-order", "top-k,bogus"}, 2, "invalid sampler-order \"bogus\": an unknown step"},
+		{[]string{"generate", "--model", "x", "--top-k", "x"}, 2, "invalid top-k x: not a whole number"},
 	}
 	for _, tt := range tests {
 		_, errOut, code := run(t, tt.args...)

@@ -16,6 +16,7 @@ import (
 	"stepthrough/engine/model"
 	"stepthrough/engine/quant"
 	"stepthrough/engine/sample"
+	"stepthrough/engine/spec"
 	"stepthrough/engine/trace"
 )
 
@@ -141,34 +142,13 @@ func joinIDs(ids []int32) string {
 	return strings.Join(s, " ")
 }
 
-// samplerFlags registers the sampler settings on fs (llama.cpp's defaults).
+// samplerFlags registers the sampler settings on fs (llama.cpp's
+// defaults), through the run spec's flag codec.
 func samplerFlags(fs *flag.FlagSet) func() (sample.Params, error) {
-	p := sample.Defaults()
-	fs.Float64Var(&p.Temperature, "temperature", p.Temperature, "temperature (0: greedy)")
-	fs.IntVar(&p.TopK, "top-k", p.TopK, "keep the k most likely tokens (0: all)")
-	fs.Float64Var(&p.TopP, "top-p", p.TopP, "nucleus: keep the smallest set reaching this probability (1: all)")
-	fs.Float64Var(&p.MinP, "min-p", p.MinP, "keep tokens with p >= min-p × the top p (0: all)")
-	fs.Float64Var(&p.TypicalP, "typical-p", p.TypicalP, "locally typical sampling mass (1: off)")
-	fs.Float64Var(&p.RepeatPenalty, "repeat-penalty", p.RepeatPenalty, "penalty for repeated tokens (1: off)")
-	fs.IntVar(&p.RepeatLastN, "repeat-last-n", p.RepeatLastN, "tokens the penalties look back over (0: off, -1: all)")
-	fs.Float64Var(&p.FrequencyPenalty, "frequency-penalty", p.FrequencyPenalty, "subtract count × this from a repeated token's logit")
-	fs.Float64Var(&p.PresencePenalty, "presence-penalty", p.PresencePenalty, "subtract this from a repeated token's logit")
-	seed := fs.String("seed", "", "random seed (unset or -1: a fresh seed, reported on stderr)")
-	order := fs.String("sampler-order", "llama.cpp", "llama.cpp, transformers, or a list such as penalties,top-k,top-p,min-p,temperature")
+	get := spec.Flags(fs)
 	return func() (sample.Params, error) {
-		if *seed != "" && *seed != "-1" {
-			n, err := strconv.ParseUint(*seed, 10, 64)
-			if err != nil {
-				return p, usageError{&sample.ParamError{Param: "seed", Value: *seed, Allowed: "must be a whole number from 0 to 18446744073709551615, or -1 for a fresh one"}}
-			}
-			p.Seed, p.SeedSet = n, true
-		}
-		o, err := sample.ParseOrder(*order)
+		p, err := get()
 		if err != nil {
-			return p, usageError{err}
-		}
-		p.Order = o
-		if err := p.Validate(); err != nil {
 			return p, usageError{err}
 		}
 		return p, nil

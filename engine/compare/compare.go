@@ -11,6 +11,7 @@ import (
 
 	"stepthrough/engine"
 	"stepthrough/engine/sample"
+	"stepthrough/engine/spec"
 )
 
 // Strategy is one lane's decoding strategy.
@@ -26,106 +27,86 @@ type Strategy struct {
 }
 
 // ParseLane reads a lane: "greedy"; "beam=4[,length-penalty=1]"; or
-// sampler settings "temperature=0.7,top-p=0.9,seed=1" (keys: temperature,
-// top-k, top-p, min-p, typical-p, repeat-penalty, repeat-last-n,
-// frequency-penalty, presence-penalty, seed, order — order takes
-// llama.cpp, transformers, or steps joined by '>'). Unset sampler keys take
-// llama.cpp's defaults; a lane without a seed uses sharedSeed when given.
-func ParseLane(spec string, sharedSeed *uint64) (Strategy, error) {
-	s := Strategy{Spec: spec, Kind: "sample", Params: sample.Defaults()}
-	spec = strings.TrimSpace(spec)
-	if rest, ok := strings.CutPrefix(spec, "greedy,"); ok { // greedy with more keys, e.g. a forced branch
-		spec = "temperature=0," + rest
+// sampler settings "temperature=0.7,top-p=0.9,seed=1" (the run spec's lane
+// codec: temperature, top-k, top-p, min-p, typical-p, repeat-penalty,
+// repeat-last-n, frequency-penalty, presence-penalty, seed, order — order
+// takes llama.cpp, transformers, or steps joined by '>'). Unset sampler
+// keys take llama.cpp's defaults; a lane without a seed uses sharedSeed
+// when given.
+func ParseLane(laneText string, sharedSeed *uint64) (Strategy, error) {
+	s := Strategy{Spec: laneText, Kind: "sample", Params: sample.Defaults()}
+	laneText = strings.TrimSpace(laneText)
+	if rest, ok := strings.CutPrefix(laneText, "greedy,"); ok { // greedy with more keys, e.g. a forced branch
+		laneText = "temperature=0," + rest
 	}
-	if spec == "greedy" {
+	if laneText == "greedy" {
 		s.Kind, s.Params.Temperature, s.Params.SeedSet = "greedy", 0, true
 		return s, nil
 	}
-	for _, kv := range strings.Split(spec, ",") {
+	for _, kv := range strings.Split(laneText, ",") {
 		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
 		if !ok {
-			return s, fmt.Errorf("lane %q: %q is not key=value (or the lane \"greedy\")", spec, kv)
+			return s, fmt.Errorf("lane %q: %q is not key=value (or the lane \"greedy\")", laneText, kv)
 		}
 		num := func() (float64, error) {
 			f, err := strconv.ParseFloat(v, 64)
 			if err != nil {
-				return 0, fmt.Errorf("lane %q: %s %q is not a number", spec, k, v)
+				return 0, fmt.Errorf("lane %q: %s %q is not a number", laneText, k, v)
 			}
 			return f, nil
 		}
 		integer := func() (int, error) {
 			n, err := strconv.Atoi(v)
 			if err != nil {
-				return 0, fmt.Errorf("lane %q: %s %q is not a whole number", spec, k, v)
+				return 0, fmt.Errorf("lane %q: %s %q is not a whole number", laneText, k, v)
 			}
 			return n, nil
 		}
 		var err error
-		p := &s.Params
+		if known, serr := spec.SetLane(&s.Params, k, v); known {
+			if serr != nil {
+				return s, fmt.Errorf("lane %q: %w", laneText, serr)
+			}
+			continue
+		}
 		switch k {
 		case "beam":
 			s.Kind = "beam"
 			if s.Width, err = integer(); err == nil && (s.Width < 2 || s.Width > 8) {
-				err = fmt.Errorf("lane %q: beam width %d: choose 2 to 8", spec, s.Width)
+				err = fmt.Errorf("lane %q: beam width %d: choose 2 to 8", laneText, s.Width)
 			}
 		case "length-penalty":
 			s.LengthPenalty, err = num()
-		case "temperature":
-			p.Temperature, err = num()
-		case "top-k":
-			p.TopK, err = integer()
-		case "top-p":
-			p.TopP, err = num()
-		case "min-p":
-			p.MinP, err = num()
-		case "typical-p":
-			p.TypicalP, err = num()
-		case "repeat-penalty":
-			p.RepeatPenalty, err = num()
-		case "repeat-last-n":
-			p.RepeatLastN, err = integer()
-		case "frequency-penalty":
-			p.FrequencyPenalty, err = num()
-		case "presence-penalty":
-			p.PresencePenalty, err = num()
-		case "seed":
-			p.Seed, err = strconv.ParseUint(v, 10, 64)
-			p.SeedSet = err == nil
-			if err != nil {
-				err = fmt.Errorf("lane %q: seed %q is not a whole number", spec, v)
-			}
-		case "order":
-			p.Order, err = sample.ParseOrder(strings.ReplaceAll(v, ">", ","))
 		case "force":
 			for _, t := range strings.Split(v, ">") {
 				id, perr := strconv.ParseInt(t, 10, 32)
 				if perr != nil || id < 0 {
-					err = fmt.Errorf("lane %q: force takes token ids joined by '>', got %q", spec, v)
+					err = fmt.Errorf("lane %q: force takes token ids joined by '>', got %q", laneText, v)
 					break
 				}
 				s.Force = append(s.Force, int32(id))
 			}
 			if len(s.Force) > 256 {
-				err = fmt.Errorf("lane %q: at most 256 forced tokens", spec)
+				err = fmt.Errorf("lane %q: at most 256 forced tokens", laneText)
 			}
 		default:
-			err = fmt.Errorf("lane %q: unknown key %q", spec, k)
+			err = fmt.Errorf("lane %q: unknown key %q", laneText, k)
 		}
 		if err != nil {
 			return s, err
 		}
 	}
 	if s.Kind == "beam" && math.IsNaN(s.LengthPenalty) {
-		return s, fmt.Errorf("lane %q: length-penalty must be a number", spec)
+		return s, fmt.Errorf("lane %q: length-penalty must be a number", laneText)
 	}
 	if s.Kind == "beam" && len(s.Force) > 0 {
-		return s, fmt.Errorf("lane %q: a beam lane cannot force tokens", spec)
+		return s, fmt.Errorf("lane %q: a beam lane cannot force tokens", laneText)
 	}
 	if !s.Params.SeedSet && sharedSeed != nil {
 		s.Params.Seed, s.Params.SeedSet = *sharedSeed, true
 	}
 	if err := s.Params.Validate(); err != nil {
-		return s, fmt.Errorf("lane %q: %w", spec, err)
+		return s, fmt.Errorf("lane %q: %w", laneText, err)
 	}
 	if s.Params.Temperature == 0 && s.Kind == "sample" {
 		s.Kind = "greedy"

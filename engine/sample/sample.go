@@ -41,6 +41,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 )
 
@@ -82,10 +83,10 @@ func ParseOrder(s string) ([]Step, error) {
 		switch st {
 		case Penalties, TopK, TypicalP, TopP, MinP, Temperature:
 		default:
-			return nil, fmt.Errorf("sampler-order: unknown step %q (allowed: llama.cpp, transformers, or a list of penalties, top-k, typical-p, top-p, min-p, temperature)", part)
+			return nil, &ParamError{"sampler-order", strconv.Quote(part), "an unknown step (allowed: llama.cpp, transformers, or a list of penalties, top-k, typical-p, top-p, min-p, temperature)"}
 		}
 		if seen[st] {
-			return nil, fmt.Errorf("sampler-order: step %q appears twice", st)
+			return nil, &ParamError{"sampler-order", strconv.Quote(string(st)), "a step may appear once"}
 		}
 		seen[st] = true
 		out = append(out, st)
@@ -96,18 +97,18 @@ func ParseOrder(s string) ([]Step, error) {
 // Params are the sampler settings. The zero value is not useful; start
 // from Defaults.
 type Params struct {
-	Temperature      float64
-	TopK             int
-	TopP             float64
-	MinP             float64
-	TypicalP         float64
-	RepeatPenalty    float64
-	RepeatLastN      int // -1: the whole history
-	FrequencyPenalty float64
-	PresencePenalty  float64
-	Seed             uint64
-	SeedSet          bool // false: a fresh random seed is drawn (and reported)
-	Order            []Step
+	Temperature      float64 `json:"temperature"`
+	TopK             int     `json:"top_k"`
+	TopP             float64 `json:"top_p"`
+	MinP             float64 `json:"min_p"`
+	TypicalP         float64 `json:"typical_p"`
+	RepeatPenalty    float64 `json:"repeat_penalty"`
+	RepeatLastN      int     `json:"repeat_last_n"` // -1: the whole history
+	FrequencyPenalty float64 `json:"frequency_penalty"`
+	PresencePenalty  float64 `json:"presence_penalty"`
+	Seed             uint64  `json:"seed,omitempty"`
+	SeedSet          bool    `json:"seed_set,omitempty"` // false: a fresh random seed is drawn (and reported)
+	Order            []Step  `json:"order,omitempty"`
 }
 
 // Defaults are llama.cpp's: temperature 0.8, top-k 40, top-p 0.95,

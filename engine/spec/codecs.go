@@ -1,0 +1,222 @@
+package spec
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"stepthrough/engine/sample"
+)
+
+// Getter reads one field of a query, a form or a message: its value and
+// whether it was given.
+type Getter func(key string) (string, bool)
+
+// QueryGetter reads the first value of each query parameter.
+func QueryGetter(q url.Values) Getter {
+	return func(k string) (string, bool) {
+		v, ok := q[k]
+		if !ok || len(v) == 0 {
+			return "", false
+		}
+		return v[0], true
+	}
+}
+
+// FormKeys are the fields the query and form codec reads: prompt, model,
+// backend, the sampler keys, max_tokens, and the view's step, stage, head
+// and scores.
+func FormKeys() []string {
+	return append(append([]string{"prompt", "model", "backend"}, SamplerKeys()...), "max_tokens", "step", "stage", "head", "scores")
+}
+
+// FromForm applies the fields get gives to base and validates the result:
+// the codec of URL queries, the Explorer's settings form and its WebSocket
+// messages. Fields not given keep base's values. The prompt keeps its
+// spaces; other values are trimmed.
+func FromForm(get Getter, base Run) (Run, error) {
+	r := base
+	r.Version = Version
+	if v, ok := get("prompt"); ok {
+		r.Prompt = v
+	}
+	if v, ok := get("model"); ok {
+		r.Model = strings.TrimSpace(v)
+	}
+	if v, ok := get("backend"); ok {
+		r.Backend = strings.TrimSpace(v)
+	}
+	for _, p := range params {
+		if v, ok := get(p.Key); ok {
+			if err := p.set(&r.Sampler, v); err != nil {
+				return base, err
+			}
+		}
+	}
+	if v, ok := get("max_tokens"); ok {
+		if err := whole("max tokens", &r.MaxTokens, v); err != nil {
+			return base, err
+		}
+	}
+	for _, f := range []struct {
+		key, name string
+		dst       *int
+	}{{"step", "step", &r.View.Token}, {"stage", "stage", &r.View.Stage}, {"head", "head", &r.View.Head}} {
+		if v, ok := get(f.key); ok && v != "" {
+			if err := whole(f.name, f.dst, v); err != nil {
+				return base, err
+			}
+		}
+	}
+	if _, ok := get("scores"); ok {
+		r.View.Scores = true
+	}
+	if err := r.Validate(); err != nil {
+		return base, err
+	}
+	return r, nil
+}
+
+// FromQuery is FromForm over a URL's query.
+func FromQuery(q url.Values, base Run) (Run, error) { return FromForm(QueryGetter(q), base) }
+
+// Query writes r as URL parameters that FromQuery reads back: every
+// setting, the seed (give a run's drawn seed to make the link reproduce
+// it), and the view (step, stage, head when not 0, scores when shown).
+func (r Run) Query() url.Values {
+	v := url.Values{}
+	v.Set("prompt", r.Prompt)
+	v.Set("model", r.Model)
+	v.Set("backend", r.Backend)
+	for _, p := range params {
+		if s := p.get(&r.Sampler); s != "" {
+			v.Set(p.Key, s)
+		}
+	}
+	v.Set("max_tokens", strconv.Itoa(r.MaxTokens))
+	v.Set("step", strconv.Itoa(r.View.Token))
+	v.Set("stage", strconv.Itoa(r.View.Stage))
+	if r.View.Head > 0 {
+		v.Set("head", strconv.Itoa(r.View.Head))
+	}
+	if r.View.Scores {
+		v.Set("scores", "1")
+	}
+	return v
+}
+
+// Form is r's settings as the Explorer's form shows them, by form key.
+func (r Run) Form() map[string]string {
+	f := map[string]string{"prompt": r.Prompt, "model": r.Model, "backend": r.Backend, "max_tokens": strconv.Itoa(r.MaxTokens)}
+	for _, p := range params {
+		f[p.Key] = p.get(&r.Sampler)
+	}
+	return f
+}
+
+// LessonKeys are the settings a lesson step may set, with the query keys:
+// the sampler keys, max_tokens, model and backend.
+func LessonKeys() []string {
+	return append(SamplerKeys(), "max_tokens", "model", "backend")
+}
+
+// SetLesson applies one "key: value" setting line of a lesson file to r,
+// validating the value (the lesson codec).
+func SetLesson(r *Run, key, value string) error {
+	switch key {
+	case "model":
+		r.Model = value
+	case "backend":
+		r.Backend = value
+	case "max_tokens":
+		return whole("max tokens", &r.MaxTokens, value)
+	default:
+		p, ok := byKey(key)
+		if !ok {
+			return &Error{key, "", "not a setting (" + strings.Join(LessonKeys(), ", ") + ")"}
+		}
+		return p.set(&r.Sampler, value)
+	}
+	return nil
+}
+
+// SetLane applies one key=value of a Compare lane ("top-p=0.9"): it
+// reports whether key is a sampler setting, and an error for a bad value.
+// Lanes join order steps with '>' as well as ','.
+func SetLane(p *sample.Params, key, value string) (bool, error) {
+	prm, ok := byName(key)
+	if !ok {
+		return false, nil
+	}
+	if key == "order" {
+		value = strings.ReplaceAll(value, ">", ",")
+	}
+	return true, prm.set(p, value)
+}
+
+// Lane writes sampler settings as a Compare lane that SetLane reads back
+// (seed included when set; order steps joined by '>').
+func Lane(p sample.Params) string {
+	var parts []string
+	for _, prm := range params {
+		v := prm.get(&p)
+		if v == "" {
+			continue
+		}
+		if prm.Name == "order" {
+			v = strings.ReplaceAll(v, ",", ">")
+		}
+		parts = append(parts, prm.Name+"="+v)
+	}
+	return strings.Join(parts, ",")
+}
+
+// Flags registers the sampler settings on fs as --temperature, --top-k, …,
+// --seed and --sampler-order, with llama.cpp's defaults; the returned
+// function parses and validates them after fs.Parse.
+func Flags(fs *flag.FlagSet) func() (sample.Params, error) {
+	def := sample.Defaults()
+	vals := map[string]*string{}
+	for _, p := range params {
+		d := p.get(&def)
+		vals[p.Name] = fs.String(p.flag(), d, p.Usage)
+	}
+	return func() (sample.Params, error) {
+		out := sample.Defaults()
+		for _, p := range params {
+			if err := p.set(&out, *vals[p.Name]); err != nil {
+				return out, err
+			}
+		}
+		return out, out.Validate()
+	}
+}
+
+// Marshal is the stored form of r (JSON, with Version set).
+func (r Run) Marshal() ([]byte, error) {
+	r.Version = Version
+	return json.Marshal(r)
+}
+
+// Unmarshal reads a stored run and validates it. Versions newer than this
+// build are refused (an older server must not misread a newer room).
+func Unmarshal(data []byte) (Run, error) {
+	var r Run
+	if err := json.Unmarshal(data, &r); err != nil {
+		return r, fmt.Errorf("stored run: %w", err)
+	}
+	switch {
+	case r.Version == 0:
+		return r, errors.New("stored run: no version")
+	case r.Version > Version:
+		return r, fmt.Errorf("stored run: version %d is newer than this server's %d", r.Version, Version)
+	}
+	if err := r.Validate(); err != nil {
+		return r, fmt.Errorf("stored run: %w", err)
+	}
+	return r, nil
+}

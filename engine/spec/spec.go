@@ -1,0 +1,107 @@
+// Package spec is the one typed description of a run of the engine: the
+// prompt, model, backend, sampler settings and order, seed, the number of
+// new tokens, and where a viewer stands in it (token step, stage, layer,
+// head). Every way a run is written down goes through this package's
+// codecs — URL queries and forms, lesson files, Compare lanes, command-line
+// flags and the stored room state (JSON with a version) — and one
+// validation whose errors are one line naming the parameter.
+//
+// Names: each parameter has one canonical name ("top-p", as in lanes,
+// flags and error messages) and one key for queries, forms and lesson
+// files ("top_p"); the table in params.go holds both.
+package spec
+
+import (
+	"fmt"
+	"slices"
+	"unicode/utf8"
+
+	"stepthrough/engine/sample"
+)
+
+// Version is the stored form's version (Run.Version).
+const Version = 1
+
+// Limits on what a run may ask for.
+const (
+	MaxPromptBytes = 2000
+	MaxNewTokens   = 512
+	MaxTokenStep   = 512
+)
+
+// Backends are the allowed Backend values.
+var Backends = []string{"auto", "cpu", "vulkan"}
+
+// Run is one run of the engine, as a user (or a lesson, a link, a room)
+// asks for it.
+type Run struct {
+	Version   int           `json:"version"`
+	Prompt    string        `json:"prompt"`
+	Model     string        `json:"model,omitempty"` // a model file name; empty: the server's default
+	Backend   string        `json:"backend"`         // auto, cpu or vulkan
+	Sampler   sample.Params `json:"sampler"`
+	MaxTokens int           `json:"max_tokens"`
+	View      View          `json:"view"`
+}
+
+// View is where a viewer stands in a run's trace and how it is drawn.
+type View struct {
+	Token int `json:"token"` // token step: 0 is the prompt's own step
+	Stage int `json:"stage"` // stage index within the token step
+	// StageName and Layer name a stage instead (lessons): the first stage
+	// of that name (in that layer, when Layer >= 0) wins over Stage.
+	StageName string `json:"stage_name,omitempty"`
+	Layer     int    `json:"layer,omitempty"`
+	Head      int    `json:"head,omitempty"` // attention head shown, 0-based
+	Scores    bool   `json:"scores,omitempty"`
+	// Temperature is the softmax slider's value; 0: the sampler's.
+	Temperature float64 `json:"view_temperature,omitempty"`
+}
+
+// Default is the run a new Explorer starts from: llama.cpp's sampler
+// defaults, a fresh seed and 32 new tokens.
+func Default(model string) Run {
+	return Run{Version: Version, Model: model, Backend: "auto", Sampler: sample.Defaults(), MaxTokens: 32, View: View{Layer: -1}}
+}
+
+// Error is an invalid parameter: its name, the value given and what is
+// allowed. Its message is one line.
+type Error struct {
+	Param   string
+	Value   string
+	Allowed string
+}
+
+func (e *Error) Error() string {
+	if e.Value == "" {
+		return fmt.Sprintf("%s: %s", e.Param, e.Allowed)
+	}
+	return fmt.Sprintf("invalid %s %s: %s", e.Param, e.Value, e.Allowed)
+}
+
+// Validate reports the first invalid field of r.
+func (r *Run) Validate() error {
+	switch {
+	case len(r.Prompt) > MaxPromptBytes:
+		return &Error{"prompt", "", fmt.Sprintf("%d bytes; the limit is %d", len(r.Prompt), MaxPromptBytes)}
+	case !utf8.ValidString(r.Prompt):
+		return &Error{"prompt", "", "not valid UTF-8"}
+	case len(r.Model) > 255 || !utf8.ValidString(r.Model):
+		return &Error{"model", "", "not a model file name"}
+	case !slices.Contains(Backends, r.Backend):
+		return &Error{"backend", r.Backend, "choose auto, cpu or vulkan"}
+	case r.MaxTokens < 1 || r.MaxTokens > MaxNewTokens:
+		return &Error{"max tokens", fmt.Sprint(r.MaxTokens), fmt.Sprintf("choose 1 to %d", MaxNewTokens)}
+	case r.View.Token < 0 || r.View.Token > MaxTokenStep:
+		return &Error{"step", fmt.Sprint(r.View.Token), fmt.Sprintf("a token step from 0 to %d", MaxTokenStep)}
+	case r.View.Stage < 0 || r.View.Stage > 1<<16:
+		return &Error{"stage", fmt.Sprint(r.View.Stage), "a stage index from 0"}
+	case r.View.Head < 0 || r.View.Head > 1<<16:
+		return &Error{"head", fmt.Sprint(r.View.Head), "a head index from 0"}
+	case r.View.Layer < -1 || r.View.Layer > 1<<16:
+		return &Error{"layer", fmt.Sprint(r.View.Layer), "a layer from 1"}
+	case r.View.Temperature != 0 && !(r.View.Temperature >= 0.05 && r.View.Temperature <= 3):
+		return &Error{"view temperature", fmt.Sprint(r.View.Temperature), "choose 0.05 to 3"}
+	}
+	return r.Sampler.Validate()
+}

@@ -1,0 +1,197 @@
+package spec
+
+import (
+	"errors"
+	"flag"
+	"net/url"
+	"reflect"
+	"strings"
+	"testing"
+
+	"stepthrough/engine/sample"
+)
+
+// full is a run that sets every field away from its default.
+func full() Run {
+	r := Default("lesson.gguf")
+	r.Prompt, r.Backend, r.MaxTokens = "  The capital of France is", "cpu", 7
+	p := &r.Sampler
+	p.Temperature, p.TopK, p.TopP, p.MinP, p.TypicalP = 0.7, 12, 0.9, 0.1, 0.95
+	p.RepeatPenalty, p.RepeatLastN, p.FrequencyPenalty, p.PresencePenalty = 1.1, -1, 0.25, -0.5
+	p.Seed, p.SeedSet = 18446744073709551615, true
+	p.Order = []sample.Step{sample.Temperature, sample.TopK, sample.MinP}
+	r.View = View{Token: 3, Stage: 5, Head: 2, Scores: true, Layer: -1}
+	return r
+}
+
+func TestQueryRoundTrip(t *testing.T) {
+	for _, r := range []Run{full(), Default("x.gguf")} {
+		got, err := FromQuery(r.Query(), Default(""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, r) {
+			t.Errorf("query round trip:\n got %+v\nwant %+v\n(query %s)", got, r, r.Query().Encode())
+		}
+	}
+}
+
+func TestFormRoundTrip(t *testing.T) {
+	r := full()
+	form := r.Form()
+	got, err := FromForm(func(k string) (string, bool) { v, ok := form[k]; return v, ok }, Default(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.View = Default("").View // the form carries settings, not the view
+	if !reflect.DeepEqual(got, r) {
+		t.Errorf("form round trip:\n got %+v\nwant %+v", got, r)
+	}
+}
+
+func TestLessonRoundTrip(t *testing.T) {
+	r := full()
+	form := r.Form()
+	got := Default("")
+	for _, k := range LessonKeys() {
+		if err := SetLesson(&got, k, form[k]); err != nil {
+			t.Fatalf("%s: %v", k, err)
+		}
+	}
+	got.Prompt, got.View = r.Prompt, r.View
+	if !reflect.DeepEqual(got, r) {
+		t.Errorf("lesson round trip:\n got %+v\nwant %+v", got, r)
+	}
+	if err := SetLesson(&got, "top_p", "lots"); err == nil || !strings.Contains(err.Error(), "top-p") {
+		t.Errorf("bad lesson value: %v", err)
+	}
+	if err := SetLesson(&got, "colour", "red"); err == nil {
+		t.Error("unknown lesson key: want error")
+	}
+}
+
+func TestLaneRoundTrip(t *testing.T) {
+	p := full().Sampler
+	lane := Lane(p)
+	got := sample.Defaults()
+	for _, kv := range strings.Split(lane, ",") {
+		k, v, _ := strings.Cut(kv, "=")
+		if ok, err := SetLane(&got, k, v); !ok || err != nil {
+			t.Fatalf("%s: known %v, %v", kv, ok, err)
+		}
+	}
+	if !reflect.DeepEqual(got, p) {
+		t.Errorf("lane round trip %q:\n got %+v\nwant %+v", lane, got, p)
+	}
+	if ok, _ := SetLane(&got, "beam", "3"); ok {
+		t.Error("beam is a lane key, not a sampler setting")
+	}
+}
+
+func TestFlagsRoundTrip(t *testing.T) {
+	p := full().Sampler
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	get := Flags(fs)
+	var args []string
+	for _, prm := range params {
+		args = append(args, "--"+prm.flag()+"="+prm.get(&p))
+	}
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	got, err := get()
+	if err != nil || !reflect.DeepEqual(got, p) {
+		t.Errorf("flags round trip %v: got %+v (%v), want %+v", args, got, err, p)
+	}
+	fs = flag.NewFlagSet("x", flag.ContinueOnError)
+	get = Flags(fs)
+	fs.Parse(nil)
+	if got, err := get(); err != nil || !reflect.DeepEqual(got, sample.Defaults()) {
+		t.Errorf("no flags: %+v, %v; want llama.cpp's defaults", got, err)
+	}
+}
+
+func TestStoredRoundTrip(t *testing.T) {
+	r := full()
+	b, err := r.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Unmarshal(b)
+	if err != nil || !reflect.DeepEqual(got, r) {
+		t.Errorf("stored round trip %s: %+v, %v", b, got, err)
+	}
+	for _, bad := range []string{`{}`, `{"version":99}`, `{"version":1,"backend":"gpu","max_tokens":1}`, `nope`} {
+		if _, err := Unmarshal([]byte(bad)); err == nil {
+			t.Errorf("Unmarshal(%s): want error", bad)
+		}
+	}
+}
+
+// Every invalid value is refused with one line naming the parameter, and
+// the base run is returned unchanged.
+func TestValidationNamesTheParameter(t *testing.T) {
+	base := Default("m")
+	tests := []struct{ key, value, name string }{
+		{"temperature", "NaN", "temperature"},
+		{"temperature", "-1", "temperature"},
+		{"top_k", "1.5", "top-k"},
+		{"top_p", "2", "top-p"},
+		{"min_p", "x", "min-p"},
+		{"typical_p", "-0.1", "typical-p"},
+		{"repeat_penalty", "0", "repeat-penalty"},
+		{"repeat_last_n", "-2", "repeat-last-n"},
+		{"frequency_penalty", "Inf", "frequency-penalty"},
+		{"seed", "-5", "seed"},
+		{"order", "top-k,top-k", "sampler-order"},
+		{"backend", "gpu", "backend"},
+		{"max_tokens", "0", "max tokens"},
+		{"max_tokens", "100000", "max tokens"},
+		{"prompt", strings.Repeat("x", MaxPromptBytes+1), "prompt"},
+		{"prompt", "\xff", "prompt"},
+		{"step", "-1", "step"},
+		{"head", "x", "head"},
+	}
+	for _, tt := range tests {
+		got, err := FromQuery(url.Values{tt.key: {tt.value}}, base)
+		var se *Error
+		var pe *sample.ParamError
+		switch {
+		case err == nil:
+			t.Errorf("%s=%q: want error", tt.key, tt.value)
+			continue
+		case errors.As(err, &se) && se.Param == tt.name, errors.As(err, &pe) && pe.Param == tt.name:
+		default:
+			t.Errorf("%s=%q: error %q does not name %q", tt.key, tt.value, err, tt.name)
+		}
+		if strings.Contains(err.Error(), "\n") || !reflect.DeepEqual(got, base) {
+			t.Errorf("%s=%q: error %q, run changed %v", tt.key, tt.value, err, !reflect.DeepEqual(got, base))
+		}
+	}
+}
+
+func FuzzQuery(f *testing.F) {
+	f.Add(full().Query().Encode())
+	f.Add("prompt=hi&temperature=0&seed=1&order=top-k,temperature")
+	f.Add("step=99999999999999999999&stage=-1&head=%ff")
+	f.Fuzz(func(t *testing.T, raw string) {
+		q, err := url.ParseQuery(raw)
+		if err != nil {
+			return
+		}
+		r, err := FromQuery(q, Default("m"))
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("multi-line error %q", err)
+			}
+			return
+		}
+		if err := r.Validate(); err != nil {
+			t.Fatalf("FromQuery accepted an invalid run: %v", err)
+		}
+		back, err := FromQuery(r.Query(), Default("m"))
+		if err != nil || !reflect.DeepEqual(back, r) {
+			t.Fatalf("round trip of %q: %+v, %v; want %+v", raw, back, err, r)
+		}
+	})
+}
