@@ -2,7 +2,6 @@ package lessons
 
 import (
 	"embed"
-	"fmt"
 	"io/fs"
 	"sort"
 	"strings"
@@ -41,22 +40,4 @@ func Names(m map[string]*Lesson) []string {
 	}
 	sort.Strings(n)
 	return n
-}
-
-// ExplorerQuery writes the Explorer's URL parameters for step i: prompt,
-// model, settings and seed (stage index and token step are resolved by the
-// server, which knows the model's stage list).
-func (l *Lesson) ExplorerQuery(i int) (map[string]string, error) {
-	if i < 0 || i >= len(l.Steps) {
-		return nil, fmt.Errorf("%s: no step %d", l.File, i+1)
-	}
-	s := l.Steps[i]
-	q := map[string]string{"prompt": s.Prompt, "model": l.Model}
-	for k, v := range s.Settings {
-		q[k] = v
-	}
-	if s.Seed != "" {
-		q["seed"] = s.Seed
-	}
-	return q, nil
 }

@@ -19,7 +19,7 @@ func Check(l *Lesson, m *model.Model) error {
 	}
 	for i := range l.Steps {
 		s := &l.Steps[i]
-		if n := len(tk.EncodeIDs(s.Prompt, true)); n+s.Token >= c.ContextLen {
+		if n := len(tk.EncodeIDs(s.Run.Prompt, true)); n+s.Token >= c.ContextLen {
 			return &Error{l.File, s.Line, fmt.Sprintf("the prompt is %d tokens; with %d more it does not fit the context of %d", n, s.Token, c.ContextLen)}
 		}
 		if s.Layer > c.Layers {

@@ -16,8 +16,12 @@ package lessons
 import (
 	"bufio"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+
+	"stepthrough/engine/spec"
+	"stepthrough/engine/trace"
 )
 
 // Limits on a lesson file.
@@ -39,24 +43,24 @@ type Lesson struct {
 	Steps    []Step
 }
 
-// Stages are the Explorer stage names a step may show.
-var Stages = []string{"tokenize", "embed", "attention", "mlp", "logits", "softmax", "sampler", "sample", "kv"}
-
 // Step is one stop of a lesson.
 type Step struct {
-	Line      int // where the step starts in the file
-	Title     string
-	Prompt    string
-	Settings  map[string]string // Explorer settings: temperature, top_k, top_p, min_p, …
-	Seed      string
-	Token     int    // token step (0 = the prompt's own step)
-	Stage     string // one of Stages
-	Layer     int    // for attention and mlp: 1-based, 0 = unset
-	Head      int    // for attention: 1-based, 0 = unset
-	Highlight []string
-	Narration string
-	Notes     string // instructor only
-	Question  *Question
+	Line  int // where the step starts in the file
+	Title string
+	// Run is the run this step shows (the lesson codec of the run spec):
+	// prompt, model, backend, sampler settings and seed carried forward
+	// from the step before unless this step names them, and the view
+	// (token step, stage, layer, head) this step names.
+	Run         spec.Run
+	SetsBackend bool   // this step chooses a backend (the page then says which ran)
+	Token       int    // token step (0 = the prompt's own step)
+	Stage       string // a stage name (trace.Kinds)
+	Layer       int    // for attention and mlp: 1-based, 0 = unset
+	Head        int    // for attention: 1-based, 0 = unset
+	Highlight   []string
+	Narration   string
+	Notes       string // instructor only
+	Question    *Question
 }
 
 // Question is asked before the engine reveals the answer.
@@ -70,9 +74,18 @@ type Question struct {
 // QuestionKinds are the supported question kinds.
 var QuestionKinds = []string{"next-token", "probability", "survivors", "choice"}
 
-// settingKeys are the Explorer settings a step may set.
-var settingKeys = map[string]bool{"temperature": true, "top_k": true, "top_p": true, "min_p": true, "typical_p": true,
-	"repeat_penalty": true, "repeat_last_n": true, "frequency_penalty": true, "presence_penalty": true, "order": true, "max_tokens": true, "model": true, "backend": true}
+// isSetting reports whether k is a run setting a step may set (the run
+// spec's lesson keys).
+func isSetting(k string) bool { return slices.Contains(spec.LessonKeys(), k) }
+
+// stageNames are the stage names a step may show, in pipeline order.
+func stageNames() []string {
+	out := make([]string, len(trace.Kinds))
+	for i, k := range trace.Kinds {
+		out[i] = string(k)
+	}
+	return out
+}
 
 // Error is a problem at a line of a lesson file.
 type Error struct {
@@ -173,7 +186,14 @@ func (p *parser) feed(line string) error {
 		if len(p.l.Steps) >= MaxSteps {
 			return p.errf("more than %d steps", MaxSteps)
 		}
-		p.l.Steps = append(p.l.Steps, Step{Line: p.line, Title: strings.TrimSpace(strings.TrimPrefix(trimmed, "## ")), Settings: map[string]string{}})
+		// a step starts from the previous step's run: it changes only what it names
+		run := spec.Default(p.l.Model)
+		if n := len(p.l.Steps); n > 0 {
+			run = p.l.Steps[n-1].Run
+			run.Sampler.Order = slices.Clone(run.Sampler.Order)
+		}
+		run.View = spec.View{Layer: -1}
+		p.l.Steps = append(p.l.Steps, Step{Line: p.line, Title: strings.TrimSpace(strings.TrimPrefix(trimmed, "## ")), Run: run})
 		p.step, p.inNotes = &p.l.Steps[len(p.l.Steps)-1], false
 		return nil
 	}
@@ -214,7 +234,7 @@ func (p *parser) feed(line string) error {
 
 func isKey(k string) bool {
 	k = strings.TrimSpace(k)
-	return k == "prompt" || k == "seed" || k == "token" || k == "stage" || k == "layer" || k == "head" || k == "highlight" || settingKeys[k]
+	return k == "prompt" || k == "token" || k == "stage" || k == "layer" || k == "head" || k == "highlight" || isSetting(k)
 }
 
 // unquote accepts "text" (to keep leading spaces, as in " Paris") or bare text.
@@ -239,15 +259,10 @@ func (p *parser) setting(k, v string) error {
 	var err error
 	switch k {
 	case "prompt":
-		s.Prompt = unquote(v)
-		if len(s.Prompt) > 2000 {
-			return p.errf("prompt longer than 2000 bytes")
+		s.Run.Prompt = unquote(v)
+		if len(s.Run.Prompt) > spec.MaxPromptBytes {
+			return p.errf("prompt longer than %d bytes", spec.MaxPromptBytes)
 		}
-	case "seed":
-		if _, err := strconv.ParseUint(v, 10, 64); err != nil {
-			return p.errf("seed %q: a whole number", v)
-		}
-		s.Seed = v
 	case "token":
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 || n > 512 {
@@ -255,8 +270,8 @@ func (p *parser) setting(k, v string) error {
 		}
 		s.Token = n
 	case "stage":
-		if !contains(Stages, v) {
-			return p.errf("stage %q: one of %s", v, strings.Join(Stages, ", "))
+		if !contains(stageNames(), v) {
+			return p.errf("stage %q: one of %s", v, strings.Join(stageNames(), ", "))
 		}
 		s.Stage = v
 	case "layer":
@@ -267,11 +282,14 @@ func (p *parser) setting(k, v string) error {
 		for _, h := range strings.Split(v, "|") {
 			s.Highlight = append(s.Highlight, unquote(strings.TrimSpace(h)))
 		}
-	default: // an Explorer setting
+	default: // a run setting, checked by the run spec's lesson codec
 		if v == "" {
 			return p.errf("%s has no value", k)
 		}
-		s.Settings[k] = v
+		if err := spec.SetLesson(&s.Run, k, v); err != nil {
+			return p.errf("%v", err)
+		}
+		s.SetsBackend = s.SetsBackend || k == "backend"
 	}
 	return err
 }
@@ -302,25 +320,9 @@ func (p *parser) finish() (*Lesson, error) {
 	case len(l.Steps) == 0:
 		return nil, &Error{p.name, p.line, "the lesson has no steps (\"## Title\")"}
 	}
-	prompt, seed, settings := "", "", map[string]string{}
 	for i := range l.Steps {
 		s := &l.Steps[i]
-		if s.Prompt == "" {
-			s.Prompt = prompt // a step without a prompt keeps the previous one
-		}
-		prompt = s.Prompt
-		// Settings and seed carry forward too: a step changes only what it names.
-		for k, v := range settings {
-			if _, ok := s.Settings[k]; !ok {
-				s.Settings[k] = v
-			}
-		}
-		settings = s.Settings
-		if s.Seed == "" {
-			s.Seed = seed
-		}
-		seed = s.Seed
-		if s.Prompt == "" {
+		if s.Run.Prompt == "" {
 			return nil, &Error{p.name, s.Line, "the first step needs a prompt:"}
 		}
 		if s.Stage == "" {
@@ -333,6 +335,10 @@ func (p *parser) finish() (*Lesson, error) {
 			if q.Kind == "choice" && (len(q.Choices) < 2 || q.Answer == "") {
 				return nil, &Error{p.name, s.Line, "a choice question needs at least two \"- choice\" lines, one marked \"- (x) \""}
 			}
+		}
+		s.Run.View = spec.View{Token: s.Token, StageName: s.Stage, Layer: s.Layer - 1, Head: max(0, s.Head-1)}
+		if err := s.Run.Validate(); err != nil {
+			return nil, &Error{p.name, s.Line, err.Error()}
 		}
 	}
 	return l, nil

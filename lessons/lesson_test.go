@@ -41,10 +41,10 @@ func TestREADMEExample(t *testing.T) {
 		t.Fatalf("%+v", l)
 	}
 	s0, s1, s2 := l.Steps[0], l.Steps[1], l.Steps[2]
-	if s0.Prompt != "The capital of France is" || s0.Settings["temperature"] != "1" || s0.Seed != "1" || !strings.Contains(s0.Notes, "Ask the room") {
+	if s0.Run.Prompt != "The capital of France is" || s0.Run.Sampler.Temperature != 1 || !s0.Run.Sampler.SeedSet || s0.Run.Sampler.Seed != 1 || !strings.Contains(s0.Notes, "Ask the room") {
 		t.Errorf("step 1 %+v", s0)
 	}
-	if s1.Prompt != s0.Prompt || s1.Stage != "logits" || s1.Highlight[0] != " Par" || s1.Question.Kind != "next-token" || len(s1.Question.Choices) != 3 {
+	if s1.Run.Prompt != s0.Run.Prompt || s1.Stage != "logits" || s1.Highlight[0] != " Par" || s1.Question.Kind != "next-token" || len(s1.Question.Choices) != 3 {
 		t.Errorf("step 2 %+v %+v", s1, s1.Question)
 	}
 	if s2.Question.Kind != "choice" || s2.Question.Answer != "Spreads probability over more tokens" || !strings.Contains(s2.Narration, "sum to 1") {
@@ -80,6 +80,10 @@ func TestParseErrors(t *testing.T) {
 		{head + "## S\nprompt: x\n? choice: q\n- (x) a\n- (x) b\n", 9, "two answers"},
 		{head + "## S\nprompt: x\n? choice: q\n? choice: r\n", 8, "at most one question"},
 		{head + "## S\nprompt: x\ntemperature:\n", 7, "no value"},
+		{head + "## S\nprompt: x\ntemperature: hot\n", 7, "invalid temperature hot"},
+		{head + "## S\nprompt: x\ntop_p: 3\n## T\n", 5, "invalid top-p 3"},
+		{head + "## S\nprompt: x\nbackend: gpu\n", 5, "backend"},
+		{head + "## S\nprompt: x\norder: top-k,top-k\n", 7, "sampler-order"},
 		{head + "## S\nprompt: x\n" + strings.Repeat("y", MaxLineBytes+1) + "\n", 7, "too long"},
 	} {
 		_, err := Parse("t.md", []byte(tt.src))
@@ -124,7 +128,7 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("accepted an incomplete lesson: %+v", l)
 		}
 		for _, s := range l.Steps {
-			if s.Prompt == "" || !contains(Stages, s.Stage) {
+			if s.Run.Prompt == "" || !contains(stageNames(), s.Stage) || s.Run.Validate() != nil {
 				t.Fatalf("accepted step %+v", s)
 			}
 		}
@@ -154,11 +158,16 @@ func TestStepsCarryForward(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []struct{ prompt, temp, topk, seed string }{{"hi", "1", "3", "7"}, {"hi", "1", "3", "8"}, {"hi", "0", "3", "8"}}
+	want := []struct {
+		prompt string
+		temp   float64
+		topk   int
+		seed   uint64
+	}{{"hi", 1, 3, 7}, {"hi", 1, 3, 8}, {"hi", 0, 3, 8}}
 	for i, w := range want {
-		s := l.Steps[i]
-		if s.Prompt != w.prompt || s.Settings["temperature"] != w.temp || s.Settings["top_k"] != w.topk || s.Seed != w.seed {
-			t.Errorf("step %d: prompt %q temperature %q top_k %q seed %q; want %+v", i+1, s.Prompt, s.Settings["temperature"], s.Settings["top_k"], s.Seed, w)
+		r := l.Steps[i].Run
+		if r.Prompt != w.prompt || r.Sampler.Temperature != w.temp || r.Sampler.TopK != w.topk || r.Sampler.Seed != w.seed || !r.Sampler.SeedSet || r.Model != "m.gguf" {
+			t.Errorf("step %d: %+v; want %+v", i+1, r, w)
 		}
 	}
 }

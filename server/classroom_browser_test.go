@@ -10,6 +10,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"stepthrough/classroom"
 	"stepthrough/models"
 )
 
@@ -86,7 +87,7 @@ func TestClassroomInBrowser(t *testing.T) {
 	do(t, teach, chromedp.Click(chromedp.CSS(`[data-testid="start-room"][data-lesson="logits-and-softmax"]`)))
 	do(t, teach, chromedp.WaitVisible(chromedp.CSS(`[data-testid="join-code"]`)))
 	code := eval[string](t, teach, `document.querySelector('[data-testid="join-code"]').textContent.trim()`, false)
-	if _, ok := normalizeCode(code); !ok {
+	if _, ok := classroom.NormalizeCode(code); !ok {
 		t.Fatalf("join code %q", code)
 	}
 	if n := eval[int](t, teach, `document.querySelectorAll('svg[data-testid="qr"] path').length`, false); n != 1 {

@@ -1,12 +1,9 @@
 package server
 
 import (
-	"context"
 	"encoding/csv"
 	"encoding/json"
-	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -14,13 +11,11 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	"github.com/gorilla/websocket"
 
-	"stepthrough/lessons"
+	"stepthrough/classroom"
 	"stepthrough/models"
-	"stepthrough/views"
 )
 
 func classServer(t *testing.T, dataDir string) (*Server, *httptest.Server) {
@@ -314,29 +309,16 @@ func TestClassroomJoinCodes(t *testing.T) {
 	}
 	// Wrong codes: a clear error, then a limit against guessing.
 	statuses := map[int]int{}
-	for i := range joinFailures + 3 {
-		resp, err := noRedirect.Get(ts.URL + "/join?code=ZZZZ" + string(codeAlphabet[i%32]) + string(codeAlphabet[i/32]))
+	for i := range classroom.JoinFailures + 3 {
+		resp, err := noRedirect.Get(ts.URL + "/join?code=ZZZZ" + string(classroom.CodeAlphabet[i%32]) + string(classroom.CodeAlphabet[i/32]))
 		if err != nil {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
 		statuses[resp.StatusCode]++
 	}
-	if statuses[404] != joinFailures || statuses[429] != 3 {
-		t.Errorf("wrong codes: statuses %v, want %d×404 then 429s", statuses, joinFailures)
-	}
-	for _, c := range []string{"", "ABC", "ABCDE0", "ABCDEFG", "<script>"} {
-		if _, ok := normalizeCode(c); ok {
-			t.Errorf("normalizeCode(%q) accepted", c)
-		}
-	}
-	seen := map[string]bool{}
-	for range 1000 {
-		c := newCode()
-		if _, ok := normalizeCode(c); !ok || seen[c] {
-			t.Fatalf("newCode gave %q (valid %v, repeated %v)", c, ok, seen[c])
-		}
-		seen[c] = true
+	if statuses[404] != classroom.JoinFailures || statuses[429] != 3 {
+		t.Errorf("wrong codes: statuses %v, want %d×404 then 429s", statuses, classroom.JoinFailures)
 	}
 }
 
@@ -430,11 +412,8 @@ func TestClassroomExpiryAndUnload(t *testing.T) {
 	}
 
 	// Idle with no one connected: unloaded from memory, reloaded on the next visit.
-	s.sweep(t.Context(), time.Now().Add(roomIdleUnload+time.Minute))
-	s.class.mu.Lock()
-	n := len(s.class.rooms)
-	s.class.mu.Unlock()
-	if n != 0 {
+	s.class.Sweep(t.Context(), time.Now().Add(classroom.IdleUnload+time.Minute))
+	if n := s.class.Len(); n != 0 {
 		t.Errorf("%d idle rooms still in memory", n)
 	}
 	if st := status("/rooms/" + code + "/teach?key=" + key); st != 200 {
@@ -442,156 +421,14 @@ func TestClassroomExpiryAndUnload(t *testing.T) {
 	}
 
 	// Expired: gone from memory and from the store.
-	s.sweep(t.Context(), time.Now().Add(2*time.Hour))
+	s.class.Sweep(t.Context(), time.Now().Add(2*time.Hour))
 	for _, c := range []string{code, other} {
 		if st := status("/rooms/" + c); st != 404 {
 			t.Errorf("expired room %s: %d, want 404", c, st)
 		}
-		if _, err := s.class.store.LoadRoom(t.Context(), c); err != errNoRoom {
+		if _, err := s.class.Store().LoadRoom(t.Context(), c); err != classroom.ErrNoRoom {
 			t.Errorf("expired room %s still stored: %v", c, err)
 		}
-	}
-}
-
-func TestStoreRejectsCorruptState(t *testing.T) {
-	st, err := OpenStore(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	now := time.Now()
-	if err := st.SaveRoom(t.Context(), "ABCDEF", "h", roomState{Lesson: "seeds", LessonStep: 2}, now, now.Add(time.Hour)); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.SaveAnswer(t.Context(), "ABCDEF", 2, "s1", " white"); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.SaveAnswer(t.Context(), "ABCDEF", 2, "s1", " brown"); err != nil { // a changed answer replaces the first
-		t.Fatal(err)
-	}
-	r, err := st.LoadRoom(t.Context(), "ABCDEF")
-	if err != nil || r.State.LessonStep != 2 || r.Answers[2]["s1"] != " brown" || len(r.Answers[2]) != 1 {
-		t.Fatalf("round trip: %+v, %v", r, err)
-	}
-	if _, err := st.db.Exec(`UPDATE rooms SET state = '{"lesson": 5' WHERE code = 'ABCDEF'`); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.LoadRoom(t.Context(), "ABCDEF"); err == nil || !strings.Contains(err.Error(), "corrupt") {
-		t.Errorf("corrupt state: %v", err)
-	}
-	if _, err := st.LoadRoom(t.Context(), "ZZZZZZ"); err != errNoRoom {
-		t.Errorf("missing room: %v", err)
-	}
-}
-
-// FuzzRoomMessage: any bytes from a room's WebSocket are either refused
-// with an error or give a known action; never a panic.
-func FuzzRoomMessage(f *testing.F) {
-	for _, seed := range []string{`{"action":"answer","answer":" Par"}`, `{"action":"lesson-step","to":"3"}`, `{"action":"reveal","HEADERS":{}}`, `[]`, `{"action":5}`, `{"action":"run","prompt":"` + strings.Repeat("x", 50) + `"}`} {
-		f.Add([]byte(seed))
-	}
-	f.Fuzz(func(t *testing.T, msg []byte) {
-		for _, known := range []map[string]bool{studentActions, instructorActions} {
-			action, get, err := parseMessageFor(msg, known)
-			if err != nil {
-				continue
-			}
-			if !known[action] {
-				t.Fatalf("accepted unknown action %q", action)
-			}
-			get("answer")
-		}
-	})
-}
-
-// FuzzCheckAnswer: a student's answer is validated against each kind of
-// question without panicking, and what is accepted is short, valid text.
-func FuzzCheckAnswer(f *testing.F) {
-	s := mustNew(f, Config{Embedded: map[string][]byte{"lesson.gguf": models.Lesson}})
-	se := newSession("f", "", s.reg)
-	set := defaultSettings("lesson.gguf")
-	set.Prompt = "Once upon a time"
-	se.run(context.Background(), set)
-	if se.err != "" {
-		f.Fatal(se.err)
-	}
-	qs := []*lessons.Question{
-		{Kind: "next-token"}, {Kind: "probability"}, {Kind: "survivors"},
-		{Kind: "choice", Choices: []string{"a", " b"}, Answer: "a"}, {Kind: "next-token", Choices: []string{" Par", " L"}},
-	}
-	for _, seed := range []string{" Par", "white", "0.5", "42%", "7", "", " b", "\xff", strings.Repeat("é", 40)} {
-		f.Add(seed)
-	}
-	f.Fuzz(func(t *testing.T, raw string) {
-		for _, q := range qs {
-			a, err := checkAnswer(se, q, raw)
-			if err != nil {
-				continue
-			}
-			if len(a) > maxAnswerBytes+8 || !utf8.ValidString(a) || a == "" {
-				t.Fatalf("%s: accepted %q as %q", q.Kind, raw, a)
-			}
-			judge(q.Kind, "0.5", a)
-		}
-	})
-}
-
-// TestPollRows checks the class histogram on real engine state: answers
-// counted per token (typed words become the token they are), the model's
-// probabilities beside them, probability answers in tenths, choices in
-// their order.
-func TestPollRows(t *testing.T) {
-	s := mustNew(t, Config{Embedded: map[string][]byte{"lesson.gguf": models.Lesson}})
-	se := newSession("t", "", s.reg)
-	defer se.close()
-	set := defaultSettings("lesson.gguf")
-	set.Prompt, set.Temperature, set.TopK, set.TopP, set.MinP, set.Seed = "The capital of France is", "1", "0", "1", "0", "1"
-	se.run(t.Context(), set)
-	if se.err != "" || !se.seekStage("logits", -1) {
-		t.Fatalf("run: %q", se.err)
-	}
-	tr, _ := se.cur.Current()
-	probs := sampleProbabilities(tr.Logits.Logits, 1)
-	par := se.m.Tokenizer.EncodeIDs(" Par", false)
-	if len(par) != 1 {
-		t.Fatalf(`" Par" is %d tokens`, len(par))
-	}
-
-	nt := &lessons.Question{Kind: "next-token"}
-	typed := map[string]string{}
-	for i, raw := range []string{"Par", " Par", "Par ", "L"} {
-		a, err := checkAnswer(se, nt, raw)
-		if err != nil {
-			t.Fatal(err)
-		}
-		typed[fmt.Sprint("s", i)] = a
-	}
-	rows := pollRows(se, nt, typed, true)
-	byAnswer := map[string]views.PollRow{}
-	for _, r := range rows {
-		byAnswer[r.Answer] = r
-	}
-	p := byAnswer[" Par"]
-	if p.Count != 3 || !p.Correct || !p.HasModelP || math.Abs(p.ModelP-float64(probs[par[0]])) > 1e-7 || math.Abs(p.Share-0.75) > 1e-9 {
-		t.Errorf(`" Par" row: %+v (model p %v)`, p, probs[par[0]])
-	}
-	if rows[0].Answer != " Par" {
-		t.Errorf("rows not by count: first %q", rows[0].Answer)
-	}
-	if len(rows) < 5 {
-		t.Errorf("the model's top tokens should be listed even when nobody chose them: %d rows", len(rows))
-	}
-
-	pq := &lessons.Question{Kind: "probability"}
-	rows = pollRows(se, pq, map[string]string{"a": "0.95", "b": "0.99", "c": "0.5"}, true)
-	if len(rows) != 10 || rows[0].Answer != "0–10%" || rows[9].Answer != "90–100%" || rows[9].Count != 2 || !rows[9].Correct || rows[5].Count != 1 {
-		t.Errorf("probability bins: %+v", rows)
-	}
-
-	cq := &lessons.Question{Kind: "choice", Choices: []string{"first", "second", "third"}, Answer: "second"}
-	rows = pollRows(se, cq, map[string]string{"a": "third", "b": "third"}, true)
-	if len(rows) != 3 || rows[0].Answer != "first" || rows[2].Count != 2 || !rows[1].Correct || rows[2].Correct {
-		t.Errorf("choice rows: %+v", rows)
 	}
 }
 
@@ -623,8 +460,8 @@ func TestClassroomEnd(t *testing.T) {
 			t.Errorf("GET %s after the end: %d", p, resp.StatusCode)
 		}
 	}
-	s.sweep(t.Context(), time.Now())
-	if _, err := s.class.store.LoadRoom(t.Context(), code); err != errNoRoom {
+	s.class.Sweep(t.Context(), time.Now())
+	if _, err := s.class.Store().LoadRoom(t.Context(), code); err != classroom.ErrNoRoom {
 		t.Errorf("an ended room is still stored: %v", err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"stepthrough/engine/compare"
 	"stepthrough/engine/model"
+	"stepthrough/engine/spec"
 	"stepthrough/views"
 )
 
@@ -94,8 +95,8 @@ func parseCompareQuery(c echo.Context, def string) (compareQuery, error) {
 		}
 		q.step = s
 	}
-	if len(q.prompt) > maxPromptBytes {
-		return q, fmt.Errorf("the prompt is %d bytes; the limit is %d", len(q.prompt), maxPromptBytes)
+	if len(q.prompt) > spec.MaxPromptBytes {
+		return q, fmt.Errorf("the prompt is %d bytes; the limit is %d", len(q.prompt), spec.MaxPromptBytes)
 	}
 	return q, nil
 }

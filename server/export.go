@@ -7,6 +7,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"stepthrough/engine/spec"
+	"stepthrough/session"
 	"stepthrough/views"
 )
 
@@ -19,42 +21,29 @@ func (s *Server) exportSVG(c echo.Context) error {
 	if q.Get("prompt") == "" {
 		return c.String(http.StatusBadRequest, "export needs an Explorer view: ?prompt=…&seed=…&step=…&stage=…")
 	}
-	se := newSession("export", "", s.reg)
-	defer se.close()
-	se.open(c.Request().Context(), getter(q))
-	if se.err != "" {
-		return c.String(http.StatusBadRequest, se.err)
+	run, err := spec.FromQuery(q, spec.Default(s.reg.Default()))
+	if err != nil {
+		return c.String(http.StatusBadRequest, err.Error())
 	}
-	if se.notice != "" {
-		return c.String(http.StatusNotFound, se.notice)
+	se := session.New("export", "", s.reg)
+	defer se.Close()
+	if err := se.Open(c.Request().Context(), run); err != nil {
+		return c.String(http.StatusBadRequest, err.Error())
 	}
-	set := se.settings
-	e := se.explorer()
+	e := se.Explorer()
+	if e.Notice != "" {
+		return c.String(http.StatusNotFound, e.Notice)
+	}
+	form := session.Form(run)
 	x := views.StageExport{Current: e.Current, Panel: e.Panel,
-		Title: fmt.Sprintf("%s — token step %d of %d", stageTitle(e.Current), e.Step+1, e.Steps),
+		Title: fmt.Sprintf("%s — token step %d of %d", session.Title(e.Current), e.Step+1, e.Steps),
 		Caption: []string{
-			"Prompt: " + strconv.Quote(set.Prompt),
-			fmt.Sprintf("Model %s · temperature %s · top-k %s · top-p %s · min-p %s · order %s · seed %s", set.Model, set.Temperature, set.TopK, set.TopP, set.MinP, set.Order, e.Seed),
+			"Prompt: " + strconv.Quote(run.Prompt),
+			fmt.Sprintf("Model %s · temperature %s · top-k %s · top-p %s · min-p %s · order %s · seed %s", run.Model, form.Temperature, form.TopK, form.TopP, form.MinP, form.Order, e.Seed),
 			"Generated so far: " + generatedText(e.Generated),
 		}}
 	c.Response().Header().Set("Content-Disposition", fmt.Sprintf(`inline; filename="stepthrough-step%d-stage%d.svg"`, e.Step+1, e.Current.Index+1))
 	return c.Blob(http.StatusOK, "image/svg+xml", views.StageSVG(x))
-}
-
-func stageTitle(st views.Stage) string {
-	switch st.Name {
-	case "attention":
-		return fmt.Sprintf("Attention, layer %d", st.Layer+1)
-	case "mlp":
-		return fmt.Sprintf("MLP, layer %d", st.Layer+1)
-	case "sampler":
-		return fmt.Sprintf("Sampler step %d", st.SamplerStep+1)
-	case "kv":
-		return "KV cache append"
-	case "softmax":
-		return "Softmax"
-	}
-	return st.Label
 }
 
 func generatedText(gs []views.GenToken) string {

@@ -3,13 +3,17 @@ package server
 import (
 	"encoding/xml"
 	"fmt"
+	"html"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"stepthrough/engine/spec"
 	"stepthrough/models"
+	"stepthrough/session"
 	"stepthrough/views"
 )
 
@@ -20,19 +24,22 @@ func TestExportSVG(t *testing.T) {
 	ts := httptest.NewServer(s.Handler())
 	t.Cleanup(ts.Close)
 
-	se := newSession("t", "", s.reg)
-	defer se.close()
-	set := defaultSettings("lesson.gguf")
-	set.Prompt, set.Seed = "Lily saw a big", "7"
-	se.run(t.Context(), set)
-	if se.err != "" {
-		t.Fatal(se.err)
+	se := session.New("t", "", s.reg)
+	defer se.Close()
+	run := spec.Default("lesson.gguf")
+	run.Prompt, run.Sampler.Seed, run.Sampler.SeedSet = "Lily saw a big", 7, true
+	if err := se.Run(t.Context(), run); err != nil {
+		t.Fatal(err)
 	}
-	n := len(se.explorer().Stages)
+	n := len(se.Explorer().Stages)
 	kinds := map[string]bool{}
 	for i := range n {
-		se.cur.Seek(0, i)
-		e := se.explorer()
+		if i > 0 {
+			if err := se.Act(t.Context(), "step", nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e := se.Explorer()
 		resp, err := http.Get(ts.URL + exportPath(e.URL))
 		if err != nil {
 			t.Fatal(err)
@@ -53,24 +60,13 @@ func TestExportSVG(t *testing.T) {
 			}
 		}
 		kinds[e.Current.Name] = true
-		var want []string
-		switch p := e.Panel; {
-		case p.Logits != nil:
-			for _, b := range p.Logits.Top[:3] {
-				want = append(want, "logit "+fmt.Sprint(views.FormatNumber(b.Value)))
-			}
-		case p.Softmax != nil:
-			want = append(want, "BEFORE sampling")
-		case p.Sampler != nil:
-			want = append(want, "AFTER this step")
-		case p.Tokenize != nil:
-			for _, tk := range p.Tokenize.Tokens {
-				want = append(want, fmt.Sprintf("%d", tk.ID))
-			}
+		want := panelNumbers(e.Panel)
+		if len(want) == 0 {
+			t.Errorf("stage %d (%s): no numbers to compare", i, e.Current.Name)
 		}
 		for _, w := range want {
-			if !strings.Contains(string(body), w) {
-				t.Errorf("stage %d (%s): SVG lacks %q", i, e.Current.Name, w)
+			if !strings.Contains(string(body), html.EscapeString(w)) {
+				t.Errorf("stage %d (%s): SVG lacks the panel's %q", i, e.Current.Name, w)
 			}
 		}
 	}
@@ -85,7 +81,8 @@ func TestExportSVG(t *testing.T) {
 	}{
 		{"", 400},
 		{"?prompt=Lily&temperature=x", 400},
-		{"?prompt=Lily&step=900", 404},
+		{"?prompt=Lily&step=400", 404},
+		{"?prompt=Lily&step=900", 400},
 	} {
 		resp, err := http.Get(ts.URL + "/export.svg" + tc.q)
 		if err != nil {
@@ -100,4 +97,52 @@ func TestExportSVG(t *testing.T) {
 
 func exportPath(explorerURL string) string {
 	return "/export.svg?" + strings.SplitN(explorerURL, "?", 2)[1]
+}
+
+// panelNumbers are numbers a stage's panel shows, as the export must print
+// them: every stage kind is covered.
+func panelNumbers(p views.Panel) []string {
+	num, pc := views.FormatNumber, views.FormatPercent
+	var want []string
+	switch p := p.(type) {
+	case *views.TokenizePanel:
+		for _, tk := range p.Tokens {
+			want = append(want, fmt.Sprintf("%d", tk.ID))
+		}
+	case *views.EmbedPanel:
+		for _, r := range p.Rows {
+			want = append(want, r.Label)
+		}
+	case *views.AttentionPanel:
+		want = append(want, fmt.Sprintf("Layer %d of %d, head %d of %d", p.Layer+1, p.Layers, p.Head+1, p.Heads))
+		for j, v := range p.Cells[p.Current] {
+			if !math.IsNaN(float64(v)) && j < len(p.Cells[p.Current]) {
+				want = append(want, fmt.Sprintf("%.2f", v))
+			}
+		}
+	case *views.MLPPanel:
+		want = append(want, fmt.Sprintf("Layer %d feed-forward (%s)", p.Layer+1, p.Kind), "after MLP "+num(float64(p.NormAfterMLP)))
+	case *views.LogitsPanel:
+		for _, b := range p.Top[:3] {
+			want = append(want, "logit "+num(b.Value))
+		}
+	case *views.SoftmaxPanel:
+		want = append(want, "BEFORE sampling")
+		for _, b := range p.Top[:3] {
+			want = append(want, "p "+pc(b.Value))
+		}
+	case *views.SamplerPanel:
+		want = append(want, "AFTER this step", fmt.Sprintf("Sampler step %d of %d: %s", p.Index+1, p.Count, p.Name))
+		for _, b := range p.Kept[:min(3, len(p.Kept))] {
+			want = append(want, "p "+pc(b.Value))
+		}
+	case *views.SamplePanel:
+		want = append(want, "p "+pc(p.Chosen.Value))
+		if !p.Greedy {
+			want = append(want, fmt.Sprintf("u = %.4f", p.U))
+		}
+	case *views.KVPanel:
+		want = append(want, fmt.Sprintf("KV cache: %d of %d positions, %d bytes used of %d allocated", p.Len, p.Capacity, p.BytesUsed, p.BytesAlloc))
+	}
+	return want
 }

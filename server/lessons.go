@@ -8,7 +8,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"stepthrough/classroom"
 	"stepthrough/lessons"
+	"stepthrough/session"
 	"stepthrough/views"
 )
 
@@ -40,7 +42,7 @@ func (s *Server) lessonStep(c echo.Context) error {
 	}
 	st := l.Steps[i]
 	p := views.LessonPage{Name: name, Title: l.Title, Step: i, Steps: len(l.Steps), StepTitle: st.Title}
-	p.Narration = paragraphs(st.Narration)
+	p.Narration = classroom.Paragraphs(st.Narration)
 	link := func(k int) string { return fmt.Sprintf("/lessons/%s?step=%d", name, k) }
 	if i > 0 {
 		p.Prev = link(i - 1)
@@ -48,35 +50,31 @@ func (s *Server) lessonStep(c echo.Context) error {
 	if i+1 < len(l.Steps) {
 		p.Next = link(i + 1)
 	}
-	se := newSession("lesson", "", s.reg)
-	defer se.close()
+	se := session.New("lesson", "", s.reg)
+	defer se.Close()
 	ctx := c.Request().Context()
-	se.playLesson(ctx, l, i)
-	if se.err == "" {
-		e := se.explorer()
+	if err := se.PlayLesson(ctx, l, i); err != nil {
+		p.Error = err.Error()
+	} else {
+		e := se.Explorer()
 		p.Current, p.Panel, p.ExplorerURL = e.Current, e.Panel, e.URL
 		p.Timing, p.BackendInfo, p.Generated = e.Timing, e.BackendInfo, e.Generated
-		if st.Settings["backend"] != "" {
-			p.BackendNote = se.eng.Backend().Note
+		if st.SetsBackend {
+			p.BackendNote = se.Backend().Note
 		}
-		p.Highlight = se.lessonHighlights(st)
-		p.Question = s.question(c, se, st)
+		p.Highlight = se.Highlights(st)
+		p.Question = question(c, se, st)
 		if q := p.Question; q != nil && q.Kind != "choice" && !q.Answered {
 			// a prediction: the engine's numbers would give the answer away
-			p.Hidden, p.Panel, p.Generated = true, views.Panel{}, nil
+			p.Hidden, p.Panel, p.Generated = true, nil, nil
 		}
 	}
-	p.Error = se.err
-	var buf bytes.Buffer
-	if err := views.LessonStepPage(p).Render(ctx, &buf); err != nil {
-		return err
-	}
-	return c.HTMLBlob(http.StatusOK, buf.Bytes())
+	return renderPage(c, views.LessonStepPage(p))
 }
 
 // question renders a step's question; after an answer, the engine reveals
 // what it computed.
-func (s *Server) question(c echo.Context, se *Session, st lessons.Step) *views.LessonQuestion {
+func question(c echo.Context, se *session.Session, st lessons.Step) *views.LessonQuestion {
 	lq := st.Question
 	if lq == nil {
 		return nil
@@ -87,8 +85,12 @@ func (s *Server) question(c echo.Context, se *Session, st lessons.Step) *views.L
 		return q
 	}
 	q.Answered, q.Answer = true, ans[0]
+	step, tk, ok := se.Current()
+	if !ok {
+		return q
+	}
 	var want string
-	want, q.Reveal = engineAnswer(se, lq)
-	q.Correct = judge(lq.Kind, want, q.Answer)
+	want, q.Reveal = lessons.EngineAnswer(step, tk, lq)
+	q.Correct = lessons.Judge(lq.Kind, want, q.Answer)
 	return q
 }

@@ -16,6 +16,7 @@ import (
 
 	"stepthrough/lessons"
 	"stepthrough/models"
+	"stepthrough/session"
 )
 
 // Every step of every built-in lesson plays on the embedded lesson model:
@@ -167,20 +168,21 @@ func expectedAnswers(t *testing.T, s *Server, l *lessons.Lesson, i int) (right, 
 		}
 		t.Fatalf("step %d: a choice question with one choice", i+1)
 	}
-	se := newSession("expect", "test", s.reg)
-	defer se.close()
-	se.playLesson(context.Background(), l, i)
-	if se.err != "" {
-		t.Fatal(se.err)
+	se := session.New("expect", "test", s.reg)
+	defer se.Close()
+	if err := se.PlayLesson(context.Background(), l, i); err != nil {
+		t.Fatal(err)
 	}
-	tr, _ := se.cur.Current()
+	tr, tk, ok := se.Current()
+	if !ok {
+		t.Fatalf("step %d: no trace", i+1)
+	}
 	logits := tr.Logits.Logits
 	order := make([]int, len(logits))
 	for j := range order {
 		order[j] = j
 	}
 	sort.Slice(order, func(a, b int) bool { return logits[order[a]] > logits[order[b]] })
-	tk := se.m.Tokenizer
 	switch q.Kind {
 	case "next-token":
 		return string(tk.Bytes(int32(order[0]))), string(tk.Bytes(int32(order[1])))

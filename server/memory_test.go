@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"runtime"
 	"testing"
+
+	"stepthrough/engine/spec"
+	"stepthrough/session"
 )
 
 // BenchmarkExplorerSessions measures what an Explorer tab costs the
@@ -16,21 +19,19 @@ import (
 func BenchmarkExplorerSessions(b *testing.B) {
 	const n = 50
 	for range b.N {
-		reg := NewRegistry([]string{"../models"})
-		set := defaultSettings("lesson.gguf")
-		set.Prompt, set.Backend, set.Seed = "The capital of France is", "cpu", "1"
-		warm := newSession("warm", "c", reg) // the model itself, loaded once, is not a session's cost
-		warm.run(context.Background(), set)
-		if warm.err != "" {
-			b.Fatal(warm.err)
+		reg := session.NewRegistry([]string{"../models"})
+		run := spec.Default("lesson.gguf")
+		run.Prompt, run.Backend, run.Sampler.Seed, run.Sampler.SeedSet = "The capital of France is", "cpu", 1, true
+		warm := session.New("warm", "c", reg) // the model itself, loaded once, is not a session's cost
+		if err := warm.Run(context.Background(), run); err != nil {
+			b.Fatal(err)
 		}
 		before, gBefore := heapInUse(), runtime.NumGoroutine()
-		var sessions []*Session
+		var sessions []*session.Session
 		for i := range n {
-			s := newSession(fmt.Sprint(i), "c", reg)
-			s.run(context.Background(), set)
-			if s.err != "" {
-				b.Fatal(s.err)
+			s := session.New(fmt.Sprint(i), "c", reg)
+			if err := s.Run(context.Background(), run); err != nil {
+				b.Fatal(err)
 			}
 			sessions = append(sessions, s)
 		}
@@ -38,9 +39,9 @@ func BenchmarkExplorerSessions(b *testing.B) {
 		b.ReportMetric(float64(after-before)/n/1024, "KiB/session")
 		b.ReportMetric(float64(gAfter-gBefore)/n, "goroutines/session")
 		for _, s := range sessions {
-			s.close()
+			s.Close()
 		}
-		warm.close()
+		warm.Close()
 		reg.Close()
 	}
 }

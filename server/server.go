@@ -1,44 +1,51 @@
-// Package server is Stepthrough's web server: echo routes, one WebSocket
-// per browser tab (one reader and one writer goroutine), and a session per
-// tab that owns its engine state.
+// Package server is Stepthrough's web server: HTTP routes and page
+// handlers, and the WebSocket upgrade (package wsconn) for the Explorer's
+// tabs and classroom rooms. What it serves lives below it: one viewer's
+// run in package session, rooms in package classroom, pages in views.
 //
 // # WebSocket protocol
 //
-// The page connects to /ws?sid=ID. The htmx ws extension sends each
-// control's values as one JSON object ({"action": "step", ...form fields,
-// "HEADERS": {...}}); the server validates it (size, action name, every
-// field), applies it to the session and answers with the re-rendered
+// The Explorer page connects to /ws?sid=ID. The htmx ws extension sends
+// each control's values as one JSON object ({"action": "step", ...form
+// fields, "HEADERS": {...}}); the server validates it (size, rate, action
+// name), applies it to the tab's session and answers with the re-rendered
 // #explorer fragment, which htmx swaps in by id. Actions: run (with the
 // settings form), step, back, next-token, end, reset, temperature
-// (view_temperature), view (layer, head, scores). A malformed or oversized
-// message is answered with an error shown in the page; the session is
-// unchanged.
+// (view_temperature), view (layer, head, scores). A bad setting is shown
+// in the page with the session unchanged; a malformed, unknown, oversized
+// or rate-limited message is answered with a short note in #explorer-note
+// (an oversized one also closes the connection with 1009).
 //
 // # Limits
 //
 // Sessions are evicted after IdleTimeout; there are at most MaxSessions in
 // total and MaxPerClient per client address (a client over its limit gives
-// up its least recently used session); a connection may send at most
-// msgRate messages per second; the Origin header must match the host.
+// up its least recently used session); a connection may send at most 30
+// messages per second of at most 16 KiB; the Origin header must match the
+// host.
 package server
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"io/fs"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"sync"
 	"time"
 
+	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
 
+	"stepthrough/classroom"
+	"stepthrough/engine/spec"
 	"stepthrough/lessons"
+	"stepthrough/session"
 	"stepthrough/static"
 	"stepthrough/views"
 )
@@ -62,17 +69,19 @@ type Config struct {
 	RoomsPerClient int           // rooms one address may start per hour (default 10)
 }
 
-// Server serves the Explorer.
+// Server serves the Explorer, Compare, the lessons and the classroom.
 type Server struct {
 	cfg      Config
-	reg      *Registry
+	reg      *session.Registry
 	echo     *echo.Echo
 	log      *slog.Logger
 	mu       sync.Mutex
-	sessions map[string]*Session
+	sessions map[string]*session.Session
 	compares compareCache
 	lessons  map[string]*lessons.Lesson
-	class    *classroom
+	class    *classroom.Classroom
+	base     context.Context // done when the server shuts down: connections end
+	stop     context.CancelFunc
 }
 
 // New builds a server over the models found in cfg.ModelsDirs. It fails
@@ -90,19 +99,8 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	cfg.MaxRooms = cmp.Or(cfg.MaxRooms, defaultMaxRooms)
-	cfg.MaxStudents = cmp.Or(cfg.MaxStudents, defaultMaxStudents)
-	cfg.RoomTTL = cmp.Or(cfg.RoomTTL, defaultRoomTTL)
-	cfg.RoomsPerClient = cmp.Or(cfg.RoomsPerClient, defaultRoomsPerClient)
-	s := &Server{cfg: cfg, reg: NewRegistry(cfg.ModelsDirs), log: cfg.Logger, sessions: map[string]*Session{},
-		class: &classroom{rooms: map[string]*Room{}, creators: map[string][]time.Time{}, failures: map[string][]time.Time{}}}
-	if cfg.DataDir != "" {
-		st, err := OpenStore(cfg.DataDir)
-		if err != nil {
-			return nil, err
-		}
-		s.class.store = st
-	}
+	s := &Server{cfg: cfg, reg: session.NewRegistry(cfg.ModelsDirs), log: cfg.Logger, sessions: map[string]*session.Session{}}
+	s.base, s.stop = context.WithCancel(context.Background())
 	for name, data := range cfg.Embedded {
 		s.reg.AddEmbedded(name, data)
 	}
@@ -111,8 +109,19 @@ func New(cfg Config) (*Server, error) {
 		s.log.Error("built-in lessons failed to parse", "err", err) // a test keeps them valid
 		s.lessons = map[string]*lessons.Lesson{}
 	}
+	ccfg := classroom.Config{MaxRooms: cfg.MaxRooms, MaxStudents: cfg.MaxStudents, RoomTTL: cfg.RoomTTL, RoomsPerClient: cfg.RoomsPerClient,
+		Engines: s.reg, Lessons: s.lessons, Log: s.log}
+	if cfg.DataDir != "" {
+		st, err := classroom.OpenSQLite(cfg.DataDir)
+		if err != nil {
+			return nil, err
+		}
+		ccfg.Store = st
+	}
+	s.class = classroom.New(ccfg)
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
+	e.Use(s.recoverPanics)
 	e.GET("/", s.index)
 	e.GET("/ws", s.ws)
 	e.GET("/compare", s.comparePage)
@@ -128,9 +137,26 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// Close releases what New opened without Run (tests): the rooms' engine
-// sessions and the database.
-func (s *Server) Close() { s.class.closeRooms() }
+// recoverPanics turns a handler's panic into a logged error (with the
+// stack) and a 500, so one bad request cannot take the server down.
+func (s *Server) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) (err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				s.log.Error("panic in a handler", "path", c.Request().URL.Path, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+				err = echo.NewHTTPError(http.StatusInternalServerError, "the server failed on this request")
+			}
+		}()
+		return next(c)
+	}
+}
+
+// Close releases what New opened without Run (tests): the rooms, their
+// engine sessions and the database, and every connection.
+func (s *Server) Close() {
+	s.stop()
+	s.class.Close()
+}
 
 // Handler is the server's HTTP handler (for tests).
 func (s *Server) Handler() http.Handler { return s.echo }
@@ -138,7 +164,7 @@ func (s *Server) Handler() http.Handler { return s.echo }
 // Models lists the offered model files.
 func (s *Server) Models() []string { return s.reg.Names() }
 
-// Run serves until ctx is done, then shuts down gracefully.
+// Run serves until ctx is done, then shuts down within 5 s.
 func (s *Server) Run(ctx context.Context, ready func(addr string)) error {
 	ln, err := net.Listen("tcp", s.cfg.Addr)
 	if err != nil {
@@ -158,13 +184,11 @@ func (s *Server) Run(ctx context.Context, ready func(addr string)) error {
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	s.class.closeRooms() // room clients are told to reconnect (close code 1012)
+	s.Close() // WebSocket clients are told to reconnect (close code 1012)
 	err = srv.Shutdown(sctx)
 	s.mu.Lock()
 	for id, se := range s.sessions {
-		se.mu.Lock()
-		se.close()
-		se.mu.Unlock()
+		se.Close()
 		delete(s.sessions, id)
 	}
 	s.mu.Unlock()
@@ -181,7 +205,7 @@ func (s *Server) evictLoop(ctx context.Context) {
 			return
 		case <-t.C:
 			s.evict(time.Now())
-			s.sweep(ctx, time.Now())
+			s.class.Sweep(ctx, time.Now())
 		}
 	}
 }
@@ -190,12 +214,8 @@ func (s *Server) evict(now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for id, se := range s.sessions {
-		if se.mu.TryLock() {
-			if now.Sub(se.lastUsed) > s.cfg.IdleTimeout {
-				se.close()
-				delete(s.sessions, id)
-			}
-			se.mu.Unlock()
+		if se.CloseIfIdle(now, s.cfg.IdleTimeout) {
+			delete(s.sessions, id)
 		}
 	}
 }
@@ -206,12 +226,12 @@ var errTooMany = errors.New("too many sessions: try again later")
 // client at its limit (reloaded tabs leave sessions behind) gives up its
 // least recently used session; when the server is full, a session idle for
 // a minute is evicted, else the request is refused.
-func (s *Server) newSession(client string) (*Session, error) {
+func (s *Server) newSession(client string) (*session.Session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var mine []*Session
+	var mine []*session.Session
 	for _, se := range s.sessions {
-		if se.client == client {
+		if se.Client() == client {
 			mine = append(mine, se)
 		}
 	}
@@ -219,7 +239,7 @@ func (s *Server) newSession(client string) (*Session, error) {
 		s.dropLRU(mine, 0)
 	}
 	if len(s.sessions) >= s.cfg.MaxSessions {
-		all := make([]*Session, 0, len(s.sessions))
+		all := make([]*session.Session, 0, len(s.sessions))
 		for _, se := range s.sessions {
 			all = append(all, se)
 		}
@@ -229,30 +249,29 @@ func (s *Server) newSession(client string) (*Session, error) {
 	}
 	var b [12]byte
 	rand.Read(b[:])
-	se := newSession(hex.EncodeToString(b[:]), client, s.reg)
-	s.sessions[se.id] = se
+	se := session.New(hex.EncodeToString(b[:]), client, s.reg)
+	s.sessions[se.ID()] = se
 	return se, nil
 }
 
 // dropLRU closes the least recently used of list if it has been idle at
 // least minIdle and no action holds it. s.mu is held.
-func (s *Server) dropLRU(list []*Session, minIdle time.Duration) bool {
-	var lru *Session
+func (s *Server) dropLRU(list []*session.Session, minIdle time.Duration) bool {
+	var lru *session.Session
+	var lruAt time.Time
 	for _, se := range list {
-		if lru == nil || se.lastUsed.Before(lru.lastUsed) {
-			lru = se
+		if at := se.LastUsed(); lru == nil || at.Before(lruAt) {
+			lru, lruAt = se, at
 		}
 	}
-	if lru == nil || time.Since(lru.lastUsed) < minIdle || !lru.mu.TryLock() {
+	if lru == nil || !lru.CloseIfIdle(time.Now(), minIdle) {
 		return false
 	}
-	lru.close()
-	lru.mu.Unlock()
-	delete(s.sessions, lru.id)
+	delete(s.sessions, lru.ID())
 	return true
 }
 
-func (s *Server) session(id string) *Session {
+func (s *Server) session(id string) *session.Session {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.sessions[id]
@@ -261,26 +280,37 @@ func (s *Server) session(id string) *Session {
 func clientOf(c echo.Context) string { return c.RealIP() }
 
 // index renders the Explorer. Query parameters (prompt, model, backend,
-// sampler settings, seed, step, stage) open it in that state.
+// sampler settings, seed, step, stage, head) open it in that state.
 func (s *Server) index(c echo.Context) error {
 	se, err := s.newSession(clientOf(c))
 	if err != nil {
 		return c.String(http.StatusServiceUnavailable, err.Error())
 	}
-	se.mu.Lock()
-	defer se.mu.Unlock()
 	q := c.QueryParams()
+	var runErr error
+	settings := se.Settings()
 	if q.Get("prompt") != "" {
-		se.open(c.Request().Context(), getter(q))
+		if run, err := spec.FromQuery(q, settings); err != nil {
+			runErr = err
+		} else {
+			runErr = se.Open(c.Request().Context(), run)
+			settings = se.Settings()
+		}
 	} else if len(s.reg.Names()) == 0 {
-		se.err = "no models found: put a .gguf file in models/ or start with serve --models-dir DIR"
+		runErr = errors.New("no models found: put a .gguf file in models/ or start with serve --models-dir DIR")
 	}
-	page := views.Page{Models: s.reg.Names(), Settings: se.settings, AssetsMissing: static.Missing(), SessionID: se.id, Explorer: se.explorer()}
+	e := se.Explorer()
+	if runErr != nil {
+		e.Error = runErr.Error()
+	}
+	page := views.Page{Models: s.reg.Names(), Settings: session.Form(settings), AssetsMissing: static.Missing(), SessionID: se.ID(), Explorer: e}
+	return renderPage(c, views.ExplorerPage(page))
+}
+
+func renderPage(c echo.Context, comp templ.Component) error {
 	var buf bytes.Buffer
-	if err := views.ExplorerPage(page).Render(c.Request().Context(), &buf); err != nil {
+	if err := comp.Render(c.Request().Context(), &buf); err != nil {
 		return err
 	}
 	return c.HTMLBlob(http.StatusOK, buf.Bytes())
 }
-
-var _ fs.FS = static.FS

@@ -15,6 +15,8 @@ import (
 	"github.com/gorilla/websocket"
 
 	"stepthrough/engine/reftest"
+	"stepthrough/engine/spec"
+	"stepthrough/wsconn"
 )
 
 // mustNew builds a server and closes its rooms when the test ends.
@@ -91,7 +93,7 @@ func TestIndexOpensWithSettings(t *testing.T) {
 			t.Errorf("%s: error %q, want it to mention %q", bad, msg, want)
 		}
 	}
-	long := strings.Repeat("x", maxPromptBytes+1)
+	long := strings.Repeat("x", spec.MaxPromptBytes+1)
 	if msg := get(t, ts.URL+"/?prompt="+long).Find(`[data-testid="error"]`).Text(); !strings.Contains(msg, "limit") {
 		t.Errorf("long prompt: %q", msg)
 	}
@@ -105,25 +107,6 @@ func TestStaticAssets(t *testing.T) {
 			t.Errorf("GET %s: %v %v", p, err, resp.Status)
 		}
 		resp.Body.Close()
-	}
-}
-
-func TestParseMessage(t *testing.T) {
-	for _, tt := range []struct {
-		msg, want string
-	}{
-		{`not json`, "malformed"},
-		{`[1,2]`, "malformed"},
-		{`{"action":"explode"}`, "unknown action"},
-		{`{"action":{"x":1}}`, "must be text"},
-		{`{"action":"run","prompt":"` + strings.Repeat("y", maxPromptBytes+1) + `"}`, "limit"},
-		{`{"action":"step","HEADERS":{"HX-Request":"true"}}`, ""},
-		{`{"action":"view","layer":3}`, ""},
-	} {
-		_, _, err := parseMessage([]byte(tt.msg))
-		if (err == nil) != (tt.want == "") || (err != nil && !strings.Contains(err.Error(), tt.want)) {
-			t.Errorf("%.40s: error %v, want %q", tt.msg, err, tt.want)
-		}
 	}
 }
 
@@ -165,7 +148,7 @@ func stage(doc *goquery.Document) string {
 func TestWebSocketSession(t *testing.T) {
 	s, ts := testServer(t)
 	se, _ := s.newSession("test")
-	c := dial(t, ts, se.id, ts.URL)
+	c := dial(t, ts, se.ID(), ts.URL)
 	doc := exchange(t, c, `{"action":"run","prompt":"Once upon a time","temperature":"0","model":"stories260K.gguf","seed":"1","HEADERS":{}}`)
 	if stage(doc) != "tokenize" {
 		t.Fatalf("after run: %q (%s)", stage(doc), doc.Find(".error").Text())
@@ -183,9 +166,14 @@ func TestWebSocketSession(t *testing.T) {
 	if tm := strings.Join(strings.Fields(doc.Find(`[data-testid="timing"]`).Text()), " "); !regexp.MustCompile(`^prefill [0-9.]+ ms · TTFT [0-9.]+ ms · TPOT [0-9.]+ ms \(measured on this server\)$`).MatchString(tm) {
 		t.Errorf("timing line %q", tm)
 	}
+	// a message the server refuses gets a note, not a re-render
 	doc = exchange(t, c, `{"action":"explode"}`)
-	if !strings.Contains(doc.Find(`[data-testid="error"]`).Text(), "unknown action") || stage(doc) != "embed" {
-		t.Errorf("bad action: %q, stage %q", doc.Find(".error").Text(), stage(doc))
+	if !strings.Contains(doc.Find(`[data-testid="note"]`).Text(), "unknown action") || doc.Find("#explorer").Length() != 0 {
+		t.Errorf("bad action: %q", doc.Text())
+	}
+	doc = exchange(t, c, `{not json`)
+	if !strings.Contains(doc.Find(`[data-testid="note"]`).Text(), "malformed message") {
+		t.Errorf("malformed message: %q", doc.Text())
 	}
 	doc = exchange(t, c, `{"action":"run","prompt":"x","temperature":"NaN"}`)
 	if !strings.Contains(doc.Find(`[data-testid="error"]`).Text(), "temperature") || doc.Find(`[data-testid="generated-token"]`).Length() != 2 {
@@ -196,15 +184,18 @@ func TestWebSocketSession(t *testing.T) {
 		t.Errorf("slider out of range: %q", doc.Find(".error").Text())
 	}
 	// an oversized message is refused
-	big := `{"action":"run","prompt":"` + strings.Repeat("z", maxMessage) + `"}`
+	big := `{"action":"run","prompt":"` + strings.Repeat("z", wsconn.DefaultMaxMessage) + `"}`
 	c.WriteMessage(websocket.TextMessage, []byte(big))
 	c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	_, b, err := c.ReadMessage()
-	if err == nil && !strings.Contains(string(b), "too large") {
-		t.Errorf("oversized message: %q", b)
+	if err != nil || !strings.Contains(string(b), "message too large: at most 16 KiB") {
+		t.Errorf("oversized message: %q, %v; want the note", b, err)
+	}
+	if _, _, err := c.ReadMessage(); !websocket.IsCloseError(err, websocket.CloseMessageTooBig) {
+		t.Errorf("after an oversized message: %v, want close 1009", err)
 	}
 	// the session survives the connection: a new one resumes it
-	c2 := dial(t, ts, se.id, "")
+	c2 := dial(t, ts, se.ID(), "")
 	if stage(exchange(t, c2, `{"action":"step"}`)) != "attention" {
 		t.Error("reconnect did not resume the session")
 	}
@@ -224,20 +215,17 @@ func TestWebSocketOriginAndLimits(t *testing.T) {
 	s.newSession("1.2.3.4")
 	n := 0
 	for _, se := range s.sessions {
-		if se.client == "1.2.3.4" {
+		if se.Client() == "1.2.3.4" {
 			n++
 		}
 	}
 	if n != 5 {
 		t.Errorf("client holds %d sessions, limit 5", n)
 	}
-	for id, se := range s.sessions {
-		if se.client == "1.2.3.4" {
-			se.lastUsed = time.Now().Add(-time.Hour)
-			_ = id
-		}
+	s.evict(time.Now().Add(time.Hour)) // an hour from now, they are all idle
+	if len(s.sessions) != 0 {
+		t.Errorf("%d sessions survive an hour idle", len(s.sessions))
 	}
-	s.evict(time.Now())
 	if _, err := s.newSession("1.2.3.4"); err != nil {
 		t.Errorf("idle sessions not evicted: %v", err)
 	}

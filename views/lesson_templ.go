@@ -480,7 +480,7 @@ func LessonStepPage(p LessonPage) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
-		if p.Panel != (Panel{}) {
+		if p.Panel != nil {
 			templ_7745c5c3_Err = PanelView(p.Current, p.Panel).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err

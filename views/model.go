@@ -3,6 +3,8 @@
 // trace; views format numbers but never compute them.
 package views
 
+import "github.com/a-h/templ"
+
 // Page is the whole Explorer page.
 type Page struct {
 	Models        []string
@@ -61,18 +63,24 @@ type Timing struct {
 	HaveGen                   bool
 }
 
-// Panel carries the data of the current stage; exactly one field is set.
-type Panel struct {
-	Tokenize  *TokenizePanel
-	Embed     *EmbedPanel
-	Attention *AttentionPanel
-	MLP       *MLPPanel
-	Logits    *LogitsPanel
-	Softmax   *SoftmaxPanel
-	Sampler   *SamplerPanel
-	Sample    *SamplePanel
-	KV        *KVPanel
+// Panel is one stage's view model: the numbers the engine computed for
+// it, drawn as the page's panel (Component) and as a handout (svg). Each
+// stage kind has its own type; a new stage is a new type with these two
+// methods, registered with the stage that builds it (package session).
+type Panel interface {
+	Component() templ.Component
+	svg(d *svgDoc)
 }
+
+func (p *TokenizePanel) Component() templ.Component  { return TokenizeView(p) }
+func (p *EmbedPanel) Component() templ.Component     { return EmbedView(p) }
+func (p *AttentionPanel) Component() templ.Component { return AttentionView(p) }
+func (p *MLPPanel) Component() templ.Component       { return MLPView(p) }
+func (p *LogitsPanel) Component() templ.Component    { return LogitsView(p) }
+func (p *SoftmaxPanel) Component() templ.Component   { return SoftmaxView(p) }
+func (p *SamplerPanel) Component() templ.Component   { return SamplerView(p) }
+func (p *SamplePanel) Component() templ.Component    { return SampleView(p) }
+func (p *KVPanel) Component() templ.Component        { return KVView(p) }
 
 // Token is a token chip.
 type Token struct {

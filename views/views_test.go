@@ -32,15 +32,15 @@ func TestPanelsCarryTestHooks(t *testing.T) {
 		panel Panel
 		check map[string]int // selector → count
 	}{
-		{"tokenize", Panel{Tokenize: &TokenizePanel{Tokens: []Token{{ID: 1, Bytes: `""`, Added: true}, {ID: 403, Bytes: `" Once"`, End: 4}}}},
+		{"tokenize", &TokenizePanel{Tokens: []Token{{ID: 1, Bytes: `""`, Added: true}, {ID: 403, Bytes: `" Once"`, End: 4}}},
 			map[string]int{`[data-testid="token"][data-token-id="403"]`: 1, `[data-testid="token"]`: 2}},
-		{"softmax", Panel{Softmax: &SoftmaxPanel{Temperature: 1, Top: []Bar{{ID: 7, Value: 0.75}, {ID: 9, Value: 0.2}}, Rest: 1, RestP: 0.05, Sum: 1}},
+		{"softmax", &SoftmaxPanel{Temperature: 1, Top: []Bar{{ID: 7, Value: 0.75}, {ID: 9, Value: 0.2}}, Rest: 1, RestP: 0.05, Sum: 1},
 			map[string]int{`[data-testid="prob"][data-p="0.75"]`: 1, `[data-testid="prob-rest"]`: 1, `input[name="view_temperature"]`: 1}},
-		{"sampler", Panel{Sampler: &SamplerPanel{Name: "top-k", Kept: []Bar{{ID: 1, Value: 1}}, Removed: []Bar{{ID: 2, Removed: true}}, RemovedCount: 5}},
+		{"sampler", &SamplerPanel{Name: "top-k", Kept: []Bar{{ID: 1, Value: 1}}, Removed: []Bar{{ID: 2, Removed: true}}, RemovedCount: 5},
 			map[string]int{`tr.removed del`: 1, `[data-testid="kept"]`: 1}},
-		{"sample", Panel{Sample: &SamplePanel{U: 0.3, Chosen: Bar{ID: 42, Value: 0.6}, CDF: []CDFBar{{ID: 42, To: 0.6, Chosen: true}, {ID: 3, From: 0.6, To: 1}}}},
+		{"sample", &SamplePanel{U: 0.3, Chosen: Bar{ID: 42, Value: 0.6}, CDF: []CDFBar{{ID: 42, To: 0.6, Chosen: true}, {ID: 3, From: 0.6, To: 1}}},
 			map[string]int{`[data-testid="sampled-token"][data-token-id="42"]`: 1, `line`: 1}},
-		{"attention", Panel{Attention: &AttentionPanel{Layers: 2, Heads: 2, QueryLabels: []string{"a", "b"}, KeyLabels: []string{"a", "b"}, Cells: [][]float32{{1, 0}, {0.4, 0.6}}, Max: 1}},
+		{"attention", &AttentionPanel{Layers: 2, Heads: 2, QueryLabels: []string{"a", "b"}, KeyLabels: []string{"a", "b"}, Cells: [][]float32{{1, 0}, {0.4, 0.6}}, Max: 1},
 			map[string]int{`[data-testid="attn-cell"]`: 4, `rect title`: 4, `select[name="head"] option`: 2}},
 	}
 	for _, tc := range cases {

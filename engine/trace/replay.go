@@ -7,43 +7,78 @@ import (
 	"io"
 )
 
-// Stage is one stop when stepping through a trace. Names are shared with
-// the web views: tokenize, embed, attention, mlp, logits, softmax,
-// sampler, sample, kv.
+// Kind names a kind of stage.
+type Kind string
+
+// The stage kinds, in pipeline order (Kinds).
+const (
+	StageTokenize  Kind = "tokenize"
+	StageEmbed     Kind = "embed"
+	StageAttention Kind = "attention"
+	StageMLP       Kind = "mlp"
+	StageLogits    Kind = "logits"
+	StageSoftmax   Kind = "softmax"
+	StageSampler   Kind = "sampler"
+	StageSample    Kind = "sample"
+	StageKV        Kind = "kv"
+)
+
+// Kinds lists the stage kinds in pipeline order. A new stage kind is added
+// here, to Stages (when a step has its data) and to the web's stage
+// registry (package session), which builds its view.
+var Kinds = []Kind{StageTokenize, StageEmbed, StageAttention, StageMLP, StageLogits, StageSoftmax, StageSampler, StageSample, StageKV}
+
+// Stage is one stop when stepping through a trace.
 type Stage struct {
-	Name        string `json:"name"`
-	Layer       int    `json:"layer"`        // for attention and mlp, else -1
-	SamplerStep int    `json:"sampler_step"` // for sampler, else -1
+	Name        Kind `json:"name"`
+	Layer       int  `json:"layer"`        // for attention and mlp, else -1
+	SamplerStep int  `json:"sampler_step"` // for sampler, else -1
 }
 
-// Stages lists the stops of a step in pipeline order.
+// Stages lists the stops of a step in pipeline order: only the stages
+// whose data the step holds (a trace recorded without attention has no
+// attention stage).
 func Stages(s *Step) []Stage {
 	var out []Stage
-	add := func(name string, layer, sstep int) { out = append(out, Stage{name, layer, sstep}) }
+	add := func(name Kind, layer, sstep int) { out = append(out, Stage{name, layer, sstep}) }
 	if s.Tokenize != nil {
-		add("tokenize", -1, -1)
+		add(StageTokenize, -1, -1)
 	}
-	add("embed", -1, -1)
+	if s.Embed != nil {
+		add(StageEmbed, -1, -1)
+	}
 	for _, L := range s.Layers {
 		if L.Attention != nil {
-			add("attention", L.Index, -1)
+			add(StageAttention, L.Index, -1)
 		}
 		if L.MLP != nil {
-			add("mlp", L.Index, -1)
+			add(StageMLP, L.Index, -1)
 		}
 	}
 	if s.Logits != nil {
-		add("logits", -1, -1)
-		add("softmax", -1, -1)
+		add(StageLogits, -1, -1)
+		add(StageSoftmax, -1, -1)
 	}
 	for i := range s.Sampler {
-		add("sampler", -1, i)
+		add(StageSampler, -1, i)
 	}
 	if s.Sample != nil {
-		add("sample", -1, -1)
+		add(StageSample, -1, -1)
 	}
-	add("kv", -1, -1)
+	if kvRecorded(s) {
+		add(StageKV, -1, -1)
+	}
 	return out
+}
+
+// kvRecorded reports whether any layer recorded its KV append.
+func kvRecorded(s *Step) bool {
+	for _, L := range s.Layers {
+		if L.KVLen > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Cursor walks the stages of a list of steps, forward and back, with no

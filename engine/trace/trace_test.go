@@ -107,7 +107,7 @@ func TestJSONRoundTripAndReplay(t *testing.T) {
 	var names []string
 	for {
 		_, st := c.Current()
-		names = append(names, st.Name)
+		names = append(names, string(st.Name))
 		if !c.Next() {
 			break
 		}
@@ -120,7 +120,7 @@ func TestJSONRoundTripAndReplay(t *testing.T) {
 		if !c.Prev() {
 			t.Fatalf("cannot step back at %d", i)
 		}
-		if _, st := c.Current(); st.Name != names[i-1] {
+		if _, st := c.Current(); string(st.Name) != names[i-1] {
 			t.Fatalf("back to %s, want %s", st.Name, names[i-1])
 		}
 	}

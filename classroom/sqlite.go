@@ -1,9 +1,8 @@
-package server
+package classroom
 
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -13,10 +12,10 @@ import (
 	_ "modernc.org/sqlite" // pure-Go SQLite driver, registered as "sqlite"
 )
 
-// Store keeps classrooms in SQLite (WAL mode) so that a restart loses no
-// room, no room state and no poll answer. One file, rooms.db, under the
-// data directory.
-type Store struct {
+// SQLite is the Store in SQLite (WAL mode): a restart loses no room, no
+// room state and no poll answer. One file, rooms.db, under the data
+// directory.
+type SQLite struct {
 	db *sql.DB
 }
 
@@ -37,8 +36,8 @@ CREATE TABLE IF NOT EXISTS answers (
 	PRIMARY KEY (code, step, student)
 );`
 
-// OpenStore opens (creating if needed) dir/rooms.db.
-func OpenStore(dir string) (*Store, error) {
+// OpenSQLite opens (creating if needed) dir/rooms.db.
+func OpenSQLite(dir string) (*SQLite, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("data directory %s: %w", dir, err)
 	}
@@ -61,23 +60,15 @@ func OpenStore(dir string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("create tables in %s: %w", path, err)
 	}
-	return &Store{db: db}, nil
+	return &SQLite{db: db}, nil
 }
 
 // Close closes the database.
-func (st *Store) Close() error { return st.db.Close() }
-
-// storedRoom is a room as saved.
-type storedRoom struct {
-	Code, SecretHash string
-	State            roomState
-	Created, Expires time.Time
-	Answers          map[int]map[string]string // lesson step → student → answer
-}
+func (st *SQLite) Close() error { return st.db.Close() }
 
 // SaveRoom inserts or updates a room's state and expiry.
-func (st *Store) SaveRoom(ctx context.Context, code, secretHash string, state roomState, created, expires time.Time) error {
-	b, err := json.Marshal(state)
+func (st *SQLite) SaveRoom(ctx context.Context, code, secretHash string, state State, created, expires time.Time) error {
+	b, err := state.Marshal()
 	if err != nil {
 		return fmt.Errorf("room %s: encode state: %w", code, err)
 	}
@@ -91,7 +82,7 @@ func (st *Store) SaveRoom(ctx context.Context, code, secretHash string, state ro
 }
 
 // SaveAnswer records (or replaces) a student's answer at a lesson step.
-func (st *Store) SaveAnswer(ctx context.Context, code string, step int, student, answer string) error {
+func (st *SQLite) SaveAnswer(ctx context.Context, code string, step int, student, answer string) error {
 	_, err := st.db.ExecContext(ctx, `INSERT INTO answers (code, step, student, answer, at) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT(code, step, student) DO UPDATE SET answer = excluded.answer, at = excluded.at`,
 		code, step, student, answer, time.Now().Unix())
@@ -101,23 +92,21 @@ func (st *Store) SaveAnswer(ctx context.Context, code string, step int, student,
 	return nil
 }
 
-var errNoRoom = errors.New("no such room")
-
-// LoadRoom reads a room and its answers; errNoRoom when there is none.
-func (st *Store) LoadRoom(ctx context.Context, code string) (*storedRoom, error) {
-	r := &storedRoom{Code: code, Answers: map[int]map[string]string{}}
+// LoadRoom reads a room and its answers; ErrNoRoom when there is none.
+func (st *SQLite) LoadRoom(ctx context.Context, code string) (*Stored, error) {
+	r := &Stored{Code: code, Answers: map[int]map[string]string{}}
 	var state string
 	var created, expires int64
 	err := st.db.QueryRowContext(ctx, `SELECT secret_hash, state, created, expires FROM rooms WHERE code = ?`, code).
 		Scan(&r.SecretHash, &state, &created, &expires)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, errNoRoom
+		return nil, ErrNoRoom
 	}
 	if err != nil {
 		return nil, fmt.Errorf("room %s: load: %w", code, err)
 	}
-	if err := json.Unmarshal([]byte(state), &r.State); err != nil {
-		return nil, fmt.Errorf("room %s: stored state is corrupt: %w", code, err)
+	if r.State, err = UnmarshalState([]byte(state)); err != nil {
+		return nil, fmt.Errorf("room %s: %w", code, err)
 	}
 	r.Created, r.Expires = time.Unix(created, 0), time.Unix(expires, 0)
 	rows, err := st.db.QueryContext(ctx, `SELECT step, student, answer FROM answers WHERE code = ?`, code)
@@ -143,14 +132,14 @@ func (st *Store) LoadRoom(ctx context.Context, code string) (*storedRoom, error)
 }
 
 // CountRooms counts rooms that have not expired.
-func (st *Store) CountRooms(ctx context.Context, now time.Time) (int, error) {
+func (st *SQLite) CountRooms(ctx context.Context, now time.Time) (int, error) {
 	var n int
 	err := st.db.QueryRowContext(ctx, `SELECT count(*) FROM rooms WHERE expires > ?`, now.Unix()).Scan(&n)
 	return n, err
 }
 
 // DeleteExpired removes rooms (and their answers) that expired before now.
-func (st *Store) DeleteExpired(ctx context.Context, now time.Time) error {
+func (st *SQLite) DeleteExpired(ctx context.Context, now time.Time) error {
 	tx, err := st.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err

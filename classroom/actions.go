@@ -1,0 +1,283 @@
+package classroom
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"stepthrough/engine/spec"
+	"stepthrough/lessons"
+	"stepthrough/session"
+	"stepthrough/views"
+	"stepthrough/wsconn"
+)
+
+// Actions each side of a room may send.
+var (
+	instructorActions = map[string]bool{"lesson-step": true, "reveal": true, "end-room": true, "run": true, "step": true, "back": true,
+		"next-token": true, "end": true, "temperature": true, "view": true}
+	studentActions = map[string]bool{"answer": true, "explore": true, "rejoin": true, "run": true, "step": true, "back": true,
+		"next-token": true, "end": true, "reset": true, "temperature": true, "view": true}
+)
+
+// ParseMessage validates a room message from one side (the fuzz target's
+// entry point).
+func ParseMessage(raw []byte, instructor bool) (wsconn.Message, error) {
+	if instructor {
+		return wsconn.Parse(raw, instructorActions)
+	}
+	return wsconn.Parse(raw, studentActions)
+}
+
+// Attach joins a connection to the room — the instructor's, or a
+// student's — and serves it until it ends. A full or closed room refuses
+// it with a close code and reason.
+func (r *Room) Attach(conn *wsconn.Conn, student string, instructor bool) {
+	c := &client{conn: conn, student: student, instructor: instructor}
+	var refused error
+	err := r.do(conn.Context(), func() {
+		if r.closed {
+			refused = ErrRoomGone
+			return
+		}
+		if !instructor && r.students() >= r.cl.cfg.MaxStudents {
+			refused = ErrRoomFull
+			return
+		}
+		r.touch()
+		r.clients[c] = true
+		r.nclients.Add(1)
+		conn.Send(r.follow)
+		if instructor {
+			conn.SendBytes(r.teachExtras())
+		} else {
+			conn.SendBytes(render(views.StudentBarView(views.StudentBar{})))
+			conn.SendBytes(r.pollMine(student))
+		}
+		r.teachSoon()
+	})
+	switch {
+	case err != nil:
+		conn.Refuse(wsconn.CloseRestart, "reconnect")
+		return
+	case refused == ErrRoomFull:
+		conn.Refuse(wsconn.ClosePolicy, refused.Error())
+		return
+	case refused != nil:
+		conn.Refuse(wsconn.CloseRestart, "reconnect")
+		return
+	}
+	defer r.post(func() {
+		r.touch()
+		if r.clients[c] {
+			delete(r.clients, c)
+			r.nclients.Add(-1)
+		}
+		if b := c.exploring.Swap(nil); b != nil {
+			b.Close()
+		}
+		r.teachSoon()
+	})
+	conn.Serve(func(ctx context.Context, raw []byte) {
+		msg, err := ParseMessage(raw, instructor)
+		if err != nil {
+			conn.Note(err.Error())
+			return
+		}
+		if instructor {
+			r.instructorAct(ctx, c, msg)
+		} else {
+			r.studentAct(ctx, c, msg)
+		}
+	})
+}
+
+// students counts connected student tabs.
+func (r *Room) students() int {
+	n := 0
+	for c := range r.clients {
+		if !c.instructor {
+			n++
+		}
+	}
+	return n
+}
+
+// instructorAct applies the instructor's action on the room's goroutine
+// and broadcasts the result; errors go to the instructor alone.
+func (r *Room) instructorAct(ctx context.Context, c *client, msg wsconn.Message) {
+	r.do(ctx, func() {
+		if r.closed {
+			return
+		}
+		r.touch()
+		if err := r.change(ctx, msg); err != nil {
+			c.conn.Note(err.Error())
+			return
+		}
+		if r.closed { // ended
+			return
+		}
+		r.setExpiry(time.Now().Add(r.cl.cfg.RoomTTL))
+		if err := r.save(ctx); err != nil {
+			r.cl.log.Error("saving a room", "room", r.code, "err", err)
+			c.conn.Note("the room's state could not be saved: " + err.Error())
+		} else {
+			c.conn.Note("")
+		}
+		r.broadcast()
+	})
+}
+
+// change applies one instructor action to the room's state.
+func (r *Room) change(ctx context.Context, msg wsconn.Message) error {
+	switch msg.Action {
+	case "lesson-step":
+		v, _ := msg.Get("to")
+		i, err := strconv.Atoi(v)
+		if r.lesson == nil || err != nil || i < 0 || i >= len(r.lesson.Steps) {
+			return fmt.Errorf("lesson step %q does not exist", truncate(v, 10))
+		}
+		if err := r.gotoLessonStep(ctx, i); err != nil {
+			r.rebuild(ctx) // back to where the class was
+			return err
+		}
+		return nil
+	case "end-room":
+		r.end(ctx)
+		return nil
+	case "reveal":
+		if r.lesson == nil || r.lesson.Steps[r.state.LessonStep].Question == nil {
+			return fmt.Errorf("this step has no question to reveal")
+		}
+		if r.state.Revealed == nil {
+			r.state.Revealed = map[int]bool{}
+		}
+		r.state.Revealed[r.state.LessonStep] = true
+		return nil
+	}
+	if err := r.se.Act(ctx, msg.Action, msg.Get); err != nil {
+		if !r.se.HasRun() { // a failed pass lost the trace: the class stays where it was
+			r.rebuild(ctx)
+		}
+		return err
+	}
+	r.capture()
+	return nil
+}
+
+// end ends the room now, for everyone: its code and instructor link stop
+// working, every screen says so and the connections close without
+// reconnecting. The next lookup or sweep drops it from memory and the
+// store (answers included: the page asks to download the CSV first).
+func (r *Room) end(ctx context.Context) {
+	r.setExpiry(time.Now())
+	if err := r.save(ctx); err != nil {
+		r.cl.log.Error("ending a room", "room", r.code, "err", err)
+	}
+	bye := wsconn.Prepare(render(views.RoomEnded()))
+	for c := range r.clients {
+		c.conn.Send(bye)
+		c.conn.Close(wsconn.CloseNormal, "the room has ended")
+		if b := c.exploring.Swap(nil); b != nil {
+			b.Close()
+		}
+	}
+	r.closed = true
+	r.se.Close()
+	r.cl.log.Info("room ended by its instructor", "room", r.code)
+}
+
+// studentAct handles a student's message: an answer, explore/rejoin, or an
+// Explorer action on their own branch (run on the student's connection,
+// not the room's goroutine).
+func (r *Room) studentAct(ctx context.Context, c *client, msg wsconn.Message) {
+	switch msg.Action {
+	case "answer":
+		v, _ := msg.Get("answer")
+		r.do(ctx, func() { r.answer(ctx, c, v) })
+	case "explore":
+		var st State
+		exploring := false
+		if r.do(ctx, func() { st, exploring = r.state, c.exploring.Load() != nil }) != nil || exploring {
+			return
+		}
+		b := session.New("branch-"+r.code, c.student, r.cl.cfg.Engines)
+		err := b.Open(ctx, st.Run)
+		e := b.Explorer()
+		if err != nil {
+			e.Error = err.Error()
+		}
+		html := append(render(views.ExploringMain(e)), render(views.StudentBarView(views.StudentBar{Exploring: true}))...)
+		if r.do(ctx, func() {
+			if !r.clients[c] || !c.exploring.CompareAndSwap(nil, b) {
+				b.Close()
+				return
+			}
+			c.conn.SendBytes(html)
+			r.teachSoon()
+		}) != nil {
+			b.Close()
+		}
+	case "rejoin":
+		r.do(ctx, func() {
+			if b := c.exploring.Swap(nil); b != nil {
+				b.Close()
+			}
+			c.conn.Send(r.follow)
+			c.conn.SendBytes(render(views.StudentBarView(views.StudentBar{})))
+			c.conn.SendBytes(r.pollMine(c.student))
+			r.teachSoon()
+		})
+	default: // the Explorer's actions, on the student's own branch
+		b := c.exploring.Load()
+		if b == nil {
+			c.conn.Note("you are following the instructor: press “Explore on my own” to try things yourself")
+			return
+		}
+		err := b.Act(ctx, msg.Action, spec.Getter(msg.Get))
+		e := b.Explorer()
+		if err != nil {
+			e.Error = err.Error()
+		}
+		c.conn.SendBytes(render(views.ExploringMain(e)))
+	}
+}
+
+// answer records a student's answer at the room's step.
+func (r *Room) answer(ctx context.Context, c *client, v string) {
+	i := r.state.LessonStep
+	var lq *lessons.Question
+	if r.lesson != nil {
+		lq = r.lesson.Steps[i].Question
+	}
+	tk := r.se.Tokenizer()
+	switch {
+	case lq == nil:
+		c.conn.Note("there is no question to answer at this step")
+		return
+	case r.state.Revealed[i]:
+		c.conn.Note("the answer has been revealed: answers are closed")
+		return
+	case tk == nil:
+		return
+	}
+	a, err := lessons.CheckAnswer(tk, lq, v)
+	if err != nil {
+		c.conn.Note(err.Error())
+		return
+	}
+	if r.answers[i] == nil {
+		r.answers[i] = map[string]string{}
+	}
+	r.answers[i][c.student] = a
+	if r.cl.store != nil {
+		if err := r.cl.store.SaveAnswer(context.WithoutCancel(ctx), r.code, i, c.student, a); err != nil {
+			r.cl.log.Error("saving an answer", "room", r.code, "err", err)
+		}
+	}
+	c.conn.SendBytes(r.pollMine(c.student))
+	c.conn.Note("")
+	r.teachSoon()
+}

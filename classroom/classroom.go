@@ -1,0 +1,398 @@
+// Package classroom runs lessons (or Explorer views) to a room: join
+// codes, the instructor's secret, one rendered view broadcast to every
+// follower, polls whose histograms sit beside the engine's numbers, a
+// student's own branch ("explore on my own") and a store that survives
+// restarts. HTTP and the WebSocket upgrade stay in package server; each
+// connection is a wsconn.Conn attached to its Room.
+//
+// Every room's state is owned by one goroutine (see Room); the Classroom's
+// lock guards only its map of rooms and the per-address counters, and no
+// engine work happens while it is held: after a restart, one room's
+// rebuild blocks no other room and no join.
+package classroom
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/csv"
+	"errors"
+	"log/slog"
+	"net/url"
+	"slices"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"stepthrough/lessons"
+	"stepthrough/session"
+	"stepthrough/views"
+)
+
+// Limits (Config overrides the first four).
+const (
+	DefaultMaxRooms       = 100
+	DefaultMaxStudents    = 300 // per room
+	DefaultRoomTTL        = 12 * time.Hour
+	DefaultRoomsPerClient = 10
+	JoinFailures          = 20 // unknown codes a client may try per minute
+	IdleUnload            = 30 * time.Minute
+	instructorEvery       = 150 * time.Millisecond
+)
+
+// Errors a classroom answers with; each is a sentence for the user.
+var (
+	ErrRoomGone      = errors.New("this room has ended or never existed: check the code")
+	ErrRoomsFull     = errors.New("the server has as many rooms as it can hold: try again later")
+	ErrRoomLimit     = errors.New("you have started too many rooms in the last hour")
+	ErrTooManyTries  = errors.New("too many wrong codes: wait a minute and try again")
+	ErrRoomFull      = errors.New("this room is full")
+	ErrNotInstructor = errors.New("this link is not the room's instructor link")
+)
+
+// Config configures a Classroom.
+type Config struct {
+	MaxRooms       int           // live rooms (default 100)
+	MaxStudents    int           // connected student tabs per room (default 300)
+	RoomTTL        time.Duration // a room expires this long after the instructor's last action (default 12 h)
+	RoomsPerClient int           // rooms one address may start per hour (default 10)
+	Store          Store         // nil: rooms live in memory only (a restart ends them)
+	Engines        session.Engines
+	Lessons        map[string]*lessons.Lesson
+	Log            *slog.Logger
+}
+
+// Classroom holds the live rooms.
+type Classroom struct {
+	cfg   Config
+	store Store
+	log   *slog.Logger
+
+	mu       sync.Mutex
+	rooms    map[string]*Room
+	creators map[string][]time.Time // rooms created per client address, last hour
+	failures map[string][]time.Time // unknown codes tried per client, last minute
+	closed   bool                   // shutting down: no new rooms or loads
+}
+
+// New makes a classroom.
+func New(cfg Config) *Classroom {
+	cfg.MaxRooms = cmp.Or(cfg.MaxRooms, DefaultMaxRooms)
+	cfg.MaxStudents = cmp.Or(cfg.MaxStudents, DefaultMaxStudents)
+	cfg.RoomTTL = cmp.Or(cfg.RoomTTL, DefaultRoomTTL)
+	cfg.RoomsPerClient = cmp.Or(cfg.RoomsPerClient, DefaultRoomsPerClient)
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	return &Classroom{cfg: cfg, store: cfg.Store, log: cfg.Log, rooms: map[string]*Room{},
+		creators: map[string][]time.Time{}, failures: map[string][]time.Time{}}
+}
+
+// Store is the classroom's store (nil when rooms live in memory only).
+func (cl *Classroom) Store() Store { return cl.store }
+
+// Len counts the rooms in memory.
+func (cl *Classroom) Len() int {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	return len(cl.rooms)
+}
+
+// Create starts a room from a lesson (by name) or from an Explorer link's
+// query, for a client address within its limits, and returns it with its
+// instructor secret.
+func (cl *Classroom) Create(ctx context.Context, client, lessonName string, explorer url.Values) (*Room, string, error) {
+	now := time.Now()
+	cl.mu.Lock()
+	if cl.closed {
+		cl.mu.Unlock()
+		return nil, "", ErrRoomsFull
+	}
+	recent := slices.DeleteFunc(cl.creators[client], func(t time.Time) bool { return now.Sub(t) > time.Hour })
+	if len(recent) >= cl.cfg.RoomsPerClient {
+		cl.mu.Unlock()
+		return nil, "", ErrRoomLimit
+	}
+	live := len(cl.rooms)
+	if cl.store != nil {
+		if n, err := cl.store.CountRooms(ctx, now); err == nil {
+			live = max(live, n)
+		}
+	}
+	if live >= cl.cfg.MaxRooms {
+		cl.mu.Unlock()
+		return nil, "", ErrRoomsFull
+	}
+	code := newCode()
+	for cl.rooms[code] != nil {
+		code = newCode()
+	}
+	cl.creators[client] = append(recent, now)
+	secret := newSecret()
+	r := cl.newRoom(code)
+	r.secretHash, r.created = hashSecret(secret), now
+	r.setExpiry(now.Add(cl.cfg.RoomTTL))
+	cl.rooms[code] = r // reserved: the code is taken while the room starts
+	cl.mu.Unlock()
+
+	go r.run(func(ctx context.Context) error { return r.create(ctx, lessonName, explorer) })
+	<-r.ready
+	if r.err != nil {
+		cl.forget(r)
+		return nil, "", r.err
+	}
+	cl.log.Info("room started", "room", code, "lesson", lessonName, "client", client)
+	return r, secret, nil
+}
+
+// forget removes r from the map (if it is still there).
+func (cl *Classroom) forget(r *Room) {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if cl.rooms[r.code] == r {
+		delete(cl.rooms, r.code)
+	}
+}
+
+// Lookup finds a live room by its (normalized) code, loading it from the
+// store after a restart; the load runs on the room's own goroutine.
+func (cl *Classroom) Lookup(ctx context.Context, code string) (*Room, error) {
+	cl.mu.Lock()
+	if cl.closed {
+		cl.mu.Unlock()
+		return nil, ErrRoomGone
+	}
+	r := cl.rooms[code]
+	if r != nil && r.isReady() && (r.ended() || time.Now().After(r.expiry())) {
+		delete(cl.rooms, code)
+		cl.mu.Unlock()
+		r.shutdown()
+		return nil, ErrRoomGone
+	}
+	if r == nil {
+		if cl.store == nil {
+			cl.mu.Unlock()
+			return nil, ErrRoomGone
+		}
+		r = cl.newRoom(code)
+		cl.rooms[code] = r
+		go r.run(r.load)
+	}
+	cl.mu.Unlock()
+	select {
+	case <-r.ready:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if r.err != nil {
+		cl.forget(r)
+		return nil, ErrRoomGone
+	}
+	return r, nil
+}
+
+// AllowJoin counts an unknown code against a client (when failed); false
+// when the client has tried too many in the last minute.
+func (cl *Classroom) AllowJoin(client string, failed bool) bool {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	now := time.Now()
+	f := slices.DeleteFunc(cl.failures[client], func(t time.Time) bool { return now.Sub(t) > time.Minute })
+	if failed {
+		f = append(f, now)
+	}
+	if len(f) == 0 {
+		delete(cl.failures, client)
+	} else {
+		cl.failures[client] = f
+	}
+	return len(f) < JoinFailures
+}
+
+// Sweep ends expired rooms and unloads idle ones (no one connected for
+// IdleUnload, when the store keeps them); the server runs it every minute.
+func (cl *Classroom) Sweep(ctx context.Context, now time.Time) {
+	cl.mu.Lock()
+	var drop []*Room
+	for code, r := range cl.rooms {
+		if !r.isReady() {
+			continue
+		}
+		expired := r.ended() || now.After(r.expiry())
+		idle := cl.store != nil && r.nclients.Load() == 0 && now.Sub(r.idleSince()) > IdleUnload
+		if expired || idle {
+			delete(cl.rooms, code)
+			drop = append(drop, r)
+		}
+	}
+	cl.mu.Unlock()
+	for _, r := range drop {
+		r.shutdown()
+	}
+	if cl.store != nil {
+		if err := cl.store.DeleteExpired(ctx, now); err != nil {
+			cl.log.Error("deleting expired rooms", "err", err)
+		}
+	}
+}
+
+// Close drops every room connection (clients reconnect to the next
+// server), releases the engine sessions and closes the store.
+func (cl *Classroom) Close() {
+	cl.mu.Lock()
+	rooms := make([]*Room, 0, len(cl.rooms))
+	for _, r := range cl.rooms {
+		rooms = append(rooms, r)
+	}
+	cl.rooms = map[string]*Room{}
+	already := cl.closed
+	cl.closed = true
+	cl.mu.Unlock()
+	for _, r := range rooms {
+		r.shutdown()
+	}
+	for _, r := range rooms {
+		select {
+		case <-r.quit:
+		case <-time.After(5 * time.Second):
+			cl.log.Error("a room did not stop within 5 s", "room", r.code)
+		}
+	}
+	if cl.store != nil && !already {
+		cl.store.Close()
+	}
+}
+
+// StudentPage is a student's page of the room as it is now.
+func (r *Room) StudentPage(ctx context.Context, student string) (views.StudentPage, error) {
+	var p views.StudentPage
+	err := r.do(ctx, func() {
+		p = views.StudentPage{Code: r.code, Student: student, Room: r.view(), Status: r.statusView()}
+	})
+	return p, err
+}
+
+// Teach is what the instructor's page shows: its controls and views,
+// when the room expires, and the settings of a room started from the
+// Explorer (nil for a lesson room).
+type Teach struct {
+	Page     views.TeachPage
+	Expires  time.Time
+	Settings *views.Settings
+}
+
+// TeachPage builds the instructor's page model.
+func (r *Room) TeachPage(ctx context.Context) (Teach, error) {
+	var t Teach
+	err := r.do(ctx, func() {
+		t.Page = r.teachControls()
+		t.Page.Room, t.Page.Status = r.view(), r.statusView()
+		t.Expires = r.expiry()
+		if r.lesson == nil {
+			f := session.Form(r.state.Run)
+			t.Settings = &f
+		}
+	})
+	return t, err
+}
+
+// CSV exports every answer given in the room: lesson step, question,
+// anonymous student number, answer, the engine's answer (once revealed)
+// and whether it matched. Steps the room has left are replayed in a
+// scratch session for their engine answer.
+func (r *Room) CSV(ctx context.Context) ([]byte, error) {
+	var answers map[int]map[string]string
+	var revealed map[int]bool
+	var current int
+	var currentAnswer string
+	err := r.do(ctx, func() {
+		answers, revealed = map[int]map[string]string{}, map[int]bool{}
+		for i, m := range r.answers {
+			answers[i] = map[string]string{}
+			for k, v := range m {
+				answers[i][k] = v
+			}
+		}
+		for i, v := range r.state.Revealed {
+			revealed[i] = v
+		}
+		current = r.state.LessonStep
+		if st, tk, ok := r.se.Current(); ok && r.lesson != nil && r.lesson.Steps[current].Question != nil {
+			currentAnswer, _ = lessons.EngineAnswer(st, tk, r.lesson.Steps[current].Question)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	w := csv.NewWriter(&buf)
+	w.Write([]string{"lesson_step", "question", "student", "answer", "engine_answer", "correct"})
+	steps := make([]int, 0, len(answers))
+	for k := range answers {
+		steps = append(steps, k)
+	}
+	sort.Ints(steps)
+	students := map[string]int{} // anonymous numbers, in order of first answer
+	for _, i := range steps {
+		var lq *lessons.Question
+		if r.lesson != nil && i < len(r.lesson.Steps) {
+			lq = r.lesson.Steps[i].Question
+		}
+		engineAns := ""
+		if lq != nil && revealed[i] {
+			engineAns = currentAnswer
+			if i != current {
+				engineAns = r.engineAnswerAt(ctx, i)
+			}
+		}
+		ids := make([]string, 0, len(answers[i]))
+		for id := range answers[i] {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		for _, id := range ids {
+			if _, ok := students[id]; !ok {
+				students[id] = len(students) + 1
+			}
+			a := answers[i][id]
+			text, correct := "", ""
+			if lq != nil {
+				text = lq.Text
+			}
+			if engineAns != "" {
+				correct = strconv.FormatBool(lessons.Judge(lq.Kind, engineAns, a))
+			}
+			w.Write([]string{strconv.Itoa(i + 1), text, "student " + strconv.Itoa(students[id]), csvSafe(a), csvSafe(engineAns), correct})
+		}
+	}
+	w.Flush()
+	return buf.Bytes(), nil
+}
+
+// csvSafe keeps a spreadsheet from reading an answer as a formula.
+func csvSafe(s string) string {
+	if s != "" && (s[0] == '=' || s[0] == '+' || s[0] == '-' || s[0] == '@') {
+		return "'" + s
+	}
+	return s
+}
+
+// engineAnswerAt replays lesson step i in a scratch session for its
+// engine answer.
+func (r *Room) engineAnswerAt(ctx context.Context, i int) string {
+	se := session.New("scratch", "", r.cl.cfg.Engines)
+	defer se.Close()
+	if se.PlayLesson(ctx, r.lesson, i) != nil {
+		return ""
+	}
+	st, tk, ok := se.Current()
+	if !ok {
+		return ""
+	}
+	a, _ := lessons.EngineAnswer(st, tk, r.lesson.Steps[i].Question)
+	return a
+}
+
+// IsLesson reports whether the room runs a lesson (else an Explorer view).
+func (r *Room) IsLesson() bool { return r.lesson != nil }

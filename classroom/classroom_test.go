@@ -1,0 +1,221 @@
+package classroom
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"stepthrough/engine/sample"
+	"stepthrough/engine/spec"
+	"stepthrough/lessons"
+	"stepthrough/models"
+	"stepthrough/session"
+	"stepthrough/views"
+)
+
+func TestCodes(t *testing.T) {
+	for _, c := range []string{"", "ABC", "ABCDE0", "ABCDEFG", "<script>"} {
+		if _, ok := NormalizeCode(c); ok {
+			t.Errorf("NormalizeCode(%q) accepted", c)
+		}
+	}
+	if c, ok := NormalizeCode(" abcdef "); !ok || c != "ABCDEF" {
+		t.Errorf("a typed code: %q %v", c, ok)
+	}
+	seen := map[string]bool{}
+	for range 1000 {
+		c := newCode()
+		if _, ok := NormalizeCode(c); !ok || seen[c] {
+			t.Fatalf("newCode gave %q (valid %v, repeated %v)", c, ok, seen[c])
+		}
+		seen[c] = true
+	}
+}
+
+func TestStoreRejectsCorruptState(t *testing.T) {
+	st, err := OpenSQLite(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	now := time.Now()
+	state := State{Lesson: "seeds", LessonStep: 2, Run: spec.Default("lesson.gguf")}
+	state.Run.Prompt = "Once"
+	if err := st.SaveRoom(t.Context(), "ABCDEF", "h", state, now, now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SaveAnswer(t.Context(), "ABCDEF", 2, "s1", " white"); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SaveAnswer(t.Context(), "ABCDEF", 2, "s1", " brown"); err != nil { // a changed answer replaces the first
+		t.Fatal(err)
+	}
+	r, err := st.LoadRoom(t.Context(), "ABCDEF")
+	if err != nil || r.State.LessonStep != 2 || r.State.Run.Prompt != "Once" || r.Answers[2]["s1"] != " brown" || len(r.Answers[2]) != 1 {
+		t.Fatalf("round trip: %+v, %v", r, err)
+	}
+	if _, err := st.db.Exec(`UPDATE rooms SET state = '{"lesson": 5' WHERE code = 'ABCDEF'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.LoadRoom(t.Context(), "ABCDEF"); err == nil || !strings.Contains(err.Error(), "corrupt") {
+		t.Errorf("corrupt state: %v", err)
+	}
+	if _, err := st.LoadRoom(t.Context(), "ZZZZZZ"); err != ErrNoRoom {
+		t.Errorf("missing room: %v", err)
+	}
+}
+
+// A room saved by the first classroom (form strings, no version) loads
+// with the same run, seed and view.
+func TestLegacyStateLoads(t *testing.T) {
+	old := `{"lesson":"seeds","lesson_step":1,"settings":{"Prompt":"The cat","Model":"lesson.gguf","Backend":"auto","Temperature":"0.7","TopK":"40","TopP":"0.95","MinP":"0.05","TypicalP":"1","RepeatPenalty":"1","RepeatLastN":"64","FreqPen":"0","PresPen":"0","Seed":"42","Order":"llama.cpp","MaxTokens":"16"},"step":2,"stage":3,"head":1,"scores":true,"view_temperature":0.7,"revealed":{"1":true}}`
+	s, err := UnmarshalState([]byte(old))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := s.Run
+	if s.Lesson != "seeds" || s.LessonStep != 1 || !s.Revealed[1] || r.Prompt != "The cat" || r.Sampler.Temperature != 0.7 || r.Sampler.Seed != 42 ||
+		!r.Sampler.SeedSet || r.MaxTokens != 16 || r.View.Token != 2 || r.View.Stage != 3 || r.View.Head != 1 || !r.View.Scores {
+		t.Errorf("legacy state: %+v", s)
+	}
+	b, _ := s.Marshal()
+	if back, err := UnmarshalState(b); err != nil || back.Run.Sampler.Seed != 42 || back.Version != stateVersion {
+		t.Errorf("re-saved: %+v, %v", back, err)
+	}
+	if _, err := UnmarshalState([]byte(`{"version":99}`)); err == nil {
+		t.Error("a newer version: want error")
+	}
+}
+
+// FuzzRoomMessage: any bytes from a room's WebSocket are either refused
+// with an error or give an action that side may send; never a panic.
+func FuzzRoomMessage(f *testing.F) {
+	for _, seed := range []string{`{"action":"answer","answer":" Par"}`, `{"action":"lesson-step","to":"3"}`, `{"action":"reveal","HEADERS":{}}`, `[]`, `{"action":5}`, `{"action":"run","prompt":"` + strings.Repeat("x", 50) + `"}`} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, msg []byte) {
+		for _, instructor := range []bool{false, true} {
+			m, err := ParseMessage(msg, instructor)
+			if err != nil {
+				continue
+			}
+			known := studentActions
+			if instructor {
+				known = instructorActions
+			}
+			if !known[m.Action] {
+				t.Fatalf("accepted unknown action %q", m.Action)
+			}
+			m.Get("answer")
+		}
+	})
+}
+
+func lessonSession(t *testing.T, run spec.Run) *session.Session {
+	t.Helper()
+	reg := session.NewRegistry(nil)
+	reg.AddEmbedded("lesson.gguf", models.Lesson)
+	t.Cleanup(reg.Close)
+	se := session.New("t", "", reg)
+	t.Cleanup(se.Close)
+	if err := se.Open(context.Background(), run); err != nil {
+		t.Fatal(err)
+	}
+	return se
+}
+
+// TestPollRows checks the class histogram on real engine state: answers
+// counted per token (typed words become the token they are), the model's
+// probabilities beside them, probability answers in tenths, choices in
+// their order.
+func TestPollRows(t *testing.T) {
+	run := spec.Default("lesson.gguf")
+	run.Prompt, run.Sampler.Temperature, run.Sampler.TopK, run.Sampler.TopP, run.Sampler.MinP = "The capital of France is", 1, 0, 1, 0
+	run.Sampler.Seed, run.Sampler.SeedSet = 1, true
+	run.View.StageName = "logits"
+	se := lessonSession(t, run)
+	st, tk, ok := se.Current()
+	if !ok {
+		t.Fatal("no trace")
+	}
+	probs := sample.Probabilities(st.Logits.Logits, 1)
+	par := tk.EncodeIDs(" Par", false)
+	if len(par) != 1 {
+		t.Fatalf(`" Par" is %d tokens`, len(par))
+	}
+
+	nt := &lessons.Question{Kind: "next-token"}
+	typed := map[string]string{}
+	for i, raw := range []string{"Par", " Par", "Par ", "L"} {
+		a, err := lessons.CheckAnswer(tk, nt, raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		typed[fmt.Sprint("s", i)] = a
+	}
+	rows := PollRows(st, tk, nt, typed, true)
+	byAnswer := map[string]views.PollRow{}
+	for _, r := range rows {
+		byAnswer[r.Answer] = r
+	}
+	p := byAnswer[" Par"]
+	if p.Count != 3 || !p.Correct || !p.HasModelP || math.Abs(p.ModelP-float64(probs[par[0]])) > 1e-7 || math.Abs(p.Share-0.75) > 1e-9 {
+		t.Errorf(`" Par" row: %+v (model p %v)`, p, probs[par[0]])
+	}
+	if rows[0].Answer != " Par" {
+		t.Errorf("rows not by count: first %q", rows[0].Answer)
+	}
+	if len(rows) < 5 {
+		t.Errorf("the model's top tokens should be listed even when nobody chose them: %d rows", len(rows))
+	}
+	if live := PollRows(st, tk, nt, typed, false); len(live) != 2 || live[0].HasModelP || live[0].Correct {
+		t.Errorf("before the reveal the rows carry no model numbers: %+v", live)
+	}
+
+	pq := &lessons.Question{Kind: "probability"}
+	rows = PollRows(st, tk, pq, map[string]string{"a": "0.95", "b": "0.99", "c": "0.5"}, true)
+	if len(rows) != 10 || rows[0].Answer != "0–10%" || rows[9].Answer != "90–100%" || rows[9].Count != 2 || !rows[9].Correct || rows[5].Count != 1 {
+		t.Errorf("probability bins: %+v", rows)
+	}
+
+	cq := &lessons.Question{Kind: "choice", Choices: []string{"first", "second", "third"}, Answer: "second"}
+	rows = PollRows(st, tk, cq, map[string]string{"a": "third", "b": "third"}, true)
+	if len(rows) != 3 || rows[0].Answer != "first" || rows[2].Count != 2 || !rows[1].Correct || rows[2].Correct {
+		t.Errorf("choice rows: %+v", rows)
+	}
+}
+
+// FuzzCheckAnswer: a student's answer is validated against each kind of
+// question without panicking, and what is accepted is short, valid text.
+func FuzzCheckAnswer(f *testing.F) {
+	reg := session.NewRegistry(nil)
+	reg.AddEmbedded("lesson.gguf", models.Lesson)
+	m, err := reg.Get("lesson.gguf")
+	if err != nil {
+		f.Fatal(err)
+	}
+	tk := m.Tokenizer
+	qs := []*lessons.Question{
+		{Kind: "next-token"}, {Kind: "probability"}, {Kind: "survivors"},
+		{Kind: "choice", Choices: []string{"a", " b"}, Answer: "a"}, {Kind: "next-token", Choices: []string{" Par", " L"}},
+	}
+	for _, seed := range []string{" Par", "white", "0.5", "42%", "7", "", " b", "\xff", strings.Repeat("é", 40)} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		for _, q := range qs {
+			a, err := lessons.CheckAnswer(tk, q, raw)
+			if err != nil {
+				continue
+			}
+			if len(a) > lessons.MaxAnswerBytes+8 || !utf8.ValidString(a) || a == "" {
+				t.Fatalf("%s: accepted %q as %q", q.Kind, raw, a)
+			}
+			lessons.Judge(q.Kind, "0.5", a)
+		}
+	})
+}

@@ -1,0 +1,220 @@
+package classroom
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/a-h/templ"
+
+	"stepthrough/lessons"
+	"stepthrough/views"
+	"stepthrough/wsconn"
+)
+
+// The room's views. Everything here runs on the room's goroutine.
+
+func render(c templ.Component) []byte {
+	var buf bytes.Buffer
+	if err := c.Render(context.Background(), &buf); err != nil {
+		return []byte(`<p class="error">render failed</p>`)
+	}
+	return buf.Bytes()
+}
+
+// Note renders a message for one client, shown in #student-note (students)
+// or #teach-note (the instructor's page shows both ids).
+func Note(msg string) []byte { return render(views.Note(msg)) }
+
+// view builds what followers see.
+func (r *Room) view() views.RoomView {
+	v := views.RoomView{Code: r.code, Explorer: r.se.Explorer(), Version: r.version}
+	if l := r.lesson; l != nil {
+		i := r.state.LessonStep
+		st := l.Steps[i]
+		v.LessonTitle, v.LessonStep, v.LessonSteps, v.StepTitle = l.Title, i, len(l.Steps), st.Title
+		v.Narration = Paragraphs(st.Narration)
+		v.Highlight = r.se.Highlights(st)
+		v.Question, v.Hidden = r.question()
+	}
+	return v
+}
+
+// question is the poll at the room's lesson step, if there is one, and
+// whether it hides the stage.
+func (r *Room) question() (*views.RoomQuestion, bool) {
+	if r.lesson == nil {
+		return nil, false
+	}
+	i := r.state.LessonStep
+	lq := r.lesson.Steps[i].Question
+	st, tk, ok := r.se.Current()
+	if lq == nil || !ok {
+		return nil, false
+	}
+	revealed := r.state.Revealed[i]
+	q := &views.RoomQuestion{Kind: lq.Kind, Text: lq.Text, Revealed: revealed, Total: len(r.answers[i])}
+	for _, c := range lq.Choices {
+		b, _ := json.Marshal(map[string]string{"action": "answer", "answer": c})
+		label := c
+		if lq.Kind == "next-token" { // tokens: show the spaces
+			label = strconv.Quote(c)
+		}
+		q.Choices = append(q.Choices, views.PollChoice{Answer: c, Label: label, Vals: string(b)})
+	}
+	if revealed {
+		_, q.Reveal = lessons.EngineAnswer(st, tk, lq)
+		q.Results = PollRows(st, tk, lq, r.answers[i], true)
+	}
+	return q, lq.Kind != "choice" && !revealed
+}
+
+// Paragraphs splits narration into paragraphs of single-spaced text.
+func Paragraphs(text string) []string {
+	var out []string
+	for _, para := range strings.Split(text, "\n\n") {
+		if para = strings.TrimSpace(para); para != "" {
+			out = append(out, strings.Join(strings.Fields(para), " "))
+		}
+	}
+	return out
+}
+
+func (r *Room) statusView() views.RoomStatus {
+	st := views.RoomStatus{Where: r.se.Where()}
+	if r.lesson != nil {
+		st.LessonStep, st.LessonSteps = r.state.LessonStep, len(r.lesson.Steps)
+	}
+	return st
+}
+
+// render renders the followers' bytes once.
+func (r *Room) render() {
+	main := render(views.RoomMain(r.view()))
+	status := render(views.RoomStatusView(r.statusView()))
+	r.follow = wsconn.Prepare(append(main, status...))
+	r.status = wsconn.Prepare(status)
+}
+
+// broadcast sends the current state to every client: followers get the
+// view, students exploring get where the class is, instructors their
+// page; each student also gets their own answer line (rendered once per
+// distinct answer: most students share one, often the empty line).
+func (r *Room) broadcast() {
+	r.version++
+	r.render()
+	var extras []byte
+	mine := map[string][]byte{}
+	for c := range r.clients {
+		switch {
+		case c.instructor:
+			if extras == nil {
+				extras = r.teachExtras()
+			}
+			c.conn.Send(r.follow)
+			c.conn.SendBytes(extras)
+		case c.exploring.Load() != nil:
+			c.conn.Send(r.status)
+		default:
+			c.conn.Send(r.follow)
+			a := r.answers[r.state.LessonStep][c.student]
+			if mine[a] == nil {
+				mine[a] = r.pollMine(c.student)
+			}
+			c.conn.SendBytes(mine[a])
+		}
+	}
+}
+
+// pollMine renders a student's own answer at the room's step and, once
+// revealed, how it compares with the engine's.
+func (r *Room) pollMine(student string) []byte {
+	i := r.state.LessonStep
+	a := r.answers[i][student]
+	verdict := ""
+	if st, tk, ok := r.se.Current(); a != "" && r.state.Revealed[i] && r.lesson != nil && ok {
+		lq := r.lesson.Steps[i].Question
+		want, _ := lessons.EngineAnswer(st, tk, lq)
+		if lessons.Judge(lq.Kind, want, a) {
+			verdict = "matches the engine's answer"
+		} else {
+			verdict = fmt.Sprintf("the engine's answer is %q", want)
+		}
+	}
+	return render(views.PollMine(a, verdict))
+}
+
+// teachControls is the part of the instructor's page TeachExtras shows
+// (without the stage's panel, which every broadcast renders once anyway).
+func (r *Room) teachControls() views.TeachPage {
+	p := views.TeachPage{Code: r.code, IsLesson: r.lesson != nil, PrevStep: -1, NextStep: -1}
+	p.Room.Question, _ = r.question()
+	if l := r.lesson; l != nil {
+		i := r.state.LessonStep
+		if i > 0 {
+			p.PrevStep = i - 1
+		}
+		if i+1 < len(l.Steps) {
+			p.NextStep = i + 1
+		}
+		p.Notes = strings.Join(strings.Fields(l.Steps[i].Notes), " ")
+	}
+	p.Stats = r.teachStats()
+	return p
+}
+
+func (r *Room) teachStats() views.TeachStats {
+	var st views.TeachStats
+	seen := map[string]bool{}
+	following := map[string]bool{}
+	for c := range r.clients {
+		if c.instructor {
+			continue
+		}
+		seen[c.student] = true
+		if c.exploring.Load() == nil {
+			following[c.student] = true
+		}
+	}
+	st.Connected, st.Following = len(seen), len(following)
+	if r.lesson != nil {
+		if lq := r.lesson.Steps[r.state.LessonStep].Question; lq != nil {
+			st.Question = true
+			st.Answered = len(r.answers[r.state.LessonStep])
+			if step, tk, ok := r.se.Current(); ok {
+				st.Live = PollRows(step, tk, lq, r.answers[r.state.LessonStep], false)
+			}
+		}
+	}
+	return st
+}
+
+// teachExtras renders the instructor-only fragment.
+func (r *Room) teachExtras() []byte { return render(views.TeachExtras(r.teachControls())) }
+
+// teachSoon refreshes the instructors' numbers at most every
+// instructorEvery, however fast answers and joins arrive.
+func (r *Room) teachSoon() {
+	if r.due {
+		return
+	}
+	r.due = true
+	time.AfterFunc(instructorEvery, func() {
+		r.post(func() {
+			r.due = false
+			var msg []byte
+			for c := range r.clients {
+				if c.instructor {
+					if msg == nil {
+						msg = r.teachExtras()
+					}
+					c.conn.SendBytes(msg)
+				}
+			}
+		})
+	})
+}

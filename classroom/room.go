@@ -1,0 +1,273 @@
+package classroom
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"runtime/debug"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"stepthrough/engine/spec"
+	"stepthrough/lessons"
+	"stepthrough/session"
+	"stepthrough/wsconn"
+)
+
+// Room is one classroom. One goroutine owns its state — the instructor's
+// engine session, the saved state, the answers, the connected clients —
+// and runs every change to it in turn (Room.do); engine runs happen there,
+// holding no lock, so one room's work never blocks another room or the
+// classroom's lookups.
+type Room struct {
+	cl   *Classroom
+	code string
+
+	// set before ready is closed, then read-only
+	secretHash string
+	created    time.Time
+	lesson     *lessons.Lesson
+	err        error // the room could not start or load
+	ready      chan struct{}
+
+	inbox chan func()
+	quit  chan struct{} // closed when the room's goroutine has ended
+
+	// read without the goroutine (lookups, the sweep)
+	expires    atomic.Int64 // unix nanoseconds
+	lastActive atomic.Int64
+	nclients   atomic.Int32
+
+	// owned by the room's goroutine
+	state   State
+	se      *session.Session
+	answers map[int]map[string]string // lesson step → student → answer
+	clients map[*client]bool
+	follow  *websocket.PreparedMessage // #room-main and #room-status: every follower gets these bytes
+	status  *websocket.PreparedMessage // #room-status alone, for students exploring
+	version int                        // broadcasts so far
+	due     bool                       // an instructor refresh is scheduled
+	closed  bool                       // ended or unloaded: the goroutine stops after this change
+}
+
+// client is one connected tab.
+type client struct {
+	conn       *wsconn.Conn
+	student    string // empty for the instructor
+	instructor bool
+	exploring  atomic.Pointer[session.Session] // the student's own branch; nil while following
+}
+
+// Code is the room's join code.
+func (r *Room) Code() string { return r.code }
+
+func (cl *Classroom) newRoom(code string) *Room {
+	r := &Room{cl: cl, code: code, ready: make(chan struct{}), inbox: make(chan func(), 64), quit: make(chan struct{}),
+		answers: map[int]map[string]string{}, clients: map[*client]bool{}}
+	r.touch()
+	return r
+}
+
+func (r *Room) touch()                { r.lastActive.Store(time.Now().UnixNano()) }
+func (r *Room) expiry() time.Time     { return time.Unix(0, r.expires.Load()) }
+func (r *Room) setExpiry(t time.Time) { r.expires.Store(t.UnixNano()) }
+func (r *Room) idleSince() time.Time  { return time.Unix(0, r.lastActive.Load()) }
+func (r *Room) ended() bool           { return isClosed(r.quit) }
+func (r *Room) isReady() bool         { return isClosed(r.ready) }
+func isClosed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+func (r *Room) engineCtx() context.Context { return context.Background() }
+
+// run is the room's goroutine: start (create or load), then every change
+// in turn until the room closes.
+func (r *Room) run(start func(context.Context) error) {
+	defer close(r.quit)
+	r.err = start(r.engineCtx())
+	close(r.ready)
+	if r.err != nil {
+		if r.se != nil {
+			r.se.Close()
+		}
+		return
+	}
+	for !r.closed {
+		r.apply(<-r.inbox)
+	}
+}
+
+// apply runs one change; a panic is logged with its stack and the room's
+// session is rebuilt from the saved state, so the room stays usable.
+func (r *Room) apply(f func()) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.cl.log.Error("panic in a room", "room", r.code, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			r.rebuild(r.engineCtx())
+			r.broadcast()
+		}
+	}()
+	f()
+}
+
+// do runs f on the room's goroutine and waits for it.
+func (r *Room) do(ctx context.Context, f func()) error {
+	select {
+	case <-r.ready:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if r.err != nil {
+		return ErrRoomGone
+	}
+	done := make(chan struct{})
+	select {
+	case r.inbox <- func() { defer close(done); f() }:
+	case <-r.quit:
+		return ErrRoomGone
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-done:
+		return nil
+	case <-r.quit:
+		select {
+		case <-done:
+			return nil
+		default:
+			return ErrRoomGone
+		}
+	}
+}
+
+// post runs f on the room's goroutine later, without waiting.
+func (r *Room) post(f func()) {
+	go r.do(context.Background(), f)
+}
+
+// create starts a room from a lesson or from an Explorer link's values.
+func (r *Room) create(ctx context.Context, lessonName string, explorer url.Values) error {
+	r.se = session.New("room-"+r.code, "", r.cl.cfg.Engines)
+	if lessonName != "" {
+		l, ok := r.cl.cfg.Lessons[lessonName]
+		if !ok {
+			return fmt.Errorf("no lesson %q", truncate(lessonName, 40))
+		}
+		r.lesson, r.state.Lesson = l, lessonName
+		r.gotoLessonStep(ctx, 0)
+	} else {
+		run, err := spec.FromQuery(explorer, spec.Default(r.cl.cfg.Engines.Default()))
+		if err != nil {
+			return err
+		}
+		if run.Prompt == "" {
+			run.Prompt = "Once upon a time"
+		}
+		if err := r.se.Open(ctx, run); err != nil {
+			return err
+		}
+		r.capture()
+	}
+	if err := r.save(ctx); err != nil {
+		return err
+	}
+	r.render()
+	return nil
+}
+
+// load restores a stored room: the same run and seed replay the same
+// trace, then the view is put back.
+func (r *Room) load(ctx context.Context) error {
+	sr, err := r.cl.store.LoadRoom(ctx, r.code)
+	if errors.Is(err, ErrNoRoom) {
+		return ErrRoomGone
+	}
+	if err != nil {
+		r.cl.log.Error("loading a room", "room", r.code, "err", err)
+		return ErrRoomGone
+	}
+	if time.Now().After(sr.Expires) {
+		return ErrRoomGone
+	}
+	r.secretHash, r.created, r.state, r.answers = sr.SecretHash, sr.Created, sr.State, sr.Answers
+	r.setExpiry(sr.Expires)
+	if r.state.Lesson != "" {
+		if r.lesson = r.cl.cfg.Lessons[r.state.Lesson]; r.lesson == nil {
+			r.cl.log.Error("a stored room names a lesson this server lacks", "room", r.code, "lesson", r.state.Lesson)
+			return ErrRoomGone
+		}
+		r.state.LessonStep = min(max(r.state.LessonStep, 0), len(r.lesson.Steps)-1)
+	}
+	if r.state.Revealed == nil {
+		r.state.Revealed = map[int]bool{}
+	}
+	r.rebuild(ctx)
+	r.render()
+	r.cl.log.Info("room resumed from the store", "room", r.code, "lesson_step", r.state.LessonStep, "answers", len(r.answers))
+	return nil
+}
+
+// rebuild replays the saved state in a fresh engine session.
+func (r *Room) rebuild(ctx context.Context) {
+	if r.se != nil {
+		r.se.Close()
+	}
+	r.se = session.New("room-"+r.code, "", r.cl.cfg.Engines)
+	if err := r.se.Open(ctx, r.state.Run); err != nil {
+		r.cl.log.Error("a room's saved state did not replay", "room", r.code, "err", err)
+	}
+}
+
+// gotoLessonStep runs lesson step i in the room's session.
+func (r *Room) gotoLessonStep(ctx context.Context, i int) error {
+	if err := r.se.PlayLesson(ctx, r.lesson, i); err != nil {
+		return err
+	}
+	r.state.LessonStep = i
+	r.capture()
+	return nil
+}
+
+// capture copies the session's run (the seed drawn, the view) into the
+// saved state.
+func (r *Room) capture() { r.state.Run = r.se.Spec() }
+
+func (r *Room) save(ctx context.Context) error {
+	if r.cl.store == nil {
+		return nil
+	}
+	return r.cl.store.SaveRoom(context.WithoutCancel(ctx), r.code, r.secretHash, r.state, r.created, r.expiry())
+}
+
+// shutdown drops every connection (shutdown, expiry, unload: clients
+// reconnect and find the room again, or learn it is gone) and ends the
+// goroutine.
+func (r *Room) shutdown() {
+	r.post(func() {
+		for c := range r.clients {
+			c.conn.Close(wsconn.CloseRestart, "reconnect")
+			if b := c.exploring.Swap(nil); b != nil {
+				b.Close()
+			}
+		}
+		if r.se != nil {
+			r.se.Close()
+		}
+		r.closed = true
+	})
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}

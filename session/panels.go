@@ -1,0 +1,313 @@
+package session
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+
+	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/stat"
+
+	"stepthrough/engine/sample"
+	"stepthrough/engine/trace"
+	"stepthrough/views"
+)
+
+// The builders of the stage registry: each turns a trace step into its
+// stage's view model. s.mu is held.
+
+// pieces labels every position so far (prompt and generated tokens).
+func (s *Session) pieces() []string {
+	var all []string
+	for _, st := range s.cur.Steps {
+		for _, id := range st.Tokens {
+			all = append(all, s.piece(id))
+		}
+	}
+	return all
+}
+
+func (s *Session) piece(id int32) string { return strconv.Quote(string(s.m.Tokenizer.Bytes(id))) }
+
+func vecRow(label string, v []float32) views.VecRow {
+	var m float32
+	for _, x := range v {
+		m = max(m, float32(math.Abs(float64(x))))
+	}
+	return views.VecRow{Label: label, Values: v, Max: m}
+}
+
+func (s *Session) tokenizePanel(st *trace.Step, _ trace.Stage) views.Panel {
+	tk := s.m.Tokenizer
+	t := &views.TokenizePanel{Text: st.Tokenize.Text}
+	for _, x := range st.Tokenize.Tokens {
+		t.Tokens = append(t.Tokens, views.Token{ID: x.ID, Bytes: strconv.Quote(string(x.Bytes)), Piece: tk.Piece(x.ID), Start: x.Start, End: x.End, Added: x.Added})
+	}
+	return t
+}
+
+func (s *Session) embedPanel(st *trace.Step, _ trace.Stage) views.Panel {
+	labels := s.pieces()
+	e := &views.EmbedPanel{}
+	from := max(0, len(st.Embed.Input)-maxEmbedRows)
+	e.NotDrawn = from
+	for i, row := range st.Embed.Input[from:] {
+		i += from
+		e.Rows = append(e.Rows, vecRow(fmt.Sprintf("position %d %s", st.First+i, labels[st.First+i]), row))
+	}
+	e.PCA, e.PCANote = s.pca(st)
+	return e
+}
+
+func (s *Session) mlpPanel(st *trace.Step, stage trace.Stage) views.Panel {
+	L := layerOf(st, stage.Layer)
+	last := len(L.MLP.Out) - 1
+	m := &views.MLPPanel{Layer: stage.Layer, Kind: L.MLP.Kind}
+	if len(L.MLP.Act) > 0 {
+		m.Act = vecRow("activation", L.MLP.Act[last])
+	}
+	if L.ResidAttn != nil && L.ResidMLP != nil {
+		m.NormAfterAttn, m.NormAfterMLP = L.ResidAttn.Norms[last], L.ResidMLP.Norms[last]
+		if stage.Layer == 0 && st.Embed != nil {
+			m.NormBefore = norm(st.Embed.Input[last])
+		} else if prev := layerOf(st, stage.Layer-1); prev != nil && prev.ResidMLP != nil {
+			m.NormBefore = prev.ResidMLP.Norms[last]
+		}
+	}
+	return m
+}
+
+func (s *Session) samplePanel(st *trace.Step, _ trace.Stage) views.Panel {
+	sm := st.Sample
+	chosen := sm.Candidates[sm.Index]
+	sp := &views.SamplePanel{Greedy: sm.Greedy, U: sm.U, Chosen: views.Bar{ID: chosen.ID, Piece: s.piece(chosen.ID), Value: float64(chosen.P), Chosen: true}}
+	from := 0.0
+	step, _ := s.cur.Position()
+	for i, c := range sm.Candidates {
+		sp.CDF = append(sp.CDF, views.CDFBar{ID: c.ID, Piece: s.piece(c.ID), P: float64(c.P), From: from, To: sm.CDF[i], Chosen: i == sm.Index, Branch: s.branchURL(step, c.ID)})
+		from = sm.CDF[i]
+	}
+	return sp
+}
+
+func (s *Session) kvPanel(st *trace.Step, _ trace.Stage) views.Panel {
+	k := &views.KVPanel{}
+	for _, L := range st.Layers {
+		kl := views.KVLayer{Layer: L.Index, Len: L.KVLen}
+		from := max(0, len(L.NewK)-maxKVRows) // a long prompt's rows: the last few tell the story
+		kl.NotDrawn = from
+		for i, row := range L.NewK[from:] {
+			kl.NewK = append(kl.NewK, vecRow(fmt.Sprintf("K row, position %d", st.First+from+i), row))
+		}
+		k.Layers = append(k.Layers, kl)
+		k.BytesUsed, k.BytesAlloc, k.Len, k.Capacity = L.KVBytesUsed, L.KVBytesAll, L.KVLen, L.KVCapacity
+	}
+	k.Saved = st.Pos0
+	return k
+}
+
+func layerOf(st *trace.Step, l int) *trace.Layer {
+	for _, L := range st.Layers {
+		if L.Index == l {
+			return L
+		}
+	}
+	return nil
+}
+
+func norm(v []float32) float32 {
+	var ss float64
+	for _, x := range v {
+		ss += float64(x) * float64(x)
+	}
+	return float32(math.Sqrt(ss))
+}
+
+func (s *Session) attentionPanel(st *trace.Step, stage trace.Stage) views.Panel {
+	labels := s.pieces()
+	a := layerOf(st, stage.Layer).Attention
+	head := min(s.view.Head, a.Heads-1)
+	ctx := st.Pos0 + st.N
+	v := &views.AttentionPanel{Layer: stage.Layer, Layers: s.m.Config.Layers, Head: head, Heads: a.Heads, KVHead: head / (a.Heads / a.KVHeads),
+		ShowScores: s.view.Scores, First: st.First, KeyLabels: labels[:ctx], Min: float32(math.Inf(1)), Max: float32(math.Inf(-1))}
+	src := a.Weights
+	if s.view.Scores {
+		src = a.Scores
+	}
+	for t, perHead := range src {
+		row := make([]float32, ctx)
+		for j := range row {
+			row[j] = float32(math.NaN())
+		}
+		copy(row, perHead[head])
+		for _, x := range perHead[head] {
+			v.Min, v.Max = min(v.Min, x), max(v.Max, x)
+		}
+		v.Cells = append(v.Cells, row)
+		v.QueryLabels = append(v.QueryLabels, labels[st.First+t])
+	}
+	if !s.view.Scores {
+		v.Min = 0
+	}
+	v.Current = len(v.Cells) - 1
+	return v
+}
+
+const topN = 30
+
+// byValueDesc orders indexes by value, largest first, ties by index.
+func byValueDesc[T float32](x []T) []int {
+	idx := make([]int, len(x))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int {
+		switch {
+		case x[a] > x[b]:
+			return -1
+		case x[a] < x[b]:
+			return 1
+		}
+		return a - b
+	})
+	return idx
+}
+
+func (s *Session) logitsPanel(st *trace.Step, _ trace.Stage) views.Panel {
+	l := st.Logits.Logits
+	idx := byValueDesc(l)
+	n := min(topN, len(l))
+	hi, lo := float64(l[idx[0]]), float64(l[idx[len(idx)-1]])
+	p := &views.LogitsPanel{Pos: st.Logits.Pos, Rest: len(l) - n, Vocab: len(l)}
+	for _, i := range idx[:n] {
+		p.Top = append(p.Top, views.Bar{ID: int32(i), Piece: s.piece(int32(i)), Value: float64(l[i]), Width: 100 * (float64(l[i]) - lo) / math.Max(hi-lo, 1e-9)})
+	}
+	if n < len(idx) {
+		p.RestMin, p.RestMax = lo, float64(l[idx[n]])
+	}
+	return p
+}
+
+// softmaxTemperature is the slider's temperature: the sampler's unless the
+// viewer moved it; temperature 0 (greedy) is shown at T = 1.
+func (s *Session) softmaxTemperature() float64 {
+	t := s.view.Temperature
+	if t == 0 {
+		t = s.run.Sampler.Temperature
+	}
+	if t < 0.05 {
+		t = 1
+	}
+	return t
+}
+
+func (s *Session) softmaxPanel(st *trace.Step, _ trace.Stage) views.Panel {
+	t := s.softmaxTemperature()
+	probs := sample.Probabilities(st.Logits.Logits, t)
+	idx := byValueDesc(probs)
+	n := min(topN, len(probs))
+	p := &views.SoftmaxPanel{Temperature: t, Vocab: len(probs)}
+	top := float64(probs[idx[0]])
+	for _, i := range idx[:n] {
+		p.Top = append(p.Top, views.Bar{ID: int32(i), Piece: s.piece(int32(i)), Value: float64(probs[i]), Width: 100 * float64(probs[i]) / top})
+	}
+	for _, x := range probs {
+		p.Sum += float64(x)
+	}
+	for _, i := range idx[n:] {
+		p.RestP += float64(probs[i])
+	}
+	p.Rest = len(probs) - n
+	return p
+}
+
+func (s *Session) samplerPanel(st *trace.Step, stage trace.Stage) views.Panel {
+	i := stage.SamplerStep
+	r := st.Sampler[i]
+	p := &views.SamplerPanel{Index: i, Count: len(st.Sampler), Name: string(r.Step), Skipped: r.Skipped, Setting: s.setting(sample.Step(r.Step)),
+		RemovedCount: r.RemovedCount, Before: r.BeforeCount, After: r.AfterCount}
+	var top float64
+	for _, c := range r.After {
+		top = max(top, float64(c.P))
+	}
+	step, _ := s.cur.Position()
+	for _, c := range r.After {
+		p.Kept = append(p.Kept, views.Bar{ID: c.ID, Piece: s.piece(c.ID), Value: float64(c.P), Width: 100 * float64(c.P) / math.Max(top, 1e-12), Branch: s.branchURL(step, c.ID)})
+	}
+	for _, c := range r.Removed {
+		p.Removed = append(p.Removed, views.Bar{ID: c.ID, Piece: s.piece(c.ID), Removed: true})
+	}
+	return p
+}
+
+// setting describes a sampler step's setting, as the form shows it.
+func (s *Session) setting(step sample.Step) string {
+	x := Form(s.run)
+	switch step {
+	case sample.Penalties:
+		return fmt.Sprintf("repeat %s over the last %s, frequency %s, presence %s", x.RepeatPenalty, x.RepeatLastN, x.FreqPen, x.PresPen)
+	case sample.TopK:
+		return "k = " + x.TopK
+	case sample.TopP:
+		return "p = " + x.TopP
+	case sample.MinP:
+		return "min-p = " + x.MinP
+	case sample.TypicalP:
+		return "p = " + x.TypicalP
+	case sample.Temperature:
+		return "T = " + x.Temperature
+	}
+	return ""
+}
+
+// pca projects the input vectors of every position up to st onto their two
+// principal components, scaled into [-1, 1].
+func (s *Session) pca(st *trace.Step) ([]views.Point, string) {
+	labels := s.pieces()
+	var rows []trace.Vec
+	var names []string
+	for _, x := range s.cur.Steps {
+		if x.Embed != nil {
+			rows = append(rows, x.Embed.Input...)
+			for i := range x.Embed.Input {
+				names = append(names, labels[x.First+i])
+			}
+		}
+		if x == st {
+			break
+		}
+	}
+	if len(rows) < 3 {
+		return nil, ""
+	}
+	d := len(rows[0])
+	m := mat.NewDense(len(rows), d, nil)
+	for i, r := range rows {
+		for j, v := range r {
+			m.Set(i, j, float64(v))
+		}
+	}
+	var pc stat.PC
+	if !pc.PrincipalComponents(m, nil) {
+		return nil, "PCA did not converge"
+	}
+	var vecs mat.Dense
+	pc.VectorsTo(&vecs)
+	var proj mat.Dense
+	proj.Mul(m, vecs.Slice(0, d, 0, 2))
+	var scale float64
+	for i := 0; i < len(rows); i++ {
+		scale = math.Max(scale, math.Max(math.Abs(proj.At(i, 0)), math.Abs(proj.At(i, 1))))
+	}
+	vars := pc.VarsTo(nil)
+	var total float64
+	for _, v := range vars {
+		total += v
+	}
+	var pts []views.Point
+	for i := 0; i < len(rows); i++ {
+		pts = append(pts, views.Point{Label: names[i], X: proj.At(i, 0) / math.Max(scale, 1e-12), Y: proj.At(i, 1) / math.Max(scale, 1e-12)})
+	}
+	return pts, fmt.Sprintf("The two directions of largest variance among these %d vectors explain %.0f%% of it.", len(rows), 100*(vars[0]+vars[1])/math.Max(total, 1e-12))
+}

@@ -1,0 +1,475 @@
+// Package session is one viewer's run of the engine: a run spec goes in,
+// an engine session on a shared loaded model computes it, the trace
+// records every stage, and a cursor walks the stages forward and back.
+// It builds the view model of wherever the viewer stands through the stage
+// registry (stages.go), and it can reproduce any state from a spec, so a
+// room can be rebuilt after a restart and a student can branch from it.
+//
+// A Session is safe for concurrent use: every exported method takes its
+// lock (with defer). Errors are typed values: *spec.Error for a bad
+// setting, *Error for what the run cannot do; the session is unchanged by
+// a failed action.
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"stepthrough/engine"
+	"stepthrough/engine/hooks"
+	"stepthrough/engine/model"
+	"stepthrough/engine/sample"
+	"stepthrough/engine/spec"
+	"stepthrough/engine/tokenizer"
+	"stepthrough/engine/trace"
+	"stepthrough/lessons"
+	"stepthrough/views"
+)
+
+// Engines gives sessions the models they run, each loaded once per
+// backend and shared (Registry implements it).
+type Engines interface {
+	Engine(model, backend string) (*engine.Loaded, error)
+	Default() string
+}
+
+// Error is something a run cannot do (the prompt has no tokens, it does
+// not fit the context, no such step): a one-line message for the viewer.
+type Error struct{ Msg string }
+
+func (e *Error) Error() string { return e.Msg }
+
+func errorf(format string, a ...any) error { return &Error{fmt.Sprintf(format, a...)} }
+
+// ErrNoRun is returned by actions that need a run when there is none.
+var ErrNoRun = &Error{"nothing has run yet: type a prompt and press Run"}
+
+// Session is one viewer's run: the spec it was given, the engine session,
+// the recorded trace and where the viewer is in it.
+type Session struct {
+	mu       sync.Mutex
+	id       string
+	client   string
+	lastUsed time.Time
+	eng      Engines
+
+	run      spec.Run // the run as given (the seed as the user set it)
+	m        *model.Model
+	es       *engine.Session
+	esKey    string // model and backend es was made for
+	smp      *sample.Sampler
+	rec      *trace.Recorder
+	cur      trace.Cursor
+	gen      []int32
+	done     bool // end of generation reached
+	forwards int
+
+	view              spec.View // head, scores and the softmax slider
+	notice            string
+	prefillMS, ttftMS float64
+	decodeMS          []float64
+}
+
+// New makes an empty session for a client (an address; empty for rooms
+// and scratch sessions).
+func New(id, client string, eng Engines) *Session {
+	return &Session{id: id, client: client, eng: eng, lastUsed: time.Now(), run: spec.Default(eng.Default())}
+}
+
+// ID and Client identify the session.
+func (s *Session) ID() string     { return s.id }
+func (s *Session) Client() string { return s.client }
+
+// LastUsed is when an action last touched the session.
+func (s *Session) LastUsed() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastUsed
+}
+
+// Close releases the engine session. The Session stays usable: the next
+// run makes a new one.
+func (s *Session) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.close()
+}
+
+// CloseIfIdle closes the session when no action holds it and it has been
+// idle at least idle; it reports whether it did.
+func (s *Session) CloseIfIdle(now time.Time, idle time.Duration) bool {
+	if !s.mu.TryLock() {
+		return false
+	}
+	defer s.mu.Unlock()
+	if now.Sub(s.lastUsed) < idle {
+		return false
+	}
+	s.close()
+	return true
+}
+
+func (s *Session) close() {
+	if s.es != nil {
+		s.es.Close()
+		s.es = nil
+	}
+}
+
+// Settings is the run as last given (the seed as the user set it: empty
+// for a fresh one each run).
+func (s *Session) Settings() spec.Run {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.run
+}
+
+// Spec is the run with the seed actually drawn and the viewer's current
+// position: opening it reproduces this exact view.
+func (s *Session) Spec() spec.Run {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.spec()
+}
+
+func (s *Session) spec() spec.Run {
+	r := s.run
+	if s.smp != nil {
+		r.Sampler.Seed, r.Sampler.SeedSet = s.smp.Seed(), true
+	}
+	r.View = s.view
+	r.View.StageName, r.View.Layer = "", -1
+	r.View.Token, r.View.Stage = 0, 0
+	if len(s.cur.Steps) > 0 {
+		r.View.Token, r.View.Stage = s.cur.Position()
+	}
+	return r
+}
+
+// Run validates r, then tokenizes and prefills its prompt and samples the
+// first token, recording everything. On an error the previous run stays.
+func (s *Session) Run(ctx context.Context, r spec.Run) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lastUsed = time.Now()
+	return s.start(ctx, r)
+}
+
+func (s *Session) start(ctx context.Context, r spec.Run) error {
+	s.notice = ""
+	if r.Model == "" {
+		r.Model = s.eng.Default()
+	}
+	if err := r.Validate(); err != nil {
+		return err
+	}
+	lm, err := s.eng.Engine(r.Model, r.Backend)
+	if err != nil {
+		return err
+	}
+	smp, err := sample.New(r.Sampler)
+	if err != nil {
+		return err
+	}
+	key := r.Model + "|" + r.Backend
+	if s.es == nil || s.esKey != key {
+		es, err := lm.NewSession(0)
+		if err != nil {
+			return fmt.Errorf("model %s: %w", r.Model, err)
+		}
+		s.close()
+		s.es, s.esKey, s.m = es, key, lm.Model
+	}
+	rec := trace.NewRecorder(trace.Options{Attention: true, QKV: true, MLP: true, LastPositions: 64, Candidates: 50, Removed: 30})
+	hctx := hooks.WithHooks(ctx, rec.Hooks())
+	ids := s.es.Tokenize(hctx, r.Prompt, true)
+	if len(ids) == 0 {
+		return errorf("the prompt has no tokens: type something")
+	}
+	if len(ids)+r.MaxTokens > s.es.Capacity() {
+		return errorf("the prompt is %d tokens; with %d new ones that exceeds the context of %d", len(ids), r.MaxTokens, s.es.Capacity())
+	}
+	s.es.Reset()
+	start := time.Now()
+	logits, err := s.es.Eval(hctx, ids)
+	if err != nil {
+		s.rec, s.cur, s.gen = nil, trace.Cursor{}, nil // the engine's state is gone with the failed pass
+		return fmt.Errorf("the engine failed: %w", err)
+	}
+	s.run, s.smp, s.rec = r, smp, rec
+	s.gen, s.done, s.decodeMS = nil, false, nil
+	s.view = spec.View{Layer: -1}
+	s.forwards++
+	s.prefillMS = ms(time.Since(start))
+	s.smp.Accept(ids...)
+	s.sampleNext(hctx, logits)
+	s.ttftMS = ms(time.Since(start))
+	s.cur = trace.Cursor{Steps: s.rec.Steps()}
+	if r.Backend == "vulkan" { // auto falling back to the CPU is expected, not news
+		s.notice = s.es.Backend().Note
+	}
+	return nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func (s *Session) sampleNext(ctx context.Context, logits []float32) {
+	id := engine.Sample(ctx, s.smp, logits)
+	s.smp.Accept(id)
+	s.gen = append(s.gen, id)
+	if s.m.Tokenizer.IsEOG(id) || len(s.gen) >= s.run.MaxTokens {
+		s.done = true
+	}
+}
+
+// decode runs one more token; false when generation is over (or failed:
+// err then says why).
+func (s *Session) decode(ctx context.Context) (bool, error) {
+	if s.es == nil || s.done || len(s.gen) == 0 || s.rec == nil {
+		return false, nil
+	}
+	hctx := hooks.WithHooks(ctx, s.rec.Hooks())
+	start := time.Now()
+	logits, err := s.es.Eval(hctx, []int32{s.gen[len(s.gen)-1]})
+	if err != nil {
+		s.done = true
+		return false, fmt.Errorf("the engine failed: %w", err)
+	}
+	s.forwards++
+	s.sampleNext(hctx, logits)
+	s.decodeMS = append(s.decodeMS, ms(time.Since(start)))
+	s.cur.Steps = s.rec.Steps()
+	return true, nil
+}
+
+// Open runs r and moves to its view: the token step (generating up to
+// it), the stage (by name and layer when r names one, else by index), the
+// head, scores and slider. A position that does not exist leaves a notice
+// and the start of the run.
+func (s *Session) Open(ctx context.Context, r spec.Run) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lastUsed = time.Now()
+	return s.open(ctx, r)
+}
+
+func (s *Session) open(ctx context.Context, r spec.Run) error {
+	if err := s.start(ctx, r); err != nil {
+		return err
+	}
+	v := r.View
+	for v.Token >= len(s.cur.Steps) {
+		more, err := s.decode(ctx)
+		if err != nil {
+			return err
+		}
+		if !more {
+			break
+		}
+	}
+	found := false
+	if v.StageName != "" {
+		found = s.cur.Seek(v.Token, 0) && s.seekStage(trace.Kind(v.StageName), v.Layer)
+	} else {
+		found = s.cur.Seek(v.Token, v.Stage)
+	}
+	if !found {
+		s.notice = "that step or stage does not exist here; showing the start"
+	}
+	if v.Head >= 0 && v.Head < s.m.Config.Heads {
+		s.view.Head = v.Head
+	}
+	s.view.Scores = v.Scores
+	if v.Temperature > 0 {
+		s.view.Temperature = v.Temperature
+	}
+	return nil
+}
+
+// seekStage moves, within the current token step, to the first stage of
+// kind k (and in layer, when layer >= 0); it reports whether one exists.
+func (s *Session) seekStage(k trace.Kind, layer int) bool {
+	if len(s.cur.Steps) == 0 {
+		return false
+	}
+	step, _ := s.cur.Position()
+	for i, st := range trace.Stages(s.cur.Steps[step]) {
+		if st.Name == k && (layer < 0 || st.Layer == layer) {
+			return s.cur.Seek(step, i)
+		}
+	}
+	return false
+}
+
+// Act applies one viewer action: run (with the settings form's fields in
+// get), step, back, next-token, end, reset, temperature
+// (view_temperature), view (layer, head, scores).
+func (s *Session) Act(ctx context.Context, action string, get spec.Getter) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lastUsed = time.Now()
+	switch action {
+	case "run":
+		r, err := spec.FromForm(get, s.run)
+		if err != nil {
+			return err
+		}
+		r.View = spec.View{Layer: -1}
+		return s.start(ctx, r)
+	case "step":
+		if !s.cur.Next() {
+			more, err := s.decode(ctx)
+			if more {
+				s.cur.Seek(len(s.cur.Steps)-1, 0)
+			}
+			return err
+		}
+	case "back":
+		s.cur.Prev()
+	case "next-token":
+		step, _ := s.cur.Position()
+		more := step+1 < len(s.cur.Steps)
+		if !more {
+			var err error
+			if more, err = s.decode(ctx); err != nil {
+				return err
+			}
+		}
+		if more {
+			s.cur.Seek(step+1, 0)
+		}
+	case "end":
+		for {
+			more, err := s.decode(ctx)
+			if err != nil {
+				return err
+			}
+			if !more {
+				break
+			}
+		}
+		if n := len(s.cur.Steps); n > 0 {
+			s.cur.Seek(n-1, len(trace.Stages(s.cur.Steps[n-1]))-1)
+		}
+	case "reset":
+		s.notice = ""
+		s.rec, s.gen, s.cur, s.done = nil, nil, trace.Cursor{}, false
+	case "temperature":
+		v, _ := get("view_temperature")
+		t, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(t >= 0.05 && t <= 3) {
+			return &spec.Error{Param: "temperature", Value: strconv.Quote(v), Allowed: "choose 0.05 to 3"}
+		}
+		s.view.Temperature = t
+	case "view":
+		if v, ok := get("layer"); ok { // jump to that layer's attention stage
+			if n, err := strconv.Atoi(v); err == nil {
+				s.seekStage(trace.StageAttention, n)
+			}
+		}
+		if v, ok := get("head"); ok {
+			if n, err := strconv.Atoi(v); err == nil && s.m != nil && n >= 0 && n < s.m.Config.Heads {
+				s.view.Head = n
+			}
+		}
+		_, s.view.Scores = get("scores")
+	default:
+		return errorf("unknown action %q", action)
+	}
+	return nil
+}
+
+// PlayLesson opens step i of a lesson: its run (prompt, settings and seed
+// carried forward) and its view (token step, stage, layer, head).
+func (s *Session) PlayLesson(ctx context.Context, l *lessons.Lesson, i int) error {
+	if i < 0 || i >= len(l.Steps) {
+		return errorf("%s has no step %d", l.Title, i+1)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lastUsed = time.Now()
+	return s.open(ctx, l.Steps[i].Run)
+}
+
+// Current is the trace step the viewer is at and the model's tokenizer;
+// ok is false before a run.
+func (s *Session) Current() (st *trace.Step, tk *tokenizer.Tokenizer, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.cur.Steps) == 0 || s.m == nil {
+		return nil, nil, false
+	}
+	st, _ = s.cur.Current()
+	return st, s.m.Tokenizer, true
+}
+
+// Tokenizer is the tokenizer of the model that last ran, or nil.
+func (s *Session) Tokenizer() *tokenizer.Tokenizer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		return nil
+	}
+	return s.m.Tokenizer
+}
+
+// Backend says what computed the run (and why, after a fallback).
+func (s *Session) Backend() engine.BackendInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.es == nil {
+		return engine.BackendInfo{}
+	}
+	return s.es.Backend()
+}
+
+// Highlights are a lesson step's highlighted tokens with their ids
+// (lessons.Check keeps each a single token of the lesson's model).
+func (s *Session) Highlights(st lessons.Step) []views.GenToken {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		return nil
+	}
+	var out []views.GenToken
+	for _, h := range st.Highlight {
+		if ids := s.m.Tokenizer.EncodeIDs(h, false); len(ids) == 1 {
+			out = append(out, views.GenToken{ID: ids[0], Bytes: h})
+		}
+	}
+	return out
+}
+
+// Where says where the viewer is, for a status line: "token step 2,
+// stage L1 attn"; empty before a run.
+func (s *Session) Where() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.cur.Steps) == 0 {
+		return ""
+	}
+	step, _ := s.cur.Position()
+	_, stage := s.cur.Current()
+	return fmt.Sprintf("token step %d, stage %s", step+1, stageOf(stage.Name).label(stage))
+}
+
+// HasRun reports whether a run's trace is there to show.
+func (s *Session) HasRun() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.cur.Steps) > 0
+}
+
+// IsUserError reports whether err is about what the viewer asked for (a
+// bad setting, something the run cannot do) rather than a failure of the
+// server.
+func IsUserError(err error) bool {
+	var se *spec.Error
+	var e *Error
+	var pe *sample.ParamError
+	return errors.As(err, &se) || errors.As(err, &e) || errors.As(err, &pe)
+}

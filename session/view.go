@@ -1,0 +1,105 @@
+package session
+
+import (
+	"net/url"
+	"strconv"
+
+	"stepthrough/engine/spec"
+	"stepthrough/engine/trace"
+	"stepthrough/views"
+)
+
+// Rows drawn as heat strips at most (each value is a cell with its number
+// on hover); a long prompt's earlier rows are counted, not drawn.
+const (
+	maxEmbedRows = 16
+	maxKVRows    = 4
+)
+
+// Explorer builds the view model of the viewer's current view (without
+// an error: the caller shows the error its action returned).
+func (s *Session) Explorer() views.Explorer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.explorer()
+}
+
+func (s *Session) explorer() views.Explorer {
+	e := views.Explorer{Notice: s.notice, Forwards: s.forwards}
+	if s.es != nil {
+		e.BackendInfo = s.es.Backend().String()
+	}
+	if s.rec == nil || len(s.cur.Steps) == 0 {
+		e.End = true
+		return e
+	}
+	step, si := s.cur.Position()
+	st, stage := s.cur.Current()
+	stages := trace.Stages(st)
+	for i, x := range stages {
+		e.Stages = append(e.Stages, views.Stage{Index: i, Name: string(x.Name), Label: stageOf(x.Name).label(x), Layer: x.Layer, SamplerStep: x.SamplerStep, Current: i == si, Done: i < si})
+	}
+	e.Current = e.Stages[si]
+	e.Step, e.Steps = step, len(s.cur.Steps)
+	e.Seed = strconv.FormatUint(s.smp.Seed(), 10)
+	e.URL = s.url(stage)
+	e.End = step == len(s.cur.Steps)-1 && si == len(stages)-1 && s.done
+	tk := s.m.Tokenizer
+	for _, id := range s.gen[:min(len(s.gen), step+1)] {
+		e.Generated = append(e.Generated, views.GenToken{ID: id, Bytes: string(tk.Bytes(id))})
+	}
+	e.Timing = views.Timing{PrefillMS: s.prefillMS, TTFTMS: s.ttftMS, HaveGen: true}
+	if len(s.decodeMS) > 0 {
+		var sum float64
+		for _, d := range s.decodeMS {
+			sum += d
+		}
+		e.Timing.TPOTMS = sum / float64(len(s.decodeMS))
+	}
+	e.Panel = stageOf(stage.Name).build(s, st, stage)
+	return e
+}
+
+// url is the Explorer link that reproduces this view: the settings with
+// the seed drawn, the step and stage, and the head shown at attention.
+func (s *Session) url(stage trace.Stage) string {
+	r := s.spec()
+	if stage.Name != trace.StageAttention {
+		r.View.Head = 0
+	}
+	r.View.Scores, r.View.Temperature = false, 0
+	return "/?" + r.Query().Encode()
+}
+
+// Form is the run's settings as the Explorer's form shows them.
+func Form(r spec.Run) views.Settings {
+	f := r.Form()
+	return views.Settings{Prompt: f["prompt"], Model: f["model"], Backend: f["backend"], Temperature: f["temperature"], TopK: f["top_k"],
+		TopP: f["top_p"], MinP: f["min_p"], TypicalP: f["typical_p"], RepeatPenalty: f["repeat_penalty"], RepeatLastN: f["repeat_last_n"],
+		FreqPen: f["frequency_penalty"], PresPen: f["presence_penalty"], Seed: f["seed"], Order: f["order"], MaxTokens: f["max_tokens"]}
+}
+
+// laneSpec writes the run's sampler settings as a Compare lane, with the
+// seed actually used, so the lane reproduces this run.
+func (s *Session) laneSpec() string {
+	p := s.run.Sampler
+	p.Seed, p.SeedSet = s.smp.Seed(), true
+	return spec.Lane(p)
+}
+
+// branchURL opens Compare with this run and a branch that takes the same
+// tokens up to step and then token instead.
+func (s *Session) branchURL(step int, token int32) string {
+	if step >= len(s.gen) {
+		return ""
+	}
+	force := ""
+	for _, id := range s.gen[:step] {
+		force += strconv.Itoa(int(id)) + ">"
+	}
+	force += strconv.Itoa(int(token))
+	lane := s.laneSpec()
+	q := url.Values{"prompt": {s.run.Prompt}, "model": {s.run.Model}, "n": {strconv.Itoa(min(s.run.MaxTokens, 256))},
+		"lane": {lane, lane + ",force=" + force}, "step": {strconv.Itoa(step)}}
+	return "/compare?" + q.Encode()
+}
