@@ -219,3 +219,41 @@ func FuzzCheckAnswer(f *testing.F) {
 		}
 	})
 }
+
+// Engine work in one room holds no lock another room needs: while room A's
+// goroutine is busy, room B serves its page and A can still be looked up.
+func TestBusyRoomBlocksNoOther(t *testing.T) {
+	reg := session.NewRegistry(nil)
+	reg.AddEmbedded("lesson.gguf", models.Lesson)
+	t.Cleanup(reg.Close)
+	all, err := lessons.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := New(Config{Engines: reg, Lessons: all})
+	t.Cleanup(cl.Close)
+	a, _, err := cl.Create(t.Context(), "x", "tokens", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := cl.Create(t.Context(), "y", "seeds", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	a.post(func() { <-release }) // room A is busy (as with a long engine run)
+	defer close(release)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if _, err := b.StudentPage(ctx, NewStudent()); err != nil {
+		t.Errorf("room B while room A is busy: %v", err)
+	}
+	if r, err := cl.Lookup(ctx, a.Code()); err != nil || r != a {
+		t.Errorf("looking up the busy room: %v", err)
+	}
+	short, cancel2 := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel2()
+	if _, err := a.StudentPage(short, NewStudent()); err == nil {
+		t.Error("the busy room answered while its goroutine was held")
+	}
+}

@@ -117,7 +117,8 @@ func (r *Room) apply(f func()) {
 	f()
 }
 
-// do runs f on the room's goroutine and waits for it.
+// do runs f on the room's goroutine and waits for it. When ctx ends
+// before f has started, f never runs and do returns ctx's error.
 func (r *Room) do(ctx context.Context, f func()) error {
 	select {
 	case <-r.ready:
@@ -127,9 +128,18 @@ func (r *Room) do(ctx context.Context, f func()) error {
 	if r.err != nil {
 		return ErrRoomGone
 	}
+	const pending, running, cancelled = 0, 1, 2
+	var state atomic.Int32
 	done := make(chan struct{})
+	job := func() {
+		if !state.CompareAndSwap(pending, running) {
+			return
+		}
+		defer close(done)
+		f()
+	}
 	select {
-	case r.inbox <- func() { defer close(done); f() }:
+	case r.inbox <- job:
 	case <-r.quit:
 		return ErrRoomGone
 	case <-ctx.Done():
@@ -138,13 +148,18 @@ func (r *Room) do(ctx context.Context, f func()) error {
 	select {
 	case <-done:
 		return nil
+	case <-ctx.Done():
+		if state.CompareAndSwap(pending, cancelled) {
+			return ctx.Err()
+		}
+		<-done // already running: wait for it
+		return nil
 	case <-r.quit:
-		select {
-		case <-done:
-			return nil
-		default:
+		if state.CompareAndSwap(pending, cancelled) {
 			return ErrRoomGone
 		}
+		<-done
+		return nil
 	}
 }
 

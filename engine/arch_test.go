@@ -10,17 +10,19 @@ import (
 	"testing"
 )
 
-// goPackages maps each package directory under root to its parsed files'
-// imports and whether any file carries a package doc comment.
-func goPackages(t *testing.T, root string) map[string]struct {
-	imports []string
-	doc     bool
-} {
+// pkgInfo is what the architecture tests know of a package directory:
+// its imports (all files, tests included unless noted) and how many of
+// its non-test files carry a package doc comment.
+type pkgInfo struct {
+	imports     []string // every file's
+	codeImports []string // non-test files'
+	docs        int
+}
+
+// goPackages maps each package directory under root to its pkgInfo.
+func goPackages(t *testing.T, root string) map[string]pkgInfo {
 	t.Helper()
-	pkgs := map[string]struct {
-		imports []string
-		doc     bool
-	}{}
+	pkgs := map[string]pkgInfo{}
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -37,12 +39,16 @@ func goPackages(t *testing.T, root string) map[string]struct {
 		}
 		dir := filepath.Dir(path)
 		p := pkgs[dir]
+		test := strings.HasSuffix(path, "_test.go")
 		for _, imp := range f.Imports {
 			s, _ := strconv.Unquote(imp.Path.Value)
 			p.imports = append(p.imports, s)
+			if !test {
+				p.codeImports = append(p.codeImports, s)
+			}
 		}
-		if !strings.HasSuffix(path, "_test.go") && f.Doc != nil {
-			p.doc = true
+		if !test && f.Doc != nil && strings.HasPrefix(strings.TrimSpace(f.Doc.Text()), "Package ") || !test && f.Doc != nil && f.Name.Name == "main" {
+			p.docs++
 		}
 		pkgs[dir] = p
 		return nil
@@ -53,24 +59,62 @@ func goPackages(t *testing.T, root string) map[string]struct {
 	return pkgs
 }
 
-// The engine knows nothing of the web: no package under engine/ imports
-// server/ or views/.
-func TestEngineDoesNotImportWeb(t *testing.T) {
-	for dir, p := range goPackages(t, ".") {
-		for _, imp := range p.imports {
-			if imp == "stepthrough/server" || imp == "stepthrough/views" ||
-				strings.HasPrefix(imp, "stepthrough/server/") || strings.HasPrefix(imp, "stepthrough/views/") {
-				t.Errorf("%s imports %s: engine/ must not depend on the web packages", dir, imp)
+// imports reports whether any of list is pkg or inside it.
+func imports(list []string, pkg string) bool {
+	for _, imp := range list {
+		if imp == pkg || strings.HasPrefix(imp, pkg+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// The layers of the house (docs/ARCHITECTURE.md), data flowing one way.
+// Each rule: packages under dir must not import any of the others.
+func TestLayers(t *testing.T) {
+	all := goPackages(t, "..")
+	rules := []struct {
+		dir    string
+		banned []string
+		why    string
+	}{
+		{"engine", []string{"stepthrough/server", "stepthrough/views", "stepthrough/session", "stepthrough/classroom", "stepthrough/wsconn", "stepthrough/lessons", "stepthrough/cli"}, "the engine knows nothing of the web"},
+		{"views", []string{"stepthrough"}, "views are components over plain view models: they import nothing from the project"},
+		{"lessons", []string{"stepthrough/server", "stepthrough/classroom", "stepthrough/session", "stepthrough/views"}, "lessons are a file format and answers over a trace"},
+		{"session", []string{"stepthrough/server", "stepthrough/classroom", "stepthrough/wsconn"}, "a session is below the classroom and the server"},
+		{"classroom", []string{"stepthrough/server"}, "the classroom is below the server"},
+		{"wsconn", []string{"stepthrough"}, "the connection type knows no page"},
+		{"engine/cpu", []string{"stepthrough/engine/trace"}, "kernels report through hooks, not the trace"},
+		{"engine/vulkan", []string{"stepthrough/engine/trace"}, "kernels report through hooks, not the trace"},
+		{"engine/quant", []string{"stepthrough/engine/trace"}, "kernels report through hooks, not the trace"},
+	}
+	for _, r := range rules {
+		root := filepath.Join("..", r.dir)
+		for dir, p := range all {
+			if dir != root && !strings.HasPrefix(dir, root+string(filepath.Separator)) {
+				continue
+			}
+			for _, b := range r.banned {
+				// views may import its own generated code's runtime; the
+				// project root rule bans every stepthrough package
+				for _, imp := range p.codeImports {
+					if (imp == b || strings.HasPrefix(imp, b+"/")) && !strings.HasPrefix(imp, "stepthrough/"+r.dir) {
+						t.Errorf("%s imports %s: %s", dir, imp, r.why)
+					}
+				}
 			}
 		}
 	}
+	if len(all) < 10 {
+		t.Fatalf("found only %d packages: the walk is wrong", len(all))
+	}
 }
 
-// Every package in the repository has a package doc comment.
-func TestEveryPackageHasDoc(t *testing.T) {
+// Every package in the repository has exactly one package doc comment.
+func TestEveryPackageHasOneDoc(t *testing.T) {
 	for dir, p := range goPackages(t, "..") {
-		if !p.doc {
-			t.Errorf("package in %s has no package doc comment", dir)
+		if p.docs != 1 {
+			t.Errorf("package in %s has %d package doc comments, want 1", dir, p.docs)
 		}
 	}
 }

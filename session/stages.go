@@ -21,8 +21,8 @@ type stage struct {
 
 func named(s string) func(trace.Stage) string { return func(trace.Stage) string { return s } }
 
-// registry lists the stages in pipeline order (trace.Kinds).
-var registry = []stage{
+// stages is the registry: the stages in pipeline order (trace.Kinds).
+var stages = []stage{
 	{trace.StageTokenize, named("tokenize"), named("Tokenize"), (*Session).tokenizePanel},
 	{trace.StageEmbed, named("embed"), named("Embed"), (*Session).embedPanel},
 	{trace.StageAttention, func(x trace.Stage) string { return fmt.Sprintf("L%d attn", x.Layer+1) },
@@ -40,7 +40,7 @@ var registry = []stage{
 // stageOf finds a kind's registry entry; an unknown kind gets a plain
 // label and no panel.
 func stageOf(k trace.Kind) stage {
-	for _, s := range registry {
+	for _, s := range stages {
 		if s.kind == k {
 			return s
 		}

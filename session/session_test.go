@@ -1,0 +1,157 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"testing"
+
+	"stepthrough/engine/spec"
+	"stepthrough/engine/trace"
+	"stepthrough/lessons"
+	"stepthrough/models"
+)
+
+func registry(t *testing.T) *Registry {
+	t.Helper()
+	reg := NewRegistry(nil)
+	reg.AddEmbedded("lesson.gguf", models.Lesson)
+	t.Cleanup(reg.Close)
+	return reg
+}
+
+func run(prompt string) spec.Run {
+	r := spec.Default("lesson.gguf")
+	r.Prompt, r.Backend = prompt, "cpu"
+	return r
+}
+
+// Spec reproduces the exact view: a new session opened from it shows the
+// same stage, the same generated tokens, the same link — and the seed it
+// carries is the one drawn.
+func TestSpecReproducesTheView(t *testing.T) {
+	reg := registry(t)
+	ctx := context.Background()
+	a := New("a", "", reg)
+	defer a.Close()
+	if err := a.Run(ctx, run("Lily saw a big")); err != nil {
+		t.Fatal(err)
+	}
+	for _, act := range []string{"next-token", "next-token", "step", "step", "step"} {
+		if err := a.Act(ctx, act, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.Act(ctx, "view", func(k string) (string, bool) { v, ok := map[string]string{"head": "2"}[k]; return v, ok }); err != nil {
+		t.Fatal(err)
+	}
+	s := a.Spec()
+	if !s.Sampler.SeedSet || s.View.Token != 2 || s.View.Stage != 3 || s.View.Head != 2 {
+		t.Fatalf("spec %+v", s)
+	}
+	b := New("b", "", reg)
+	defer b.Close()
+	if err := b.Open(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	ea, eb := a.Explorer(), b.Explorer()
+	if ea.URL != eb.URL || !reflect.DeepEqual(ea.Current, eb.Current) || !reflect.DeepEqual(ea.Generated, eb.Generated) || ea.Seed != eb.Seed {
+		t.Errorf("reopened view differs:\n%+v\n%+v", ea, eb)
+	}
+	if !reflect.DeepEqual(b.Spec(), s) {
+		t.Errorf("spec after reopening %+v, want %+v", b.Spec(), s)
+	}
+}
+
+// Every stage kind has a registry entry, and every stage of a real trace
+// builds a panel and a label.
+func TestStageRegistry(t *testing.T) {
+	for _, k := range trace.Kinds {
+		found := false
+		for _, s := range stages {
+			found = found || s.kind == k
+		}
+		if !found {
+			t.Errorf("stage kind %q has no registry entry", k)
+		}
+	}
+	se := New("s", "", registry(t))
+	defer se.Close()
+	if err := se.Run(context.Background(), run("The capital of France is")); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for {
+		e := se.Explorer()
+		if e.Panel == nil || e.Current.Label == "" {
+			t.Errorf("stage %+v: no panel or label", e.Current)
+		}
+		seen[e.Current.Name] = true
+		if e.Step > 0 {
+			break
+		}
+		if err := se.Act(context.Background(), "step", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, k := range trace.Kinds {
+		if !seen[string(k)] {
+			t.Errorf("the first token step has no %s stage", k)
+		}
+	}
+}
+
+// Errors are typed, and a failed action leaves the session as it was.
+func TestErrorsAreTypedAndHarmless(t *testing.T) {
+	ctx := context.Background()
+	se := New("e", "", registry(t))
+	defer se.Close()
+	if err := se.Act(ctx, "step", nil); err != nil {
+		t.Errorf("a step before any run: %v", err)
+	}
+	if err := se.Run(ctx, run("Once upon a time")); err != nil {
+		t.Fatal(err)
+	}
+	before := se.Explorer()
+	form := func(m map[string]string) spec.Getter {
+		return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+	}
+	var se1 *spec.Error
+	if err := se.Act(ctx, "run", form(map[string]string{"prompt": "x", "temperature": "NaN"})); !errors.As(err, &se1) || se1.Param != "temperature" || !IsUserError(err) {
+		t.Errorf("bad temperature: %v", err)
+	}
+	var e *Error
+	if err := se.Act(ctx, "run", form(map[string]string{"prompt": ""})); !errors.As(err, &e) {
+		t.Errorf("empty prompt: %v", err)
+	}
+	if err := se.Act(ctx, "explode", nil); !errors.As(err, &e) {
+		t.Errorf("unknown action: %v", err)
+	}
+	if err := se.Run(ctx, spec.Run{Version: 1, Prompt: "x", Model: "nope.gguf", Backend: "cpu", Sampler: run("").Sampler, MaxTokens: 4}); err == nil {
+		t.Error("an unknown model: want error")
+	}
+	if after := se.Explorer(); after.URL != before.URL || !reflect.DeepEqual(after.Generated, before.Generated) {
+		t.Errorf("failed actions changed the session: %s → %s", before.URL, after.URL)
+	}
+}
+
+// A lesson step opens at its stage, layer and head.
+func TestPlayLesson(t *testing.T) {
+	all, err := lessons.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	se := New("l", "", registry(t))
+	defer se.Close()
+	for name, l := range all {
+		for i, st := range l.Steps {
+			if err := se.PlayLesson(context.Background(), l, i); err != nil {
+				t.Fatalf("%s step %d: %v", name, i+1, err)
+			}
+			e := se.Explorer()
+			if e.Current.Name != st.Stage || (st.Layer > 0 && e.Current.Layer != st.Layer-1) || e.Step != st.Token {
+				t.Errorf("%s step %d: at %+v (token step %d), want %s layer %d token %d", name, i+1, e.Current, e.Step, st.Stage, st.Layer, st.Token)
+			}
+		}
+	}
+}
