@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"stepthrough/engine"
 	"stepthrough/engine/sample"
 	"stepthrough/engine/tokenizer"
 	"stepthrough/engine/trace"
@@ -15,17 +16,6 @@ import (
 
 // MaxAnswerBytes caps a student's answer.
 const MaxAnswerBytes = 64
-
-// Argmax is the most likely token of a step's logits (the first of ties).
-func Argmax(logits []float32) int32 {
-	best := 0
-	for i, v := range logits {
-		if v > logits[best] {
-			best = i
-		}
-	}
-	return int32(best)
-}
 
 // EngineAnswer is the engine's answer to q at a trace step (its logits
 // and sampler steps), and the sentence that reveals it. Choice questions
@@ -37,7 +27,7 @@ func EngineAnswer(st *trace.Step, tk *tokenizer.Tokenizer, q *Question) (answer,
 	if st == nil || st.Logits == nil {
 		return "", ""
 	}
-	top := Argmax(st.Logits.Logits)
+	top := engine.Argmax(st.Logits.Logits)
 	piece := string(tk.Bytes(top))
 	switch q.Kind {
 	case "next-token":

@@ -445,23 +445,6 @@ func (r *fwd) forward(ctx context.Context, tokens []int32, all bool) ([]float32,
 	return cur.host[:V], nil
 }
 
-// NewOwnedRunner loads m on d for one runner alone (Load and
-// Loaded.NewRunner in one); closing the runner closes the model and d.
-func NewOwnedRunner(d *Device, m *model.Model, ctxLen int) (*Runner, error) {
-	l, err := Load(d, m, ctxLen)
-	if err != nil {
-		return nil, err
-	}
-	l.Own()
-	r, err := l.NewRunner(0)
-	if err != nil {
-		l.Close()
-		return nil, err
-	}
-	r.own = true
-	return r, nil
-}
-
 // NewRunner loads m on d for one runner alone; closing the runner frees
 // the model's buffers but leaves d open.
 func NewRunner(d *Device, m *model.Model, ctxLen int) (*Runner, error) {
@@ -475,5 +458,16 @@ func NewRunner(d *Device, m *model.Model, ctxLen int) (*Runner, error) {
 		return nil, err
 	}
 	r.own = true
+	return r, nil
+}
+
+// NewOwnedRunner is NewRunner for a device the runner then owns: closing
+// the runner closes the model and d.
+func NewOwnedRunner(d *Device, m *model.Model, ctxLen int) (*Runner, error) {
+	r, err := NewRunner(d, m, ctxLen)
+	if err != nil {
+		return nil, err
+	}
+	r.l.Own()
 	return r, nil
 }
