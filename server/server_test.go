@@ -252,3 +252,30 @@ func TestRunGracefulShutdown(t *testing.T) {
 		t.Fatal("server did not shut down")
 	}
 }
+
+// The Explorer on the Vulkan backend (lavapipe in CI; the CPU when there
+// is no Vulkan) shows every stage: once a request here panicked the
+// server (a phantom first step without an embedding).
+func TestExplorerOnVulkan(t *testing.T) {
+	_, ts := testServer(t)
+	doc := get(t, ts.URL+"/?prompt=Once+upon+a+time&backend=vulkan&temperature=0&seed=1&model=stories260K.gguf")
+	if msg := doc.Find(`[data-testid="error"]`).Text(); msg != "" || stage(doc) != "tokenize" {
+		t.Fatalf("vulkan explorer: stage %q, error %q", stage(doc), msg)
+	}
+	sid, _ := doc.Find("body").Attr("ws-connect")
+	c := dial(t, ts, strings.TrimPrefix(sid, "/ws?sid="), "")
+	seen := map[string]bool{}
+	for range 30 {
+		d := exchange(t, c, `{"action":"step"}`)
+		if msg := d.Find(`[data-testid="error"]`).Text(); msg != "" {
+			t.Fatalf("stepping on vulkan: %q", msg)
+		}
+		seen[stage(d)] = true
+		time.Sleep(40 * time.Millisecond) // within the 30 messages a second
+	}
+	for _, k := range []string{"embed", "attention", "mlp", "logits", "softmax", "sampler", "sample", "kv"} {
+		if !seen[k] {
+			t.Errorf("stepping on vulkan never showed %s", k)
+		}
+	}
+}

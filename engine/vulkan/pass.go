@@ -28,11 +28,14 @@ func (p *passState) flush(stage string, layer, pos0, n int, readback func()) {
 	if p.err = p.c.Submit(); p.err != nil {
 		return
 	}
-	if h := p.r.h; h.OnTiming != nil && stage != "" {
-		h.OnTiming(hooks.Timing{Stage: stage, Layer: layer, Pos0: pos0, N: n, Dur: time.Since(p.start)})
-	}
+	dur := time.Since(p.start)
+	// the stage's data first, then its timing, as the CPU reports them
+	// (a recorder starts a step at the embedding)
 	if readback != nil {
 		readback()
+	}
+	if h := p.r.h; h.OnTiming != nil && stage != "" {
+		h.OnTiming(hooks.Timing{Stage: stage, Layer: layer, Pos0: pos0, N: n, Dur: dur})
 	}
 	p.c, p.err = p.r.d.Begin()
 	p.start = time.Now()

@@ -13,6 +13,7 @@ import (
 	"stepthrough/engine/model"
 	"stepthrough/engine/quant"
 	"stepthrough/engine/reftest"
+	"stepthrough/engine/trace"
 )
 
 func synth(t testing.TB, o model.SynthOptions) *model.Model {
@@ -179,5 +180,59 @@ func TestHooksOnVulkan(t *testing.T) {
 	}
 	for i := range a.res {
 		close("residual", a.res[i], b.res[i])
+	}
+}
+
+// The trace a Vulkan run records has the same steps and stages as the
+// CPU's, and the same shapes in each, for both architectures (the
+// recorder's view of the hooks: no phantom step, no missing stage).
+func TestTraceParity(t *testing.T) {
+	d := openTest(t, false)
+	for _, arch := range []string{"llama", "gpt2"} {
+		m := synth(t, model.SynthOptions{Arch: arch, Embd: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 128, Vocab: 600, Context: 64, Type: quant.F32, Name: arch})
+		if arch == "gpt2" {
+			m = synth(t, model.SynthOptions{Arch: arch, Embd: 64, Layers: 2, Heads: 4, FFN: 128, Vocab: 600, Context: 64, Type: quant.F32, Name: arch})
+		}
+		record := func(r interface {
+			Forward(context.Context, []int32, bool) ([]float32, error)
+		}) []*trace.Step {
+			rec := trace.NewRecorder(trace.Options{Attention: true, QKV: true, MLP: true})
+			ctx := hooks.WithHooks(context.Background(), rec.Hooks())
+			for _, toks := range [][]int32{{1, 5, 9, 4}, {7}, {3}} {
+				if _, err := r.Forward(ctx, toks, false); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rec.Finish()
+			return rec.Steps()
+		}
+		cr, _ := cpu.NewRunner(m, cpu.Options{Threads: 2, Context: 64})
+		vr, err := NewRunner(d, m, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, b := record(cr), record(vr)
+		cr.Close()
+		vr.Close()
+		if len(a) != 3 || len(b) != len(a) {
+			t.Fatalf("%s: cpu %d steps, vulkan %d", arch, len(a), len(b))
+		}
+		for i := range a {
+			sa, sb := trace.Stages(a[i]), trace.Stages(b[i])
+			if !slices.Equal(sa, sb) {
+				t.Errorf("%s step %d: cpu stages %v, vulkan %v", arch, i, sa, sb)
+			}
+			if a[i].Pos0 != b[i].Pos0 || a[i].N != b[i].N || len(a[i].Embed.Input) != len(b[i].Embed.Input) ||
+				(a[i].Embed.PosRows == nil) != (b[i].Embed.PosRows == nil) || len(a[i].Logits.Logits) != len(b[i].Logits.Logits) {
+				t.Errorf("%s step %d: shapes differ", arch, i)
+			}
+			for l := range a[i].Layers {
+				la, lb := a[i].Layers[l], b[i].Layers[l]
+				if len(la.Attention.Weights) != len(lb.Attention.Weights) || len(la.MLP.Act) != len(lb.MLP.Act) || la.KVLen != lb.KVLen ||
+					len(la.NewK) != len(lb.NewK) || (la.ResidMLP == nil) != (lb.ResidMLP == nil) {
+					t.Errorf("%s step %d layer %d: shapes differ", arch, i, l)
+				}
+			}
+		}
 	}
 }
