@@ -326,9 +326,9 @@ func (p *parser) finish() (*Lesson, error) {
 			return nil, &Error{p.name, s.Line, "the first step needs a prompt:"}
 		}
 		if s.Stage == "" {
-			s.Stage = "tokenize"
+			s.Stage = string(trace.StageTokenize)
 		}
-		if (s.Layer != 0 || s.Head != 0) && s.Stage != "attention" && s.Stage != "mlp" {
+		if k := trace.Kind(s.Stage); (s.Layer != 0 || s.Head != 0) && k != trace.StageAttention && k != trace.StageMLP {
 			return nil, &Error{p.name, s.Line, "layer and head apply to the attention and mlp stages"}
 		}
 		if q := s.Question; q != nil {
