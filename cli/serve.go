@@ -15,12 +15,27 @@ import (
 
 // runServe runs the web app until ctx is done (Ctrl-C, SIGTERM).
 func runServe(ctx context.Context, env Env, args []string) error {
-	fs := newFlags(env, "serve", "[--addr HOST:PORT] [--models-dir DIRS] [--data-dir DIR]")
-	addr := fs.String("addr", "127.0.0.1:8080", "listen `address`")
+	fs := newFlags(env, "serve", "[--addr HOST:PORT] [--models-dir DIRS] [--data-dir DIR] [--allowed-hosts HOSTS] [--trusted-proxies CIDRS] [--tls-cert FILE --tls-key FILE]")
+	addr := fs.String("addr", "127.0.0.1:8080", "listen `address` (0.0.0.0:8080 serves a LAN)")
+	hosts := fs.String("allowed-hosts", "", "comma-separated `names` this server answers to (default: the listen host and localhost; any host on 0.0.0.0)")
+	proxies := fs.String("trusted-proxies", "", "comma-separated `CIDRs` of reverse proxies whose X-Forwarded-For is believed (default: none, the socket's peer is the client)")
+	cert := fs.String("tls-cert", "", "serve HTTPS with this certificate `file` (PEM)")
+	key := fs.String("tls-key", "", "the certificate's private key `file` (PEM)")
 	dirs := fs.String("models-dir", "", "more `directories` of .gguf models, comma-separated (models/ and the embedded lesson models are always offered)")
 	data := fs.String("data-dir", "data", "`directory` where classrooms are stored (rooms.db, SQLite)")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if (*cert == "") != (*key == "") {
+		return usageError{fmt.Errorf("--tls-cert and --tls-key go together")}
+	}
+	trusted, err := server.ParseCIDRs(*proxies)
+	if err != nil {
+		return usageError{err}
+	}
+	var allowed []string
+	if *hosts != "" {
+		allowed = strings.Split(*hosts, ",")
 	}
 	if msg := static.Missing(); msg != "" {
 		return fmt.Errorf("%s", msg)
@@ -34,14 +49,19 @@ func runServe(ctx context.Context, env Env, args []string) error {
 	}
 	log := slog.New(slog.NewTextHandler(env.Stderr, nil))
 	s, err := server.New(server.Config{Addr: *addr, ModelsDirs: modelDirs, Logger: log, DataDir: *data,
-		Embedded: map[string][]byte{"lesson.gguf": models.Lesson, "lesson-draft.gguf": models.LessonDraft}})
+		Embedded:     map[string][]byte{"lesson.gguf": models.Lesson, "lesson-draft.gguf": models.LessonDraft},
+		AllowedHosts: allowed, TrustedProxies: trusted, TLSCert: *cert, TLSKey: *key})
 	if err != nil {
 		return err
 	}
 	if len(s.Models()) == 0 {
 		fmt.Fprintf(env.Stderr, "no models found in %s: add a .gguf or pass --models-dir\n", strings.Join(modelDirs, ", "))
 	}
-	return s.Run(ctx, func(a string) { fmt.Fprintf(env.Stdout, "Stepthrough is serving on http://%s\n", a) })
+	scheme := "http"
+	if *cert != "" {
+		scheme = "https"
+	}
+	return s.Run(ctx, func(a string) { fmt.Fprintf(env.Stdout, "Stepthrough is serving on %s://%s\n", scheme, a) })
 }
 
 func dirExists(d string) bool {

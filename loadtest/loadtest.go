@@ -6,8 +6,6 @@ package loadtest
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -81,9 +79,11 @@ func Run(ctx context.Context, base string, students, steps int) (Result, error) 
 		wg.Wait()
 	}()
 	for range students {
-		var id [16]byte
-		rand.Read(id[:])
-		c, _, err := dialer.DialContext(ctx, wsBase+"student="+hex.EncodeToString(id[:]), nil)
+		cookie, err := studentCookie(ctx, base, code)
+		if err != nil {
+			return res, fmt.Errorf("student %d of %d: %w", len(conns)+1, students, err)
+		}
+		c, _, err := dialer.DialContext(ctx, wsBase, http.Header{"Cookie": {cookie}})
 		if err != nil {
 			return res, fmt.Errorf("student %d of %d: %w", len(conns)+1, students, err)
 		}
@@ -113,7 +113,7 @@ func Run(ctx context.Context, base string, students, steps int) (Result, error) 
 			}
 		}()
 	}
-	teach, _, err := dialer.DialContext(ctx, wsBase+"key="+key, nil)
+	teach, _, err := dialer.DialContext(ctx, wsBase+"as=instructor&key="+key, nil)
 	if err != nil {
 		return res, fmt.Errorf("instructor: %w", err)
 	}
@@ -184,3 +184,23 @@ func Run(ctx context.Context, base string, students, steps int) (Result, error) 
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// studentCookie opens the room's page as a new student would and returns
+// the signed student cookie it sets.
+func studentCookie(ctx context.Context, base, code string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", base+"/rooms/"+code, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	resp.Body.Close()
+	for _, c := range resp.Cookies() {
+		if c.Name == "stepthrough_student" {
+			return c.Name + "=" + c.Value, nil
+		}
+	}
+	return "", fmt.Errorf("the room's page set no student cookie (%s)", resp.Status)
+}

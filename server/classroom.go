@@ -38,8 +38,6 @@ func (s *Server) classroomRoutes(e *echo.Echo) {
 	e.GET("/rooms/:code/poll.csv", s.pollCSV)
 }
 
-const studentCookie = "stepthrough_student"
-
 func (s *Server) classroomHome(c echo.Context) error {
 	return s.classroomHomeWith(c, http.StatusOK, "", "")
 }
@@ -103,7 +101,7 @@ func statusOf(err error) int {
 		return http.StatusTooManyRequests
 	case errors.Is(err, classroom.ErrRoomsFull):
 		return http.StatusServiceUnavailable
-	case errors.Is(err, classroom.ErrRoomGone):
+	case errors.Is(err, classroom.ErrRoomGone), errors.Is(err, errNoRoomOrKey):
 		return http.StatusNotFound
 	case errors.Is(err, classroom.ErrNotInstructor):
 		return http.StatusForbidden
@@ -144,13 +142,7 @@ func (s *Server) studentPage(c echo.Context) error {
 	if err != nil {
 		return s.classroomHomeWith(c, statusOf(err), err.Error(), "")
 	}
-	id := ""
-	if ck, err := c.Cookie(studentCookie); err == nil && classroom.ValidStudent(ck.Value) {
-		id = ck.Value
-	} else {
-		id = classroom.NewStudent()
-		c.SetCookie(&http.Cookie{Name: studentCookie, Value: id, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode, MaxAge: int(s.roomTTL().Seconds())})
-	}
+	id := s.ensureStudent(c)
 	p, err := r.StudentPage(c.Request().Context(), id)
 	if err != nil {
 		return s.classroomHomeWith(c, statusOf(err), err.Error(), "")
@@ -165,36 +157,46 @@ func (s *Server) roomTTL() time.Duration {
 	return classroom.DefaultRoomTTL
 }
 
-// instructorRoom finds the room of an instructor link (the key checked).
-func (s *Server) instructorRoom(c echo.Context) (*classroom.Room, error) {
+// errNoRoomOrKey answers every request for a room that names an unknown
+// code or carries a wrong key, alike: the answer does not tell which.
+var errNoRoomOrKey = errors.New("no such room, or this is not its instructor link")
+
+// instructorRoom finds the room of an instructor request (the key in the
+// first visit's ?key= or the room's cookie). Unknown codes and wrong keys
+// get the same answer and count against the client, as wrong join codes do.
+func (s *Server) instructorRoom(c echo.Context) (*classroom.Room, string, error) {
+	client := clientOf(c)
+	if !s.class.AllowJoin(client, false) {
+		return nil, "", classroom.ErrTooManyTries
+	}
+	key, _ := instructorKey(c)
 	code, ok := classroom.NormalizeCode(c.Param("code"))
-	if !ok {
-		return nil, classroom.ErrRoomGone
+	if ok {
+		if r, err := s.class.Lookup(c.Request().Context(), code); err == nil && r.IsInstructor(key) {
+			return r, key, nil
+		}
 	}
-	r, err := s.class.Lookup(c.Request().Context(), code)
-	if err != nil {
-		return nil, err
-	}
-	if !r.IsInstructor(c.QueryParam("key")) {
-		return nil, classroom.ErrNotInstructor
-	}
-	return r, nil
+	s.class.AllowJoin(client, true)
+	return nil, "", errNoRoomOrKey
 }
 
 func (s *Server) teachRoom(c echo.Context) error {
-	r, err := s.instructorRoom(c)
+	r, key, err := s.instructorRoom(c)
 	if err != nil {
 		return s.classroomHomeWith(c, statusOf(err), err.Error(), "")
+	}
+	if _, fromURL := instructorKey(c); fromURL { // move the key out of the address bar
+		c.SetCookie(s.cookie(teachCookie, key, "/rooms/"+r.Code(), s.roomTTL(), http.SameSiteStrictMode, c))
+		return c.Redirect(http.StatusSeeOther, "/rooms/"+r.Code()+"/teach")
 	}
 	t, err := r.TeachPage(c.Request().Context())
 	if err != nil {
 		return s.classroomHomeWith(c, statusOf(err), err.Error(), "")
 	}
-	key := c.QueryParam("key")
 	p := t.Page
 	p.Key, p.JoinURL = key, c.Scheme()+"://"+c.Request().Host+"/rooms/"+r.Code()
 	p.InstructURL = "/rooms/" + r.Code() + "/teach?key=" + key
-	p.CSVURL = "/rooms/" + r.Code() + "/poll.csv?key=" + key
+	p.CSVURL = "/rooms/" + r.Code() + "/poll.csv"
 	p.Expires = "at " + t.Expires.Format("15:04 MST") + " unless you keep teaching"
 	if q, err := qrcode.New(p.JoinURL, qrcode.Medium); err == nil {
 		q.DisableBorder = true // the SVG draws the quiet zone
@@ -203,15 +205,13 @@ func (s *Server) teachRoom(c echo.Context) error {
 	if t.Settings != nil {
 		p.Settings = views.Page{Models: s.reg.Names(), Settings: *t.Settings}
 	}
-	h := c.Response().Header()
-	h.Set("Referrer-Policy", "no-referrer") // the key is in this page's address
-	h.Set("Cache-Control", "no-store")
+	c.Response().Header().Set("Cache-Control", "no-store")
 	return c.HTMLBlob(http.StatusOK, renderBytes(c.Request().Context(), views.TeachRoomPage(p)))
 }
 
 // pollCSV exports every answer given in the room.
 func (s *Server) pollCSV(c echo.Context) error {
-	r, err := s.instructorRoom(c)
+	r, _, err := s.instructorRoom(c)
 	if err != nil {
 		return c.String(statusOf(err), err.Error())
 	}
@@ -223,24 +223,26 @@ func (s *Server) pollCSV(c echo.Context) error {
 	return c.Blob(http.StatusOK, "text/csv; charset=utf-8", b)
 }
 
-// roomWS is a room connection: the instructor's (?key=) or a student's
-// (?student=).
+// roomWS is a room connection: the instructor's (?as=instructor, with
+// the room's cookie or ?key=) or a student's (the signed student cookie
+// set by the room's page; never an id in the address).
 func (s *Server) roomWS(c echo.Context) error {
-	code, ok := classroom.NormalizeCode(c.Param("code"))
-	if !ok {
-		return c.String(http.StatusNotFound, classroom.ErrRoomGone.Error())
-	}
-	r, err := s.class.Lookup(c.Request().Context(), code)
-	if err != nil {
-		return c.String(statusOf(err), err.Error())
-	}
-	key, student := c.QueryParam("key"), c.QueryParam("student")
-	instructor := key != "" && r.IsInstructor(key)
-	if key != "" && !instructor {
-		return c.String(http.StatusForbidden, classroom.ErrNotInstructor.Error())
-	}
-	if !instructor && !classroom.ValidStudent(student) {
-		return c.String(http.StatusBadRequest, "a student connection needs ?student=ID (32 hex digits)")
+	var r *classroom.Room
+	instructor := c.QueryParam("as") == "instructor" || c.QueryParam("key") != ""
+	student := ""
+	if instructor {
+		var err error
+		if r, _, err = s.instructorRoom(c); err != nil {
+			return c.String(statusOf(err), err.Error())
+		}
+	} else {
+		if student = s.student(c); student == "" {
+			return c.String(http.StatusForbidden, "open the room's page first: it gives this browser its student id")
+		}
+		var err error
+		if r, err = s.lookupRoom(c, c.Param("code")); err != nil {
+			return c.String(statusOf(err), err.Error())
+		}
 	}
 	conn, err := wsconn.Upgrade(c.Response(), c.Request(), wsconn.Options{Compression: true, Note: classroom.Note, Log: s.log, Base: s.base})
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"regexp"
@@ -55,10 +56,18 @@ type wsClient struct {
 	msgs chan string
 }
 
-func dialRoom(t *testing.T, base, code, query string) *wsClient {
+// dialRoom connects to a room: "key=K" as its instructor, or a student
+// cookie (from newStudent) as that student.
+func dialRoom(t *testing.T, base, code, who string) *wsClient {
 	t.Helper()
-	u := "ws" + strings.TrimPrefix(base, "http") + "/rooms/" + code + "/ws?" + query
-	conn, resp, err := websocket.DefaultDialer.Dial(u, nil)
+	u := "ws" + strings.TrimPrefix(base, "http") + "/rooms/" + code + "/ws"
+	h := http.Header{}
+	if strings.HasPrefix(who, "key=") {
+		u += "?as=instructor&" + who
+	} else {
+		h.Set("Cookie", who)
+	}
+	conn, resp, err := websocket.DefaultDialer.Dial(u, h)
 	if err != nil {
 		status := ""
 		if resp != nil {
@@ -127,7 +136,11 @@ func (c *wsClient) none(s string, d time.Duration) {
 	}
 }
 
-func studentID(t *testing.T, base, code string) string {
+func studentID(t *testing.T, base, code string) string { return newStudent(t, base, code) }
+
+// newStudent opens the room's page as a new student and returns the
+// signed student cookie it sets ("name=value", for a Cookie header).
+func newStudent(t *testing.T, base, code string) string {
 	t.Helper()
 	resp, err := http.Get(base + "/rooms/" + code)
 	if err != nil {
@@ -138,11 +151,33 @@ func studentID(t *testing.T, base, code string) string {
 	if resp.StatusCode != 200 {
 		t.Fatalf("student page: %s: %s", resp.Status, body)
 	}
-	m := regexp.MustCompile(`ws-connect="/rooms/` + code + `/ws\?student=([0-9a-f]{32})"`).FindSubmatch(body)
-	if m == nil {
-		t.Fatalf("no student id in the page")
+	for _, c := range resp.Cookies() {
+		if c.Name == "stepthrough_student" {
+			if !c.HttpOnly {
+				t.Error("the student cookie is readable by scripts")
+			}
+			return c.Name + "=" + c.Value
+		}
 	}
-	return string(m[1])
+	t.Fatal("the room's page set no student cookie")
+	return ""
+}
+
+// instructorClient follows the instructor link as a browser does: the key
+// becomes a cookie scoped to the room and leaves the address.
+func instructorClient(t *testing.T, base, code, key string) *http.Client {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar}
+	resp, err := c.Get(base + "/rooms/" + code + "/teach?key=" + key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Request.URL.RawQuery != "" {
+		t.Fatalf("instructor link: %s at %s", resp.Status, resp.Request.URL)
+	}
+	return c
 }
 
 func TestClassroomFollowPollRevealRestart(t *testing.T) {
@@ -151,14 +186,21 @@ func TestClassroomFollowPollRevealRestart(t *testing.T) {
 	code, key := startRoom(t, ts.URL, url.Values{"lesson": {"logits-and-softmax"}})
 
 	// Authority: the key opens the instructor page; anything else is refused.
+	teacher := instructorClient(t, ts.URL, code, key)
+	if resp, err := teacher.Get(ts.URL + "/rooms/" + code + "/poll.csv"); err != nil || resp.StatusCode != 200 {
+		t.Errorf("the instructor's cookie does not open the CSV: %v %v", resp.Status, err)
+	} else {
+		resp.Body.Close()
+	}
+	// wrong keys and unknown codes get the same answer
 	for _, tc := range []struct {
 		path string
 		want int
 	}{
-		{"/rooms/" + code + "/teach?key=" + key, 200},
-		{"/rooms/" + code + "/teach?key=" + strings.Repeat("0", 32), 403},
-		{"/rooms/" + code + "/teach", 403},
-		{"/rooms/" + code + "/poll.csv?key=nope", 403},
+		{"/rooms/" + code + "/teach?key=" + strings.Repeat("0", 32), 404},
+		{"/rooms/" + code + "/teach", 404},
+		{"/rooms/" + code + "/poll.csv?key=nope", 404},
+		{"/rooms/ZZZZZZ/teach?key=" + key, 404},
 		{"/rooms/" + strings.ToLower(code), 200}, // codes are typed in any case
 		{"/rooms/" + code, 200},
 	} {
@@ -173,16 +215,16 @@ func TestClassroomFollowPollRevealRestart(t *testing.T) {
 	}
 	if resp, err := http.Get(ts.URL + "/rooms/" + code + "/ws?key=" + strings.Repeat("a", 32)); err == nil {
 		resp.Body.Close()
-		if resp.StatusCode != 403 {
-			t.Errorf("ws with a wrong key: %d, want 403", resp.StatusCode)
+		if resp.StatusCode != 404 {
+			t.Errorf("ws with a wrong key: %d, want 404", resp.StatusCode)
 		}
 	}
 
 	teach := dialRoom(t, ts.URL, code, "key="+key)
 	teach.wait(`id="teach-extras"`)
 	a, b := studentID(t, ts.URL, code), studentID(t, ts.URL, code)
-	sa := dialRoom(t, ts.URL, code, "student="+a)
-	sb := dialRoom(t, ts.URL, code, "student="+b)
+	sa := dialRoom(t, ts.URL, code, a)
+	sb := dialRoom(t, ts.URL, code, b)
 	sa.wait(`data-state="following"`)
 	sb.wait(`data-state="following"`)
 	teach.wait(`data-connected="2" data-following="2"`)
@@ -246,7 +288,7 @@ func TestClassroomFollowPollRevealRestart(t *testing.T) {
 	sa.wait(`answers are closed`)
 
 	// CSV export.
-	resp, err := http.Get(ts.URL + "/rooms/" + code + "/poll.csv?key=" + key)
+	resp, err := teacher.Get(ts.URL + "/rooms/" + code + "/poll.csv")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +316,7 @@ func TestClassroomFollowPollRevealRestart(t *testing.T) {
 	ts.Close()
 	s.Close()
 	_, ts2 := classServer(t, dataDir)
-	sa2 := dialRoom(t, ts2.URL, code, "student="+a)
+	sa2 := dialRoom(t, ts2.URL, code, a) // the signed cookie still verifies after the restart
 	m = sa2.wait(`data-lesson-step="1"`)
 	if !strings.Contains(m, `data-answer=" Par" data-count="1"`) {
 		t.Errorf("after the restart the poll results are gone: %.800s", m)
@@ -285,7 +327,7 @@ func TestClassroomFollowPollRevealRestart(t *testing.T) {
 	sa2.wait(`data-lesson-step="2"`)
 	// The CSV still names the engine's answer of a step the room has left
 	// (replayed in a scratch session).
-	resp, err = http.Get(ts2.URL + "/rooms/" + code + "/poll.csv?key=" + key)
+	resp, err = teacher.Get(ts2.URL + "/rooms/" + code + "/poll.csv")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,10 +391,10 @@ func TestClassroomLimits(t *testing.T) {
 		}
 	}
 
-	one := dialRoom(t, ts.URL, code, "student="+strings.Repeat("1", 32))
-	dialRoom(t, ts.URL, code, "student="+strings.Repeat("2", 32)).wait("following")
+	one := dialRoom(t, ts.URL, code, newStudent(t, ts.URL, code))
+	dialRoom(t, ts.URL, code, newStudent(t, ts.URL, code)).wait("following")
 	one.wait("following")
-	third := dialRoom(t, ts.URL, code, "student="+strings.Repeat("3", 32))
+	third := dialRoom(t, ts.URL, code, newStudent(t, ts.URL, code))
 	if _, ok := <-third.msgs; ok {
 		t.Error("a third student joined a room limited to two")
 	}
@@ -368,7 +410,7 @@ func TestClassroomLimits(t *testing.T) {
 func TestClassroomFromExplorer(t *testing.T) {
 	_, ts := classServer(t, t.TempDir())
 	code, key := startRoom(t, ts.URL, url.Values{"explorer": {"/?prompt=Once+upon+a+time&temperature=0&max_tokens=8&seed=3&step=1&stage=2"}})
-	resp, err := http.Get(ts.URL + "/rooms/" + code + "/teach?key=" + key)
+	resp, err := instructorClient(t, ts.URL, code, key).Get(ts.URL + "/rooms/" + code + "/teach")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -382,7 +424,7 @@ func TestClassroomFromExplorer(t *testing.T) {
 	if !strings.Contains(m, `data-step="1"`) || !strings.Contains(m, "seed 3") {
 		t.Errorf("room from the Explorer: want token step 1 and seed 3: %.400s", m)
 	}
-	st := dialRoom(t, ts.URL, code, "student="+strings.Repeat("ab", 16))
+	st := dialRoom(t, ts.URL, code, newStudent(t, ts.URL, code))
 	st.wait("following")
 	teach.send(map[string]string{"action": "next-token"})
 	st.wait(`data-step="2"`)
@@ -416,9 +458,7 @@ func TestClassroomExpiryAndUnload(t *testing.T) {
 	if n := s.class.Len(); n != 0 {
 		t.Errorf("%d idle rooms still in memory", n)
 	}
-	if st := status("/rooms/" + code + "/teach?key=" + key); st != 200 {
-		t.Errorf("an unloaded room did not reload: %d", st)
-	}
+	instructorClient(t, ts.URL, code, key) // an unloaded room reloads
 
 	// Expired: gone from memory and from the store.
 	s.class.Sweep(t.Context(), time.Now().Add(2*time.Hour))
@@ -439,7 +479,7 @@ func TestClassroomEnd(t *testing.T) {
 	s, ts := classServer(t, t.TempDir())
 	code, key := startRoom(t, ts.URL, url.Values{"lesson": {"seeds"}})
 	teach := dialRoom(t, ts.URL, code, "key="+key)
-	st := dialRoom(t, ts.URL, code, "student="+strings.Repeat("cd", 16))
+	st := dialRoom(t, ts.URL, code, newStudent(t, ts.URL, code))
 	st.wait("following")
 	teach.wait("teach-extras")
 	teach.send(map[string]string{"action": "end-room"})

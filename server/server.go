@@ -67,6 +67,16 @@ type Config struct {
 	MaxStudents    int           // connected student tabs per room (default 300)
 	RoomTTL        time.Duration // a room expires this long after the instructor's last action (default 12 h)
 	RoomsPerClient int           // rooms one address may start per hour (default 10)
+
+	// AllowedHosts are the Host names the server answers to (DNS
+	// rebinding); empty: the listen address's host and localhost (every
+	// host when listening on all interfaces).
+	AllowedHosts []string
+	// TrustedProxies are the proxies whose X-Forwarded-For is believed;
+	// empty: the client is the socket's peer.
+	TrustedProxies []*net.IPNet
+	// TLSCert and TLSKey serve HTTPS (cookies then carry Secure).
+	TLSCert, TLSKey string
 }
 
 // Server serves the Explorer, Compare, the lessons and the classroom.
@@ -82,6 +92,8 @@ type Server struct {
 	class    *classroom.Classroom
 	base     context.Context // done when the server shuts down: connections end
 	stop     context.CancelFunc
+	hosts    map[string]bool // nil: any host
+	secret   []byte          // signs student cookies
 }
 
 // New builds a server over the models found in cfg.ModelsDirs. It fails
@@ -101,10 +113,13 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, reg: session.NewRegistry(cfg.ModelsDirs), log: cfg.Logger, sessions: map[string]*session.Session{}}
 	s.base, s.stop = context.WithCancel(context.Background())
+	var err error
+	if s.secret, err = loadSecret(cfg.DataDir); err != nil {
+		return nil, err
+	}
 	for name, data := range cfg.Embedded {
 		s.reg.AddEmbedded(name, data)
 	}
-	var err error
 	if s.lessons, err = lessons.Builtin(); err != nil {
 		s.log.Error("built-in lessons failed to parse", "err", err) // a test keeps them valid
 		s.lessons = map[string]*lessons.Lesson{}
@@ -119,9 +134,14 @@ func New(cfg Config) (*Server, error) {
 		ccfg.Store = st
 	}
 	s.class = classroom.New(ccfg)
+	s.hosts = hostSet(cfg.Addr, cfg.AllowedHosts)
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
-	e.Use(s.recoverPanics)
+	e.IPExtractor = ipExtractor(cfg.TrustedProxies)
+	e.Use(s.recoverPanics, s.secureHeaders, bodyLimit())
+	if s.hosts != nil {
+		e.Use(s.allowedHosts)
+	}
 	e.GET("/", s.index)
 	e.GET("/ws", s.ws)
 	e.GET("/compare", s.comparePage)
@@ -132,7 +152,7 @@ func New(cfg Config) (*Server, error) {
 	s.classroomRoutes(e)
 	e.GET("/export.svg", s.exportSVG)
 	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok") })
-	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", http.FileServer(http.FS(static.FS)))))
+	e.GET("/static/*", echo.WrapHandler(staticFiles()))
 	s.echo = e
 	return s, nil
 }
@@ -173,7 +193,13 @@ func (s *Server) Run(ctx context.Context, ready func(addr string)) error {
 	srv := &http.Server{Handler: s.echo, ReadHeaderTimeout: 10 * time.Second}
 	go s.evictLoop(ctx)
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() {
+		if s.cfg.TLSCert != "" {
+			errc <- srv.ServeTLS(ln, s.cfg.TLSCert, s.cfg.TLSKey)
+			return
+		}
+		errc <- srv.Serve(ln)
+	}()
 	if ready != nil {
 		ready(ln.Addr().String())
 	}

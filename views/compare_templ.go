@@ -36,14 +36,14 @@ func ComparePageView(p ComparePage) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 2, "<body><header><h1><a href=\"/\">Stepthrough</a> · Compare</h1><span class=\"note\">one prompt, several strategies, one shared prefill</span> <button type=\"button\" data-action=\"theme\" aria-label=\"Toggle the high-contrast projector theme\">Projector theme</button></header><main><form class=\"settings\" method=\"get\" action=\"/compare\" aria-label=\"Comparison settings\"><label for=\"prompt\">Prompt</label> <textarea id=\"prompt\" name=\"prompt\" rows=\"3\" maxlength=\"2000\" style=\"grid-column: 1 / -1\">")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 2, "<body><header><h1><a href=\"/\">Stepthrough</a> · Compare</h1><span class=\"note\">one prompt, several strategies, one shared prefill</span> <button type=\"button\" data-action=\"theme\" aria-label=\"Toggle the high-contrast projector theme\">Projector theme</button></header><main><form class=\"settings\" method=\"get\" action=\"/compare\" aria-label=\"Comparison settings\"><label for=\"prompt\">Prompt</label> <textarea id=\"prompt\" name=\"prompt\" rows=\"3\" maxlength=\"2000\" class=\"span-all\">")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var2 string
 		templ_7745c5c3_Var2, templ_7745c5c3_Err = templ.JoinStringErrs(p.Prompt)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/compare.templ`, Line: 18, Col: 105}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/compare.templ`, Line: 18, Col: 94}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var2))
 		if templ_7745c5c3_Err != nil {
@@ -157,7 +157,7 @@ func ComparePageView(p ComparePage) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 15, "<p class=\"note\" style=\"grid-column: 1 / -1\">A lane is greedy, beam=W[,length-penalty=A], or sampler settings key=value separated by commas (temperature, top-k, top-p, min-p, typical-p, repeat-penalty, repeat-last-n, frequency-penalty, presence-penalty, seed, order=llama.cpp|transformers). 2 to 6 lanes.</p><button type=\"submit\" data-action=\"compare\">Compare</button></form><section aria-label=\"Comparison\" id=\"compare\">")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 15, "<p class=\"note span-all\">A lane is greedy, beam=W[,length-penalty=A], or sampler settings key=value separated by commas (temperature, top-k, top-p, min-p, typical-p, repeat-penalty, repeat-last-n, frequency-penalty, presence-penalty, seed, order=llama.cpp|transformers). 2 to 6 lanes.</p><button type=\"submit\" data-action=\"compare\">Compare</button></form><section aria-label=\"Comparison\" id=\"compare\">")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -66,11 +66,16 @@ type Options struct {
 }
 
 // SameOrigin accepts browsers on this host (and clients that send no
-// Origin header).
+// Origin header). Under "Referrer-Policy: no-referrer" a browser sends
+// "Origin: null" even for its own forms; then its Sec-Fetch-Site header
+// must say same-origin.
 func SameOrigin(r *http.Request) bool {
 	o := r.Header.Get("Origin")
 	if o == "" {
-		return true
+		return r.Header.Get("Sec-Fetch-Site") == "" || r.Header.Get("Sec-Fetch-Site") == "same-origin" || r.Header.Get("Sec-Fetch-Site") == "none"
+	}
+	if o == "null" {
+		return r.Header.Get("Sec-Fetch-Site") == "same-origin"
 	}
 	u, err := url.Parse(o)
 	return err == nil && u.Host == r.Host

@@ -1,0 +1,135 @@
+package server
+
+import (
+	"fmt"
+	"io/fs"
+	"net"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+
+	"stepthrough/static"
+)
+
+// contentSecurityPolicy allows the page's own scripts, styles, images and
+// WebSocket only: no inline script or style (htmx is told not to inject
+// its indicator styles and not to evaluate), no framing. PNG handouts are
+// drawn from blob: and data: images.
+const contentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; " +
+	"connect-src 'self' blob:; font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+
+// maxBody caps every request body (forms are small; nothing uploads).
+const maxBody = "64K"
+
+// secureHeaders sets the headers every response carries.
+func (s *Server) secureHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		h := c.Response().Header()
+		h.Set("Content-Security-Policy", contentSecurityPolicy)
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Cross-Origin-Opener-Policy", "same-origin")
+		if c.IsTLS() {
+			h.Set("Strict-Transport-Security", "max-age=31536000")
+		}
+		return next(c)
+	}
+}
+
+// allowedHosts refuses requests for a Host the server was not told it
+// serves (DNS rebinding): by default the listen address and localhost.
+func (s *Server) allowedHosts(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		host := c.Request().Host
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+		host = strings.ToLower(strings.Trim(host, "[]"))
+		if !s.hosts[host] {
+			return c.String(http.StatusMisdirectedRequest, fmt.Sprintf("this server does not serve the host %q (start it with --allowed-hosts)", truncate(host, 64)))
+		}
+		return next(c)
+	}
+}
+
+// hostSet is the allowlist: the configured hosts, else the listen
+// address's host and the loopback names. An empty or unspecified listen
+// host (":8080", "0.0.0.0") allows every host unless hosts are given.
+func hostSet(addr string, allowed []string) map[string]bool {
+	set := map[string]bool{}
+	for _, h := range allowed {
+		if h = strings.ToLower(strings.TrimSpace(h)); h != "" {
+			set[h] = true
+		}
+	}
+	if len(set) > 0 {
+		return set
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil || host == "" || host == "0.0.0.0" || host == "::" {
+		return nil // every interface: nothing to pin the Host to
+	}
+	set[strings.ToLower(strings.Trim(host, "[]"))] = true
+	for _, h := range []string{"localhost", "127.0.0.1", "::1"} {
+		set[h] = true
+	}
+	return set
+}
+
+// ipExtractor reads the client's address from the socket, or from
+// X-Forwarded-For only when the request comes through a trusted proxy.
+func ipExtractor(trusted []*net.IPNet) echo.IPExtractor {
+	if len(trusted) == 0 {
+		return echo.ExtractIPDirect()
+	}
+	opts := []echo.TrustOption{echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false)}
+	for _, n := range trusted {
+		opts = append(opts, echo.TrustIPRange(n))
+	}
+	return echo.ExtractIPFromXFFHeader(opts...)
+}
+
+// ParseCIDRs reads comma-separated CIDR ranges (or single addresses).
+func ParseCIDRs(s string) ([]*net.IPNet, error) {
+	var out []*net.IPNet
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		if !strings.Contains(part, "/") {
+			if ip := net.ParseIP(part); ip != nil {
+				bits := 32
+				if ip.To4() == nil {
+					bits = 128
+				}
+				part = fmt.Sprintf("%s/%d", part, bits)
+			}
+		}
+		_, n, err := net.ParseCIDR(part)
+		if err != nil {
+			return nil, fmt.Errorf("trusted proxy %q: not an address or CIDR range", part)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// staticFiles serves the embedded assets without directory listings.
+func staticFiles() http.Handler {
+	files := http.FileServer(http.FS(static.FS))
+	return http.StripPrefix("/static/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := strings.TrimPrefix(r.URL.Path, "/")
+		if st, err := fs.Stat(static.FS, strings.TrimSuffix(p, "/")); p == "" || strings.HasSuffix(p, "/") || err != nil || st.IsDir() {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Cache-Control", "public, max-age=300")
+		files.ServeHTTP(w, r)
+	}))
+}
+
+func bodyLimit() echo.MiddlewareFunc { return middleware.BodyLimit(maxBody) }
