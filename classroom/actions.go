@@ -8,7 +8,6 @@ import (
 
 	"stepthrough/engine/spec"
 	"stepthrough/lessons"
-	"stepthrough/session"
 	"stepthrough/views"
 	"stepthrough/wsconn"
 )
@@ -30,11 +29,11 @@ func ParseMessage(raw []byte, instructor bool) (wsconn.Message, error) {
 	return wsconn.Parse(raw, studentActions)
 }
 
-// Attach joins a connection to the room — the instructor's, or a
-// student's — and serves it until it ends. A full or closed room refuses
-// it with a close code and reason.
-func (r *Room) Attach(conn *wsconn.Conn, student string, instructor bool) {
-	c := &client{conn: conn, student: student, instructor: instructor}
+// Attach joins a connection from a client address to the room — the
+// instructor's, or a student's — and serves it until it ends. A full or
+// closed room refuses it with a close code and reason.
+func (r *Room) Attach(conn *wsconn.Conn, addr, student string, instructor bool) {
+	c := &client{conn: conn, addr: addr, student: student, instructor: instructor}
 	var refused error
 	err := r.do(conn.Context(), func() {
 		if r.closed {
@@ -74,9 +73,7 @@ func (r *Room) Attach(conn *wsconn.Conn, student string, instructor bool) {
 			delete(r.clients, c)
 			r.nclients.Add(-1)
 		}
-		if b := c.exploring.Swap(nil); b != nil {
-			b.Close()
-		}
+		r.release(c)
 		r.teachSoon()
 	})
 	conn.Serve(func(ctx context.Context, raw []byte) {
@@ -180,9 +177,7 @@ func (r *Room) end(ctx context.Context) {
 	for c := range r.clients {
 		c.conn.Send(bye)
 		c.conn.Close(wsconn.CloseNormal, "the room has ended")
-		if b := c.exploring.Swap(nil); b != nil {
-			b.Close()
-		}
+		r.release(c)
 	}
 	r.closed = true
 	r.se.Close()
@@ -203,8 +198,12 @@ func (r *Room) studentAct(ctx context.Context, c *client, msg wsconn.Message) {
 		if r.do(ctx, func() { st, exploring = r.state, c.exploring.Load() != nil }) != nil || exploring {
 			return
 		}
-		b := session.New("branch-"+r.code, c.student, r.cl.cfg.Engines)
-		err := b.Open(ctx, st.Run)
+		b, err := r.cl.cfg.Sessions.New(c.addr) // a branch counts as an Explorer tab of the student's address
+		if err != nil {
+			c.conn.Note(err.Error())
+			return
+		}
+		err = b.Open(ctx, st.Run)
 		e := b.Explorer()
 		if err != nil {
 			e.Error = err.Error()
@@ -212,19 +211,17 @@ func (r *Room) studentAct(ctx context.Context, c *client, msg wsconn.Message) {
 		html := append(render(views.ExploringMain(e)), render(views.StudentBarView(views.StudentBar{Exploring: true}))...)
 		if r.do(ctx, func() {
 			if !r.clients[c] || !c.exploring.CompareAndSwap(nil, b) {
-				b.Close()
+				r.cl.cfg.Sessions.Release(b)
 				return
 			}
 			c.conn.SendBytes(html)
 			r.teachSoon()
 		}) != nil {
-			b.Close()
+			r.cl.cfg.Sessions.Release(b)
 		}
 	case "rejoin":
 		r.do(ctx, func() {
-			if b := c.exploring.Swap(nil); b != nil {
-				b.Close()
-			}
+			r.release(c)
 			c.conn.Send(r.follow)
 			c.conn.SendBytes(render(views.StudentBarView(views.StudentBar{})))
 			c.conn.SendBytes(r.pollMine(c.student))
@@ -280,4 +277,11 @@ func (r *Room) answer(ctx context.Context, c *client, v string) {
 	c.conn.SendBytes(r.pollMine(c.student))
 	c.conn.Note("")
 	r.teachSoon()
+}
+
+// release ends a client's branch, if it has one.
+func (r *Room) release(c *client) {
+	if b := c.exploring.Swap(nil); b != nil {
+		r.cl.cfg.Sessions.Release(b)
+	}
 }

@@ -59,8 +59,11 @@ type Config struct {
 	RoomsPerClient int           // rooms one address may start per hour (default 10)
 	Store          Store         // nil: rooms live in memory only (a restart ends them)
 	Engines        session.Engines
-	Lessons        map[string]*lessons.Lesson
-	Log            *slog.Logger
+	// Sessions admits students' own branches ("explore on my own") by the
+	// same limits as Explorer tabs; nil: a pool of its own.
+	Sessions *session.Pool
+	Lessons  map[string]*lessons.Lesson
+	Log      *slog.Logger
 }
 
 // Classroom holds the live rooms.
@@ -84,6 +87,9 @@ func New(cfg Config) *Classroom {
 	cfg.RoomsPerClient = cmp.Or(cfg.RoomsPerClient, DefaultRoomsPerClient)
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
+	}
+	if cfg.Sessions == nil {
+		cfg.Sessions = session.NewPool(cfg.Engines, session.PoolConfig{})
 	}
 	return &Classroom{cfg: cfg, store: cfg.Store, log: cfg.Log, rooms: map[string]*Room{},
 		creators: map[string][]time.Time{}, failures: map[string][]time.Time{}}

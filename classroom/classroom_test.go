@@ -240,9 +240,10 @@ func TestBusyRoomBlocksNoOther(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	release := make(chan struct{})
-	a.post(func() { <-release }) // room A is busy (as with a long engine run)
+	release, busy := make(chan struct{}), make(chan struct{})
+	a.post(func() { close(busy); <-release }) // room A is busy (as with a long engine run)
 	defer close(release)
+	<-busy
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
 	if _, err := b.StudentPage(ctx, NewStudent()); err != nil {

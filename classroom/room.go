@@ -56,6 +56,7 @@ type Room struct {
 // client is one connected tab.
 type client struct {
 	conn       *wsconn.Conn
+	addr       string // the client's address (branches count against its limits)
 	student    string // empty for the instructor
 	instructor bool
 	exploring  atomic.Pointer[session.Session] // the student's own branch; nil while following
@@ -269,9 +270,7 @@ func (r *Room) shutdown() {
 	r.post(func() {
 		for c := range r.clients {
 			c.conn.Close(wsconn.CloseRestart, "reconnect")
-			if b := c.exploring.Swap(nil); b != nil {
-				b.Close()
-			}
+			r.release(c)
 		}
 		if r.se != nil {
 			r.se.Close()

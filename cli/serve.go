@@ -15,16 +15,20 @@ import (
 
 // runServe runs the web app until ctx is done (Ctrl-C, SIGTERM).
 func runServe(ctx context.Context, env Env, args []string) error {
-	fs := newFlags(env, "serve", "[--addr HOST:PORT] [--models-dir DIRS] [--data-dir DIR] [--allowed-hosts HOSTS] [--trusted-proxies CIDRS] [--tls-cert FILE --tls-key FILE]")
+	fs := newFlags(env, "serve", "[--addr HOST:PORT] [--models-dir DIRS] [--data-dir DIR] [--allowed-hosts HOSTS] [--trusted-proxies CIDRS] [--tls-cert FILE --tls-key FILE] [--memory-budget MiB]")
 	addr := fs.String("addr", "127.0.0.1:8080", "listen `address` (0.0.0.0:8080 serves a LAN)")
 	hosts := fs.String("allowed-hosts", "", "comma-separated `names` this server answers to (default: the listen host and localhost; any host on 0.0.0.0)")
 	proxies := fs.String("trusted-proxies", "", "comma-separated `CIDRs` of reverse proxies whose X-Forwarded-For is believed (default: none, the socket's peer is the client)")
 	cert := fs.String("tls-cert", "", "serve HTTPS with this certificate `file` (PEM)")
 	key := fs.String("tls-key", "", "the certificate's private key `file` (PEM)")
+	budget := fs.Int("memory-budget", 4096, "`MiB` of KV cache and trace all viewers' runs may hold together (a run over it is told the server is busy)")
 	dirs := fs.String("models-dir", "", "more `directories` of .gguf models, comma-separated (models/ and the embedded lesson models are always offered)")
 	data := fs.String("data-dir", "data", "`directory` where classrooms are stored (rooms.db, SQLite)")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if *budget < 16 || *budget > 1<<20 {
+		return usageError{fmt.Errorf("--memory-budget must be 16 to 1048576 MiB, got %d", *budget)}
 	}
 	if (*cert == "") != (*key == "") {
 		return usageError{fmt.Errorf("--tls-cert and --tls-key go together")}
@@ -50,7 +54,7 @@ func runServe(ctx context.Context, env Env, args []string) error {
 	log := slog.New(slog.NewTextHandler(env.Stderr, nil))
 	s, err := server.New(server.Config{Addr: *addr, ModelsDirs: modelDirs, Logger: log, DataDir: *data,
 		Embedded:     map[string][]byte{"lesson.gguf": models.Lesson, "lesson-draft.gguf": models.LessonDraft},
-		AllowedHosts: allowed, TrustedProxies: trusted, TLSCert: *cert, TLSKey: *key})
+		AllowedHosts: allowed, TrustedProxies: trusted, TLSCert: *cert, TLSKey: *key, MemoryBudget: int64(*budget) << 20})
 	if err != nil {
 		return err
 	}

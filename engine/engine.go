@@ -152,6 +152,7 @@ func (s *Session) Tokenize(ctx context.Context, text string, addSpecial bool) []
 func (s *Session) Eval(ctx context.Context, ids []int32) ([]float32, error) {
 	logits, err := s.backend.Forward(ctx, ids, false)
 	if err != nil {
+		s.backend.Truncate(len(s.tokens)) // a pass stopped part way keeps nothing
 		return nil, err
 	}
 	s.tokens = append(s.tokens, ids...)
@@ -162,6 +163,7 @@ func (s *Session) Eval(ctx context.Context, ids []int32) ([]float32, error) {
 func (s *Session) EvalAll(ctx context.Context, ids []int32) ([]float32, error) {
 	logits, err := s.backend.Forward(ctx, ids, true)
 	if err != nil {
+		s.backend.Truncate(len(s.tokens))
 		return nil, err
 	}
 	s.tokens = append(s.tokens, ids...)

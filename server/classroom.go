@@ -248,6 +248,6 @@ func (s *Server) roomWS(c echo.Context) error {
 	if err != nil {
 		return nil // the upgrader has answered
 	}
-	r.Attach(conn, student, instructor)
+	r.Attach(conn, clientOf(c), student, instructor)
 	return nil
 }

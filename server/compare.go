@@ -101,6 +101,10 @@ func parseCompareQuery(c echo.Context, def string) (compareQuery, error) {
 	return q, nil
 }
 
+// maxComparePasses caps one comparison's work: Σ lanes max(1, beam width)
+// × tokens (6 beam lanes of width 8 over 256 tokens would be 12,288).
+const maxComparePasses = 2048
+
 // runCompare parses the lanes and runs (or fetches) the comparison.
 func (s *Server) runCompare(c echo.Context, q compareQuery) (*compare.Result, *model.Model, error) {
 	if len(q.lanes) < 2 || len(q.lanes) > 6 {
@@ -125,6 +129,13 @@ func (s *Server) runCompare(c echo.Context, q compareQuery) (*compare.Result, *m
 		}
 		lanes = append(lanes, st)
 	}
+	cost := 0 // forward passes the comparison runs: a beam lane runs one per beam and token
+	for _, st := range lanes {
+		cost += max(1, st.Width) * q.n
+	}
+	if cost > maxComparePasses {
+		return nil, nil, fmt.Errorf("this comparison would run %d token passes (lanes × beam width × tokens); the limit is %d: use fewer tokens, lanes or beams", cost, maxComparePasses)
+	}
 	m, err := s.reg.Get(q.model)
 	if err != nil {
 		return nil, nil, err
@@ -138,8 +149,11 @@ func (s *Server) runCompare(c echo.Context, q compareQuery) (*compare.Result, *m
 		return nil, nil, err
 	}
 	ids := m.Tokenizer.EncodeIDs(q.prompt, true)
-	r, err := compare.Run(c.Request().Context(), lm, ids, lanes, compare.Options{N: q.n})
-	if err != nil {
+	var r *compare.Result
+	if err := s.withWork(c, func() (err error) {
+		r, err = compare.Run(c.Request().Context(), lm, ids, lanes, compare.Options{N: q.n})
+		return err
+	}); err != nil {
 		return nil, nil, err
 	}
 	s.compares.put(key, r)

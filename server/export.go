@@ -27,7 +27,10 @@ func (s *Server) exportSVG(c echo.Context) error {
 	}
 	se := session.New("export", "", s.reg)
 	defer se.Close()
-	if err := se.Open(c.Request().Context(), run); err != nil {
+	if err := s.withWork(c, func() error { return se.Open(c.Request().Context(), run) }); err != nil {
+		if he, ok := err.(*echo.HTTPError); ok {
+			return he
+		}
 		return c.String(http.StatusBadRequest, err.Error())
 	}
 	e := se.Explorer()

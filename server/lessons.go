@@ -53,7 +53,7 @@ func (s *Server) lessonStep(c echo.Context) error {
 	se := session.New("lesson", "", s.reg)
 	defer se.Close()
 	ctx := c.Request().Context()
-	if err := se.PlayLesson(ctx, l, i); err != nil {
+	if err := s.withWork(c, func() error { return se.PlayLesson(ctx, l, i) }); err != nil {
 		p.Error = err.Error()
 	} else {
 		e := se.Explorer()

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
@@ -133,3 +134,25 @@ func staticFiles() http.Handler {
 }
 
 func bodyLimit() echo.MiddlewareFunc { return middleware.BodyLimit(maxBody) }
+
+// errBusy answers one-off engine work (an export, a lesson page, a
+// comparison) that found every work slot taken for workWait.
+var errBusy = echo.NewHTTPError(http.StatusServiceUnavailable, "the server is busy with other requests: try again in a moment")
+
+const workWait = 10 * time.Second
+
+// withWork runs f in one of the server's work slots (as many as CPU
+// cores), so a burst of expensive requests queues instead of piling up.
+func (s *Server) withWork(c echo.Context, f func() error) error {
+	t := time.NewTimer(workWait)
+	defer t.Stop()
+	select {
+	case s.work <- struct{}{}:
+	case <-t.C:
+		return errBusy
+	case <-c.Request().Context().Done():
+		return c.Request().Context().Err()
+	}
+	defer func() { <-s.work }()
+	return f()
+}

@@ -28,15 +28,13 @@ package server
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime"
 	"runtime/debug"
-	"sync"
 	"time"
 
 	"github.com/a-h/templ"
@@ -67,6 +65,10 @@ type Config struct {
 	MaxStudents    int           // connected student tabs per room (default 300)
 	RoomTTL        time.Duration // a room expires this long after the instructor's last action (default 12 h)
 	RoomsPerClient int           // rooms one address may start per hour (default 10)
+	// MemoryBudget is the bytes of KV cache and trace all viewers' runs
+	// may hold together (estimated per run; a run over it is told the
+	// server is busy); 0: 4 GiB.
+	MemoryBudget int64
 
 	// AllowedHosts are the Host names the server answers to (DNS
 	// rebinding); empty: the listen address's host and localhost (every
@@ -85,9 +87,9 @@ type Server struct {
 	reg      *session.Registry
 	echo     *echo.Echo
 	log      *slog.Logger
-	mu       sync.Mutex
-	sessions map[string]*session.Session
+	sessions *session.Pool // Explorer tabs and students' branches
 	compares compareCache
+	work     chan struct{} // slots for one-off engine work (exports, lesson pages, Compare)
 	lessons  map[string]*lessons.Lesson
 	class    *classroom.Classroom
 	base     context.Context // done when the server shuts down: connections end
@@ -99,19 +101,12 @@ type Server struct {
 // New builds a server over the models found in cfg.ModelsDirs. It fails
 // only when cfg.DataDir is set and its database cannot be opened.
 func New(cfg Config) (*Server, error) {
-	if cfg.IdleTimeout == 0 {
-		cfg.IdleTimeout = 30 * time.Minute
-	}
-	if cfg.MaxSessions == 0 {
-		cfg.MaxSessions = 200
-	}
-	if cfg.MaxPerClient == 0 {
-		cfg.MaxPerClient = 20
-	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Server{cfg: cfg, reg: session.NewRegistry(cfg.ModelsDirs), log: cfg.Logger, sessions: map[string]*session.Session{}}
+	s := &Server{cfg: cfg, reg: session.NewRegistry(cfg.ModelsDirs), log: cfg.Logger, work: make(chan struct{}, max(2, runtime.NumCPU()))}
+	s.sessions = session.NewPool(s.reg, session.PoolConfig{MaxSessions: cfg.MaxSessions, MaxPerClient: cfg.MaxPerClient,
+		IdleTimeout: cfg.IdleTimeout, MemoryBudget: cfg.MemoryBudget})
 	s.base, s.stop = context.WithCancel(context.Background())
 	var err error
 	if s.secret, err = loadSecret(cfg.DataDir); err != nil {
@@ -125,7 +120,7 @@ func New(cfg Config) (*Server, error) {
 		s.lessons = map[string]*lessons.Lesson{}
 	}
 	ccfg := classroom.Config{MaxRooms: cfg.MaxRooms, MaxStudents: cfg.MaxStudents, RoomTTL: cfg.RoomTTL, RoomsPerClient: cfg.RoomsPerClient,
-		Engines: s.reg, Lessons: s.lessons, Log: s.log}
+		Engines: s.reg, Sessions: s.sessions, Lessons: s.lessons, Log: s.log}
 	if cfg.DataDir != "" {
 		st, err := classroom.OpenSQLite(cfg.DataDir)
 		if err != nil {
@@ -212,12 +207,10 @@ func (s *Server) Run(ctx context.Context, ready func(addr string)) error {
 	defer cancel()
 	s.Close() // WebSocket clients are told to reconnect (close code 1012)
 	err = srv.Shutdown(sctx)
-	s.mu.Lock()
-	for id, se := range s.sessions {
-		se.Close()
-		delete(s.sessions, id)
+	if err != nil {
+		srv.Close() // past the deadline: drop what is left
 	}
-	s.mu.Unlock()
+	s.sessions.CloseAll()
 	s.reg.Close()
 	return err
 }
@@ -236,79 +229,14 @@ func (s *Server) evictLoop(ctx context.Context) {
 	}
 }
 
-func (s *Server) evict(now time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for id, se := range s.sessions {
-		if se.CloseIfIdle(now, s.cfg.IdleTimeout) {
-			delete(s.sessions, id)
-		}
-	}
-}
-
-var errTooMany = errors.New("too many sessions: try again later")
-
-// newSession registers a session for a client, within the limits. A
-// client at its limit (reloaded tabs leave sessions behind) gives up its
-// least recently used session; when the server is full, a session idle for
-// a minute is evicted, else the request is refused.
-func (s *Server) newSession(client string) (*session.Session, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var mine []*session.Session
-	for _, se := range s.sessions {
-		if se.Client() == client {
-			mine = append(mine, se)
-		}
-	}
-	if len(mine) >= s.cfg.MaxPerClient {
-		s.dropLRU(mine, 0)
-	}
-	if len(s.sessions) >= s.cfg.MaxSessions {
-		all := make([]*session.Session, 0, len(s.sessions))
-		for _, se := range s.sessions {
-			all = append(all, se)
-		}
-		if !s.dropLRU(all, time.Minute) {
-			return nil, errTooMany
-		}
-	}
-	var b [12]byte
-	rand.Read(b[:])
-	se := session.New(hex.EncodeToString(b[:]), client, s.reg)
-	s.sessions[se.ID()] = se
-	return se, nil
-}
-
-// dropLRU closes the least recently used of list if it has been idle at
-// least minIdle and no action holds it. s.mu is held.
-func (s *Server) dropLRU(list []*session.Session, minIdle time.Duration) bool {
-	var lru *session.Session
-	var lruAt time.Time
-	for _, se := range list {
-		if at := se.LastUsed(); lru == nil || at.Before(lruAt) {
-			lru, lruAt = se, at
-		}
-	}
-	if lru == nil || !lru.CloseIfIdle(time.Now(), minIdle) {
-		return false
-	}
-	delete(s.sessions, lru.ID())
-	return true
-}
-
-func (s *Server) session(id string) *session.Session {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.sessions[id]
-}
+func (s *Server) evict(now time.Time) { s.sessions.Evict(now) }
 
 func clientOf(c echo.Context) string { return c.RealIP() }
 
 // index renders the Explorer. Query parameters (prompt, model, backend,
 // sampler settings, seed, step, stage, head) open it in that state.
 func (s *Server) index(c echo.Context) error {
-	se, err := s.newSession(clientOf(c))
+	se, err := s.sessions.New(clientOf(c))
 	if err != nil {
 		return c.String(http.StatusServiceUnavailable, err.Error())
 	}

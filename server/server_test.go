@@ -147,7 +147,7 @@ func stage(doc *goquery.Document) string {
 // as errors and leave the session as it was.
 func TestWebSocketSession(t *testing.T) {
 	s, ts := testServer(t)
-	se, _ := s.newSession("test")
+	se, _ := s.sessions.New("test")
 	c := dial(t, ts, se.ID(), ts.URL)
 	doc := exchange(t, c, `{"action":"run","prompt":"Once upon a time","temperature":"0","model":"stories260K.gguf","seed":"1","HEADERS":{}}`)
 	if stage(doc) != "tokenize" {
@@ -208,25 +208,19 @@ func TestWebSocketOriginAndLimits(t *testing.T) {
 		t.Errorf("cross-origin WebSocket: %v %v", err, resp)
 	}
 	for i := 0; i < 5; i++ {
-		if _, err := s.newSession("1.2.3.4"); err != nil {
+		if _, err := s.sessions.New("1.2.3.4"); err != nil {
 			t.Fatal(err)
 		}
 	}
-	s.newSession("1.2.3.4")
-	n := 0
-	for _, se := range s.sessions {
-		if se.Client() == "1.2.3.4" {
-			n++
-		}
-	}
-	if n != 5 {
+	s.sessions.New("1.2.3.4")
+	if n := s.sessions.Count("1.2.3.4"); n != 5 {
 		t.Errorf("client holds %d sessions, limit 5", n)
 	}
 	s.evict(time.Now().Add(time.Hour)) // an hour from now, they are all idle
-	if len(s.sessions) != 0 {
-		t.Errorf("%d sessions survive an hour idle", len(s.sessions))
+	if n := s.sessions.Len(); n != 0 {
+		t.Errorf("%d sessions survive an hour idle", n)
 	}
-	if _, err := s.newSession("1.2.3.4"); err != nil {
+	if _, err := s.sessions.New("1.2.3.4"); err != nil {
 		t.Errorf("idle sessions not evicted: %v", err)
 	}
 }

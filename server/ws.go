@@ -18,10 +18,10 @@ var explorerActions = map[string]bool{"run": true, "step": true, "back": true, "
 // ws attaches a connection to its tab's session; each message is applied
 // to the session and answered with the re-rendered #explorer fragment.
 func (s *Server) ws(c echo.Context) error {
-	se := s.session(c.QueryParam("sid"))
+	se := s.sessions.Get(c.QueryParam("sid"))
 	if se == nil { // evicted or unknown: a fresh session keeps the page usable
 		var err error
-		if se, err = s.newSession(clientOf(c)); err != nil {
+		if se, err = s.sessions.New(clientOf(c)); err != nil {
 			return c.String(http.StatusServiceUnavailable, err.Error())
 		}
 	}

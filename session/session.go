@@ -70,6 +70,9 @@ type Session struct {
 
 	view              spec.View // head, scores and the softmax slider
 	notice            string
+	pool              *Pool // nil: not counted against any limit (scratch sessions)
+	reserved          int64 // bytes reserved in the pool for the current run
+	expired           bool  // the pool closed this session for good
 	prefillMS, ttftMS float64
 	decodeMS          []float64
 }
@@ -99,9 +102,9 @@ func (s *Session) Close() {
 	s.close()
 }
 
-// CloseIfIdle closes the session when no action holds it and it has been
-// idle at least idle; it reports whether it did.
-func (s *Session) CloseIfIdle(now time.Time, idle time.Duration) bool {
+// expireIfIdle closes the session for good when no action holds it and it
+// has been idle at least idle; it reports whether it did.
+func (s *Session) expireIfIdle(now time.Time, idle time.Duration) bool {
 	if !s.mu.TryLock() {
 		return false
 	}
@@ -109,8 +112,16 @@ func (s *Session) CloseIfIdle(now time.Time, idle time.Duration) bool {
 	if now.Sub(s.lastUsed) < idle {
 		return false
 	}
-	s.close()
+	s.expire()
 	return true
+}
+
+// expire closes the session for good: later actions answer ErrExpired and
+// start no engine. s.mu is held.
+func (s *Session) expire() {
+	s.close()
+	s.expired = true
+	s.rec, s.cur, s.gen = nil, trace.Cursor{}, nil
 }
 
 func (s *Session) close() {
@@ -160,6 +171,9 @@ func (s *Session) Run(ctx context.Context, r spec.Run) error {
 }
 
 func (s *Session) start(ctx context.Context, r spec.Run) error {
+	if s.expired {
+		return ErrExpired
+	}
 	s.notice = ""
 	if r.Model == "" {
 		r.Model = s.eng.Default()
@@ -192,6 +206,11 @@ func (s *Session) start(ctx context.Context, r spec.Run) error {
 	}
 	if len(ids)+r.MaxTokens > s.es.Capacity() {
 		return errorf("the prompt is %d tokens; with %d new ones that exceeds the context of %d", len(ids), r.MaxTokens, s.es.Capacity())
+	}
+	if s.pool != nil {
+		if err := s.pool.reserve(s, runBytes(lm.Model, len(ids), r.MaxTokens)); err != nil {
+			return err
+		}
 	}
 	s.es.Reset()
 	start := time.Now()
@@ -231,6 +250,9 @@ func (s *Session) sampleNext(ctx context.Context, logits []float32) {
 func (s *Session) decode(ctx context.Context) (bool, error) {
 	if s.es == nil || s.done || len(s.gen) == 0 || s.rec == nil {
 		return false, nil
+	}
+	if err := ctx.Err(); err != nil { // the viewer left: stop working for them
+		return false, err
 	}
 	hctx := hooks.WithHooks(ctx, s.rec.Hooks())
 	start := time.Now()
@@ -312,6 +334,9 @@ func (s *Session) Act(ctx context.Context, action string, get spec.Getter) error
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lastUsed = time.Now()
+	if s.expired {
+		return ErrExpired
+	}
 	switch action {
 	case "run":
 		r, err := spec.FromForm(get, s.run)

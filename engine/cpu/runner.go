@@ -157,6 +157,9 @@ func (r *fwd) forward(ctx context.Context, tokens []int32, all bool) ([]float32,
 	r.h = hooks.From(ctx)
 	defer func() { r.h = nil }()
 	for start := 0; start < len(tokens); start += r.batch {
+		if start > 0 && ctx.Err() != nil { // a long prompt stops when its caller has gone
+			return nil, ctx.Err()
+		}
 		chunk := tokens[start:min(len(tokens), start+r.batch)]
 		var dst []float32
 		if all {

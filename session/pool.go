@@ -1,0 +1,213 @@
+package session
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"sync"
+	"time"
+
+	"stepthrough/engine/model"
+)
+
+// PoolConfig bounds the sessions of a Pool.
+type PoolConfig struct {
+	MaxSessions  int           // in all (default 200)
+	MaxPerClient int           // per client address (default 20)
+	IdleTimeout  time.Duration // a session unused this long is closed (default 30 min)
+	// MemoryBudget is the bytes of KV cache and trace all sessions may
+	// hold together (estimated when a run starts); 0: 4 GiB.
+	MemoryBudget int64
+}
+
+// ErrBusy is the answer when the pool is full: too many sessions, or too
+// much memory reserved by their runs.
+var ErrBusy = &Error{"the server is busy: too many sessions or too much memory in use; try again in a minute"}
+
+// ErrExpired is the answer of a session its pool has closed.
+var ErrExpired = &Error{"this session has expired: reload the page to start a new one"}
+
+// Pool holds the viewers' sessions — Explorer tabs and students' own
+// branches — within limits per client and in total, and admits each run
+// by the memory it will hold.
+type Pool struct {
+	eng Engines
+	cfg PoolConfig
+
+	mu       sync.Mutex
+	sessions map[string]*Session
+	reserved int64
+}
+
+// NewPool makes a pool over eng.
+func NewPool(eng Engines, cfg PoolConfig) *Pool {
+	if cfg.MaxSessions == 0 {
+		cfg.MaxSessions = 200
+	}
+	if cfg.MaxPerClient == 0 {
+		cfg.MaxPerClient = 20
+	}
+	if cfg.IdleTimeout == 0 {
+		cfg.IdleTimeout = 30 * time.Minute
+	}
+	if cfg.MemoryBudget == 0 {
+		cfg.MemoryBudget = 4 << 30
+	}
+	return &Pool{eng: eng, cfg: cfg, sessions: map[string]*Session{}}
+}
+
+// New registers a session for a client, within the limits. A client at
+// its limit (reloaded tabs leave sessions behind) gives up its least
+// recently used session; when the pool is full, a session idle for a
+// minute is closed to make room, else the answer is ErrBusy.
+func (p *Pool) New(client string) (*Session, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var mine []*Session
+	for _, s := range p.sessions {
+		if s.client == client {
+			mine = append(mine, s)
+		}
+	}
+	if len(mine) >= p.cfg.MaxPerClient && !p.dropLRU(mine, 0) {
+		return nil, ErrBusy
+	}
+	if len(p.sessions) >= p.cfg.MaxSessions {
+		all := make([]*Session, 0, len(p.sessions))
+		for _, s := range p.sessions {
+			all = append(all, s)
+		}
+		if !p.dropLRU(all, time.Minute) {
+			return nil, ErrBusy
+		}
+	}
+	var b [12]byte
+	rand.Read(b[:])
+	s := New(hex.EncodeToString(b[:]), client, p.eng)
+	s.pool = p
+	p.sessions[s.id] = s
+	return s, nil
+}
+
+// dropLRU closes the least recently used of list if it has been idle at
+// least minIdle and no action holds it. p.mu is held.
+func (p *Pool) dropLRU(list []*Session, minIdle time.Duration) bool {
+	var lru *Session
+	var at time.Time
+	for _, s := range list {
+		if t := s.LastUsed(); lru == nil || t.Before(at) {
+			lru, at = s, t
+		}
+	}
+	if lru == nil || !lru.expireIfIdle(time.Now(), minIdle) {
+		return false
+	}
+	p.forget(lru)
+	return true
+}
+
+// forget removes s and its reservation. p.mu is held.
+func (p *Pool) forget(s *Session) {
+	delete(p.sessions, s.id)
+	p.reserved -= s.reserved
+	s.reserved = 0
+}
+
+// Get finds a live session by id.
+func (p *Pool) Get(id string) *Session {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.sessions[id]
+}
+
+// Release closes a session and takes it out of the pool (a branch whose
+// student rejoined the class or left).
+func (p *Pool) Release(s *Session) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.expire()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.forget(s)
+}
+
+// Evict closes the sessions idle longer than the pool's IdleTimeout.
+func (p *Pool) Evict(now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, s := range p.sessions {
+		if s.expireIfIdle(now, p.cfg.IdleTimeout) {
+			p.forget(s)
+		}
+	}
+}
+
+// CloseAll closes every session (shutdown).
+func (p *Pool) CloseAll() {
+	p.mu.Lock()
+	all := make([]*Session, 0, len(p.sessions))
+	for _, s := range p.sessions {
+		all = append(all, s)
+	}
+	p.mu.Unlock()
+	for _, s := range all {
+		p.Release(s)
+	}
+}
+
+// Len counts the live sessions; Count a client's; Reserved the bytes
+// their runs hold.
+func (p *Pool) Len() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.sessions)
+}
+
+func (p *Pool) Count(client string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, s := range p.sessions {
+		if s.client == client {
+			n++
+		}
+	}
+	return n
+}
+
+func (p *Pool) Reserved() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.reserved
+}
+
+// reserve admits a run of s that will hold bytes, replacing the
+// reservation of its previous run; ErrBusy when the budget would be
+// exceeded. s.mu is held.
+func (p *Pool) reserve(s *Session, bytes int64) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.sessions[s.id]; !ok {
+		return ErrExpired
+	}
+	if p.reserved-s.reserved+bytes > p.cfg.MemoryBudget {
+		return ErrBusy
+	}
+	p.reserved += bytes - s.reserved
+	s.reserved = bytes
+	return nil
+}
+
+// runBytes estimates what a run of promptTokens and maxTokens new tokens
+// holds: its KV cache (float32 K and V, every layer) and the trace the
+// Explorer records (attention rows of the last 64 positions per step,
+// activations, logits and the sampler's candidates).
+func runBytes(m *model.Model, promptTokens, maxTokens int) int64 {
+	c := m.Config
+	ctx := int64(promptTokens + maxTokens)
+	kv := int64(c.Layers) * int64(c.KVDim()) * 8 * ctx
+	perPosLayer := (2*int64(c.Heads)*ctx + int64(c.QDim()) + 2*int64(c.KVDim()) + 9*int64(c.Embd) + 3*int64(c.FFN)) * 4
+	positions := int64(min(promptTokens, 64)) + int64(maxTokens)
+	steps := int64(1 + maxTokens)
+	trace := positions*int64(c.Layers)*perPosLayer + positions*2*int64(c.Embd)*4 + steps*(int64(c.Vocab)*4+8<<10)
+	return kv + trace
+}
