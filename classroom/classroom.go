@@ -49,6 +49,7 @@ var (
 	ErrTooManyTries  = errors.New("too many wrong codes: wait a minute and try again")
 	ErrRoomFull      = errors.New("this room is full")
 	ErrNotInstructor = errors.New("this link is not the room's instructor link")
+	ErrStore         = errors.New("the classroom store failed (the server's log says why): try again later")
 )
 
 // Config configures a Classroom.

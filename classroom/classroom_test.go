@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -37,7 +39,7 @@ func TestCodes(t *testing.T) {
 }
 
 func TestStoreRejectsCorruptState(t *testing.T) {
-	st, err := OpenSQLite(t.TempDir())
+	st, err := OpenSQLite(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,5 +258,58 @@ func TestBusyRoomBlocksNoOther(t *testing.T) {
 	defer cancel2()
 	if _, err := a.StudentPage(short, NewStudent()); err == nil {
 		t.Error("the busy room answered while its goroutine was held")
+	}
+}
+
+// A damaged store is refused at start-up, in one line, with a copy kept;
+// an empty file starts fresh; a newer schema is refused.
+func TestStoreNoticesDamage(t *testing.T) {
+	dir := t.TempDir()
+	st, err := OpenSQLite(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	run := spec.Default("lesson.gguf")
+	run.Prompt = strings.Repeat("x", 1500)
+	for i := range 200 { // enough rows to span many pages
+		if err := st.SaveRoom(t.Context(), fmt.Sprintf("R%05d", i), "h", State{Run: run}, now, now.Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.db.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
+	st.Close()
+	path := dir + "/rooms.db"
+	b, err := os.ReadFile(path)
+	if err != nil || len(b) < 40000 {
+		t.Fatalf("store of %d bytes: %v", len(b), err)
+	}
+	for i := 20000; i < 24000; i++ { // damage in the middle, not the header
+		b[i] ^= 0x5a
+	}
+	os.WriteFile(path, b, 0o600)
+	_, err = OpenSQLite(dir, nil)
+	if err == nil || !strings.Contains(err.Error(), "damaged") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("a damaged store: %v", err)
+	}
+	copies, _ := filepath.Glob(path + ".damaged-*")
+	if len(copies) != 1 || !strings.Contains(err.Error(), copies[0]) {
+		t.Errorf("the damaged store's copy: %v (error %v)", copies, err)
+	}
+
+	empty := t.TempDir()
+	os.WriteFile(empty+"/rooms.db", nil, 0o600)
+	if st, err := OpenSQLite(empty, nil); err != nil {
+		t.Errorf("an empty file: %v", err)
+	} else {
+		st.Close()
+	}
+
+	newer := t.TempDir()
+	st, _ = OpenSQLite(newer, nil)
+	st.db.Exec("PRAGMA user_version = 99")
+	st.Close()
+	if _, err := OpenSQLite(newer, nil); err == nil || !strings.Contains(err.Error(), "newer") {
+		t.Errorf("a newer schema: %v", err)
 	}
 }

@@ -193,7 +193,8 @@ func (r *Room) create(ctx context.Context, lessonName string, explorer url.Value
 		r.capture()
 	}
 	if err := r.save(ctx); err != nil {
-		return err
+		r.cl.log.Error("saving a new room", "room", r.code, "err", err)
+		return ErrStore
 	}
 	r.render()
 	return nil

@@ -5,8 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	_ "modernc.org/sqlite" // pure-Go SQLite driver, registered as "sqlite"
@@ -36,31 +38,94 @@ CREATE TABLE IF NOT EXISTS answers (
 	PRIMARY KEY (code, step, student)
 );`
 
-// OpenSQLite opens (creating if needed) dir/rooms.db.
-func OpenSQLite(dir string) (*SQLite, error) {
+// schemaVersion is the store's layout, kept in SQLite's user_version.
+const schemaVersion = 1
+
+// OpenSQLite opens (creating if needed) dir/rooms.db. A damaged file is
+// refused in one line, after a copy of it is kept beside it; a file made
+// by a newer server is refused; an empty (0-byte) file starts a fresh
+// store, and log says so.
+func OpenSQLite(dir string, log *slog.Logger) (*SQLite, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("data directory %s: %w", dir, err)
 	}
 	path := filepath.Join(dir, "rooms.db")
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(ON)")
+	if st, err := os.Stat(path); err == nil && st.Size() == 0 && log != nil {
+		log.Warn("the classroom store is an empty file: starting a fresh store", "path", path)
+	}
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(ON)")
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	db.SetMaxOpenConns(1) // one writer; SQLite serialises writes anyway
-	var mode string
-	if err := db.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil {
+	if err := checkStore(db, path); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, err
 	}
-	if mode != "wal" {
+	var mode string
+	if err := db.QueryRow("PRAGMA journal_mode=WAL").Scan(&mode); err != nil || mode != "wal" {
 		db.Close()
-		return nil, fmt.Errorf("open %s: journal mode is %q, want wal", path, mode)
+		return nil, fmt.Errorf("open %s: journal mode %q (%v), want wal", path, mode, err)
 	}
 	if _, err := db.Exec(storeSchema); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("create tables in %s: %w", path, err)
 	}
+	if _, err := db.Exec(fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("set the schema version of %s: %w", path, err)
+	}
 	return &SQLite{db: db}, nil
+}
+
+// checkStore refuses a file that is not an SQLite database, is damaged, or
+// has a newer schema; a damaged one is copied aside first.
+func checkStore(db *sql.DB, path string) error {
+	var version int
+	if err := db.QueryRow("PRAGMA user_version").Scan(&version); err != nil {
+		return damaged(path, err.Error())
+	}
+	if version > schemaVersion {
+		return fmt.Errorf("%s was written by a newer Stepthrough (schema %d; this one reads %d): upgrade, or start with another --data-dir", path, version, schemaVersion)
+	}
+	rows, err := db.Query("PRAGMA quick_check")
+	if err != nil {
+		return damaged(path, err.Error())
+	}
+	defer rows.Close()
+	var problems []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return damaged(path, err.Error())
+		}
+		if line != "ok" {
+			problems = append(problems, line)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return damaged(path, err.Error())
+	}
+	if len(problems) > 0 {
+		return damaged(path, strings.Join(problems[:min(3, len(problems))], "; "))
+	}
+	return nil
+}
+
+// damaged keeps a copy of a damaged store and says, in one line, what to
+// do.
+func damaged(path, why string) error {
+	backup := fmt.Sprintf("%s.damaged-%s", path, time.Now().Format("20060102-150405"))
+	if b, err := os.ReadFile(path); err == nil {
+		if err := os.WriteFile(backup, b, 0o600); err != nil {
+			backup = "(the copy failed: " + err.Error() + ")"
+		}
+	}
+	why = strings.Join(strings.Fields(why), " ")
+	if len(why) > 200 {
+		why = why[:200] + "…"
+	}
+	return fmt.Errorf("the classroom store %s is damaged (%s); a copy is at %s: move %s away to start an empty store", path, why, backup, path)
 }
 
 // Close closes the database.

@@ -99,7 +99,7 @@ func statusOf(err error) int {
 	switch {
 	case errors.Is(err, classroom.ErrTooManyTries), errors.Is(err, classroom.ErrRoomLimit):
 		return http.StatusTooManyRequests
-	case errors.Is(err, classroom.ErrRoomsFull):
+	case errors.Is(err, classroom.ErrRoomsFull), errors.Is(err, classroom.ErrStore):
 		return http.StatusServiceUnavailable
 	case errors.Is(err, classroom.ErrRoomGone), errors.Is(err, errNoRoomOrKey):
 		return http.StatusNotFound

@@ -122,7 +122,7 @@ func New(cfg Config) (*Server, error) {
 	ccfg := classroom.Config{MaxRooms: cfg.MaxRooms, MaxStudents: cfg.MaxStudents, RoomTTL: cfg.RoomTTL, RoomsPerClient: cfg.RoomsPerClient,
 		Engines: s.reg, Sessions: s.sessions, Lessons: s.lessons, Log: s.log}
 	if cfg.DataDir != "" {
-		st, err := classroom.OpenSQLite(cfg.DataDir)
+		st, err := classroom.OpenSQLite(cfg.DataDir, cfg.Logger)
 		if err != nil {
 			return nil, err
 		}
