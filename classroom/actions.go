@@ -198,7 +198,7 @@ func (r *Room) studentAct(ctx context.Context, c *client, msg wsconn.Message) {
 		if r.do(ctx, func() { st, exploring = r.state, c.exploring.Load() != nil }) != nil || exploring {
 			return
 		}
-		b, err := r.cl.cfg.Sessions.New(c.addr) // a branch counts as an Explorer tab of the student's address
+		b, err := r.cl.cfg.Sessions.NewBranch(c.addr) // a branch counts as an Explorer tab of the student's address
 		if err != nil {
 			c.conn.Note(err.Error())
 			return

@@ -59,7 +59,13 @@ func NewPool(eng Engines, cfg PoolConfig) *Pool {
 // its limit (reloaded tabs leave sessions behind) gives up its least
 // recently used session; when the pool is full, a session idle for a
 // minute is closed to make room, else the answer is ErrBusy.
-func (p *Pool) New(client string) (*Session, error) {
+func (p *Pool) New(client string) (*Session, error) { return p.add(client, true) }
+
+// NewBranch is New for a student's branch: at the client's limit the
+// answer is ErrBusy (a branch never closes another one).
+func (p *Pool) NewBranch(client string) (*Session, error) { return p.add(client, false) }
+
+func (p *Pool) add(client string, dropOwn bool) (*Session, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var mine []*Session
@@ -68,7 +74,7 @@ func (p *Pool) New(client string) (*Session, error) {
 			mine = append(mine, s)
 		}
 	}
-	if len(mine) >= p.cfg.MaxPerClient && !p.dropLRU(mine, 0) {
+	if len(mine) >= p.cfg.MaxPerClient && (!dropOwn || !p.dropLRU(mine, 0)) {
 		return nil, ErrBusy
 	}
 	if len(p.sessions) >= p.cfg.MaxSessions {

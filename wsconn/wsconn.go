@@ -193,13 +193,15 @@ type Handler func(ctx context.Context, msg []byte)
 // dropped with one note per flood; a panic in handle is logged with its
 // stack and closes the connection (1011).
 func (c *Conn) Serve(handle Handler) {
-	defer c.cancel()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		c.writer()
 	}()
-	defer func() { <-done }()
+	defer func() {
+		c.cancel() // the reader is done: so is the writer (it sends the close frame)
+		<-done
+	}()
 	c.ws.SetReadDeadline(time.Now().Add(pongWait))
 	c.ws.SetPongHandler(func(string) error { c.ws.SetReadDeadline(time.Now().Add(pongWait)); return nil })
 	lim := newLimiter(c.opt.Rate)
