@@ -50,6 +50,9 @@ func (r *Room) Attach(conn *wsconn.Conn, addr, student string, instructor bool) 
 		conn.Send(r.follow)
 		if instructor {
 			conn.SendBytes(r.teachExtras())
+			if r.state.Broken != "" {
+				conn.Note(r.state.Broken)
+			}
 		} else {
 			conn.SendBytes(render(views.StudentBarView(views.StudentBar{})))
 			conn.SendBytes(r.pollMine(student))

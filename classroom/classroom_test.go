@@ -313,3 +313,38 @@ func TestStoreNoticesDamage(t *testing.T) {
 		t.Errorf("a newer schema: %v", err)
 	}
 }
+
+// A stored room whose run cannot be replayed is quarantined: it loads,
+// the reason is saved (so it is not replayed on every load) and shown to
+// the instructor; the room works again once the instructor moves it on.
+func TestQuarantinedState(t *testing.T) {
+	dir := t.TempDir()
+	st, err := OpenSQLite(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := spec.Default("gone.gguf")
+	run.Prompt = "Once"
+	now := time.Now()
+	if err := st.SaveRoom(t.Context(), "QQQQQQ", hashSecret("k"), State{Run: run}, now, now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	reg := session.NewRegistry(nil)
+	reg.AddEmbedded("lesson.gguf", models.Lesson)
+	t.Cleanup(reg.Close)
+	cl := New(Config{Engines: reg, Store: st})
+	t.Cleanup(cl.Close)
+	r, err := cl.Lookup(t.Context(), "QQQQQQ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var broken string
+	r.do(t.Context(), func() { broken = r.state.Broken })
+	saved, err := st.LoadRoom(t.Context(), "QQQQQQ")
+	if err != nil || broken == "" || !strings.Contains(broken, "gone.gguf") || saved.State.Broken != broken {
+		t.Errorf("quarantine: %q, saved %q (%v)", broken, saved.State.Broken, err)
+	}
+	if _, err := r.StudentPage(t.Context(), NewStudent()); err != nil {
+		t.Errorf("a quarantined room still serves its page: %v", err)
+	}
+}

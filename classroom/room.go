@@ -226,7 +226,10 @@ func (r *Room) load(ctx context.Context) error {
 	if r.state.Revealed == nil {
 		r.state.Revealed = map[int]bool{}
 	}
-	r.rebuild(ctx)
+	r.se = session.New("room-"+r.code, "", r.cl.cfg.Engines)
+	if r.state.Broken == "" {
+		r.rebuild(ctx)
+	}
 	r.render()
 	r.cl.log.Info("room resumed from the store", "room", r.code, "lesson_step", r.state.LessonStep, "answers", len(r.answers))
 	return nil
@@ -239,7 +242,12 @@ func (r *Room) rebuild(ctx context.Context) {
 	}
 	r.se = session.New("room-"+r.code, "", r.cl.cfg.Engines)
 	if err := r.se.Open(ctx, r.state.Run); err != nil {
+		// quarantined: said to the instructor, not replayed on every load
+		r.state.Broken = fmt.Sprintf("the room's saved state could not be replayed (%v): choose a lesson step or run a new prompt", err)
 		r.cl.log.Error("a room's saved state did not replay", "room", r.code, "err", err)
+		if serr := r.save(ctx); serr != nil {
+			r.cl.log.Error("saving a quarantined room", "room", r.code, "err", serr)
+		}
 	}
 }
 
@@ -255,7 +263,7 @@ func (r *Room) gotoLessonStep(ctx context.Context, i int) error {
 
 // capture copies the session's run (the seed drawn, the view) into the
 // saved state.
-func (r *Room) capture() { r.state.Run = r.se.Spec() }
+func (r *Room) capture() { r.state.Run, r.state.Broken = r.se.Spec(), "" }
 
 func (r *Room) save(ctx context.Context) error {
 	if r.cl.store == nil {

@@ -24,6 +24,10 @@ type State struct {
 	// room exactly.
 	Run      spec.Run     `json:"run"`
 	Revealed map[int]bool `json:"revealed,omitempty"` // lesson steps whose question is revealed
+	// Broken says why the run could not be replayed the last time the
+	// room was loaded: it is not replayed again until the instructor
+	// moves the room on.
+	Broken string `json:"broken,omitempty"`
 }
 
 // Marshal is the stored form.

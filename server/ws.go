@@ -30,6 +30,12 @@ func (s *Server) ws(c echo.Context) error {
 		return nil // the upgrader has answered
 	}
 	conn.Serve(func(ctx context.Context, raw []byte) {
+		defer func() {
+			if p := recover(); p != nil {
+				se.Rebuild(context.WithoutCancel(ctx)) // never left half-changed
+				panic(p)                               // wsconn logs it and closes the connection (1011)
+			}
+		}()
 		msg, err := wsconn.Parse(raw, explorerActions)
 		if err != nil {
 			conn.Note(err.Error())

@@ -420,6 +420,21 @@ func (s *Session) PlayLesson(ctx context.Context, l *lessons.Lesson, i int) erro
 	return s.open(ctx, l.Steps[i].Run)
 }
 
+// Rebuild replays the session's own spec in a fresh engine session (after
+// a failure left its state in doubt); a session that has not run stays
+// empty.
+func (s *Session) Rebuild(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rec == nil || len(s.cur.Steps) == 0 {
+		return nil
+	}
+	r := s.spec()
+	s.close()
+	s.rec, s.cur, s.gen = nil, trace.Cursor{}, nil
+	return s.open(ctx, r)
+}
+
 // Current is the trace step the viewer is at and the model's tokenizer;
 // ok is false before a run.
 func (s *Session) Current() (st *trace.Step, tk *tokenizer.Tokenizer, ok bool) {
