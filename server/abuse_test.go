@@ -19,6 +19,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"stepthrough/loadtest"
 	"stepthrough/models"
 )
 
@@ -311,4 +312,66 @@ func TestAbuseFloodAndSlowReaders(t *testing.T) {
 		nc.Close()
 	}
 	t.Logf("flood: 2000 messages → %d answers, %d bytes; 10 slow readers: goroutines %d → %d", got, bytes, base, after)
+}
+
+// TestSoak runs the abusive clients in a loop for $STEPTHROUGH_SOAK (go
+// tool task soak: 10 minutes) while a room of 300 students is stepped
+// through beside them, and reports the room's broadcast latency, RSS per
+// round and goroutines at the end. Outside CI: it skips unless the
+// variable is set.
+func TestSoak(t *testing.T) {
+	d, err := time.ParseDuration(os.Getenv("STEPTHROUGH_SOAK"))
+	if err != nil || d <= 0 {
+		t.Skip("set STEPTHROUGH_SOAK=10m (go tool task soak) to run the soak")
+	}
+	a := newAbuseServer(t, Config{MaxPerClient: 20, RoomsPerClient: 1000})
+	base := runtime.NumGoroutine()
+	deadline := time.Now().Add(d)
+	var rss []float64
+	for round := 1; time.Now().Before(deadline); round++ {
+		res := make(chan string, 1)
+		go func() {
+			r, err := loadtest.Run(context.Background(), a.ts.URL, 300, 60)
+			if err != nil {
+				res <- "loadtest: " + err.Error()
+				return
+			}
+			res <- r.String()
+		}()
+		t.Run("explorers", func(t *testing.T) { abuseExplorers(t, a) })
+		t.Run("flood", func(t *testing.T) { abuseFlood(t, a) })
+		t.Logf("round %d: 300 students beside the abuse: %s; RSS %.0f MiB", round, <-res, rssMiB(t))
+		rss = append(rss, rssMiB(t))
+	}
+	after := settle(t, base, "after the soak")
+	t.Logf("soak of %v: RSS per round %v MiB; goroutines %d → %d", d, rss, base, after)
+	if len(rss) > 2 && rss[len(rss)-1]-rss[1] > 200 {
+		t.Errorf("RSS grew %.0f MiB from round 2 to the last", rss[len(rss)-1]-rss[1])
+	}
+}
+
+// abuseExplorers opens 300 Explorer connections from one address, each
+// running a prompt, then closes them.
+func abuseExplorers(t *testing.T, a abuseServer) {
+	run, _ := json.Marshal(map[string]string{"action": "run", "prompt": strings.Repeat("Lily saw a big dog. ", 8), "max_tokens": "64"})
+	var conns []*websocket.Conn
+	for i := range 300 {
+		c := a.ws(t, "/ws?sid=nope"+strconv.Itoa(i), as("198.51.100.7"))
+		c.WriteMessage(websocket.TextMessage, run)
+		conns = append(conns, c)
+	}
+	for _, c := range conns {
+		c.SetReadDeadline(time.Now().Add(20 * time.Second))
+		c.ReadMessage()
+		c.Close()
+	}
+}
+
+// abuseFlood sends 2,000 messages down one connection.
+func abuseFlood(t *testing.T, a abuseServer) {
+	c := a.ws(t, "/ws?sid=x", as("198.51.100.11"))
+	for range 2000 {
+		c.WriteMessage(websocket.TextMessage, []byte(`{"action":"step"}`))
+	}
+	c.Close()
 }

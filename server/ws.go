@@ -36,14 +36,23 @@ func (s *Server) ws(c echo.Context) error {
 				panic(p)                               // wsconn logs it and closes the connection (1011)
 			}
 		}()
-		msg, err := wsconn.Parse(raw, explorerActions)
-		if err != nil {
-			conn.Note(err.Error())
-			return
+		if reply, note := explorerMessage(ctx, se, raw); note != "" {
+			conn.Note(note)
+		} else {
+			conn.SendBytes(reply)
 		}
-		conn.SendBytes(explorerFragment(ctx, se, se.Act(ctx, msg.Action, spec.Getter(msg.Get))))
 	})
 	return nil
+}
+
+// explorerMessage handles one Explorer message: the re-rendered fragment,
+// or a note for a message refused before it reached the session.
+func explorerMessage(ctx context.Context, se *session.Session, raw []byte) (reply []byte, note string) {
+	msg, err := wsconn.Parse(raw, explorerActions)
+	if err != nil {
+		return nil, err.Error()
+	}
+	return explorerFragment(ctx, se, se.Act(ctx, msg.Action, spec.Getter(msg.Get))), ""
 }
 
 // explorerFragment renders the #explorer fragment, with err shown in it.

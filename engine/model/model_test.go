@@ -89,10 +89,18 @@ func TestMissingTensor(t *testing.T) {
 // Any byte-level corruption of a model file gives an error or a model
 // whose tensors all match the shapes the kernels rely on — never a panic.
 func FuzzLoadModel(f *testing.F) {
-	w, _ := Synthesize(SynthOptions{Arch: "llama", Embd: 32, Layers: 1, Heads: 2, FFN: 32, Vocab: 700, Context: 8, Type: quant.Q8_0})
-	f.Add(w.Bytes())
-	w2, _ := Synthesize(SynthOptions{Arch: "gpt2", Embd: 32, Layers: 1, Heads: 2, FFN: 32, Vocab: 700, Context: 8, Type: quant.F16})
-	f.Add(w2.Bytes())
+	// small seeds (a few KB), so the fuzzer mutates structure, not weights
+	for _, o := range []SynthOptions{
+		{Arch: "llama", Embd: 32, Layers: 1, Heads: 2, KVHeads: 1, FFN: 32, Vocab: 40, Context: 8, Type: quant.Q8_0, Tiny: true},
+		{Arch: "gpt2", Embd: 8, Layers: 1, Heads: 2, FFN: 8, Vocab: 40, Context: 8, Type: quant.F16, Tiny: true},
+		{Arch: "llama", Embd: 8, Layers: 2, Heads: 2, FFN: 8, Vocab: 40, Context: 8, Type: quant.F32, Tiny: true, Tied: true},
+	} {
+		w, err := Synthesize(o)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(w.Bytes())
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		file, err := gguf.Parse(data)
 		if err != nil {

@@ -19,6 +19,10 @@ type SynthOptions struct {
 	Tied                              bool       // no separate output matrix
 	Seed                              uint64
 	Name                              string
+	// Tiny writes a minimal tokenizer (the special tokens and the letters,
+	// a few words) instead of the byte-complete one: models of a few KB,
+	// for fuzzing.
+	Tiny bool
 }
 
 // Synthesize builds a GGUF file with random weights (normal, std 0.02;
@@ -143,15 +147,22 @@ func synthVocab(w *gguf.Writer, o SynthOptions) error {
 		}
 	}
 	bos, eos := 1, 2
+	words := synthWords
+	if o.Tiny {
+		words = []string{"fuzz", "me"}
+	}
 	if o.Arch == "llama" {
 		addTok("<unk>", 2)
 		addTok("<s>", 3)
 		addTok("</s>", 3)
-		for b := 0; b < 256; b++ {
+		for b := 0; b < 256 && !o.Tiny; b++ {
 			addTok(fmt.Sprintf("<0x%02X>", b), 6)
 		}
 		addTok("▁", 1)
-		for _, word := range synthWords {
+		for c := 'a'; c <= 'z' && o.Tiny; c++ {
+			addTok(string(c), 1)
+		}
+		for _, word := range words {
 			piece := "▁" + word
 			for i := len("▁") + 1; i <= len(piece); i++ { // every prefix is a token
 				addTok(piece[:i], 1)
@@ -159,9 +170,11 @@ func synthVocab(w *gguf.Writer, o SynthOptions) error {
 		}
 	} else {
 		for b := 0; b < 256; b++ {
-			addTok(string(gpt2ByteRune(byte(b))), 1)
+			if !o.Tiny || b == ' ' || (b >= 'a' && b <= 'z') {
+				addTok(string(gpt2ByteRune(byte(b))), 1)
+			}
 		}
-		for _, word := range synthWords {
+		for _, word := range words {
 			chars := []rune("Ġ" + word)
 			cur := string(chars[0])
 			for _, c := range chars[1:] {

@@ -14,6 +14,9 @@ package spec
 import (
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"stepthrough/engine/sample"
@@ -76,7 +79,14 @@ func (e *Error) Error() string {
 	if e.Value == "" {
 		return fmt.Sprintf("%s: %s", e.Param, e.Allowed)
 	}
-	return fmt.Sprintf("invalid %s %s: %s", e.Param, e.Value, e.Allowed)
+	v := e.Value
+	if len(v) > 40 {
+		v = v[:40] + "…"
+	}
+	if strings.ContainsFunc(v, func(r rune) bool { return !unicode.IsPrint(r) || unicode.IsSpace(r) }) {
+		v = strconv.Quote(v) // one line, whatever was typed
+	}
+	return fmt.Sprintf("invalid %s %s: %s", e.Param, v, e.Allowed)
 }
 
 // Validate reports the first invalid field of r.
