@@ -3,6 +3,7 @@ package classroom
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -44,6 +45,10 @@ func (r *Room) Attach(conn *wsconn.Conn, addr, student string, instructor bool) 
 			refused = ErrRoomFull
 			return
 		}
+		if !instructor && !r.allowJoin(time.Now()) {
+			refused = ErrJoinsTooFast
+			return
+		}
 		r.touch()
 		r.clients[c] = true
 		r.nclients.Add(1)
@@ -65,6 +70,9 @@ func (r *Room) Attach(conn *wsconn.Conn, addr, student string, instructor bool) 
 		return
 	case refused == ErrRoomFull:
 		conn.Refuse(wsconn.ClosePolicy, refused.Error())
+		return
+	case refused == ErrJoinsTooFast:
+		conn.Refuse(wsconn.CloseTryLater, refused.Error())
 		return
 	case refused != nil:
 		conn.Refuse(wsconn.CloseRestart, "reconnect")
@@ -287,4 +295,16 @@ func (r *Room) release(c *client) {
 	if b := c.exploring.Swap(nil); b != nil {
 		r.cl.cfg.Sessions.Release(b)
 	}
+}
+
+// allowJoin counts a student connection against the room's limit of
+// joins a minute (4 × MaxStudents: every student reconnecting at once
+// after a restart fits; a script opening connections in a loop does not).
+func (r *Room) allowJoin(now time.Time) bool {
+	r.joins = slices.DeleteFunc(r.joins, func(t time.Time) bool { return now.Sub(t) > time.Minute })
+	if len(r.joins) >= 4*r.cl.cfg.MaxStudents {
+		return false
+	}
+	r.joins = append(r.joins, now)
+	return true
 }

@@ -48,6 +48,7 @@ var (
 	ErrRoomLimit     = errors.New("you have started too many rooms in the last hour")
 	ErrTooManyTries  = errors.New("too many wrong codes: wait a minute and try again")
 	ErrRoomFull      = errors.New("this room is full")
+	ErrJoinsTooFast  = errors.New("too many connections to this room in the last minute: try again shortly")
 	ErrNotInstructor = errors.New("this link is not the room's instructor link")
 	ErrStore         = errors.New("the classroom store failed (the server's log says why): try again later")
 )
@@ -259,11 +260,13 @@ func (cl *Classroom) Close() {
 	for _, r := range rooms {
 		r.shutdown()
 	}
+	deadline := time.After(5 * time.Second) // one deadline for all: shutdown always ends
 	for _, r := range rooms {
 		select {
 		case <-r.quit:
-		case <-time.After(5 * time.Second):
-			cl.log.Error("a room did not stop within 5 s", "room", r.code)
+		case <-deadline:
+			cl.log.Error("rooms did not stop within 5 s; closing anyway", "room", r.code)
+			return
 		}
 	}
 	if cl.store != nil && !already {

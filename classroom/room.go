@@ -50,6 +50,7 @@ type Room struct {
 	status  *websocket.PreparedMessage // #room-status alone, for students exploring
 	version int                        // broadcasts so far
 	due     bool                       // an instructor refresh is scheduled
+	joins   []time.Time                // student connections in the last minute
 	closed  bool                       // ended or unloaded: the goroutine stops after this change
 }
 

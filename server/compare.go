@@ -173,21 +173,21 @@ func (s *Server) comparePage(c echo.Context) error {
 	for len(page.LaneSpecs) < 6 {
 		page.LaneSpecs = append(page.LaneSpecs, "")
 	}
+	status := http.StatusOK
 	if err != nil {
-		page.Error = err.Error()
+		page.Error, status = err.Error(), http.StatusBadRequest
 	} else if len(q.lanes) > 0 {
 		r, m, err := s.runCompare(c, q)
 		if err != nil {
-			page.Error = err.Error()
+			page.Error, status = err.Error(), http.StatusBadRequest
+			if he, ok := err.(*echo.HTTPError); ok {
+				page.Error, status = fmt.Sprint(he.Message), he.Code
+			}
 		} else {
 			page.Result = compareView(r, m, q)
 		}
 	}
-	var buf bytes.Buffer
-	if err := views.ComparePageView(page).Render(c.Request().Context(), &buf); err != nil {
-		return err
-	}
-	return c.HTMLBlob(http.StatusOK, buf.Bytes())
+	return renderPageStatus(c, status, views.ComparePageView(page))
 }
 
 func compareView(r *compare.Result, m *model.Model, q compareQuery) *views.CompareView {

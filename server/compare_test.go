@@ -47,7 +47,7 @@ func TestComparePage(t *testing.T) {
 	}
 	// errors are explained
 	for _, lanes := range [][]string{{"greedy"}, {"greedy", "beam=99"}, {"greedy", "temperature=0.8"}} {
-		doc = get(t, compareURL(ts.URL, 4, 0, lanes...))
+		doc = getStatus(t, compareURL(ts.URL, 4, 0, lanes...), 400)
 		if doc.Find(`[data-testid="error"]`).Length() != 1 {
 			t.Errorf("lanes %v: no error shown", lanes)
 		}

@@ -95,7 +95,7 @@ func (s *Server) ensureStudent(c echo.Context) string {
 }
 
 func (s *Server) cookie(name, value, path string, ttl time.Duration, same http.SameSite, c echo.Context) *http.Cookie {
-	return &http.Cookie{Name: name, Value: value, Path: path, HttpOnly: true, SameSite: same, MaxAge: int(ttl.Seconds()), Secure: c.IsTLS()}
+	return &http.Cookie{Name: name, Value: value, Path: path, HttpOnly: true, SameSite: same, MaxAge: int(ttl.Seconds()), Secure: c.Scheme() == "https"}
 }
 
 // instructorKey is the room key a request carries: the ?key= of the first

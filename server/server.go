@@ -254,17 +254,26 @@ func (s *Server) index(c echo.Context) error {
 		runErr = errors.New("no models found: put a .gguf file in models/ or start with serve --models-dir DIR")
 	}
 	e := se.Explorer()
+	status := http.StatusOK
 	if runErr != nil {
 		e.Error = runErr.Error()
+		status = http.StatusBadRequest // the page still shows, with the error in it
+		if errors.Is(runErr, session.ErrBusy) {
+			status = http.StatusServiceUnavailable
+		}
 	}
 	page := views.Page{Models: s.reg.Names(), Settings: session.Form(settings), AssetsMissing: static.Missing(), SessionID: se.ID(), Explorer: e}
-	return renderPage(c, views.ExplorerPage(page))
+	return renderPageStatus(c, status, views.ExplorerPage(page))
 }
 
 func renderPage(c echo.Context, comp templ.Component) error {
+	return renderPageStatus(c, http.StatusOK, comp)
+}
+
+func renderPageStatus(c echo.Context, status int, comp templ.Component) error {
 	var buf bytes.Buffer
 	if err := comp.Render(c.Request().Context(), &buf); err != nil {
 		return err
 	}
-	return c.HTMLBlob(http.StatusOK, buf.Bytes())
+	return c.HTMLBlob(status, buf.Bytes())
 }

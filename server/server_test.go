@@ -39,15 +39,19 @@ func testServer(t *testing.T) (*Server, *httptest.Server) {
 	return s, ts
 }
 
-func get(t *testing.T, u string) *goquery.Document {
+func get(t *testing.T, u string) *goquery.Document { return getStatus(t, u, 200) }
+
+// getStatus is get for a page that answers with status want (a page that
+// explains an error answers 400 and still shows).
+func getStatus(t *testing.T, u string, want int) *goquery.Document {
 	t.Helper()
 	resp, err := http.Get(u)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Fatalf("GET %s: %s", u, resp.Status)
+	if resp.StatusCode != want {
+		t.Fatalf("GET %s: %s, want %d", u, resp.Status, want)
 	}
 	doc, err := goquery.NewDocumentFromReader(resp.Body)
 	if err != nil {
@@ -88,13 +92,13 @@ func TestIndexOpensWithSettings(t *testing.T) {
 	}
 	// bad settings are explained, not a crash
 	for bad, want := range map[string]string{"temperature=-1": "temperature", "top_p=2": "top-p", "model=nope.gguf": "no model named", "max_tokens=9999": "max tokens", "backend=gpu": "backend"} {
-		doc = get(t, ts.URL+"/?prompt=hi&"+bad)
+		doc = getStatus(t, ts.URL+"/?prompt=hi&"+bad, 400)
 		if msg := doc.Find(`[data-testid="error"]`).Text(); !strings.Contains(msg, want) {
 			t.Errorf("%s: error %q, want it to mention %q", bad, msg, want)
 		}
 	}
 	long := strings.Repeat("x", spec.MaxPromptBytes+1)
-	if msg := get(t, ts.URL+"/?prompt="+long).Find(`[data-testid="error"]`).Text(); !strings.Contains(msg, "limit") {
+	if msg := getStatus(t, ts.URL+"/?prompt="+long, 400).Find(`[data-testid="error"]`).Text(); !strings.Contains(msg, "limit") {
 		t.Errorf("long prompt: %q", msg)
 	}
 }

@@ -45,6 +45,7 @@ const (
 	ClosePolicy   = websocket.ClosePolicyViolation // refused (a full room)
 	CloseInternal = websocket.CloseInternalServerErr
 	CloseRestart  = websocket.CloseServiceRestart // reconnect
+	CloseTryLater = websocket.CloseTryAgainLater  // refused for now
 )
 
 // Options configure a connection.
