@@ -111,15 +111,30 @@ func (cl *Classroom) Len() int {
 // query, for a client address within its limits, and returns it with its
 // instructor secret.
 func (cl *Classroom) Create(ctx context.Context, client, lessonName string, explorer url.Values) (*Room, string, error) {
-	now := time.Now()
+	r, secret, err := cl.reserve(ctx, client, time.Now())
+	if err != nil {
+		return nil, "", err
+	}
+	go r.run(func(ctx context.Context) error { return r.create(ctx, lessonName, explorer) })
+	<-r.ready
+	if r.err != nil {
+		cl.forget(r)
+		return nil, "", r.err
+	}
+	cl.log.Info("room started", "room", r.code, "lesson", lessonName, "client", client)
+	return r, secret, nil
+}
+
+// reserve checks a client's limits and the server's, then takes a fresh
+// code for a new room (held while the room starts).
+func (cl *Classroom) reserve(ctx context.Context, client string, now time.Time) (*Room, string, error) {
 	cl.mu.Lock()
+	defer cl.mu.Unlock()
 	if cl.closed {
-		cl.mu.Unlock()
 		return nil, "", ErrRoomsFull
 	}
 	recent := slices.DeleteFunc(cl.creators[client], func(t time.Time) bool { return now.Sub(t) > time.Hour })
 	if len(recent) >= cl.cfg.RoomsPerClient {
-		cl.mu.Unlock()
 		return nil, "", ErrRoomLimit
 	}
 	live := len(cl.rooms)
@@ -129,7 +144,6 @@ func (cl *Classroom) Create(ctx context.Context, client, lessonName string, expl
 		}
 	}
 	if live >= cl.cfg.MaxRooms {
-		cl.mu.Unlock()
 		return nil, "", ErrRoomsFull
 	}
 	code := newCode()
@@ -141,16 +155,7 @@ func (cl *Classroom) Create(ctx context.Context, client, lessonName string, expl
 	r := cl.newRoom(code)
 	r.secretHash, r.created = hashSecret(secret), now
 	r.setExpiry(now.Add(cl.cfg.RoomTTL))
-	cl.rooms[code] = r // reserved: the code is taken while the room starts
-	cl.mu.Unlock()
-
-	go r.run(func(ctx context.Context) error { return r.create(ctx, lessonName, explorer) })
-	<-r.ready
-	if r.err != nil {
-		cl.forget(r)
-		return nil, "", r.err
-	}
-	cl.log.Info("room started", "room", code, "lesson", lessonName, "client", client)
+	cl.rooms[code] = r
 	return r, secret, nil
 }
 
@@ -166,28 +171,13 @@ func (cl *Classroom) forget(r *Room) {
 // Lookup finds a live room by its (normalized) code, loading it from the
 // store after a restart; the load runs on the room's own goroutine.
 func (cl *Classroom) Lookup(ctx context.Context, code string) (*Room, error) {
-	cl.mu.Lock()
-	if cl.closed {
-		cl.mu.Unlock()
-		return nil, ErrRoomGone
+	r, gone, err := cl.find(code)
+	if gone != nil {
+		gone.shutdown()
 	}
-	r := cl.rooms[code]
-	if r != nil && r.isReady() && (r.ended() || time.Now().After(r.expiry())) {
-		delete(cl.rooms, code)
-		cl.mu.Unlock()
-		r.shutdown()
-		return nil, ErrRoomGone
+	if err != nil {
+		return nil, err
 	}
-	if r == nil {
-		if cl.store == nil {
-			cl.mu.Unlock()
-			return nil, ErrRoomGone
-		}
-		r = cl.newRoom(code)
-		cl.rooms[code] = r
-		go r.run(r.load)
-	}
-	cl.mu.Unlock()
 	select {
 	case <-r.ready:
 	case <-ctx.Done():
@@ -198,6 +188,30 @@ func (cl *Classroom) Lookup(ctx context.Context, code string) (*Room, error) {
 		return nil, ErrRoomGone
 	}
 	return r, nil
+}
+
+// find looks a code up in the map: a live room, an expired one to drop
+// (gone), or a new room loading from the store on its own goroutine.
+func (cl *Classroom) find(code string) (r, gone *Room, err error) {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if cl.closed {
+		return nil, nil, ErrRoomGone
+	}
+	r = cl.rooms[code]
+	if r != nil && r.isReady() && (r.ended() || time.Now().After(r.expiry())) {
+		delete(cl.rooms, code)
+		return nil, r, ErrRoomGone
+	}
+	if r == nil {
+		if cl.store == nil {
+			return nil, nil, ErrRoomGone
+		}
+		r = cl.newRoom(code)
+		cl.rooms[code] = r
+		go r.run(r.load)
+	}
+	return r, nil, nil
 }
 
 // AllowJoin counts an unknown code against a client (when failed); false
@@ -221,7 +235,20 @@ func (cl *Classroom) AllowJoin(client string, failed bool) bool {
 // Sweep ends expired rooms and unloads idle ones (no one connected for
 // IdleUnload, when the store keeps them); the server runs it every minute.
 func (cl *Classroom) Sweep(ctx context.Context, now time.Time) {
+	for _, r := range cl.sweepable(now) {
+		r.shutdown()
+	}
+	if cl.store != nil {
+		if err := cl.store.DeleteExpired(ctx, now); err != nil {
+			cl.log.Error("deleting expired rooms", "err", err)
+		}
+	}
+}
+
+// sweepable takes the expired and idle rooms out of the map.
+func (cl *Classroom) sweepable(now time.Time) []*Room {
 	cl.mu.Lock()
+	defer cl.mu.Unlock()
 	var drop []*Room
 	for code, r := range cl.rooms {
 		if !r.isReady() {
@@ -234,29 +261,13 @@ func (cl *Classroom) Sweep(ctx context.Context, now time.Time) {
 			drop = append(drop, r)
 		}
 	}
-	cl.mu.Unlock()
-	for _, r := range drop {
-		r.shutdown()
-	}
-	if cl.store != nil {
-		if err := cl.store.DeleteExpired(ctx, now); err != nil {
-			cl.log.Error("deleting expired rooms", "err", err)
-		}
-	}
+	return drop
 }
 
 // Close drops every room connection (clients reconnect to the next
 // server), releases the engine sessions and closes the store.
 func (cl *Classroom) Close() {
-	cl.mu.Lock()
-	rooms := make([]*Room, 0, len(cl.rooms))
-	for _, r := range cl.rooms {
-		rooms = append(rooms, r)
-	}
-	cl.rooms = map[string]*Room{}
-	already := cl.closed
-	cl.closed = true
-	cl.mu.Unlock()
+	rooms, already := cl.takeAll()
 	for _, r := range rooms {
 		r.shutdown()
 	}
@@ -272,6 +283,18 @@ func (cl *Classroom) Close() {
 	if cl.store != nil && !already {
 		cl.store.Close()
 	}
+}
+
+// takeAll empties the map for good (shutdown).
+func (cl *Classroom) takeAll() (rooms []*Room, already bool) {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	for _, r := range cl.rooms {
+		rooms = append(rooms, r)
+	}
+	cl.rooms = map[string]*Room{}
+	already, cl.closed = cl.closed, true
+	return rooms, already
 }
 
 // StudentPage is a student's page of the room as it is now.

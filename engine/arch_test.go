@@ -4,6 +4,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -116,5 +117,34 @@ func TestEveryPackageHasOneDoc(t *testing.T) {
 		if p.docs != 1 {
 			t.Errorf("package in %s has %d package doc comments, want 1", dir, p.docs)
 		}
+	}
+}
+
+// Every unlock is deferred, so a panic can never leave a lock held.
+func TestEveryUnlockIsDeferred(t *testing.T) {
+	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && strings.HasPrefix(d.Name(), ".") && path != ".." {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			l := strings.TrimSpace(line)
+			if (strings.HasSuffix(l, ".Unlock()") || strings.HasSuffix(l, ".RUnlock()")) && !strings.HasPrefix(l, "defer ") {
+				t.Errorf("%s:%d: %s is not deferred", path, i+1, l)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -102,13 +102,15 @@ func Run(ctx context.Context, base string, students, steps int) (Result, error) 
 					continue
 				}
 				v, _ := strconv.Atoi(string(sm[1]))
-				mu.Lock()
-				if t0, ok := sent[v]; ok {
-					lat = append(lat, now.Sub(t0))
-					bytesSum += len(msg)
-					msgs++
-				}
-				mu.Unlock()
+				func() {
+					mu.Lock()
+					defer mu.Unlock()
+					if t0, ok := sent[v]; ok {
+						lat = append(lat, now.Sub(t0))
+						bytesSum += len(msg)
+						msgs++
+					}
+				}()
 				got <- v
 			}
 		}()
@@ -127,9 +129,11 @@ func Run(ctx context.Context, base string, students, steps int) (Result, error) 
 				return
 			}
 			if n := noteRE.FindSubmatch(m); n != nil {
-				mu.Lock()
-				lastNote = string(n[1])
-				mu.Unlock()
+				func() {
+					mu.Lock()
+					defer mu.Unlock()
+					lastNote = string(n[1])
+				}()
 			}
 		}
 	}()
@@ -150,9 +154,11 @@ func Run(ctx context.Context, base string, students, steps int) (Result, error) 
 			<-tick.C
 		}
 		version := i + 1 // the room's next view: joining does not broadcast
-		mu.Lock()
-		sent[version] = time.Now()
-		mu.Unlock()
+		func() {
+			mu.Lock()
+			defer mu.Unlock()
+			sent[version] = time.Now()
+		}()
 		if err := teach.WriteMessage(websocket.TextMessage, msg); err != nil {
 			return res, fmt.Errorf("instructor step %d: %w", i+1, err)
 		}

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gorilla/websocket"
 
@@ -164,4 +165,17 @@ func TestForgedIdentities(t *testing.T) {
 		!teach.HttpOnly || teach.Path != "/rooms/"+code || teach.SameSite != http.SameSiteStrictMode {
 		t.Errorf("the instructor link: %s → %q, cookie %+v", resp.Status, resp.Header.Get("Location"), teach)
 	}
+}
+
+// One comparison may not ask for unbounded work.
+func TestCompareCostLimit(t *testing.T) {
+	ts := lessonServer(t, Config{})
+	q := url.Values{"prompt": {"Once"}, "n": {"256"}, "lane": {"beam=8", "beam=8", "beam=8", "beam=8", "beam=8", "beam=8"}}
+	req, _ := http.NewRequest("GET", ts.URL+"/compare?"+q.Encode(), nil)
+	start := time.Now()
+	resp, body := fetch(t, req)
+	if resp.StatusCode != 400 || !strings.Contains(body, "token passes") {
+		t.Errorf("6 beams of 8 over 256 tokens: %s (%.200s)", resp.Status, body)
+	}
+	t.Logf("refused in %v", time.Since(start))
 }

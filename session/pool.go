@@ -149,15 +149,19 @@ func (p *Pool) Evict(now time.Time) {
 
 // CloseAll closes every session (shutdown).
 func (p *Pool) CloseAll() {
+	for _, s := range p.all() {
+		p.Release(s)
+	}
+}
+
+func (p *Pool) all() []*Session {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	all := make([]*Session, 0, len(p.sessions))
 	for _, s := range p.sessions {
 		all = append(all, s)
 	}
-	p.mu.Unlock()
-	for _, s := range all {
-		p.Release(s)
-	}
+	return all
 }
 
 // Len counts the live sessions; Count a client's; Reserved the bytes

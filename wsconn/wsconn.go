@@ -169,12 +169,23 @@ func (c *Conn) Note(msg string) {
 // sends what is queued first when the code is CloseNormal (a last view).
 // The first Close wins.
 func (c *Conn) Close(code int, reason string) {
+	c.setClose(code, reason)
+	c.cancel()
+}
+
+func (c *Conn) setClose(code int, reason string) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.ctx.Err() == nil {
 		c.closeCode, c.closeReason, c.flush = code, reason, code == CloseNormal
 	}
-	c.mu.Unlock()
-	c.cancel()
+}
+
+// closing is the close the connection ends with.
+func (c *Conn) closing() (code int, reason string, flush bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closeCode, c.closeReason, c.flush
 }
 
 // Refuse closes a connection that will not be served (a full room) with
@@ -274,9 +285,7 @@ func (c *Conn) writer() {
 	for {
 		select {
 		case <-c.ctx.Done():
-			c.mu.Lock()
-			code, reason, flush := c.closeCode, c.closeReason, c.flush
-			c.mu.Unlock()
+			code, reason, flush := c.closing()
 			if flush || code == CloseTooBig || code == CloseInternal {
 				for len(c.out) > 0 {
 					if c.write(<-c.out) != nil {

@@ -55,18 +55,18 @@ type wordCache struct {
 
 func (c *wordCache) load(word []byte) (cachedWord, bool) {
 	c.mu.RLock()
+	defer c.mu.RUnlock()
 	w, ok := c.m[string(word)]
-	c.mu.RUnlock()
 	return w, ok
 }
 
 func (c *wordCache) store(word string, w cachedWord) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.m == nil || len(c.m) >= maxCachedWords {
 		c.m = make(map[string]cachedWord)
 	}
 	c.m[word] = w
-	c.mu.Unlock()
 }
 
 // encodeBPE follows llama.cpp's llm_tokenizer_bpe_session: pre-tokenize,

@@ -313,11 +313,13 @@ func (r *Runner) free() {
 // Close frees the runner's KV cache (and its Loaded model when
 // NewOwnedRunner made it).
 func (r *Runner) Close() {
-	r.l.mu.Lock()
-	if !r.l.closed {
-		r.free()
-	}
-	r.l.mu.Unlock()
+	func() {
+		r.l.mu.Lock()
+		defer r.l.mu.Unlock()
+		if !r.l.closed {
+			r.free()
+		}
+	}()
 	if r.own {
 		r.l.Close()
 	}
