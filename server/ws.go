@@ -29,6 +29,7 @@ func (s *Server) ws(c echo.Context) error {
 	if err != nil {
 		return nil // the upgrader has answered
 	}
+	defer se.Attach()()
 	conn.Serve(func(ctx context.Context, raw []byte) {
 		defer func() {
 			if p := recover(); p != nil {

@@ -14,6 +14,9 @@ type PoolConfig struct {
 	MaxSessions  int           // in all (default 200)
 	MaxPerClient int           // per client address (default 20)
 	IdleTimeout  time.Duration // a session unused this long is closed (default 30 min)
+	// DetachedTimeout closes a session sooner when no connection holds it
+	// (the tab was closed; a reload reconnects well within it): default 2 min.
+	DetachedTimeout time.Duration
 	// MemoryBudget is the bytes of KV cache and trace all sessions may
 	// hold together (estimated when a run starts); 0: 4 GiB.
 	MemoryBudget int64
@@ -48,6 +51,9 @@ func NewPool(eng Engines, cfg PoolConfig) *Pool {
 	}
 	if cfg.IdleTimeout == 0 {
 		cfg.IdleTimeout = 30 * time.Minute
+	}
+	if cfg.DetachedTimeout == 0 {
+		cfg.DetachedTimeout = 2 * time.Minute
 	}
 	if cfg.MemoryBudget == 0 {
 		cfg.MemoryBudget = 4 << 30
@@ -136,12 +142,17 @@ func (p *Pool) Release(s *Session) {
 	p.forget(s)
 }
 
-// Evict closes the sessions idle longer than the pool's IdleTimeout.
+// Evict closes the sessions idle longer than the pool's IdleTimeout, and
+// those no connection holds after DetachedTimeout.
 func (p *Pool) Evict(now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, s := range p.sessions {
-		if s.expireIfIdle(now, p.cfg.IdleTimeout) {
+		idle := p.cfg.IdleTimeout
+		if s.conns.Load() == 0 {
+			idle = min(idle, p.cfg.DetachedTimeout)
+		}
+		if s.expireIfIdle(now, idle) {
 			p.forget(s)
 		}
 	}

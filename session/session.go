@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"stepthrough/engine"
@@ -70,11 +71,25 @@ type Session struct {
 
 	view              spec.View // head, scores and the softmax slider
 	notice            string
-	pool              *Pool // nil: not counted against any limit (scratch sessions)
-	reserved          int64 // bytes reserved in the pool for the current run
-	expired           bool  // the pool closed this session for good
+	pool              *Pool        // nil: not counted against any limit (scratch sessions)
+	reserved          int64        // bytes reserved in the pool for the current run
+	expired           bool         // the pool closed this session for good
+	conns             atomic.Int32 // connections attached (Attach)
 	prefillMS, ttftMS float64
 	decodeMS          []float64
+}
+
+// Attach counts a connection holding the session until the returned
+// function is called (when it goes): a session no connection holds is
+// closed sooner (PoolConfig.DetachedTimeout).
+func (s *Session) Attach() (detach func()) {
+	s.conns.Add(1)
+	return func() {
+		s.conns.Add(-1)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.lastUsed = time.Now()
+	}
 }
 
 // New makes an empty session for a client (an address; empty for rooms

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+	"time"
 
 	"stepthrough/engine/spec"
 	"stepthrough/engine/trace"
@@ -153,5 +154,27 @@ func TestPlayLesson(t *testing.T) {
 				t.Errorf("%s step %d: at %+v (token step %d), want %s layer %d token %d", name, i+1, e.Current, e.Step, st.Stage, st.Layer, st.Token)
 			}
 		}
+	}
+}
+
+// A pool closes a session no connection holds after DetachedTimeout, one
+// that is held only after IdleTimeout; an expired session answers so and
+// starts no engine.
+func TestPoolEviction(t *testing.T) {
+	p := NewPool(registry(t), PoolConfig{IdleTimeout: time.Hour, DetachedTimeout: time.Minute})
+	held, _ := p.New("a")
+	loose, _ := p.New("a")
+	detach := held.Attach()
+	p.Evict(time.Now().Add(2 * time.Minute))
+	if p.Get(held.ID()) == nil || p.Get(loose.ID()) != nil {
+		t.Errorf("after 2 min: held kept %v, loose kept %v", p.Get(held.ID()) != nil, p.Get(loose.ID()) != nil)
+	}
+	if err := loose.Run(context.Background(), run("hi")); !errors.Is(err, ErrExpired) {
+		t.Errorf("an expired session ran: %v", err)
+	}
+	detach()
+	p.Evict(time.Now().Add(2 * time.Minute))
+	if p.Len() != 0 {
+		t.Error("a session its connection left is not closed")
 	}
 }
