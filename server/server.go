@@ -185,7 +185,11 @@ func (s *Server) Run(ctx context.Context, ready func(addr string)) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: s.echo, ReadHeaderTimeout: 10 * time.Second}
+	// slow clients cannot hold connections open: headers within 10 s, a
+	// request within 30 s, an idle keep-alive 2 min (WebSockets set their
+	// own deadlines once upgraded)
+	srv := &http.Server{Handler: s.echo, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
 	go s.evictLoop(ctx)
 	errc := make(chan error, 1)
 	go func() {
