@@ -46,6 +46,9 @@ type Hooks struct {
 	OnTiming func(Timing)
 	// OnGeneration: prefill time, TTFT and TPOT of a finished generation.
 	OnGeneration func(Generation)
+	// OnSpeculative: one round of speculative decoding (propose, verify,
+	// accept or reject, roll back).
+	OnSpeculative func(Speculative)
 }
 
 // Tokenize is the tokenize stage.
@@ -180,5 +183,28 @@ func compose(a, b *Hooks) *Hooks {
 		OnSample:      join(a.OnSample, b.OnSample),
 		OnTiming:      join(a.OnTiming, b.OnTiming),
 		OnGeneration:  join(a.OnGeneration, b.OnGeneration),
+		OnSpeculative: join(a.OnSpeculative, b.OnSpeculative),
 	}
+}
+
+// Speculative is one round of speculative decoding: the draft model
+// proposed K tokens (with their probabilities Q under the draft's sampler
+// chain), the target scored all K+1 positions in one batched pass (P:
+// each proposed token's probability under the target's chain), each
+// proposal was accepted while u < P/Q (U; greedy: while it is the
+// target's argmax), the first rejected one replaced by a draw from the
+// residual max(0, p − q) (or, all accepted, a bonus token from the
+// target), and both caches rolled back past the rejected tokens.
+type Speculative struct {
+	Pos        int       // position of the first proposed token
+	Proposed   []int32   // the draft's tokens
+	Q, P       []float32 // their probabilities under the draft's and the target's chains
+	U          []float64 // the uniform draws deciding each (none when greedy)
+	Accepted   int       // proposals kept
+	Next       int32     // the token emitted after them: resampled or bonus
+	Bonus      bool      // every proposal was kept: Next is the target's own draw
+	Residual   []sample.Candidate
+	RolledBack int // target positions dropped
+	Draft      time.Duration
+	Verify     time.Duration
 }

@@ -81,6 +81,36 @@ func (s *Sampler) Params() Params { return s.p }
 // Accept records a token (prompt or generated) for the penalties.
 func (s *Sampler) Accept(ids ...int32) { s.history = append(s.history, ids...) }
 
+// Accepted is the number of tokens recorded for the penalties.
+func (s *Sampler) Accepted() int { return len(s.history) }
+
+// Rewind forgets the recorded tokens from n on (a speculative draft that
+// was not kept).
+func (s *Sampler) Rewind(n int) { s.history = s.history[:max(0, min(n, len(s.history)))] }
+
+// Distribution runs the chain over logits without drawing and writes the
+// final probability of every token into dst (len(logits) values, 0 for
+// the removed ones): the distribution Sample would draw from. With
+// temperature 0 it is one-hot on the chain's argmax.
+func (s *Sampler) Distribution(logits []float32, dst []float32) {
+	if cap(s.a) < len(logits) {
+		s.a = make([]Candidate, len(logits))
+		s.b = make([]Candidate, len(logits))
+	}
+	cur := s.a[:len(logits)]
+	for i, l := range logits {
+		cur[i] = Candidate{ID: int32(i), Logit: l}
+	}
+	for _, st := range s.p.Order {
+		cur, _ = s.apply(st, cur)
+	}
+	softmax(cur)
+	clear(dst[:len(logits)])
+	for _, c := range cur {
+		dst[c.ID] = c.P
+	}
+}
+
 // Sample runs the chain over logits and returns the chosen token. It does
 // not Accept it.
 func (s *Sampler) Sample(logits []float32, obs *Observer) int32 {
