@@ -11,6 +11,7 @@ import (
 
 	"stepthrough/engine"
 	"stepthrough/engine/model"
+	"stepthrough/engine/speculative"
 )
 
 // BenchResult is bench's --json output. pp is prompt processing (one batch
@@ -31,7 +32,7 @@ type BenchResult struct {
 }
 
 func runBench(ctx context.Context, env Env, args []string) error {
-	fs := newFlags(env, "bench", "--model PATH [-p 128] [-n 64] [-r 3] [-t THREADS] [--json]")
+	fs := newFlags(env, "bench", "--model PATH [-p 128] [-n 64] [-r 3] [-t THREADS] [--json] [--draft PATH [--draft-k K]]")
 	path := fs.String("model", "", "GGUF model `file`")
 	pp := fs.Int("p", 128, "prompt tokens per prompt-processing run (0: skip)")
 	tg := fs.Int("n", 64, "tokens per generation run (0: skip)")
@@ -39,6 +40,8 @@ func runBench(ctx context.Context, env Env, args []string) error {
 	threads := fs.Int("t", 0, "CPU threads (0: all cores)")
 	backend := backendFlag(fs)
 	asJSON := fs.Bool("json", false, "print one JSON object")
+	draftPath := fs.String("draft", "", "measure speculative decoding with this draft model `file`: greedy generation of -n tokens after -p, plain and with the draft")
+	draftK := fs.Int("draft-k", 4, "tokens the draft proposes per round (1 to 16)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -56,6 +59,12 @@ func runBench(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	defer m.Close()
+	if *draftPath != "" {
+		if *draftK < 1 || *draftK > speculative.MaxK || *tg < 1 {
+			return usageError{fmt.Errorf("--draft needs --draft-k 1 to %d and -n at least 1", speculative.MaxK)}
+		}
+		return benchSpeculative(ctx, env, m, *draftPath, *draftK, *pp, *tg, *reps, engine.Options{Threads: *threads, Backend: *backend}, *asJSON)
+	}
 	r, info, err := engine.NewBackend(m, engine.Options{Threads: *threads, Context: max(*pp, *tg, 1), Backend: *backend})
 	if err != nil {
 		return err

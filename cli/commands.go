@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"stepthrough/engine"
 	"stepthrough/engine/hooks"
@@ -17,6 +18,7 @@ import (
 	"stepthrough/engine/quant"
 	"stepthrough/engine/sample"
 	"stepthrough/engine/spec"
+	"stepthrough/engine/speculative"
 	"stepthrough/engine/trace"
 )
 
@@ -156,13 +158,16 @@ func samplerFlags(fs *flag.FlagSet) func() (sample.Params, error) {
 }
 
 func runGenerate(ctx context.Context, env Env, args []string) error {
-	fs := newFlags(env, "generate", "--model PATH --prompt TEXT -n N [--ids] [sampler flags] [--trace FILE]")
+	fs := newFlags(env, "generate", "--model PATH --prompt TEXT -n N [--ids] [sampler flags] [--trace FILE] [--draft PATH [--draft-k K] [--draft-adaptive]]")
 	path := fs.String("model", "", "GGUF model `file`")
 	prompt := fs.String("prompt", "", "prompt text (BOS added when the model asks for it)")
 	n := fs.Int("n", 64, "tokens to generate")
 	ids := fs.Bool("ids", false, "print the generated token ids instead of text")
 	threads := fs.Int("t", 0, "CPU threads (0: all cores)")
 	tracePath := fs.String("trace", "", "write a trace of every step to this `file` as JSON lines")
+	draftPath := fs.String("draft", "", "speculative decoding with this draft model `file` (same tokenizer): acceptance statistics on stderr")
+	draftK := fs.Int("draft-k", 4, "tokens the draft proposes per round (1 to 16)")
+	adaptive := fs.Bool("draft-adaptive", false, "grow k after a round that kept every proposal, shrink it after one that kept fewer than half")
 	backend := backendFlag(fs)
 	params := samplerFlags(fs)
 	if err := parse(fs, args); err != nil {
@@ -170,6 +175,12 @@ func runGenerate(ctx context.Context, env Env, args []string) error {
 	}
 	if err := required("model", *path); err != nil {
 		return err
+	}
+	if *draftPath != "" && (*draftK < 1 || *draftK > speculative.MaxK) {
+		return usageError{fmt.Errorf("--draft-k must be 1 to %d, got %d", speculative.MaxK, *draftK)}
+	}
+	if *draftPath != "" && *tracePath != "" {
+		return usageError{fmt.Errorf("--trace records plain decoding; drop it or --draft")}
 	}
 	if *n < 0 {
 		return usageError{fmt.Errorf("-n must be at least 0, got %d", *n)}
@@ -218,7 +229,7 @@ func runGenerate(ctx context.Context, env Env, args []string) error {
 	w := bufio.NewWriter(env.Stdout)
 	defer w.Flush()
 	first := true
-	err = s.Generate(ctx, p, *n, smp, func(id int32) error {
+	emit := func(id int32) error {
 		if *ids {
 			if !first {
 				w.WriteByte(' ')
@@ -229,13 +240,51 @@ func runGenerate(ctx context.Context, env Env, args []string) error {
 			w.Write(m.Tokenizer.Bytes(id))
 		}
 		return w.Flush()
-	})
+	}
+	if *draftPath != "" {
+		sp.Seed, sp.SeedSet = smp.Seed(), true
+		err = generateSpeculative(ctx, env, s, *draftPath, sp, speculative.Options{K: *draftK, Adaptive: *adaptive}, engine.Options{Threads: *threads, Backend: *backend}, p, *n, emit)
+	} else {
+		err = s.Generate(ctx, p, *n, smp, emit)
+	}
 	w.WriteByte('\n')
 	if err != nil {
 		return err
 	}
 	return traceErr
 }
+
+// generateSpeculative runs target session s with a draft model and prints
+// what the draft achieved on stderr.
+func generateSpeculative(ctx context.Context, env Env, s *engine.Session, draftPath string, p sample.Params, opt speculative.Options,
+	eo engine.Options, prompt []int32, n int, emit func(int32) error) error {
+	dm, err := model.Load(draftPath)
+	if err != nil {
+		return fmt.Errorf("draft: %w", err)
+	}
+	defer dm.Close()
+	if err := speculative.SameVocabulary(s.Model.Tokenizer, dm.Tokenizer); err != nil {
+		return fmt.Errorf("draft %s: %w", draftPath, err)
+	}
+	ds, err := engine.NewSession(dm, eo)
+	if err != nil {
+		return fmt.Errorf("draft: %w", err)
+	}
+	defer ds.Close()
+	d, err := speculative.New(s, ds, p, p, opt)
+	if err != nil {
+		return usageError{err}
+	}
+	start := time.Now()
+	err = d.Generate(ctx, prompt, n, emit)
+	st := d.Stats()
+	fmt.Fprintf(env.Stderr, "\ndraft: %d rounds, %d proposed, %d accepted (%.1f%%), %.2f kept per round; %d tokens in %.1f ms (%.1f t/s); draft %.1f ms, verify %.1f ms\n",
+		st.Rounds, st.Drafted, st.Accepted, 100*st.AcceptanceRate(), st.MeanAccepted(), st.Emitted, ms(time.Since(start)),
+		float64(st.Emitted)/time.Since(start).Seconds(), ms(st.Draft), ms(st.Verify))
+	return err
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 func runSynth(ctx context.Context, env Env, args []string) error {
 	fs := newFlags(env, "synth", "--arch llama|gpt2 --out FILE [shape flags]")
@@ -252,11 +301,20 @@ func runSynth(ctx context.Context, env Env, args []string) error {
 	typ := fs.String("type", "f32", "weight matrix type: f32, f16, bf16, q8_0, q4_0")
 	tied := fs.Bool("tied", false, "tie the output matrix to the token embedding")
 	seed := fs.Uint64("seed", 1, "random seed")
+	vocabFrom := fs.String("vocab-from", "", "copy the tokenizer of this GGUF `file` (its size replaces --vocab): a random draft for a real model")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if err := required("out", *out); err != nil {
 		return err
+	}
+	if *vocabFrom != "" {
+		vf, err := model.LoadVocab(*vocabFrom)
+		if err != nil {
+			return err
+		}
+		defer vf.Close()
+		o.VocabFrom = vf.File
 	}
 	t, err := quant.ParseType(*typ)
 	if err != nil {

@@ -49,6 +49,17 @@ func (w *Writer) Set(key string, v any) error {
 	return nil
 }
 
+// SetValue stores a metadata value read from another file as it is.
+func (w *Writer) SetValue(key string, v Value) {
+	for i := range w.kv {
+		if w.kv[i].Key == key {
+			w.kv[i].Value = v
+			return
+		}
+	}
+	w.kv = append(w.kv, KV{Key: key, Value: v})
+}
+
 // MustSet is Set for values known to be valid; it panics on a programming error.
 func (w *Writer) MustSet(key string, v any) {
 	if err := w.Set(key, v); err != nil {

@@ -23,6 +23,9 @@ type SynthOptions struct {
 	// a few words) instead of the byte-complete one: models of a few KB,
 	// for fuzzing.
 	Tiny bool
+	// VocabFrom copies another model's tokenizer (every tokenizer.* key;
+	// Vocab becomes its size): a random draft for a real target.
+	VocabFrom *gguf.File
 }
 
 // Synthesize builds a GGUF file with random weights (normal, std 0.02;
@@ -35,6 +38,14 @@ func Synthesize(o SynthOptions) (*gguf.Writer, error) {
 	}
 	if o.KVHeads == 0 {
 		o.KVHeads = o.Heads
+	}
+	if o.VocabFrom != nil {
+		tv, ok := o.VocabFrom.Get("tokenizer.ggml.tokens")
+		arr, isArr := tv.V.(gguf.Array)
+		if !ok || !isArr {
+			return nil, fmt.Errorf("synth: the vocabulary file has no tokenizer.ggml.tokens")
+		}
+		o.Vocab = arr.Len()
 	}
 	if o.Heads < 1 || o.Embd%o.Heads != 0 || o.Heads%o.KVHeads != 0 || o.Layers < 1 || o.FFN < 1 || o.Context < 1 {
 		return nil, fmt.Errorf("synth: inconsistent shape (embd %d, heads %d/%d, layers %d, ffn %d, context %d)", o.Embd, o.Heads, o.KVHeads, o.Layers, o.FFN, o.Context)
@@ -58,7 +69,13 @@ func Synthesize(o SynthOptions) (*gguf.Writer, error) {
 	} else {
 		w.MustSet(a+".attention.layer_norm_epsilon", float32(1e-5))
 	}
-	if err := synthVocab(w, o); err != nil {
+	if o.VocabFrom != nil {
+		for _, kv := range o.VocabFrom.KV {
+			if strings.HasPrefix(kv.Key, "tokenizer.") {
+				w.SetValue(kv.Key, kv.Value)
+			}
+		}
+	} else if err := synthVocab(w, o); err != nil {
 		return nil, err
 	}
 	rng := rand.New(rand.NewPCG(o.Seed, 0x5717))

@@ -1,0 +1,33 @@
+package cli
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// generate --draft gives the target's greedy text and prints the draft's
+// statistics; a draft with another vocabulary and a bad k are refused in
+// one line; bench --draft measures both side by side.
+func TestSpeculativeCommands(t *testing.T) {
+	target, draft := "../models/lesson.gguf", "../models/lesson-draft.gguf"
+	plain, _, code := run(t, "generate", "--model", target, "--prompt", "The capital of France is", "-n", "24", "--temperature", "0", "--ids", "-t", "1")
+	spec, errOut, code2 := run(t, "generate", "--model", target, "--draft", draft, "--draft-k", "3", "--prompt", "The capital of France is", "-n", "24", "--temperature", "0", "--ids", "-t", "1")
+	if code != 0 || code2 != 0 || plain != spec {
+		t.Errorf("greedy with a draft %q (exit %d), without %q (exit %d)", spec, code2, plain, code)
+	}
+	if !strings.Contains(errOut, "draft: ") || !strings.Contains(errOut, "accepted (") {
+		t.Errorf("no draft statistics on stderr: %q", errOut)
+	}
+	if _, e, c := run(t, "generate", "--model", target, "--draft", stories(t), "--prompt", "x", "-n", "2"); c != 1 || !strings.Contains(e, "tokenizer") || strings.Count(e, "\n") > 2 {
+		t.Errorf("a draft with another vocabulary: exit %d, %q", c, e)
+	}
+	if _, e, c := run(t, "generate", "--model", target, "--draft", draft, "--draft-k", "0", "--prompt", "x"); c != 2 || !strings.Contains(e, "draft-k") {
+		t.Errorf("--draft-k 0: exit %d, %q", c, e)
+	}
+	out, e, c := run(t, "bench", "--model", target, "--draft", draft, "-p", "8", "-n", "16", "-r", "1", "-t", "1", "--json")
+	var b SpecBench
+	if c != 0 || json.Unmarshal([]byte(out), &b) != nil || b.PlainTPS <= 0 || b.SpecTPS <= 0 || b.Acceptance <= 0 || b.VerifyMS <= 0 || b.K != 4 {
+		t.Errorf("bench --draft: exit %d, %q %q", c, out, e)
+	}
+}
