@@ -43,14 +43,13 @@ const (
 
 // Errors a classroom answers with; each is a sentence for the user.
 var (
-	ErrRoomGone      = errors.New("this room has ended or never existed: check the code")
-	ErrRoomsFull     = errors.New("the server has as many rooms as it can hold: try again later")
-	ErrRoomLimit     = errors.New("you have started too many rooms in the last hour")
-	ErrTooManyTries  = errors.New("too many wrong codes: wait a minute and try again")
-	ErrRoomFull      = errors.New("this room is full")
-	ErrJoinsTooFast  = errors.New("too many connections to this room in the last minute: try again shortly")
-	ErrNotInstructor = errors.New("this link is not the room's instructor link")
-	ErrStore         = errors.New("the classroom store failed (the server's log says why): try again later")
+	ErrRoomGone     = errors.New("this room has ended or never existed: check the code")
+	ErrRoomsFull    = errors.New("the server has as many rooms as it can hold: try again later")
+	ErrRoomLimit    = errors.New("you have started too many rooms in the last hour")
+	ErrTooManyTries = errors.New("too many wrong codes: wait a minute and try again")
+	ErrRoomFull     = errors.New("this room is full")
+	ErrJoinsTooFast = errors.New("too many connections to this room in the last minute: try again shortly")
+	ErrStore        = errors.New("the classroom store failed (the server's log says why): try again later")
 )
 
 // Config configures a Classroom.
@@ -298,10 +297,10 @@ func (cl *Classroom) takeAll() (rooms []*Room, already bool) {
 }
 
 // StudentPage is a student's page of the room as it is now.
-func (r *Room) StudentPage(ctx context.Context, student string) (views.StudentPage, error) {
+func (r *Room) StudentPage(ctx context.Context) (views.StudentPage, error) {
 	var p views.StudentPage
 	err := r.do(ctx, func() {
-		p = views.StudentPage{Code: r.code, Student: student, Room: r.view(), Status: r.statusView()}
+		p = views.StudentPage{Code: r.code, Room: r.view(), Status: r.statusView()}
 	})
 	return p, err
 }
@@ -426,6 +425,3 @@ func (r *Room) engineAnswerAt(ctx context.Context, i int) string {
 	a, _ := lessons.EngineAnswer(st, tk, r.lesson.Steps[i].Question)
 	return a
 }
-
-// IsLesson reports whether the room runs a lesson (else an Explorer view).
-func (r *Room) IsLesson() bool { return r.lesson != nil }

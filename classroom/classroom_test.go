@@ -248,7 +248,7 @@ func TestBusyRoomBlocksNoOther(t *testing.T) {
 	<-busy
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
-	if _, err := b.StudentPage(ctx, NewStudent()); err != nil {
+	if _, err := b.StudentPage(ctx); err != nil {
 		t.Errorf("room B while room A is busy: %v", err)
 	}
 	if r, err := cl.Lookup(ctx, a.Code()); err != nil || r != a {
@@ -256,7 +256,7 @@ func TestBusyRoomBlocksNoOther(t *testing.T) {
 	}
 	short, cancel2 := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel2()
-	if _, err := a.StudentPage(short, NewStudent()); err == nil {
+	if _, err := a.StudentPage(short); err == nil {
 		t.Error("the busy room answered while its goroutine was held")
 	}
 }
@@ -344,7 +344,7 @@ func TestQuarantinedState(t *testing.T) {
 	if err != nil || broken == "" || !strings.Contains(broken, "gone.gguf") || saved.State.Broken != broken {
 		t.Errorf("quarantine: %q, saved %q (%v)", broken, saved.State.Broken, err)
 	}
-	if _, err := r.StudentPage(t.Context(), NewStudent()); err != nil {
+	if _, err := r.StudentPage(t.Context()); err != nil {
 		t.Errorf("a quarantined room still serves its page: %v", err)
 	}
 }

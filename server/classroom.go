@@ -103,8 +103,6 @@ func statusOf(err error) int {
 		return http.StatusServiceUnavailable
 	case errors.Is(err, classroom.ErrRoomGone), errors.Is(err, errNoRoomOrKey):
 		return http.StatusNotFound
-	case errors.Is(err, classroom.ErrNotInstructor):
-		return http.StatusForbidden
 	}
 	return http.StatusBadRequest
 }
@@ -142,8 +140,8 @@ func (s *Server) studentPage(c echo.Context) error {
 	if err != nil {
 		return s.classroomHomeWith(c, statusOf(err), err.Error(), "")
 	}
-	id := s.ensureStudent(c)
-	p, err := r.StudentPage(c.Request().Context(), id)
+	s.ensureStudent(c) // the signed cookie the room's WebSocket reads
+	p, err := r.StudentPage(c.Request().Context())
 	if err != nil {
 		return s.classroomHomeWith(c, statusOf(err), err.Error(), "")
 	}
@@ -194,7 +192,7 @@ func (s *Server) teachRoom(c echo.Context) error {
 		return s.classroomHomeWith(c, statusOf(err), err.Error(), "")
 	}
 	p := t.Page
-	p.Key, p.JoinURL = key, c.Scheme()+"://"+c.Request().Host+"/rooms/"+r.Code()
+	p.JoinURL = c.Scheme() + "://" + c.Request().Host + "/rooms/" + r.Code()
 	p.InstructURL = "/rooms/" + r.Code() + "/teach?key=" + key
 	p.CSVURL = "/rooms/" + r.Code() + "/poll.csv"
 	p.Expires = "at " + t.Expires.Format("15:04 MST") + " unless you keep teaching"

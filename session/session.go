@@ -13,7 +13,6 @@ package session
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -45,9 +44,6 @@ type Error struct{ Msg string }
 func (e *Error) Error() string { return e.Msg }
 
 func errorf(format string, a ...any) error { return &Error{fmt.Sprintf(format, a...)} }
-
-// ErrNoRun is returned by actions that need a run when there is none.
-var ErrNoRun = &Error{"nothing has run yet: type a prompt and press Run"}
 
 // Session is one viewer's run: the spec it was given, the engine session,
 // the recorded trace and where the viewer is in it.
@@ -517,14 +513,4 @@ func (s *Session) HasRun() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.cur.Steps) > 0
-}
-
-// IsUserError reports whether err is about what the viewer asked for (a
-// bad setting, something the run cannot do) rather than a failure of the
-// server.
-func IsUserError(err error) bool {
-	var se *spec.Error
-	var e *Error
-	var pe *sample.ParamError
-	return errors.As(err, &se) || errors.As(err, &e) || errors.As(err, &pe)
 }

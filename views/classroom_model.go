@@ -70,14 +70,14 @@ type TeachStats struct {
 
 // StudentPage is a student's page in a room.
 type StudentPage struct {
-	Code, Student string
-	Room          RoomView
-	Status        RoomStatus
+	Code   string
+	Room   RoomView
+	Status RoomStatus
 }
 
 // TeachPage is the instructor's page.
 type TeachPage struct {
-	Code, Key   string
+	Code        string
 	JoinURL     string
 	QR          [][]bool // the join URL as a QR code, modules (true = dark)
 	IsLesson    bool

@@ -27,13 +27,6 @@ func QueryGetter(q url.Values) Getter {
 	}
 }
 
-// FormKeys are the fields the query and form codec reads: prompt, model,
-// backend, the sampler keys, max_tokens, and the view's step, stage, head
-// and scores.
-func FormKeys() []string {
-	return append(append([]string{"prompt", "model", "backend"}, SamplerKeys()...), "max_tokens", "step", "stage", "head", "scores")
-}
-
 // FromForm applies the fields get gives to base and validates the result:
 // the codec of URL queries, the Explorer's settings form and its WebSocket
 // messages. Fields not given keep base's values. The prompt keeps its
