@@ -397,3 +397,23 @@ func TestForwardErrors(t *testing.T) {
 		t.Error("context beyond gpt2's learned positions: want error")
 	}
 }
+
+// GemmABT agrees with the reference loop for shapes that do and do not
+// fill a tile, with strides wider than the rows.
+func TestGemmABT(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, s := range []struct{ n, m, k int }{{1, 1, 1}, {4, 4, 16}, {5, 7, 33}, {9, 3, 32}, {13, 17, 100}, {3, 0, 5}, {2, 3, 0}} {
+		lda, ldb, ldo := s.k+2, s.k+5, s.m+3
+		a, b := randFloats(r, max(1, s.n*lda)), randFloats(r, max(1, s.m*ldb))
+		out := randFloats(r, max(1, s.n*ldo))
+		GemmABT(out, ldo, a, lda, b, ldb, s.n, s.m, s.k)
+		for i := 0; i < s.n; i++ {
+			for j := 0; j < s.m; j++ {
+				want := float64(dotRef(a[i*lda:i*lda+s.k], b[j*ldb:j*ldb+s.k]))
+				if got := float64(out[i*ldo+j]); math.Abs(got-want) > 1e-5*float64(s.k+1) {
+					t.Errorf("%v [%d,%d]: %g, reference %g", s, i, j, got, want)
+				}
+			}
+		}
+	}
+}

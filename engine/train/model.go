@@ -149,16 +149,15 @@ func (m *Model) Forward(tok, tgt []int32, B, T int, grad bool) float64 {
 		x, next := a.x[i], a.x[i+1]
 		layerNorm(a.ln1[i], a.ln1m[i], a.ln1r[i], x, m.w(o.ln1g, E), m.w(o.ln1b, E), N, E, lnEps)
 		m.mm.linear(a.qkv[i], a.ln1[i], m.w(o.wqkv, 3*E*E), m.w(o.bqkv, 3*E), N, E, 3*E)
-		attention(m.mm.pool, a.att[i], a.probs[i], a.qkv[i], B, T, H, D)
+		m.mm.attention(a.att[i], a.probs[i], a.qkv[i], B, T, H, D)
 		m.mm.linear(a.dtmp, a.att[i], m.w(o.wo, E*E), m.w(o.bo, E), N, E, E)
 		for j := range x {
 			a.x1[i][j] = x[j] + a.dtmp[j]
 		}
 		layerNorm(a.ln2[i], a.ln2m[i], a.ln2r[i], a.x1[i], m.w(o.ln2g, E), m.w(o.ln2b, E), N, E, lnEps)
 		m.mm.linear(a.up[i], a.ln2[i], m.w(o.wup, F*E), m.w(o.bup, F), N, E, F)
-		for j, v := range a.up[i] {
-			a.g[i][j] = gelu(v)
-		}
+		up, g := a.up[i], a.g[i]
+		m.mm.each(len(up), func(j int) { g[j] = gelu(up[j]) })
 		m.mm.linear(a.dtmp, a.g[i], m.w(o.wdown, E*F), m.w(o.bdown, E), N, F, E)
 		for j := range next {
 			next[j] = a.x1[i][j] + a.dtmp[j]
@@ -167,9 +166,9 @@ func (m *Model) Forward(tok, tgt []int32, B, T int, grad bool) float64 {
 	layerNorm(a.lnf, a.lnfm, a.lnfr, a.x[c.Layers], m.w(l.lnfg, E), m.w(l.lnfb, E), N, E, lnEps)
 	m.mm.linear(a.logits, a.lnf, m.w(l.wte, V*E), nil, N, E, V)
 	if !grad {
-		return crossEntropy(nil, a.logits, tgt, N, V)
+		return m.mm.crossEntropy(nil, a.logits, tgt, N, V)
 	}
-	loss := crossEntropy(a.dlogits, a.logits, tgt, N, V)
+	loss := m.mm.crossEntropy(a.dlogits, a.logits, tgt, N, V)
 	clear(m.G)
 	// output projection (tied to wte) and final norm
 	clear(a.dln)
@@ -183,11 +182,10 @@ func (m *Model) Forward(tok, tgt []int32, B, T int, grad bool) float64 {
 		m.mm.linearBack(nil, m.g(o.wdown, E*F), m.g(o.bdown, E), dx, a.g[i], m.w(o.wdown, E*F), N, F, E, a.xT, a.dyT)
 		// dg = dx · Wdown, computed into dup, then through gelu
 		wT := m.mm.tmp(F * E)
-		transpose(wT, m.w(o.wdown, E*F), E, F)
+		m.mm.transposePar(wT, m.w(o.wdown, E*F), E, F)
 		m.mm.abt(a.dup, dx, wT, N, E, F)
-		for j, v := range a.up[i] {
-			a.dup[j] *= geluGrad(v)
-		}
+		up, dup := a.up[i], a.dup
+		m.mm.each(len(up), func(j int) { dup[j] *= geluGrad(up[j]) })
 		clear(a.dln)
 		m.mm.linearBack(a.dln, m.g(o.wup, F*E), m.g(o.bup, F), a.dup, a.ln2[i], m.w(o.wup, F*E), N, E, F, a.xT, a.dyT)
 		// dx1 = dx (residual) + LN2 backward
@@ -196,7 +194,7 @@ func (m *Model) Forward(tok, tgt []int32, B, T int, grad bool) float64 {
 		clear(a.datt)
 		m.mm.linearBack(a.datt, m.g(o.wo, E*E), m.g(o.bo, E), dx, a.att[i], m.w(o.wo, E*E), N, E, E, a.xT, a.dyT)
 		clear(a.dqkv)
-		attentionBack(m.mm.pool, a.dqkv, a.datt, a.probs[i], a.qkv[i], B, T, H, D)
+		m.mm.attentionBack(a.dqkv, a.datt, a.probs[i], a.qkv[i], B, T, H, D)
 		clear(a.dln)
 		m.mm.linearBack(a.dln, m.g(o.wqkv, 3*E*E), m.g(o.bqkv, 3*E), a.dqkv, a.ln1[i], m.w(o.wqkv, 3*E*E), N, E, 3*E, a.xT, a.dyT)
 		layerNormBack(dx, m.g(o.ln1g, E), m.g(o.ln1b, E), a.dln, a.x[i], a.ln1m[i], a.ln1r[i], m.w(o.ln1g, E), N, E)
@@ -223,6 +221,7 @@ type AdamW struct {
 	LR, Beta1, Beta2, Eps, WeightDecay float64
 	M, V                               []float32
 	Step                               int
+	decay                              []bool // which parameters decay (made once)
 }
 
 // NewAdamW returns an optimizer for n parameters.
@@ -246,7 +245,10 @@ func (o *AdamW) Update(m *Model, lr, clip float64) float64 {
 	o.Step++
 	b1c := 1 - math.Pow(o.Beta1, float64(o.Step))
 	b2c := 1 - math.Pow(o.Beta2, float64(o.Step))
-	decay := m.decayMask()
+	if len(o.decay) != len(m.W) {
+		o.decay = m.decayMask()
+	}
+	decay := o.decay
 	b1, b2 := float32(o.Beta1), float32(o.Beta2)
 	for i := range m.W {
 		g := m.G[i] * scale
@@ -295,4 +297,16 @@ func Schedule(step, warmup, total int, peak, minLR float64) float64 {
 
 func (c Config) String() string {
 	return fmt.Sprintf("vocab %d, context %d, embedding %d, %d layers, %d heads, FFN %d (%d parameters)", c.Vocab, c.Ctx, c.Embd, c.Layers, c.Heads, c.FFN, c.Params())
+}
+
+// TrainFLOPsPerToken counts the floating-point operations of one training
+// step per token with windows of T tokens: the forward pass's matrix
+// products (2 per multiply-add: QKV, output, MLP, the tied logits) and
+// causal attention (scores and weighted values over (T+1)/2 keys on
+// average), tripled for the backward pass.
+func (c Config) TrainFLOPsPerToken(T int) float64 {
+	E, F, L := float64(c.Embd), float64(c.FFN), float64(c.Layers)
+	mat := L*(3*E*E+E*E+2*E*F) + float64(c.Vocab)*E
+	attn := L * 2 * E * float64(T+1) / 2
+	return 3 * 2 * (mat + attn)
 }

@@ -82,3 +82,21 @@ func TestAdamWAndSchedule(t *testing.T) {
 		t.Errorf("loss %g -> %g: the optimizer does not learn", first, last)
 	}
 }
+
+func TestTranspose(t *testing.T) {
+	for _, s := range [][2]int{{1, 1}, {8, 8}, {9, 17}, {16, 3}, {33, 40}} {
+		rows, cols := s[0], s[1]
+		x, dst := make([]float32, rows*cols), make([]float32, rows*cols)
+		for i := range x {
+			x[i] = float32(i)
+		}
+		transpose(dst, x, rows, cols)
+		for r := 0; r < rows; r++ {
+			for c := 0; c < cols; c++ {
+				if dst[c*rows+r] != x[r*cols+c] {
+					t.Fatalf("%dx%d: [%d,%d] wrong", rows, cols, r, c)
+				}
+			}
+		}
+	}
+}
