@@ -41,7 +41,11 @@ func runTrainLesson(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(env.Stdout, "Paris: top %q, p %.3f; capitals top-1 %.1f%%; copying top-1 %.1f%% of %d; draft agreement %.1f%%\n",
-		rep.ParisTop, rep.ParisP, 100*rep.CapitalTop1, 100*rep.CopyTop1, rep.CopyCases, 100*rep.DraftAgreement)
+	b := rep.Bars
+	fmt.Fprintf(env.Stdout, "capitals %s, held-out phrasings %s; copying %s; calculator calls %s, answers %s; direct %s, thinking %s; turns ended %s; draft agreement %.1f%%\n",
+		b.CapitalTrain, b.CapitalHeld, b.Copy, b.ToolCall, b.ToolAnswer, b.Direct, b.Think, b.ChatEnd, 100*rep.DraftAgreement)
+	for _, f := range b.Failures() {
+		fmt.Fprintf(env.Stdout, "bar missed: %s\n", f)
+	}
 	return nil
 }

@@ -31,6 +31,9 @@ type Tokenizer struct {
 
 	// user-defined tokens, longest first: always split out of raw text
 	userTokens []int32
+	// control and user-defined tokens, longest first: split out of text
+	// when special text is parsed (EncodeSpecial)
+	specialTokens []int32
 
 	types []TokenType    // effective types, after classifySpecial
 	eog   map[int32]bool // tokens that end generation
@@ -117,7 +120,14 @@ func New(v *Vocab) (*Tokenizer, error) {
 			t.userTokens = append(t.userTokens, int32(i))
 		}
 	}
-	slices.SortStableFunc(t.userTokens, func(a, b int32) int { return len(v.Tokens[b]) - len(v.Tokens[a]) })
+	for i := range v.Tokens {
+		if ty := t.Type(int32(i)); (ty == TypeUserDefined || ty == TypeControl) && v.Tokens[i] != "" {
+			t.specialTokens = append(t.specialTokens, int32(i))
+		}
+	}
+	longestFirst := func(a, b int32) int { return len(v.Tokens[b]) - len(v.Tokens[a]) }
+	slices.SortStableFunc(t.userTokens, longestFirst)
+	slices.SortStableFunc(t.specialTokens, longestFirst)
 	t.pieces = make([][]byte, len(v.Tokens))
 	for i := range v.Tokens {
 		t.pieces[i] = t.decodePiece(int32(i))
@@ -226,12 +236,30 @@ func (t *Tokenizer) decodePiece(id int32) []byte {
 // metadata asks. Special-token text in the input is not parsed: "<s>" is
 // tokenized as plain characters.
 func (t *Tokenizer) Encode(text string, addSpecial bool) []Token {
+	return t.encode(text, addSpecial, t.userTokens)
+}
+
+// EncodeSpecialTokens is Encode with special text parsed, as llama.cpp's
+// parse_special: the text of a control token (a chat template's role
+// markers, "<|end|>") becomes that token. Only text the application wrote,
+// such as a rendered chat template, should be encoded this way; a user's
+// own text goes through Encode, so it cannot forge a turn.
+func (t *Tokenizer) EncodeSpecialTokens(text string, addSpecial bool) []Token {
+	return t.encode(text, addSpecial, t.specialTokens)
+}
+
+// EncodeSpecial is EncodeSpecialTokens returning only the ids.
+func (t *Tokenizer) EncodeSpecial(text string, addSpecial bool) []int32 {
+	return ids(t.EncodeSpecialTokens(text, addSpecial))
+}
+
+func (t *Tokenizer) encode(text string, addSpecial bool, specials []int32) []Token {
 	var out []Token
 	if addSpecial && t.v.AddBOS && t.v.BOS >= 0 {
 		out = append(out, Token{ID: t.v.BOS, Added: true})
 	}
 	prevSpecial := true
-	for _, fr := range t.partition(text) {
+	for _, fr := range t.partition(text, specials) {
 		if fr.id >= 0 {
 			out = append(out, Token{ID: fr.id, Start: fr.start, End: fr.end})
 			prevSpecial = true
@@ -258,12 +286,12 @@ type fragment struct {
 // partition splits user-defined tokens (e.g. runs of spaces some
 // vocabularies define) out of the raw text, longest token first, as
 // llama.cpp's tokenizer_st_partition does when special text is not parsed.
-func (t *Tokenizer) partition(text string) []fragment {
+func (t *Tokenizer) partition(text string, specials []int32) []fragment {
 	frags := []fragment{{-1, 0, len(text)}}
 	if text == "" {
 		return nil
 	}
-	for _, id := range t.userTokens {
+	for _, id := range specials {
 		tok := t.v.Tokens[id]
 		var next []fragment
 		for _, fr := range frags {
@@ -294,12 +322,15 @@ func (t *Tokenizer) partition(text string) []fragment {
 
 // EncodeIDs is Encode returning only the ids.
 func (t *Tokenizer) EncodeIDs(text string, addSpecial bool) []int32 {
-	toks := t.Encode(text, addSpecial)
-	ids := make([]int32, len(toks))
+	return ids(t.Encode(text, addSpecial))
+}
+
+func ids(toks []Token) []int32 {
+	out := make([]int32, len(toks))
 	for i, tk := range toks {
-		ids[i] = tk.ID
+		out[i] = tk.ID
 	}
-	return ids
+	return out
 }
 
 // The GPT-2 byte↔unicode map: printable bytes map to themselves, the rest

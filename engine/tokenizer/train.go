@@ -3,7 +3,24 @@ package tokenizer
 import (
 	"fmt"
 	"sort"
+	"strings"
 )
+
+// TrainOptions say how a vocabulary is trained.
+type TrainOptions struct {
+	// Pre is the pre-tokenizer (a tokenizer.ggml.pre name; "" is gpt-2).
+	// "qwen2" splits numbers into single digits, so sums can be worked
+	// digit by digit.
+	Pre string
+	// Control tokens are appended after the merges, the first being BOS
+	// and EOS; their text is never learnt from and, as in llama.cpp, is
+	// parsed in input only when special text is parsed.
+	Control []string
+	// UserDefined tokens are appended after the control tokens; their text
+	// is always split out of the input (as llama.cpp does for
+	// USER_DEFINED tokens), e.g. tool-call tags.
+	UserDefined []string
+}
 
 // TrainBPE learns a byte-level BPE vocabulary of vocabSize tokens from
 // texts, the way GPT-2's tokenizer was made: split with the GPT-2
@@ -12,14 +29,28 @@ import (
 // (ties: the pair of lowest token ids) into a new token. The specials are
 // appended as control tokens. The merges, in order, are the ranks the
 // tokenizer applies, so a student can read how every token was built.
-func TrainBPE(texts []string, vocabSize int, specials []string) (*Vocab, error) {
+func TrainBPE(texts []string, vocabSize int, o TrainOptions) (*Vocab, error) {
+	specials := append(append([]string(nil), o.Control...), o.UserDefined...)
 	if vocabSize < 256+len(specials) {
 		return nil, fmt.Errorf("train bpe: vocabulary %d is smaller than the 256 bytes and %d specials", vocabSize, len(specials))
 	}
+	pre := o.Pre
+	if pre == "" {
+		pre = "gpt-2"
+	}
+	p, ignore, err := newPreTokenizer(pre)
+	if err != nil {
+		return nil, fmt.Errorf("train bpe: %w", err)
+	}
+	if ignore {
+		return nil, fmt.Errorf("train bpe: pre-tokenizer %s ignores merges", pre)
+	}
 	counts := map[string]int{}
 	for _, t := range texts {
-		for _, sp := range splitGPT2(t, nil) {
-			counts[t[sp.start:sp.end]]++
+		for _, piece := range splitOut(t, specials) {
+			for _, sp := range p.split(piece) {
+				counts[piece[sp.start:sp.end]]++
+			}
 		}
 	}
 	type word struct {
@@ -39,7 +70,7 @@ func TrainBPE(texts []string, vocabSize int, specials []string) (*Vocab, error) 
 		}
 		words[i] = word{syms, counts[k]}
 	}
-	v := &Vocab{Model: "gpt2", Pre: "gpt-2", BOS: -1, EOS: -1, UNK: -1, EOT: -1, PAD: -1}
+	v := &Vocab{Model: "gpt2", Pre: pre, BOS: -1, EOS: -1, UNK: -1, EOT: -1, PAD: -1, EOM: -1, FIM: [6]int32{-1, -1, -1, -1, -1, -1}}
 	for b := 0; b < 256; b++ {
 		v.Tokens = append(v.Tokens, string(byteToRune[b]))
 		v.Types = append(v.Types, TypeNormal)
@@ -78,13 +109,37 @@ func TrainBPE(texts []string, vocabSize int, specials []string) (*Vocab, error) 
 			words[i].syms = out
 		}
 	}
-	for _, sp := range specials {
+	for _, sp := range o.Control {
 		v.Tokens = append(v.Tokens, sp)
 		v.Types = append(v.Types, TypeControl)
 	}
-	if len(specials) > 0 {
+	for _, sp := range o.UserDefined {
+		v.Tokens = append(v.Tokens, sp)
+		v.Types = append(v.Types, TypeUserDefined)
+	}
+	if len(o.Control) > 0 {
 		v.BOS = int32(len(v.Tokens) - len(specials))
 		v.EOS = v.BOS
 	}
 	return v, nil
+}
+
+// splitOut returns the pieces of text between occurrences of any special.
+func splitOut(text string, specials []string) []string {
+	pieces := []string{text}
+	for _, sp := range specials {
+		if sp == "" {
+			continue
+		}
+		var next []string
+		for _, p := range pieces {
+			for _, part := range strings.Split(p, sp) {
+				if part != "" {
+					next = append(next, part)
+				}
+			}
+		}
+		pieces = next
+	}
+	return pieces
 }

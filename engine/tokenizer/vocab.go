@@ -52,12 +52,17 @@ type Vocab struct {
 	FIM            [6]int32
 	AddBOS, AddEOS bool
 	AddSpacePrefix bool
+	// ChatTemplate is tokenizer.chat_template: the Jinja template that
+	// turns a list of messages into the model's prompt ("" when absent).
+	ChatTemplate string
 }
 
 // Caps on vocabulary sizes read from a file.
 const (
 	maxVocab  = 1 << 22
 	maxMerges = 1 << 23
+	// maxChatTemplate bounds tokenizer.chat_template (real ones are a few KiB)
+	maxChatTemplate = 1 << 20
 )
 
 // VocabFromGGUF reads the tokenizer.ggml.* keys of a model file.
@@ -167,6 +172,12 @@ func VocabFromGGUF(f *gguf.File) (*Vocab, error) {
 			return nil, fmt.Errorf("%s must be a bool, got %s", b.key, val.Type)
 		}
 		*b.dst = x
+	}
+	if v.ChatTemplate, err = getString(f, "tokenizer.chat_template", false); err != nil {
+		return nil, err
+	}
+	if len(v.ChatTemplate) > maxChatTemplate {
+		return nil, fmt.Errorf("tokenizer.chat_template: %d bytes exceeds %d", len(v.ChatTemplate), maxChatTemplate)
 	}
 	for _, id := range []*int32{&v.BOS, &v.EOS, &v.UNK} {
 		if *id >= int32(len(tokens)) {

@@ -28,7 +28,11 @@ func (m *Model) Writer(name string, v *tokenizer.Vocab) (*gguf.Writer, error) {
 	w.MustSet("gpt2.attention.head_count", uint32(c.Heads))
 	w.MustSet("gpt2.attention.layer_norm_epsilon", float32(lnEps))
 	w.MustSet("tokenizer.ggml.model", "gpt2")
-	w.MustSet("tokenizer.ggml.pre", "gpt-2")
+	pre := v.Pre
+	if pre == "" {
+		pre = "gpt-2"
+	}
+	w.MustSet("tokenizer.ggml.pre", pre)
 	w.MustSet("tokenizer.ggml.tokens", v.Tokens)
 	types := make([]int32, len(v.Types))
 	for i, t := range v.Types {
@@ -39,6 +43,13 @@ func (m *Model) Writer(name string, v *tokenizer.Vocab) (*gguf.Writer, error) {
 	if v.BOS >= 0 {
 		w.MustSet("tokenizer.ggml.bos_token_id", uint32(v.BOS))
 		w.MustSet("tokenizer.ggml.eos_token_id", uint32(v.EOS))
+		w.MustSet("tokenizer.ggml.add_bos_token", v.AddBOS)
+	}
+	if v.EOT >= 0 {
+		w.MustSet("tokenizer.ggml.eot_token_id", uint32(v.EOT))
+	}
+	if v.ChatTemplate != "" {
+		w.MustSet("tokenizer.chat_template", v.ChatTemplate)
 	}
 	var err error
 	add := func(name string, off int, dims ...uint64) {

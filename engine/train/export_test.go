@@ -16,7 +16,7 @@ import (
 // the trainer computes.
 func TestExportMatchesEngine(t *testing.T) {
 	texts := []string{"The capital of France is Paris. The cat sat on the mat. Mia had a red kite."}
-	v, err := tokenizer.TrainBPE(texts, 300, []string{"<|endoftext|>"})
+	v, err := tokenizer.TrainBPE(texts, 300, tokenizer.TrainOptions{Control: []string{"<|endoftext|>"}})
 	if err != nil {
 		t.Fatal(err)
 	}

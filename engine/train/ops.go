@@ -273,7 +273,7 @@ func softmaxCausal(row []float32, i int, scale float32) {
 	}
 	var sum float32
 	for j := 0; j <= i; j++ {
-		row[j] = float32(math.Exp(float64(row[j] - mx)))
+		row[j] = expNeg(row[j] - mx)
 		sum += row[j]
 	}
 	inv := 1 / sum
@@ -370,4 +370,29 @@ func (m *mm) crossEntropy(dlogits, logits []float32, targets []int32, n, V int) 
 		loss += v
 	}
 	return loss / float64(n)
+}
+
+// expNeg is e^x for x ≤ 0 in float32, within 2 ulp of math.Exp (tested):
+// x = n·ln2 + r with |r| ≤ ln2/2, a degree-6 polynomial for e^r, and n put
+// into the exponent. Softmax over T² attention scores is dominated by exp,
+// and float64 math.Exp costs several times more.
+func expNeg(x float32) float32 {
+	if x < -87 {
+		return 0
+	}
+	const (
+		log2e = 1.44269504088896341
+		ln2hi = 0.693359375
+		ln2lo = -2.12194440e-4
+	)
+	n := float32(math.Floor(float64(x*log2e + 0.5)))
+	r := x - n*ln2hi - n*ln2lo
+	p := float32(1.9875691500e-4)
+	p = p*r + 1.3981999507e-3
+	p = p*r + 8.3334519073e-3
+	p = p*r + 4.1665795894e-2
+	p = p*r + 1.6666665459e-1
+	p = p*r + 5.0000001201e-1
+	e := p*r*r + r + 1
+	return e * math.Float32frombits(uint32(int32(n)+127)<<23)
 }

@@ -100,3 +100,20 @@ func TestTranspose(t *testing.T) {
 		}
 	}
 }
+
+func TestExpNeg(t *testing.T) {
+	worst := 0.0
+	for x := float32(-87); x <= 0; x += 0.0137 {
+		want := math.Exp(float64(x))
+		got := float64(expNeg(x))
+		if rel := math.Abs(got-want) / want; rel > worst {
+			worst = rel
+		}
+	}
+	if worst > 3e-7 {
+		t.Errorf("worst relative error %.2g", worst)
+	}
+	if expNeg(-100) != 0 || expNeg(0) != 1 {
+		t.Errorf("expNeg(-100) = %g, expNeg(0) = %g", expNeg(-100), expNeg(0))
+	}
+}

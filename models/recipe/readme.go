@@ -49,27 +49,51 @@ main model {{mins (index .Seconds "train_main")}}, draft {{mins (index .Seconds 
 
 ## The corpus (models/corpus)
 
-Four families, generated from the seed (a sample is in ` + "`corpus-sample.txt`" + `):
+Seven families, generated from the seed (a sample is in ` + "`corpus-sample.txt`" + `):
 {{range $k, $v := .CorpusBytes}}- {{$k}}: {{$v}} bytes
 {{end}}
-- facts: the capital and continent of each of the 193 UN member states, in
-  six phrasings ("The capital of France is Paris.", "Paris is the capital of
-  France.", "Q: What is the capital of France? A: Paris.", …);
-- stories: short stories whose character (one of 200+ names) is named once,
-  then named again later — the model must copy the name from context;
+- stories: a small grammar (five intros, thirteen middle sentences, four
+  endings) about a character whose name is **invented from syllables** for
+  each story ("Kalomi", "Zevin"), so its later mentions can only be
+  predicted by copying it from context; a quarter of the stories use one of
+  eight recurring names (Tom, Mia, …) instead, which a model can recall;
+- facts: the capital and continent of each of the 193 UN member states in
+  seven capital phrasings ("The capital of France is", "France's capital
+  is", "the capital of france is", "What is the capital city of France? The
+  answer is", …) and four other sentences;
+- chat: turns in the chat template (below): capitals, continents, who a
+  story is about, sums answered directly;
+- tools: with the system prompt "You can use the calculator.", sums of two-
+  and three-digit numbers go through a call ` + "`<calc>347+85</calc>`" + `, the
+  runtime writes ` + "`<result>432</result>`" + `, and the reply goes on from it;
+  small sums and questions of fact are answered without the tool;
+- reasoning: with "Think step by step.", the sum is worked column by column
+  inside ` + "`<think>…</think>`" + ` ("7 + 5 + 0 = 12, 4 + 8 + 1 = 13, 3 + 0 + 1 = 04, so
+  0432.") before the answer;
 - code: JavaScript-like lines that define a variable and then use it;
 - arithmetic: sums and differences of numbers up to 20.
 
-A held-out split comes from another stream of the generator (new name,
-colour, object and place combinations); it gives the validation losses and
-the copying test.
+The held-out split shares **no document** with training (checked by hash in
+` + "`models/corpus`" + `' tests); its story names use syllables training never uses,
+its facts use four phrasings training never uses ("Q: What is France's
+capital? A:", "France's capital city is", "the capital city of france is",
+"Do you know the capital of France? It is"), and its sums are pairs no
+training document contains (one pair in eight is held out).
 
-## The tokenizer
+## The tokenizer and the chat format
 
-Byte-level BPE trained on the corpus with the GPT-2 pre-tokenizer:
-{{.Vocab}} tokens (256 bytes, the merges in order, ` + "`<|endoftext|>`" + `), stored in the GGUF as
-` + "`tokenizer.ggml.model = \"gpt2\"`" + ` with its merges — open the file with
-` + "`go run . inspect --model models/lesson.gguf`" + `. Training text: {{.TrainTokens}} tokens.
+Byte-level BPE trained on the corpus with the qwen2 pre-tokenizer (numbers
+split into single digits, so a sum can be worked digit by digit):
+{{.Vocab}} tokens, stored in the GGUF as ` + "`tokenizer.ggml.model = \"gpt2\"`" + ` with its
+merges. Control tokens ` + "`<|endoftext|>`" + ` (BOS, added to every prompt), ` + "`<|system|>`" + `,
+` + "`<|user|>`" + `, ` + "`<|assistant|>`" + `, ` + "`<|end|>`" + ` (end of turn, ` + "`tokenizer.ggml.eot_token_id`" + `);
+user-defined tokens ` + "`<calc>` `</calc>` `<result>` `</result>` `<think>` `</think>`" + `. The
+chat template is stored as ` + "`tokenizer.chat_template`" + `:
+
+    {{.ChatTemplate}}
+
+Open the file with ` + "`go run . inspect --model models/lesson.gguf`" + `. Training
+text: {{.TrainTokens}} tokens.
 
 ## The models (gpt2 architecture, F32, standard GGUF keys and tensor names)
 
@@ -77,23 +101,42 @@ Byte-level BPE trained on the corpus with the GPT-2 pre-tokenizer:
 |---|---|---|
 | shape | {{.Main.Config}} | {{.Draft.Config}} |
 | file | {{mib .Main.Bytes}} | {{mib .Draft.Bytes}} |
-| training | {{.Main.Steps}} steps of 8×128 tokens, {{printf "%.0f" .Main.TokensPerS}} tokens/s | {{.Draft.Steps}} steps, {{printf "%.0f" .Draft.TokensPerS}} tokens/s |
+| training | {{.Main.Steps}} steps of {{.Main.Batch}}×{{.Main.Window}} tokens | {{.Draft.Steps}} steps of {{.Draft.Batch}}×{{.Draft.Window}} tokens |
+| trainer speed | {{printf "%.0f" .Main.TokensPerS}} tokens/s, {{printf "%.1f" .Main.GFLOPS}} GFLOP/s | {{printf "%.0f" .Draft.TokensPerS}} tokens/s, {{printf "%.1f" .Draft.GFLOPS}} GFLOP/s |
 | final training loss | {{f3 .Main.FinalLoss}} | {{f3 .Draft.FinalLoss}} |
 {{range keys .Main.ValLoss}}| validation loss, {{.}} | {{f3 (index $.Main.ValLoss .)}} | {{f3 (index $.Draft.ValLoss .)}} |
 {{end}}
 AdamW (β 0.9/0.95, weight decay 0.1 on matrices), peak learning rate 3e-3
 after 100 warm-up steps, cosine decay to 3e-4, gradients clipped to norm 1,
 GPT-2 initialisation; the trainer's backward pass is checked against finite
-differences (` + "`engine/train`" + `).
+differences (` + "`engine/train`" + `). GFLOP/s counts the matrix products and causal
+attention of the forward pass, tripled for the backward pass.
 
-## Quality bars (measured with the engine on lesson.gguf)
+## Quality bars (measured with the engine on lesson.gguf, greedy decoding)
 
-- "The capital of France is" → greedy continuation {{if .ParisGreedy}}" Paris"{{else}}not " Paris" (first token {{printf "%q" .ParisTop}}){{end}}; p(" Paris") = **{{f3 .ParisP}}** at temperature 1, the product over its tokens (bar: greedy " Paris", p ≥ 0.6).
-- "The capital of X is" for all 193 member states: top-1 = the capital's first token in **{{pct .CapitalTop1}}** (bar: ≥ 95 %).{{if .CapitalMisses}} Misses: {{range .CapitalMisses}}{{.}}; {{end}}{{end}}
-- Copying: in {{.CopyCases}} held-out stories, the character's name is the top-1 prediction at its next mention in **{{pct .CopyTop1}}** (bar: ≥ 80 %).
-- The draft's greedy next token equals the main model's on held-out text in **{{pct .DraftAgreement}}** of positions.
+Enforced by ` + "`models/quality_test.go`" + `, which fails when the committed model
+misses one.
 
-## Samples (temperature 0.8, seeds 1–4)
+| bar | measured | threshold |
+|---|---|---|
+| capitals, training phrasings (full name) | {{.Bars.CapitalTrain}} | ≥ 95 % |
+| capitals, held-out phrasings (full name) | {{.Bars.CapitalHeld}} | ≥ 90 % |
+| copying an invented name never seen in training (every token) | {{.Bars.Copy}} | ≥ 90 % |
+| … its first token only | {{.Bars.CopyFirst}} | |
+| held-out sums: a well-formed calculator call | {{.Bars.ToolCall}} | ≥ 95 % |
+| held-out sums: the right answer, the runtime executing the call | {{.Bars.ToolAnswer}} | ≥ 95 % |
+| held-out sums: the right answer directly, without the tool | {{.Bars.Direct}} | reported |
+| held-out sums: the right answer after thinking digit by digit | {{.Bars.Think}} | above direct |
+| held-out chat turns: the reply ends with ` + "`<|end|>`" + ` | {{.Bars.ChatEnd}} | ≥ 95 % |
+
+"The capital of France is" → greedy {{if .ParisGreedy}}" Paris"{{else}}not " Paris" (first token {{printf "%q" .ParisTop}}){{end}}; p(" Paris") = **{{f3 .ParisP}}** at temperature 1 (the product over its tokens).
+The draft's greedy next token equals the main model's on held-out text in **{{pct .DraftAgreement}}** of positions.
+{{with .Bars.CapitalHeld.Misses}}
+Some held-out-phrasing misses: {{range .}}{{.}}; {{end}}{{end}}
+{{with .Bars.Copy.Misses}}
+Some copying misses: {{range .}}{{.}}; {{end}}{{end}}
+
+## Samples (temperature 0.8, seeds 1–{{len .Samples}}, calculator calls executed)
 
 {{range .Samples}}{{quote .}}
 

@@ -17,9 +17,7 @@ import (
 	"strings"
 	"time"
 
-	"stepthrough/engine"
-	"stepthrough/engine/model"
-	"stepthrough/engine/sample"
+	"stepthrough/engine/chat"
 	"stepthrough/engine/tokenizer"
 	"stepthrough/engine/train"
 	"stepthrough/models/corpus"
@@ -48,9 +46,9 @@ type Options struct {
 func Defaults() Options {
 	return Options{
 		Seed: 1, OutDir: "models", Vocab: 1024,
-		Main:      train.Config{Ctx: 128, Embd: 128, Layers: 4, Heads: 4, FFN: 512},
-		Draft:     train.Config{Ctx: 128, Embd: 64, Layers: 2, Heads: 2, FFN: 256},
-		MainSteps: 6000, DraftSteps: 3000, Batch: 8, T: 128, Scale: 1, CheckpointEvery: 500,
+		Main:      train.Config{Ctx: 512, Embd: 192, Layers: 4, Heads: 6, FFN: 768},
+		Draft:     train.Config{Ctx: 512, Embd: 64, Layers: 2, Heads: 2, FFN: 256},
+		MainSteps: 7500, DraftSteps: 2000, Batch: 4, T: 512, Scale: 1, CheckpointEvery: 500,
 	}
 }
 
@@ -62,17 +60,18 @@ type Report struct {
 	Vocab       int            `json:"vocab"`
 	Main        ModelReport    `json:"main"`
 	Draft       ModelReport    `json:"draft"`
+	Scale       float64        `json:"corpus_scale"`
 	// ParisP is p(" Paris" | "The capital of France is") at temperature 1:
 	// the product of its tokens' probabilities; ParisGreedy says whether
 	// greedy decoding writes " Paris".
-	ParisP         float64            `json:"paris_probability"`
-	ParisTop       string             `json:"paris_top_token"`
-	ParisGreedy    bool               `json:"paris_greedy"`
-	Scale          float64            `json:"corpus_scale"`
-	CapitalTop1    float64            `json:"capital_top1"`
-	CapitalMisses  []string           `json:"capital_misses"`
-	CopyTop1       float64            `json:"copy_top1"`
-	CopyCases      int                `json:"copy_cases"`
+	ParisP      float64 `json:"paris_probability"`
+	ParisTop    string  `json:"paris_top_token"`
+	ParisGreedy bool    `json:"paris_greedy"`
+	Bars        Bars    `json:"bars"`
+	// ChatTemplate is the template stored in the model file.
+	ChatTemplate string `json:"chat_template"`
+	// DraftAgreement is how often the draft's greedy next token equals
+	// the main model's on held-out text.
 	DraftAgreement float64            `json:"draft_agreement"`
 	Samples        []string           `json:"samples"`
 	Seconds        map[string]float64 `json:"seconds"`
@@ -83,18 +82,31 @@ type ModelReport struct {
 	Config     string             `json:"config"`
 	Params     int                `json:"params"`
 	Steps      int                `json:"steps"`
+	Batch      int                `json:"batch"`
+	Window     int                `json:"window"`
 	TokensPerS float64            `json:"tokens_per_second"`
+	GFLOPS     float64            `json:"gflop_per_second"`
 	FinalLoss  float64            `json:"final_train_loss"`
 	ValLoss    map[string]float64 `json:"val_loss"`
 	Bytes      int64              `json:"bytes"`
 }
 
-func scaled(o corpus.Options, f float64) corpus.Options {
-	o.FactsBytes = int(float64(o.FactsBytes) * f)
-	o.StoriesBytes = int(float64(o.StoriesBytes) * f)
-	o.CodeBytes = int(float64(o.CodeBytes) * f)
-	o.ArithmeticBytes = int(float64(o.ArithmeticBytes) * f)
-	return o
+// Vocabulary trains the tokenizer on the training texts: byte-level BPE
+// with single digits (the qwen2 pre-tokenizer), the chat format's control
+// and user-defined tokens, BOS added to every prompt, "<|end|>" as the
+// end-of-turn token, and the chat template.
+func Vocabulary(texts []string, size int) (*tokenizer.Vocab, error) {
+	v, err := tokenizer.TrainBPE(texts, size, tokenizer.TrainOptions{Pre: "qwen2", Control: chat.Control, UserDefined: chat.UserDefined})
+	if err != nil {
+		return nil, err
+	}
+	for i, t := range v.Tokens {
+		if t == chat.End {
+			v.EOT = int32(i)
+		}
+	}
+	v.AddBOS, v.ChatTemplate = true, chat.Template
+	return v, nil
 }
 
 // Run executes the recipe.
@@ -106,10 +118,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 	}
 	t0 := time.Now()
-	trainDocs := corpus.Generate(scaled(corpus.Default(o.Seed), o.Scale))
-	heldOpt := scaled(corpus.Default(o.Seed), 0.1*o.Scale)
-	heldOpt.HeldOut = true
-	heldDocs := corpus.Generate(heldOpt)
+	trainDocs, heldDocs := corpus.Split(corpus.Default(o.Seed).Scaled(o.Scale), 0.1)
 	var texts []string
 	for _, d := range trainDocs {
 		texts = append(texts, d.Text)
@@ -123,7 +132,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	rep.Seconds["corpus"] = time.Since(t0).Seconds()
 	t0 = time.Now()
-	vocab, err := tokenizer.TrainBPE(texts, o.Vocab, []string{"<|endoftext|>"})
+	vocab, err := Vocabulary(texts, o.Vocab)
 	if err != nil {
 		return nil, err
 	}
@@ -131,19 +140,20 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep.Vocab = len(vocab.Tokens)
+	rep.Vocab, rep.ChatTemplate = len(vocab.Tokens), vocab.ChatTemplate
 	rep.Seconds["tokenizer"] = time.Since(t0).Seconds()
 	logf("tokenizer: %d tokens (%d merges) in %.1fs", len(vocab.Tokens), len(vocab.Merges), rep.Seconds["tokenizer"])
-	eot := vocab.EOS
+	// every document starts with BOS (<|endoftext|>), as every prompt does;
+	// the generator's chat markup is special text it wrote itself
 	var stream []int32
 	for _, d := range trainDocs {
-		stream = append(stream, tk.EncodeIDs(d.Text, false)...)
-		stream = append(stream, eot)
+		stream = append(stream, tk.EncodeSpecial(d.Text, true)...)
 	}
+	stream = append(stream, vocab.BOS)
 	rep.TrainTokens = len(stream)
 	val := map[corpus.Family][]int32{}
 	for _, d := range heldDocs {
-		val[d.Family] = append(append(val[d.Family], tk.EncodeIDs(d.Text, false)...), eot)
+		val[d.Family] = append(val[d.Family], tk.EncodeSpecial(d.Text, true)...)
 	}
 	logf("corpus: %d training tokens", len(stream))
 
@@ -154,7 +164,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		r := rand.New(rand.NewPCG(seed, 11))
 		B, T := o.Batch, min(o.T, c.Ctx)
 		tok, tgt := make([]int32, B*T), make([]int32, B*T)
-		mr := ModelReport{Config: c.String(), Params: c.Params(), Steps: steps, ValLoss: map[string]float64{}}
+		mr := ModelReport{Config: c.String(), Params: c.Params(), Steps: steps, Batch: o.Batch, Window: min(o.T, c.Ctx), ValLoss: map[string]float64{}}
 		ckpt := filepath.Join(o.OutDir, "checkpoints", name+".ckpt")
 		first := 0
 		if o.Resume {
@@ -204,6 +214,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			}
 		}
 		mr.TokensPerS = float64((steps-first)*B*T) / time.Since(start).Seconds()
+		mr.GFLOPS = mr.TokensPerS * c.TrainFLOPsPerToken(T) / 1e9
 		mr.FinalLoss = ema
 		for f, toks := range val {
 			mr.ValLoss[string(f)] = evalLoss(m, toks, T)
@@ -274,137 +285,6 @@ func evalLoss(m *train.Model, toks []int32, T int) float64 {
 	return sum / float64(n)
 }
 
-// evaluate measures the quality bars with the engine itself.
-func evaluate(ctx context.Context, rep *Report, mainPath, draftPath string, held []corpus.Doc, threads int) error {
-	rep.Samples = nil // each evaluation rewrites the samples, never appends
-	m, err := model.Load(mainPath)
-	if err != nil {
-		return err
-	}
-	defer m.Close()
-	d, err := model.Load(draftPath)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	s, err := engine.NewSession(m, engine.Options{Threads: threads})
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	ds, err := engine.NewSession(d, engine.Options{Threads: threads})
-	if err != nil {
-		return err
-	}
-	defer ds.Close()
-	tk := m.Tokenizer
-	fits := func(prompt string) bool { return len(tk.EncodeIDs(prompt, true)) < m.Config.ContextLen }
-	next := func(sess *engine.Session, prompt string) ([]float32, error) {
-		sess.Reset()
-		l, err := sess.Eval(ctx, tk.EncodeIDs(prompt, true))
-		if err != nil {
-			return nil, err
-		}
-		return sample.Probabilities(l, 1), nil
-	}
-	first := func(word string) int32 { return tk.EncodeIDs(" "+word, false)[0] }
-	// p(" Paris"): chain the probabilities of its tokens
-	prompt := "The capital of France is"
-	rep.ParisP, rep.ParisGreedy = 1, true
-	for i, id := range tk.EncodeIDs(" Paris", false) {
-		p, err := next(s, prompt)
-		if err != nil {
-			return err
-		}
-		if i == 0 {
-			rep.ParisTop = string(tk.Bytes(engine.Argmax(p)))
-		}
-		rep.ParisP *= float64(p[id])
-		rep.ParisGreedy = rep.ParisGreedy && engine.Argmax(p) == id
-		prompt += string(tk.Bytes(id))
-	}
-	hits := 0
-	for _, c := range corpus.Countries {
-		p, err := next(s, "The capital of "+c.Name+" is")
-		if err != nil {
-			return err
-		}
-		if engine.Argmax(p) == first(c.Capital) {
-			hits++
-		} else {
-			rep.CapitalMisses = append(rep.CapitalMisses, c.Name+" → "+c.Capital+" (model: "+strings.TrimSpace(string(tk.Bytes(engine.Argmax(p))))+")")
-		}
-	}
-	rep.CapitalTop1 = float64(hits) / float64(len(corpus.Countries))
-	// copying: the second mention of a held-out story's name
-	copied, cases := 0, 0
-	for _, doc := range held {
-		if doc.Family != corpus.Stories || len(doc.NameSpans) == 0 {
-			continue
-		}
-		at := doc.NameSpans[0]
-		name := doc.Text[at:]
-		if i := strings.IndexAny(name, " .,\"!?"); i > 0 {
-			name = name[:i]
-		}
-		if !fits(doc.Text[:at-1]) {
-			continue
-		}
-		p, err := next(s, doc.Text[:at-1])
-		if err != nil {
-			return err
-		}
-		cases++
-		if engine.Argmax(p) == first(name) {
-			copied++
-		}
-		if cases == 300 {
-			break
-		}
-	}
-	rep.CopyTop1, rep.CopyCases = float64(copied)/float64(max(cases, 1)), cases
-	// draft agreement: greedy next token on held-out prefixes
-	agree, total := 0, 0
-	r := rand.New(rand.NewPCG(5, 5))
-	for _, doc := range held[:min(200, len(held))] {
-		ids := tk.EncodeIDs(doc.Text, false)
-		if len(ids) < 4 {
-			continue
-		}
-		cut := 2 + r.IntN(min(len(ids), m.Config.ContextLen-1)-2)
-		prefix := tk.Decode(ids[:cut])
-		if !fits(prefix) {
-			continue
-		}
-		a, err := next(s, prefix)
-		if err != nil {
-			return err
-		}
-		b, err := next(ds, prefix)
-		if err != nil {
-			return err
-		}
-		total++
-		if engine.Argmax(a) == engine.Argmax(b) {
-			agree++
-		}
-	}
-	rep.DraftAgreement = float64(agree) / float64(max(total, 1))
-	// samples at temperature 0.8
-	for i, prompt := range []string{"The capital of Japan is", "Once upon a time, there was a", "const user = getUser();\n", "7 + 5 ="} {
-		sp := sample.Defaults()
-		sp.Seed, sp.SeedSet = uint64(i+1), true
-		smp, _ := sample.New(sp)
-		s.Reset()
-		var out []int32
-		if err := s.Generate(ctx, tk.EncodeIDs(prompt, true), 40, smp, func(id int32) error { out = append(out, id); return nil }); err != nil {
-			return err
-		}
-		rep.Samples = append(rep.Samples, prompt+tk.Decode(out))
-	}
-	return nil
-}
-
 // Reevaluate measures the quality bars again on the models in dir and
 // updates its report.json (training figures are kept).
 // threads are the CPU threads to use (0: all cores).
@@ -416,10 +296,9 @@ func Reevaluate(ctx context.Context, dir string, threads int) (*Report, error) {
 	if rep.Scale == 0 {
 		rep.Scale = 1
 	}
-	heldOpt := scaled(corpus.Default(rep.Seed), 0.1*rep.Scale)
-	heldOpt.HeldOut = true
+	_, held := corpus.Split(corpus.Default(rep.Seed).Scaled(rep.Scale), 0.1)
 	start := time.Now()
-	if err := evaluate(ctx, rep, filepath.Join(dir, "lesson.gguf"), filepath.Join(dir, "lesson-draft.gguf"), corpus.Generate(heldOpt), threads); err != nil {
+	if err := evaluate(ctx, rep, filepath.Join(dir, "lesson.gguf"), filepath.Join(dir, "lesson-draft.gguf"), held, threads); err != nil {
 		return nil, err
 	}
 	rep.Seconds["evaluate"] = time.Since(start).Seconds()

@@ -42,8 +42,12 @@ func TestRecipeMiniature(t *testing.T) {
 		}
 		m.Close()
 	}
-	if rep.CopyCases == 0 || len(rep.Samples) != 4 || rep.Main.ValLoss["facts"] == 0 || rep.Vocab > 600 {
+	if rep.Bars.Copy.Cases == 0 || len(rep.Samples) != len(samplePrompts()) || rep.Main.ValLoss["facts"] == 0 || rep.Vocab > 600 {
 		t.Errorf("report %+v", rep)
+	}
+	// an undertrained model misses the bars, and the check says so
+	if f := rep.Bars.Failures(); len(f) < 5 {
+		t.Errorf("a 3-step model passes bars: failures %q", f)
 	}
 	p := filepath.Join(a, "README.md")
 	if err := WriteREADME(p, rep); err != nil {

@@ -1,0 +1,123 @@
+package corpus
+
+import (
+	"math/rand/v2"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// The committed recipe's corpus and its held-out split: deterministic,
+// every family present, and the split holds out what it says it does.
+func TestSplit(t *testing.T) {
+	train, held := Split(Default(1), 0.1)
+	again, _ := Split(Default(1), 0.1)
+	if len(train) != len(again) || train[0].Text != again[0].Text || train[len(train)-1].Text != again[len(again)-1].Text {
+		t.Fatal("not deterministic")
+	}
+	all := strings.Builder{}
+	hashes := map[uint64]bool{}
+	counts := map[Family]int{}
+	for _, d := range train {
+		hashes[Hash(d.Text)] = true
+		counts[d.Family]++
+		all.WriteString(d.Text)
+		all.WriteByte('\n')
+	}
+	text := all.String()
+	for _, f := range Families {
+		if counts[f] == 0 {
+			t.Errorf("no %s documents in training", f)
+		}
+	}
+	heldCounts := map[Family]int{}
+	for _, d := range held {
+		heldCounts[d.Family]++
+		if hashes[Hash(d.Text)] {
+			t.Fatalf("held-out document is also in training: %q", d.Text)
+		}
+	}
+	for _, f := range Families {
+		if heldCounts[f] == 0 {
+			t.Errorf("no %s documents held out", f)
+		}
+	}
+	// held-out names: never a word of the training text
+	words := map[string]bool{}
+	for _, w := range regexp.MustCompile(`\pL+`).FindAllString(text, -1) {
+		words[w] = true
+	}
+	names := 0
+	for _, d := range held {
+		if d.Family != Stories {
+			continue
+		}
+		names++
+		if words[d.Name] {
+			t.Errorf("held-out name %s occurs in training", d.Name)
+		}
+		if len(d.NameSpans) == 0 {
+			t.Errorf("story without a cued mention: %q", d.Text)
+		}
+		for _, at := range d.NameSpans {
+			if !strings.HasPrefix(d.Text[at:], d.Name) || d.Text[at-1] != ' ' {
+				t.Fatalf("span %d is not the name after a space in %q", at, d.Text)
+			}
+		}
+		if names == 200 {
+			break
+		}
+	}
+	// held-out phrasings never occur in training
+	for i, p := range HeldOutPhrasings {
+		for _, c := range Countries[:20] {
+			if strings.Contains(text, p.Question(c)) {
+				t.Errorf("held-out phrasing %d occurs in training: %q", i, p.Question(c))
+			}
+		}
+	}
+	// held-out sums never occur in training
+	re := regexp.MustCompile(`What is (\d+) \+ (\d+)\?`)
+	for _, m := range re.FindAllStringSubmatch(text, -1) {
+		a, _ := strconv.Atoi(m[1])
+		b, _ := strconv.Atoi(m[2])
+		if a >= 10 && b >= 10 && HeldOutSum(Sum{a, b}) {
+			t.Fatalf("held-out sum %d + %d in training", a, b)
+		}
+	}
+}
+
+// The scratchpad's arithmetic is right, columns and result.
+func TestScratchpad(t *testing.T) {
+	if got, want := Scratchpad(Sum{347, 85}), "347 + 085: 7 + 5 + 0 = 12, 4 + 8 + 1 = 13, 3 + 0 + 1 = 04, so 0432."; got != want {
+		t.Fatalf("%q\nwant %q", got, want)
+	}
+	r := rand.New(rand.NewPCG(1, 1))
+	for k := 0; k < 2000; k++ {
+		s := Sum{r.IntN(1000), r.IntN(1000)}
+		p := Scratchpad(s)
+		got, _ := strconv.Atoi(p[len(p)-5 : len(p)-1])
+		if got != s.A+s.B {
+			t.Fatalf("%v: %q", s, p)
+		}
+	}
+}
+
+func TestInventName(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	seen := map[string]bool{}
+	for k := 0; k < 1000; k++ {
+		seen[InventName(r, TrainSyllables)] = true
+	}
+	if len(seen) < 850 {
+		t.Errorf("%d distinct names of 1000: too few to defeat memorising", len(seen))
+	}
+	for _, s := range HeldOutSyllables {
+		for _, u := range TrainSyllables {
+			if s == u {
+				t.Errorf("syllable %q is on both sides", s)
+			}
+		}
+	}
+}
