@@ -26,6 +26,7 @@ import (
 	"stepthrough/engine/hooks"
 	"stepthrough/engine/model"
 	"stepthrough/engine/sample"
+	"stepthrough/engine/tokenizer"
 )
 
 // Backend computes forward passes of one sequence over its own KV cache,
@@ -128,10 +129,20 @@ func (s *Session) Tokens() []int32 { return s.tokens }
 func (s *Session) Reset() { s.backend.Reset(); s.tokens = s.tokens[:0] }
 
 // Tokenize encodes text (with BOS/EOS as the model asks when addSpecial)
-// and reports it to the OnTokenize hook.
+// and reports it to the OnTokenize hook. Special-token text is not parsed.
 func (s *Session) Tokenize(ctx context.Context, text string, addSpecial bool) []int32 {
+	return s.report(ctx, text, s.Model.Tokenizer.Encode(text, addSpecial))
+}
+
+// TokenizeSpecial is Tokenize with special-token text parsed (a chat
+// template's markup becomes its control tokens), as llama-server parses a
+// raw prompt.
+func (s *Session) TokenizeSpecial(ctx context.Context, text string, addSpecial bool) []int32 {
+	return s.report(ctx, text, s.Model.Tokenizer.EncodeSpecialTokens(text, addSpecial))
+}
+
+func (s *Session) report(ctx context.Context, text string, toks []tokenizer.Token) []int32 {
 	tk := s.Model.Tokenizer
-	toks := tk.Encode(text, addSpecial)
 	ids := make([]int32, len(toks))
 	for i, t := range toks {
 		ids[i] = t.ID

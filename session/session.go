@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"stepthrough/engine"
+	"stepthrough/engine/chat"
 	"stepthrough/engine/hooks"
 	"stepthrough/engine/model"
 	"stepthrough/engine/sample"
@@ -54,16 +55,21 @@ type Session struct {
 	lastUsed time.Time
 	eng      Engines
 
-	run      spec.Run // the run as given (the seed as the user set it)
-	m        *model.Model
-	es       *engine.Session
-	esKey    string // model and backend es was made for
-	smp      *sample.Sampler
-	rec      *trace.Recorder
-	cur      trace.Cursor
-	gen      []int32
-	done     bool // end of generation reached
-	forwards int
+	run   spec.Run // the run as given (the seed as the user set it)
+	m     *model.Model
+	es    *engine.Session
+	esKey string // model and backend es was made for
+	smp   *sample.Sampler
+	rec   *trace.Recorder
+	cur   trace.Cursor
+	gen   []int32
+	// inserts are the tokens the runtime wrote after gen[i] (a tool's
+	// result), read by the pass of token step i+1
+	inserts   map[int][]int32
+	calls     []string // the calculator calls the runtime executed
+	promptIDs []int32
+	done      bool // end of generation reached
+	forwards  int
 
 	view              spec.View // head, scores and the softmax slider
 	notice            string
@@ -212,6 +218,12 @@ func (s *Session) start(ctx context.Context, r spec.Run) error {
 	rec := trace.NewRecorder(trace.Options{Attention: true, QKV: true, MLP: true, LastPositions: 64, Candidates: 50, Removed: 30})
 	hctx := hooks.WithHooks(ctx, rec.Hooks())
 	ids := s.es.Tokenize(hctx, r.Prompt, true)
+	if r.Special {
+		ids = s.es.TokenizeSpecial(hctx, r.Prompt, true)
+	}
+	if r.Tools == "calc" && calcClose(lm.Model.Tokenizer) < 0 {
+		return errorf("tools=calc: %s has no %s token, so it cannot call the calculator", r.Model, chat.CalcClose)
+	}
 	if len(ids) == 0 {
 		return errorf("the prompt has no tokens: type something")
 	}
@@ -231,7 +243,8 @@ func (s *Session) start(ctx context.Context, r spec.Run) error {
 		return fmt.Errorf("the engine failed: %w", err)
 	}
 	s.run, s.smp, s.rec = r, smp, rec
-	s.gen, s.done, s.decodeMS = nil, false, nil
+	s.gen, s.done, s.decodeMS, s.inserts, s.calls = nil, false, nil, nil, nil
+	s.promptIDs = ids
 	s.view = spec.View{Layer: -1}
 	s.forwards++
 	s.prefillMS = ms(time.Since(start))
@@ -267,7 +280,12 @@ func (s *Session) decode(ctx context.Context) (bool, error) {
 	}
 	hctx := hooks.WithHooks(ctx, s.rec.Hooks())
 	start := time.Now()
-	logits, err := s.es.Eval(hctx, []int32{s.gen[len(s.gen)-1]})
+	in := s.toolInput()
+	if s.es.Pos()+len(in) > s.es.Capacity() {
+		s.done = true
+		return false, errorf("the tool's result does not fit the context of %d positions", s.es.Capacity())
+	}
+	logits, err := s.es.Eval(hctx, in)
 	if err != nil {
 		s.done = true
 		return false, fmt.Errorf("the engine failed: %w", err)

@@ -45,8 +45,16 @@ func (s *Session) explorer() views.Explorer {
 	e.URL = s.url(stage)
 	e.End = step == len(s.cur.Steps)-1 && si == len(stages)-1 && s.done
 	tk := s.m.Tokenizer
-	for _, id := range s.gen[:min(len(s.gen), step+1)] {
+	for i, id := range s.gen[:min(len(s.gen), step+1)] {
 		e.Generated = append(e.Generated, views.GenToken{ID: id, Bytes: string(tk.Bytes(id))})
+		if i < step {
+			for _, r := range s.inserts[i] {
+				e.Generated = append(e.Generated, views.GenToken{ID: r, Bytes: string(tk.Bytes(r)), Inserted: true})
+			}
+		}
+	}
+	if n := s.runtimeNote(step); n != "" && e.Notice == "" {
+		e.Notice = n
 	}
 	e.Timing = views.Timing{PrefillMS: s.prefillMS, TTFTMS: s.ttftMS, HaveGen: true}
 	if len(s.decodeMS) > 0 {
@@ -76,7 +84,8 @@ func Form(r spec.Run) views.Settings {
 	f := r.Form()
 	return views.Settings{Prompt: f["prompt"], Model: f["model"], Backend: f["backend"], Temperature: f["temperature"], TopK: f["top_k"],
 		TopP: f["top_p"], MinP: f["min_p"], TypicalP: f["typical_p"], RepeatPenalty: f["repeat_penalty"], RepeatLastN: f["repeat_last_n"],
-		FreqPen: f["frequency_penalty"], PresPen: f["presence_penalty"], Seed: f["seed"], Order: f["order"], MaxTokens: f["max_tokens"]}
+		FreqPen: f["frequency_penalty"], PresPen: f["presence_penalty"], Seed: f["seed"], Order: f["order"], MaxTokens: f["max_tokens"],
+		Special: f["special"], Tools: f["tools"]}
 }
 
 // laneSpec writes the run's sampler settings as a Compare lane, with the

@@ -20,6 +20,7 @@ type Settings struct {
 	Temperature, TopK, TopP, MinP, TypicalP      string
 	RepeatPenalty, RepeatLastN, FreqPen, PresPen string
 	Seed, Order, MaxTokens                       string
+	Special, Tools                               string
 }
 
 // Explorer is the part of the page that changes as the user steps.
@@ -44,6 +45,9 @@ type Explorer struct {
 type GenToken struct {
 	ID    int32
 	Bytes string
+	// Inserted marks a token the runtime wrote (a tool's result), not
+	// one the model sampled.
+	Inserted bool
 }
 
 // Stage is one stop in the pipeline strip.

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -55,6 +56,14 @@ func FromForm(get Getter, base Run) (Run, error) {
 			return base, err
 		}
 	}
+	if v, ok := get("special"); ok {
+		if err := flag01("special", &r.Special, v); err != nil {
+			return base, err
+		}
+	}
+	if v, ok := get("tools"); ok {
+		r.Tools = toolName(v)
+	}
 	for _, f := range []struct {
 		key, name string
 		dst       *int
@@ -91,6 +100,12 @@ func (r Run) Query() url.Values {
 		}
 	}
 	v.Set("max_tokens", strconv.Itoa(r.MaxTokens))
+	if r.Special {
+		v.Set("special", "1")
+	}
+	if r.Tools != "" {
+		v.Set("tools", r.Tools)
+	}
 	v.Set("step", strconv.Itoa(r.View.Token))
 	v.Set("stage", strconv.Itoa(r.View.Stage))
 	if r.View.Head > 0 {
@@ -104,7 +119,10 @@ func (r Run) Query() url.Values {
 
 // Form is r's settings as the Explorer's form shows them, by form key.
 func (r Run) Form() map[string]string {
-	f := map[string]string{"prompt": r.Prompt, "model": r.Model, "backend": r.Backend, "max_tokens": strconv.Itoa(r.MaxTokens)}
+	f := map[string]string{"prompt": r.Prompt, "model": r.Model, "backend": r.Backend, "max_tokens": strconv.Itoa(r.MaxTokens), "tools": r.Tools}
+	if r.Special {
+		f["special"] = "1"
+	}
 	for _, p := range params {
 		f[p.Key] = p.get(&r.Sampler)
 	}
@@ -114,7 +132,31 @@ func (r Run) Form() map[string]string {
 // LessonKeys are the settings a lesson step may set, with the query keys:
 // the sampler keys, max_tokens, model and backend.
 func LessonKeys() []string {
-	return append(SamplerKeys(), "max_tokens", "model", "backend")
+	return append(SamplerKeys(), "max_tokens", "model", "backend", "special", "tools")
+}
+
+// flag01 reads a yes/no setting: 1, true, on or yes; 0, false, off, no or
+// empty (an unchecked box).
+func flag01(name string, dst *bool, v string) error {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "1", "true", "on", "yes":
+		*dst = true
+	case "0", "false", "off", "no", "":
+		*dst = false
+	default:
+		return &Error{name, v, "write 1 (on) or 0 (off)"}
+	}
+	return nil
+}
+
+// toolName normalises a tools value ("none" is no tool); Validate rejects
+// unknown ones.
+func toolName(v string) string {
+	v = strings.ToLower(strings.TrimSpace(v))
+	if v == "none" {
+		return ""
+	}
+	return v
 }
 
 // SetLesson applies one "key: value" setting line of a lesson file to r,
@@ -127,6 +169,13 @@ func SetLesson(r *Run, key, value string) error {
 		r.Backend = value
 	case "max_tokens":
 		return whole("max tokens", &r.MaxTokens, value)
+	case "special":
+		return flag01("special", &r.Special, value)
+	case "tools":
+		r.Tools = toolName(value)
+		if !slices.Contains(ToolNames, r.Tools) {
+			return &Error{"tools", value, "choose calc or none"}
+		}
 	default:
 		p, ok := byKey(key)
 		if !ok {

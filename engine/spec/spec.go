@@ -44,8 +44,18 @@ type Run struct {
 	Backend   string        `json:"backend"`         // auto, cpu or vulkan
 	Sampler   sample.Params `json:"sampler"`
 	MaxTokens int           `json:"max_tokens"`
-	View      View          `json:"view"`
+	// Special parses special-token text in the prompt ("<|user|>" becomes
+	// that control token), as llama-server does for a raw prompt; chat
+	// lessons write the template's markup this way.
+	Special bool `json:"special,omitempty"`
+	// Tools names the tool the runtime executes when the model calls it:
+	// "" (none) or "calc" (the calculator of package engine/chat).
+	Tools string `json:"tools,omitempty"`
+	View  View   `json:"view"`
 }
+
+// ToolNames are the allowed Tools values.
+var ToolNames = []string{"", "calc"}
 
 // View is where a viewer stands in a run's trace and how it is drawn.
 type View struct {
@@ -100,6 +110,8 @@ func (r *Run) Validate() error {
 		return &Error{"model", "", "not a model file name"}
 	case !slices.Contains(Backends, r.Backend):
 		return &Error{"backend", r.Backend, "choose auto, cpu or vulkan"}
+	case !slices.Contains(ToolNames, r.Tools):
+		return &Error{"tools", r.Tools, "choose calc or none"}
 	case r.MaxTokens < 1 || r.MaxTokens > MaxNewTokens:
 		return &Error{"max tokens", fmt.Sprint(r.MaxTokens), fmt.Sprintf("choose 1 to %d", MaxNewTokens)}
 	case r.View.Token < 0 || r.View.Token > MaxTokenStep:

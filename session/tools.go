@@ -1,0 +1,57 @@
+package session
+
+import (
+	"fmt"
+
+	"stepthrough/engine/chat"
+	"stepthrough/engine/tokenizer"
+)
+
+// calcClose is the id of the token that closes a calculator call, or -1
+// when the model has none.
+func calcClose(tk *tokenizer.Tokenizer) int32 {
+	if ids := tk.EncodeIDs(chat.CalcClose, false); len(ids) == 1 {
+		return ids[0]
+	}
+	return -1
+}
+
+// toolInput is what the next pass feeds the model: the last sampled
+// token, and, when it closed a calculator call and the run executes the
+// calculator, the result the runtime writes after it (one pass reads them
+// all, as a tool loop's next inference pass reads the tool's output).
+func (s *Session) toolInput() []int32 {
+	last := s.gen[len(s.gen)-1]
+	in := []int32{last}
+	tk := s.m.Tokenizer
+	if s.run.Tools != "calc" || last != calcClose(tk) {
+		return in
+	}
+	all := append(append([]int32(nil), s.promptIDs...), s.gen...)
+	expr, ok := chat.Call(tk.Decode(all))
+	if !ok {
+		return in
+	}
+	s.calls = append(s.calls, expr)
+	val, err := chat.Calc(expr)
+	if err != nil {
+		val = "error: not a sum of two numbers"
+	}
+	res := tk.EncodeIDs(chat.Result(val), false)
+	if s.inserts == nil {
+		s.inserts = map[int][]int32{}
+	}
+	s.inserts[len(s.gen)-1] = res
+	s.smp.Accept(res...)
+	return append(in, res...)
+}
+
+// runtimeNote says what the runtime inserted before token step step.
+func (s *Session) runtimeNote(step int) string {
+	res, ok := s.inserts[step-1]
+	if !ok {
+		return ""
+	}
+	tk := s.m.Tokenizer
+	return fmt.Sprintf("The model closed a calculator call, so the runtime computed it and wrote %s after it; this inference pass reads those %d tokens along with the call's last one.", tk.Decode(res), len(res))
+}
