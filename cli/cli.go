@@ -37,6 +37,7 @@ var commands = map[string]command{
 	"inspect":      {"describe a model file", runInspect},
 	"synth":        {"write a random-weight model of a given shape (for benchmarks and tests)", runSynth},
 	"compare":      {"run decoding strategies side by side on one prompt", runCompare},
+	"check-lesson": {"check lesson files and verify their claims (expect: lines) on the engine", runCheckLesson},
 }
 
 // Has reports whether name is one of this package's commands.

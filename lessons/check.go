@@ -33,6 +33,17 @@ func Check(l *Lesson, m *model.Model) error {
 				return err
 			}
 		}
+		for _, cl := range s.Claims {
+			switch cl.Kind {
+			case "top", "p", "draws", "attends":
+				if ids := tk.EncodeSpecial(cl.Text, false); len(ids) != 1 {
+					return &Error{l.File, cl.Line, fmt.Sprintf("expect %s %q: that is %d tokens in %s; claim one token", cl.Kind, cl.Text, len(ids), l.Model)}
+				}
+			}
+			if cl.Kind == "attends" && (s.Layer == 0 || s.Head == 0) {
+				return &Error{l.File, cl.Line, "expect attends: the step needs layer: and head:"}
+			}
+		}
 		if q := s.Question; q != nil && q.Kind == "next-token" {
 			for _, ch := range q.Choices {
 				if err := oneToken(s, "choice", ch); err != nil {

@@ -30,6 +30,7 @@ const (
 	MaxSteps     = 100
 	MaxLineBytes = 4096
 	MaxChoices   = 8
+	MaxClaims    = 16
 )
 
 // Lesson is a parsed lesson file.
@@ -61,6 +62,9 @@ type Step struct {
 	Narration   string
 	Notes       string // instructor only
 	Question    *Question
+	// Claims are the facts the narration states, verified against the
+	// engine (claims.go).
+	Claims []Claim
 }
 
 // Question is asked before the engine reveals the answer.
@@ -234,7 +238,7 @@ func (p *parser) feed(line string) error {
 
 func isKey(k string) bool {
 	k = strings.TrimSpace(k)
-	return k == "prompt" || k == "token" || k == "stage" || k == "layer" || k == "head" || k == "highlight" || isSetting(k)
+	return k == "prompt" || k == "token" || k == "stage" || k == "layer" || k == "head" || k == "highlight" || k == "expect" || isSetting(k)
 }
 
 // unquote accepts "text" (to keep leading spaces, as in " Paris") or bare text.
@@ -278,6 +282,15 @@ func (p *parser) setting(k, v string) error {
 		s.Layer, err = positive()
 	case "head":
 		s.Head, err = positive()
+	case "expect":
+		if len(s.Claims) >= MaxClaims {
+			return p.errf("more than %d claims in a step", MaxClaims)
+		}
+		c, err := parseClaim(p.line, v)
+		if err != nil {
+			return p.errf("%v", err)
+		}
+		s.Claims = append(s.Claims, c)
 	case "highlight":
 		for _, h := range strings.Split(v, "|") {
 			s.Highlight = append(s.Highlight, unquote(strings.TrimSpace(h)))

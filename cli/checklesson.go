@@ -1,0 +1,71 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+
+	"stepthrough/lessons"
+	"stepthrough/models"
+	"stepthrough/session"
+)
+
+// runCheckLesson reads lesson files, checks them against their models, and
+// verifies every claim their steps declare (expect: lines) by playing the
+// steps on the engine, as the Explorer would.
+func runCheckLesson(ctx context.Context, env Env, args []string) error {
+	fs := newFlags(env, "check-lesson", "[--models-dir DIR] FILE.md ...")
+	dir := fs.String("models-dir", "models", "`directory` of the models lessons name (the embedded lesson models are used when absent)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			helps[fs]()
+			return err
+		}
+		return usageError{err}
+	}
+	if fs.NArg() == 0 {
+		return usageError{fmt.Errorf("check-lesson: name at least one lesson file")}
+	}
+	reg := session.NewRegistry([]string{*dir})
+	reg.AddEmbedded("lesson.gguf", models.Lesson)
+	reg.AddEmbedded("lesson-draft.gguf", models.LessonDraft)
+	failed := 0
+	for _, path := range fs.Args() {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		l, err := lessons.Parse(path, b)
+		if err != nil {
+			return err
+		}
+		m, err := reg.Get(l.Model)
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		if err := lessons.Check(l, m); err != nil {
+			return err
+		}
+		se := session.New("check", "cli", reg)
+		results := session.VerifyLesson(ctx, se, l)
+		se.Close()
+		for _, r := range results {
+			mark := "ok  "
+			if r.Err != nil {
+				mark, failed = "FAIL", failed+1
+			}
+			fmt.Fprintf(env.Stdout, "%s %s:%d step %d: expect %s", mark, path, r.Claim.Line, r.Step+1, r.Claim)
+			if r.Err != nil {
+				fmt.Fprintf(env.Stdout, ": %v", r.Err)
+			}
+			fmt.Fprintln(env.Stdout)
+		}
+		fmt.Fprintf(env.Stdout, "%s: %d claims\n", path, len(results))
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d claims do not hold", failed)
+	}
+	return nil
+}

@@ -1,0 +1,102 @@
+package lessons
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// A Claim is a fact a step's narration states about the model, declared
+// beside it with an "expect:" line so a test (and `stepthrough
+// check-lesson`) verifies it against the engine: a retrain that changes
+// the fact fails instead of leaving the narration untrue.
+//
+//	expect: top " Par"           the most likely next token (the logits' argmax)
+//	expect: p " Par" > 0.9       a token's probability at temperature 1 (>, <, >=, <=)
+//	expect: draws " brown"       the token this step's settings and seed draw
+//	expect: tokens 6             the prompt's token count (BOS included)
+//	expect: attends " Zor"       at this step's layer and head, the last
+//	                             position's largest weight is on this token
+//	expect: continues " Paris."  the text the run writes from this token step on
+//	expect: calls "347+85"       the run calls the calculator with this
+//	                             (the run's tools: calc executing it)
+type Claim struct {
+	Line  int
+	Kind  string  // top, p, draws, tokens, attends, continues, calls
+	Text  string  // the token or text claimed
+	Op    string  // for p: >, <, >=, <=
+	Value float64 // for p: the bound; for tokens and passes: the count
+}
+
+// ClaimKinds are the supported claims.
+var ClaimKinds = []string{"top", "p", "draws", "tokens", "attends", "continues", "calls"}
+
+func (c Claim) String() string {
+	switch c.Kind {
+	case "p":
+		return fmt.Sprintf("p %q %s %g", c.Text, c.Op, c.Value)
+	case "tokens":
+		return fmt.Sprintf("%s %d", c.Kind, int(c.Value))
+	}
+	return fmt.Sprintf("%s %q", c.Kind, c.Text)
+}
+
+// parseClaim reads the value of an "expect:" line.
+func parseClaim(line int, v string) (Claim, error) {
+	kind, rest, _ := strings.Cut(strings.TrimSpace(v), " ")
+	rest = strings.TrimSpace(rest)
+	c := Claim{Line: line, Kind: kind}
+	count := func() error {
+		n, err := strconv.Atoi(rest)
+		if err != nil || n < 1 || n > 4096 {
+			return fmt.Errorf("expect %s %q: a count from 1", kind, rest)
+		}
+		c.Value = float64(n)
+		return nil
+	}
+	text := func(s string) error {
+		c.Text = unquote(strings.TrimSpace(s))
+		if c.Text == "" {
+			return fmt.Errorf("expect %s: name the token or text, quoted to keep spaces", kind)
+		}
+		return nil
+	}
+	switch kind {
+	case "top", "draws", "attends", "continues", "calls":
+		return c, text(rest)
+	case "tokens":
+		return c, count()
+	case "p":
+		i := strings.LastIndexAny(rest, "<>")
+		if i < 0 {
+			return c, fmt.Errorf("expect p: write p \" token\" > 0.5 (or <, >=, <=)")
+		}
+		op, num := rest[i:i+1], rest[i+1:]
+		if strings.HasPrefix(num, "=") {
+			op, num = op+"=", num[1:]
+		}
+		f, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+		if err != nil || math.IsNaN(f) || f < 0 || f > 1 {
+			return c, fmt.Errorf("expect p: the bound %q is not a probability from 0 to 1", strings.TrimSpace(num))
+		}
+		c.Op, c.Value = op, f
+		return c, text(rest[:i])
+	}
+	return c, fmt.Errorf("expect %q: one of %s", kind, strings.Join(ClaimKinds, ", "))
+}
+
+// Holds reports whether probability p satisfies a p claim's bound.
+func (c Claim) Holds(p float64) bool {
+	switch c.Op {
+	case ">":
+		return p > c.Value
+	case "<":
+		return p < c.Value
+	case ">=":
+		return p >= c.Value
+	case "<=":
+		return p <= c.Value
+	}
+	return false
+}

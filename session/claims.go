@@ -1,0 +1,181 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+
+	"stepthrough/engine"
+	"stepthrough/engine/sample"
+	"stepthrough/engine/trace"
+	"stepthrough/lessons"
+)
+
+// ClaimResult is one claim of a lesson checked against the engine.
+type ClaimResult struct {
+	Step  int // 0-based
+	Claim lessons.Claim
+	Got   string // what the engine showed
+	Err   error  // nil: the claim holds
+}
+
+// VerifyLesson plays every step of l that declares claims in se, as the
+// Explorer shows it, and checks each claim against that run's trace.
+func VerifyLesson(ctx context.Context, se *Session, l *lessons.Lesson) []ClaimResult {
+	var out []ClaimResult
+	for i, st := range l.Steps {
+		if len(st.Claims) == 0 {
+			continue
+		}
+		if err := se.PlayLesson(ctx, l, i); err != nil {
+			for _, c := range st.Claims {
+				out = append(out, ClaimResult{Step: i, Claim: c, Err: fmt.Errorf("the step does not play: %w", err)})
+			}
+			continue
+		}
+		for _, c := range st.Claims {
+			got, err := se.checkClaim(ctx, st, c)
+			out = append(out, ClaimResult{Step: i, Claim: c, Got: got, Err: err})
+		}
+	}
+	return out
+}
+
+func (s *Session) checkClaim(ctx context.Context, st lessons.Step, c lessons.Claim) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tk := s.m.Tokenizer
+	show := func(id int32) string { return fmt.Sprintf("%q", tk.Bytes(id)) }
+	token := func() (int32, error) {
+		ids := tk.EncodeSpecial(c.Text, false)
+		if len(ids) != 1 {
+			return -1, fmt.Errorf("%q is %d tokens, not one", c.Text, len(ids))
+		}
+		return ids[0], nil
+	}
+	if c.Kind == "tokens" {
+		got := len(s.promptIDs)
+		return fmt.Sprint(got), want(got == int(c.Value), "the prompt is %d tokens", got)
+	}
+	if c.Kind == "continues" || c.Kind == "calls" {
+		return s.checkRun(ctx, st.Token, c)
+	}
+	if st.Token >= len(s.cur.Steps) {
+		return "", fmt.Errorf("the run has no token step %d", st.Token)
+	}
+	step := s.cur.Steps[st.Token]
+	id, err := token()
+	if err != nil {
+		return "", err
+	}
+	switch c.Kind {
+	case "top", "p":
+		if step.Logits == nil {
+			return "", fmt.Errorf("token step %d has no logits", st.Token)
+		}
+		logits := []float32(step.Logits.Logits)
+		top := engine.Argmax(logits)
+		if c.Kind == "top" {
+			return show(top), want(top == id, "the top token is %s", show(top))
+		}
+		p := float64(sample.Probabilities(logits, 1)[id])
+		return fmt.Sprintf("%.4f", p), want(c.Holds(p), "p = %.4f", p)
+	case "draws":
+		if st.Token >= len(s.gen) {
+			return "", fmt.Errorf("token step %d draws nothing", st.Token)
+		}
+		got := s.gen[st.Token]
+		return show(got), want(got == id, "the step draws %s", show(got))
+	case "attends":
+		k, err := s.strongestKey(step, st)
+		if err != nil {
+			return "", err
+		}
+		got := s.sequence()[k]
+		return show(got), want(got == id, "layer %d head %d looks hardest at %s (position %d)", st.Layer, st.Head, show(got), k)
+	}
+	return "", fmt.Errorf("unknown claim %q", c.Kind)
+}
+
+func want(ok bool, format string, a ...any) error {
+	if ok {
+		return nil
+	}
+	return fmt.Errorf(format, a...)
+}
+
+// sequence is every token of the run in position order: the prompt, then
+// each sampled token followed by what the runtime inserted after it.
+func (s *Session) sequence() []int32 {
+	seq := append([]int32(nil), s.promptIDs...)
+	for i, id := range s.gen {
+		seq = append(append(seq, id), s.inserts[i]...)
+	}
+	return seq
+}
+
+// strongestKey is the position the step's last query looks at hardest in
+// the lesson step's layer and head.
+func (s *Session) strongestKey(step *trace.Step, st lessons.Step) (int, error) {
+	if st.Layer < 1 || st.Head < 1 {
+		return 0, fmt.Errorf("an attends claim needs the step's layer: and head:")
+	}
+	if st.Layer > len(step.Layers) || step.Layers[st.Layer-1].Attention == nil {
+		return 0, fmt.Errorf("layer %d has no recorded attention", st.Layer)
+	}
+	w := step.Layers[st.Layer-1].Attention.Weights
+	if len(w) == 0 || st.Head > len(w[len(w)-1]) {
+		return 0, fmt.Errorf("head %d has no recorded weights", st.Head)
+	}
+	row := w[len(w)-1][st.Head-1]
+	best, bestW := 0, float32(math.Inf(-1))
+	for k, v := range row {
+		if v > bestW {
+			best, bestW = k, v
+		}
+	}
+	return best, nil
+}
+
+// checkRun generates on (as the Explorer does, the tool's results
+// inserted) until the claim can be decided.
+func (s *Session) checkRun(ctx context.Context, from int, c lessons.Claim) (string, error) {
+	tk := s.m.Tokenizer
+	text := func() string {
+		var ids []int32
+		for i := from; i < len(s.gen); i++ {
+			ids = append(append(ids, s.gen[i]), s.inserts[i]...)
+		}
+		return tk.Decode(ids)
+	}
+	for {
+		done := c.Kind == "continues" && len(text()) >= len(c.Text)
+		if c.Kind == "calls" {
+			for _, e := range s.calls {
+				done = done || e == c.Text
+			}
+		}
+		if done {
+			break
+		}
+		more, err := s.decode(ctx)
+		if err != nil {
+			return "", err
+		}
+		if !more {
+			break
+		}
+	}
+	if c.Kind == "calls" {
+		got := strings.Join(s.calls, ", ")
+		for _, e := range s.calls {
+			if e == c.Text {
+				return got, nil
+			}
+		}
+		return got, fmt.Errorf("the run calls the calculator with [%s]", got)
+	}
+	got := text()
+	return got, want(strings.HasPrefix(got, c.Text), "the run writes %q", got)
+}
