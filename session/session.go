@@ -52,7 +52,7 @@ type Session struct {
 	mu       sync.Mutex
 	id       string
 	client   string
-	lastUsed time.Time
+	lastUsed atomic.Int64 // unix nanoseconds; read without s.mu (the pool reads it under its own lock)
 	eng      Engines
 
 	run   spec.Run // the run as given (the seed as the user set it)
@@ -90,26 +90,28 @@ func (s *Session) Attach() (detach func()) {
 		s.conns.Add(-1)
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		s.lastUsed = time.Now()
+		s.touch()
 	}
 }
 
 // New makes an empty session for a client (an address; empty for rooms
 // and scratch sessions).
 func New(id, client string, eng Engines) *Session {
-	return &Session{id: id, client: client, eng: eng, lastUsed: time.Now(), run: spec.Default(eng.Default())}
+	s := &Session{id: id, client: client, eng: eng, run: spec.Default(eng.Default())}
+	s.touch()
+	return s
 }
 
 // ID and Client identify the session.
 func (s *Session) ID() string     { return s.id }
 func (s *Session) Client() string { return s.client }
 
-// LastUsed is when an action last touched the session.
-func (s *Session) LastUsed() time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.lastUsed
-}
+// LastUsed is when an action last touched the session. It takes no lock:
+// the pool asks while holding its own, and a session's action may be
+// waiting for the pool (a memory reservation) while holding the session's.
+func (s *Session) LastUsed() time.Time { return time.Unix(0, s.lastUsed.Load()) }
+
+func (s *Session) touch() { s.lastUsed.Store(time.Now().UnixNano()) }
 
 // Close releases the engine session. The Session stays usable: the next
 // run makes a new one.
@@ -126,7 +128,7 @@ func (s *Session) expireIfIdle(now time.Time, idle time.Duration) bool {
 		return false
 	}
 	defer s.mu.Unlock()
-	if now.Sub(s.lastUsed) < idle {
+	if now.Sub(s.LastUsed()) < idle {
 		return false
 	}
 	s.expire()
@@ -183,7 +185,7 @@ func (s *Session) spec() spec.Run {
 func (s *Session) Run(ctx context.Context, r spec.Run) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.lastUsed = time.Now()
+	s.touch()
 	return s.start(ctx, r)
 }
 
@@ -224,7 +226,7 @@ func (s *Session) start(ctx context.Context, r spec.Run) error {
 	if r.Tools == "calc" && calcClose(lm.Model.Tokenizer) < 0 {
 		return errorf("tools=calc: %s has no %s token, so it cannot call the calculator", r.Model, chat.CalcClose)
 	}
-	if len(ids) == 0 {
+	if len(ids) == 0 || r.Prompt == "" { // BOS alone is not a prompt
 		return errorf("the prompt has no tokens: type something")
 	}
 	if len(ids)+r.MaxTokens > s.es.Capacity() {
@@ -304,7 +306,7 @@ func (s *Session) decode(ctx context.Context) (bool, error) {
 func (s *Session) Open(ctx context.Context, r spec.Run) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.lastUsed = time.Now()
+	s.touch()
 	return s.open(ctx, r)
 }
 
@@ -362,7 +364,7 @@ func (s *Session) seekStage(k trace.Kind, layer int) bool {
 func (s *Session) Act(ctx context.Context, action string, get spec.Getter) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.lastUsed = time.Now()
+	s.touch()
 	if s.expired {
 		return ErrExpired
 	}
@@ -445,7 +447,7 @@ func (s *Session) PlayLesson(ctx context.Context, l *lessons.Lesson, i int) erro
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.lastUsed = time.Now()
+	s.touch()
 	return s.open(ctx, l.Steps[i].Run)
 }
 
