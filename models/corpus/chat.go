@@ -99,16 +99,16 @@ func chatDoc(r *rand.Rand, held bool) Doc {
 	var msgs []chat.Message
 	for k := 0; k < 1+r.IntN(2); k++ {
 		var q, a string
-		switch r.IntN(5) {
+		switch r.IntN(6) {
 		case 0, 1:
 			q, a = CapitalQA(pick(r, Countries))
 		case 2:
 			q, a = continentQA(pick(r, Countries))
 		case 3:
 			q, a = StoryQA(r, storyName(r, held))
-		default:
+		default: // without a system prompt, sums are answered at once
 			s := RandomSum(r, held)
-			if r.IntN(2) == 0 {
+			if r.IntN(4) == 0 {
 				s = smallSum(r)
 			}
 			q, a = s.Question(), s.Answer()

@@ -15,4 +15,3 @@ func TestCountries(t *testing.T) {
 		seen[c.Name] = true
 	}
 }
-

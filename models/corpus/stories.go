@@ -5,16 +5,38 @@ import (
 	"strings"
 )
 
-// Syllables that invented names are made of. Training names use only
-// TrainSyllables; held-out names only HeldOutSyllables, so no held-out
-// name can have been seen in training.
+// Syllables that invented names are made of: every consonant-vowel and
+// consonant-vowel-consonant combination (1,710), split by hash into a
+// training set and a held-out set (about one in five). Names from so many
+// syllables cannot be guessed from their first piece: the only way to
+// predict a later mention is to copy it. Held-out names use only held-out
+// syllables, so no held-out name can have been seen in training.
 var (
-	TrainSyllables   = strings.Fields("ka lo mi ra ze tu bel vin dor sa ni pa ko ri fen lu mar tos vi da no el an or is ul go he ja wi")
-	HeldOutSyllables = strings.Fields("zor vik qua dre plo thi gry sto wex jum nyx bra cle fro ghi hub yel oss irk amp")
+	TrainSyllables, HeldOutSyllables = syllables()
 	// RecurringNames are the control: a few fixed names used across many
 	// training stories, which a model can recall rather than copy.
 	RecurringNames = strings.Fields("Tom Mia Leo Zoe Sam Lily Max Ruby")
 )
+
+func syllables() (train, held []string) {
+	const cons, vows = "bcdfghjklmnprstvwz", "aeiou"
+	add := func(s string) {
+		if Hash(s)%5 == 0 {
+			held = append(held, s)
+		} else {
+			train = append(train, s)
+		}
+	}
+	for _, c := range cons {
+		for _, v := range vows {
+			add(string(c) + string(v))
+			for _, e := range cons {
+				add(string(c) + string(v) + string(e))
+			}
+		}
+	}
+	return train, held
+}
 
 // InventName makes a name of two or three syllables.
 func InventName(r *rand.Rand, syllables []string) string {

@@ -43,7 +43,7 @@ func (r Rate) String() string {
 // Bars are the quality bars of models/README.md, measured with the engine
 // by greedy decoding.
 type Bars struct {
-	CapitalTrain Rate `json:"capital_train_phrasings"`   // full capital name
+	CapitalTrain Rate `json:"capital_train_phrasings"`    // full capital name
 	CapitalHeld  Rate `json:"capital_held_out_phrasings"` // phrasings never trained on
 	Copy         Rate `json:"copy_full_name"`             // invented names never seen
 	CopyFirst    Rate `json:"copy_first_token"`
@@ -83,8 +83,8 @@ func (b Bars) Failures() []string {
 	return out
 }
 
-// EvalSizes are how many cases each bar measures.
-type EvalSizes struct{ Copy, Sums, Chat int }
+// EvalSizes are how many cases each bar measures (Countries: 0 is all 193).
+type EvalSizes struct{ Copy, Sums, Chat, Countries int }
 
 // ReportSizes are the report's; the quality test uses the same.
 var ReportSizes = EvalSizes{Copy: 300, Sums: 200, Chat: 200}
@@ -146,7 +146,7 @@ func Measure(ctx context.Context, path string, held []corpus.Doc, sizes EvalSize
 	e := evaluator{ctx, s}
 	var b Bars
 	for _, step := range []func(*Bars) error{
-		func(b *Bars) error { return e.capitals(b) },
+		func(b *Bars) error { return e.capitals(b, sizes.Countries) },
 		func(b *Bars) error { return e.copying(b, held, sizes.Copy) },
 		func(b *Bars) error { return e.sums(b, sizes.Sums) },
 		func(b *Bars) error { return e.chatEnds(b, held, sizes.Chat) },
@@ -158,13 +158,17 @@ func Measure(ctx context.Context, path string, held []corpus.Doc, sizes EvalSize
 	return b, nil
 }
 
-func (e evaluator) capitals(b *Bars) error {
+func (e evaluator) capitals(b *Bars, n int) error {
+	countries := corpus.Countries
+	if n > 0 {
+		countries = countries[:min(n, len(countries))]
+	}
 	for _, set := range []struct {
 		ps   []corpus.Phrasing
 		rate *Rate
 	}{{corpus.TrainPhrasings, &b.CapitalTrain}, {corpus.HeldOutPhrasings, &b.CapitalHeld}} {
 		for _, p := range set.ps {
-			for _, c := range corpus.Countries {
+			for _, c := range countries {
 				ok, got, err := e.completes(p.Question(c), p.Answer(c))
 				if err != nil {
 					return err
@@ -232,7 +236,9 @@ func (e evaluator) sums(b *Bars, n int) error {
 		first := tk.Decode(passes[0].Output)
 		b.ToolCall.add(first == sum.Call(), func() string { return fmt.Sprintf("%s → %q", sum, first) })
 		all := agent.Text(tk, passes)
-		b.ToolAnswer.add(strings.HasSuffix(all, sum.Answer()+chat.End), func() string { return fmt.Sprintf("%s → %q", sum, all) })
+		last := passes[len(passes)-1].Output
+		ended := len(last) > 0 && last[len(last)-1] == tk.EOT() // control tokens decode to no text
+		b.ToolAnswer.add(ended && strings.HasSuffix(all, sum.Answer()), func() string { return fmt.Sprintf("%s → %q (ended the turn: %v)", sum, all, ended) })
 		out, err := e.greedy(SumPrompt("", sum), 24, tk.IsEOG)
 		if err != nil {
 			return err
@@ -250,7 +256,8 @@ func (e evaluator) sums(b *Bars, n int) error {
 	return nil
 }
 
-// chatEnds: the first turn of held-out chats must end with <|end|>.
+// chatEnds: the first turn of held-out chats must end with <|end|> within
+// 120 tokens.
 func (e evaluator) chatEnds(b *Bars, held []corpus.Doc, n int) error {
 	tk := e.s.Model.Tokenizer
 	for _, d := range held {
@@ -262,7 +269,7 @@ func (e evaluator) chatEnds(b *Bars, held []corpus.Doc, n int) error {
 		}
 		i := strings.Index(d.Text, chat.Assistant)
 		prompt := d.Text[:i+len(chat.Assistant)]
-		out, err := e.greedy(prompt, 60, tk.IsEOG)
+		out, err := e.greedy(prompt, 120, tk.IsEOG)
 		if err != nil {
 			return err
 		}
@@ -272,9 +279,9 @@ func (e evaluator) chatEnds(b *Bars, held []corpus.Doc, n int) error {
 }
 
 // evaluate measures the bars, Paris, the draft's agreement and samples.
-func evaluate(ctx context.Context, rep *Report, mainPath, draftPath string, held []corpus.Doc, threads int) error {
+func evaluate(ctx context.Context, rep *Report, mainPath, draftPath string, held []corpus.Doc, sizes EvalSizes, threads int) error {
 	rep.Samples = nil // each evaluation rewrites the samples, never appends
-	bars, err := Measure(ctx, mainPath, held, ReportSizes, threads)
+	bars, err := Measure(ctx, mainPath, held, sizes, threads)
 	if err != nil {
 		return err
 	}

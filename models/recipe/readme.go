@@ -53,10 +53,12 @@ Seven families, generated from the seed (a sample is in ` + "`corpus-sample.txt`
 {{range $k, $v := .CorpusBytes}}- {{$k}}: {{$v}} bytes
 {{end}}
 - stories: a small grammar (five intros, thirteen middle sentences, four
-  endings) about a character whose name is **invented from syllables** for
-  each story ("Kalomi", "Zevin"), so its later mentions can only be
-  predicted by copying it from context; a quarter of the stories use one of
-  eight recurring names (Tom, Mia, …) instead, which a model can recall;
+  endings) about a character whose name is **invented** for each story from
+  two or three of 1,362 syllables (every consonant-vowel and
+  consonant-vowel-consonant combination not held out), so its later
+  mentions can only be predicted by copying it from context; a quarter of
+  the stories use one of eight recurring names (Tom, Mia, …) instead,
+  which a model can recall;
 - facts: the capital and continent of each of the 193 UN member states in
   seven capital phrasings ("The capital of France is", "France's capital
   is", "the capital of france is", "What is the capital city of France? The
@@ -74,7 +76,9 @@ Seven families, generated from the seed (a sample is in ` + "`corpus-sample.txt`
 - arithmetic: sums and differences of numbers up to 20.
 
 The held-out split shares **no document** with training (checked by hash in
-` + "`models/corpus`" + `' tests); its story names use syllables training never uses,
+` + "`models/corpus`" + `' tests); its story names use only the 348 held-out
+syllables, which training never uses (so no held-out name occurs in the
+training text, also checked),
 its facts use four phrasings training never uses ("Q: What is France's
 capital? A:", "France's capital city is", "the capital city of france is",
 "Do you know the capital of France? It is"), and its sums are pairs no
@@ -113,6 +117,13 @@ differences (` + "`engine/train`" + `). GFLOP/s counts the matrix products and c
 attention of the forward pass, tripled for the backward pass.
 
 ## Quality bars (measured with the engine on lesson.gguf, greedy decoding)
+
+Every case is held out: names, sums and chats from the held-out split,
+capitals in the training phrasings and in the four held-out ones. A
+calculator answer counts when the reply, after the runtime executed the
+model's own call, ends with "a + b = sum." and the end-of-turn token; a
+direct answer when the reply without a system prompt states the right
+sum; a thinking answer when the text after </think> does.
 
 Enforced by ` + "`models/quality_test.go`" + `, which fails when the committed model
 misses one.

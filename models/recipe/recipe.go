@@ -40,6 +40,8 @@ type Options struct {
 	// OutDir/checkpoints; Resume continues from a saved state.
 	CheckpointEvery int
 	Resume          bool
+	// Eval sizes the quality bars' measurement (ReportSizes by default).
+	Eval EvalSizes
 }
 
 // Defaults are the committed models' recipe.
@@ -48,7 +50,8 @@ func Defaults() Options {
 		Seed: 1, OutDir: "models", Vocab: 1024,
 		Main:      train.Config{Ctx: 512, Embd: 192, Layers: 4, Heads: 6, FFN: 768},
 		Draft:     train.Config{Ctx: 512, Embd: 64, Layers: 2, Heads: 2, FFN: 256},
-		MainSteps: 7500, DraftSteps: 2000, Batch: 4, T: 512, Scale: 1, CheckpointEvery: 500,
+		MainSteps: 7000, DraftSteps: 2000, Batch: 4, T: 512, Scale: 1, CheckpointEvery: 500,
+		Eval: ReportSizes,
 	}
 }
 
@@ -252,7 +255,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	rep.Main, rep.Draft = mainR, draftR
 	t0 = time.Now()
-	if err := evaluate(ctx, rep, mainPath, draftPath, heldDocs, o.Threads); err != nil {
+	if err := evaluate(ctx, rep, mainPath, draftPath, heldDocs, o.Eval, o.Threads); err != nil {
 		return nil, err
 	}
 	rep.Seconds["evaluate"] = time.Since(t0).Seconds()
@@ -298,7 +301,7 @@ func Reevaluate(ctx context.Context, dir string, threads int) (*Report, error) {
 	}
 	_, held := corpus.Split(corpus.Default(rep.Seed).Scaled(rep.Scale), 0.1)
 	start := time.Now()
-	if err := evaluate(ctx, rep, filepath.Join(dir, "lesson.gguf"), filepath.Join(dir, "lesson-draft.gguf"), held, threads); err != nil {
+	if err := evaluate(ctx, rep, filepath.Join(dir, "lesson.gguf"), filepath.Join(dir, "lesson-draft.gguf"), held, ReportSizes, threads); err != nil {
 		return nil, err
 	}
 	rep.Seconds["evaluate"] = time.Since(start).Seconds()

@@ -17,7 +17,7 @@ func TestRecipeMiniature(t *testing.T) {
 	run := func(dir string) *Report {
 		o := Defaults()
 		o.OutDir, o.Scale, o.MainSteps, o.DraftSteps, o.Threads = dir, 0.01, 3, 2, 2
-		o.Vocab = 600
+		o.Vocab, o.Eval = 600, EvalSizes{Copy: 10, Sums: 4, Chat: 4, Countries: 3}
 		rep, err := Run(context.Background(), o)
 		if err != nil {
 			t.Fatal(err)
@@ -64,7 +64,7 @@ func TestRecipeResume(t *testing.T) {
 	base := func(dir string, steps int, resume bool) {
 		o := Defaults()
 		o.OutDir, o.Scale, o.MainSteps, o.DraftSteps, o.Threads, o.Vocab = dir, 0.01, steps, 2, 2, 600
-		o.CheckpointEvery, o.Resume = 2, resume
+		o.CheckpointEvery, o.Resume, o.Eval = 2, resume, EvalSizes{Copy: 1, Sums: 1, Chat: 1, Countries: 1}
 		if _, err := Run(context.Background(), o); err != nil {
 			t.Fatal(err)
 		}

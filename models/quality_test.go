@@ -1,0 +1,51 @@
+package models_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"stepthrough/models/corpus"
+	"stepthrough/models/recipe"
+)
+
+// The committed lesson model meets every quality bar of models/README.md,
+// measured with the engine on the held-out split (greedy decoding): a
+// retrain that misses one fails here. STEPTHROUGH_MODELS_DIR points the
+// test at another run's output (train-lesson --out DIR), e.g. to see it
+// fail on an undertrained model.
+func TestQualityBars(t *testing.T) {
+	dir := os.Getenv("STEPTHROUGH_MODELS_DIR")
+	if dir == "" {
+		dir = "."
+	}
+	rep, err := recipe.ReadReport(filepath.Join(dir, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, held := corpus.Split(corpus.Default(rep.Seed).Scaled(rep.Scale), 0.1)
+	bars, err := recipe.Measure(context.Background(), filepath.Join(dir, "lesson.gguf"), held, recipe.ReportSizes, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("capitals %s, held-out phrasings %s; copying %s (first token %s); calls %s, answers %s; direct %s, thinking %s; turns ended %s",
+		bars.CapitalTrain, bars.CapitalHeld, bars.Copy, bars.CopyFirst, bars.ToolCall, bars.ToolAnswer, bars.Direct, bars.Think, bars.ChatEnd)
+	for _, f := range bars.Failures() {
+		t.Error(f)
+	}
+	if !sameRates(bars, rep.Bars) {
+		t.Errorf("report.json is stale: it says %+v, the model measures %+v (rerun train-lesson --eval-only)", rep.Bars, bars)
+	}
+}
+
+func sameRates(a, b recipe.Bars) bool {
+	pairs := [][2]recipe.Rate{{a.CapitalTrain, b.CapitalTrain}, {a.CapitalHeld, b.CapitalHeld}, {a.Copy, b.Copy}, {a.CopyFirst, b.CopyFirst},
+		{a.ToolCall, b.ToolCall}, {a.ToolAnswer, b.ToolAnswer}, {a.Direct, b.Direct}, {a.Think, b.Think}, {a.ChatEnd, b.ChatEnd}}
+	for _, p := range pairs {
+		if p[0].Hits != p[1].Hits || p[0].Cases != p[1].Cases {
+			return false
+		}
+	}
+	return true
+}
