@@ -21,23 +21,29 @@ import (
 //	expect: continues " Paris."  the text the run writes from this token step on
 //	expect: calls "347+85"       the run calls the calculator with this
 //	                             (the run's tools: calc executing it)
+//	expect: length 40            the run samples this many tokens, the last
+//	                             one ending generation
+//	expect: pieces " big" 2      the tokenizer cuts this text into this many
+//	                             tokens (no BOS)
 type Claim struct {
 	Line  int
-	Kind  string  // top, p, draws, tokens, attends, continues, calls
+	Kind  string  // top, p, draws, tokens, attends, continues, calls, length, pieces
 	Text  string  // the token or text claimed
 	Op    string  // for p: >, <, >=, <=
-	Value float64 // for p: the bound; for tokens and passes: the count
+	Value float64 // for p: the bound; for tokens and length: the count
 }
 
 // ClaimKinds are the supported claims.
-var ClaimKinds = []string{"top", "p", "draws", "tokens", "attends", "continues", "calls"}
+var ClaimKinds = []string{"top", "p", "draws", "tokens", "attends", "continues", "calls", "length", "pieces"}
 
 func (c Claim) String() string {
 	switch c.Kind {
 	case "p":
 		return fmt.Sprintf("p %q %s %g", c.Text, c.Op, c.Value)
-	case "tokens":
+	case "tokens", "length":
 		return fmt.Sprintf("%s %d", c.Kind, int(c.Value))
+	case "pieces":
+		return fmt.Sprintf("pieces %q %d", c.Text, int(c.Value))
 	}
 	return fmt.Sprintf("%s %q", c.Kind, c.Text)
 }
@@ -55,18 +61,23 @@ func parseClaim(line int, v string) (Claim, error) {
 		c.Value = float64(n)
 		return nil
 	}
-	text := func(s string) error {
-		c.Text = unquote(strings.TrimSpace(s))
-		if c.Text == "" {
-			return fmt.Errorf("expect %s: name the token or text, quoted to keep spaces", kind)
-		}
-		return nil
-	}
+	text := func(s string) error { return textOf(&c, s) }
 	switch kind {
 	case "top", "draws", "attends", "continues", "calls":
 		return c, text(rest)
-	case "tokens":
+	case "tokens", "length":
 		return c, count()
+	case "pieces":
+		i := strings.LastIndexByte(rest, ' ')
+		if i < 0 {
+			return c, fmt.Errorf("expect pieces: write pieces \" big\" 2 (the text, then its token count)")
+		}
+		text, n := rest[:i], rest[i+1:]
+		rest = n
+		if err := count(); err != nil {
+			return c, err
+		}
+		return c, textOf(&c, text)
 	case "p":
 		i := strings.LastIndexAny(rest, "<>")
 		if i < 0 {
@@ -84,6 +95,14 @@ func parseClaim(line int, v string) (Claim, error) {
 		return c, text(rest[:i])
 	}
 	return c, fmt.Errorf("expect %q: one of %s", kind, strings.Join(ClaimKinds, ", "))
+}
+
+func textOf(c *Claim, s string) error {
+	c.Text = unquote(strings.TrimSpace(s))
+	if c.Text == "" {
+		return fmt.Errorf("expect %s: name the token or text, quoted to keep spaces", c.Kind)
+	}
+	return nil
 }
 
 // Holds reports whether probability p satisfies a p claim's bound.

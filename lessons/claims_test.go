@@ -18,6 +18,9 @@ func TestParseClaim(t *testing.T) {
 		{`attends " Zor"`, Claim{Kind: "attends", Text: " Zor"}},
 		{`continues " Paris."`, Claim{Kind: "continues", Text: " Paris."}},
 		{`calls "347+85"`, Claim{Kind: "calls", Text: "347+85"}},
+		{`length 40`, Claim{Kind: "length", Value: 40}},
+		{`pieces " big" 2`, Claim{Kind: "pieces", Text: " big", Value: 2}},
+		{`pieces "こ" 3`, Claim{Kind: "pieces", Text: "こ", Value: 3}},
 	} {
 		got, err := parseClaim(3, c.in)
 		c.want.Line = 3
@@ -25,7 +28,7 @@ func TestParseClaim(t *testing.T) {
 			t.Errorf("%s: %+v, %v; want %+v", c.in, got, err, c.want)
 		}
 	}
-	for _, bad := range []string{``, `guess " x"`, `top`, `top ""`, `p " x"`, `p " x" > 2`, `p " x" > NaN`, `p " x" > `, `tokens`, `tokens -1`, `tokens many`} {
+	for _, bad := range []string{``, `guess " x"`, `top`, `top ""`, `p " x"`, `p " x" > 2`, `p " x" > NaN`, `p " x" > `, `tokens`, `tokens -1`, `tokens many`, `pieces " big"`, `pieces 2`, `pieces "" 2`} {
 		if _, err := parseClaim(1, bad); err == nil {
 			t.Errorf("%q: want an error", bad)
 		}

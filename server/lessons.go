@@ -58,7 +58,7 @@ func (s *Server) lessonStep(c echo.Context) error {
 	} else {
 		e := se.Explorer()
 		p.Current, p.Panel, p.ExplorerURL = e.Current, e.Panel, e.URL
-		p.Timing, p.BackendInfo, p.Generated = e.Timing, e.BackendInfo, e.Generated
+		p.Timing, p.BackendInfo, p.Generated, p.Notice = e.Timing, e.BackendInfo, e.Generated, e.Notice
 		if st.SetsBackend {
 			p.BackendNote = se.Backend().Note
 		}

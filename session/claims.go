@@ -46,7 +46,7 @@ func (s *Session) checkClaim(ctx context.Context, st lessons.Step, c lessons.Cla
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	tk := s.m.Tokenizer
-	show := func(id int32) string { return fmt.Sprintf("%q", tk.Bytes(id)) }
+	show := func(id int32) string { return fmt.Sprintf("%q", s.text(id)) }
 	token := func() (int32, error) {
 		ids := tk.EncodeSpecial(c.Text, false)
 		if len(ids) != 1 {
@@ -54,11 +54,15 @@ func (s *Session) checkClaim(ctx context.Context, st lessons.Step, c lessons.Cla
 		}
 		return ids[0], nil
 	}
+	if c.Kind == "pieces" {
+		got := len(tk.EncodeIDs(c.Text, false))
+		return fmt.Sprint(got), want(got == int(c.Value), "%q is %d tokens", c.Text, got)
+	}
 	if c.Kind == "tokens" {
 		got := len(s.promptIDs)
 		return fmt.Sprint(got), want(got == int(c.Value), "the prompt is %d tokens", got)
 	}
-	if c.Kind == "continues" || c.Kind == "calls" {
+	if c.Kind == "continues" || c.Kind == "calls" || c.Kind == "length" {
 		return s.checkRun(ctx, st.Token, c)
 	}
 	if st.Token >= len(s.cur.Steps) {
@@ -141,16 +145,18 @@ func (s *Session) strongestKey(step *trace.Step, st lessons.Step) (int, error) {
 // checkRun generates on (as the Explorer does, the tool's results
 // inserted) until the claim can be decided.
 func (s *Session) checkRun(ctx context.Context, from int, c lessons.Claim) (string, error) {
-	tk := s.m.Tokenizer
-	text := func() string {
-		var ids []int32
+	text := func() string { // as the Explorer shows it: control tokens by name
+		var b strings.Builder
 		for i := from; i < len(s.gen); i++ {
-			ids = append(append(ids, s.gen[i]), s.inserts[i]...)
+			b.WriteString(s.text(s.gen[i]))
+			for _, id := range s.inserts[i] {
+				b.WriteString(s.text(id))
+			}
 		}
-		return tk.Decode(ids)
+		return b.String()
 	}
 	for {
-		done := c.Kind == "continues" && len(text()) >= len(c.Text)
+		done := c.Kind == "continues" && len(text()) >= len(c.Text) || c.Kind == "length" && s.done
 		if c.Kind == "calls" {
 			for _, e := range s.calls {
 				done = done || e == c.Text
@@ -166,6 +172,11 @@ func (s *Session) checkRun(ctx context.Context, from int, c lessons.Claim) (stri
 		if !more {
 			break
 		}
+	}
+	if c.Kind == "length" {
+		n := len(s.gen)
+		ended := n > 0 && s.m.Tokenizer.IsEOG(s.gen[n-1])
+		return fmt.Sprint(n), want(n == int(c.Value) && ended, "the run samples %d tokens (ending generation: %v)", n, ended)
 	}
 	if c.Kind == "calls" {
 		got := strings.Join(s.calls, ", ")

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"stepthrough/engine/tokenizer"
 	"strconv"
 
 	"gonum.org/v1/gonum/mat"
@@ -28,7 +29,18 @@ func (s *Session) pieces() []string {
 	return all
 }
 
-func (s *Session) piece(id int32) string { return strconv.Quote(string(s.m.Tokenizer.Bytes(id))) }
+func (s *Session) piece(id int32) string { return strconv.Quote(s.text(id)) }
+
+// text is what a token stands for on screen: its bytes, or for a control
+// token (which stands for no text: BOS, a chat role marker, end of turn)
+// its name in the vocabulary, so "<|user|>" is visible.
+func (s *Session) text(id int32) string {
+	tk := s.m.Tokenizer
+	if b := tk.Bytes(id); len(b) > 0 || tk.Type(id) != tokenizer.TypeControl {
+		return string(b)
+	}
+	return tk.Piece(id)
+}
 
 func vecRow(label string, v []float32) views.VecRow {
 	var m float32

@@ -32,6 +32,7 @@ type LessonPage struct {
 	BackendInfo string     // where the engine ran
 	BackendNote string     // why the CPU ran instead of a GPU, if it did
 	Generated   []GenToken // tokens generated up to this step
+	Notice      string     // what the runtime did at this step (a tool's result), or why the view moved
 	Hidden      bool       // the panel waits for the student's prediction
 	Highlight   []GenToken // tokens the step points at, with their ids
 }

@@ -22,8 +22,10 @@ import (
 	"stepthrough/engine/sample"
 )
 
-// Version is the stored form's version (Run.Version).
-const Version = 1
+// Version is the stored form's version (Run.Version). 2 added Special and
+// Tools: a server of version 1 would run such a room's prompt unparsed, so
+// it must refuse it.
+const Version = 2
 
 // Limits on what a run may ask for.
 const (

@@ -20,6 +20,7 @@ func full() Run {
 	p.RepeatPenalty, p.RepeatLastN, p.FrequencyPenalty, p.PresencePenalty = 1.1, -1, 0.25, -0.5
 	p.Seed, p.SeedSet = 18446744073709551615, true
 	p.Order = []sample.Step{sample.Temperature, sample.TopK, sample.MinP}
+	r.Special, r.Tools = true, "calc"
 	r.View = View{Token: 3, Stage: 5, Head: 2, Scores: true, Layer: -1}
 	return r
 }
@@ -151,6 +152,8 @@ func TestValidationNamesTheParameter(t *testing.T) {
 		{"prompt", "\xff", "prompt"},
 		{"step", "-1", "step"},
 		{"head", "x", "head"},
+		{"tools", "shell", "tools"},
+		{"special", "maybe", "special"},
 	}
 	for _, tt := range tests {
 		got, err := FromQuery(url.Values{tt.key: {tt.value}}, base)

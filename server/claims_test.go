@@ -1,0 +1,84 @@
+package server
+
+import (
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+
+	"stepthrough/lessons"
+	"stepthrough/models"
+	"stepthrough/session"
+)
+
+// Every claim a built-in lesson declares holds on the embedded lesson
+// model, played as the Explorer plays it: a retrain that changes a fact a
+// lesson states fails here.
+func TestBuiltinLessonClaims(t *testing.T) {
+	s := mustNew(t, Config{Embedded: map[string][]byte{"lesson.gguf": models.Lesson}})
+	all, err := lessons.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, name := range lessons.Names(all) {
+		se := session.New("claims", "test", s.reg)
+		for _, r := range session.VerifyLesson(context.Background(), se, all[name]) {
+			total++
+			if r.Err != nil {
+				t.Errorf("%s:%d (step %d) expect %s: %v", all[name].File, r.Claim.Line, r.Step+1, r.Claim, r.Err)
+			}
+		}
+		se.Close()
+	}
+	if total < 30 {
+		t.Errorf("only %d claims across the built-in lessons", total)
+	}
+}
+
+var (
+	quotedToken = regexp.MustCompile(`"( [^"]+|<[^"]+>)"`)
+	number      = regexp.MustCompile(`\b\d+(\.\d+)?\b`)
+)
+
+// A built-in lesson's narration names a token or a number only when a claim
+// of the same lesson (or a setting of that step) states it, so every such
+// fact is one the claims test checks. Numbers that count things of the
+// model's shape are checked by lessons.Check and the model's own tests.
+func TestBuiltinNarrationIsClaimed(t *testing.T) {
+	all, err := lessons.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range lessons.Names(all) {
+		l := all[name]
+		var claimed []string
+		for _, st := range l.Steps {
+			for _, c := range st.Claims {
+				claimed = append(claimed, c.Text, c.String())
+			}
+			claimed = append(claimed, st.Highlight...)
+		}
+		stated := func(s string) bool {
+			for _, c := range claimed {
+				if strings.Contains(c, s) {
+					return true
+				}
+			}
+			return false
+		}
+		for i, st := range l.Steps {
+			settings := st.Run.Query().Encode() + " " + st.Run.Prompt
+			for _, q := range quotedToken.FindAllStringSubmatch(st.Narration, -1) {
+				if !stated(q[1]) {
+					t.Errorf("%s step %d: the narration names %q, which no claim states", l.File, i+1, q[1])
+				}
+			}
+			for _, n := range number.FindAllString(st.Narration, -1) {
+				if !stated(n) && !strings.Contains(settings, n) {
+					t.Errorf("%s step %d: the narration states the number %s, which no claim or setting of the step states", l.File, i+1, n)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,57 @@
+package server
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"stepthrough/models"
+)
+
+// The chat, tool and reasoning lessons play in a real browser at phone and
+// projector sizes: chat markup shows as its control tokens, the
+// calculator's result is shown as written by the runtime (not sampled)
+// with the runtime's note, and the thinking tokens are there.
+func TestChatToolReasoningLessonsInBrowser(t *testing.T) {
+	ctx, base := browserWith(t, Config{Embedded: map[string][]byte{"lesson.gguf": models.Lesson}})
+	for _, size := range []struct {
+		name string
+		w, h int64
+	}{{"phone", 390, 844}, {"projector", 1920, 1080}} {
+		do(t, ctx, chromedp.EmulateViewport(size.w, size.h))
+		// tool calls: the pass that reads the result
+		do(t, ctx, chromedp.Navigate(base+"/lessons/tool-calls?step=2"))
+		if n := eval[int](t, ctx, `document.querySelectorAll('[data-testid="inserted-token"]').length`, false); n < 3 {
+			t.Errorf("%s: %d inserted tokens shown, want the runtime's <result>…</result>", size.name, n)
+		}
+		note := eval[string](t, ctx, `document.querySelector('[data-testid="notice"]')?.textContent || ""`, false)
+		if !strings.Contains(note, "<result>432</result>") {
+			t.Errorf("%s: runtime note %q", size.name, note)
+		}
+		if w := eval[int](t, ctx, `document.documentElement.scrollWidth`, false); w > int(size.w)+2 {
+			t.Errorf("%s: the page is %d px wide in a %d px viewport", size.name, w, size.w)
+		}
+		screenshot(t, ctx, fmt.Sprintf("lesson-tool-calls-%s", size.name))
+		// chat: the reply ends with the end-of-turn token, shown by name
+		do(t, ctx, chromedp.Navigate(base+"/lessons/chat-and-stop-tokens?step=2"))
+		gen := eval[string](t, ctx, `document.querySelector('.generated')?.textContent || ""`, false)
+		if !strings.HasSuffix(strings.TrimSpace(gen), "<|end|>") {
+			t.Errorf("%s: chat reply shown as %q", size.name, gen)
+		}
+		do(t, ctx, chromedp.Navigate(base+"/lessons/chat-and-stop-tokens?step=0"))
+		chips := eval[string](t, ctx, `document.querySelector('section[data-stage="tokenize"]')?.textContent || ""`, false)
+		if !strings.Contains(chips, "<|user|>") || !strings.Contains(chips, "<|assistant|>") {
+			t.Errorf("%s: the tokenize panel does not show the role markers", size.name)
+		}
+		screenshot(t, ctx, fmt.Sprintf("lesson-chat-%s", size.name))
+		// reasoning: the scratchpad is in the generated text
+		do(t, ctx, chromedp.Navigate(base+"/lessons/reasoning-tokens?step=2"))
+		gen = eval[string](t, ctx, `document.querySelector('.generated')?.textContent || ""`, false)
+		if !strings.Contains(gen, "<think>") || !strings.Contains(gen, "so 0432") {
+			t.Errorf("%s: reasoning shown as %q", size.name, gen)
+		}
+		screenshot(t, ctx, fmt.Sprintf("lesson-reasoning-%s", size.name))
+	}
+}
