@@ -37,7 +37,7 @@ func TestBuiltinLessonClaims(t *testing.T) {
 }
 
 var (
-	quotedToken = regexp.MustCompile(`"( [^"]+|<[^"]+>)"`)
+	quotedToken = regexp.MustCompile(`"( [^"\s]+|<[^"\s]+>)"`)
 	number      = regexp.MustCompile(`\b\d+(\.\d+)?\b`)
 )
 

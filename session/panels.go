@@ -54,7 +54,11 @@ func (s *Session) tokenizePanel(st *trace.Step, _ trace.Stage) views.Panel {
 	tk := s.m.Tokenizer
 	t := &views.TokenizePanel{Text: st.Tokenize.Text}
 	for _, x := range st.Tokenize.Tokens {
-		t.Tokens = append(t.Tokens, views.Token{ID: x.ID, Bytes: strconv.Quote(string(x.Bytes)), Piece: tk.Piece(x.ID), Start: x.Start, End: x.End, Added: x.Added})
+		shown := string(x.Bytes)
+		if shown == "" {
+			shown = s.text(x.ID) // a control token: its name
+		}
+		t.Tokens = append(t.Tokens, views.Token{ID: x.ID, Bytes: strconv.Quote(shown), Piece: tk.Piece(x.ID), Start: x.Start, End: x.End, Added: x.Added})
 	}
 	return t
 }

@@ -72,6 +72,23 @@ func (p *Pool) New(client string) (*Session, error) { return p.add(client, true)
 func (p *Pool) NewBranch(client string) (*Session, error) { return p.add(client, false) }
 
 func (p *Pool) add(client string, dropOwn bool) (*Session, error) {
+	for range 4 {
+		s, lru, err := p.tryAdd(client, dropOwn)
+		if lru == nil {
+			return s, err
+		}
+		// The client is at its limit: close its least recently used
+		// session, waiting for an action that holds it to finish. The
+		// session's lock is taken before the pool's, as a run reserving
+		// memory takes them, so the two never wait for each other.
+		p.Release(lru)
+	}
+	return nil, ErrBusy
+}
+
+// tryAdd registers a session if the limits allow; at the client's limit
+// (when it may drop its own) it returns the session to close first.
+func (p *Pool) tryAdd(client string, dropOwn bool) (*Session, *Session, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var mine []*Session
@@ -80,8 +97,11 @@ func (p *Pool) add(client string, dropOwn bool) (*Session, error) {
 			mine = append(mine, s)
 		}
 	}
-	if len(mine) >= p.cfg.MaxPerClient && (!dropOwn || !p.dropLRU(mine, 0)) {
-		return nil, ErrBusy
+	if len(mine) >= p.cfg.MaxPerClient {
+		if !dropOwn {
+			return nil, nil, ErrBusy
+		}
+		return nil, leastRecent(mine), nil
 	}
 	if len(p.sessions) >= p.cfg.MaxSessions {
 		all := make([]*Session, 0, len(p.sessions))
@@ -89,7 +109,7 @@ func (p *Pool) add(client string, dropOwn bool) (*Session, error) {
 			all = append(all, s)
 		}
 		if !p.dropLRU(all, time.Minute) {
-			return nil, ErrBusy
+			return nil, nil, ErrBusy
 		}
 	}
 	var b [12]byte
@@ -97,12 +117,10 @@ func (p *Pool) add(client string, dropOwn bool) (*Session, error) {
 	s := New(hex.EncodeToString(b[:]), client, p.eng)
 	s.pool = p
 	p.sessions[s.id] = s
-	return s, nil
+	return s, nil, nil
 }
 
-// dropLRU closes the least recently used of list if it has been idle at
-// least minIdle and no action holds it. p.mu is held.
-func (p *Pool) dropLRU(list []*Session, minIdle time.Duration) bool {
+func leastRecent(list []*Session) *Session {
 	var lru *Session
 	var at time.Time
 	for _, s := range list {
@@ -110,6 +128,13 @@ func (p *Pool) dropLRU(list []*Session, minIdle time.Duration) bool {
 			lru, at = s, t
 		}
 	}
+	return lru
+}
+
+// dropLRU closes the least recently used of list if it has been idle at
+// least minIdle and no action holds it. p.mu is held.
+func (p *Pool) dropLRU(list []*Session, minIdle time.Duration) bool {
+	lru := leastRecent(list)
 	if lru == nil || !lru.expireIfIdle(time.Now(), minIdle) {
 		return false
 	}
