@@ -73,8 +73,13 @@ func benchSpeculative(ctx context.Context, env Env, target *model.Model, draftPa
 		if _, err := s.Eval(ctx, prompt[:len(prompt)-1]); err != nil {
 			return 0, err
 		}
+		// n greedy tokens, past any end-of-generation token, as the
+		// speculative loop below generates them
 		start := time.Now()
-		err = s.Greedy(ctx, prompt[len(prompt)-1:], n, func(int32) error { return nil })
+		logits, err := s.Eval(ctx, prompt[len(prompt)-1:])
+		for i := 1; i < n && err == nil; i++ {
+			logits, err = s.Eval(ctx, []int32{engine.Argmax(logits)})
+		}
 		return time.Since(start), err
 	}
 	var st speculative.Stats
