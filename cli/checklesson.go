@@ -31,7 +31,7 @@ func runCheckLesson(ctx context.Context, env Env, args []string) error {
 	reg := session.NewRegistry([]string{*dir})
 	reg.AddEmbedded("lesson.gguf", models.Lesson)
 	reg.AddEmbedded("lesson-draft.gguf", models.LessonDraft)
-	failed := 0
+	failed, total := 0, 0
 	for _, path := range fs.Args() {
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -64,10 +64,11 @@ func runCheckLesson(ctx context.Context, env Env, args []string) error {
 			}
 			fmt.Fprintln(env.Stdout)
 		}
+		total += len(results)
 		fmt.Fprintf(env.Stdout, "%s: %d claims\n", path, len(results))
 	}
 	if failed > 0 {
-		return fmt.Errorf("%d claims do not hold", failed)
+		return fmt.Errorf("%d of %d checks failed (claims that do not hold, lessons that do not fit their model)", failed, total)
 	}
 	return nil
 }

@@ -41,10 +41,9 @@ var (
 	number      = regexp.MustCompile(`\b\d+(\.\d+)?\b`)
 )
 
-// A built-in lesson's narration names a token or a number only when a claim
-// of the same lesson (or a setting of that step) states it, so every such
-// fact is one the claims test checks. Numbers that count things of the
-// model's shape are checked by lessons.Check and the model's own tests.
+// A built-in lesson's narration and instructor notes name a token or a
+// number only when a claim of the same lesson (or a setting of that step)
+// states it, so every such fact is one the claims test checks.
 func TestBuiltinNarrationIsClaimed(t *testing.T) {
 	all, err := lessons.Builtin()
 	if err != nil {
@@ -69,14 +68,15 @@ func TestBuiltinNarrationIsClaimed(t *testing.T) {
 		}
 		for i, st := range l.Steps {
 			settings := st.Run.Query().Encode() + " " + st.Run.Prompt
-			for _, q := range quotedToken.FindAllStringSubmatch(st.Narration, -1) {
+			text := st.Narration + "\n" + st.Notes
+			for _, q := range quotedToken.FindAllStringSubmatch(text, -1) {
 				if !stated(q[1]) {
-					t.Errorf("%s step %d: the narration names %q, which no claim states", l.File, i+1, q[1])
+					t.Errorf("%s step %d: the narration or a note names %q, which no claim states", l.File, i+1, q[1])
 				}
 			}
-			for _, n := range number.FindAllString(st.Narration, -1) {
+			for _, n := range number.FindAllString(text, -1) {
 				if !stated(n) && !strings.Contains(settings, n) {
-					t.Errorf("%s step %d: the narration states the number %s, which no claim or setting of the step states", l.File, i+1, n)
+					t.Errorf("%s step %d: the narration or a note states the number %s, which no claim or setting of the step states", l.File, i+1, n)
 				}
 			}
 		}

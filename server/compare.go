@@ -204,7 +204,7 @@ func compareView(r *compare.Result, m *model.Model, q compareQuery) *views.Compa
 		v.Divergence = -1 // not reached yet at this step
 	}
 	tk := m.Tokenizer
-	piece := func(id int32) string { return strconv.Quote(string(tk.Bytes(id))) }
+	piece := func(id int32) string { return strconv.Quote(tk.Display(id)) }
 	for i, l := range r.Lanes {
 		lv := views.LaneView{Index: i, Spec: l.Strategy.Spec, Seed: strconv.FormatUint(l.Seed, 10), Text: tk.Decode(l.Tokens[:min(len(l.Tokens), step+1)])}
 		if l.Strategy.Kind != "sample" {

@@ -46,7 +46,7 @@ func (s *Session) checkClaim(ctx context.Context, st lessons.Step, c lessons.Cla
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	tk := s.m.Tokenizer
-	show := func(id int32) string { return fmt.Sprintf("%q", s.text(id)) }
+	show := func(id int32) string { return fmt.Sprintf("%q", tk.Display(id)) }
 	token := func() (int32, error) {
 		ids := tk.EncodeSpecial(c.Text, false)
 		if len(ids) != 1 {
@@ -96,7 +96,7 @@ func (s *Session) checkClaim(ctx context.Context, st lessons.Step, c lessons.Cla
 		if err != nil {
 			return "", err
 		}
-		got := s.sequence()[k]
+		got := s.written(-1)[k]
 		return show(got), want(got == id, "layer %d head %d looks hardest at %s (position %d)", st.Layer, st.Head, show(got), k)
 	}
 	return "", fmt.Errorf("unknown claim %q", c.Kind)
@@ -107,16 +107,6 @@ func want(ok bool, format string, a ...any) error {
 		return nil
 	}
 	return fmt.Errorf(format, a...)
-}
-
-// sequence is every token of the run in position order: the prompt, then
-// each sampled token followed by what the runtime inserted after it.
-func (s *Session) sequence() []int32 {
-	seq := append([]int32(nil), s.promptIDs...)
-	for i, id := range s.gen {
-		seq = append(append(seq, id), s.inserts[i]...)
-	}
-	return seq
 }
 
 // strongestKey is the position the step's last query looks at hardest in
@@ -145,13 +135,11 @@ func (s *Session) strongestKey(step *trace.Step, st lessons.Step) (int, error) {
 // checkRun generates on (as the Explorer does, the tool's results
 // inserted) until the claim can be decided.
 func (s *Session) checkRun(ctx context.Context, from int, c lessons.Claim) (string, error) {
+	tk := s.m.Tokenizer
 	text := func() string { // as the Explorer shows it: control tokens by name
 		var b strings.Builder
-		for i := from; i < len(s.gen); i++ {
-			b.WriteString(s.text(s.gen[i]))
-			for _, id := range s.inserts[i] {
-				b.WriteString(s.text(id))
-			}
+		for _, id := range s.written(from) {
+			b.WriteString(tk.Display(id))
 		}
 		return b.String()
 	}

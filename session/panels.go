@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"stepthrough/engine/tokenizer"
 	"strconv"
 
 	"gonum.org/v1/gonum/mat"
@@ -29,18 +28,7 @@ func (s *Session) pieces() []string {
 	return all
 }
 
-func (s *Session) piece(id int32) string { return strconv.Quote(s.text(id)) }
-
-// text is what a token stands for on screen: its bytes, or for a control
-// token (which stands for no text: BOS, a chat role marker, end of turn)
-// its name in the vocabulary, so "<|user|>" is visible.
-func (s *Session) text(id int32) string {
-	tk := s.m.Tokenizer
-	if b := tk.Bytes(id); len(b) > 0 || tk.Type(id) != tokenizer.TypeControl {
-		return string(b)
-	}
-	return tk.Piece(id)
-}
+func (s *Session) piece(id int32) string { return strconv.Quote(s.m.Tokenizer.Display(id)) }
 
 func vecRow(label string, v []float32) views.VecRow {
 	var m float32
@@ -54,11 +42,7 @@ func (s *Session) tokenizePanel(st *trace.Step, _ trace.Stage) views.Panel {
 	tk := s.m.Tokenizer
 	t := &views.TokenizePanel{Text: st.Tokenize.Text}
 	for _, x := range st.Tokenize.Tokens {
-		shown := string(x.Bytes)
-		if shown == "" {
-			shown = s.text(x.ID) // a control token: its name
-		}
-		t.Tokens = append(t.Tokens, views.Token{ID: x.ID, Bytes: strconv.Quote(shown), Piece: tk.Piece(x.ID), Start: x.Start, End: x.End, Added: x.Added})
+		t.Tokens = append(t.Tokens, views.Token{ID: x.ID, Bytes: strconv.Quote(tk.Display(x.ID)), Piece: tk.Piece(x.ID), Start: x.Start, End: x.End, Added: x.Added})
 	}
 	return t
 }

@@ -67,6 +67,8 @@ type Session struct {
 	// result), read by the pass of token step i+1
 	inserts   map[int][]int32
 	calls     []string // the calculator calls the runtime executed
+	calcID    int32    // the token closing a calculator call when the run executes them, else -1
+	in        []int32  // the next pass's input, reused
 	promptIDs []int32
 	done      bool // end of generation reached
 	forwards  int
@@ -219,13 +221,17 @@ func (s *Session) start(ctx context.Context, r spec.Run) error {
 	}
 	rec := trace.NewRecorder(trace.Options{Attention: true, QKV: true, MLP: true, LastPositions: 64, Candidates: 50, Removed: 30})
 	hctx := hooks.WithHooks(ctx, rec.Hooks())
-	ids := s.es.Tokenize(hctx, r.Prompt, true)
+	calcID := int32(-1)
+	if r.Tools == "calc" {
+		if calcID = calcClose(lm.Model.Tokenizer); calcID < 0 {
+			return errorf("tools=calc: %s has no %s token, so it cannot call the calculator", r.Model, chat.CalcClose)
+		}
+	}
+	tokenize := s.es.Tokenize
 	if r.Special {
-		ids = s.es.TokenizeSpecial(hctx, r.Prompt, true)
+		tokenize = s.es.TokenizeSpecial
 	}
-	if r.Tools == "calc" && calcClose(lm.Model.Tokenizer) < 0 {
-		return errorf("tools=calc: %s has no %s token, so it cannot call the calculator", r.Model, chat.CalcClose)
-	}
+	ids := tokenize(hctx, r.Prompt, true)
 	if len(ids) == 0 || r.Prompt == "" { // BOS alone is not a prompt
 		return errorf("the prompt has no tokens: type something")
 	}
@@ -246,7 +252,7 @@ func (s *Session) start(ctx context.Context, r spec.Run) error {
 	}
 	s.run, s.smp, s.rec = r, smp, rec
 	s.gen, s.done, s.decodeMS, s.inserts, s.calls = nil, false, nil, nil, nil
-	s.promptIDs = ids
+	s.promptIDs, s.calcID = ids, calcID
 	s.view = spec.View{Layer: -1}
 	s.forwards++
 	s.prefillMS = ms(time.Since(start))

@@ -22,28 +22,37 @@ func calcClose(tk *tokenizer.Tokenizer) int32 {
 // all, as a tool loop's next inference pass reads the tool's output).
 func (s *Session) toolInput() []int32 {
 	last := s.gen[len(s.gen)-1]
-	in := []int32{last}
-	tk := s.m.Tokenizer
-	if s.run.Tools != "calc" || last != calcClose(tk) {
-		return in
+	s.in = append(s.in[:0], last)
+	if last != s.calcID {
+		return s.in
 	}
-	all := append(append([]int32(nil), s.promptIDs...), s.gen...)
-	expr, ok := chat.Call(tk.Decode(all))
+	tk := s.m.Tokenizer
+	expr, value, ok := chat.Execute(tk.Decode(s.written(-1)))
 	if !ok {
-		return in
+		return s.in
 	}
 	s.calls = append(s.calls, expr)
-	val, err := chat.Calc(expr)
-	if err != nil {
-		val = "error: not a sum of two numbers"
-	}
-	res := tk.EncodeIDs(chat.Result(val), false)
+	res := tk.EncodeIDs(chat.Result(value), false)
 	if s.inserts == nil {
 		s.inserts = map[int][]int32{}
 	}
 	s.inserts[len(s.gen)-1] = res
 	s.smp.Accept(res...)
-	return append(in, res...)
+	return append(s.in, res...)
+}
+
+// written is the run's tokens in position order from token step from on:
+// each sampled token followed by what the runtime inserted after it; from
+// -1 puts the prompt first.
+func (s *Session) written(from int) []int32 {
+	var seq []int32
+	if from < 0 {
+		seq, from = append(seq, s.promptIDs...), 0
+	}
+	for i := from; i < len(s.gen); i++ {
+		seq = append(append(seq, s.gen[i]), s.inserts[i]...)
+	}
+	return seq
 }
 
 // runtimeNote says what the runtime inserted before token step step.

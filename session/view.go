@@ -44,11 +44,12 @@ func (s *Session) explorer() views.Explorer {
 	e.Seed = strconv.FormatUint(s.smp.Seed(), 10)
 	e.URL = s.url(stage)
 	e.End = step == len(s.cur.Steps)-1 && si == len(stages)-1 && s.done
+	tk := s.m.Tokenizer
 	for i, id := range s.gen[:min(len(s.gen), step+1)] {
-		e.Generated = append(e.Generated, views.GenToken{ID: id, Bytes: s.text(id)})
+		e.Generated = append(e.Generated, views.GenToken{ID: id, Bytes: tk.Display(id)})
 		if i < step {
 			for _, r := range s.inserts[i] {
-				e.Generated = append(e.Generated, views.GenToken{ID: r, Bytes: s.text(r), Inserted: true})
+				e.Generated = append(e.Generated, views.GenToken{ID: r, Bytes: tk.Display(r), Inserted: true})
 			}
 		}
 	}

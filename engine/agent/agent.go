@@ -77,20 +77,15 @@ func Loop(ctx context.Context, s *engine.Session, prompt []int32, o Options) ([]
 			return passes, err
 		}
 		text = append(append(text, input[overlap:]...), p.Output...)
-		expr, ok := chat.Call(tk.Decode(text))
+		expr, value, ok := chat.Execute(tk.Decode(text))
 		if !ok || len(passes) >= o.MaxCalls {
 			passes = append(passes, p)
 			return passes, nil
 		}
-		p.Call = expr
-		val, cerr := chat.Calc(expr)
-		if cerr != nil {
-			val = "error: not a sum of two numbers"
-		}
-		p.Result = val
+		p.Call, p.Result = expr, value
 		passes = append(passes, p)
 		// the call's closing token was emitted but not yet evaluated
-		input = append([]int32{p.Output[len(p.Output)-1]}, tk.EncodeIDs(chat.Result(val), false)...)
+		input = append([]int32{p.Output[len(p.Output)-1]}, tk.EncodeIDs(chat.Result(value), false)...)
 		overlap = 1
 	}
 }

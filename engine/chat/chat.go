@@ -118,6 +118,24 @@ func operand(s string) (int, error) {
 // Result is what the runtime inserts after a call: the tagged result.
 func Result(value string) string { return ResultOpen + value + ResultClose }
 
+// callError is what the runtime writes back for a call it cannot compute.
+const callError = "error: not a sum of two numbers"
+
+// Execute is the runtime's side of the tool: when text ends with a call,
+// it computes it and returns the call's expression and its value (or the
+// error the model is shown); the runtime inserts Result(value).
+func Execute(text string) (expr, value string, ok bool) {
+	expr, ok = Call(text)
+	if !ok {
+		return "", "", false
+	}
+	value, err := Calc(expr)
+	if err != nil {
+		value = callError
+	}
+	return expr, value, true
+}
+
 // Call returns the expression of the last unanswered call in text (one
 // that ends text with CalcClose), and whether there is one.
 func Call(text string) (string, bool) {

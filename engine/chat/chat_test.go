@@ -33,6 +33,12 @@ func TestCalc(t *testing.T) {
 	if _, ok := Call("<calc>3+4</calc><result>7</result>"); ok {
 		t.Error("an answered call is not pending")
 	}
+	if e, v, ok := Execute("<calc>347+85</calc>"); !ok || e != "347+85" || v != "432" {
+		t.Errorf("Execute: %q %q %v", e, v, ok)
+	}
+	if _, v, ok := Execute("<calc>3*4</calc>"); !ok || v != callError {
+		t.Errorf("Execute of a bad call: %q %v", v, ok)
+	}
 }
 
 func FuzzCalc(f *testing.F) {

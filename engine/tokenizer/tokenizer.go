@@ -182,6 +182,16 @@ func (t *Tokenizer) Bytes(id int32) []byte {
 	return t.pieces[id]
 }
 
+// Display is what a token stands for on screen: its bytes, or for a
+// control token (which contributes no text: BOS, a chat role marker, the
+// end of a turn) its name in the vocabulary, so "<|user|>" is visible.
+func (t *Tokenizer) Display(id int32) string {
+	if b := t.Bytes(id); len(b) > 0 || t.Type(id) != TypeControl {
+		return string(b)
+	}
+	return t.Piece(id)
+}
+
 // IsEOG reports whether generation should stop at this token: EOS, the
 // end-of-turn and end-of-message tokens, and the other end-of-generation
 // tokens llama.cpp recognises by their text (see special.go).

@@ -57,11 +57,10 @@ var (
 	feelings = strings.Fields("happy sad tired glad proud excited")
 )
 
-// storyParts fill a story's slots: {N} is the name (always preceded by a
-// space, so it is the same tokens at every mention), {P} the pronoun.
-type storyParts struct {
-	name, he, his, animal, animal2, color, obj, place, place2, adj, feeling string
-}
+// storyParts fill a story's slots by name: {N} is the name (always
+// preceded by a space, so it is the same tokens at every mention), {P} and
+// {p} the pronoun, {his}, {animal}, {color}, … the story's other choices.
+type storyParts map[string]string
 
 func (s storyParts) fill(b *strings.Builder, spans *[]int, tmpl string, cued bool) {
 	for {
@@ -74,35 +73,10 @@ func (s storyParts) fill(b *strings.Builder, spans *[]int, tmpl string, cued boo
 		j := strings.IndexByte(tmpl, '}')
 		key := tmpl[i+1 : j]
 		tmpl = tmpl[j+1:]
-		switch key {
-		case "N":
-			if cued {
-				*spans = append(*spans, b.Len())
-			}
-			b.WriteString(s.name)
-		case "P":
-			b.WriteString(title(s.he))
-		case "p":
-			b.WriteString(s.he)
-		case "his":
-			b.WriteString(s.his)
-		case "animal":
-			b.WriteString(s.animal)
-		case "animal2":
-			b.WriteString(s.animal2)
-		case "color":
-			b.WriteString(s.color)
-		case "obj":
-			b.WriteString(s.obj)
-		case "place":
-			b.WriteString(s.place)
-		case "place2":
-			b.WriteString(s.place2)
-		case "adj":
-			b.WriteString(s.adj)
-		case "feeling":
-			b.WriteString(s.feeling)
+		if key == "N" && cued {
+			*spans = append(*spans, b.Len())
 		}
+		b.WriteString(s[key])
 	}
 }
 
@@ -141,14 +115,13 @@ var (
 )
 
 func storyPartsFor(r *rand.Rand, name string) storyParts {
-	s := storyParts{name: name, he: "he", his: "his"}
+	he, his := "he", "his"
 	if r.IntN(2) == 0 {
-		s.he, s.his = "she", "her"
+		he, his = "she", "her"
 	}
-	s.animal, s.animal2 = pick(r, animals), pick(r, animals)
-	s.color, s.obj, s.adj, s.feeling = pick(r, colors), pick(r, objects), pick(r, adjs), pick(r, feelings)
-	s.place, s.place2 = pick(r, places), pick(r, places)
-	return s
+	return storyParts{"N": name, "P": title(he), "p": he, "his": his,
+		"animal": pick(r, animals), "animal2": pick(r, animals), "color": pick(r, colors), "obj": pick(r, objects),
+		"adj": pick(r, adjs), "feeling": pick(r, feelings), "place": pick(r, places), "place2": pick(r, places)}
 }
 
 // storyName picks the character's name: a recurring one in a quarter of

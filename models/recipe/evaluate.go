@@ -116,19 +116,27 @@ func (e evaluator) greedy(prompt string, n int, stop func(id int32) bool) ([]int
 	return out, nil
 }
 
-// completes says whether greedy decoding after prompt writes " "+want as a
-// whole word.
-func (e evaluator) completes(prompt, want string) (bool, string, error) {
+// completion is what greedy decoding wrote after a prompt, against the
+// word it should have written.
+type completion struct {
+	ok      bool   // it wrote " "+want as a whole word
+	got     string // what it wrote
+	firstOK bool   // its first token is want's first token
+}
+
+// completes decodes greedily after prompt for as many tokens as " "+want
+// has, and one more.
+func (e evaluator) completes(prompt, want string) (completion, error) {
 	tk := e.s.Model.Tokenizer
-	n := len(tk.EncodeIDs(" "+want, false)) + 1
-	out, err := e.greedy(prompt, n, nil)
+	wantIDs := tk.EncodeIDs(" "+want, false)
+	out, err := e.greedy(prompt, len(wantIDs)+1, nil)
 	if err != nil {
-		return false, "", err
+		return completion{}, err
 	}
-	got := tk.Decode(out)
-	rest, ok := strings.CutPrefix(got, " "+want)
-	ok = ok && (rest == "" || !unicode.IsLetter([]rune(rest)[0]))
-	return ok, got, nil
+	c := completion{got: tk.Decode(out), firstOK: len(out) > 0 && out[0] == wantIDs[0]}
+	rest, ok := strings.CutPrefix(c.got, " "+want)
+	c.ok = ok && (rest == "" || !unicode.IsLetter([]rune(rest)[0]))
+	return c, nil
 }
 
 // Measure fills the bars for the model at path on the held-out documents.
@@ -169,11 +177,11 @@ func (e evaluator) capitals(b *Bars, n int) error {
 	}{{corpus.TrainPhrasings, &b.CapitalTrain}, {corpus.HeldOutPhrasings, &b.CapitalHeld}} {
 		for _, p := range set.ps {
 			for _, c := range countries {
-				ok, got, err := e.completes(p.Question(c), p.Answer(c))
+				got, err := e.completes(p.Question(c), p.Answer(c))
 				if err != nil {
 					return err
 				}
-				set.rate.add(ok, func() string { return fmt.Sprintf("%q → %q (want %q)", p.Question(c), got, p.Answer(c)) })
+				set.rate.add(got.ok, func() string { return fmt.Sprintf("%q → %q (want %q)", p.Question(c), got.got, p.Answer(c)) })
 			}
 		}
 	}
@@ -183,7 +191,6 @@ func (e evaluator) capitals(b *Bars, n int) error {
 // copying: at the first cued later mention of a held-out story's invented
 // name, greedy decoding must write the whole name.
 func (e evaluator) copying(b *Bars, held []corpus.Doc, n int) error {
-	tk := e.s.Model.Tokenizer
 	for _, d := range held {
 		if b.Copy.Cases == n {
 			break
@@ -192,13 +199,12 @@ func (e evaluator) copying(b *Bars, held []corpus.Doc, n int) error {
 			continue
 		}
 		prompt := d.Text[:d.NameSpans[0]-1]
-		ok, got, err := e.completes(prompt, d.Name)
+		got, err := e.completes(prompt, d.Name)
 		if err != nil {
 			return err
 		}
-		b.Copy.add(ok, func() string { return fmt.Sprintf("…%s → %q (want %q)", tail(prompt, 40), got, d.Name) })
-		first := tk.EncodeIDs(" "+d.Name, false)[0]
-		b.CopyFirst.add(len(tk.EncodeIDs(got, false)) > 0 && tk.EncodeIDs(got, false)[0] == first, func() string { return got })
+		b.Copy.add(got.ok, func() string { return fmt.Sprintf("…%s → %q (want %q)", tail(prompt, 40), got.got, d.Name) })
+		b.CopyFirst.add(got.firstOK, func() string { return got.got })
 	}
 	return nil
 }
