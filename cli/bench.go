@@ -40,7 +40,7 @@ func runBench(ctx context.Context, env Env, args []string) error {
 	threads := fs.Int("t", 0, "CPU threads (0: all cores)")
 	backend := backendFlag(fs)
 	asJSON := fs.Bool("json", false, "print one JSON object")
-	draftPath := fs.String("draft", "", "measure speculative decoding with this draft model `file`: greedy generation of -n tokens after -p, plain and with the draft")
+	draftPath := fs.String("draft", "", "measure speculative decoding with this draft model `file` (or self:N, the model's own first N layers): greedy generation of -n tokens after -p, plain and with the draft")
 	draftK := fs.Int("draft-k", 4, "tokens the draft proposes per round (1 to 16)")
 	if err := parse(fs, args); err != nil {
 		return err

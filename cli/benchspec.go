@@ -35,14 +35,11 @@ type SpecBench struct {
 // of p random tokens, plain and with the draft (reps runs each, after a
 // warm-up, alternating), and the verify pass against a decode step.
 func benchSpeculative(ctx context.Context, env Env, target *model.Model, draftPath string, k, p, n, reps int, eo engine.Options, asJSON bool) error {
-	dm, err := model.Load(draftPath)
+	dm, err := speculative.LoadDraft(target, draftPath)
 	if err != nil {
-		return fmt.Errorf("draft: %w", err)
+		return err
 	}
 	defer dm.Close()
-	if err := speculative.SameVocabulary(target.Tokenizer, dm.Tokenizer); err != nil {
-		return fmt.Errorf("draft %s: %w", draftPath, err)
-	}
 	eo.Context = min(p+n+k+1, target.Config.ContextLen, dm.Config.ContextLen)
 	if p+n+k+1 > eo.Context {
 		return usageError{fmt.Errorf("-p %d and -n %d with k %d exceed a context of %d", p, n, k, eo.Context)}

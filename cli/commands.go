@@ -165,7 +165,7 @@ func runGenerate(ctx context.Context, env Env, args []string) error {
 	ids := fs.Bool("ids", false, "print the generated token ids instead of text")
 	threads := fs.Int("t", 0, "CPU threads (0: all cores)")
 	tracePath := fs.String("trace", "", "write a trace of every step to this `file` as JSON lines")
-	draftPath := fs.String("draft", "", "speculative decoding with this draft model `file` (same tokenizer): acceptance statistics on stderr")
+	draftPath := fs.String("draft", "", "speculative decoding with this draft model `file` (same tokenizer), or self:N (the model's own first N layers): acceptance statistics on stderr")
 	draftK := fs.Int("draft-k", 4, "tokens the draft proposes per round (1 to 16)")
 	adaptive := fs.Bool("draft-adaptive", false, "grow k after a round that kept every proposal, shrink it after one that kept fewer than half")
 	backend := backendFlag(fs)
@@ -258,14 +258,11 @@ func runGenerate(ctx context.Context, env Env, args []string) error {
 // what the draft achieved on stderr.
 func generateSpeculative(ctx context.Context, env Env, s *engine.Session, draftPath string, p sample.Params, opt speculative.Options,
 	eo engine.Options, prompt []int32, n int, emit func(int32) error) error {
-	dm, err := model.Load(draftPath)
+	dm, err := speculative.LoadDraft(s.Model, draftPath)
 	if err != nil {
-		return fmt.Errorf("draft: %w", err)
+		return err
 	}
 	defer dm.Close()
-	if err := speculative.SameVocabulary(s.Model.Tokenizer, dm.Tokenizer); err != nil {
-		return fmt.Errorf("draft %s: %w", draftPath, err)
-	}
 	ds, err := engine.NewSession(dm, eo)
 	if err != nil {
 		return fmt.Errorf("draft: %w", err)

@@ -151,6 +151,12 @@ func WithHooks(ctx context.Context, h *Hooks) context.Context {
 	return context.WithValue(ctx, ctxKey{}, h)
 }
 
+// Without returns a context carrying no hooks (a draft model's passes
+// that a trace of the target must not record).
+func Without(ctx context.Context) context.Context {
+	return context.WithValue(ctx, ctxKey{}, (*Hooks)(nil))
+}
+
 // From returns the hooks in ctx, or nil.
 func From(ctx context.Context) *Hooks {
 	if ctx == nil {
@@ -196,15 +202,23 @@ func compose(a, b *Hooks) *Hooks {
 // residual max(0, p − q) (or, all accepted, a bonus token from the
 // target), and both caches rolled back past the rejected tokens.
 type Speculative struct {
-	Pos        int       // position of the first proposed token
-	Proposed   []int32   // the draft's tokens
-	Q, P       []float32 // their probabilities under the draft's and the target's chains
-	U          []float64 // the uniform draws deciding each (none when greedy)
-	Accepted   int       // proposals kept
-	Next       int32     // the token emitted after them: resampled or bonus
-	Bonus      bool      // every proposal was kept: Next is the target's own draw
-	Residual   []sample.Candidate
-	RolledBack int // target positions dropped
-	Draft      time.Duration
-	Verify     time.Duration
+	Pos      int       // position of the first proposed token
+	Proposed []int32   // the draft's tokens
+	Q, P     []float32 // their probabilities under the draft's and the target's chains
+	U        []float64 // the uniform draws deciding each (none when greedy)
+	Accepted int       // proposals kept
+	Next     int32     // the token emitted after them: resampled or bonus
+	Bonus    bool      // every proposal was kept: Next is the target's own draw
+	Residual []sample.Candidate
+	// QTop and PTop are the most likely tokens at each checked position
+	// under the draft's and the target's chains (PTop has one more row
+	// when a bonus token was drawn).
+	QTop, PTop [][]sample.Candidate
+	// LogProbs are the emitted tokens' log-probabilities under the
+	// target's raw logits (temperature 1, no sampler chain).
+	LogProbs        []float64
+	RolledBack      int // target positions dropped
+	DraftRolledBack int // draft positions dropped
+	Draft           time.Duration
+	Verify          time.Duration
 }

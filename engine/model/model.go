@@ -18,6 +18,7 @@ type Model struct {
 	Config    *Config
 	Weights   *Weights
 	Tokenizer *tokenizer.Tokenizer
+	parent    *Model // FirstLayers: the model whose file and tensors this one shares
 }
 
 // Load opens and validates a GGUF model file.
@@ -64,8 +65,32 @@ func FromFile(f *gguf.File) (*Model, error) {
 	return &Model{File: f, Spec: spec, Config: cfg, Weights: w, Tokenizer: tok}, nil
 }
 
-// Close releases the model file.
-func (m *Model) Close() error { return m.File.Close() }
+// Close releases the model file (a FirstLayers model releases nothing:
+// close the model it came from).
+func (m *Model) Close() error {
+	if m.parent != nil {
+		return nil
+	}
+	return m.File.Close()
+}
+
+// FirstLayers is the model cut after its first n blocks, then its own
+// final norm and output head: the draft of self-speculative decoding
+// (the "early exit" drafts of LayerSkip and Draft & Verify), sharing the
+// model's file, tensors and tokenizer, so it costs no memory. Params and
+// TypeBytes still describe the whole file.
+func (m *Model) FirstLayers(n int) (*Model, error) {
+	if n < 1 || n >= m.Config.Layers {
+		return nil, fmt.Errorf("a draft of the first %d layers: choose 1 to %d (the model has %d)", n, m.Config.Layers-1, m.Config.Layers)
+	}
+	cfg, w := *m.Config, *m.Weights
+	cfg.Layers, w.Layers = n, m.Weights.Layers[:n:n]
+	root := m
+	if m.parent != nil {
+		root = m.parent
+	}
+	return &Model{Path: fmt.Sprintf("%s (first %d layers)", m.Path, n), File: m.File, Spec: m.Spec, Config: &cfg, Weights: &w, Tokenizer: m.Tokenizer, parent: root}, nil
+}
 
 // TypeBytes sums tensor bytes by type.
 func (m *Model) TypeBytes() map[quant.Type]uint64 {

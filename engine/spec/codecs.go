@@ -64,6 +64,15 @@ func FromForm(get Getter, base Run) (Run, error) {
 	if v, ok := get("tools"); ok {
 		r.Tools = toolName(v)
 	}
+	if v, ok := get("draft"); ok {
+		r.Draft = draftName(v)
+	}
+	if v, ok := get("draft_k"); ok && strings.TrimSpace(v) != "" {
+		if err := whole("draft k", &r.DraftK, v); err != nil {
+			return base, err
+		}
+	}
+	r.defaultDraftK()
 	for _, f := range []struct {
 		key, name string
 		dst       *int
@@ -106,6 +115,10 @@ func (r Run) Query() url.Values {
 	if r.Tools != "" {
 		v.Set("tools", r.Tools)
 	}
+	if r.Draft != "" {
+		v.Set("draft", r.Draft)
+		v.Set("draft_k", strconv.Itoa(r.DraftK))
+	}
 	v.Set("step", strconv.Itoa(r.View.Token))
 	v.Set("stage", strconv.Itoa(r.View.Stage))
 	if r.View.Head > 0 {
@@ -120,6 +133,9 @@ func (r Run) Query() url.Values {
 // Form is r's settings as the Explorer's form shows them, by form key.
 func (r Run) Form() map[string]string {
 	f := map[string]string{"prompt": r.Prompt, "model": r.Model, "backend": r.Backend, "max_tokens": strconv.Itoa(r.MaxTokens), "tools": r.Tools}
+	if r.Draft != "" {
+		f["draft"], f["draft_k"] = r.Draft, strconv.Itoa(r.DraftK)
+	}
 	if r.Special {
 		f["special"] = "1"
 	}
@@ -132,7 +148,27 @@ func (r Run) Form() map[string]string {
 // LessonKeys are the settings a lesson step may set, with the query keys:
 // the sampler keys, max_tokens, model and backend.
 func LessonKeys() []string {
-	return append(SamplerKeys(), "max_tokens", "model", "backend", "special", "tools")
+	return append(SamplerKeys(), "max_tokens", "model", "backend", "special", "tools", "draft", "draft_k")
+}
+
+// draftName normalises a draft value ("none" is no draft).
+func draftName(v string) string {
+	v = strings.TrimSpace(v)
+	if strings.EqualFold(v, "none") {
+		return ""
+	}
+	return v
+}
+
+// defaultDraftK gives a run with a draft and no k the default k, and a
+// run without a draft no k.
+func (r *Run) defaultDraftK() {
+	switch {
+	case r.Draft == "":
+		r.DraftK = 0
+	case r.DraftK == 0:
+		r.DraftK = DefaultDraftK
+	}
 }
 
 // flag01 reads a yes/no setting: 1, true, on or yes; 0, false, off, no or
@@ -175,6 +211,16 @@ func SetLesson(r *Run, key, value string) error {
 		r.Tools = toolName(value)
 		if !slices.Contains(ToolNames, r.Tools) {
 			return &Error{"tools", value, "choose calc or none"}
+		}
+	case "draft":
+		r.Draft = draftName(value)
+		r.defaultDraftK()
+	case "draft_k":
+		if err := whole("draft k", &r.DraftK, value); err != nil {
+			return err
+		}
+		if r.DraftK < 1 || r.DraftK > MaxDraftK {
+			return &Error{"draft k", value, fmt.Sprintf("choose 1 to %d", MaxDraftK)}
 		}
 	default:
 		p, ok := byKey(key)

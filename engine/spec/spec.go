@@ -24,14 +24,18 @@ import (
 
 // Version is the stored form's version (Run.Version). 2 added Special and
 // Tools: a server of version 1 would run such a room's prompt unparsed, so
-// it must refuse it.
-const Version = 2
+// it must refuse it. 3 added Draft and DraftK (speculative decoding).
+const Version = 3
 
 // Limits on what a run may ask for.
 const (
 	MaxPromptBytes = 2000
 	MaxNewTokens   = 512
 	MaxTokenStep   = 512
+	// MaxDraftK is the most tokens a draft may propose per round
+	// (engine/speculative's MaxK).
+	MaxDraftK     = 16
+	DefaultDraftK = 4
 )
 
 // Backends are the allowed Backend values.
@@ -53,7 +57,12 @@ type Run struct {
 	// Tools names the tool the runtime executes when the model calls it:
 	// "" (none) or "calc" (the calculator of package engine/chat).
 	Tools string `json:"tools,omitempty"`
-	View  View   `json:"view"`
+	// Draft names a draft model (a model file name of the same tokenizer):
+	// the run decodes speculatively, the draft proposing DraftK tokens a
+	// round and the model verifying them in one pass. Empty: plain.
+	Draft  string `json:"draft,omitempty"`
+	DraftK int    `json:"draft_k,omitempty"`
+	View   View   `json:"view"`
 }
 
 // ToolNames are the allowed Tools values.
@@ -114,6 +123,12 @@ func (r *Run) Validate() error {
 		return &Error{"backend", r.Backend, "choose auto, cpu or vulkan"}
 	case !slices.Contains(ToolNames, r.Tools):
 		return &Error{"tools", r.Tools, "choose calc or none"}
+	case len(r.Draft) > 255 || !utf8.ValidString(r.Draft):
+		return &Error{"draft", "", "not a model file name"}
+	case r.Draft != "" && (r.DraftK < 1 || r.DraftK > MaxDraftK):
+		return &Error{"draft k", fmt.Sprint(r.DraftK), fmt.Sprintf("choose 1 to %d", MaxDraftK)}
+	case r.Draft != "" && r.Tools != "":
+		return &Error{"draft", r.Draft, "speculative decoding runs without tools: choose one"}
 	case r.MaxTokens < 1 || r.MaxTokens > MaxNewTokens:
 		return &Error{"max tokens", fmt.Sprint(r.MaxTokens), fmt.Sprintf("choose 1 to %d", MaxNewTokens)}
 	case r.View.Token < 0 || r.View.Token > MaxTokenStep:

@@ -25,8 +25,15 @@ func full() Run {
 	return r
 }
 
+// fullDraft is full() decoding speculatively (which runs without tools).
+func fullDraft() Run {
+	r := full()
+	r.Tools, r.Draft, r.DraftK = "", "lesson-draft.gguf", 7
+	return r
+}
+
 func TestQueryRoundTrip(t *testing.T) {
-	for _, r := range []Run{full(), Default("x.gguf")} {
+	for _, r := range []Run{full(), fullDraft(), Default("x.gguf")} {
 		got, err := FromQuery(r.Query(), Default(""))
 		if err != nil {
 			t.Fatal(err)
@@ -38,30 +45,37 @@ func TestQueryRoundTrip(t *testing.T) {
 }
 
 func TestFormRoundTrip(t *testing.T) {
-	r := full()
-	form := r.Form()
-	got, err := FromForm(func(k string) (string, bool) { v, ok := form[k]; return v, ok }, Default(""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.View = Default("").View // the form carries settings, not the view
-	if !reflect.DeepEqual(got, r) {
-		t.Errorf("form round trip:\n got %+v\nwant %+v", got, r)
+	for _, r := range []Run{full(), fullDraft()} {
+		form := r.Form()
+		got, err := FromForm(func(k string) (string, bool) { v, ok := form[k]; return v, ok }, Default(""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.View = Default("").View // the form carries settings, not the view
+		if !reflect.DeepEqual(got, r) {
+			t.Errorf("form round trip:\n got %+v\nwant %+v", got, r)
+		}
 	}
 }
 
 func TestLessonRoundTrip(t *testing.T) {
-	r := full()
-	form := r.Form()
-	got := Default("")
-	for _, k := range LessonKeys() {
-		if err := SetLesson(&got, k, form[k]); err != nil {
-			t.Fatalf("%s: %v", k, err)
+	var got Run
+	for _, r := range []Run{full(), fullDraft()} {
+		form := r.Form()
+		got = Default("")
+		for _, k := range LessonKeys() {
+			v, ok := form[k]
+			if !ok {
+				continue // not set by this run (a draft's k without a draft)
+			}
+			if err := SetLesson(&got, k, v); err != nil {
+				t.Fatalf("%s: %v", k, err)
+			}
 		}
-	}
-	got.Prompt, got.View = r.Prompt, r.View
-	if !reflect.DeepEqual(got, r) {
-		t.Errorf("lesson round trip:\n got %+v\nwant %+v", got, r)
+		got.Prompt, got.View = r.Prompt, r.View
+		if !reflect.DeepEqual(got, r) {
+			t.Errorf("lesson round trip:\n got %+v\nwant %+v", got, r)
+		}
 	}
 	if err := SetLesson(&got, "top_p", "lots"); err == nil || !strings.Contains(err.Error(), "top-p") {
 		t.Errorf("bad lesson value: %v", err)

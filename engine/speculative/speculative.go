@@ -25,6 +25,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -100,8 +101,9 @@ func SameVocabulary(target, draft *tokenizer.Tokenizer) error {
 	return nil
 }
 
-// New makes a decoder over two empty sessions: the target samples with tp,
-// the draft proposes with dp (often the same settings).
+// New makes a decoder over a target and a draft session (empty for
+// Start; see Continue): the target samples with tp, the draft proposes
+// with dp (often the same settings).
 func New(target, draft *engine.Session, tp, dp sample.Params, opt Options) (*Decoder, error) {
 	if err := SameVocabulary(target.Model.Tokenizer, draft.Model.Tokenizer); err != nil {
 		return nil, err
@@ -114,9 +116,6 @@ func New(target, draft *engine.Session, tp, dp sample.Params, opt Options) (*Dec
 	}
 	if opt.MaxK < opt.K || opt.MaxK > MaxK {
 		return nil, fmt.Errorf("draft max k %d: choose %d to %d", opt.MaxK, opt.K, MaxK)
-	}
-	if target.Pos() != 0 || draft.Pos() != 0 {
-		return nil, errors.New("speculative: the sessions must be empty")
 	}
 	tsmp, err := sample.New(tp)
 	if err != nil {
@@ -145,14 +144,33 @@ func (d *Decoder) Start(ctx context.Context, prompt []int32) error {
 	if len(prompt) == 0 {
 		return errors.New("speculative: empty prompt")
 	}
-	d.committed = append(d.committed[:0], prompt...)
-	d.tsmp.Accept(prompt...)
-	d.dsmp.Accept(prompt...)
+	if d.target.Pos() != 0 || d.draft.Pos() != 0 {
+		return errors.New("speculative: the sessions must be empty")
+	}
 	if len(prompt) > 1 {
 		if _, err := d.target.Eval(ctx, prompt[:len(prompt)-1]); err != nil {
 			return err
 		}
-		if _, err := d.draft.Eval(ctx, prompt[:len(prompt)-1]); err != nil {
+	}
+	return d.Continue(ctx, prompt)
+}
+
+// Continue takes over a generation whose target has evaluated every
+// committed token but the last (a prompt prefilled and its first token
+// sampled by the target alone): the draft catches up, without hooks, and
+// the next Step feeds the last token with the first proposals.
+func (d *Decoder) Continue(ctx context.Context, committed []int32) error {
+	n := len(committed)
+	if n == 0 || d.target.Pos() != n-1 || d.draft.Pos() > n-1 {
+		return fmt.Errorf("speculative: continuing %d tokens needs the target at position %d (it is at %d) and the draft at most there (%d)", n, n-1, d.target.Pos(), d.draft.Pos())
+	}
+	d.committed = append(d.committed[:0], committed...)
+	d.tsmp.Rewind(0)
+	d.dsmp.Rewind(0)
+	d.tsmp.Accept(committed...)
+	d.dsmp.Accept(committed...)
+	if rest := committed[d.draft.Pos() : n-1]; len(rest) > 0 {
+		if _, err := d.draft.Eval(hooks.Without(ctx), rest); err != nil {
 			return err
 		}
 	}
@@ -167,14 +185,17 @@ func (d *Decoder) Step(ctx context.Context) ([]int32, error) {
 	if k < 1 {
 		return nil, fmt.Errorf("speculative: the context is full (%d positions)", n)
 	}
+	h := hooks.From(ctx)
 	ev := hooks.Speculative{Pos: n}
 	start := time.Now()
-	// propose: the draft feeds what it has not seen, then one token at a time
+	// propose: the draft feeds what it has not seen, then one token at a
+	// time; its passes are not the target's, so no hook sees them
+	dctx := hooks.Without(ctx)
 	qs := make([]float32, 0, k)
 	props := make([]int32, 0, k)
 	pending := d.committed[d.draft.Pos():]
 	for i := range k {
-		logits, err := d.draft.Eval(ctx, pending)
+		logits, err := d.draft.Eval(dctx, pending)
 		if err != nil {
 			return nil, err
 		}
@@ -184,6 +205,9 @@ func (d *Decoder) Step(ctx context.Context) ([]int32, error) {
 		d.dsmp.Distribution(logits, d.q[i])
 		x := d.draw(d.q[i])
 		props, qs = append(props, x), append(qs, d.q[i][x])
+		if h != nil {
+			ev.QTop = append(ev.QTop, top(d.q[i], topN))
+		}
 		d.dsmp.Accept(x)
 		if i < k-1 {
 			pending = []int32{x}
@@ -204,6 +228,9 @@ func (d *Decoder) Step(ctx context.Context) ([]int32, error) {
 	accepted := 0
 	for i := 0; i <= k; i++ {
 		d.tsmp.Distribution(all[(off+i)*V:(off+i+1)*V], d.p)
+		if h != nil {
+			ev.PTop = append(ev.PTop, top(d.p, topN))
+		}
 		if i == k { // every proposal kept: a bonus token from the target
 			y := d.draw(d.p)
 			emitted, ev.Next, ev.Bonus = append(emitted, y), y, true
@@ -222,6 +249,11 @@ func (d *Decoder) Step(ctx context.Context) ([]int32, error) {
 		break
 	}
 	ev.Verify = time.Since(start)
+	if h != nil {
+		for j, t := range emitted {
+			ev.LogProbs = append(ev.LogProbs, logProb(all[(off+j)*V:(off+j+1)*V], t))
+		}
+	}
 	// roll back past the rejected proposals: both caches keep every
 	// committed token but the last emitted one, which the next round feeds
 	d.committed = append(d.committed, emitted...)
@@ -230,14 +262,57 @@ func (d *Decoder) Step(ctx context.Context) ([]int32, error) {
 	d.dsmp.Accept(emitted...)
 	keep := len(d.committed) - 1
 	ev.RolledBack = d.target.Pos() - keep
+	ev.DraftRolledBack = max(0, d.draft.Pos()-keep)
 	d.target.Truncate(keep)
 	d.draft.Truncate(min(keep, d.draft.Pos()))
 	ev.Proposed, ev.Q, ev.Accepted = props, qs, accepted
 	d.account(&ev, k)
-	if h := hooks.From(ctx); h != nil && h.OnSpeculative != nil {
+	if h != nil && h.OnSpeculative != nil {
 		h.OnSpeculative(ev)
 	}
 	return emitted, nil
+}
+
+// logProb is log softmax(row)[t], in float64.
+func logProb(row []float32, t int32) float64 {
+	m := math.Inf(-1)
+	for _, v := range row {
+		m = math.Max(m, float64(v))
+	}
+	var sum float64
+	for _, v := range row {
+		sum += math.Exp(float64(v) - m)
+	}
+	return float64(row[t]) - m - math.Log(sum)
+}
+
+// topN is how many of each position's most likely tokens a hook sees.
+const topN = 6
+
+// top lists the n most likely tokens of a distribution, most likely first
+// (ties by id).
+func top(dist []float32, n int) []sample.Candidate {
+	var out []sample.Candidate
+	for t, v := range dist {
+		if v <= 0 {
+			continue
+		}
+		c := sample.Candidate{ID: int32(t), P: v}
+		i, _ := slices.BinarySearchFunc(out, c, func(a, b sample.Candidate) int {
+			if a.P != b.P {
+				if a.P > b.P {
+					return -1
+				}
+				return 1
+			}
+			return int(a.ID - b.ID)
+		})
+		if i < n {
+			out = slices.Insert(out, i, c)
+			out = out[:min(len(out), n)]
+		}
+	}
+	return out
 }
 
 // keep decides proposal x with draft probability q.

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"stepthrough/engine"
+	"stepthrough/engine/hooks"
 	"stepthrough/engine/model"
 	"stepthrough/engine/quant"
 	"stepthrough/engine/sample"
@@ -244,5 +245,127 @@ func TestRefusals(t *testing.T) {
 		if _, err := New(session(t, target), session(t, wrong), greedyParams(), greedyParams(), Options{K: k}); err == nil {
 			t.Errorf("k %d: want error", k)
 		}
+	}
+}
+
+// Continue takes over from a target that prefilled the prompt and sampled
+// the first token itself (the Explorer's way): the output is the same as
+// Start's, and hooks see only the target's passes.
+func TestContinueAndHooks(t *testing.T) {
+	target, _, close := models(t)
+	prompt := []int32{1, 5, 9, 200, 31}
+	opt := Options{K: 3}
+	want, _ := generate(t, target, close, greedyParams(), greedyParams(), opt, prompt, 20)
+
+	ts, ds := session(t, target), session(t, close)
+	ctx := context.Background()
+	logits, err := ts.Eval(ctx, prompt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := engine.Argmax(logits)
+	d, err := New(ts, ds, greedyParams(), greedyParams(), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Continue(ctx, append(slices.Clone(prompt), first)); err != nil {
+		t.Fatal(err)
+	}
+	var embeds, rounds int
+	var last hooks.Speculative
+	hctx := hooks.WithHooks(ctx, &hooks.Hooks{
+		OnEmbed:       func(e hooks.Embed) { embeds++ },
+		OnSpeculative: func(e hooks.Speculative) { rounds++; last = e },
+	})
+	got := []int32{first}
+	for len(got) < 20 {
+		toks, err := d.Step(hctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, toks...)
+	}
+	if !slices.Equal(got[:20], want) {
+		t.Fatalf("Continue: %v, Start: %v", got[:20], want)
+	}
+	if embeds != rounds {
+		t.Errorf("%d embed events for %d rounds: the draft's passes reached the hooks", embeds, rounds)
+	}
+	if len(last.QTop) != len(last.Proposed) || len(last.PTop) < last.Accepted+1 {
+		t.Errorf("top candidates: %d draft rows, %d target rows for %d proposals, %d accepted", len(last.QTop), len(last.PTop), len(last.Proposed), last.Accepted)
+	}
+	if err := d.Continue(ctx, prompt); err == nil {
+		t.Error("Continue with the target past the committed tokens: no error")
+	}
+}
+
+func TestTop(t *testing.T) {
+	got := top([]float32{0.1, 0, 0.4, 0.2, 0.2, 0.1}, 3)
+	want := []int32{2, 3, 4}
+	for i, c := range got {
+		if c.ID != want[i] {
+			t.Fatalf("top 3: %v, want ids %v", got, want)
+		}
+	}
+	if len(got) != 3 {
+		t.Fatalf("top 3: %d candidates", len(got))
+	}
+}
+
+// A FirstLayers draft computes the target's own residual stream after its
+// first layers, then the target's final norm and output head: its logits
+// are checked against that computed by hand (float64) from the target's
+// residual, and greedy self-speculation equals the target's output.
+func TestSelfDraft(t *testing.T) {
+	target, _, _ := models(t)
+	self, err := target.FirstLayers(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompt := []int32{1, 5, 9, 200, 31}
+	var resid []float32
+	ctx := hooks.WithHooks(context.Background(), &hooks.Hooks{OnResidual: func(r hooks.Residual) {
+		if r.Layer == 0 && r.After == "mlp" {
+			resid = slices.Clone(r.X[(r.N-1)*len(r.X)/r.N:])
+		}
+	}})
+	if _, err := session(t, target).Eval(ctx, prompt); err != nil {
+		t.Fatal(err)
+	}
+	got, err := session(t, self).Eval(context.Background(), prompt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f32 := func(b []byte, i int) float64 {
+		return float64(math.Float32frombits(uint32(b[4*i]) | uint32(b[4*i+1])<<8 | uint32(b[4*i+2])<<16 | uint32(b[4*i+3])<<24))
+	}
+	var ss float64
+	for _, x := range resid {
+		ss += float64(x) * float64(x)
+	}
+	inv := 1 / math.Sqrt(ss/float64(len(resid))+float64(target.Config.NormEps))
+	norm := target.Weights.OutNorm.Row(0)
+	out := target.Weights.Output
+	if out == nil {
+		out = target.Weights.TokEmbd
+	}
+	for v := range target.Config.Vocab {
+		row := out.Row(v)
+		var want float64
+		for i, x := range resid {
+			want += float64(x) * inv * f32(norm, i) * f32(row, i)
+		}
+		if math.Abs(want-float64(got[v])) > 1e-4*(1+math.Abs(want)) {
+			t.Fatalf("logit %d: draft %g, the target's layer-1 residual through its head %g", v, got[v], want)
+		}
+	}
+	want, _ := generate(t, target, target, greedyParams(), greedyParams(), Options{K: 4}, prompt, 24)
+	out2, stats := generate(t, target, self, greedyParams(), greedyParams(), Options{K: 4}, prompt, 24)
+	if !slices.Equal(out2, want) {
+		t.Fatalf("self-speculation: %v, the target: %v", out2, want)
+	}
+	t.Logf("self draft (1 of 2 layers): acceptance %.0f%%", 100*stats.AcceptanceRate())
+	if _, err := target.FirstLayers(2); err == nil {
+		t.Error("FirstLayers(all layers): no error")
 	}
 }

@@ -21,12 +21,20 @@ const (
 	StageSampler   Kind = "sampler"
 	StageSample    Kind = "sample"
 	StageKV        Kind = "kv"
+	// a speculative decoding round: the draft proposes, the target's
+	// batch (embed, layers) verifies, each proposal is accepted or
+	// rejected, and both caches roll back
+	StagePropose  Kind = "propose"
+	StageVerify   Kind = "verify"
+	StageAccept   Kind = "accept"
+	StageRollback Kind = "rollback"
 )
 
 // Kinds lists the stage kinds in pipeline order. A new stage kind is added
 // here, to Stages (when a step has its data) and to the web's stage
 // registry (package session), which builds its view.
-var Kinds = []Kind{StageTokenize, StageEmbed, StageAttention, StageMLP, StageLogits, StageSoftmax, StageSampler, StageSample, StageKV}
+var Kinds = []Kind{StageTokenize, StagePropose, StageEmbed, StageAttention, StageMLP, StageLogits, StageSoftmax, StageSampler, StageSample, StageKV,
+	StageVerify, StageAccept, StageRollback}
 
 // Stage is one stop when stepping through a trace.
 type Stage struct {
@@ -37,12 +45,16 @@ type Stage struct {
 
 // Stages lists the stops of a step in pipeline order: only the stages
 // whose data the step holds (a trace recorded without attention has no
-// attention stage).
+// attention stage). A speculative round is propose, the target's verify
+// batch (embed and layers), verify, accept and rollback.
 func Stages(s *Step) []Stage {
 	var out []Stage
 	add := func(name Kind, layer, sstep int) { out = append(out, Stage{name, layer, sstep}) }
 	if s.Tokenize != nil {
 		add(StageTokenize, -1, -1)
+	}
+	if s.Speculative != nil {
+		add(StagePropose, -1, -1)
 	}
 	if s.Embed != nil {
 		add(StageEmbed, -1, -1)
@@ -54,6 +66,12 @@ func Stages(s *Step) []Stage {
 		if L.MLP != nil {
 			add(StageMLP, L.Index, -1)
 		}
+	}
+	if s.Speculative != nil {
+		add(StageVerify, -1, -1)
+		add(StageAccept, -1, -1)
+		add(StageRollback, -1, -1)
+		return out
 	}
 	if s.Logits != nil {
 		add(StageLogits, -1, -1)

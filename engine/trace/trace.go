@@ -51,6 +51,34 @@ type Step struct {
 	Timing   []Timing      `json:"timing,omitempty"`
 	// Generation is set on the last step of a generation.
 	Generation *Generation `json:"generation,omitempty"`
+	// Speculative is set on a speculative decoding round (Kind
+	// "speculative"): the forward pass is the target's verify batch.
+	Speculative *Speculative `json:"speculative,omitempty"`
+}
+
+// Speculative is one round of speculative decoding (see hooks.Speculative):
+// the draft's proposals with their probabilities under both chains, the
+// draws that decided them, the token emitted after them, and the rows
+// both caches dropped.
+type Speculative struct {
+	Pos      int       `json:"pos"` // position of the first proposal
+	Proposed []int32   `json:"proposed"`
+	Q        []float32 `json:"q"`
+	P        []float32 `json:"p"`
+	U        []float64 `json:"u,omitempty"`
+	Accepted int       `json:"accepted"`
+	Next     int32     `json:"next"`
+	Bonus    bool      `json:"bonus"`
+	// Residual is max(0, p − q) normalised at the rejected position, most
+	// likely first; QTop and PTop are each position's most likely tokens.
+	Residual        []Candidate   `json:"residual,omitempty"`
+	ResidualCount   int           `json:"residual_count"`
+	QTop            [][]Candidate `json:"q_top"`
+	PTop            [][]Candidate `json:"p_top"`
+	RolledBack      int           `json:"rolled_back"`
+	DraftRolledBack int           `json:"draft_rolled_back"`
+	DraftMS         float64       `json:"draft_ms"`
+	VerifyMS        float64       `json:"verify_ms"`
 }
 
 // Tokenize is the tokenize stage.
@@ -364,6 +392,20 @@ func (r *Recorder) Hooks() *hooks.Hooks {
 			s := r.cur()
 			s.Timing = append(s.Timing, Timing{Stage: t.Stage, Layer: t.Layer, MS: ms(t.Dur)})
 		},
+		OnSpeculative: func(e hooks.Speculative) {
+			s := r.cur()
+			s.Kind = "speculative"
+			s.Speculative = &Speculative{Pos: e.Pos, Proposed: slices.Clone(e.Proposed), Q: slices.Clone(e.Q), P: slices.Clone(e.P),
+				U: slices.Clone(e.U), Accepted: e.Accepted, Next: e.Next, Bonus: e.Bonus,
+				Residual: byProbability(e.Residual, r.opt.Candidates), ResidualCount: len(e.Residual),
+				RolledBack: e.RolledBack, DraftRolledBack: e.DraftRolledBack, DraftMS: ms(e.Draft), VerifyMS: ms(e.Verify)}
+			for _, c := range e.QTop {
+				s.Speculative.QTop = append(s.Speculative.QTop, byProbability(c, 0))
+			}
+			for _, c := range e.PTop {
+				s.Speculative.PTop = append(s.Speculative.PTop, byProbability(c, 0))
+			}
+		},
 		OnGeneration: func(g hooks.Generation) {
 			r.cur().Generation = &Generation{PromptTokens: g.PromptTokens, Generated: g.Generated,
 				PrefillMS: ms(g.Prefill), TTFTMS: ms(g.TTFT), TPOTMS: ms(g.TPOT), TotalMS: ms(g.Total)}
@@ -371,15 +413,27 @@ func (r *Recorder) Hooks() *hooks.Hooks {
 	}
 }
 
+// byProbability copies the n most likely candidates (all when n <= 0),
+// most likely first, ties by id.
+func byProbability(c []sample.Candidate, n int) []Candidate {
+	return sortedCandidates(c, n, func(c sample.Candidate) float32 { return c.P })
+}
+
 // topCandidates copies the n highest-logit candidates (all when n <= 0),
 // highest first, ties by id.
 func topCandidates(c []sample.Candidate, n int) []Candidate {
+	return sortedCandidates(c, n, func(c sample.Candidate) float32 { return c.Logit })
+}
+
+// sortedCandidates copies the n candidates of highest key (all when n <=
+// 0), highest first, ties by id.
+func sortedCandidates(c []sample.Candidate, n int, key func(sample.Candidate) float32) []Candidate {
 	s := slices.Clone(c)
 	slices.SortFunc(s, func(a, b sample.Candidate) int {
-		switch {
-		case a.Logit > b.Logit:
+		switch ka, kb := key(a), key(b); {
+		case ka > kb:
 			return -1
-		case a.Logit < b.Logit:
+		case ka < kb:
 			return 1
 		}
 		return int(a.ID - b.ID)
