@@ -11,6 +11,7 @@ import (
 	"stepthrough/engine"
 	"stepthrough/engine/compare"
 	"stepthrough/engine/model"
+	"stepthrough/engine/speculative"
 )
 
 type laneFlags []string
@@ -28,7 +29,7 @@ func runCompare(ctx context.Context, env Env, args []string) error {
 	backend := fs.String("backend", "auto", "auto, cpu or vulkan (every lane runs on it)")
 	asJSON := fs.Bool("json", false, "print the comparison as JSON")
 	var lanes laneFlags
-	fs.Var(&lanes, "lane", "a strategy: greedy, beam=W[,length-penalty=A], or sampler settings key=value,… (repeat 2 to 6 times)")
+	fs.Var(&lanes, "lane", "a strategy: greedy, beam=W[,length-penalty=A], sampler settings key=value,…, or spec=DRAFT[,k=K] with sampler settings (speculative decoding with a draft file or self:N; \"greedy,spec=…\" for greedy) (repeat 2 to 6 times)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -71,7 +72,25 @@ func runCompare(ctx context.Context, env Env, args []string) error {
 		fmt.Fprintln(env.Stderr, note)
 	}
 	ids := m.Tokenizer.EncodeIDs(*prompt, true)
-	res, err := compare.Run(ctx, lm, ids, strategies, compare.Options{N: *n})
+	var drafts []interface{ Close() } // a draft's engine, then its model
+	defer func() {
+		for _, d := range drafts {
+			d.Close()
+		}
+	}()
+	res, err := compare.Run(ctx, lm, ids, strategies, compare.Options{N: *n, Draft: func(name string) (*engine.Loaded, error) {
+		dm, err := speculative.LoadDraft(m, name)
+		if err != nil {
+			return nil, err
+		}
+		dl, err := engine.Load(dm, engine.Options{Threads: *threads, Backend: *backend})
+		if err != nil {
+			dm.Close()
+			return nil, err
+		}
+		drafts = append(drafts, dl, closer(dm.Close))
+		return dl, nil
+	}})
 	if err != nil {
 		return err
 	}
@@ -120,18 +139,22 @@ func runCompare(ctx context.Context, env Env, args []string) error {
 	}
 	for _, row := range []struct {
 		name string
-		f    func(compare.Metrics) string
+		f    func(compare.Lane) string
 	}{
-		{"tokens", func(m compare.Metrics) string { return strconv.Itoa(m.Tokens) }},
-		{"mean log p", func(m compare.Metrics) string { return fmt.Sprintf("%.4f", m.MeanLogProb) }},
-		{"perplexity", func(m compare.Metrics) string { return fmt.Sprintf("%.3f", m.Perplexity) }},
-		{"distinct-1/2", func(m compare.Metrics) string { return fmt.Sprintf("%.2f / %.2f", m.Distinct1, m.Distinct2) }},
-		{"repeated 3-grams", func(m compare.Metrics) string { return strconv.Itoa(m.RepeatedTrigrams) }},
-		{"stop", func(m compare.Metrics) string { return m.Stop }},
+		{"tokens", func(l compare.Lane) string { return strconv.Itoa(l.Metrics.Tokens) }},
+		{"mean log p", func(l compare.Lane) string { return fmt.Sprintf("%.4f", l.Metrics.MeanLogProb) }},
+		{"perplexity", func(l compare.Lane) string { return fmt.Sprintf("%.3f", l.Metrics.Perplexity) }},
+		{"distinct-1/2", func(l compare.Lane) string {
+			return fmt.Sprintf("%.2f / %.2f", l.Metrics.Distinct1, l.Metrics.Distinct2)
+		}},
+		{"repeated 3-grams", func(l compare.Lane) string { return strconv.Itoa(l.Metrics.RepeatedTrigrams) }},
+		{"stop", func(l compare.Lane) string { return l.Metrics.Stop }},
+		{"speed (measured)", compare.Lane.Speed},
+		{"draft", compare.Lane.DraftSummary},
 	} {
 		fmt.Fprintf(w, "\n%s", row.name)
 		for _, l := range res.Lanes {
-			fmt.Fprintf(w, "\t%s", row.f(l.Metrics))
+			fmt.Fprintf(w, "\t%s", row.f(l))
 		}
 	}
 	fmt.Fprintln(w)
@@ -142,3 +165,8 @@ func runCompare(ctx context.Context, env Env, args []string) error {
 	}
 	return w.Flush()
 }
+
+// closer adapts a Close that returns an error.
+type closer func() error
+
+func (c closer) Close() { c() }

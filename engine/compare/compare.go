@@ -24,10 +24,17 @@ type Strategy struct {
 	// Force are tokens the lane takes first, whatever the sampler says (a
 	// branch: "what if it had picked the other word?").
 	Force []int32 `json:"force,omitempty"`
+	// Draft and K make a speculative lane (Kind "speculative"): the draft
+	// model proposes K tokens a round, the lane's model verifies them.
+	Draft string `json:"draft,omitempty"`
+	K     int    `json:"k,omitempty"`
 }
 
-// ParseLane reads a lane: "greedy"; "beam=4[,length-penalty=1]"; or
-// sampler settings "temperature=0.7,top-p=0.9,seed=1" (the run spec's lane
+// ParseLane reads a lane: "greedy"; "beam=4[,length-penalty=1]";
+// "spec=DRAFT[,k=4]" with sampler settings (speculative decoding with a
+// draft model file, or self:N, the model's own first N layers; "greedy,"
+// first for greedy); or sampler settings
+// "temperature=0.7,top-p=0.9,seed=1" (the run spec's lane
 // codec: temperature, top-k, top-p, min-p, typical-p, repeat-penalty,
 // repeat-last-n, frequency-penalty, presence-penalty, seed, order — order
 // takes llama.cpp, transformers, or steps joined by '>'). Unset sampler
@@ -77,6 +84,14 @@ func ParseLane(laneText string, sharedSeed *uint64) (Strategy, error) {
 			}
 		case "length-penalty":
 			s.LengthPenalty, err = num()
+		case "spec":
+			if s.Draft = strings.TrimSpace(v); s.Draft == "" {
+				err = fmt.Errorf("lane %q: spec names a draft model", laneText)
+			}
+		case "k":
+			if s.K, err = integer(); err == nil && (s.K < 1 || s.K > spec.MaxDraftK) {
+				err = fmt.Errorf("lane %q: k %d: choose 1 to %d", laneText, s.K, spec.MaxDraftK)
+			}
 		case "force":
 			for _, t := range strings.Split(v, ">") {
 				id, perr := strconv.ParseInt(t, 10, 32)
@@ -102,6 +117,12 @@ func ParseLane(laneText string, sharedSeed *uint64) (Strategy, error) {
 	if s.Kind == "beam" && len(s.Force) > 0 {
 		return s, fmt.Errorf("lane %q: a beam lane cannot force tokens", laneText)
 	}
+	if s.K != 0 && s.Draft == "" {
+		return s, fmt.Errorf("lane %q: k is the draft's: add spec=DRAFT", laneText)
+	}
+	if s.Draft != "" && (s.Kind == "beam" || len(s.Force) > 0) {
+		return s, fmt.Errorf("lane %q: a speculative lane cannot search beams or force tokens", laneText)
+	}
 	if !s.Params.SeedSet && sharedSeed != nil {
 		s.Params.Seed, s.Params.SeedSet = *sharedSeed, true
 	}
@@ -110,6 +131,12 @@ func ParseLane(laneText string, sharedSeed *uint64) (Strategy, error) {
 	}
 	if s.Params.Temperature == 0 && s.Kind == "sample" {
 		s.Kind = "greedy"
+	}
+	if s.Draft != "" {
+		s.Kind = "speculative"
+		if s.K == 0 {
+			s.K = spec.DefaultDraftK
+		}
 	}
 	return s, nil
 }
@@ -149,7 +176,15 @@ type Lane struct {
 	Steps    []Step      `json:"steps"`
 	Beam     *BeamResult `json:"beam,omitempty"`
 	Metrics  Metrics     `json:"metrics"`
-	ended    bool        // stopped at an end-of-generation token
+	// DecodeMS is the measured time of the lane's generation after the
+	// shared prefill (its forward passes and sampling; a speculative
+	// lane's draft and verify passes, not the draft's own prefill), and
+	// TokensPerSec the tokens after the first over it: one decoding speed,
+	// measured lane after lane in one run.
+	DecodeMS     float64    `json:"decode_ms"`
+	TokensPerSec float64    `json:"tokens_per_sec"`
+	Speculative  *SpecStats `json:"speculative,omitempty"`
+	ended        bool       // stopped at an end-of-generation token
 }
 
 // Result is a whole comparison.
@@ -167,6 +202,9 @@ type Result struct {
 // Options configure Run.
 type Options struct {
 	N int // tokens per lane
+	// Draft prepares a speculative lane's draft model by name (on the
+	// lane model's backend); nil refuses speculative lanes.
+	Draft func(name string) (*engine.Loaded, error)
 }
 
 func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
@@ -185,6 +223,9 @@ func Run(ctx context.Context, lm *engine.Loaded, prompt []int32, lanes []Strateg
 	ctxLen := len(prompt) + opt.N + 1
 	if ctxLen > m.Config.ContextLen {
 		return nil, fmt.Errorf("compare: %d prompt tokens and %d new ones exceed the model's context of %d", len(prompt), opt.N, m.Config.ContextLen)
+	}
+	for _, st := range lanes { // a verify pass may look k positions past the last token
+		ctxLen = min(max(ctxLen, len(prompt)+opt.N+1+st.K), m.Config.ContextLen)
 	}
 	base, err := lm.NewSession(ctxLen)
 	if err != nil {
@@ -221,9 +262,20 @@ func Run(ctx context.Context, lm *engine.Loaded, prompt []int32, lanes []Strateg
 	sep.Close()
 	eog := m.Tokenizer.IsEOG
 	for _, st := range lanes {
-		lane, copyMS, err := runLane(ctx, base, st, prompt, first, opt.N, eog)
+		var lane Lane
+		var copyMS float64
+		var err error
+		if st.Kind == "speculative" {
+			lane, copyMS, err = specLane(ctx, base, st, prompt, first, opt, eog)
+		} else {
+			lane, copyMS, err = runLane(ctx, base, st, prompt, first, opt.N, eog)
+		}
 		if err != nil {
 			return nil, err
+		}
+		lane.TokensPerSec = 0
+		if n := len(lane.Tokens) - 1; n > 0 && lane.DecodeMS > 0 {
+			lane.TokensPerSec = float64(n) / (lane.DecodeMS / 1000)
 		}
 		res.CopyMS += copyMS
 		lane.Metrics = metrics(lane)
@@ -233,18 +285,16 @@ func Run(ctx context.Context, lm *engine.Loaded, prompt []int32, lanes []Strateg
 	return res, nil
 }
 
-func runLane(ctx context.Context, base *engine.Session, st Strategy, prompt []int32, first []float32, n int, eog func(int32) bool) (Lane, float64, error) {
-	lane := Lane{Strategy: st}
+func runLane(ctx context.Context, base *engine.Session, st Strategy, prompt []int32, first []float32, n int, eog func(int32) bool) (lane Lane, copyMS float64, err error) {
+	lane = Lane{Strategy: st}
 	if st.Kind == "beam" {
 		return beamLane(ctx, base, st, first, n, eog)
 	}
-	start := time.Now()
-	r, err := base.Fork()
+	r, copyMS, err := fork(base)
 	if err != nil {
 		return lane, 0, err
 	}
 	defer r.Close()
-	copyMS := ms(time.Since(start))
 	smp, err := sample.New(st.Params)
 	if err != nil {
 		return lane, 0, err
@@ -253,6 +303,8 @@ func runLane(ctx context.Context, base *engine.Session, st Strategy, prompt []in
 	smp.Accept(prompt...)
 	logits := first
 	one := make([]int32, 1)
+	start := time.Now()
+	defer func() { lane.DecodeMS = ms(time.Since(start)) }()
 	for i := 0; i < n; i++ {
 		var step Step
 		id := smp.Sample(logits, &sample.Observer{Draw: func(d sample.DrawResult) {
@@ -283,6 +335,13 @@ func runLane(ctx context.Context, base *engine.Session, st Strategy, prompt []in
 		}
 	}
 	return lane, copyMS, nil
+}
+
+// fork copies the shared prefill's session for a lane, timing the copy.
+func fork(base *engine.Session) (*engine.Session, float64, error) {
+	start := time.Now()
+	r, err := base.Fork()
+	return r, ms(time.Since(start)), err
 }
 
 // sessionBeams implements Beams with one engine session per slot, all on
@@ -325,7 +384,9 @@ func beamLane(ctx context.Context, base *engine.Session, st Strategy, first []fl
 		b.slots, b.logits = append(b.slots, r), append(b.logits, nil)
 	}
 	b.logits[0] = slices.Clone(first)
+	start := time.Now()
 	res, err := BeamSearch(b, st.Width, n, st.LengthPenalty, eog)
+	lane.DecodeMS = ms(time.Since(start))
 	if err != nil {
 		return lane, copyMS, err
 	}
