@@ -35,13 +35,16 @@ func Check(l *Lesson, m *model.Model) error {
 		}
 		for _, cl := range s.Claims {
 			switch cl.Kind {
-			case "top", "p", "draws", "attends":
+			case "top", "p", "draws", "attends", "rejects":
 				if ids := tk.EncodeSpecial(cl.Text, false); len(ids) != 1 {
 					return &Error{l.File, cl.Line, fmt.Sprintf("expect %s %q: that is %d tokens in %s; claim one token", cl.Kind, cl.Text, len(ids), l.Model)}
 				}
 			}
 			if cl.Kind == "attends" && (s.Layer == 0 || s.Head == 0) {
 				return &Error{l.File, cl.Line, "expect attends: the step needs layer: and head:"}
+			}
+			if (cl.Kind == "accepts" || cl.Kind == "rejects") && (s.Run.Draft == "" || s.Token == 0) {
+				return &Error{l.File, cl.Line, fmt.Sprintf("expect %s: the step needs draft: and a token: from 1 (a speculative round)", cl.Kind)}
 			}
 		}
 		if q := s.Question; q != nil && q.Kind == "next-token" {

@@ -25,22 +25,25 @@ import (
 //	                             one ending generation
 //	expect: pieces " big" 2      the tokenizer cuts this text into this many
 //	                             tokens (no BOS)
+//	expect: accepts 2            this token step's speculative round keeps
+//	                             this many of its draft's guesses (0 allowed)
+//	expect: rejects " ut"        its first rejected guess is this token
 type Claim struct {
 	Line  int
-	Kind  string  // top, p, draws, tokens, attends, continues, calls, length, pieces
+	Kind  string  // top, p, draws, tokens, attends, continues, calls, length, pieces, accepts, rejects
 	Text  string  // the token or text claimed
 	Op    string  // for p: >, <, >=, <=
-	Value float64 // for p: the bound; for tokens and length: the count
+	Value float64 // for p: the bound; for tokens, length and accepts: the count
 }
 
 // ClaimKinds are the supported claims.
-var ClaimKinds = []string{"top", "p", "draws", "tokens", "attends", "continues", "calls", "length", "pieces"}
+var ClaimKinds = []string{"top", "p", "draws", "tokens", "attends", "continues", "calls", "length", "pieces", "accepts", "rejects"}
 
 func (c Claim) String() string {
 	switch c.Kind {
 	case "p":
 		return fmt.Sprintf("p %q %s %g", c.Text, c.Op, c.Value)
-	case "tokens", "length":
+	case "tokens", "length", "accepts":
 		return fmt.Sprintf("%s %d", c.Kind, int(c.Value))
 	case "pieces":
 		return fmt.Sprintf("pieces %q %d", c.Text, int(c.Value))
@@ -63,10 +66,17 @@ func parseClaim(line int, v string) (Claim, error) {
 	}
 	text := func(s string) error { return textOf(&c, s) }
 	switch kind {
-	case "top", "draws", "attends", "continues", "calls":
+	case "top", "draws", "attends", "continues", "calls", "rejects":
 		return c, text(rest)
 	case "tokens", "length":
 		return c, count()
+	case "accepts":
+		n, err := strconv.Atoi(rest)
+		if err != nil || n < 0 || n > 16 {
+			return c, fmt.Errorf("expect accepts %q: a count of guesses from 0 to 16", rest)
+		}
+		c.Value = float64(n)
+		return c, nil
 	case "pieces":
 		i := strings.LastIndexByte(rest, ' ')
 		if i < 0 {

@@ -20,7 +20,6 @@ import (
 	"github.com/gorilla/websocket"
 
 	"stepthrough/loadtest"
-	"stepthrough/models"
 )
 
 // The reliability suite: abusive clients against a real server on
@@ -54,7 +53,7 @@ type abuseServer struct {
 func newAbuseServer(t *testing.T, cfg Config) abuseServer {
 	t.Helper()
 	_, loop, _ := net.ParseCIDR("127.0.0.0/8")
-	cfg.Embedded = map[string][]byte{"lesson.gguf": models.Lesson}
+	cfg.Embedded = lessonModels()
 	cfg.TrustedProxies = []*net.IPNet{loop}
 	s := mustNew(t, cfg)
 	ts := httptest.NewServer(s.Handler())

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"stepthrough/lessons"
-	"stepthrough/models"
 	"stepthrough/session"
 )
 
@@ -15,7 +14,7 @@ import (
 // model, played as the Explorer plays it: a retrain that changes a fact a
 // lesson states fails here.
 func TestBuiltinLessonClaims(t *testing.T) {
-	s := mustNew(t, Config{Embedded: map[string][]byte{"lesson.gguf": models.Lesson}})
+	s := mustNew(t, Config{Embedded: lessonModels()})
 	all, err := lessons.Builtin()
 	if err != nil {
 		t.Fatal(err)

@@ -11,7 +11,6 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"stepthrough/classroom"
-	"stepthrough/models"
 )
 
 // waitJS polls a JavaScript condition until it is true.
@@ -37,7 +36,7 @@ type liveServer struct {
 
 func startLive(t *testing.T, addr, dataDir string) (*liveServer, string) {
 	t.Helper()
-	s, err := New(Config{Embedded: map[string][]byte{"lesson.gguf": models.Lesson}, DataDir: dataDir})
+	s, err := New(Config{Embedded: lessonModels(), DataDir: dataDir})
 	if err != nil {
 		t.Fatal(err)
 	}

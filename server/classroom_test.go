@@ -16,12 +16,11 @@ import (
 	"github.com/gorilla/websocket"
 
 	"stepthrough/classroom"
-	"stepthrough/models"
 )
 
 func classServer(t *testing.T, dataDir string) (*Server, *httptest.Server) {
 	t.Helper()
-	s := mustNew(t, Config{Embedded: map[string][]byte{"lesson.gguf": models.Lesson}, DataDir: dataDir})
+	s := mustNew(t, Config{Embedded: lessonModels(), DataDir: dataDir})
 	ts := httptest.NewServer(s.Handler())
 	t.Cleanup(ts.Close)
 	return s, ts
@@ -365,7 +364,7 @@ func TestClassroomJoinCodes(t *testing.T) {
 }
 
 func TestClassroomLimits(t *testing.T) {
-	s := mustNew(t, Config{Embedded: map[string][]byte{"lesson.gguf": models.Lesson}, MaxStudents: 2, RoomsPerClient: 2})
+	s := mustNew(t, Config{Embedded: lessonModels(), MaxStudents: 2, RoomsPerClient: 2})
 	ts := httptest.NewServer(s.Handler())
 	t.Cleanup(ts.Close)
 	code, _ := startRoom(t, ts.URL, url.Values{"lesson": {"tokens"}})
@@ -439,7 +438,7 @@ func TestClassroomFromExplorer(t *testing.T) {
 
 func TestClassroomExpiryAndUnload(t *testing.T) {
 	dir := t.TempDir()
-	s := mustNew(t, Config{Embedded: map[string][]byte{"lesson.gguf": models.Lesson}, DataDir: dir, RoomTTL: time.Hour})
+	s := mustNew(t, Config{Embedded: lessonModels(), DataDir: dir, RoomTTL: time.Hour})
 	ts := httptest.NewServer(s.Handler())
 	t.Cleanup(ts.Close)
 	code, key := startRoom(t, ts.URL, url.Values{"lesson": {"seeds"}})

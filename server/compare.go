@@ -12,6 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"stepthrough/engine"
 	"stepthrough/engine/compare"
 	"stepthrough/engine/model"
 	"stepthrough/engine/spec"
@@ -131,7 +132,8 @@ func (s *Server) runCompare(c echo.Context, q compareQuery) (*compare.Result, *m
 	}
 	cost := 0 // forward passes the comparison runs: a beam lane runs one per beam and token
 	for _, st := range lanes {
-		cost += max(1, st.Width) * q.n
+		// a speculative round may keep one token for k draft passes and a verify
+		cost += max(1, st.Width, st.K+1) * q.n
 	}
 	if cost > maxComparePasses {
 		return nil, nil, fmt.Errorf("this comparison would run %d token passes (lanes × beam width × tokens); the limit is %d: use fewer tokens, lanes or beams", cost, maxComparePasses)
@@ -151,7 +153,9 @@ func (s *Server) runCompare(c echo.Context, q compareQuery) (*compare.Result, *m
 	ids := m.Tokenizer.EncodeIDs(q.prompt, true)
 	var r *compare.Result
 	if err := s.withWork(c, func() (err error) {
-		r, err = compare.Run(c.Request().Context(), lm, ids, lanes, compare.Options{N: q.n})
+		r, err = compare.Run(c.Request().Context(), lm, ids, lanes, compare.Options{N: q.n, Draft: func(name string) (*engine.Loaded, error) {
+			return s.reg.Draft(q.model, name, "auto")
+		}})
 		return err
 	}); err != nil {
 		return nil, nil, err
@@ -215,7 +219,8 @@ func compareView(r *compare.Result, m *model.Model, q compareQuery) *views.Compa
 		}
 		if step < len(l.Steps) && l.Beam == nil { // a beam lane's step is the tree below
 			st := l.Steps[step]
-			cur := &views.LaneStepView{Greedy: st.Greedy, Forced: st.Forced, U: st.U, Chosen: st.Token, ChosenPiece: piece(st.Token)}
+			cur := &views.LaneStepView{Greedy: st.Greedy, Forced: st.Forced, U: st.U, Chosen: st.Token, ChosenPiece: piece(st.Token),
+				Round: l.Strategy.Kind == "speculative" && step > 0}
 			var top float64
 			for _, c := range st.Top {
 				top = max(top, float64(c.P))
@@ -229,6 +234,10 @@ func compareView(r *compare.Result, m *model.Model, q compareQuery) *views.Compa
 		lv.Metrics = []views.Metric{
 			{Name: "tokens", Value: strconv.Itoa(mt.Tokens)}, {Name: "mean log p (model)", Value: fmt.Sprintf("%.4f", mt.MeanLogProb)}, {Name: "perplexity", Value: fmt.Sprintf("%.3f", mt.Perplexity)},
 			{Name: "distinct-1 / distinct-2", Value: fmt.Sprintf("%.2f / %.2f", mt.Distinct1, mt.Distinct2)}, {Name: "repeated 3-grams", Value: strconv.Itoa(mt.RepeatedTrigrams)}, {Name: "stop", Value: mt.Stop},
+			{Name: "speed (measured)", Value: l.Speed()},
+		}
+		if l.Speculative != nil {
+			lv.Metrics = append(lv.Metrics, views.Metric{Name: "draft", Value: l.DraftSummary()})
 		}
 		if l.Beam != nil {
 			lv.Beam = beamTree(l.Beam, step, piece)

@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"stepthrough/engine/spec"
-	"stepthrough/models"
 	"stepthrough/session"
 	"stepthrough/views"
 )
@@ -20,7 +19,7 @@ import (
 // TestExportSVG draws every stage of a token step and checks that each is
 // well-formed SVG carrying the same numbers as the Explorer's panel.
 func TestExportSVG(t *testing.T) {
-	s := mustNew(t, Config{Embedded: map[string][]byte{"lesson.gguf": models.Lesson}})
+	s := mustNew(t, Config{Embedded: lessonModels()})
 	ts := httptest.NewServer(s.Handler())
 	t.Cleanup(ts.Close)
 

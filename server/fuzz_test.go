@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
-
-	"stepthrough/models"
 )
 
 // FuzzExplorerMessage drives an Explorer session with arbitrary WebSocket
@@ -14,7 +12,7 @@ import (
 // never a panic (each message also checks the session still answers: a
 // refused one gets a note, any other the whole fragment).
 func FuzzExplorerMessage(f *testing.F) {
-	s := mustNew(f, Config{Embedded: map[string][]byte{"lesson.gguf": models.Lesson}})
+	s := mustNew(f, Config{Embedded: lessonModels()})
 	se, err := s.sessions.New("fuzz")
 	if err != nil {
 		f.Fatal(err)

@@ -15,14 +15,13 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"stepthrough/lessons"
-	"stepthrough/models"
 	"stepthrough/session"
 )
 
 // Every step of every built-in lesson plays on the embedded lesson model:
 // the page shows the step's stage, no error, and links onward.
 func TestBuiltinLessonsPlay(t *testing.T) {
-	s := mustNew(t, Config{Embedded: map[string][]byte{"lesson.gguf": models.Lesson}})
+	s := mustNew(t, Config{Embedded: lessonModels()})
 	ts := httptest.NewServer(s.Handler())
 	t.Cleanup(ts.Close)
 	list := get(t, ts.URL+"/lessons")
@@ -107,7 +106,7 @@ func TestBuiltinLessonsPlay(t *testing.T) {
 // A student opens the lessons page in a real browser, starts a lesson,
 // answers a question, reads the engine's answer and moves on.
 func TestLessonPlayerInBrowser(t *testing.T) {
-	ctx, base := browserWith(t, Config{Embedded: map[string][]byte{"lesson.gguf": models.Lesson}})
+	ctx, base := browserWith(t, Config{Embedded: lessonModels()})
 	do(t, ctx, chromedp.Navigate(base+"/"))
 	click(t, ctx, `a[href="/lessons"]`)
 	click(t, ctx, `a[href="/lessons/logits-and-softmax"]`)

@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
-
-	"stepthrough/models"
 )
 
 // The chat, tool and reasoning lessons play in a real browser at phone and
@@ -15,7 +13,7 @@ import (
 // calculator's result is shown as written by the runtime (not sampled)
 // with the runtime's note, and the thinking tokens are there.
 func TestChatToolReasoningLessonsInBrowser(t *testing.T) {
-	ctx, base := browserWith(t, Config{Embedded: map[string][]byte{"lesson.gguf": models.Lesson}})
+	ctx, base := browserWith(t, Config{Embedded: lessonModels()})
 	for _, size := range []struct {
 		name string
 		w, h int64

@@ -11,13 +11,11 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
-
-	"stepthrough/models"
 )
 
 func lessonServer(t *testing.T, cfg Config) *httptest.Server {
 	t.Helper()
-	cfg.Embedded = map[string][]byte{"lesson.gguf": models.Lesson}
+	cfg.Embedded = lessonModels()
 	s := mustNew(t, cfg)
 	ts := httptest.NewServer(s.Handler())
 	t.Cleanup(ts.Close)

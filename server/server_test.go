@@ -16,6 +16,7 @@ import (
 
 	"stepthrough/engine/reftest"
 	"stepthrough/engine/spec"
+	"stepthrough/models"
 	"stepthrough/wsconn"
 )
 
@@ -276,4 +277,10 @@ func TestExplorerOnVulkan(t *testing.T) {
 			t.Errorf("stepping on vulkan never showed %s", k)
 		}
 	}
+}
+
+// lessonModels are the models the app embeds: the lesson model and its
+// draft (the speculative decoding lesson plays both).
+func lessonModels() map[string][]byte {
+	return map[string][]byte{"lesson.gguf": models.Lesson, "lesson-draft.gguf": models.LessonDraft}
 }

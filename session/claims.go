@@ -63,15 +63,18 @@ func (s *Session) checkClaim(ctx context.Context, st lessons.Step, c lessons.Cla
 		return fmt.Sprint(got), want(got == int(c.Value), "the prompt is %d tokens", got)
 	}
 	if c.Kind == "continues" || c.Kind == "calls" || c.Kind == "length" {
-		return s.checkRun(ctx, st.Token, c)
+		return s.checkRun(ctx, s.genBefore(st.Token), c)
 	}
 	if st.Token >= len(s.cur.Steps) {
 		return "", fmt.Errorf("the run has no token step %d", st.Token)
 	}
 	step := s.cur.Steps[st.Token]
-	id, err := token()
-	if err != nil {
-		return "", err
+	id := int32(-1)
+	if c.Kind != "accepts" {
+		var err error
+		if id, err = token(); err != nil {
+			return "", err
+		}
 	}
 	switch c.Kind {
 	case "top", "p":
@@ -86,11 +89,14 @@ func (s *Session) checkClaim(ctx context.Context, st lessons.Step, c lessons.Cla
 		p := float64(sample.Probabilities(logits, 1)[id])
 		return fmt.Sprintf("%.4f", p), want(c.Holds(p), "p = %.4f", p)
 	case "draws":
-		if st.Token >= len(s.gen) {
+		i := s.genBefore(st.Token)
+		if st.Token >= len(s.cur.Steps) || i >= len(s.gen) {
 			return "", fmt.Errorf("token step %d draws nothing", st.Token)
 		}
-		got := s.gen[st.Token]
+		got := s.gen[i]
 		return show(got), want(got == id, "the step draws %s", show(got))
+	case "accepts", "rejects":
+		return s.checkRound(step, st.Token, c, id, show)
 	case "attends":
 		k, err := s.strongestKey(step, st)
 		if err != nil {
@@ -100,6 +106,23 @@ func (s *Session) checkClaim(ctx context.Context, st lessons.Step, c lessons.Cla
 		return show(got), want(got == id, "layer %d head %d looks hardest at %s (position %d)", st.Layer, st.Head, show(got), k)
 	}
 	return "", fmt.Errorf("unknown claim %q", c.Kind)
+}
+
+// checkRound checks a claim about a speculative round: how many guesses
+// it kept, or which it rejected first.
+func (s *Session) checkRound(step *trace.Step, token int, c lessons.Claim, id int32, show func(int32) string) (string, error) {
+	sp := step.Speculative
+	if sp == nil {
+		return "", fmt.Errorf("token step %d is not a speculative round", token)
+	}
+	if c.Kind == "accepts" {
+		return fmt.Sprint(sp.Accepted), want(sp.Accepted == int(c.Value), "the round keeps %d of %d guesses", sp.Accepted, len(sp.Proposed))
+	}
+	if sp.Accepted == len(sp.Proposed) {
+		return "none", fmt.Errorf("the round keeps all %d guesses", len(sp.Proposed))
+	}
+	got := sp.Proposed[sp.Accepted]
+	return show(got), want(got == id, "the round first rejects %s", show(got))
 }
 
 func want(ok bool, format string, a ...any) error {

@@ -17,12 +17,18 @@ import (
 // The builders of the stage registry: each turns a trace step into its
 // stage's view model. s.mu is held.
 
-// pieces labels every position so far (prompt and generated tokens).
-func (s *Session) pieces() []string {
+// pieces labels every position the cache holds at step at (prompt and
+// generated tokens; a speculative round's rejected proposals hold their
+// positions until the next round writes over them).
+func (s *Session) pieces(at *trace.Step) []string {
 	var all []string
 	for _, st := range s.cur.Steps {
+		all = all[:min(len(all), st.Pos0)]
 		for _, id := range st.Tokens {
 			all = append(all, s.piece(id))
+		}
+		if st == at {
+			break
 		}
 	}
 	return all
@@ -48,7 +54,7 @@ func (s *Session) tokenizePanel(st *trace.Step, _ trace.Stage) views.Panel {
 }
 
 func (s *Session) embedPanel(st *trace.Step, _ trace.Stage) views.Panel {
-	labels := s.pieces()
+	labels := s.pieces(st)
 	e := &views.EmbedPanel{}
 	from := max(0, len(st.Embed.Input)-maxEmbedRows)
 	e.NotDrawn = from
@@ -125,7 +131,7 @@ func norm(v []float32) float32 {
 }
 
 func (s *Session) attentionPanel(st *trace.Step, stage trace.Stage) views.Panel {
-	labels := s.pieces()
+	labels := s.pieces(st)
 	a := layerOf(st, stage.Layer).Attention
 	head := min(s.view.Head, a.Heads-1)
 	ctx := st.Pos0 + st.N
@@ -264,11 +270,11 @@ func (s *Session) setting(step sample.Step) string {
 // pca projects the input vectors of every position up to st onto their two
 // principal components, scaled into [-1, 1].
 func (s *Session) pca(st *trace.Step) ([]views.Point, string) {
-	labels := s.pieces()
 	var rows []trace.Vec
 	var names []string
 	for _, x := range s.cur.Steps {
 		if x.Embed != nil {
+			labels := s.pieces(x) // the tokens at those positions then
 			rows = append(rows, x.Embed.Input...)
 			for i := range x.Embed.Input {
 				names = append(names, labels[x.First+i])

@@ -247,12 +247,13 @@ func (p *Pool) reserve(s *Session, bytes int64) error {
 // holds: its KV cache (float32 K and V, every layer) and the trace the
 // Explorer records (attention rows of the last 64 positions per step,
 // activations, logits and the sampler's candidates).
-func runBytes(m *model.Model, promptTokens, maxTokens int) int64 {
+func runBytes(m *model.Model, promptTokens, maxTokens, draftK int) int64 {
 	c := m.Config
-	ctx := int64(promptTokens + maxTokens)
+	ctx := int64(promptTokens + maxTokens + draftK)
 	kv := int64(c.Layers) * int64(c.KVDim()) * 8 * ctx
 	perPosLayer := (2*int64(c.Heads)*ctx + int64(c.QDim()) + 2*int64(c.KVDim()) + 9*int64(c.Embd) + 3*int64(c.FFN)) * 4
-	positions := int64(min(promptTokens, 64)) + int64(maxTokens)
+	// a speculative round records its verify batch: k+1 positions a step
+	positions := int64(min(promptTokens, 64)) + int64(maxTokens)*int64(draftK+1)
 	steps := int64(1 + maxTokens)
 	trace := positions*int64(c.Layers)*perPosLayer + positions*2*int64(c.Embd)*4 + steps*(int64(c.Vocab)*4+8<<10)
 	return kv + trace

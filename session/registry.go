@@ -10,6 +10,7 @@ import (
 	"stepthrough/engine"
 	"stepthrough/engine/gguf"
 	"stepthrough/engine/model"
+	"stepthrough/engine/speculative"
 )
 
 // Registry offers every .gguf file in the model directories by file name,
@@ -22,11 +23,12 @@ type Registry struct {
 	embedded map[string][]byte
 	loaded   map[string]*model.Model
 	engines  map[string]*engine.Loaded // by model name and requested backend
+	drafts   map[string]error          // a draft's check against a target, by both names
 }
 
 // NewRegistry scans dirs (missing ones are skipped).
 func NewRegistry(dirs []string) *Registry {
-	r := &Registry{paths: map[string]string{}, embedded: map[string][]byte{}, loaded: map[string]*model.Model{}, engines: map[string]*engine.Loaded{}}
+	r := &Registry{paths: map[string]string{}, embedded: map[string][]byte{}, loaded: map[string]*model.Model{}, engines: map[string]*engine.Loaded{}, drafts: map[string]error{}}
 	for _, d := range dirs {
 		files, _ := filepath.Glob(filepath.Join(d, "*.gguf"))
 		for _, f := range files {
@@ -102,6 +104,66 @@ func (r *Registry) Engine(name, backend string) (*engine.Loaded, error) {
 	}
 	r.engines[key] = l
 	return l, nil
+}
+
+// Draft returns the draft model for a target, prepared on a backend and
+// shared like Engine's: "self:N" is the target's own first N layers
+// (sharing its weights), any other name a model file, refused unless it
+// has the target's vocabulary.
+func (r *Registry) Draft(target, draft, backend string) (*engine.Loaded, error) {
+	n, self, err := speculative.SelfLayers(draft)
+	if err != nil {
+		return nil, err
+	}
+	if !self {
+		if err := r.checkDraft(target, draft); err != nil {
+			return nil, err
+		}
+		return r.Engine(draft, backend)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	key := target + "#" + draft + "|" + backend
+	if l, ok := r.engines[key]; ok {
+		return l, nil
+	}
+	tm, err := r.get(target)
+	if err != nil {
+		return nil, err
+	}
+	dm, err := tm.FirstLayers(n)
+	if err != nil {
+		return nil, fmt.Errorf("draft %s: %w", draft, err)
+	}
+	l, err := engine.Load(dm, engine.Options{Backend: backend, Context: min(dm.Config.ContextLen, maxContext)})
+	if err != nil {
+		return nil, fmt.Errorf("draft %s: %w", draft, err)
+	}
+	r.engines[key] = l
+	return l, nil
+}
+
+// checkDraft compares a draft file's vocabulary with the target's, once.
+func (r *Registry) checkDraft(target, draft string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	key := target + "|" + draft
+	if err, ok := r.drafts[key]; ok {
+		return err
+	}
+	tm, err := r.get(target)
+	if err != nil {
+		return err
+	}
+	dm, err := r.get(draft)
+	if err != nil {
+		return fmt.Errorf("draft: %w", err)
+	}
+	if err = speculative.SameVocabulary(tm.Tokenizer, dm.Tokenizer); err != nil {
+		err = fmt.Errorf("draft %s for %s: %w", draft, target, err)
+	}
+	r.drafts[key] = err
+	return err
 }
 
 // maxContext caps the KV-cache positions of a web session.

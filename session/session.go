@@ -25,6 +25,7 @@ import (
 	"stepthrough/engine/model"
 	"stepthrough/engine/sample"
 	"stepthrough/engine/spec"
+	"stepthrough/engine/speculative"
 	"stepthrough/engine/tokenizer"
 	"stepthrough/engine/trace"
 	"stepthrough/lessons"
@@ -35,6 +36,8 @@ import (
 // backend and shared (Registry implements it).
 type Engines interface {
 	Engine(model, backend string) (*engine.Loaded, error)
+	// Draft is a draft model for a target (speculative decoding).
+	Draft(target, draft, backend string) (*engine.Loaded, error)
 	Default() string
 }
 
@@ -63,6 +66,14 @@ type Session struct {
 	rec   *trace.Recorder
 	cur   trace.Cursor
 	gen   []int32
+	// genAt[i] is how many tokens were generated after token step i (a
+	// speculative round emits several)
+	genAt []int
+	// speculative decoding (spec.Run.Draft): the draft's engine session
+	// and the decoder running rounds over both
+	des    *engine.Session
+	desKey string
+	dec    *speculative.Decoder
 	// inserts are the tokens the runtime wrote after gen[i] (a tool's
 	// result), read by the pass of token step i+1
 	inserts   map[int][]int32
@@ -81,6 +92,7 @@ type Session struct {
 	conns             atomic.Int32 // connections attached (Attach)
 	prefillMS, ttftMS float64
 	decodeMS          []float64
+	decodeTokens      int // tokens the timed decode steps emitted
 }
 
 // Attach counts a connection holding the session until the returned
@@ -150,6 +162,7 @@ func (s *Session) close() {
 		s.es.Close()
 		s.es = nil
 	}
+	s.closeDraft()
 }
 
 // Settings is the run as last given (the seed as the user set it: empty
@@ -238,8 +251,12 @@ func (s *Session) start(ctx context.Context, r spec.Run) error {
 	if len(ids)+r.MaxTokens > s.es.Capacity() {
 		return errorf("the prompt is %d tokens; with %d new ones that exceeds the context of %d", len(ids), r.MaxTokens, s.es.Capacity())
 	}
+	draftBytes, err := s.openDraft(r, len(ids))
+	if err != nil {
+		return err
+	}
 	if s.pool != nil {
-		if err := s.pool.reserve(s, runBytes(lm.Model, len(ids), r.MaxTokens)); err != nil {
+		if err := s.pool.reserve(s, runBytes(lm.Model, len(ids), r.MaxTokens, r.DraftK)+draftBytes); err != nil {
 			return err
 		}
 	}
@@ -251,7 +268,7 @@ func (s *Session) start(ctx context.Context, r spec.Run) error {
 		return fmt.Errorf("the engine failed: %w", err)
 	}
 	s.run, s.smp, s.rec = r, smp, rec
-	s.gen, s.done, s.decodeMS, s.inserts, s.calls = nil, false, nil, nil, nil
+	s.gen, s.genAt, s.done, s.decodeMS, s.decodeTokens, s.inserts, s.calls, s.dec = nil, nil, false, nil, 0, nil, nil, nil
 	s.promptIDs, s.calcID = ids, calcID
 	s.view = spec.View{Layer: -1}
 	s.forwards++
@@ -260,6 +277,10 @@ func (s *Session) start(ctx context.Context, r spec.Run) error {
 	s.sampleNext(hctx, logits)
 	s.ttftMS = ms(time.Since(start))
 	s.cur = trace.Cursor{Steps: s.rec.Steps()}
+	if err := s.startDraft(ctx); err != nil {
+		s.rec, s.cur, s.gen = nil, trace.Cursor{}, nil
+		return err
+	}
 	if r.Backend == "vulkan" { // auto falling back to the CPU is expected, not news
 		s.notice = s.es.Backend().Note
 	}
@@ -271,10 +292,26 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 func (s *Session) sampleNext(ctx context.Context, logits []float32) {
 	id := engine.Sample(ctx, s.smp, logits)
 	s.smp.Accept(id)
+	s.emit(id)
+	s.genAt = append(s.genAt, len(s.gen))
+}
+
+// emit adds a generated token, ending generation at an end-of-generation
+// token or the run's length; it reports whether generation goes on.
+func (s *Session) emit(id int32) bool {
 	s.gen = append(s.gen, id)
 	if s.m.Tokenizer.IsEOG(id) || len(s.gen) >= s.run.MaxTokens {
 		s.done = true
 	}
+	return !s.done
+}
+
+// genBefore is how many tokens were generated before token step step.
+func (s *Session) genBefore(step int) int {
+	if step <= 0 || len(s.genAt) == 0 {
+		return 0
+	}
+	return s.genAt[min(step, len(s.genAt))-1]
 }
 
 // decode runs one more token; false when generation is over (or failed:
@@ -287,6 +324,9 @@ func (s *Session) decode(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	hctx := hooks.WithHooks(ctx, s.rec.Hooks())
+	if s.dec != nil {
+		return s.decodeRound(hctx)
+	}
 	start := time.Now()
 	in := s.toolInput()
 	if s.es.Pos()+len(in) > s.es.Capacity() {
@@ -301,6 +341,7 @@ func (s *Session) decode(ctx context.Context) (bool, error) {
 	s.forwards++
 	s.sampleNext(hctx, logits)
 	s.decodeMS = append(s.decodeMS, ms(time.Since(start)))
+	s.decodeTokens++
 	s.cur.Steps = s.rec.Steps()
 	return true, nil
 }
@@ -419,7 +460,7 @@ func (s *Session) Act(ctx context.Context, action string, get spec.Getter) error
 		}
 	case "reset":
 		s.notice = ""
-		s.rec, s.gen, s.cur, s.done = nil, nil, trace.Cursor{}, false
+		s.rec, s.gen, s.genAt, s.cur, s.done, s.dec = nil, nil, nil, trace.Cursor{}, false, nil
 	case "temperature":
 		v, _ := get("view_temperature")
 		t, err := strconv.ParseFloat(v, 64)

@@ -17,6 +17,7 @@ func registry(t *testing.T) *Registry {
 	t.Helper()
 	reg := NewRegistry(nil)
 	reg.AddEmbedded("lesson.gguf", models.Lesson)
+	reg.AddEmbedded("lesson-draft.gguf", models.LessonDraft)
 	t.Cleanup(reg.Close)
 	return reg
 }
@@ -78,26 +79,31 @@ func TestStageRegistry(t *testing.T) {
 	}
 	se := New("s", "", registry(t))
 	defer se.Close()
-	if err := se.Run(context.Background(), run("The capital of France is")); err != nil {
-		t.Fatal(err)
-	}
+	plain, speculative := run("The capital of France is"), run("The capital of France is")
+	speculative.Draft, speculative.DraftK = "lesson-draft.gguf", 4
 	seen := map[string]bool{}
-	for {
-		e := se.Explorer()
-		if e.Panel == nil || e.Current.Label == "" {
-			t.Errorf("stage %+v: no panel or label", e.Current)
-		}
-		seen[e.Current.Name] = true
-		if e.Step > 0 {
-			break
-		}
-		if err := se.Act(context.Background(), "step", nil); err != nil {
+	for _, r := range []spec.Run{plain, speculative} {
+		if err := se.Run(context.Background(), r); err != nil {
 			t.Fatal(err)
+		}
+		// a plain run's first token step, a speculative run's first two
+		for {
+			e := se.Explorer()
+			if e.Panel == nil || e.Current.Label == "" {
+				t.Errorf("stage %+v: no panel or label", e.Current)
+			}
+			seen[e.Current.Name] = true
+			if e.Step > 0 && r.Draft == "" || e.Step > 1 || e.End {
+				break
+			}
+			if err := se.Act(context.Background(), "step", nil); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	for _, k := range trace.Kinds {
 		if !seen[string(k)] {
-			t.Errorf("the first token step has no %s stage", k)
+			t.Errorf("no %s stage in a plain and a speculative run", k)
 		}
 	}
 }

@@ -35,6 +35,10 @@ var stages = []stage{
 		func(x trace.Stage) string { return fmt.Sprintf("Sampler step %d", x.SamplerStep+1) }, (*Session).samplerPanel},
 	{trace.StageSample, named("sample"), named("Sample"), (*Session).samplePanel},
 	{trace.StageKV, named("KV append"), named("KV cache append"), (*Session).kvPanel},
+	{trace.StagePropose, named("propose"), named("Speculative round: the draft proposes"), specPanel("propose")},
+	{trace.StageVerify, named("verify"), named("Speculative round: the target verifies"), specPanel("verify")},
+	{trace.StageAccept, named("accept/reject"), named("Speculative round: accept or reject"), specPanel("accept")},
+	{trace.StageRollback, named("rollback"), named("Speculative round: roll back"), specPanel("rollback")},
 }
 
 // stageOf finds a kind's registry entry; an unknown kind gets a plain

@@ -2,6 +2,7 @@ package session
 
 import (
 	"net/url"
+	"slices"
 	"strconv"
 
 	"stepthrough/engine/spec"
@@ -45,7 +46,11 @@ func (s *Session) explorer() views.Explorer {
 	e.URL = s.url(stage)
 	e.End = step == len(s.cur.Steps)-1 && si == len(stages)-1 && s.done
 	tk := s.m.Tokenizer
-	for i, id := range s.gen[:min(len(s.gen), step+1)] {
+	shown := s.genBefore(step + 1)
+	if st.Speculative != nil && !slices.Contains([]trace.Kind{trace.StageAccept, trace.StageRollback}, stage.Name) {
+		shown = s.genBefore(step) // a round's output is known from its verdicts on
+	}
+	for i, id := range s.gen[:shown] {
 		e.Generated = append(e.Generated, views.GenToken{ID: id, Bytes: tk.Display(id)})
 		if i < step {
 			for _, r := range s.inserts[i] {
@@ -57,12 +62,12 @@ func (s *Session) explorer() views.Explorer {
 		e.Notice = n
 	}
 	e.Timing = views.Timing{PrefillMS: s.prefillMS, TTFTMS: s.ttftMS, HaveGen: true}
-	if len(s.decodeMS) > 0 {
+	if s.decodeTokens > 0 {
 		var sum float64
 		for _, d := range s.decodeMS {
 			sum += d
 		}
-		e.Timing.TPOTMS = sum / float64(len(s.decodeMS))
+		e.Timing.TPOTMS = sum / float64(s.decodeTokens)
 	}
 	e.Panel = stageOf(stage.Name).build(s, st, stage)
 	return e
@@ -85,7 +90,7 @@ func Form(r spec.Run) views.Settings {
 	return views.Settings{Prompt: f["prompt"], Model: f["model"], Backend: f["backend"], Temperature: f["temperature"], TopK: f["top_k"],
 		TopP: f["top_p"], MinP: f["min_p"], TypicalP: f["typical_p"], RepeatPenalty: f["repeat_penalty"], RepeatLastN: f["repeat_last_n"],
 		FreqPen: f["frequency_penalty"], PresPen: f["presence_penalty"], Seed: f["seed"], Order: f["order"], MaxTokens: f["max_tokens"],
-		Special: f["special"], Tools: f["tools"]}
+		Special: f["special"], Tools: f["tools"], Draft: f["draft"], DraftK: f["draft_k"]}
 }
 
 // laneSpec writes the run's sampler settings as a Compare lane, with the
@@ -99,8 +104,8 @@ func (s *Session) laneSpec() string {
 // branchURL opens Compare with this run and a branch that takes the same
 // tokens up to step and then token instead.
 func (s *Session) branchURL(step int, token int32) string {
-	if step >= len(s.gen) {
-		return ""
+	if step >= len(s.gen) || s.run.Draft != "" {
+		return "" // a speculative run's sample stage is its first token's only
 	}
 	force := ""
 	for _, id := range s.gen[:step] {

@@ -48,6 +48,7 @@ type LaneToken struct {
 // LaneStepView is what the lane did at the current step.
 type LaneStepView struct {
 	Greedy, Forced bool
+	Round          bool // emitted by a speculative round (no single draw)
 	U              float64
 	Chosen         int32
 	ChosenPiece    string

@@ -21,6 +21,7 @@ type Settings struct {
 	RepeatPenalty, RepeatLastN, FreqPen, PresPen string
 	Seed, Order, MaxTokens                       string
 	Special, Tools                               string
+	Draft, DraftK                                string
 }
 
 // Explorer is the part of the page that changes as the user steps.
@@ -85,6 +86,9 @@ func (p *SoftmaxPanel) Component() templ.Component   { return SoftmaxView(p) }
 func (p *SamplerPanel) Component() templ.Component   { return SamplerView(p) }
 func (p *SamplePanel) Component() templ.Component    { return SampleView(p) }
 func (p *KVPanel) Component() templ.Component        { return KVView(p) }
+func (p *SpeculativePanel) Component() templ.Component {
+	return SpeculativeView(p)
+}
 
 // Token is a token chip.
 type Token struct {
@@ -218,4 +222,60 @@ type KVLayer struct {
 	Len      int
 	NewK     []VecRow // the last rows appended this step
 	NotDrawn int      // rows appended this step before those
+}
+
+// SpeculativePanel is one round of speculative decoding, drawn up to its
+// phase: propose (the draft's tokens as ghost chips with q), verify (p
+// from the target's one batched pass), accept (each verdict with u and
+// p/q, the residual, the token emitted after them), rollback (the cache
+// rows appended and dropped, and the round's measured time).
+type SpeculativePanel struct {
+	Phase         string // propose, verify, accept or rollback
+	Draft         string // the draft model's name
+	K             int
+	Greedy        bool
+	TopsRaw       bool     // QTop and PTop are raw probabilities (temperature 1), not after the chains
+	Before        []string // the last committed tokens before the round
+	Proposals     []SpecProposal
+	Accepted      int
+	Next          Bar // the token emitted after the kept proposals
+	Bonus         bool
+	Residual      []Bar // max(0, p − q) normalised, at the rejected position
+	ResidualCount int
+	Cells         []KVCell // the target's cache positions around the round
+	RolledBack    int
+	DraftDropped  int
+	DraftMS       float64
+	VerifyMS      float64
+	Emitted       int
+	// the run so far, up to this round
+	Rounds, Proposed, Kept int
+	CompareURL             string // this run plain and speculative, side by side
+}
+
+// SpecProposal is one drafted token and what became of it.
+type SpecProposal struct {
+	Pos     int
+	Token   Bar // the proposed token (Value: q)
+	Q, P    float64
+	U       float64
+	HasU    bool
+	Verdict string // accepted, rejected, or unchecked (after a rejection)
+	QTop    []Bar  // the draft's most likely tokens here (after its chain)
+	PTop    []Bar  // the target's
+}
+
+// Ratio is p/q, the acceptance probability's argument.
+func (p SpecProposal) Ratio() float64 {
+	if p.Q <= 0 {
+		return 0
+	}
+	return p.P / p.Q
+}
+
+// KVCell is one cache position in the rollback picture.
+type KVCell struct {
+	Pos   int
+	Piece string
+	State string // kept (before the round), new (appended and kept), dropped
 }

@@ -133,3 +133,34 @@ func (k *KVPanel) svg(d *svgDoc) {
 		}
 	}
 }
+
+func (s *SpeculativePanel) svg(d *svgDoc) {
+	d.y += 6
+	d.text(16, d.y, 13, "normal", fmt.Sprintf("Speculative round (%s): the draft %s proposed %d tokens; %d kept", s.Phase, s.Draft, len(s.Proposals), s.Accepted))
+	for i, p := range s.Proposals {
+		d.y += 18
+		line := fmt.Sprintf("guess %d %s: q %s", i+1, p.Token.Piece, pct(p.Q))
+		if s.reached("verify") && p.Verdict != "unchecked" {
+			line += fmt.Sprintf(", p %s, p/q %s", pct(p.P), f(p.Ratio()))
+		}
+		if s.reached("accept") {
+			if p.HasU {
+				line += fmt.Sprintf(", u %.4f", p.U)
+			}
+			line += " — " + verdictMark(p.Verdict)
+		}
+		d.text(24, d.y, 12, "normal", line)
+	}
+	if s.reached("accept") {
+		d.y += 20
+		how := "resampled from the residual max(0, p − q)"
+		if s.Bonus {
+			how = "a bonus token from the target"
+		}
+		d.text(16, d.y, 13, "bold", fmt.Sprintf("then %s: %s — %d tokens from one target pass", s.Next.Piece, how, s.Emitted))
+	}
+	if s.reached("rollback") {
+		d.y += 20
+		d.text(16, d.y, 12, "normal", fmt.Sprintf("rolled back: target %d rows, draft %d rows; measured: draft %.3f ms, verify %.3f ms", s.RolledBack, s.DraftDropped, s.DraftMS, s.VerifyMS))
+	}
+}

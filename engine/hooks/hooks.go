@@ -212,8 +212,10 @@ type Speculative struct {
 	Residual []sample.Candidate
 	// QTop and PTop are the most likely tokens at each checked position
 	// under the draft's and the target's chains (PTop has one more row
-	// when a bonus token was drawn).
+	// when a bonus token was drawn); when TopsRaw (greedy, where the
+	// chains keep only the argmax), under the raw logits at temperature 1.
 	QTop, PTop [][]sample.Candidate
+	TopsRaw    bool
 	// LogProbs are the emitted tokens' log-probabilities under the
 	// target's raw logits (temperature 1, no sampler chain).
 	LogProbs        []float64

@@ -186,7 +186,7 @@ func (d *Decoder) Step(ctx context.Context) ([]int32, error) {
 		return nil, fmt.Errorf("speculative: the context is full (%d positions)", n)
 	}
 	h := hooks.From(ctx)
-	ev := hooks.Speculative{Pos: n}
+	ev := hooks.Speculative{Pos: n, TopsRaw: d.greedy}
 	start := time.Now()
 	// propose: the draft feeds what it has not seen, then one token at a
 	// time; its passes are not the target's, so no hook sees them
@@ -206,7 +206,7 @@ func (d *Decoder) Step(ctx context.Context) ([]int32, error) {
 		x := d.draw(d.q[i])
 		props, qs = append(props, x), append(qs, d.q[i][x])
 		if h != nil {
-			ev.QTop = append(ev.QTop, top(d.q[i], topN))
+			ev.QTop = append(ev.QTop, d.shown(logits, d.q[i]))
 		}
 		d.dsmp.Accept(x)
 		if i < k-1 {
@@ -229,7 +229,7 @@ func (d *Decoder) Step(ctx context.Context) ([]int32, error) {
 	for i := 0; i <= k; i++ {
 		d.tsmp.Distribution(all[(off+i)*V:(off+i+1)*V], d.p)
 		if h != nil {
-			ev.PTop = append(ev.PTop, top(d.p, topN))
+			ev.PTop = append(ev.PTop, d.shown(all[(off+i)*V:(off+i+1)*V], d.p))
 		}
 		if i == k { // every proposal kept: a bonus token from the target
 			y := d.draw(d.p)
@@ -313,6 +313,16 @@ func top(dist []float32, n int) []sample.Candidate {
 		}
 	}
 	return out
+}
+
+// shown is what a hook sees of a position's distribution: its most likely
+// tokens after the chain, or, greedy (where the chain leaves the argmax
+// alone), under the raw logits at temperature 1.
+func (d *Decoder) shown(logits, dist []float32) []sample.Candidate {
+	if d.greedy {
+		return top(sample.Probabilities(logits, 1), topN)
+	}
+	return top(dist, topN)
 }
 
 // keep decides proposal x with draft probability q.

@@ -75,6 +75,7 @@ type Speculative struct {
 	ResidualCount   int           `json:"residual_count"`
 	QTop            [][]Candidate `json:"q_top"`
 	PTop            [][]Candidate `json:"p_top"`
+	TopsRaw         bool          `json:"tops_raw"` // QTop and PTop at temperature 1 (greedy)
 	RolledBack      int           `json:"rolled_back"`
 	DraftRolledBack int           `json:"draft_rolled_back"`
 	DraftMS         float64       `json:"draft_ms"`
@@ -398,7 +399,7 @@ func (r *Recorder) Hooks() *hooks.Hooks {
 			s.Speculative = &Speculative{Pos: e.Pos, Proposed: slices.Clone(e.Proposed), Q: slices.Clone(e.Q), P: slices.Clone(e.P),
 				U: slices.Clone(e.U), Accepted: e.Accepted, Next: e.Next, Bonus: e.Bonus,
 				Residual: byProbability(e.Residual, r.opt.Candidates), ResidualCount: len(e.Residual),
-				RolledBack: e.RolledBack, DraftRolledBack: e.DraftRolledBack, DraftMS: ms(e.Draft), VerifyMS: ms(e.Verify)}
+				RolledBack: e.RolledBack, DraftRolledBack: e.DraftRolledBack, DraftMS: ms(e.Draft), VerifyMS: ms(e.Verify), TopsRaw: e.TopsRaw}
 			for _, c := range e.QTop {
 				s.Speculative.QTop = append(s.Speculative.QTop, byProbability(c, 0))
 			}

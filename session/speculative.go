@@ -1,0 +1,97 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"stepthrough/engine/spec"
+	"stepthrough/engine/speculative"
+)
+
+// Speculative decoding in the Explorer (spec.Run.Draft): token step 0 is
+// the target's own prefill and first token, as in a plain run; every
+// later token step is one round — the draft proposes k tokens, the
+// target's batched verify pass (the step's embed and layer stages),
+// accept or reject, rollback — recorded by the same trace from the
+// decoder's hooks.
+
+// openDraft makes (or keeps) the draft's engine session for run r and
+// returns the bytes its cache will hold; it is closed when r has no draft.
+func (s *Session) openDraft(r spec.Run, promptTokens int) (int64, error) {
+	if r.Draft == "" {
+		s.closeDraft()
+		return 0, nil
+	}
+	dl, err := s.eng.Draft(r.Model, r.Draft, r.Backend)
+	if err != nil {
+		return 0, err
+	}
+	if promptTokens+r.MaxTokens > dl.Model.Config.ContextLen {
+		return 0, errorf("the prompt is %d tokens; with %d new ones that exceeds the draft's context of %d", promptTokens, r.MaxTokens, dl.Model.Config.ContextLen)
+	}
+	key := r.Model + "|" + r.Draft + "|" + r.Backend
+	if s.des == nil || s.desKey != key {
+		des, err := dl.NewSession(0)
+		if err != nil {
+			return 0, fmt.Errorf("draft %s: %w", r.Draft, err)
+		}
+		s.closeDraft()
+		s.des, s.desKey = des, key
+	}
+	c := dl.Model.Config
+	return int64(c.Layers) * int64(c.KVDim()) * 8 * int64(promptTokens+r.MaxTokens+r.DraftK), nil
+}
+
+func (s *Session) closeDraft() {
+	if s.des != nil {
+		s.des.Close()
+		s.des = nil
+	}
+	s.dec = nil
+}
+
+// startDraft hands the run to a speculative decoder after the target's
+// prefill and first token (the draft catches up on the prompt, unseen by
+// the trace). The target's sampler settings and drawn seed serve both
+// models.
+func (s *Session) startDraft(ctx context.Context) error {
+	if s.run.Draft == "" || s.done {
+		return nil
+	}
+	p := s.run.Sampler
+	p.Seed, p.SeedSet = s.smp.Seed(), true
+	dec, err := speculative.New(s.es, s.des, p, p, speculative.Options{K: s.run.DraftK})
+	if err != nil {
+		return err
+	}
+	s.des.Reset()
+	if err := dec.Continue(ctx, append(append([]int32(nil), s.promptIDs...), s.gen...)); err != nil {
+		return fmt.Errorf("the draft failed: %w", err)
+	}
+	s.dec = dec
+	return nil
+}
+
+// decodeRound runs one speculative round as the next token step.
+func (s *Session) decodeRound(hctx context.Context) (bool, error) {
+	start := time.Now()
+	toks, err := s.dec.Step(hctx)
+	if err != nil {
+		s.done = true
+		return false, fmt.Errorf("the engine failed: %w", err)
+	}
+	s.forwards++
+	n := 0
+	for _, id := range toks {
+		n++
+		if !s.emit(id) {
+			break
+		}
+	}
+	s.genAt = append(s.genAt, len(s.gen))
+	s.decodeMS = append(s.decodeMS, ms(time.Since(start)))
+	s.decodeTokens += n
+	s.cur.Steps = s.rec.Steps()
+	return true, nil
+}
