@@ -64,3 +64,57 @@ func BenchmarkPrefill(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkMatVec is one matrix-vector product of the 110M shape's FFN
+// (768 → 2048 rows) on all threads, in each weight type, with the weight
+// bytes it reads per second (decode is this, layer after layer).
+func BenchmarkMatVec(b *testing.B) {
+	for _, typ := range []quant.Type{quant.F32, quant.Q8_0} {
+		b.Run(typ.String(), func(b *testing.B) {
+			const rows, cols = 2048 * 8, 768
+			m := synthModel(b, model.SynthOptions{Arch: "llama", Embd: cols, Layers: 1, Heads: 12, FFN: rows, Vocab: 512, Context: 16, Type: typ})
+			w := m.Weights.Layers[0].Up
+			p := NewPool(0)
+			defer p.Close()
+			x := make([]float32, cols)
+			for i := range x {
+				x[i] = float32(i%7) - 3
+			}
+			out := make([]float32, w.Rows())
+			scratch := make([][]float32, p.Threads())
+			for i := range scratch {
+				scratch[i] = make([]float32, ScratchFloats(cols))
+			}
+			b.SetBytes(int64(len(w.Data)))
+			for b.Loop() {
+				p.MatMul(out, w, x, 1, scratch)
+			}
+		})
+	}
+}
+
+// BenchmarkMatMulQ8Small is a Q8_0 product over a few vectors (a draft's
+// catch-up, a short verify batch), the 110M shape's FFN.
+func BenchmarkMatMulQ8Small(b *testing.B) {
+	const rows, cols = 2048, 768
+	m := synthModel(b, model.SynthOptions{Arch: "llama", Embd: cols, Layers: 1, Heads: 12, FFN: rows, Vocab: 512, Context: 16, Type: quant.Q8_0})
+	w := m.Weights.Layers[0].Up
+	p := NewPool(0)
+	defer p.Close()
+	scratch := make([][]float32, p.Threads())
+	for i := range scratch {
+		scratch[i] = make([]float32, ScratchFloats(cols))
+	}
+	for _, n := range []int{1, 2, 4, 8, 12, 16} {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			x := make([]float32, n*cols)
+			for i := range x {
+				x[i] = float32(i%7) - 3
+			}
+			out := make([]float32, n*w.Rows())
+			for b.Loop() {
+				p.MatMul(out, w, x, n, scratch)
+			}
+		})
+	}
+}

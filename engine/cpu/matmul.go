@@ -54,6 +54,17 @@ func (m *matmulTask) Run(worker, lo, hi int) {
 		}
 		return
 	}
+	if w.Type == quant.Q8_0 && m.n <= q8SmallBatch {
+		// a few vectors (a draft's catch-up, a short verify batch): the
+		// Q8_0 kernel per vector beats decoding every row to floats first
+		for r := lo; r < hi; r++ {
+			row := w.Data[r*rb : (r+1)*rb]
+			for t := range m.n {
+				m.out[t*rows+r] = dotQ8_0(row, m.x[t*cols:(t+1)*cols])
+			}
+		}
+		return
+	}
 	R := 3 // rows (and vectors) per tile
 	if hasTile4 {
 		R = 4
@@ -97,6 +108,11 @@ func (m *matmulTask) Run(worker, lo, hi int) {
 		}
 	}
 }
+
+// q8SmallBatch is the most vectors a Q8_0 product multiplies row by row
+// with the Q8_0 kernel rather than decoding rows for the tile kernels
+// (measured: BenchmarkMatMulQ8Small).
+const q8SmallBatch = 12
 
 // dotRow is one row of a matrix-vector product, in the row's own type where
 // a kernel exists, else through a decoded copy.
