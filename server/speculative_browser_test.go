@@ -59,6 +59,12 @@ func TestSpeculativeInBrowser(t *testing.T) {
 		if !slices.Contains(states, "new") || slices.Contains(states, "dropped") != (kept < 4) {
 			t.Errorf("%s: cache cells %v after %d of 4 kept", size.name, states, kept)
 		}
+		if ms := eval[string](t, ctx, `document.querySelector('[data-testid="plain-step-ms"]').textContent`, false); ms == "0.000" || ms == "" {
+			t.Errorf("%s: plain decode step measured as %q", size.name, ms)
+		}
+		if sp := eval[string](t, ctx, `document.querySelector('[data-testid="spec-speedup"]').textContent`, false); !strings.Contains(sp, "× the speed of plain decoding") {
+			t.Errorf("%s: no measured speed-up: %q", size.name, sp)
+		}
 		if w := eval[int](t, ctx, `document.documentElement.scrollWidth`, false); w > int(size.w)+2 {
 			t.Errorf("%s: the page is %d px wide in a %d px viewport", size.name, w, size.w)
 		}

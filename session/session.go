@@ -71,9 +71,10 @@ type Session struct {
 	genAt []int
 	// speculative decoding (spec.Run.Draft): the draft's engine session
 	// and the decoder running rounds over both
-	des    *engine.Session
-	desKey string
-	dec    *speculative.Decoder
+	des         *engine.Session
+	desKey      string
+	dec         *speculative.Decoder
+	plainStepMS float64 // a plain decode step of the target, measured at the run's start
 	// inserts are the tokens the runtime wrote after gen[i] (a tool's
 	// result), read by the pass of token step i+1
 	inserts   map[int][]int32

@@ -70,13 +70,16 @@ func (s *Session) speculative(st *trace.Step, phase string) views.Panel {
 		}
 		p.Cells = append(p.Cells, views.KVCell{Pos: pos, Piece: labels[pos], State: state})
 	}
-	for _, x := range s.cur.Steps[:step+1] {
+	for i, x := range s.cur.Steps[:step+1] {
 		if x.Speculative != nil {
 			p.Rounds++
 			p.Proposed += len(x.Speculative.Proposed)
 			p.Kept += x.Speculative.Accepted
+			p.RunMS += x.Speculative.DraftMS + x.Speculative.VerifyMS
+			p.RunTokens += s.genBefore(i+1) - s.genBefore(i)
 		}
 	}
+	p.PlainStepMS = s.plainStepMS
 	return p
 }
 

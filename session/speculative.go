@@ -3,8 +3,10 @@ package session
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
+	"stepthrough/engine/hooks"
 	"stepthrough/engine/spec"
 	"stepthrough/engine/speculative"
 )
@@ -65,11 +67,39 @@ func (s *Session) startDraft(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := s.timePlainStep(ctx); err != nil {
+		return err
+	}
 	s.des.Reset()
 	if err := dec.Continue(ctx, append(append([]int32(nil), s.promptIDs...), s.gen...)); err != nil {
 		return fmt.Errorf("the draft failed: %w", err)
 	}
 	s.dec = dec
+	return nil
+}
+
+// plainSteps is how many plain decode steps a speculative run times, after
+// one untimed warm-up (the median is kept), as the speed its rounds are
+// compared with.
+const plainSteps = 3
+
+// timePlainStep measures what plain decoding would do next: one pass of
+// the first generated token alone, rolled back each time (the first round
+// feeds it again), unseen by the trace.
+func (s *Session) timePlainStep(ctx context.Context) error {
+	pos := s.es.Pos()
+	var t [plainSteps + 1]float64 // the first is a warm-up
+	for i := range t {
+		start := time.Now()
+		if _, err := s.es.Eval(hooks.Without(ctx), s.gen[:1]); err != nil {
+			return fmt.Errorf("the engine failed: %w", err)
+		}
+		t[i] = ms(time.Since(start))
+		s.es.Truncate(pos)
+	}
+	timed := t[1:]
+	slices.Sort(timed)
+	s.plainStepMS = timed[plainSteps/2]
 	return nil
 }
 

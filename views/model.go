@@ -248,9 +248,28 @@ type SpeculativePanel struct {
 	DraftMS       float64
 	VerifyMS      float64
 	Emitted       int
-	// the run so far, up to this round
+	// the run so far, up to this round: its rounds' measured time and the
+	// tokens they wrote, against a plain decode step of the model measured
+	// at the run's start
 	Rounds, Proposed, Kept int
+	RunMS                  float64
+	RunTokens              int
+	PlainStepMS            float64
 	CompareURL             string // this run plain and speculative, side by side
+}
+
+// MSPerToken is this round's measured time per token it wrote.
+func (s *SpeculativePanel) MSPerToken() float64 {
+	return (s.DraftMS + s.VerifyMS) / float64(max(1, s.Emitted))
+}
+
+// Speedup is the run's speed so far against plain decoding: a plain step's
+// time over the rounds' time per token (above 1: faster).
+func (s *SpeculativePanel) Speedup() float64 {
+	if s.RunMS <= 0 || s.RunTokens == 0 {
+		return 0
+	}
+	return s.PlainStepMS / (s.RunMS / float64(s.RunTokens))
 }
 
 // SpecProposal is one drafted token and what became of it.
