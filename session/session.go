@@ -233,7 +233,7 @@ func (s *Session) start(ctx context.Context, r spec.Run) error {
 		s.close()
 		s.es, s.esKey, s.m = es, key, lm.Model
 	}
-	rec := trace.NewRecorder(trace.Options{Attention: true, QKV: true, MLP: true, LastPositions: 64, Candidates: 50, Removed: 30})
+	rec := trace.NewRecorder(recording)
 	hctx := hooks.WithHooks(ctx, rec.Hooks())
 	calcID := int32(-1)
 	if r.Tools == "calc" {
@@ -287,6 +287,9 @@ func (s *Session) start(ctx context.Context, r spec.Run) error {
 	}
 	return nil
 }
+
+// recording is what the Explorer's trace keeps of every pass.
+var recording = trace.Options{Attention: true, QKV: true, MLP: true, LastPositions: 64, Candidates: 50, Removed: 30}
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 

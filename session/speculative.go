@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"stepthrough/engine/hooks"
+	"stepthrough/engine/trace"
 	"stepthrough/engine/spec"
 	"stepthrough/engine/speculative"
 )
@@ -85,13 +86,16 @@ const plainSteps = 3
 
 // timePlainStep measures what plain decoding would do next: one pass of
 // the first generated token alone, rolled back each time (the first round
-// feeds it again), unseen by the trace.
+// feeds it again). Like the rounds, it is recorded as the Explorer records
+// every pass, by a recorder of its own that is then dropped: the trace
+// does not see it.
 func (s *Session) timePlainStep(ctx context.Context) error {
 	pos := s.es.Pos()
 	var t [plainSteps + 1]float64 // the first is a warm-up
 	for i := range t {
+		rctx := hooks.WithHooks(hooks.Without(ctx), trace.NewRecorder(recording).Hooks())
 		start := time.Now()
-		if _, err := s.es.Eval(hooks.Without(ctx), s.gen[:1]); err != nil {
+		if _, err := s.es.Eval(rctx, s.gen[:1]); err != nil {
 			return fmt.Errorf("the engine failed: %w", err)
 		}
 		t[i] = ms(time.Since(start))

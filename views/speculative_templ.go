@@ -1292,14 +1292,14 @@ func specRollback(s *SpeculativePanel) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 106, "</strong> (measured on this server).</p><p class=\"note\">Whether speculation pays depends on what one pass of the model costs for several positions against the draft's passes. <a href=\"")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 106, "</strong> (measured on this server).</p><p class=\"note\">Both times include the Explorer's recording of every stage of the model's passes (the draft's are not recorded). Whether speculation pays depends on what one pass of the model costs for several positions against the draft's passes. <a href=\"")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var72 string
 		templ_7745c5c3_Var72, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL(s.CompareURL)).ResolveURL(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/speculative.templ`, Line: 198, Col: 173}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/speculative.templ`, Line: 198, Col: 286}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var72)
 		if templ_7745c5c3_Err != nil {
