@@ -179,9 +179,6 @@ func runGenerate(ctx context.Context, env Env, args []string) error {
 	if *draftPath != "" && (*draftK < 1 || *draftK > speculative.MaxK) {
 		return usageError{fmt.Errorf("--draft-k must be 1 to %d, got %d", speculative.MaxK, *draftK)}
 	}
-	if *draftPath != "" && *tracePath != "" {
-		return usageError{fmt.Errorf("--trace records plain decoding; drop it or --draft")}
-	}
 	if *n < 0 {
 		return usageError{fmt.Errorf("-n must be at least 0, got %d", *n)}
 	}
