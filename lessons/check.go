@@ -4,11 +4,13 @@ import (
 	"fmt"
 
 	"stepthrough/engine/model"
+	"stepthrough/engine/speculative"
 )
 
 // Check validates a lesson against the model it names: every highlighted
 // token and next-token choice is one token of the vocabulary, layers and
-// heads exist, and prompts fit the context.
+// heads exist, a self draft has fewer layers than the model, and prompts
+// fit the context.
 func Check(l *Lesson, m *model.Model) error {
 	c, tk := m.Config, m.Tokenizer
 	oneToken := func(s *Step, what, text string) error {
@@ -24,6 +26,9 @@ func Check(l *Lesson, m *model.Model) error {
 		}
 		if s.Layer > c.Layers {
 			return &Error{l.File, s.Line, fmt.Sprintf("layer %d: %s has %d layers", s.Layer, l.Model, c.Layers)}
+		}
+		if n, self, err := speculative.SelfLayers(s.Run.Draft); err != nil || self && n >= c.Layers {
+			return &Error{l.File, s.Line, fmt.Sprintf("draft %q: a self draft runs the first 1 to %d of %s's %d layers", s.Run.Draft, c.Layers-1, l.Model, c.Layers)}
 		}
 		if s.Head > c.Heads {
 			return &Error{l.File, s.Line, fmt.Sprintf("head %d: %s has %d heads", s.Head, l.Model, c.Heads)}

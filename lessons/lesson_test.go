@@ -111,6 +111,23 @@ func TestCheckAgainstModel(t *testing.T) {
 	if err := Check(l, m); err == nil || !strings.Contains(err.Error(), "2 tokens") {
 		t.Errorf("multi-token highlight: %v", err)
 	}
+	for _, d := range []string{"self:4", "self:0", "self:x"} {
+		l, err = Parse("t.md", []byte("---\ntitle: T\nmodel: lesson.gguf\n---\n## S\nprompt: x\ndraft: "+d+"\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := Check(l, m); err == nil || !strings.Contains(err.Error(), "t.md:5: draft") {
+			t.Errorf("draft %s: %v", d, err)
+		}
+	}
+	l, _ = Parse("t.md", []byte("---\ntitle: T\nmodel: lesson.gguf\n---\n## S\nprompt: x\ndraft: self:3\ntoken: 1\nstage: accept\nexpect: accepts 2\n"))
+	if err := Check(l, m); err != nil {
+		t.Errorf("a self:3 draft on a 4-layer model: %v", err)
+	}
+	l, _ = Parse("t.md", []byte("---\ntitle: T\nmodel: lesson.gguf\n---\n## S\nprompt: x\nexpect: accepts 2\n"))
+	if err := Check(l, m); err == nil || !strings.Contains(err.Error(), "needs draft") {
+		t.Errorf("an accepts claim without a draft: %v", err)
+	}
 }
 
 func FuzzParse(f *testing.F) {
