@@ -171,13 +171,16 @@ func TestLanesOnVulkan(t *testing.T) {
 		t.Skipf("no Vulkan: %s", lm.Backend().Note)
 	}
 	prompt := m.Tokenizer.EncodeIDs("Once upon a time", true)
-	specs := lanes(t, "greedy", "beam=3", "greedy,force=432>322")
+	specs := lanes(t, "greedy", "beam=3", "greedy,force=432>322", "greedy,spec=self:2,k=3")
 	ctx := context.Background()
-	gpu, err := Run(ctx, lm, prompt, specs, Options{N: 8})
+	gpu, err := Run(ctx, lm, prompt, specs, Options{N: 8, Draft: draftsOn(t, m, "vulkan")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cpu, err := Run(ctx, load(t, m, "cpu"), prompt, specs, Options{N: 8})
+	if !slices.Equal(gpu.Lanes[3].Tokens, gpu.Lanes[0].Tokens) {
+		t.Errorf("speculative lane on Vulkan %v, greedy %v", gpu.Lanes[3].Tokens, gpu.Lanes[0].Tokens)
+	}
+	cpu, err := Run(ctx, load(t, m, "cpu"), prompt, specs, Options{N: 8, Draft: draftsOn(t, m, "cpu")})
 	if err != nil {
 		t.Fatal(err)
 	}

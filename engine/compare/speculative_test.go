@@ -11,14 +11,19 @@ import (
 	"stepthrough/engine/speculative"
 )
 
-// drafts resolves a lane's draft for m: self:N only.
+// drafts resolves a lane's draft for m on the CPU: self:N only.
 func drafts(t *testing.T, m *model.Model) func(string) (*engine.Loaded, error) {
+	return draftsOn(t, m, "cpu")
+}
+
+// draftsOn resolves a lane's draft for m on a backend.
+func draftsOn(t *testing.T, m *model.Model, backend string) func(string) (*engine.Loaded, error) {
 	return func(name string) (*engine.Loaded, error) {
 		dm, err := speculative.LoadDraft(m, name)
 		if err != nil {
 			return nil, err
 		}
-		l, err := engine.Load(dm, engine.Options{Threads: 2, Backend: "cpu", Context: 64})
+		l, err := engine.Load(dm, engine.Options{Threads: 2, Backend: backend, Context: 64})
 		if err == nil {
 			t.Cleanup(l.Close)
 		}
