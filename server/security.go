@@ -133,7 +133,9 @@ func staticFiles() http.Handler {
 	}))
 }
 
-func bodyLimit() echo.MiddlewareFunc { return middleware.BodyLimit(maxBody) }
+func bodyLimit(skip middleware.Skipper) echo.MiddlewareFunc {
+	return middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: maxBody, Skipper: skip})
+}
 
 // errBusy answers one-off engine work (an export, a lesson page, a
 // comparison) that found every work slot taken for workWait.

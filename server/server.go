@@ -79,6 +79,8 @@ type Config struct {
 	TrustedProxies []*net.IPNet
 	// TLSCert and TLSKey serve HTTPS (cookies then carry Secure).
 	TLSCert, TLSKey string
+	// API configures the OpenAI-compatible API (/v1/...).
+	API APIConfig
 }
 
 // Server serves the Explorer, Compare, the lessons and the classroom.
@@ -90,6 +92,9 @@ type Server struct {
 	sessions *session.Pool // Explorer tabs and students' branches
 	compares compareCache
 	work     chan struct{} // slots for one-off engine work (exports, lesson pages, Compare)
+	apiSlots chan struct{} // API requests generating at once
+	watched  watchList     // the last API requests, for "Watch this request"
+	started  time.Time
 	lessons  map[string]*lessons.Lesson
 	class    *classroom.Classroom
 	base     context.Context // done when the server shuts down: connections end
@@ -133,7 +138,7 @@ func New(cfg Config) (*Server, error) {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.IPExtractor = ipExtractor(cfg.TrustedProxies)
-	e.Use(s.recoverPanics, s.secureHeaders, bodyLimit())
+	e.Use(s.recoverPanics, s.secureHeaders, bodyLimit(apiPath))
 	if s.hosts != nil {
 		e.Use(s.allowedHosts)
 	}
@@ -148,6 +153,8 @@ func New(cfg Config) (*Server, error) {
 	e.GET("/export.svg", s.exportSVG)
 	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok") })
 	e.GET("/static/*", echo.WrapHandler(staticFiles()))
+	s.apiRoutes(e)
+	s.started = time.Now()
 	s.echo = e
 	return s, nil
 }

@@ -1,0 +1,316 @@
+package server
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"stepthrough/api"
+	"stepthrough/engine"
+)
+
+// APIConfig configures the OpenAI-compatible API (/v1/...).
+type APIConfig struct {
+	Key           string // empty: no key is asked for
+	MaxConcurrent int    // requests generating at once (default 4); more get 429
+	MaxBody       int64  // request body bytes (default 1 MiB)
+	Limits        api.Limits
+	Keep          int // requests kept for "Watch this request" (default 32)
+}
+
+func (c *APIConfig) defaults() {
+	if c.MaxConcurrent <= 0 {
+		c.MaxConcurrent = 4
+	}
+	if c.MaxBody <= 0 {
+		c.MaxBody = 1 << 20
+	}
+	if c.Limits == (api.Limits{}) {
+		c.Limits = api.DefaultLimits
+	}
+	if c.Keep <= 0 {
+		c.Keep = 32
+	}
+}
+
+// apiRoutes adds the API's routes.
+func (s *Server) apiRoutes(e *echo.Echo) {
+	s.cfg.API.defaults()
+	s.apiSlots = make(chan struct{}, s.cfg.API.MaxConcurrent)
+	g := e.Group("/v1", s.apiAuth)
+	g.GET("/models", s.apiModels)
+	g.POST("/chat/completions", s.apiGenerate(true))
+	g.POST("/completions", s.apiGenerate(false))
+	g.Any("/*", func(c echo.Context) error {
+		return apiError(c, &api.Error{Status: http.StatusNotFound, Message: "No such endpoint: " + c.Request().Method + " " + c.Request().URL.Path, Type: "invalid_request_error"})
+	})
+}
+
+func apiError(c echo.Context, e *api.Error) error {
+	return c.JSONBlob(e.Status, e.JSON())
+}
+
+// apiAuth checks the API key when the server has one.
+func (s *Server) apiAuth(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if key := s.cfg.API.Key; key != "" {
+			got, ok := strings.CutPrefix(c.Request().Header.Get("Authorization"), "Bearer ")
+			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(key)) != 1 {
+				return apiError(c, api.Unauthorized())
+			}
+		}
+		return next(c)
+	}
+}
+
+func (s *Server) apiModels(c echo.Context) error {
+	l := api.ModelList{Object: "list", Data: []api.Model{}}
+	for _, n := range s.reg.Names() {
+		l.Data = append(l.Data, api.Model{ID: n, Object: "model", Created: s.started.Unix(), OwnedBy: "stepthrough"})
+	}
+	return c.JSON(http.StatusOK, l)
+}
+
+// apiGenerate serves /v1/chat/completions (chat) and /v1/completions.
+func (s *Server) apiGenerate(chat bool) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		select {
+		case s.apiSlots <- struct{}{}:
+			defer func() { <-s.apiSlots }()
+		default:
+			return apiError(c, api.TooMany(s.cfg.API.MaxConcurrent))
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(c.Response(), c.Request().Body, s.cfg.API.MaxBody))
+		if err != nil {
+			var tooBig *http.MaxBytesError
+			if errors.As(err, &tooBig) {
+				return apiError(c, api.TooLarge(s.cfg.API.MaxBody))
+			}
+			return apiError(c, &api.Error{Status: http.StatusBadRequest, Message: "reading the body: " + err.Error(), Type: "invalid_request_error"})
+		}
+		decode := api.DecodeCompletion
+		if chat {
+			decode = api.DecodeChat
+		}
+		req, e := decode(body, s.cfg.API.Limits)
+		if e != nil {
+			return apiError(c, e)
+		}
+		x, e := s.prepare(c.Request().Context(), req)
+		if e != nil {
+			return apiError(c, e)
+		}
+		defer x.es.Close()
+		x.watch.Raw = string(body[:min(len(body), maxWatchedBody)])
+		var werr error
+		err = s.withWork(c, func() error {
+			if req.Stream {
+				werr = s.stream(c, x)
+			} else {
+				werr = s.respond(c, x)
+			}
+			return nil
+		})
+		if err != nil {
+			return apiError(c, &api.Error{Status: http.StatusServiceUnavailable, Message: err.Error(), Type: "server_error"})
+		}
+		return werr
+	}
+}
+
+// maxWatchedBody caps the request body a watched request keeps.
+const maxWatchedBody = 64 << 10
+
+// apiExchange is one request being served: the prompt prefilled once.
+type apiExchange struct {
+	req     *api.Request
+	model   string
+	gen     *api.Generator
+	es      *engine.Session // holds the prompt; each choice forks it
+	logits  []float32
+	id      string
+	created int64
+	watch   *Watched
+}
+
+// prepare resolves the model, renders and tokenizes the prompt, fits it to
+// the context and prefills it.
+func (s *Server) prepare(ctx context.Context, req *api.Request) (*apiExchange, *api.Error) {
+	name := req.Model
+	if name == "" {
+		name = s.reg.Default()
+	}
+	if !slices.Contains(s.reg.Names(), name) {
+		return nil, api.NotFoundModel(name, s.reg.Names())
+	}
+	lm, err := s.reg.Engine(name, "auto")
+	if err != nil {
+		return nil, api.Internal(err)
+	}
+	tk := lm.Model.Tokenizer
+	p, e := api.Build(req, tk)
+	if e != nil {
+		return nil, e
+	}
+	es, err := lm.NewSession(0)
+	if err != nil {
+		return nil, api.Internal(err)
+	}
+	ids := es.TokenizeSpecial(ctx, p.Text, p.AddBOS)
+	if len(ids) == 0 {
+		es.Close()
+		return nil, &api.Error{Status: http.StatusBadRequest, Message: "The prompt has no tokens", Type: "invalid_request_error", Param: ptr("prompt")}
+	}
+	max := req.MaxTokens
+	if max == 0 {
+		max = min(s.cfg.API.Limits.MaxTokens, es.Capacity()-len(ids))
+	}
+	if max < 1 || len(ids)+max > es.Capacity() {
+		es.Close()
+		return nil, api.ContextExceeded(len(ids), max, es.Capacity())
+	}
+	logits, err := es.Eval(ctx, ids)
+	if err != nil {
+		es.Close()
+		return nil, api.Internal(err)
+	}
+	x := &apiExchange{req: req, model: name, es: es, logits: slices.Clone(logits), created: time.Now().Unix(),
+		gen: &api.Generator{Tok: tk, Req: req, Prompt: p, IDs: ids, Max: max}}
+	x.id = s.watched.next(req.Chat)
+	x.watch = &Watched{ID: x.id, Time: time.Now(), Chat: req.Chat, Model: name, Prompt: p.Text, Template: p.Template, PromptTokens: len(ids), Sampler: req.Sampler}
+	return x, nil
+}
+
+func ptr(s string) *string { return &s }
+
+// choices generates every choice, each from a fork of the prefilled
+// prompt, calling emit with each delta.
+func (x *apiExchange) choices(ctx context.Context, emit func(i int, d api.Delta) error, done func(*api.Choice) error) ([]*api.Choice, error) {
+	var out []*api.Choice
+	for i := range x.req.N {
+		f, err := x.es.Fork()
+		if err != nil {
+			return nil, err
+		}
+		c, err := x.gen.Choice(ctx, f, slices.Clone(x.logits), i, func(d api.Delta) error { return emit(i, d) })
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
+		if err := done(c); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// respond answers a request that does not stream.
+func (s *Server) respond(c echo.Context, x *apiExchange) error {
+	ctx := c.Request().Context()
+	choices, err := x.choices(ctx, func(int, api.Delta) error { return nil }, func(*api.Choice) error { return nil })
+	if err != nil {
+		return apiError(c, api.Internal(err))
+	}
+	u := api.NewUsage(len(x.gen.IDs), choices)
+	var v any
+	if x.req.Chat {
+		v = api.ChatResponse(x.id, x.model, x.created, choices, u, x.req.Logprobs)
+	} else {
+		v = api.TextResponse(x.id, x.model, x.created, choices, u, x.req.Logprobs)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return apiError(c, api.Internal(err))
+	}
+	s.watched.add(x.watch.finish(choices, u, string(b)), s.cfg.API.Keep)
+	return c.JSONBlob(http.StatusOK, b)
+}
+
+// stream answers with server-sent events, a chunk per delta, then
+// data: [DONE].
+func (s *Server) stream(c echo.Context, x *apiExchange) error {
+	x.watch.Streamed = true
+	w := c.Response()
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	var transcript strings.Builder
+	send := func(v any) error {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		line := "data: " + string(b) + "\n\n"
+		transcript.WriteString(line)
+		if _, err := io.WriteString(w, line); err != nil {
+			return err
+		}
+		w.Flush()
+		return nil
+	}
+	id, model, created, req := x.id, x.model, x.created, x.req
+	offsets := make([]int, req.N)
+	started := -1
+	emit := func(i int, d api.Delta) error {
+		if req.Chat && started != i {
+			started = i
+			if err := send(api.ChatRoleChunk(id, model, created, i)); err != nil {
+				return err
+			}
+		}
+		if req.Chat {
+			return send(api.ChatChunk(id, model, created, i, d, req.Logprobs))
+		}
+		ch := api.TextChunk(id, model, created, i, d, "", req.Logprobs, offsets[i])
+		offsets[i] += len(d.Content)
+		return send(ch)
+	}
+	done := func(ch *api.Choice) error {
+		if req.Chat {
+			if started != ch.Index {
+				started = ch.Index
+				if err := send(api.ChatRoleChunk(id, model, created, ch.Index)); err != nil {
+					return err
+				}
+			}
+			return send(api.ChatEndChunk(id, model, created, ch))
+		}
+		return send(api.TextChunk(id, model, created, ch.Index, api.Delta{}, ch.Finish, false, offsets[ch.Index]))
+	}
+	choices, err := x.choices(c.Request().Context(), emit, done)
+	if err != nil {
+		// the status is sent: the error goes in the stream, as OpenAI does
+		send(struct {
+			Error *api.Error `json:"error"`
+		}{api.Internal(err)})
+		return nil
+	}
+	u := api.NewUsage(len(x.gen.IDs), choices)
+	if req.IncludeUsage {
+		if req.Chat {
+			send(api.UsageChunk(id, model, created, u))
+		} else {
+			send(api.TextCompletion{ID: id, Object: "text_completion", Created: created, Model: model, Choices: []api.TextChoice{}, Usage: &u})
+		}
+	}
+	io.WriteString(w, "data: [DONE]\n\n")
+	transcript.WriteString("data: [DONE]\n\n")
+	w.Flush()
+	s.watched.add(x.watch.finish(choices, u, transcript.String()), s.cfg.API.Keep)
+	return nil
+}
+
+// apiPath reports an API request: the site's small body limit skips it
+// (the API reads its own, and answers in its own error format).
+func apiPath(c echo.Context) bool { return strings.HasPrefix(c.Request().URL.Path, "/v1/") }
