@@ -57,6 +57,9 @@ type Generator struct {
 	Prompt *Prompt
 	IDs    []int32 // the prompt's tokens
 	Max    int     // tokens a choice may generate
+	// Watch keeps choice 0's token log-probabilities even when the
+	// request did not ask for them (the request's page shows them)
+	Watch bool
 }
 
 // Choice generates choice i from s (holding the prompt) and the prompt's
@@ -97,7 +100,7 @@ func (g *Generator) Choice(ctx context.Context, s *engine.Session, logits []floa
 			c.Finish = "stop"
 			break
 		}
-		if g.Req.Logprobs { // logprobs cover the text's tokens
+		if g.Req.Logprobs || g.Watch && i == 0 { // logprobs cover the text's tokens
 			pending = append(pending, g.token(logits, id))
 		}
 		d, done := sp.push(g.Tok.Bytes(id))
@@ -122,7 +125,7 @@ func (g *Generator) Choice(ctx context.Context, s *engine.Session, logits []floa
 		sp.call.ID = fmt.Sprintf("call_%d_%d", i, len(c.IDs))
 		c.ToolCalls, c.Finish = []chattemplate.ToolCall{*sp.call}, "tool_calls"
 	}
-	if !g.Req.Logprobs {
+	if !g.Req.Logprobs && !(g.Watch && i == 0) {
 		c.Tokens = nil
 	}
 	return c, nil

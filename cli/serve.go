@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"stepthrough/api"
 	"stepthrough/models"
 	"stepthrough/server"
 	"stepthrough/static"
@@ -15,7 +16,7 @@ import (
 
 // runServe runs the web app until ctx is done (Ctrl-C, SIGTERM).
 func runServe(ctx context.Context, env Env, args []string) error {
-	fs := newFlags(env, "serve", "[--addr HOST:PORT] [--models-dir DIRS] [--data-dir DIR] [--allowed-hosts HOSTS] [--trusted-proxies CIDRS] [--tls-cert FILE --tls-key FILE] [--memory-budget MiB]")
+	fs := newFlags(env, "serve", "[--addr HOST:PORT] [--models-dir DIRS] [--data-dir DIR] [--allowed-hosts HOSTS] [--trusted-proxies CIDRS] [--tls-cert FILE --tls-key FILE] [--memory-budget MiB] [--api-key KEY] [--api-max-concurrent N] [--api-max-tokens N]")
 	addr := fs.String("addr", "127.0.0.1:8080", "listen `address` (0.0.0.0:8080 serves a LAN)")
 	hosts := fs.String("allowed-hosts", "", "comma-separated `names` this server answers to (default: the listen host and localhost; any host on 0.0.0.0)")
 	proxies := fs.String("trusted-proxies", "", "comma-separated `CIDRs` of reverse proxies whose X-Forwarded-For is believed (default: none, the socket's peer is the client)")
@@ -24,11 +25,17 @@ func runServe(ctx context.Context, env Env, args []string) error {
 	budget := fs.Int("memory-budget", 4096, "`MiB` of KV cache and trace all viewers' runs may hold together (a run over it is told the server is busy)")
 	dirs := fs.String("models-dir", "", "more `directories` of .gguf models, comma-separated (models/ and the embedded lesson models are always offered)")
 	data := fs.String("data-dir", "data", "`directory` where classrooms are stored (rooms.db, SQLite)")
+	apiKey := fs.String("api-key", os.Getenv("STEPTHROUGH_API_KEY"), "require this `key` on the OpenAI-compatible API (Authorization: Bearer KEY) and its request pages (default: $STEPTHROUGH_API_KEY; empty: no key)")
+	apiConc := fs.Int("api-max-concurrent", 4, "API requests generating at once; more are answered 429")
+	apiMax := fs.Int("api-max-tokens", api.DefaultLimits.MaxTokens, "the most tokens an API request may generate per choice (max_tokens above it is refused)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if *budget < 16 || *budget > 1<<20 {
 		return usageError{fmt.Errorf("--memory-budget must be 16 to 1048576 MiB, got %d", *budget)}
+	}
+	if *apiConc < 1 || *apiConc > 1024 || *apiMax < 1 || *apiMax > 1<<16 {
+		return usageError{fmt.Errorf("--api-max-concurrent must be 1 to 1024 and --api-max-tokens 1 to 65536")}
 	}
 	if (*cert == "") != (*key == "") {
 		return usageError{fmt.Errorf("--tls-cert and --tls-key go together")}
@@ -54,7 +61,8 @@ func runServe(ctx context.Context, env Env, args []string) error {
 	log := slog.New(slog.NewTextHandler(env.Stderr, nil))
 	s, err := server.New(server.Config{Addr: *addr, ModelsDirs: modelDirs, Logger: log, DataDir: *data,
 		Embedded:     map[string][]byte{"lesson.gguf": models.Lesson, "lesson-draft.gguf": models.LessonDraft},
-		AllowedHosts: allowed, TrustedProxies: trusted, TLSCert: *cert, TLSKey: *key, MemoryBudget: int64(*budget) << 20})
+		AllowedHosts: allowed, TrustedProxies: trusted, TLSCert: *cert, TLSKey: *key, MemoryBudget: int64(*budget) << 20,
+		API: server.APIConfig{Key: *apiKey, MaxConcurrent: *apiConc, Limits: apiLimits(*apiMax)}})
 	if err != nil {
 		return err
 	}
@@ -71,4 +79,11 @@ func runServe(ctx context.Context, env Env, args []string) error {
 func dirExists(d string) bool {
 	st, err := os.Stat(d)
 	return err == nil && st.IsDir()
+}
+
+// apiLimits are the API's default limits with the token cap set.
+func apiLimits(maxTokens int) api.Limits {
+	l := api.DefaultLimits
+	l.MaxTokens = maxTokens
+	return l
 }

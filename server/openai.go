@@ -183,7 +183,7 @@ func (s *Server) prepare(ctx context.Context, req *api.Request) (*apiExchange, *
 		return nil, api.Internal(err)
 	}
 	x := &apiExchange{req: req, model: name, es: es, logits: slices.Clone(logits), created: time.Now().Unix(),
-		gen: &api.Generator{Tok: tk, Req: req, Prompt: p, IDs: ids, Max: max}}
+		gen: &api.Generator{Tok: tk, Req: req, Prompt: p, IDs: ids, Max: max, Watch: true}}
 	x.id = s.watched.next(req.Chat)
 	x.watch = &Watched{ID: x.id, Time: time.Now(), Chat: req.Chat, Model: name, Prompt: p.Text, Template: p.Template, PromptTokens: len(ids), Sampler: req.Sampler}
 	return x, nil

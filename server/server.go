@@ -154,6 +154,7 @@ func New(cfg Config) (*Server, error) {
 	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok") })
 	e.GET("/static/*", echo.WrapHandler(staticFiles()))
 	s.apiRoutes(e)
+	s.requestRoutes(e)
 	s.started = time.Now()
 	s.echo = e
 	return s, nil

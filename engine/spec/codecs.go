@@ -86,6 +86,11 @@ func FromForm(get Getter, base Run) (Run, error) {
 	if _, ok := get("scores"); ok {
 		r.View.Scores = true
 	}
+	if v, ok := get("view_temperature"); ok && v != "" {
+		if err := number("view temperature", &r.View.Temperature, v); err != nil {
+			return base, err
+		}
+	}
 	if err := r.Validate(); err != nil {
 		return base, err
 	}
@@ -126,6 +131,9 @@ func (r Run) Query() url.Values {
 	}
 	if r.View.Scores {
 		v.Set("scores", "1")
+	}
+	if r.View.Temperature != 0 {
+		v.Set("view_temperature", fstr(r.View.Temperature))
 	}
 	return v
 }

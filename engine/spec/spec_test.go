@@ -21,7 +21,7 @@ func full() Run {
 	p.Seed, p.SeedSet = 18446744073709551615, true
 	p.Order = []sample.Step{sample.Temperature, sample.TopK, sample.MinP}
 	r.Special, r.Tools = true, "calc"
-	r.View = View{Token: 3, Stage: 5, Head: 2, Scores: true, Layer: -1}
+	r.View = View{Token: 3, Stage: 5, Head: 2, Scores: true, Layer: -1, Temperature: 1.5}
 	return r
 }
 

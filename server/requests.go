@@ -1,0 +1,136 @@
+package server
+
+import (
+	"bytes"
+	"crypto/subtle"
+	"encoding/json"
+	"math"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"stepthrough/engine/spec"
+	"stepthrough/views"
+)
+
+// requestRoutes adds "Watch this request": the last API requests, each
+// followed through the engine.
+func (s *Server) requestRoutes(e *echo.Echo) {
+	e.GET("/requests", s.requestList)
+	e.GET("/requests/:id", s.requestDetail)
+}
+
+// keyOK reports whether a request page may be shown: always without an
+// API key; with one, when the page's link carries it (?key=).
+func (s *Server) keyOK(c echo.Context) bool {
+	key := s.cfg.API.Key
+	return key == "" || subtle.ConstantTimeCompare([]byte(c.QueryParam("key")), []byte(key)) == 1
+}
+
+func (s *Server) keyQuery(c echo.Context) string {
+	if s.cfg.API.Key == "" {
+		return ""
+	}
+	return "?key=" + url.QueryEscape(c.QueryParam("key"))
+}
+
+func (s *Server) requestList(c echo.Context) error {
+	l := views.RequestList{}
+	if !s.keyOK(c) {
+		l.KeyNote = "This server asks for its API key: open /requests?key=KEY."
+		return renderPageStatus(c, http.StatusUnauthorized, views.RequestListPage(l))
+	}
+	for _, w := range s.watched.list() {
+		summary := w.Prompt
+		if len(summary) > 80 {
+			summary = summary[:80] + "…"
+		}
+		l.Items = append(l.Items, views.RequestItem{ID: w.ID, URL: "/requests/" + w.ID + s.keyQuery(c), Endpoint: endpoint(w.Chat), Model: w.Model,
+			Time: w.Time.Format("15:04:05"), Summary: summary, Tokens: w.Usage.TotalTokens})
+	}
+	return renderPage(c, views.RequestListPage(l))
+}
+
+func endpoint(chat bool) string {
+	if chat {
+		return "POST /v1/chat/completions"
+	}
+	return "POST /v1/completions"
+}
+
+func (s *Server) requestDetail(c echo.Context) error {
+	if !s.keyOK(c) {
+		return c.String(http.StatusUnauthorized, "this server asks for its API key: add ?key=KEY")
+	}
+	w := s.watched.get(c.Param("id"))
+	if w == nil {
+		return c.String(http.StatusNotFound, "no such request: the server keeps the last "+strconv.Itoa(s.cfg.API.Keep))
+	}
+	p := views.RequestPage{ID: w.ID, Endpoint: endpoint(w.Chat), Model: w.Model, Time: w.Time.Format("2006-01-02 15:04:05"), Streamed: w.Streamed,
+		Request: indent(w.Raw), Prompt: w.Prompt, Template: w.Template, PromptTokens: w.PromptTokens, Logprobs: len(w.Tokens) > 0,
+		Usage: [3]int{w.Usage.PromptTokens, w.Usage.CompletionTokens, w.Usage.TotalTokens}, Finish: w.Finish, Response: w.Response,
+		Seed: strconv.FormatUint(w.Seed, 10)}
+	if !w.Streamed {
+		p.Response = indent(w.Response)
+	}
+	run, err := s.replay(w)
+	if err != nil {
+		p.ExplorerNote = "The Explorer cannot replay this request: " + err.Error()
+	} else {
+		p.Explorer = "/?" + run.Query().Encode()
+	}
+	m, err := s.reg.Get(w.Model)
+	if err != nil {
+		return c.String(http.StatusNotFound, err.Error())
+	}
+	for i, id := range w.Generated {
+		t := views.RequestToken{Step: i, ID: id, Text: strconv.Quote(m.Tokenizer.Display(id)), End: m.Tokenizer.IsEOG(id)}
+		if i < len(w.Tokens) && !t.End {
+			t.Logprob, t.P = w.Tokens[i].Logprob, math.Exp(w.Tokens[i].Logprob)
+		}
+		if p.Explorer != "" {
+			r := run
+			r.View = spec.View{Token: i, Stage: softmaxStage(i, m.Config.Layers), Layer: -1, Temperature: 1}
+			t.Softmax = "/?" + r.Query().Encode()
+		}
+		p.Tokens = append(p.Tokens, t)
+	}
+	return renderPage(c, views.RequestDetailPage(p))
+}
+
+// replay is the Explorer run that recomputes a request's first choice:
+// the rendered prompt with its markup parsed, the same settings and seed,
+// as many tokens.
+func (s *Server) replay(w *Watched) (spec.Run, error) {
+	r := spec.Default(w.Model)
+	r.Prompt, r.Special, r.Sampler, r.MaxTokens = w.Prompt, true, w.Sampler, max(1, len(w.Generated))
+	r.Sampler.Seed, r.Sampler.SeedSet = w.Seed, true
+	r.Backend = "auto"
+	if err := r.Validate(); err != nil {
+		return r, err
+	}
+	return r, nil
+}
+
+// softmaxStage is the softmax stage's index in token step i of a plain run
+// recording every layer: [tokenize,] embed, attention and MLP per layer,
+// logits, softmax.
+func softmaxStage(i, layers int) int {
+	first := 0
+	if i == 0 {
+		first = 1 // the prompt's step opens with tokenize
+	}
+	return first + 1 + 2*layers + 1
+}
+
+// indent pretty-prints JSON (anything else as it is).
+func indent(s string) string {
+	var b bytes.Buffer
+	if json.Indent(&b, []byte(strings.TrimSpace(s)), "", "  ") != nil {
+		return s
+	}
+	return b.String()
+}

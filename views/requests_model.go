@@ -1,0 +1,42 @@
+package views
+
+// RequestList is the page of the API requests kept for watching.
+type RequestList struct {
+	Items   []RequestItem
+	KeyNote string // set when the pages need the API key
+}
+
+// RequestItem is one line of the list.
+type RequestItem struct {
+	ID, URL, Endpoint, Model, Time, Summary string
+	Tokens                                  int
+}
+
+// RequestPage is one API request followed through the engine.
+type RequestPage struct {
+	ID, Endpoint, Model, Time string
+	Streamed                  bool
+	Request                   string // the body, indented
+	Prompt                    string // as the template rendered it
+	Template                  string
+	PromptTokens              int
+	Explorer                  string // the Explorer replaying it ("" when it cannot)
+	ExplorerNote              string
+	Tokens                    []RequestToken
+	Logprobs                  bool
+	Usage                     [3]int // prompt, completion, total
+	Finish                    string
+	Response                  string // the JSON body (indented) or the stream's events
+	Seed                      string
+}
+
+// RequestToken is one generated token beside what the API said of it.
+type RequestToken struct {
+	Step    int
+	ID      int32
+	Text    string
+	Logprob float64
+	P       float64 // exp(logprob): the softmax panel at temperature 1
+	Softmax string  // the Explorer at this token's softmax stage
+	End     bool    // the end-of-generation token (counted in usage, not in logprobs)
+}
