@@ -215,24 +215,56 @@ func (x *apiExchange) choices(ctx context.Context, emit func(i int, d api.Delta)
 
 // respond answers a request that does not stream.
 func (s *Server) respond(c echo.Context, x *apiExchange) error {
-	ctx := c.Request().Context()
-	choices, err := x.choices(ctx, func(int, api.Delta) error { return nil }, func(*api.Choice) error { return nil })
+	b, _, err := s.complete(c.Request().Context(), x)
 	if err != nil {
 		return apiError(c, api.Internal(err))
 	}
+	return c.JSONBlob(http.StatusOK, b)
+}
+
+// complete generates every choice of x and returns the response body (and
+// its chat form), keeping the request for watching.
+func (s *Server) complete(ctx context.Context, x *apiExchange) ([]byte, *api.ChatCompletion, error) {
+	choices, err := x.choices(ctx, func(int, api.Delta) error { return nil }, func(*api.Choice) error { return nil })
+	if err != nil {
+		return nil, nil, err
+	}
 	u := api.NewUsage(len(x.gen.IDs), choices)
 	var v any
+	var cc *api.ChatCompletion
 	if x.req.Chat {
-		v = api.ChatResponse(x.id, x.model, x.created, choices, u, x.req.Logprobs)
+		r := api.ChatResponse(x.id, x.model, x.created, choices, u, x.req.Logprobs)
+		v, cc = r, &r
 	} else {
 		v = api.TextResponse(x.id, x.model, x.created, choices, u, x.req.Logprobs)
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
-		return apiError(c, api.Internal(err))
+		return nil, nil, err
 	}
 	s.watched.add(x.watch.finish(choices, u, string(b)), s.cfg.API.Keep)
-	return c.JSONBlob(http.StatusOK, b)
+	return b, cc, nil
+}
+
+// chatInProcess runs a chat request body the way /v1/chat/completions does
+// (recorded for watching), for the server's own pages; the caller holds
+// a work slot.
+func (s *Server) chatInProcess(ctx context.Context, body []byte) (*api.ChatCompletion, string, *api.Error) {
+	req, e := api.DecodeChat(body, s.cfg.API.Limits)
+	if e != nil {
+		return nil, "", e
+	}
+	x, e := s.prepare(ctx, req)
+	if e != nil {
+		return nil, "", e
+	}
+	defer x.es.Close()
+	x.watch.Raw = string(body)
+	_, cc, err := s.complete(ctx, x)
+	if err != nil {
+		return nil, "", api.Internal(err)
+	}
+	return cc, x.watch.Prompt, nil
 }
 
 // stream answers with server-sent events, a chunk per delta, then

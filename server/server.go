@@ -155,6 +155,7 @@ func New(cfg Config) (*Server, error) {
 	e.GET("/static/*", echo.WrapHandler(staticFiles()))
 	s.apiRoutes(e)
 	s.requestRoutes(e)
+	e.GET("/agent", s.agentPage)
 	s.started = time.Now()
 	s.echo = e
 	return s, nil

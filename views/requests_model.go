@@ -40,3 +40,40 @@ type RequestToken struct {
 	Softmax string  // the Explorer at this token's softmax stage
 	End     bool    // the end-of-generation token (counted in usage, not in logprobs)
 }
+
+// AgentPage is one question through the API: a tool loop, and the same
+// question answered with and without reasoning.
+type AgentPage struct {
+	Question, Model, Error       string
+	Passes                       []AgentPass
+	Answer                       string
+	TotalPrompt, TotalCompletion int
+	TotalMS                      float64
+	Direct, Thinking             ReasoningRun
+}
+
+// AgentPass is one inference request of the loop, and the calls it asked
+// for.
+type AgentPass struct {
+	N                              int
+	WatchURL, Request              string
+	PromptTokens, CompletionTokens int
+	MS                             float64
+	Content, Finish                string
+	Calls                          []AgentCall
+}
+
+// AgentCall is a tool call the server executed.
+type AgentCall struct {
+	Name, Arguments, Result string
+}
+
+// ReasoningRun is the question answered once, measured.
+type ReasoningRun struct {
+	System, Error     string
+	Reasoning, Answer string
+	Tokens            int
+	MS                float64
+	Correct, Expected string
+	WatchURL          string
+}
