@@ -58,13 +58,16 @@ func (i Info) String() string {
 type Device struct {
 	Info Info
 
-	inst     vk.Instance
-	phys     vk.PhysicalDevice
-	dev      vk.Device
-	queue    vk.Queue
-	family   uint32
-	memProps vk.PhysicalDeviceMemoryProperties
-	mapped   bool // buffers live in host-visible device memory and stay mapped
+	inst vk.Instance
+	fns  *cmdFns // recording calls through our own shims (see shim.go)
+	// messenger counts validation errors (nil without validation)
+	messenger unsafe.Pointer
+	phys      vk.PhysicalDevice
+	dev       vk.Device
+	queue     vk.Queue
+	family    uint32
+	memProps  vk.PhysicalDeviceMemoryProperties
+	mapped    bool // buffers live in host-visible device memory and stay mapped
 
 	dsl       vk.DescriptorSetLayout
 	layout    vk.PipelineLayout
@@ -126,8 +129,14 @@ func Open(opt Options) (*Device, error) {
 		d.Close()
 		return nil, err
 	}
+	fns, err := loadCmdFns(inst)
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	d.fns = fns
 	if d.Info.Validation {
-		installMessenger(inst)
+		d.messenger = installMessenger(inst)
 	}
 	if err := d.pick(opt); err != nil {
 		d.Close()
@@ -366,7 +375,7 @@ func (d *Device) Close() {
 	}
 	if d.inst != nil {
 		if d.Info.Validation {
-			removeMessenger(d.inst)
+			removeMessenger(d.inst, d.messenger)
 		}
 		vk.DestroyInstance(d.inst, nil)
 		d.inst = nil

@@ -39,15 +39,11 @@ func (d *Device) NewSet(bufs ...*Buffer) (vk.DescriptorSet, error) {
 			return nil, err
 		}
 	}
-	writes := make([]vk.WriteDescriptorSet, len(bufs))
+	handles := make([]vk.Buffer, len(bufs))
 	for i, b := range bufs {
-		writes[i] = vk.WriteDescriptorSet{SType: vk.StructureTypeWriteDescriptorSet, DstSet: set, DstBinding: uint32(i), DescriptorCount: 1,
-			DescriptorType: vk.DescriptorTypeStorageBuffer, PBufferInfo: []vk.DescriptorBufferInfo{{Buffer: b.buf, Offset: 0, Range: vk.DeviceSize(vk.WholeSize)}}}
+		handles[i] = b.buf
 	}
-	vk.UpdateDescriptorSets(d.dev, uint32(len(writes)), writes, 0, nil)
-	for i := range writes {
-		writes[i].Free()
-	}
+	d.fns.writeSet(d.dev, set, handles)
 	if d.setPool == nil {
 		d.setPool = map[vk.DescriptorSet]vk.DescriptorPool{}
 	}
@@ -107,17 +103,15 @@ func (c *Cmd) Dispatch(pipeline string, set vk.DescriptorSet, push []uint32, gx,
 
 // Barrier makes earlier shader and transfer writes visible to later work.
 func (c *Cmd) Barrier() {
-	mb := []vk.MemoryBarrier{{SType: vk.StructureTypeMemoryBarrier,
-		SrcAccessMask: vk.AccessFlags(vk.AccessShaderWriteBit | vk.AccessTransferWriteBit),
-		DstAccessMask: vk.AccessFlags(vk.AccessShaderReadBit | vk.AccessShaderWriteBit | vk.AccessTransferReadBit | vk.AccessTransferWriteBit | vk.AccessHostReadBit)}}
-	vk.CmdPipelineBarrier(c.d.cmd, vk.PipelineStageFlags(vk.PipelineStageComputeShaderBit|vk.PipelineStageTransferBit),
-		vk.PipelineStageFlags(vk.PipelineStageComputeShaderBit|vk.PipelineStageTransferBit|vk.PipelineStageHostBit), 0, 1, mb, 0, nil, 0, nil)
-	mb[0].Free()
+	c.d.fns.barrier(c.d.cmd, vk.PipelineStageFlags(vk.PipelineStageComputeShaderBit|vk.PipelineStageTransferBit),
+		vk.PipelineStageFlags(vk.PipelineStageComputeShaderBit|vk.PipelineStageTransferBit|vk.PipelineStageHostBit),
+		vk.AccessFlags(vk.AccessShaderWriteBit|vk.AccessTransferWriteBit),
+		vk.AccessFlags(vk.AccessShaderReadBit|vk.AccessShaderWriteBit|vk.AccessTransferReadBit|vk.AccessTransferWriteBit|vk.AccessHostReadBit))
 }
 
 // Copy records a buffer-to-buffer copy of size bytes.
 func (c *Cmd) Copy(src, dst *Buffer, srcOff, dstOff, size int) {
-	vk.CmdCopyBuffer(c.d.cmd, src.buf, dst.buf, 1, []vk.BufferCopy{{SrcOffset: vk.DeviceSize(srcOff), DstOffset: vk.DeviceSize(dstOff), Size: vk.DeviceSize(size)}})
+	c.d.fns.copyBuffer(c.d.cmd, src.buf, dst.buf, uint64(srcOff), uint64(dstOff), uint64(size))
 	c.Barrier()
 }
 
@@ -127,9 +121,7 @@ func (c *Cmd) Submit() error {
 	if err := check(vk.EndCommandBuffer(d.cmd), "end command buffer"); err != nil {
 		return err
 	}
-	submit := []vk.SubmitInfo{{SType: vk.StructureTypeSubmitInfo, CommandBufferCount: 1, PCommandBuffers: []vk.CommandBuffer{d.cmd}}}
-	defer submit[0].Free()
-	if err := check(vk.QueueSubmit(d.queue, 1, submit, d.fence), "submit"); err != nil {
+	if err := check(d.fns.submit(d.queue, d.cmd, d.fence), "submit"); err != nil {
 		return err
 	}
 	fences := []vk.Fence{d.fence}

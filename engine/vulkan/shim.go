@@ -67,20 +67,73 @@ static uint32_t st_debug_cb(uint32_t severity, uint32_t types, const st_callback
 	}
 	return 0;
 }
-static void *st_messenger;
-static int st_install_messenger(void *instance) {
+// One messenger per instance (a process may hold several devices: a
+// model and its draft); the caller keeps the handle.
+static void *st_install_messenger(void *instance) {
 	int (*create)(void *, st_messenger_info *, void *, void **) =
 		(int (*)(void *, st_messenger_info *, void *, void **))((gipa_fn)st_gipa)(instance, "vkCreateDebugUtilsMessengerEXT");
-	if (!create) return -1;
+	if (!create) return NULL;
 	st_messenger_info info; memset(&info, 0, sizeof info);
 	info.sType = 1000128004; info.severity = 0x1000 | 0x100; info.types = 0x1 | 0x2 | 0x4; info.callback = (void *)st_debug_cb;
-	return create(instance, &info, NULL, &st_messenger);
+	void *m = NULL;
+	if (create(instance, &info, NULL, &m) != 0) return NULL;
+	return m;
 }
-static void st_remove_messenger(void *instance) {
-	if (!st_messenger) return;
+static void st_remove_messenger(void *instance, void *m) {
+	if (!m) return;
 	void (*destroy)(void *, void *, void *) = (void (*)(void *, void *, void *))((gipa_fn)st_gipa)(instance, "vkDestroyDebugUtilsMessengerEXT");
-	if (destroy) destroy(instance, st_messenger, NULL);
-	st_messenger = NULL;
+	if (destroy) destroy(instance, m, NULL);
+}
+// The commands recorded for every dispatch and pass, called through our own
+// function pointers with their structs on the C stack: the binding passes
+// slices of structs in C memory that a finalizer may free while the call
+// is still reading it (its unpackArg helpers set the finalizer on a
+// variable nothing keeps alive), which the validation layer caught as a
+// barrier with a garbage sType.
+typedef struct { uint32_t sType; const void *pNext; uint32_t srcAccessMask, dstAccessMask; } st_memory_barrier;
+typedef struct { uint64_t srcOffset, dstOffset, size; } st_buffer_copy;
+typedef struct { uint32_t sType; const void *pNext; uint32_t waitSemaphoreCount; const void *pWaitSemaphores; const void *pWaitDstStageMask;
+	uint32_t commandBufferCount; void *const *pCommandBuffers; uint32_t signalSemaphoreCount; const void *pSignalSemaphores; } st_submit_info;
+typedef struct { void *buffer; uint64_t offset, range; } st_buffer_info;
+typedef struct { uint32_t sType; const void *pNext; void *dstSet; uint32_t dstBinding, dstArrayElement, descriptorCount, descriptorType;
+	const void *pImageInfo; const st_buffer_info *pBufferInfo; const void *pTexelBufferView; } st_write_set;
+typedef struct { void *barrier, *copy, *submit, *update; } st_cmds;
+static int st_load_cmds(void *instance, st_cmds *c) {
+	c->barrier = ((gipa_fn)st_gipa)(instance, "vkCmdPipelineBarrier");
+	c->copy = ((gipa_fn)st_gipa)(instance, "vkCmdCopyBuffer");
+	c->submit = ((gipa_fn)st_gipa)(instance, "vkQueueSubmit");
+	c->update = ((gipa_fn)st_gipa)(instance, "vkUpdateDescriptorSets");
+	return c->barrier && c->copy && c->submit && c->update ? 0 : -1;
+}
+// st_write_set binds n (at most 8) storage buffers to bindings 0..n-1 of set.
+static void st_write_sets(st_cmds *c, void *device, void *set, void *const *bufs, uint32_t n) {
+	st_buffer_info infos[8]; st_write_set writes[8];
+	if (n > 8) n = 8;
+	for (uint32_t i = 0; i < n; i++) {
+		infos[i].buffer = bufs[i]; infos[i].offset = 0; infos[i].range = ~(uint64_t)0; // VK_WHOLE_SIZE
+		memset(&writes[i], 0, sizeof writes[i]);
+		writes[i].sType = 35; // VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET
+		writes[i].dstSet = set; writes[i].dstBinding = i; writes[i].descriptorCount = 1;
+		writes[i].descriptorType = 7; // VK_DESCRIPTOR_TYPE_STORAGE_BUFFER
+		writes[i].pBufferInfo = &infos[i];
+	}
+	((void (*)(void *, uint32_t, const st_write_set *, uint32_t, const void *))c->update)(device, n, writes, 0, NULL);
+}
+static void st_barrier(st_cmds *c, void *cmd, uint32_t srcStage, uint32_t dstStage, uint32_t srcAccess, uint32_t dstAccess) {
+	st_memory_barrier mb = {46, NULL, srcAccess, dstAccess}; // 46: VK_STRUCTURE_TYPE_MEMORY_BARRIER
+	((void (*)(void *, uint32_t, uint32_t, uint32_t, uint32_t, const st_memory_barrier *, uint32_t, const void *, uint32_t, const void *))c->barrier)(
+		cmd, srcStage, dstStage, 0, 1, &mb, 0, NULL, 0, NULL);
+}
+static void st_copy(st_cmds *c, void *cmd, void *src, void *dst, uint64_t srcOff, uint64_t dstOff, uint64_t size) {
+	st_buffer_copy r = {srcOff, dstOff, size};
+	((void (*)(void *, void *, void *, uint32_t, const st_buffer_copy *))c->copy)(cmd, src, dst, 1, &r);
+}
+static int32_t st_submit(st_cmds *c, void *queue, void *cmd, void *fence) {
+	void *cmds[1] = {cmd};
+	st_submit_info si; memset(&si, 0, sizeof si);
+	si.sType = 4; // VK_STRUCTURE_TYPE_SUBMIT_INFO
+	si.commandBufferCount = 1; si.pCommandBuffers = cmds;
+	return ((int32_t (*)(void *, uint32_t, const st_submit_info *, void *))c->submit)(queue, 1, &si, fence);
 }
 static int st_validation_errors(void) { return st_val_errors; }
 static const char *st_validation_first(void) { return st_val_first; }
@@ -130,14 +183,50 @@ func deviceExtraProps(inst vk.Instance, phys vk.PhysicalDevice) (subgroup uint32
 	return uint32(sg), C.GoString((*C.char)(unsafe.Pointer(&buf[0]))), nil
 }
 
-func installMessenger(inst vk.Instance) bool {
-	return C.st_install_messenger(unsafe.Pointer(inst)) == 0
+// installMessenger counts the validation layer's errors for an instance;
+// nil when the extension is missing.
+func installMessenger(inst vk.Instance) unsafe.Pointer {
+	return C.st_install_messenger(unsafe.Pointer(inst))
 }
 
-func removeMessenger(inst vk.Instance) { C.st_remove_messenger(unsafe.Pointer(inst)) }
+func removeMessenger(inst vk.Instance, m unsafe.Pointer) {
+	C.st_remove_messenger(unsafe.Pointer(inst), m)
+}
 
 // ValidationErrors is the number of errors the Khronos validation layer has
 // reported in this process, and the first message.
 func ValidationErrors() (int, string) {
 	return int(C.st_validation_errors()), C.GoString(C.st_validation_first())
+}
+
+// cmdFns are a device's recording calls through the shims above.
+type cmdFns struct{ c C.st_cmds }
+
+func loadCmdFns(inst vk.Instance) (*cmdFns, error) {
+	f := new(cmdFns)
+	if C.st_load_cmds(unsafe.Pointer(inst), &f.c) != 0 {
+		return nil, errors.New("vkCmdPipelineBarrier, vkCmdCopyBuffer, vkQueueSubmit or vkUpdateDescriptorSets unavailable")
+	}
+	return f, nil
+}
+
+func (f *cmdFns) barrier(cmd vk.CommandBuffer, srcStage, dstStage vk.PipelineStageFlags, srcAccess, dstAccess vk.AccessFlags) {
+	C.st_barrier(&f.c, unsafe.Pointer(cmd), C.uint32_t(srcStage), C.uint32_t(dstStage), C.uint32_t(srcAccess), C.uint32_t(dstAccess))
+}
+
+func (f *cmdFns) copyBuffer(cmd vk.CommandBuffer, src, dst vk.Buffer, srcOff, dstOff, size uint64) {
+	C.st_copy(&f.c, unsafe.Pointer(cmd), unsafe.Pointer(src), unsafe.Pointer(dst), C.uint64_t(srcOff), C.uint64_t(dstOff), C.uint64_t(size))
+}
+
+func (f *cmdFns) submit(q vk.Queue, cmd vk.CommandBuffer, fence vk.Fence) vk.Result {
+	return vk.Result(C.st_submit(&f.c, unsafe.Pointer(q), unsafe.Pointer(cmd), unsafe.Pointer(fence)))
+}
+
+// writeSet binds bufs (at most maxBindings) to bindings 0, 1, … of set.
+func (f *cmdFns) writeSet(dev vk.Device, set vk.DescriptorSet, bufs []vk.Buffer) {
+	var ptrs [maxBindings]unsafe.Pointer
+	for i, b := range bufs {
+		ptrs[i] = unsafe.Pointer(b)
+	}
+	C.st_write_sets(&f.c, unsafe.Pointer(dev), unsafe.Pointer(set), &ptrs[0], C.uint32_t(len(bufs)))
 }
