@@ -6,6 +6,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -183,5 +184,34 @@ func TestOpenAIErrors(t *testing.T) {
 	_, err = wrong.Models.List(ctx)
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != 401 || apiErr.Code != "invalid_api_key" {
 		t.Errorf("a wrong key: %v", err)
+	}
+}
+
+// Over the concurrent limit a request gets 429; a body over the limit 413;
+// malformed JSON 400 — each as OpenAI's error object.
+func TestOpenAILimits(t *testing.T) {
+	s := mustNew(t, Config{Embedded: lessonModels(), API: APIConfig{MaxConcurrent: 1, MaxBody: 1024}})
+	h := s.Handler()
+	post := func(body string) (int, string) {
+		req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		return w.Code, w.Body.String()
+	}
+	if code, body := post(`{"messages": [`); code != 400 || !strings.Contains(body, `"type":"invalid_request_error"`) {
+		t.Errorf("malformed JSON: %d %s", code, body)
+	}
+	if code, body := post(`{"messages": [{"role": "user", "content": "` + strings.Repeat("x", 2000) + `"}]}`); code != 413 || !strings.Contains(body, `"error"`) {
+		t.Errorf("a body over the limit: %d %s", code, body)
+	}
+	s.apiSlots <- struct{}{} // one request generating
+	code, body := post(`{"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2}`)
+	<-s.apiSlots
+	if code != 429 || !strings.Contains(body, `"code":"rate_limit_exceeded"`) {
+		t.Errorf("over the concurrent limit: %d %s", code, body)
+	}
+	if code, _ := post(`{"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2}`); code != 200 {
+		t.Errorf("after the slot freed: %d", code)
 	}
 }
