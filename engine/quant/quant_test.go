@@ -95,8 +95,8 @@ func TestQuantizeRejects(t *testing.T) {
 	if _, err := Quantize(Q8_0, make([]float32, 33)); err == nil {
 		t.Error("Q8_0 of 33 elements: want error")
 	}
-	if _, err := Quantize(Q6_K, make([]float32, 256)); err == nil {
-		t.Error("Q6_K has no encoder: want error")
+	if _, err := Quantize(Q4_K, make([]float32, 255)); err == nil {
+		t.Error("Q4_K of 255 elements: want error")
 	}
 	if err := Dequantize(Q8_0, make([]byte, 33), make([]float32, 32)); err == nil {
 		t.Error("short Q8_0 input: want error")

@@ -7,7 +7,7 @@ import (
 )
 
 // Quantize encodes src as type t and returns the bytes. len(src) must be a
-// whole number of blocks. Supported targets: F32, F16, BF16, Q8_0, Q4_0.
+// whole number of blocks. Every type the engine loads can be written.
 func Quantize(t Type, src []float32) ([]byte, error) {
 	n, err := t.RowBytes(len(src))
 	if err != nil {
@@ -27,18 +27,23 @@ func Quantize(t Type, src []float32) ([]byte, error) {
 		for i, v := range src {
 			binary.LittleEndian.PutUint16(out[2*i:], F32ToBF16(v))
 		}
-	case Q8_0:
-		for i := 0; i*32 < len(src); i++ {
-			quantQ8_0Block(src[i*32:i*32+32], out[i*34:i*34+34])
-		}
-	case Q4_0:
-		for i := 0; i*32 < len(src); i++ {
-			quantQ4_0Block(src[i*32:i*32+32], out[i*18:i*18+18])
-		}
 	default:
-		return nil, fmt.Errorf("quantize: no encoder for %s (supported: F32, F16, BF16, Q8_0, Q4_0)", t)
+		enc, ok := encoders[t]
+		if !ok {
+			return nil, fmt.Errorf("quantize: no encoder for %s", t)
+		}
+		be, bb := t.BlockElems(), t.BlockBytes()
+		for i := 0; i*be < len(src); i++ {
+			enc(src[i*be:(i+1)*be], out[i*bb:(i+1)*bb])
+		}
 	}
 	return out, nil
+}
+
+// encoders encode one block of each block type.
+var encoders = map[Type]func(x []float32, b []byte){
+	Q8_0: quantQ8_0Block, Q4_0: quantQ4_0Block, Q4_1: quantQ4_1Block, Q5_0: quantQ5_0Block, Q5_1: quantQ5_1Block,
+	Q4_K: quantQ4_KBlock, Q5_K: quantQ5_KBlock, Q6_K: quantQ6_KBlock,
 }
 
 // quantQ8_0Block follows ggml's reference: d = amax/127, q = round(x/d).
