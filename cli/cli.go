@@ -37,6 +37,7 @@ var commands = map[string]command{
 	"inspect":      {"describe a model file", runInspect},
 	"synth":        {"write a random-weight model of a given shape (for benchmarks and tests)", runSynth},
 	"quantize":     {"write a model with its weights in fewer bits (F16 … Q4_K_M)", runQuantize},
+	"perplexity":   {"perplexity on a text, and KL divergence against a base model", runPerplexity},
 	"compare":      {"run decoding strategies side by side on one prompt", runCompare},
 	"check-lesson": {"check lesson files and verify their claims (expect: lines) on the engine", runCheckLesson},
 }

@@ -36,3 +36,17 @@ func TestQuantizeCommand(t *testing.T) {
 		}
 	}
 }
+
+// perplexity reports the model's perplexity on the lesson corpus's
+// held-out text and, against itself as the base, KL 0 and the same top
+// token everywhere.
+func TestPerplexityCommand(t *testing.T) {
+	src := "../models/lesson.gguf"
+	out, errOut, code := run(t, "perplexity", "--model", src, "--kl-base", src, "--lesson-heldout", "8000", "-t", "1")
+	if code != 0 || !strings.Contains(out, "perplexity ") || !strings.Contains(out, "mean KL 0.000000") || !strings.Contains(out, "same top token 100.00%") {
+		t.Errorf("perplexity: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if _, e, c := run(t, "perplexity", "--model", src); c != 2 || !strings.Contains(e, "--file or --lesson-heldout") {
+		t.Errorf("no text: exit %d, %q", c, e)
+	}
+}
