@@ -60,7 +60,7 @@ func runPerplexity(ctx context.Context, env Env, args []string) error {
 		defer bl.Close()
 		opt.Base = bl
 	}
-	r, err := perplexity.Run(ctx, lm, m.Tokenizer.EncodeIDs(text, false), opt)
+	r, err := perplexity.Run(ctx, lm, m.Tokenizer.EncodeIDs(text, true), opt) // BOS first, as llama-perplexity tokenizes
 	if err != nil {
 		return err
 	}

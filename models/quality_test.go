@@ -2,6 +2,7 @@ package models_test
 
 import (
 	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -48,4 +49,40 @@ func sameRates(a, b recipe.Bars) bool {
 		}
 	}
 	return true
+}
+
+// The quantization table of models/README.md holds: two of its rows
+// measured again (the 8-bit and the 4-bit preset) agree with report.json,
+// and fewer bits cost more KL.
+func TestQuantizationTable(t *testing.T) {
+	dir := os.Getenv("STEPTHROUGH_MODELS_DIR")
+	if dir == "" {
+		dir = "."
+	}
+	rep, err := recipe.ReadReport(filepath.Join(dir, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stated := map[string]recipe.QuantRow{}
+	for _, r := range rep.Quantization {
+		stated[r.Type] = r
+	}
+	if len(stated) < 13 {
+		t.Fatalf("report.json has %d quantization rows (rerun train-lesson --eval-only)", len(stated))
+	}
+	_, held := corpus.Split(corpus.Default(rep.Seed).Scaled(rep.Scale), 0.1)
+	rows, err := recipe.MeasureQuantization(context.Background(), filepath.Join(dir, "lesson.gguf"), recipe.QuantText(held), []string{"Q8_0", "Q4_K_M"}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, got := range rows {
+		want := stated[got.Type]
+		if got.Bytes != want.Bytes || math.Abs(got.PPL-want.PPL) > 1e-3*want.PPL || math.Abs(got.MeanKL-want.MeanKL) > 0.02*want.MeanKL+1e-9 ||
+			math.Abs(got.SameTop-want.SameTop) > 0.002 {
+			t.Errorf("%s: measures %+v, report.json says %+v (rerun train-lesson --eval-only)", got.Type, got, want)
+		}
+	}
+	if !(stated["Q8_0"].MeanKL < stated["Q6_K"].MeanKL && stated["Q6_K"].MeanKL < stated["Q5_K_M"].MeanKL && stated["Q5_K_M"].MeanKL < stated["Q4_K_M"].MeanKL) {
+		t.Errorf("KL does not grow as bits shrink: Q8_0 %g, Q6_K %g, Q5_K_M %g, Q4_K_M %g", stated["Q8_0"].MeanKL, stated["Q6_K"].MeanKL, stated["Q5_K_M"].MeanKL, stated["Q4_K_M"].MeanKL)
+	}
 }

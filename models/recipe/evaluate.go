@@ -13,6 +13,7 @@ import (
 	"stepthrough/engine/agent"
 	"stepthrough/engine/chat"
 	"stepthrough/engine/model"
+	"stepthrough/engine/quantize"
 	"stepthrough/engine/sample"
 	"stepthrough/models/corpus"
 )
@@ -84,10 +85,15 @@ func (b Bars) Failures() []string {
 }
 
 // EvalSizes are how many cases each bar measures (Countries: 0 is all 193).
-type EvalSizes struct{ Copy, Sums, Chat, Countries int }
+type EvalSizes struct {
+	Copy, Sums, Chat, Countries int
+	// QuantBytes is the held-out text the quantization table is measured
+	// on (0: the table is not measured)
+	QuantBytes int
+}
 
 // ReportSizes are the report's; the quality test uses the same.
-var ReportSizes = EvalSizes{Copy: 300, Sums: 200, Chat: 200}
+var ReportSizes = EvalSizes{Copy: 300, Sums: 200, Chat: 200, QuantBytes: QuantTextBytes}
 
 var errStop = errors.New("stop")
 
@@ -292,6 +298,12 @@ func evaluate(ctx context.Context, rep *Report, mainPath, draftPath string, held
 		return err
 	}
 	rep.Bars = bars
+	if sizes.QuantBytes > 0 {
+		text := QuantText(held)
+		if rep.Quantization, err = MeasureQuantization(ctx, mainPath, text[:min(len(text), sizes.QuantBytes)], quantize.Targets, threads); err != nil {
+			return fmt.Errorf("quantization: %w", err)
+		}
+	}
 	m, err := model.Load(mainPath)
 	if err != nil {
 		return err

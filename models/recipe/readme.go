@@ -147,6 +147,21 @@ Some held-out-phrasing misses: {{range .}}{{.}}; {{end}}{{end}}
 {{with .Bars.Copy.Misses}}
 Some copying misses: {{range .}}{{.}}; {{end}}{{end}}
 
+{{with .Quantization}}
+## Quantized (stepthrough quantize, measured with stepthrough perplexity)
+
+The model written at each precision by ` + "`stepthrough quantize`" + ` (in memory),
+measured on the first 60,000 bytes of the held-out documents in chunks of
+128 tokens, the second half of each scored (llama-perplexity's method),
+against the model as trained. Its rows are 192 values wide, not whole
+256-value K-quant blocks, so the K types fall back for most matrices as
+llama.cpp does (Q4_K → Q5_0, Q5_K → Q5_1, Q6_K → Q8_0); only the 768-wide
+` + "`ffn_down`" + ` rows take a K type.
+
+| type | weights | perplexity | mean KL | p99 KL | same top token |
+|---|---|---|---|---|---|
+{{range .}}| {{.Type}} | {{mib .Bytes}} | {{printf "%.3f" .PPL}} | {{printf "%.5f" .MeanKL}} | {{printf "%.4f" .P99KL}} | {{pct .SameTop}} |
+{{end}}{{end}}
 ## Samples (temperature 0.8, seeds 1–{{len .Samples}}, calculator calls executed)
 
 {{range .Samples}}{{quote .}}

@@ -75,9 +75,11 @@ type Report struct {
 	ChatTemplate string `json:"chat_template"`
 	// DraftAgreement is how often the draft's greedy next token equals
 	// the main model's on held-out text.
-	DraftAgreement float64            `json:"draft_agreement"`
-	Samples        []string           `json:"samples"`
-	Seconds        map[string]float64 `json:"seconds"`
+	DraftAgreement float64 `json:"draft_agreement"`
+	// Quantization is the model at each precision on held-out text.
+	Quantization []QuantRow         `json:"quantization,omitempty"`
+	Samples      []string           `json:"samples"`
+	Seconds      map[string]float64 `json:"seconds"`
 }
 
 // ModelReport describes one trained model.

@@ -17,7 +17,7 @@ func TestRecipeMiniature(t *testing.T) {
 	run := func(dir string) *Report {
 		o := Defaults()
 		o.OutDir, o.Scale, o.MainSteps, o.DraftSteps, o.Threads = dir, 0.01, 3, 2, 2
-		o.Vocab, o.Eval = 600, EvalSizes{Copy: 10, Sums: 4, Chat: 4, Countries: 3}
+		o.Vocab, o.Eval = 600, EvalSizes{Copy: 10, Sums: 4, Chat: 4, Countries: 3, QuantBytes: 3000}
 		rep, err := Run(context.Background(), o)
 		if err != nil {
 			t.Fatal(err)
@@ -42,7 +42,8 @@ func TestRecipeMiniature(t *testing.T) {
 		}
 		m.Close()
 	}
-	if rep.Bars.Copy.Cases == 0 || len(rep.Samples) != len(samplePrompts()) || rep.Main.ValLoss["facts"] == 0 || rep.Vocab > 600 {
+	if rep.Bars.Copy.Cases == 0 || len(rep.Samples) != len(samplePrompts()) || rep.Main.ValLoss["facts"] == 0 || rep.Vocab > 600 ||
+		len(rep.Quantization) != 13 || rep.Quantization[0].Type != "F32" {
 		t.Errorf("report %+v", rep)
 	}
 	// an undertrained model misses the bars, and the check says so
