@@ -128,3 +128,31 @@ func b2i(b bool) int {
 	}
 	return 0
 }
+
+//go:noescape
+func dotQ4_KAVX2(row *byte, x *float32, xs *float32, blocks int, f16 *float32) float32
+
+// dotQ4_K is a Q4_K row times x (xs: x's sums over 32 values).
+func dotQ4_K(row []byte, x, xs []float32) float32 {
+	nb := len(row) / 144
+	if useAVX2 && nb > 0 {
+		_ = x[nb*256-1]
+		_ = xs[nb*8-1]
+		return dotQ4_KAVX2(&row[0], &x[0], &xs[0], nb, &f16Table[0])
+	}
+	return dotQ4_KGo(row, x, xs)
+}
+
+//go:noescape
+func dotQ6_KAVX2(row *byte, x *float32, xs *float32, blocks int, f16 *float32) float32
+
+// dotQ6_K is a Q6_K row times x (xs: x's sums over 16 values).
+func dotQ6_K(row []byte, x, xs []float32) float32 {
+	nb := len(row) / 210
+	if useAVX2 && nb > 0 {
+		_ = x[nb*256-1]
+		_ = xs[nb*16-1]
+		return dotQ6_KAVX2(&row[0], &x[0], &xs[0], nb, &f16Table[0])
+	}
+	return dotQ6_KGo(row, x, xs)
+}

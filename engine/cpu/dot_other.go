@@ -19,3 +19,7 @@ func gemm4x4(a []float32, lda int, x []float32, ldx, k int, out *[16]float32) {
 }
 
 func axpy(dst []float32, a float32, x []float32) { axpyGo(dst, a, x) }
+
+func dotQ4_K(row []byte, x, xs []float32) float32 { return dotQ4_KGo(row, x, xs) }
+
+func dotQ6_K(row []byte, x, xs []float32) float32 { return dotQ6_KGo(row, x, xs) }

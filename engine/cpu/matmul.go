@@ -20,6 +20,30 @@ type matmulTask struct {
 	w       *model.Tensor
 	n       int
 	scratch [][]float32
+	xs      []float32 // the K-quant kernels' sums of x over groups (kGroup), per vector
+}
+
+// kGroup is how many values of x the K-quant kernel of a type sums (0:
+// the type has none).
+func kGroup(t quant.Type) int {
+	switch t {
+	case quant.Q4_K:
+		return 32
+	case quant.Q6_K:
+		return 16
+	}
+	return 0
+}
+
+// dotK is a K-quant row times vector t of the task.
+func (m *matmulTask) dotK(row []byte, t int) float32 {
+	cols := m.w.Cols()
+	g := kGroup(m.w.Type)
+	x, xs := m.x[t*cols:(t+1)*cols], m.xs[t*cols/g:(t+1)*cols/g]
+	if m.w.Type == quant.Q4_K {
+		return dotQ4_K(row, x, xs)
+	}
+	return dotQ6_K(row, x, xs)
 }
 
 // MatMul computes out[t][r] = dot(row r of w, x[t]) for n input vectors.
@@ -28,6 +52,16 @@ type matmulTask struct {
 // three rows is decoded once and multiplied with three vectors at a time.
 func (p *Pool) MatMul(out []float32, w *model.Tensor, x []float32, n int, scratch [][]float32) {
 	p.mm = matmulTask{out: out, x: x, w: w, n: n, scratch: scratch}
+	if g := kGroup(w.Type); g > 0 && n <= kSmallBatch && w.Cols()%g == 0 {
+		cols := w.Cols()
+		if cap(p.xs) < n*cols/g {
+			p.xs = make([]float32, n*cols/g)
+		}
+		p.mm.xs = p.xs[:n*cols/g]
+		for t := range n {
+			xSums(x[t*cols:(t+1)*cols], g, p.mm.xs[t*cols/g:(t+1)*cols/g])
+		}
+	}
 	// a part must hold enough multiply-adds to be worth waking a thread
 	grain := max(16, minWorkPerPart/(w.Cols()*n))
 	p.Run(w.Rows(), grain, &p.mm)
@@ -49,8 +83,23 @@ func (m *matmulTask) Run(worker, lo, hi int) {
 				copy(m.out[r:r+4], o4[:])
 			}
 		}
+		if m.xs != nil {
+			for ; r < hi; r++ {
+				m.out[r] = m.dotK(w.Data[r*rb:(r+1)*rb], 0)
+			}
+			return
+		}
 		for ; r < hi; r++ {
 			m.out[r] = dotRow(w.Type, w.Data[r*rb:(r+1)*rb], x, buf[:cols])
+		}
+		return
+	}
+	if m.xs != nil { // a few vectors: the K-quant kernel per vector
+		for r := lo; r < hi; r++ {
+			row := w.Data[r*rb : (r+1)*rb]
+			for t := range m.n {
+				m.out[t*rows+r] = m.dotK(row, t)
+			}
 		}
 		return
 	}
@@ -113,6 +162,10 @@ func (m *matmulTask) Run(worker, lo, hi int) {
 // with the Q8_0 kernel rather than decoding rows for the tile kernels
 // (measured: BenchmarkMatMulQ8Small).
 const q8SmallBatch = 12
+
+// kSmallBatch is the same for the K-quant kernels (decoding a K-quant row
+// costs more, so the kernel wins longer).
+const kSmallBatch = 16
 
 // dotRow is one row of a matrix-vector product, in the row's own type where
 // a kernel exists, else through a decoded copy.

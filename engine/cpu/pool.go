@@ -35,6 +35,7 @@ type Pool struct {
 	total, chunk int
 
 	mm matmulTask // MatMul's task, reused
+	xs []float32  // MatMul's sums of x for the K-quant kernels, reused
 }
 
 type poolWorker struct {
