@@ -27,6 +27,18 @@ func ShaderType(t quant.Type) string {
 		return "q8_0"
 	case quant.Q4_0:
 		return "q4_0"
+	case quant.Q4_1:
+		return "q4_1"
+	case quant.Q5_0:
+		return "q5_0"
+	case quant.Q5_1:
+		return "q5_1"
+	case quant.Q4_K:
+		return "q4_k"
+	case quant.Q5_K:
+		return "q5_k"
+	case quant.Q6_K:
+		return "q6_k"
 	}
 	return ""
 }

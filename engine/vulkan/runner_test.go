@@ -107,6 +107,10 @@ func TestModelParity(t *testing.T) {
 	}
 	m := synth(t, model.SynthOptions{Arch: "llama", Embd: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 96, Vocab: 700, Context: 64, Type: quant.Q8_0, Tied: true, Name: "llama GQA tied"})
 	parity(t, d, m, m.Tokenizer.EncodeIDs("once upon a time", true), 8)
+	for _, typ := range []quant.Type{quant.Q4_K, quant.Q5_K, quant.Q6_K} { // decoded in the shaders, uploaded as they are
+		m := synth(t, model.SynthOptions{Arch: "llama", Embd: 256, Layers: 2, Heads: 4, FFN: 512, Vocab: 600, Context: 64, Type: typ, Name: "llama " + typ.String()})
+		parity(t, d, m, m.Tokenizer.EncodeIDs("once upon a time", true), 8)
+	}
 }
 
 // The staging path (the one a discrete GPU takes) gives the same logits.

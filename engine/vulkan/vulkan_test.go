@@ -155,10 +155,13 @@ func testOps(t *testing.T, staging bool) {
 	defer pool.Close()
 
 	t.Run("matmul", func(t *testing.T) {
-		for _, typ := range []quant.Type{quant.F32, quant.F16, quant.Q8_0, quant.Q4_0} {
+		for _, typ := range []quant.Type{quant.F32, quant.F16, quant.Q8_0, quant.Q4_0, quant.Q4_1, quant.Q5_0, quant.Q5_1, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
 			shapes := [][3]int{{1, 32, 1}, {7, 64, 1}, {33, 96, 3}, {100, 288, 9}, {513, 256, 17}, {65, 64, 70}, {2048, 1024, 1}, {70000, 64, 1}}
 			if typ == quant.F32 || typ == quant.F16 {
 				shapes = append(shapes, [3]int{5, 1, 2}, [3]int{9, 17, 3}, [3]int{31, 100, 1})
+			}
+			if typ.BlockElems() == 256 { // K-quants: rows of whole 256-value blocks
+				shapes = [][3]int{{1, 256, 1}, {7, 512, 1}, {33, 768, 3}, {65, 256, 20}, {300, 1024, 1}}
 			}
 			for _, s := range shapes {
 				rows, cols, n := s[0], s[1], s[2]
@@ -175,8 +178,8 @@ func testOps(t *testing.T, staging bool) {
 		}
 	})
 	t.Run("get_rows", func(t *testing.T) {
-		for _, typ := range []quant.Type{quant.F32, quant.F16, quant.Q8_0, quant.Q4_0} {
-			rows, cols := 50, 64
+		for _, typ := range []quant.Type{quant.F32, quant.F16, quant.Q8_0, quant.Q4_0, quant.Q4_1, quant.Q5_0, quant.Q5_1, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
+			rows, cols := 50, max(64, typ.BlockElems())
 			w, _ := quant.Quantize(typ, randVec(r, rows*cols, 1))
 			tensor := &model.Tensor{Name: "e", Type: typ, Dims: []int{cols, rows}, Data: w}
 			ids := []uint32{3, 0, 49, 3, 17}
