@@ -156,3 +156,37 @@ func dotQ6_K(row []byte, x, xs []float32) float32 {
 	}
 	return dotQ6_KGo(row, x, xs)
 }
+
+// dotRowsK writes out[r] = row r of a Q4_K or Q6_K matrix (rows of rb
+// bytes in data) times x, for r in [lo, hi): the bounds checked once, the
+// kernel called per row without them (decode runs ~10^5 rows a token).
+func dotRowsK(t quant.Type, data []byte, rb, lo, hi int, x, xs, out []float32) {
+	if lo >= hi {
+		return
+	}
+	_ = data[hi*rb-1]
+	_ = out[hi-1]
+	switch {
+	case t == quant.Q4_K && useAVX2:
+		nb := rb / 144
+		_, _ = x[nb*256-1], xs[nb*8-1]
+		for r := lo; r < hi; r++ {
+			out[r] = dotQ4_KAVX2(&data[r*rb], &x[0], &xs[0], nb, &f16Table[0])
+		}
+	case t == quant.Q6_K && useAVX2:
+		nb := rb / 210
+		_, _ = x[nb*256-1], xs[nb*16-1]
+		for r := lo; r < hi; r++ {
+			out[r] = dotQ6_KAVX2(&data[r*rb], &x[0], &xs[0], nb, &f16Table[0])
+		}
+	default:
+		for r := lo; r < hi; r++ {
+			row := data[r*rb : (r+1)*rb]
+			if t == quant.Q4_K {
+				out[r] = dotQ4_K(row, x, xs)
+			} else {
+				out[r] = dotQ6_K(row, x, xs)
+			}
+		}
+	}
+}

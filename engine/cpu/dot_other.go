@@ -2,6 +2,8 @@
 
 package cpu
 
+import "stepthrough/engine/quant"
+
 func dot(a, b []float32) float32 { return dotGo(a, b) }
 
 func dotQ8_0(row []byte, x []float32) float32 { return dotQ8_0Go(row, x) }
@@ -23,3 +25,14 @@ func axpy(dst []float32, a float32, x []float32) { axpyGo(dst, a, x) }
 func dotQ4_K(row []byte, x, xs []float32) float32 { return dotQ4_KGo(row, x, xs) }
 
 func dotQ6_K(row []byte, x, xs []float32) float32 { return dotQ6_KGo(row, x, xs) }
+
+func dotRowsK(t quant.Type, data []byte, rb, lo, hi int, x, xs, out []float32) {
+	for r := lo; r < hi; r++ {
+		row := data[r*rb : (r+1)*rb]
+		if t == quant.Q4_K {
+			out[r] = dotQ4_K(row, x, xs)
+		} else {
+			out[r] = dotQ6_K(row, x, xs)
+		}
+	}
+}

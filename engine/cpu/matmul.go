@@ -84,9 +84,7 @@ func (m *matmulTask) Run(worker, lo, hi int) {
 			}
 		}
 		if m.xs != nil {
-			for ; r < hi; r++ {
-				m.out[r] = m.dotK(w.Data[r*rb:(r+1)*rb], 0)
-			}
+			dotRowsK(w.Type, w.Data, rb, r, hi, x, m.xs, m.out)
 			return
 		}
 		for ; r < hi; r++ {
