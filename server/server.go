@@ -156,6 +156,7 @@ func New(cfg Config) (*Server, error) {
 	s.apiRoutes(e)
 	s.requestRoutes(e)
 	e.GET("/agent", s.agentPage)
+	e.GET("/quantization", s.quantPage)
 	s.started = time.Now()
 	s.echo = e
 	return s, nil

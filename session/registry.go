@@ -10,6 +10,7 @@ import (
 	"stepthrough/engine"
 	"stepthrough/engine/gguf"
 	"stepthrough/engine/model"
+	"stepthrough/engine/quantize"
 	"stepthrough/engine/speculative"
 )
 
@@ -24,11 +25,55 @@ type Registry struct {
 	loaded   map[string]*model.Model
 	engines  map[string]*engine.Loaded // by model name and requested backend
 	drafts   map[string]error          // a draft's check against a target, by both names
+	quants   map[string]*Quantized     // models converted in memory, by name and type
+}
+
+// Quantized is a model converted to another type in memory.
+type Quantized struct {
+	Loaded *engine.Loaded
+	Report *quantize.Report
+	Bytes  int64 // the weights' bytes
+}
+
+// MaxQuantizeBytes bounds the models the web app converts in memory (a
+// larger one: quantize it with the command and offer the files).
+const MaxQuantizeBytes = 64 << 20
+
+// Quantize returns the model converted to target in memory, once (CPU).
+func (r *Registry) Quantize(name, target string) (*Quantized, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	key := name + "#" + target
+	if q, ok := r.quants[key]; ok {
+		return q, nil
+	}
+	m, err := r.get(name)
+	if err != nil {
+		return nil, err
+	}
+	var size uint64
+	for _, t := range m.File.Tensors {
+		size += t.Size
+	}
+	if size > MaxQuantizeBytes {
+		return nil, fmt.Errorf("%s has %d MiB of weights; the web app converts models up to %d MiB in memory: run stepthrough quantize and open the files", name, size>>20, MaxQuantizeBytes>>20)
+	}
+	qm, rep, bytes, err := quantize.InMemory(m.File, target)
+	if err != nil {
+		return nil, fmt.Errorf("%s as %s: %w", name, target, err)
+	}
+	l, err := engine.Load(qm, engine.Options{Backend: "cpu", Context: min(qm.Config.ContextLen, maxContext)})
+	if err != nil {
+		return nil, err
+	}
+	q := &Quantized{Loaded: l, Report: rep, Bytes: bytes}
+	r.quants[key] = q
+	return q, nil
 }
 
 // NewRegistry scans dirs (missing ones are skipped).
 func NewRegistry(dirs []string) *Registry {
-	r := &Registry{paths: map[string]string{}, embedded: map[string][]byte{}, loaded: map[string]*model.Model{}, engines: map[string]*engine.Loaded{}, drafts: map[string]error{}}
+	r := &Registry{paths: map[string]string{}, embedded: map[string][]byte{}, loaded: map[string]*model.Model{}, engines: map[string]*engine.Loaded{}, drafts: map[string]error{}, quants: map[string]*Quantized{}}
 	for _, d := range dirs {
 		files, _ := filepath.Glob(filepath.Join(d, "*.gguf"))
 		for _, f := range files {
@@ -205,6 +250,10 @@ func (r *Registry) Close() {
 		l.Close()
 	}
 	r.engines = map[string]*engine.Loaded{}
+	for _, q := range r.quants {
+		q.Loaded.Close()
+	}
+	r.quants = map[string]*Quantized{}
 	for _, m := range r.loaded {
 		m.Close()
 	}

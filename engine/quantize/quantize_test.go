@@ -276,3 +276,46 @@ func TestRefusals(t *testing.T) {
 		t.Errorf("the source is gone: %v", err)
 	}
 }
+
+// Compare: the reference against itself has KL 0, no flip, no
+// divergence; fewer bits drift further.
+func TestCompare(t *testing.T) {
+	f, err := gguf.Parse(models.Lesson)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := model.FromFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	load := func(m *model.Model) *engine.Loaded {
+		l, err := engine.Load(m, engine.Options{Threads: 2, Backend: "cpu"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(l.Close)
+		return l
+	}
+	vs := []Variant{{Type: "F32", Loaded: load(base)}}
+	for _, typ := range []string{"Q8_0", "Q4_0"} {
+		m, _, bytes, err := InMemory(f, typ)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vs = append(vs, Variant{Type: typ, Loaded: load(m), Bytes: bytes})
+	}
+	prompt := base.Tokenizer.EncodeIDs("Once upon a time, there was a girl named", true)
+	res, err := Compare(context.Background(), vs, prompt, 24)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := res[0]; r.MeanKL > 1e-9 || r.FlipRate != 0 || r.Divergence != -1 || r.Steps[0].Overlap != TopK {
+		t.Errorf("the reference against itself: %+v", r)
+	}
+	if !(res[2].MeanKL > res[1].MeanKL && res[1].MeanKL > 0) || res[2].Bytes >= res[1].Bytes {
+		t.Errorf("Q8_0 KL %g (%d bytes), Q4_0 KL %g (%d bytes)", res[1].MeanKL, res[1].Bytes, res[2].MeanKL, res[2].Bytes)
+	}
+	for _, r := range res {
+		t.Logf("%s: mean KL %.5f, flips %.0f%%, diverges at %d, prefill %.2f ms, decode %.3f ms/token", r.Type, r.MeanKL, 100*r.FlipRate, r.Divergence, r.PrefillMS, r.DecodeMS)
+	}
+}

@@ -1,0 +1,233 @@
+package quantize
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"stepthrough/engine"
+	"stepthrough/engine/gguf"
+	"stepthrough/engine/model"
+)
+
+// Variant is one precision of a model to compare.
+type Variant struct {
+	Type   string // as shown: "F32", "Q4_K_M", …
+	Loaded *engine.Loaded
+	Bytes  int64 // the weights' bytes
+}
+
+// Candidate is a token with its probability.
+type Candidate struct {
+	ID int32
+	P  float64
+}
+
+// StepStat is one variant at one generation step, reading the same tokens
+// as the reference (the first variant): its most likely tokens, the KL
+// divergence of its distribution from the reference's, whether its most
+// likely token differs, and how many of the reference's top 5 it shares.
+type StepStat struct {
+	Top     []Candidate
+	KL      float64
+	Flipped bool
+	Overlap int
+}
+
+// Result is one variant over a generation.
+type Result struct {
+	Type       string
+	Bytes      int64
+	Steps      []StepStat
+	Own        []int32 // its own greedy tokens
+	Divergence int     // the first step where Own differs from the reference's (-1: never)
+	MeanKL     float64
+	FlipRate   float64
+	PrefillMS  float64 // measured: the prompt in one pass
+	DecodeMS   float64 // measured: per token of its own generation
+}
+
+// TopK is how many tokens a StepStat lists and compares.
+const TopK = 5
+
+// Compare runs the prompt through every variant: each generates n tokens
+// greedily (timed), then reads the reference's tokens (the first variant's
+// generation) so their next-token distributions compare position by
+// position, as llama-perplexity's KL divergence does.
+func Compare(ctx context.Context, variants []Variant, prompt []int32, n int) ([]Result, error) {
+	if len(variants) == 0 || len(prompt) == 0 || n < 1 {
+		return nil, fmt.Errorf("compare: give variants, a prompt and tokens to generate")
+	}
+	out := make([]Result, len(variants))
+	dists := make([][][]float64, len(variants)) // [variant][step] log-probabilities
+	for i, v := range variants {
+		r, err := generate(ctx, v, prompt, n)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", v.Type, err)
+		}
+		out[i] = r
+	}
+	ref := out[0].Own
+	for i, v := range variants {
+		d, err := teacherForced(ctx, v.Loaded, prompt, ref)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", v.Type, err)
+		}
+		dists[i] = d
+	}
+	for i := range variants {
+		r := &out[i]
+		r.Divergence = -1
+		for s := range ref {
+			if s >= len(r.Own) || r.Own[s] != ref[s] {
+				r.Divergence = s
+				break
+			}
+		}
+		for s := range ref {
+			st := stat(dists[0][s], dists[i][s])
+			r.Steps = append(r.Steps, st)
+			r.MeanKL += st.KL
+			if st.Flipped {
+				r.FlipRate++
+			}
+		}
+		r.MeanKL /= float64(len(ref))
+		r.FlipRate /= float64(len(ref))
+	}
+	return out, nil
+}
+
+// generate is a variant's own greedy generation, timed.
+func generate(ctx context.Context, v Variant, prompt []int32, n int) (Result, error) {
+	r := Result{Type: v.Type, Bytes: v.Bytes}
+	s, err := v.Loaded.NewSession(len(prompt) + n)
+	if err != nil {
+		return r, err
+	}
+	defer s.Close()
+	start := time.Now()
+	logits, err := s.Eval(ctx, prompt)
+	if err != nil {
+		return r, err
+	}
+	r.PrefillMS = float64(time.Since(start).Microseconds()) / 1000
+	start = time.Now()
+	for i := 0; i < n; i++ {
+		id := engine.Argmax(logits)
+		r.Own = append(r.Own, id)
+		if i == n-1 || v.Loaded.Model.Tokenizer.IsEOG(id) {
+			break
+		}
+		if logits, err = s.Eval(ctx, []int32{id}); err != nil {
+			return r, err
+		}
+	}
+	r.DecodeMS = float64(time.Since(start).Microseconds()) / 1000 / float64(len(r.Own))
+	return r, nil
+}
+
+// teacherForced is a variant's next-token log-probabilities at each step
+// of the reference's generation (after the prompt and the tokens before).
+func teacherForced(ctx context.Context, l *engine.Loaded, prompt, ref []int32) ([][]float64, error) {
+	s, err := l.NewSession(len(prompt) + len(ref))
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	in := append(slices.Clone(prompt), ref[:len(ref)-1]...)
+	all, err := s.EvalAll(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	V := l.Model.Config.Vocab
+	var out [][]float64
+	for step := range ref {
+		row := all[(len(prompt)-1+step)*V : (len(prompt)+step)*V]
+		out = append(out, logSoftmax(row))
+	}
+	return out, nil
+}
+
+func stat(ref, q []float64) StepStat {
+	st := StepStat{Top: topK(q)}
+	for i, a := range ref {
+		if p := math.Exp(a); p > 0 {
+			st.KL += p * (a - q[i])
+		}
+	}
+	st.KL = math.Max(0, st.KL)
+	rt := topK(ref)
+	st.Flipped = rt[0].ID != st.Top[0].ID
+	for _, a := range rt {
+		for _, b := range st.Top {
+			if a.ID == b.ID {
+				st.Overlap++
+			}
+		}
+	}
+	return st
+}
+
+func topK(lp []float64) []Candidate {
+	var out []Candidate
+	for i, v := range lp {
+		c := Candidate{ID: int32(i), P: math.Exp(v)}
+		j, _ := slices.BinarySearchFunc(out, c, func(a, b Candidate) int {
+			if a.P != b.P {
+				if a.P > b.P {
+					return -1
+				}
+				return 1
+			}
+			return int(a.ID - b.ID)
+		})
+		if j < TopK {
+			out = slices.Insert(out, j, c)
+			out = out[:min(len(out), TopK)]
+		}
+	}
+	return out
+}
+
+func logSoftmax(x []float32) []float64 {
+	m := math.Inf(-1)
+	for _, v := range x {
+		m = math.Max(m, float64(v))
+	}
+	var sum float64
+	for _, v := range x {
+		sum += math.Exp(float64(v) - m)
+	}
+	lse := m + math.Log(sum)
+	out := make([]float64, len(x))
+	for i, v := range x {
+		out[i] = float64(v) - lse
+	}
+	return out
+}
+
+// InMemory converts a parsed model to target without writing a file and
+// returns the converted model (its own file in memory), the report and
+// the weights' bytes.
+func InMemory(f *gguf.File, target string) (*model.Model, *Report, int64, error) {
+	w, rep, err := Convert(f, target, Options{})
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	qf, err := gguf.Parse(w.Bytes())
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	m, err := model.FromFile(qf)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	var bytes int64
+	for _, t := range qf.Tensors {
+		bytes += int64(t.Size)
+	}
+	return m, rep, bytes, nil
+}
