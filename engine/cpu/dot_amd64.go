@@ -157,7 +157,7 @@ func dotQ6_K(row []byte, x, xs []float32) float32 {
 	return dotQ6_KGo(row, x, xs)
 }
 
-// dotRowsK writes out[r] = row r of a Q4_K or Q6_K matrix (rows of rb
+// dotRowsK writes out[r] = row r of a Q4_K, Q6_K or legacy 4-/5-bit matrix (rows of rb
 // bytes in data) times x, for r in [lo, hi): the bounds checked once, the
 // kernel called per row without them (decode runs ~10^5 rows a token).
 func dotRowsK(t quant.Type, data []byte, rb, lo, hi int, x, xs, out []float32) {
@@ -179,14 +179,40 @@ func dotRowsK(t quant.Type, data []byte, rb, lo, hi int, x, xs, out []float32) {
 		for r := lo; r < hi; r++ {
 			out[r] = dotQ6_KAVX2(&data[r*rb], &x[0], &xs[0], nb, &f16Table[0])
 		}
+	case useAVX2 && (t == quant.Q4_0 || t == quant.Q5_0 || t == quant.Q4_1 || t == quant.Q5_1):
+		nb, kind := rb/t.BlockBytes(), legacyKind[t]
+		_, _ = x[nb*32-1], xs[nb-1]
+		for r := lo; r < hi; r++ {
+			out[r] = dotLegacyAVX2(&data[r*rb], &x[0], &xs[0], nb, &f16Table[0], kind)
+		}
 	default:
 		for r := lo; r < hi; r++ {
 			row := data[r*rb : (r+1)*rb]
-			if t == quant.Q4_K {
+			switch t {
+			case quant.Q4_K:
 				out[r] = dotQ4_K(row, x, xs)
-			} else {
+			case quant.Q6_K:
 				out[r] = dotQ6_K(row, x, xs)
+			default:
+				out[r] = dotLegacy(t, row, x, xs)
 			}
 		}
 	}
+}
+
+//go:noescape
+func dotLegacyAVX2(row *byte, x *float32, xs *float32, blocks int, f16 *float32, kind int) float32
+
+// legacyKind numbers the types dotLegacyAVX2 reads.
+var legacyKind = map[quant.Type]int{quant.Q4_0: 0, quant.Q5_0: 1, quant.Q4_1: 2, quant.Q5_1: 3}
+
+// dotLegacy is a Q4_0, Q5_0, Q4_1 or Q5_1 row times x (xs: x's sums over
+// 32 values).
+func dotLegacy(t quant.Type, row []byte, x, xs []float32) float32 {
+	nb := len(row) / t.BlockBytes()
+	if useAVX2 && nb > 0 {
+		_, _ = x[nb*32-1], xs[nb-1]
+		return dotLegacyAVX2(&row[0], &x[0], &xs[0], nb, &f16Table[0], legacyKind[t])
+	}
+	return dotLegacyGo(t, row, x, xs)
 }

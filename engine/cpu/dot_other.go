@@ -29,10 +29,15 @@ func dotQ6_K(row []byte, x, xs []float32) float32 { return dotQ6_KGo(row, x, xs)
 func dotRowsK(t quant.Type, data []byte, rb, lo, hi int, x, xs, out []float32) {
 	for r := lo; r < hi; r++ {
 		row := data[r*rb : (r+1)*rb]
-		if t == quant.Q4_K {
+		switch t {
+		case quant.Q4_K:
 			out[r] = dotQ4_K(row, x, xs)
-		} else {
+		case quant.Q6_K:
 			out[r] = dotQ6_K(row, x, xs)
+		default:
+			out[r] = dotLegacy(t, row, x, xs)
 		}
 	}
 }
+
+func dotLegacy(t quant.Type, row []byte, x, xs []float32) float32 { return dotLegacyGo(t, row, x, xs) }

@@ -88,3 +88,35 @@ func dotQ6_KGo(row []byte, x, xs16 []float32) float32 {
 	}
 	return sum
 }
+
+// dotLegacyGo is a Q4_0, Q5_0, Q4_1 or Q5_1 row times x (xs32: x's sums
+// over 32 values): Q4_0 and Q5_0 values are d·(q − 8) and d·(q − 16),
+// Q4_1 and Q5_1 values d·q + m.
+func dotLegacyGo(t quant.Type, row []byte, x, xs32 []float32) float32 {
+	bb := t.BlockBytes()
+	var sum float32
+	var y [32]float32
+	for b := 0; b*bb < len(row); b++ {
+		blk := row[b*bb : (b+1)*bb]
+		// the block's levels q (no offset, no min) via the decoder with d = 1, m = 0
+		var raw [24]byte
+		copy(raw[:], blk)
+		raw[0], raw[1] = 0x00, 0x3c // d = 1.0
+		if t == quant.Q4_1 || t == quant.Q5_1 {
+			raw[2], raw[3] = 0, 0 // m = 0
+		}
+		quant.Dequantize(t, raw[:bb], y[:])
+		var s float32
+		for i, v := range y {
+			s += v * x[b*32+i]
+		}
+		d := half16(blk)
+		switch t {
+		case quant.Q4_1, quant.Q5_1:
+			sum += d*s + half16(blk[2:])*xs32[b]
+		default: // the decoder already subtracted the offset
+			sum += d * s
+		}
+	}
+	return sum
+}

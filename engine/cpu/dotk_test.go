@@ -50,3 +50,49 @@ func TestDotKQuants(t *testing.T) {
 		}
 	}
 }
+
+// The legacy 4- and 5-bit dot products (offsets and mins through x's
+// sums) equal decoding the row and dotting it, on quantized rows and on
+// random bytes.
+func TestDotLegacy(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	const cols = 512
+	x := make([]float32, cols)
+	for i := range x {
+		x[i] = float32(r.NormFloat64())
+	}
+	xs := make([]float32, cols/32)
+	xSums(x, 32, xs)
+	for _, typ := range []quant.Type{quant.Q4_0, quant.Q5_0, quant.Q4_1, quant.Q5_1} {
+		for _, random := range []bool{false, true} {
+			w := make([]float32, cols)
+			for i := range w {
+				w[i] = float32(r.NormFloat64())
+			}
+			row, _ := quant.Quantize(typ, w)
+			if random {
+				for i := range row {
+					row[i] = byte(r.IntN(256))
+				}
+				for b := 0; b < len(row); b += typ.BlockBytes() { // finite, small scales
+					row[b], row[b+1] = byte(r.IntN(256)), 0x2c
+					if typ == quant.Q4_1 || typ == quant.Q5_1 {
+						row[b+2], row[b+3] = byte(r.IntN(256)), 0xac
+					}
+				}
+			}
+			dec := make([]float32, cols)
+			quant.Dequantize(typ, row, dec)
+			var want, scale float64
+			for i := range dec {
+				want += float64(dec[i]) * float64(x[i])
+				scale += math.Abs(float64(dec[i]) * float64(x[i]))
+			}
+			for name, got := range map[string]float32{"go": dotLegacyGo(typ, row, x, xs), "fast": dotLegacy(typ, row, x, xs)} {
+				if math.Abs(float64(got)-want) > 1e-5*scale+1e-6 {
+					t.Errorf("%s (random bytes %v) %s kernel: %g, decoded row %g", typ, random, name, got, want)
+				}
+			}
+		}
+	}
+}

@@ -23,11 +23,11 @@ type matmulTask struct {
 	xs      []float32 // the K-quant kernels' sums of x over groups (kGroup), per vector
 }
 
-// kGroup is how many values of x the K-quant kernel of a type sums (0:
-// the type has none).
+// kGroup is how many values of x a type's kernel sums for its offsets or
+// mins (the K-quants and the legacy 4- and 5-bit types; 0: none).
 func kGroup(t quant.Type) int {
 	switch t {
-	case quant.Q4_K:
+	case quant.Q4_K, quant.Q4_0, quant.Q5_0, quant.Q4_1, quant.Q5_1:
 		return 32
 	case quant.Q6_K:
 		return 16
@@ -40,10 +40,13 @@ func (m *matmulTask) dotK(row []byte, t int) float32 {
 	cols := m.w.Cols()
 	g := kGroup(m.w.Type)
 	x, xs := m.x[t*cols:(t+1)*cols], m.xs[t*cols/g:(t+1)*cols/g]
-	if m.w.Type == quant.Q4_K {
+	switch m.w.Type {
+	case quant.Q4_K:
 		return dotQ4_K(row, x, xs)
+	case quant.Q6_K:
+		return dotQ6_K(row, x, xs)
 	}
-	return dotQ6_K(row, x, xs)
+	return dotLegacy(m.w.Type, row, x, xs)
 }
 
 // MatMul computes out[t][r] = dot(row r of w, x[t]) for n input vectors.
