@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strings"
+	"sync"
 	"unsafe"
 
 	vk "github.com/vulkan-go/vulkan"
@@ -104,6 +106,11 @@ var ErrNoDevice = errors.New("no suitable Vulkan device")
 // Open loads Vulkan, picks a device and builds the pipelines. Preference:
 // discrete, integrated, virtual, then (only with AllowCPU) a CPU device.
 func Open(opt Options) (*Device, error) {
+	// the binding hands the driver C copies of create-info slices that a
+	// finalizer frees once a collection finds them unreachable — possibly
+	// mid-call; no collection runs while the device is set up (the long
+	// calls, pipeline builds, go through shim.go instead)
+	defer pauseGC()()
 	if os.Getenv("XDG_RUNTIME_DIR") == "" {
 		os.Setenv("XDG_RUNTIME_DIR", os.TempDir()) // lavapipe's loader warns otherwise
 	}
@@ -309,7 +316,6 @@ func (d *Device) buildPipelines() error {
 	if err != nil {
 		return err
 	}
-	main := cstr("main")
 	for _, e := range entries {
 		b, err := spirv.ReadFile("shaders/spv/" + e.Name())
 		if err != nil {
@@ -324,13 +330,11 @@ func (d *Device) buildPipelines() error {
 			return err
 		}
 		d.modules = append(d.modules, mod)
-		info := []vk.ComputePipelineCreateInfo{{SType: vk.StructureTypeComputePipelineCreateInfo, Layout: d.layout,
-			Stage: vk.PipelineShaderStageCreateInfo{SType: vk.StructureTypePipelineShaderStageCreateInfo, Stage: vk.ShaderStageComputeBit, Module: mod, PName: main}}}
-		pipes := make([]vk.Pipeline, 1)
-		if err := check(vk.CreateComputePipelines(d.dev, vk.NullPipelineCache, 1, info, nil, pipes), "pipeline "+e.Name()); err != nil {
+		pipe, res := d.fns.computePipeline(d.dev, d.layout, mod)
+		if err := check(res, "pipeline "+e.Name()); err != nil {
 			return err
 		}
-		d.pipelines[strings.TrimSuffix(e.Name(), ".spv")] = pipes[0]
+		d.pipelines[strings.TrimSuffix(e.Name(), ".spv")] = pipe
 	}
 	return nil
 }
@@ -384,3 +388,33 @@ func (d *Device) Close() {
 }
 
 var _ = unsafe.Pointer(nil)
+
+// gcPause counts the callers holding the collector off.
+var gcPause struct {
+	sync.Mutex
+	n, prev int
+}
+
+// pauseGC holds the garbage collector off until the returned function is
+// called (nested and concurrent holds are counted).
+func pauseGC() (resume func()) {
+	holdGC()
+	return releaseGC
+}
+
+func holdGC() {
+	gcPause.Lock()
+	defer gcPause.Unlock()
+	if gcPause.n == 0 {
+		gcPause.prev = debug.SetGCPercent(-1)
+	}
+	gcPause.n++
+}
+
+func releaseGC() {
+	gcPause.Lock()
+	defer gcPause.Unlock()
+	if gcPause.n--; gcPause.n == 0 {
+		debug.SetGCPercent(gcPause.prev)
+	}
+}

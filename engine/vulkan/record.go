@@ -26,14 +26,10 @@ func (d *Device) NewSet(bufs ...*Buffer) (vk.DescriptorSet, error) {
 		return vk.AllocateDescriptorSets(d.dev, info, &set)
 	}
 	if r := try(); r != vk.Success {
-		sizes := []vk.DescriptorPoolSize{{Type: vk.DescriptorTypeStorageBuffer, DescriptorCount: setsPerPool * maxBindings}}
-		var pool vk.DescriptorPool
-		info := &vk.DescriptorPoolCreateInfo{SType: vk.StructureTypeDescriptorPoolCreateInfo, Flags: vk.DescriptorPoolCreateFlags(vk.DescriptorPoolCreateFreeDescriptorSetBit),
-			MaxSets: setsPerPool, PoolSizeCount: 1, PPoolSizes: sizes}
-		if err := check(vk.CreateDescriptorPool(d.dev, info, nil, &pool), "descriptor pool"); err != nil {
+		pool, res := d.fns.descriptorPool(d.dev, setsPerPool, setsPerPool*maxBindings)
+		if err := check(res, "descriptor pool"); err != nil {
 			return nil, err
 		}
-		info.Free()
 		d.pools = append(d.pools, pool)
 		if err := check(try(), "allocate descriptor set"); err != nil {
 			return nil, err

@@ -97,13 +97,40 @@ typedef struct { uint32_t sType; const void *pNext; uint32_t waitSemaphoreCount;
 typedef struct { void *buffer; uint64_t offset, range; } st_buffer_info;
 typedef struct { uint32_t sType; const void *pNext; void *dstSet; uint32_t dstBinding, dstArrayElement, descriptorCount, descriptorType;
 	const void *pImageInfo; const st_buffer_info *pBufferInfo; const void *pTexelBufferView; } st_write_set;
-typedef struct { void *barrier, *copy, *submit, *update; } st_cmds;
+typedef struct { void *barrier, *copy, *submit, *update, *pipelines, *pool; } st_cmds;
+typedef struct { uint32_t type, descriptorCount; } st_pool_size;
+typedef struct { uint32_t sType; const void *pNext; uint32_t flags, maxSets, poolSizeCount; const st_pool_size *pPoolSizes; } st_pool_info;
+// st_descriptor_pool makes a pool of storage-buffer descriptors whose sets
+// can be freed one by one.
+static int32_t st_descriptor_pool(st_cmds *c, void *device, uint32_t maxSets, uint32_t buffers, void **pool) {
+	st_pool_size size = {7, buffers}; // VK_DESCRIPTOR_TYPE_STORAGE_BUFFER
+	st_pool_info info; memset(&info, 0, sizeof info);
+	info.sType = 33; // VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO
+	info.flags = 1;  // VK_DESCRIPTOR_POOL_CREATE_FREE_DESCRIPTOR_SET_BIT
+	info.maxSets = maxSets; info.poolSizeCount = 1; info.pPoolSizes = &size;
+	return ((int32_t (*)(void *, const st_pool_info *, const void *, void **))c->pool)(device, &info, NULL, pool);
+}
+typedef struct { uint32_t sType; const void *pNext; uint32_t flags; uint32_t stage; void *module; const char *pName; const void *pSpecializationInfo; } st_stage_info;
+typedef struct { uint32_t sType; const void *pNext; uint32_t flags; st_stage_info stage; void *layout; void *basePipelineHandle; int32_t basePipelineIndex; } st_compute_info;
+// st_create_compute builds a compute pipeline of one shader module (entry
+// point "main"); lavapipe compiles the shader in this call, a long window.
+static int32_t st_create_compute(st_cmds *c, void *device, void *layout, void *module, void **pipeline) {
+	st_compute_info ci; memset(&ci, 0, sizeof ci);
+	ci.sType = 29; // VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO
+	ci.stage.sType = 18; // VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO
+	ci.stage.stage = 0x20; // VK_SHADER_STAGE_COMPUTE_BIT
+	ci.stage.module = module; ci.stage.pName = "main";
+	ci.layout = layout; ci.basePipelineIndex = -1;
+	return ((int32_t (*)(void *, void *, uint32_t, const st_compute_info *, const void *, void **))c->pipelines)(device, NULL, 1, &ci, NULL, pipeline);
+}
 static int st_load_cmds(void *instance, st_cmds *c) {
 	c->barrier = ((gipa_fn)st_gipa)(instance, "vkCmdPipelineBarrier");
 	c->copy = ((gipa_fn)st_gipa)(instance, "vkCmdCopyBuffer");
 	c->submit = ((gipa_fn)st_gipa)(instance, "vkQueueSubmit");
 	c->update = ((gipa_fn)st_gipa)(instance, "vkUpdateDescriptorSets");
-	return c->barrier && c->copy && c->submit && c->update ? 0 : -1;
+	c->pipelines = ((gipa_fn)st_gipa)(instance, "vkCreateComputePipelines");
+	c->pool = ((gipa_fn)st_gipa)(instance, "vkCreateDescriptorPool");
+	return c->barrier && c->copy && c->submit && c->update && c->pipelines && c->pool ? 0 : -1;
 }
 // st_write_set binds n (at most 8) storage buffers to bindings 0..n-1 of set.
 static void st_write_sets(st_cmds *c, void *device, void *set, void *const *bufs, uint32_t n) {
@@ -229,4 +256,18 @@ func (f *cmdFns) writeSet(dev vk.Device, set vk.DescriptorSet, bufs []vk.Buffer)
 		ptrs[i] = unsafe.Pointer(b)
 	}
 	C.st_write_sets(&f.c, unsafe.Pointer(dev), unsafe.Pointer(set), &ptrs[0], C.uint32_t(len(bufs)))
+}
+
+// computePipeline creates the compute pipeline of a shader module.
+func (f *cmdFns) computePipeline(dev vk.Device, layout vk.PipelineLayout, mod vk.ShaderModule) (vk.Pipeline, vk.Result) {
+	var p unsafe.Pointer
+	r := vk.Result(C.st_create_compute(&f.c, unsafe.Pointer(dev), unsafe.Pointer(layout), unsafe.Pointer(mod), &p))
+	return *(*vk.Pipeline)(unsafe.Pointer(&p)), r
+}
+
+// descriptorPool makes a pool of maxSets sets of storage buffers.
+func (f *cmdFns) descriptorPool(dev vk.Device, maxSets, buffers int) (vk.DescriptorPool, vk.Result) {
+	var p unsafe.Pointer
+	r := vk.Result(C.st_descriptor_pool(&f.c, unsafe.Pointer(dev), C.uint32_t(maxSets), C.uint32_t(buffers), &p))
+	return *(*vk.DescriptorPool)(unsafe.Pointer(&p)), r
 }
