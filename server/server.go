@@ -157,6 +157,7 @@ func New(cfg Config) (*Server, error) {
 	s.requestRoutes(e)
 	e.GET("/agent", s.agentPage)
 	e.GET("/quantization", s.quantPage)
+	e.GET("/memory", s.memoryPage)
 	s.started = time.Now()
 	s.echo = e
 	return s, nil

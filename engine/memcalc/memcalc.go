@@ -1,0 +1,168 @@
+// Package memcalc is the arithmetic of serving a model: the weights'
+// bytes at a precision, the KV cache's bytes per token (2 × layers ×
+// KV heads × head size × bytes: keys and values), the cache of a context
+// and a batch, how many users fit in a memory, and what a million tokens
+// cost at a measured speed and an hourly price. Every figure carries its
+// formula with the numbers filled in, so a page (or a lesson) shows the
+// working, not only the answer.
+package memcalc
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"stepthrough/engine/model"
+	"stepthrough/engine/quant"
+)
+
+// Shape is what the arithmetic needs of a model.
+type Shape struct {
+	Name                    string
+	Params                  float64 // weights, counted
+	Layers, Heads, KVHeads  int
+	HeadDim, Vocab, Context int
+}
+
+// Presets are well-known public model shapes (their published
+// configurations), and the seed documents' round 70 B.
+var Presets = []Shape{
+	{Name: "70B (the seed's example)", Params: 70e9, Layers: 80, Heads: 64, KVHeads: 8, HeadDim: 128, Vocab: 32000, Context: 4096},
+	{Name: "Llama 2 7B", Params: 6.74e9, Layers: 32, Heads: 32, KVHeads: 32, HeadDim: 128, Vocab: 32000, Context: 4096},
+	{Name: "Llama 2 13B", Params: 13.0e9, Layers: 40, Heads: 40, KVHeads: 40, HeadDim: 128, Vocab: 32000, Context: 4096},
+	{Name: "Llama 2 70B", Params: 68.98e9, Layers: 80, Heads: 64, KVHeads: 8, HeadDim: 128, Vocab: 32000, Context: 4096},
+	{Name: "Llama 3 8B", Params: 8.03e9, Layers: 32, Heads: 32, KVHeads: 8, HeadDim: 128, Vocab: 128256, Context: 8192},
+	{Name: "Llama 3 70B", Params: 70.6e9, Layers: 80, Heads: 64, KVHeads: 8, HeadDim: 128, Vocab: 128256, Context: 8192},
+	{Name: "Mistral 7B", Params: 7.24e9, Layers: 32, Heads: 32, KVHeads: 8, HeadDim: 128, Vocab: 32000, Context: 32768},
+}
+
+// Preset finds a preset by name.
+func Preset(name string) (Shape, bool) {
+	for _, p := range Presets {
+		if strings.EqualFold(p.Name, name) {
+			return p, true
+		}
+	}
+	return Shape{}, false
+}
+
+// FromModel is a loaded model's shape (its weights counted from its file).
+func FromModel(name string, m *model.Model) Shape {
+	c := m.Config
+	return Shape{Name: name, Params: float64(m.Params()), Layers: c.Layers, Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: c.HeadDim,
+		Vocab: c.Vocab, Context: c.ContextLen}
+}
+
+// BitsPerWeight is a type's storage per weight, its scales included
+// (block bytes × 8 ÷ block values: Q4_0 is 4.5, Q8_0 8.5).
+func BitsPerWeight(t quant.Type) float64 {
+	return float64(t.BlockBytes()*8) / float64(t.BlockElems())
+}
+
+// Figure is one computed quantity with its working.
+type Figure struct {
+	Name    string
+	Value   float64
+	Unit    string
+	Formula string // the formula with the numbers filled in
+}
+
+func (f Figure) String() string { return fmt.Sprintf("%s = %s", f.Name, f.Formula) }
+
+// Inputs are a calculation's settings.
+type Inputs struct {
+	Weights      quant.Type // the weights' type
+	KVBytes      float64    // bytes per cached value (2: F16 as most servers; 4: this engine's F32)
+	Context      int        // tokens cached per user
+	Batch        int        // users at once
+	MemoryGB     float64    // the accelerator's memory (decimal GB)
+	TokensPerSec float64    // measured decoding throughput, all users together
+	PricePerHour float64    // what the machine costs an hour
+}
+
+// Calculate is every figure for a shape.
+func Calculate(s Shape, in Inputs) []Figure {
+	bits := BitsPerWeight(in.Weights)
+	weights := s.Params * bits / 8
+	kvTok := 2 * float64(s.Layers) * float64(s.KVHeads) * float64(s.HeadDim) * in.KVBytes
+	kvUser := kvTok * float64(in.Context)
+	kvBatch := kvUser * float64(max(in.Batch, 1))
+	out := []Figure{
+		{"weights", weights, "bytes", fmt.Sprintf("%s parameters × %s bits (%s) ÷ 8 = %s", count(s.Params), num(bits), in.Weights, gb(weights))},
+		{"KV cache per token", kvTok, "bytes", fmt.Sprintf("2 (K and V) × %d layers × %d KV heads × %d head size × %s bytes = %s", s.Layers, s.KVHeads, s.HeadDim, num(in.KVBytes), size(kvTok))},
+		{"KV cache per user", kvUser, "bytes", fmt.Sprintf("%s per token × %d tokens of context = %s", size(kvTok), in.Context, gb(kvUser))},
+		{"KV cache of the batch", kvBatch, "bytes", fmt.Sprintf("%s per user × %d users = %s", gb(kvUser), max(in.Batch, 1), gb(kvBatch))},
+		{"memory in use", weights + kvBatch, "bytes", fmt.Sprintf("%s of weights + %s of cache = %s", gb(weights), gb(kvBatch), gb(weights+kvBatch))},
+	}
+	if s.KVHeads < s.Heads {
+		mha := kvTok * float64(s.Heads) / float64(s.KVHeads)
+		out = append(out, Figure{"KV cache per token without GQA", mha, "bytes",
+			fmt.Sprintf("with all %d heads keeping keys and values: %s (%d query heads share each KV head)", s.Heads, size(mha), s.Heads/s.KVHeads)})
+	}
+	if in.MemoryGB > 0 {
+		mem := in.MemoryGB * 1e9
+		users := 0.0
+		if kvUser > 0 && mem > weights {
+			users = math.Floor((mem - weights) / kvUser)
+		}
+		out = append(out, Figure{"users that fit", users, "users", fmt.Sprintf("(%s − %s of weights) ÷ %s per user = %s", gb(mem), gb(weights), gb(kvUser), count(users))})
+	}
+	if in.TokensPerSec > 0 && in.PricePerHour > 0 {
+		cost := in.PricePerHour / (in.TokensPerSec * 3600) * 1e6
+		out = append(out, Figure{"cost per million tokens", cost, "currency", fmt.Sprintf("%s an hour ÷ (%s tokens/s × 3,600 s) × 1,000,000 = %s", money(in.PricePerHour), num(in.TokensPerSec), money(cost))})
+	}
+	return out
+}
+
+// Find is the figure of a name (zero when absent).
+func Find(fs []Figure, name string) Figure {
+	for _, f := range fs {
+		if f.Name == name {
+			return f
+		}
+	}
+	return Figure{}
+}
+
+func num(v float64) string {
+	if v == math.Trunc(v) && math.Abs(v) < 1e15 {
+		return count(v)
+	}
+	return fmt.Sprintf("%.4g", v)
+}
+
+// count writes a whole number with thousands separators.
+func count(v float64) string {
+	s := fmt.Sprintf("%.0f", v)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// gb writes bytes in decimal gigabytes (as the seed documents count: 140 GB).
+func gb(b float64) string {
+	if b < 1e9 {
+		return fmt.Sprintf("%.2f MB", b/1e6)
+	}
+	return fmt.Sprintf("%.2f GB", b/1e9)
+}
+
+// size writes a small byte count in KiB (exact powers of two read well).
+func size(b float64) string {
+	if b < 1024 {
+		return fmt.Sprintf("%.0f bytes", b)
+	}
+	return fmt.Sprintf("%s bytes (%.0f KiB)", count(b), b/1024)
+}
+
+func money(v float64) string { return fmt.Sprintf("%.4g", v) }

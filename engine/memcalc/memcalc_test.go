@@ -1,0 +1,68 @@
+package memcalc
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"stepthrough/engine/quant"
+)
+
+// The seed's example: 70 B parameters at 2 bytes are 140 GB before any
+// cache; at 8 and 4 bits (with their block scales) proportionally less.
+func TestSeventyB(t *testing.T) {
+	s, ok := Preset("70B (the seed's example)")
+	if !ok {
+		t.Fatal("no 70B preset")
+	}
+	for _, tt := range []struct {
+		typ  quant.Type
+		want float64
+		text string
+	}{
+		{quant.F16, 140e9, "140.00 GB"},
+		{quant.Q8_0, 70e9 * 8.5 / 8, "74.38 GB"},
+		{quant.Q4_0, 70e9 * 4.5 / 8, "39.38 GB"},
+	} {
+		f := Find(Calculate(s, Inputs{Weights: tt.typ, KVBytes: 2, Context: 4096, Batch: 1}), "weights")
+		if math.Abs(f.Value-tt.want) > 1 || !strings.HasSuffix(f.Formula, tt.text) || !strings.Contains(f.Formula, "70,000,000,000 parameters") {
+			t.Errorf("%s: %g, %q; want %g ending %q", tt.typ, f.Value, f.Formula, tt.want, tt.text)
+		}
+	}
+}
+
+// GQA: Llama 2 70B's 8 KV heads cache 8× less than its 64 query heads
+// would; Llama 2 7B has none (MHA).
+func TestKVCache(t *testing.T) {
+	l70, _ := Preset("Llama 2 70B")
+	fs := Calculate(l70, Inputs{Weights: quant.F16, KVBytes: 2, Context: 4096, Batch: 8, MemoryGB: 192})
+	if v := Find(fs, "KV cache per token").Value; v != 2*80*8*128*2 { // 327,680 bytes
+		t.Errorf("Llama 2 70B KV per token: %g", v)
+	}
+	if v := Find(fs, "KV cache per token without GQA").Value; v != 2*80*64*128*2 {
+		t.Errorf("without GQA: %g", v)
+	}
+	if v := Find(fs, "KV cache of the batch").Value; v != 2*80*8*128*2*4096*8 {
+		t.Errorf("batch of 8: %g", v)
+	}
+	users := Find(fs, "users that fit")
+	if want := math.Floor((192e9 - 68.98e9*2) / (2 * 80 * 8 * 128 * 2 * 4096)); users.Value != want {
+		t.Errorf("users in 192 GB: %g, want %g (%s)", users.Value, want, users.Formula)
+	}
+	l7, _ := Preset("Llama 2 7B")
+	fs = Calculate(l7, Inputs{Weights: quant.F16, KVBytes: 2, Context: 4096, Batch: 1})
+	if v := Find(fs, "KV cache per token").Value; v != 2*32*32*128*2 || Find(fs, "KV cache per token without GQA").Name != "" {
+		t.Errorf("Llama 2 7B KV per token: %g", v)
+	}
+}
+
+func TestCost(t *testing.T) {
+	s, _ := Preset("Llama 3 8B")
+	f := Find(Calculate(s, Inputs{Weights: quant.Q4_K, KVBytes: 2, Context: 8192, Batch: 1, TokensPerSec: 1000, PricePerHour: 3.6}), "cost per million tokens")
+	if math.Abs(f.Value-1) > 1e-12 || !strings.Contains(f.Formula, "3.6 an hour") {
+		t.Errorf("3.6 an hour at 1,000 tokens/s: %g (%s)", f.Value, f.Formula)
+	}
+	if BitsPerWeight(quant.Q4_K) != 4.5 || BitsPerWeight(quant.Q6_K) != 6.5625 || BitsPerWeight(quant.F32) != 32 {
+		t.Error("bits per weight")
+	}
+}

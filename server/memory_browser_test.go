@@ -1,0 +1,41 @@
+package server
+
+import (
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+)
+
+// The memory and cost calculator in a real browser: the seed's 70 B at
+// 2 bytes is 140 GB before any cache, shown with its working; a model
+// file's throughput is measured on the spot and priced; a bad value is
+// one line.
+func TestMemoryCalculatorInBrowser(t *testing.T) {
+	ctx, base := browserWith(t, Config{Embedded: lessonModels()})
+	for _, size := range []struct {
+		name string
+		w, h int64
+	}{{"phone", 390, 844}, {"projector", 1920, 1080}} {
+		do(t, ctx, chromedp.EmulateViewport(size.w, size.h), chromedp.Navigate(base+"/memory"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="figures"]`)))
+		w := eval[string](t, ctx, `document.querySelector('[data-testid="figure"][data-name="weights"]').textContent`, false)
+		if !strings.Contains(w, "70,000,000,000 parameters × 16 bits (F16) ÷ 8 = 140.00 GB") {
+			t.Errorf("%s: weights %q", size.name, w)
+		}
+		if w := eval[int](t, ctx, `document.documentElement.scrollWidth`, false); w > int(size.w)+2 {
+			t.Errorf("%s: the page is %d px wide in a %d px viewport", size.name, w, size.w)
+		}
+		screenshot(t, ctx, "memory-"+size.name)
+	}
+	q := url.Values{"source": {"lesson.gguf"}, "type": {"Q4_K_M"}, "kv": {"4"}, "ctx": {"512"}, "batch": {"4"}, "memory": {"1"}, "price": {"2"}}
+	do(t, ctx, chromedp.Navigate(base+"/memory?"+q.Encode()), chromedp.WaitVisible(chromedp.CSS(`[data-testid="measured"]`)))
+	cost := eval[string](t, ctx, `document.querySelector('[data-testid="figure"][data-name="cost per million tokens"]').textContent`, false)
+	if !strings.Contains(cost, "2 an hour ÷ (") {
+		t.Errorf("cost: %q", cost)
+	}
+	do(t, ctx, chromedp.Navigate(base+"/memory?ctx=abc"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="error"]`)))
+	if e := eval[string](t, ctx, `document.querySelector('[data-testid="error"]').textContent`, false); !strings.Contains(e, "context") || strings.Contains(e, "\n") {
+		t.Errorf("a bad context: %q", e)
+	}
+}

@@ -1,0 +1,150 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"stepthrough/engine"
+	"stepthrough/engine/memcalc"
+	"stepthrough/engine/quant"
+	"stepthrough/engine/quantize"
+	"stepthrough/views"
+)
+
+// The memory and cost calculator: a preset's or a model file's shape, the
+// weights at a precision, the KV cache, who fits, what a token costs.
+
+// memoryMeasureTokens is the decode run that measures a model file's speed.
+const memoryMeasureTokens = 32
+
+func (s *Server) memoryPage(c echo.Context) error {
+	qp := c.QueryParams()
+	p := views.MemoryPage{Source: qp.Get("source"), Type: qp.Get("type"), KV: qp.Get("kv"), Context: qp.Get("ctx"), Batch: qp.Get("batch"),
+		Memory: qp.Get("memory"), Price: qp.Get("price"), TPS: qp.Get("tps")}
+	for _, pr := range memcalc.Presets {
+		p.Sources = append(p.Sources, pr.Name)
+	}
+	p.Sources = append(p.Sources, s.reg.Names()...)
+	p.Types = append([]string{"F32"}, quantize.Targets...)
+	defaults := map[*string]string{&p.Source: memcalc.Presets[0].Name, &p.Type: "F16", &p.KV: "2", &p.Context: "4096", &p.Batch: "1", &p.Memory: "80", &p.Price: "2"}
+	for dst, v := range defaults {
+		if *dst == "" {
+			*dst = v
+		}
+	}
+	if err := s.fillMemory(c.Request().Context(), &p); err != nil {
+		p.Error = err.Error()
+		return renderPageStatus(c, http.StatusBadRequest, views.MemoryPageView(p))
+	}
+	return renderPage(c, views.MemoryPageView(p))
+}
+
+func (s *Server) fillMemory(ctx context.Context, p *views.MemoryPage) error {
+	in := memcalc.Inputs{}
+	t, err := quant.ParseType(p.Type)
+	if mt, ok := map[string]quant.Type{"Q4_K_M": quant.Q4_K, "Q5_K_M": quant.Q5_K}[p.Type]; ok {
+		t, err = mt, nil // the mixed presets are mostly their base type
+	}
+	if err != nil || !slices.Contains(p.Types, p.Type) {
+		return fmt.Errorf("weights %q: one of %v", p.Type, p.Types)
+	}
+	in.Weights = t
+	nums := []struct {
+		name   string
+		text   string
+		dst    *float64
+		lo, hi float64
+	}{{"KV bytes", p.KV, &in.KVBytes, 1, 4}, {"memory", p.Memory, &in.MemoryGB, 0, 1e6}, {"price per hour", p.Price, &in.PricePerHour, 0, 1e6}, {"tokens/s", p.TPS, &in.TokensPerSec, 0, 1e9}}
+	for _, n := range nums {
+		if n.text == "" {
+			continue
+		}
+		v, err := strconv.ParseFloat(n.text, 64)
+		if err != nil || math.IsNaN(v) || v < n.lo || v > n.hi {
+			return fmt.Errorf("%s %q: a number from %g to %g", n.name, n.text, n.lo, n.hi)
+		}
+		*n.dst = v
+	}
+	for _, n := range []struct {
+		name string
+		text string
+		dst  *int
+		hi   int
+	}{{"context", p.Context, &in.Context, 10_000_000}, {"users", p.Batch, &in.Batch, 100_000}} {
+		v, err := strconv.Atoi(n.text)
+		if err != nil || v < 1 || v > n.hi {
+			return fmt.Errorf("%s %q: a whole number from 1 to %d", n.name, n.text, n.hi)
+		}
+		*n.dst = v
+	}
+	shape, ok := memcalc.Preset(p.Source)
+	if !ok {
+		m, err := s.reg.Get(p.Source)
+		if err != nil {
+			return err
+		}
+		shape = memcalc.FromModel(p.Source, m)
+		if in.TokensPerSec == 0 {
+			tps, err := s.measureDecode(ctx, p.Source)
+			if err != nil {
+				return err
+			}
+			in.TokensPerSec = tps
+			p.Measured = fmt.Sprintf("Throughput measured now: %s decoded %d tokens (after 8 untimed) at %.1f tokens/s on this server (one user, its weights as stored).", p.Source, memoryMeasureTokens, tps)
+		}
+	}
+	p.Shape = []views.Metric{{Name: "parameters", Value: fmt.Sprintf("%.4g", shape.Params)}, {Name: "layers", Value: strconv.Itoa(shape.Layers)},
+		{Name: "query heads / KV heads", Value: fmt.Sprintf("%d / %d", shape.Heads, shape.KVHeads)}, {Name: "head size", Value: strconv.Itoa(shape.HeadDim)},
+		{Name: "vocabulary", Value: strconv.Itoa(shape.Vocab)}, {Name: "trained context", Value: strconv.Itoa(shape.Context)}}
+	for _, f := range memcalc.Calculate(shape, in) {
+		p.Figures = append(p.Figures, views.MemoryFigure{Name: f.Name, Formula: f.Formula})
+	}
+	return nil
+}
+
+// measureDecode times greedy decoding of a small model file.
+func (s *Server) measureDecode(ctx context.Context, name string) (float64, error) {
+	m, err := s.reg.Get(name)
+	if err != nil {
+		return 0, err
+	}
+	var size uint64
+	for _, t := range m.File.Tensors {
+		size += t.Size
+	}
+	if size > 256<<20 {
+		return 0, fmt.Errorf("%s is %d MiB: give its measured tokens/s (bench) instead of measuring it here", name, size>>20)
+	}
+	lm, err := s.reg.Engine(name, "cpu")
+	if err != nil {
+		return 0, err
+	}
+	es, err := lm.NewSession(0)
+	if err != nil {
+		return 0, err
+	}
+	defer es.Close()
+	logits, err := es.Eval(ctx, m.Tokenizer.EncodeIDs("Once upon a time", true))
+	if err != nil {
+		return 0, err
+	}
+	for range 8 { // warm-up: the first passes after a load are slower
+		if logits, err = es.Eval(ctx, []int32{engine.Argmax(logits)}); err != nil {
+			return 0, err
+		}
+	}
+	start := time.Now()
+	for range memoryMeasureTokens {
+		if logits, err = es.Eval(ctx, []int32{engine.Argmax(logits)}); err != nil {
+			return 0, err
+		}
+	}
+	return memoryMeasureTokens / time.Since(start).Seconds(), nil
+}
