@@ -28,16 +28,21 @@ import (
 //	expect: accepts 2            this token step's speculative round keeps
 //	                             this many of its draft's guesses (0 allowed)
 //	expect: rejects " ut"        its first rejected guess is this token
+//	expect: weights "70B (the seed's example)" F16 140
+//	                             the memory calculator puts that shape's
+//	                             weights at this type in this many GB (10^9
+//	                             bytes, to 2 decimals)
 type Claim struct {
 	Line  int
 	Kind  string  // top, p, draws, tokens, attends, continues, calls, length, pieces, accepts, rejects
 	Text  string  // the token or text claimed
 	Op    string  // for p: >, <, >=, <=
-	Value float64 // for p: the bound; for tokens, length and accepts: the count
+	Value float64 // for p: the bound; for tokens, length and accepts: the count; for weights: GB
+	Type  string  // for weights: the weights' type
 }
 
 // ClaimKinds are the supported claims.
-var ClaimKinds = []string{"top", "p", "draws", "tokens", "attends", "continues", "calls", "length", "pieces", "accepts", "rejects"}
+var ClaimKinds = []string{"top", "p", "draws", "tokens", "attends", "continues", "calls", "length", "pieces", "accepts", "rejects", "weights"}
 
 func (c Claim) String() string {
 	switch c.Kind {
@@ -47,6 +52,8 @@ func (c Claim) String() string {
 		return fmt.Sprintf("%s %d", c.Kind, int(c.Value))
 	case "pieces":
 		return fmt.Sprintf("pieces %q %d", c.Text, int(c.Value))
+	case "weights":
+		return fmt.Sprintf("weights %q %s %g", c.Text, c.Type, c.Value)
 	}
 	return fmt.Sprintf("%s %q", c.Kind, c.Text)
 }
@@ -70,6 +77,17 @@ func parseClaim(line int, v string) (Claim, error) {
 		return c, text(rest)
 	case "tokens", "length":
 		return c, count()
+	case "weights":
+		f := strings.Fields(rest)
+		if len(f) < 3 {
+			return c, fmt.Errorf("expect weights: write weights \"70B (the seed's example)\" F16 140 (a preset, a type, GB)")
+		}
+		gb, err := strconv.ParseFloat(f[len(f)-1], 64)
+		if err != nil || gb <= 0 {
+			return c, fmt.Errorf("expect weights: %q is not a number of GB", f[len(f)-1])
+		}
+		c.Type, c.Value = f[len(f)-2], gb
+		return c, textOf(&c, strings.Join(f[:len(f)-2], " "))
 	case "accepts":
 		n, err := strconv.Atoi(rest)
 		if err != nil || n < 0 || n > 16 {

@@ -124,6 +124,13 @@ func TestCheckAgainstModel(t *testing.T) {
 	if err := Check(l, m); err != nil {
 		t.Errorf("a self:3 draft on a 4-layer model: %v", err)
 	}
+	l, err = Parse("t.md", []byte("---\ntitle: T\nmodel: lesson.gguf\n---\n## S\nprompt: x\nexpect: weights \"70B (the seed's example)\" Q4_0 39.38\n"))
+	if err != nil || l.Steps[0].Claims[0].Text != "70B (the seed's example)" || l.Steps[0].Claims[0].Type != "Q4_0" || l.Steps[0].Claims[0].Value != 39.38 {
+		t.Errorf("a weights claim: %+v %v", l, err)
+	}
+	if _, err := Parse("t.md", []byte("---\ntitle: T\nmodel: lesson.gguf\n---\n## S\nprompt: x\nexpect: weights 70B\n")); err == nil {
+		t.Error("a weights claim without type and GB: no error")
+	}
 	l, _ = Parse("t.md", []byte("---\ntitle: T\nmodel: lesson.gguf\n---\n## S\nprompt: x\nexpect: accepts 2\n"))
 	if err := Check(l, m); err == nil || !strings.Contains(err.Error(), "needs draft") {
 		t.Errorf("an accepts claim without a draft: %v", err)

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"stepthrough/engine"
+	"stepthrough/engine/memcalc"
+	"stepthrough/engine/quant"
 	"stepthrough/engine/sample"
 	"stepthrough/engine/trace"
 	"stepthrough/lessons"
@@ -58,6 +60,9 @@ func (s *Session) checkClaim(ctx context.Context, st lessons.Step, c lessons.Cla
 		got := len(tk.EncodeIDs(c.Text, false))
 		return fmt.Sprint(got), want(got == int(c.Value), "%q is %d tokens", c.Text, got)
 	}
+	if c.Kind == "weights" {
+		return checkWeights(c)
+	}
 	if c.Kind == "tokens" {
 		got := len(s.promptIDs)
 		return fmt.Sprint(got), want(got == int(c.Value), "the prompt is %d tokens", got)
@@ -106,6 +111,20 @@ func (s *Session) checkClaim(ctx context.Context, st lessons.Step, c lessons.Cla
 		return show(got), want(got == id, "layer %d head %d looks hardest at %s (position %d)", st.Layer, st.Head, show(got), k)
 	}
 	return "", fmt.Errorf("unknown claim %q", c.Kind)
+}
+
+// checkWeights checks a weights claim against the memory calculator.
+func checkWeights(c lessons.Claim) (string, error) {
+	shape, ok := memcalc.Preset(c.Text)
+	if !ok {
+		return "", fmt.Errorf("no preset named %q", c.Text)
+	}
+	t, err := quant.ParseType(c.Type)
+	if err != nil {
+		return "", err
+	}
+	gb := memcalc.Find(memcalc.Calculate(shape, memcalc.Inputs{Weights: t, KVBytes: 2, Context: 1, Batch: 1}), "weights").Value / 1e9
+	return fmt.Sprintf("%.2f GB", gb), want(math.Round(gb*100) == math.Round(c.Value*100), "the calculator gives %.2f GB", gb)
 }
 
 // checkRound checks a claim about a speculative round: how many guesses

@@ -14,7 +14,9 @@ import (
 	"stepthrough/engine/speculative"
 )
 
-// Registry offers every .gguf file in the model directories by file name,
+// Registry offers every .gguf file in the model directories by file name
+// (and NAME@TYPE, that model converted to TYPE in memory by package
+// quantize),
 // loading each on first use and sharing it (models are read-only), and
 // prepares each model once per backend (engine.Load) for every session
 // that runs it.
@@ -39,6 +41,40 @@ type Quantized struct {
 // larger one: quantize it with the command and offer the files).
 const MaxQuantizeBytes = 64 << 20
 
+// converted is model base converted to target in memory ("lesson.gguf@Q4_0"),
+// loaded once like a file.
+func (r *Registry) converted(name, base, target string) (*model.Model, error) {
+	t, err := quantize.ParseTarget(target)
+	if err != nil {
+		return nil, fmt.Errorf("model %s: %w", name, err)
+	}
+	m, err := r.get(base)
+	if err != nil {
+		return nil, err
+	}
+	if err := fitsInMemory(base, m); err != nil {
+		return nil, err
+	}
+	qm, _, _, err := quantize.InMemory(m.File, t)
+	if err != nil {
+		return nil, fmt.Errorf("model %s: %w", name, err)
+	}
+	r.loaded[name] = qm
+	return qm, nil
+}
+
+// fitsInMemory refuses to convert a model larger than MaxQuantizeBytes.
+func fitsInMemory(name string, m *model.Model) error {
+	var size uint64
+	for _, t := range m.File.Tensors {
+		size += t.Size
+	}
+	if size > MaxQuantizeBytes {
+		return fmt.Errorf("%s has %d MiB of weights; the web app converts models up to %d MiB in memory: run stepthrough quantize and open the files", name, size>>20, MaxQuantizeBytes>>20)
+	}
+	return nil
+}
+
 // Quantize returns the model converted to target in memory, once (CPU).
 func (r *Registry) Quantize(name, target string) (*Quantized, error) {
 	r.mu.Lock()
@@ -51,12 +87,8 @@ func (r *Registry) Quantize(name, target string) (*Quantized, error) {
 	if err != nil {
 		return nil, err
 	}
-	var size uint64
-	for _, t := range m.File.Tensors {
-		size += t.Size
-	}
-	if size > MaxQuantizeBytes {
-		return nil, fmt.Errorf("%s has %d MiB of weights; the web app converts models up to %d MiB in memory: run stepthrough quantize and open the files", name, size>>20, MaxQuantizeBytes>>20)
+	if err := fitsInMemory(name, m); err != nil {
+		return nil, err
 	}
 	qm, rep, bytes, err := quantize.InMemory(m.File, target)
 	if err != nil {
@@ -217,6 +249,9 @@ const maxContext = 1024
 func (r *Registry) get(name string) (*model.Model, error) {
 	if m, ok := r.loaded[name]; ok {
 		return m, nil
+	}
+	if base, target, ok := strings.Cut(name, "@"); ok {
+		return r.converted(name, base, target)
 	}
 	if data, ok := r.embedded[name]; ok {
 		f, err := gguf.Parse(data)

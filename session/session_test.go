@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -182,5 +183,24 @@ func TestPoolEviction(t *testing.T) {
 	p.Evict(time.Now().Add(2 * time.Minute))
 	if p.Len() != 0 {
 		t.Error("a session its connection left is not closed")
+	}
+}
+
+// A model named NAME@TYPE is that model converted in memory: it runs, and
+// a bad type or a missing model is one line.
+func TestConvertedModelNames(t *testing.T) {
+	reg := registry(t)
+	se := New("q", "", reg)
+	defer se.Close()
+	r := run("The capital of France is")
+	r.Model, r.Sampler.Temperature = "lesson.gguf@Q8_0", 0
+	if err := se.Run(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"lesson.gguf@Q3_K", "nope.gguf@Q8_0"} {
+		r.Model = bad
+		if err := se.Run(context.Background(), r); err == nil || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %v", bad, err)
+		}
 	}
 }
