@@ -44,6 +44,15 @@ func TestQuantizationPageInBrowser(t *testing.T) {
 		}
 		screenshot(t, ctx, "quantization-"+size.name)
 	}
+	// the lesson: the word changes at Q4_0, converted in memory for the step
+	for step, want := range map[string]string{"0": "\" toy\"", "3": "\" sock\""} {
+		do(t, ctx, chromedp.Navigate(base+"/lessons/quantization?step="+step), chromedp.WaitVisible(chromedp.CSS(`[data-stage="softmax"]`)))
+		if top := eval[string](t, ctx, `document.querySelector('[data-testid="prob"] td').textContent`, false); top != want {
+			t.Errorf("lesson step %s: top token %s, want %s", step, top, want)
+		}
+	}
+	screenshot(t, ctx, "lesson-quantization")
+	do(t, ctx, chromedp.Navigate(base+"/quantization?"+q.Encode()), chromedp.WaitVisible(chromedp.CSS(`[data-testid="quant-summary"]`)))
 	do(t, ctx, chromedp.Click(chromedp.CSS(`[data-testid="quant-step"] nav a:last-child`)), chromedp.WaitVisible(chromedp.CSS(`[data-testid="quant-step"] h2 .chip`)))
 	if got := eval[string](t, ctx, `document.querySelector('[data-testid="quant-step"] h2').textContent`, false); got == "" {
 		t.Error("stepping did not move to step 2")
