@@ -47,6 +47,23 @@ type fwd struct {
 
 	h  *hooks.Hooks // the current forward pass's hooks, or nil
 	hk hookBufs     // extra copies made only while a hook listens
+
+	// the current chunk's sequences: one for a Runner's pass, several for
+	// a batched one (ForwardBatch); per row, its position and sequence
+	segs           []seg
+	rowPos, rowSeg []int
+	outRows        []int     // rows whose logits the chunk computes
+	outBuf         []float32 // a batched pass's logits before they go to each sequence
+}
+
+// seg is one sequence's rows in a chunk: rows [row0, row0+n) of the
+// activations are its positions [pos0, pos0+n), over its own cache.
+type seg struct {
+	cache         *kv.Cache
+	row0, pos0, n int
+	want          bool // compute logits (the last row's, or every row's when all)
+	all           bool
+	out           []float32 // where the logits go: 1×vocab, or n×vocab when all
 }
 
 // hookBufs hold values the forward pass would otherwise overwrite or never
@@ -104,6 +121,8 @@ func newFwd(m *model.Model, opt Options) (*fwd, error) {
 	r.ffA = make([]float32, batch*c.FFN)
 	r.ffB = make([]float32, batch*c.FFN)
 	r.rope = make([]float32, c.HeadDim+2)
+	r.rowPos, r.rowSeg = make([]int, 0, batch), make([]int, 0, batch)
+	r.outRows = make([]int, 0, batch)
 	for w := 0; w < pool.Threads(); w++ {
 		r.scratch = append(r.scratch, make([]float32, ScratchFloats(widest)))
 		r.scores = append(r.scores, make([]float32, ctx))
@@ -174,9 +193,25 @@ func (r *fwd) forward(ctx context.Context, tokens []int32, all bool) ([]float32,
 }
 
 func (r *fwd) forwardChunk(tokens []int32, allOut []float32, last bool) {
+	s := seg{cache: r.cache, pos0: r.pos(), n: len(tokens), want: last || allOut != nil, all: allOut != nil, out: allOut}
+	if s.out == nil {
+		s.out = r.logits
+	}
+	r.segs = append(r.segs[:0], s)
+	r.run(tokens)
+}
+
+// run computes the chunk r.segs describes; tokens are its rows in order.
+func (r *fwd) run(tokens []int32) {
 	c, W := r.cfg, r.m.Weights
-	n, pos0, E := len(tokens), r.pos(), c.Embd
+	n, pos0, E := len(tokens), r.segs[0].pos0, c.Embd // pos0: the hooks' (one sequence)
 	h := r.h
+	r.rowPos, r.rowSeg = r.rowPos[:0], r.rowSeg[:0]
+	for i, s := range r.segs {
+		for t := 0; t < s.n; t++ {
+			r.rowPos, r.rowSeg = append(r.rowPos, s.pos0+t), append(r.rowSeg, i)
+		}
+	}
 	start := r.now()
 	x := r.x[:n*E]
 	watchEmbed := h != nil && h.OnEmbed != nil && W.PosEmbd != nil
@@ -187,7 +222,7 @@ func (r *fwd) forwardChunk(tokens []int32, allOut []float32, last bool) {
 		RowF32(W.TokEmbd, int(id), x[t*E:(t+1)*E])
 		if W.PosEmbd != nil {
 			row := r.scratch[0][:E]
-			RowF32(W.PosEmbd, pos0+t, row)
+			RowF32(W.PosEmbd, r.rowPos[t], row)
 			if watchEmbed {
 				copy(r.hk.tokRows[t*E:], x[t*E:(t+1)*E])
 				copy(r.hk.posRows[t*E:], row)
@@ -207,31 +242,62 @@ func (r *fwd) forwardChunk(tokens []int32, allOut []float32, last bool) {
 	for l := range W.Layers {
 		r.layer(l, n, pos0)
 	}
-	r.cache.SetLen(pos0 + n)
+	for _, s := range r.segs {
+		s.cache.SetLen(s.pos0 + s.n)
+	}
 	start = r.now()
 	defer r.timing("output", -1, pos0, n, start)
+	r.output(x)
+}
 
-	// final norm and output projection: every row when all logits are
-	// wanted, else only the last token of the last chunk
-	first := 0
-	if allOut == nil {
-		if !last {
-			return
+// output computes the logits the chunk's sequences want: the final norm
+// and the output projection of those rows, in one product for all of them.
+func (r *fwd) output(x []float32) {
+	c, W, E := r.cfg, r.m.Weights, r.cfg.Embd
+	r.outRows = r.outRows[:0]
+	for _, s := range r.segs {
+		switch {
+		case s.all:
+			for t := 0; t < s.n; t++ {
+				r.outRows = append(r.outRows, s.row0+t)
+			}
+		case s.want:
+			r.outRows = append(r.outRows, s.row0+s.n-1)
 		}
-		first = n - 1
 	}
-	rows := n - first
+	rows := len(r.outRows)
+	if rows == 0 {
+		return
+	}
 	xn := r.xn[:rows*E]
-	for t := 0; t < rows; t++ {
-		r.norm(xn[t*E:(t+1)*E], x[(first+t)*E:(first+t+1)*E], r.outN)
+	for i, t := range r.outRows {
+		r.norm(xn[i*E:(i+1)*E], x[t*E:(t+1)*E], r.outN)
 	}
-	dst := allOut
-	if dst == nil {
-		dst = r.logits
+	var dst []float32
+	if len(r.segs) == 1 {
+		dst = r.segs[0].out
+	} else {
+		r.outBuf = grow(r.outBuf, rows*c.Vocab)
+		dst = r.outBuf
 	}
 	r.pool.MatMul(dst, W.OutputMatrix(), xn, rows, r.scratch)
-	if h != nil && h.OnLogits != nil {
-		h.OnLogits(hooks.Logits{First: pos0 + first, Rows: rows, Vocab: c.Vocab, Logits: dst[:rows*c.Vocab]})
+	if h := r.h; h != nil && h.OnLogits != nil {
+		h.OnLogits(hooks.Logits{First: r.rowPos[r.outRows[0]], Rows: rows, Vocab: c.Vocab, Logits: dst[:rows*c.Vocab]})
+	}
+	if len(r.segs) == 1 {
+		return
+	}
+	i := 0
+	for _, s := range r.segs {
+		k := 0
+		switch {
+		case s.all:
+			k = s.n
+		case s.want:
+			k = 1
+		}
+		copy(s.out, dst[i*c.Vocab:(i+k)*c.Vocab])
+		i += k
 	}
 }
 
@@ -303,20 +369,22 @@ func (r *fwd) layer(l, n, pos0 int) {
 		addBias(v, nv.vb, n)
 	}
 	for t := 0; t < n; t++ {
+		p := r.rowPos[t]
 		switch r.m.Spec.Rope {
 		case model.RopeNorm:
-			RopeNorm(q[t*QD:(t+1)*QD], c.Heads, HD, c.RopeDims, pos0+t, c.RopeBase, r.rope)
-			RopeNorm(k[t*KVD:(t+1)*KVD], c.KVHeads, HD, c.RopeDims, pos0+t, c.RopeBase, r.rope)
+			RopeNorm(q[t*QD:(t+1)*QD], c.Heads, HD, c.RopeDims, p, c.RopeBase, r.rope)
+			RopeNorm(k[t*KVD:(t+1)*KVD], c.KVHeads, HD, c.RopeDims, p, c.RopeBase, r.rope)
 		case model.RopeNeoX:
-			RopeNeoX(q[t*QD:(t+1)*QD], c.Heads, HD, c.RopeDims, pos0+t, c.RopeBase, r.rope)
-			RopeNeoX(k[t*KVD:(t+1)*KVD], c.KVHeads, HD, c.RopeDims, pos0+t, c.RopeBase, r.rope)
+			RopeNeoX(q[t*QD:(t+1)*QD], c.Heads, HD, c.RopeDims, p, c.RopeBase, r.rope)
+			RopeNeoX(k[t*KVD:(t+1)*KVD], c.KVHeads, HD, c.RopeDims, p, c.RopeBase, r.rope)
 		}
-		r.cache.Put(l, pos0+t, k[t*KVD:(t+1)*KVD], v[t*KVD:(t+1)*KVD])
+		r.segs[r.rowSeg[t]].cache.Put(l, p, k[t*KVD:(t+1)*KVD], v[t*KVD:(t+1)*KVD])
 	}
 	if h != nil && h.OnKVAppend != nil {
+		cache := r.segs[0].cache
 		used := (pos0 + n) * c.Layers * KVD * 8
-		h.OnKVAppend(hooks.KVAppend{Layer: l, Pos0: pos0, N: n, K: k, V: v, Len: pos0 + n, Capacity: r.cache.Capacity,
-			BytesUsed: used, BytesAllocated: r.cache.BytesAllocated()})
+		h.OnKVAppend(hooks.KVAppend{Layer: l, Pos0: pos0, N: n, K: k, V: v, Len: pos0 + n, Capacity: cache.Capacity,
+			BytesUsed: used, BytesAllocated: cache.BytesAllocated()})
 	}
 	r.attention(l, n, pos0)
 	o := r.o[:n*E]
@@ -392,7 +460,11 @@ func (r *fwd) attention(l, n, pos0 int) {
 		}
 	}
 	r.attn = attnTask{r: r, l: l, n: n, pos0: pos0, watch: r.h != nil && r.h.OnAttention != nil}
-	r.pool.Run(n*r.cfg.Heads, max(1, minWorkPerPart/((pos0+n)*r.cfg.HeadDim*2)), &r.attn)
+	longest := 0
+	for _, s := range r.segs {
+		longest = max(longest, s.pos0+s.n)
+	}
+	r.pool.Run(n*r.cfg.Heads, max(1, minWorkPerPart/(longest*r.cfg.HeadDim*2)), &r.attn)
 }
 
 func (a *attnTask) Run(worker, lo, hi int) {
@@ -400,18 +472,19 @@ func (a *attnTask) Run(worker, lo, hi int) {
 	QD, KVD, HD := c.QDim(), c.KVDim(), c.HeadDim
 	group := c.Heads / c.KVHeads
 	scale := float32(1 / math.Sqrt(float64(HD)))
-	keys := r.cache.Keys(a.l, a.pos0+a.n)
-	vals := r.cache.Values(a.l, a.pos0+a.n)
 	for idx := lo; idx < hi; idx++ {
 		t, h := idx/c.Heads, idx%c.Heads
-		visible := a.pos0 + t + 1
+		s := &r.segs[r.rowSeg[t]]
+		keys := s.cache.Keys(a.l, s.pos0+s.n)
+		vals := s.cache.Values(a.l, s.pos0+s.n)
+		visible := r.rowPos[t] + 1
 		q := r.q[t*QD+h*HD : t*QD+(h+1)*HD]
 		kvo := (h / group) * HD
 		sc := r.scores[worker][:visible]
 		for j := range sc {
 			sc[j] = dot(q, keys[j*KVD+kvo:j*KVD+kvo+HD]) * scale
 		}
-		row := idx * (a.pos0 + a.n)
+		row := idx * (a.pos0 + a.n) // the hook's layout (one sequence)
 		if a.watch {
 			copy(r.hk.scores[row:], sc)
 		}
