@@ -32,7 +32,7 @@ type BenchResult struct {
 }
 
 func runBench(ctx context.Context, env Env, args []string) error {
-	fs := newFlags(env, "bench", "--model PATH [-p 128] [-n 64] [-r 3] [-t THREADS] [--json] [--draft PATH [--draft-k K]]")
+	fs := newFlags(env, "bench", "--model PATH [-p 128] [-n 64] [-r 3] [-t THREADS] [--json] [--draft PATH [--draft-k K]] [--batch 1,2,4,8]")
 	path := fs.String("model", "", "GGUF model `file`")
 	pp := fs.Int("p", 128, "prompt tokens per prompt-processing run (0: skip)")
 	tg := fs.Int("n", 64, "tokens per generation run (0: skip)")
@@ -42,6 +42,7 @@ func runBench(ctx context.Context, env Env, args []string) error {
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	draftPath := fs.String("draft", "", "measure speculative decoding with this draft model `file` (or self:N, the model's own first N layers): greedy generation of -n tokens after -p, plain and with the draft")
 	draftK := fs.Int("draft-k", 4, "tokens the draft proposes per round (1 to 16)")
+	batchList := fs.String("batch", "", "measure batched decoding: for each batch size B in this comma-separated `list`, B sequences prefill -p tokens each and generate -n together (aggregate tokens/s and each sequence's time per output token)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -59,6 +60,13 @@ func runBench(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	defer m.Close()
+	if *batchList != "" {
+		sizes, err := parseBatchList(*batchList)
+		if err != nil {
+			return err
+		}
+		return benchBatch(ctx, env, m, *path, sizes, *pp, *tg, *reps, engine.Options{Threads: *threads, Backend: *backend}, *asJSON)
+	}
 	if *draftPath != "" {
 		if *draftK < 1 || *draftK > speculative.MaxK || *tg < 1 {
 			return usageError{fmt.Errorf("--draft needs --draft-k 1 to %d and -n at least 1", speculative.MaxK)}

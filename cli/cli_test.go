@@ -265,3 +265,34 @@ func TestCompareCommand(t *testing.T) {
 		t.Errorf("bad beam: %d %s", code, e)
 	}
 }
+
+// bench --batch measures each batch size; wrong sizes are refused in one
+// line (exit 2).
+func TestBenchBatch(t *testing.T) {
+	m := stories(t)
+	out, errOut, code := run(t, "bench", "--model", m, "-p", "8", "-n", "4", "-r", "1", "-t", "2", "--batch", "1,3,8", "--json")
+	if code != 0 {
+		t.Fatalf("bench --batch: %s", errOut)
+	}
+	var b BatchBenchResult
+	if err := json.Unmarshal([]byte(out), &b); err != nil {
+		t.Fatal(err)
+	}
+	if len(b.Rows) != 3 || b.Rows[0].Batch != 1 || b.Rows[2].Batch != 8 || b.Rows[0].Gain != 1 || b.PPTokens != 8 || b.TGTokens != 4 {
+		t.Fatalf("bench --batch result %+v", b)
+	}
+	for _, r := range b.Rows {
+		if !(r.PPTPS > 0) || !(r.TGTPS > 0) || !(r.TPOTMs > 0) || !(r.Gain > 0) {
+			t.Errorf("row %+v", r)
+		}
+	}
+	for _, bad := range []string{"0", "1,x", "300", ""} {
+		_, errOut, code := run(t, "bench", "--model", m, "--batch", bad, "-r", "1")
+		if bad == "" {
+			continue // an empty list is plain bench
+		}
+		if code != 2 || strings.Count(strings.TrimSpace(errOut), "\n") > 1 {
+			t.Errorf("--batch %q: exit %d, %q", bad, code, errOut)
+		}
+	}
+}

@@ -76,7 +76,7 @@ func Load(m *model.Model, opt Options) (*Loaded, error) {
 	default:
 		return nil, fmt.Errorf("unknown backend %q (allowed: auto, cpu, vulkan)", opt.Backend)
 	}
-	cl, err := cpu.Load(m, cpu.Options{Threads: opt.Threads, Context: opt.Context})
+	cl, err := cpu.Load(m, cpu.Options{Threads: opt.Threads, Context: opt.Context, MaxBatch: opt.MaxBatch})
 	if err != nil {
 		return nil, err
 	}

@@ -54,6 +54,9 @@ type Options struct {
 	Threads int    // CPU threads; 0 means all cores
 	Context int    // KV-cache positions; 0 means the model's, at most 2048
 	Backend string // "auto" (default), "cpu" or "vulkan"; see Load
+	// MaxBatch is the most tokens one pass takes (a prompt is cut into
+	// passes of this size; a batch of sessions must fit in one); 0: 512.
+	MaxBatch int
 }
 
 // Session is one conversation with a model: its backend state and the

@@ -1,6 +1,8 @@
 package cpu
 
 import (
+	"os"
+	"strconv"
 	"context"
 	"fmt"
 	"testing"
@@ -116,5 +118,39 @@ func BenchmarkMatMulQ8Small(b *testing.B) {
 				p.MatMul(out, w, x, n, scratch)
 			}
 		})
+	}
+}
+
+// BenchmarkMatMulBatch is an F32 and a Q8_0 product of a matrix too big
+// for the caches (16,384 × 768, the 110M shape's FFN eight times over)
+// with a decode batch of n vectors: the weight bytes read per second show
+// whether a batch step still streams the weights at the decode rate.
+func BenchmarkMatMulBatch(b *testing.B) {
+	rows, cols := 2048*8, 768
+	if os.Getenv("ROWS") != "" {
+		rows, _ = strconv.Atoi(os.Getenv("ROWS"))
+	}
+	for _, typ := range []quant.Type{quant.F32, quant.Q8_0} {
+		m := synthModel(b, model.SynthOptions{Arch: "llama", Embd: cols, Layers: 1, Heads: 12, FFN: rows, Vocab: 512, Context: 16, Type: typ})
+		w := m.Weights.Layers[0].Up
+		p := NewPool(0)
+		scratch := make([][]float32, p.Threads())
+		for i := range scratch {
+			scratch[i] = make([]float32, ScratchFloats(cols))
+		}
+		for _, n := range []int{1, 2, 4, 8, 16, 32} {
+			b.Run(fmt.Sprintf("%s/n=%d", typ, n), func(b *testing.B) {
+				x := make([]float32, n*cols)
+				for i := range x {
+					x[i] = float32(i%7) - 3
+				}
+				out := make([]float32, n*w.Rows())
+				b.SetBytes(int64(len(w.Data)))
+				for b.Loop() {
+					p.MatMul(out, w, x, n, scratch)
+				}
+			})
+		}
+		p.Close()
 	}
 }

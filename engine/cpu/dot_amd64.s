@@ -296,6 +296,12 @@ TEXT ·gemm4x4AVX512(SB), NOSPLIT, $0-48
 g44loop:
 	CMPQ CX, $16
 	JL   g44reduce
+	// the rows eight ahead (two tiles on), so a small batch's next rows
+	// stream in from memory while this tile computes
+	PREFETCHT0 (R8)(AX*8)
+	PREFETCHT0 (R9)(AX*8)
+	PREFETCHT0 (R10)(AX*8)
+	PREFETCHT0 (R11)(AX*8)
 	VMOVUPS (R12), Z16
 	VMOVUPS (R13), Z17
 	VMOVUPS (R14), Z18

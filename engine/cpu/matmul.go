@@ -121,6 +121,13 @@ func (m *matmulTask) Run(worker, lo, hi int) {
 	}
 	var o9 [9]float32
 	var o16 [16]float32
+	var padded []float32 // 2 or 3 F32 vectors padded to a tile's 4 (the rows stream from memory once)
+	if hasTile4 && m.n < 4 && w.Type == quant.F32 && hostLittleEndian {
+		padded = buf[:4*cols]
+		for j := range 4 {
+			copy(padded[j*cols:(j+1)*cols], m.x[min(j, m.n-1)*cols:])
+		}
+	}
 	for r := lo; r < hi; r += R {
 		nr := min(R, hi-r)
 		var a []float32
@@ -133,6 +140,15 @@ func (m *matmulTask) Run(worker, lo, hi int) {
 			}
 		}
 		t := 0
+		if padded != nil && nr == 4 {
+			gemm4x4(a, cols, padded, cols, cols, &o16)
+			for i := range 4 {
+				for j := range m.n {
+					m.out[j*rows+r+i] = o16[i*4+j]
+				}
+			}
+			t = m.n
+		}
 		for ; nr == R && t+R <= m.n; t += R {
 			if R == 4 {
 				gemm4x4(a, cols, m.x[t*cols:], cols, cols, &o16)
@@ -152,6 +168,14 @@ func (m *matmulTask) Run(worker, lo, hi int) {
 		}
 		for ; t < m.n; t++ {
 			xt := m.x[t*cols : (t+1)*cols]
+			if nr == 4 {
+				var o4 [4]float32
+				gemv4(a, cols, xt, &o4)
+				for i := range 4 {
+					m.out[t*rows+r+i] = o4[i]
+				}
+				continue
+			}
 			for i := 0; i < nr; i++ {
 				m.out[t*rows+r+i] = dot(a[i*cols:(i+1)*cols], xt)
 			}
