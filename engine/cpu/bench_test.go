@@ -1,10 +1,10 @@
 package cpu
 
 import (
-	"os"
-	"strconv"
 	"context"
 	"fmt"
+	"os"
+	"strconv"
 	"testing"
 
 	"stepthrough/engine/model"
