@@ -1,5 +1,5 @@
 // Package cli is the stepthrough command tree: every command (serve,
-// tokenize, logits, generate, bench, inspect, compare, synth, loadtest,
+// tokenize, logits, generate, bench, loadgen, inspect, compare, synth, loadtest,
 // train-lesson) in one place with one flag style, a stable contract that
 // users and tests script against. "stepthrough <command> -h" lists every
 // flag of a command. Output goes to stdout; an error is one line on stderr
@@ -34,6 +34,7 @@ var commands = map[string]command{
 	"logits":       {"write the logits of every prompt position as float32", runLogits},
 	"generate":     {"generate text after a prompt", runGenerate},
 	"bench":        {"measure prompt processing and generation speed", runBench},
+	"loadgen":      {"serve simulated users on a model through the scheduler: TTFT, TPOT, tokens/s, both phases", runLoadgen},
 	"inspect":      {"describe a model file", runInspect},
 	"synth":        {"write a random-weight model of a given shape (for benchmarks and tests)", runSynth},
 	"quantize":     {"write a model with its weights in fewer bits (F16 … Q4_K_M)", runQuantize},

@@ -296,3 +296,37 @@ func TestBenchBatch(t *testing.T) {
 		}
 	}
 }
+
+// loadgen runs the same load under each setting and reports its measured
+// figures; impossible loads are refused in one line.
+func TestLoadgen(t *testing.T) {
+	m := stories(t)
+	out, errOut, code := run(t, "loadgen", "--model", m, "--users", "6", "--prompt-tokens", "9", "--max-tokens", "12", "--min-tokens", "3",
+		"--max-seqs", "4", "--policy", "continuous,static", "--chunked", "on,off", "-t", "2", "--json")
+	if code != 0 {
+		t.Fatalf("loadgen: %s", errOut)
+	}
+	var r LoadgenResult
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Runs) != 4 || r.Hardware == "" || r.Runs[1].Options.ChunkedPrefill || r.Runs[2].Options.Policy != "static" {
+		t.Fatalf("loadgen result %+v", r)
+	}
+	for _, run := range r.Runs {
+		s := run.Summary
+		if s.Requests != 6 || s.PromptTokens != 54 || s.Generated < 18 || s.Generated > 72 || !(s.TokensPerSecond > 0) || s.TTFT.P50 <= 0 || s.TTFT.P95 < s.TTFT.P50 || s.Steps == 0 {
+			t.Errorf("%s chunked=%v: %+v", run.Options.Policy, run.Options.ChunkedPrefill, s)
+		}
+	}
+	for _, bad := range [][]string{{"--users", "0"}, {"--max-tokens", "0"}, {"--policy", "fastest"}, {"--chunked", "maybe"}, {"--min-tokens", "50"}} {
+		_, errOut, code := run(t, append([]string{"loadgen", "--model", m}, bad...)...)
+		if code != 2 || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
+			t.Errorf("%v: exit %d, %q", bad, code, errOut)
+		}
+	}
+	out, _, code = run(t, "loadgen", "--model", m, "--users", "3", "--max-tokens", "4", "-t", "2")
+	if code != 0 || !strings.Contains(out, "| continuous | on |") || !strings.Contains(out, "TTFT p50 / p95 ms") {
+		t.Errorf("loadgen table:\n%s", out)
+	}
+}

@@ -62,6 +62,10 @@ type Request struct {
 	MaxTokens int     // at least 1
 	Stop      []string
 	Sampling  sample.Params
+	// IgnoreEOS generates MaxTokens whatever the model samples (a
+	// benchmark's fixed-length reply); the end-of-generation token is
+	// then an ordinary token.
+	IgnoreEOS bool
 }
 
 // Finish reasons.

@@ -156,7 +156,7 @@ func (s *Scheduler) emit(q *seq, logits []float32, now time.Time) bool {
 		q.times.FirstToken = now
 	}
 	tok := s.l.Model.Tokenizer
-	if tok.IsEOG(id) {
+	if tok.IsEOG(id) && !q.req.IgnoreEOS {
 		q.events <- Event{Token: id, Text: s.keep(q, q.stop.Flush())}
 		s.end(q, Event{Done: true, Finish: FinishEOS})
 		return true

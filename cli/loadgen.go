@@ -1,0 +1,142 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"stepthrough/engine"
+	"stepthrough/engine/model"
+	"stepthrough/engine/serve"
+)
+
+// LoadgenResult is loadgen's --json output: the hardware, and for each
+// setting run, its options and measured summary.
+type LoadgenResult struct {
+	Model    string          `json:"model"`
+	Hardware string          `json:"hardware"`
+	Backend  string          `json:"backend"`
+	Runs     []*serve.Report `json:"runs"`
+}
+
+func runLoadgen(ctx context.Context, env Env, args []string) error {
+	fs := newFlags(env, "loadgen", "--model PATH [--users 16] [--rate 0] [--prompt-tokens 32] [--max-tokens 32] [--min-tokens N] [--policy continuous,static] [--chunked on,off] [--max-seqs 16] [--budget 0] [--json]")
+	path := fs.String("model", "", "GGUF model `file`")
+	users := fs.Int("users", 16, "simulated users, one request each (1 to 256)")
+	rate := fs.Float64("rate", 0, "arrivals per second, a Poisson process (0: all at once)")
+	promptTokens := fs.Int("prompt-tokens", 32, "prompt tokens per request")
+	maxTokens := fs.Int("max-tokens", 32, "tokens generated per request")
+	minTokens := fs.Int("min-tokens", 0, "when set, each reply's length is drawn uniformly from --min-tokens to --max-tokens")
+	temperature := fs.Float64("temperature", 0, "sampling temperature (0: greedy)")
+	seed := fs.Uint64("seed", 1, "seed of the arrivals and the samplers")
+	stopAtEOS := fs.Bool("stop-at-eos", false, "let a reply end at the model's end of generation (by default every request generates --max-tokens, so every user costs the same)")
+	policies := fs.String("policy", "continuous", "batching `policies` to run the same load under, comma-separated: continuous, static")
+	chunked := fs.String("chunked", "on", "chunked prefill: on, off, or on,off to run both")
+	maxSeqs := fs.Int("max-seqs", 16, "requests running at once (1 to 256)")
+	budget := fs.Int("budget", 0, "tokens per step (0: the model's pass limit, 512)")
+	kv := fs.Int("kv", 0, "KV-cache positions shared by running requests (0: max-seqs × context)")
+	threads := fs.Int("t", 0, "CPU threads (0: all cores)")
+	backend := backendFlag(fs)
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := required("model", *path); err != nil {
+		return err
+	}
+	ld := serve.Load{Users: *users, Rate: *rate, PromptTokens: *promptTokens, MaxTokens: *maxTokens, MinTokens: *minTokens, Temperature: *temperature, Seed: *seed, IgnoreEOS: !*stopAtEOS}
+	if err := ld.Check(); err != nil {
+		return usageError{err}
+	}
+	var settings []serve.Options
+	for _, p := range strings.Split(*policies, ",") {
+		for _, c := range strings.Split(*chunked, ",") {
+			if c != "on" && c != "off" {
+				return usageError{fmt.Errorf("--chunked: %q, want on or off", c)}
+			}
+			o := serve.Options{Policy: serve.Policy(strings.TrimSpace(p)), MaxSeqs: *maxSeqs, TokenBudget: *budget, ChunkedPrefill: c == "on", KVPositions: *kv}
+			settings = append(settings, o)
+		}
+	}
+	if err := checkBackend(*backend); err != nil {
+		return err
+	}
+	m, err := model.Load(*path)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	l, err := engine.Load(m, engine.Options{Threads: *threads, Backend: *backend, Context: min(m.Config.ContextLen, max(*promptTokens+*maxTokens, 64))})
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	res := LoadgenResult{Model: filepath.Base(*path), Hardware: Hardware(), Backend: l.Backend().String()}
+	for _, o := range settings {
+		rep, err := serve.RunLoad(ctx, l, o, ld, nil, nil)
+		if err != nil {
+			return usageError{err}
+		}
+		res.Runs = append(res.Runs, rep)
+	}
+	if *asJSON {
+		return json.NewEncoder(env.Stdout).Encode(res)
+	}
+	PrintLoadgen(env.Stdout, res)
+	return nil
+}
+
+// Hardware names this machine's CPU and cores.
+func Hardware() string {
+	name := "unknown CPU"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				name = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%s, %d logical cores, %s/%s", name, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)
+}
+
+func msText(d time.Duration) string { return fmt.Sprintf("%.1f", ms(d)) }
+
+// PrintLoadgen writes a loadgen result as a table, one row per setting.
+func PrintLoadgen(w io.Writer, r LoadgenResult) {
+	if len(r.Runs) == 0 {
+		return
+	}
+	ld := r.Runs[0].Load
+	arrivals := "all at once"
+	if ld.Rate > 0 {
+		arrivals = fmt.Sprintf("Poisson, %g a second", ld.Rate)
+	}
+	fmt.Fprintf(w, "model: %s\nhardware: %s\nbackend: %s\nload: %d users (%s), %d prompt tokens and %s generated each, temperature %g, seed %d\n\n",
+		r.Model, r.Hardware, r.Backend, ld.Users, arrivals, ld.PromptTokens, genText(ld), ld.Temperature, ld.Seed)
+	fmt.Fprintln(w, "| policy | chunked prefill | TTFT p50 / p95 ms | TPOT p50 / p95 ms | queued p95 ms | tokens/s (generated) | prefill s | decode s | steps | mean batch |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+	for _, run := range r.Runs {
+		s := run.Summary
+		ch := "off"
+		if run.Options.ChunkedPrefill {
+			ch = "on"
+		}
+		fmt.Fprintf(w, "| %s | %s | %s / %s | %s / %s | %s | %.1f | %.2f | %.2f | %d | %.1f |\n", run.Options.Policy, ch,
+			msText(s.TTFT.P50), msText(s.TTFT.P95), msText(s.TPOT.P50), msText(s.TPOT.P95), msText(s.Queued.P95), s.TokensPerSecond,
+			s.PrefillTime.Seconds(), s.DecodeTime.Seconds(), s.Steps, s.MeanBatch)
+	}
+}
+
+func genText(ld serve.Load) string {
+	if ld.MinTokens > 0 {
+		return fmt.Sprintf("%d to %d", ld.MinTokens, ld.MaxTokens)
+	}
+	return fmt.Sprint(ld.MaxTokens)
+}
