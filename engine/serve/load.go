@@ -20,9 +20,9 @@ type Load struct {
 	MaxTokens    int     `json:"max_tokens"`    // per request
 	// MinTokens, when set, makes each request's reply length uniform in
 	// [MinTokens, MaxTokens] (seeded), as real replies vary.
-	MinTokens int `json:"min_tokens,omitempty"`
-	Temperature  float64 `json:"temperature"`   // 0: greedy
-	Seed         uint64  `json:"seed"`          // arrivals and samplers
+	MinTokens   int     `json:"min_tokens,omitempty"`
+	Temperature float64 `json:"temperature"` // 0: greedy
+	Seed        uint64  `json:"seed"`        // arrivals and samplers
 	// IgnoreEOS makes every request generate MaxTokens (as benchmarks
 	// do, so every user costs the same); otherwise a reply ends at the
 	// model's end of generation.
