@@ -302,7 +302,7 @@ func TestBenchBatch(t *testing.T) {
 func TestLoadgen(t *testing.T) {
 	m := stories(t)
 	out, errOut, code := run(t, "loadgen", "--model", m, "--users", "6", "--prompt-tokens", "9", "--max-tokens", "12", "--min-tokens", "3",
-		"--max-seqs", "4", "--policy", "continuous,static", "--chunked", "on,off", "-t", "2", "--json")
+		"--max-seqs", "4", "--policy", "continuous,static", "--chunked", "on,off", "--cache", "contiguous,paged", "--block-size", "4", "-t", "2", "--json")
 	if code != 0 {
 		t.Fatalf("loadgen: %s", errOut)
 	}
@@ -310,16 +310,16 @@ func TestLoadgen(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatal(err)
 	}
-	if len(r.Runs) != 4 || r.Hardware == "" || r.Runs[1].Options.ChunkedPrefill || r.Runs[2].Options.Policy != "static" {
+	if len(r.Runs) != 8 || r.Hardware == "" || r.Runs[2].Options.ChunkedPrefill || r.Runs[4].Options.Policy != "static" || !r.Runs[1].Options.Paged || r.KVBytesPerToken != 1280 {
 		t.Fatalf("loadgen result %+v", r)
 	}
 	for _, run := range r.Runs {
 		s := run.Summary
-		if s.Requests != 6 || s.PromptTokens != 54 || s.Generated < 18 || s.Generated > 72 || !(s.TokensPerSecond > 0) || s.TTFT.P50 <= 0 || s.TTFT.P95 < s.TTFT.P50 || s.Steps == 0 {
+		if s.Requests != 6 || s.PromptTokens != 54 || s.Generated < 18 || s.Generated > 72 || !(s.TokensPerSecond > 0) || s.TTFT.P50 <= 0 || s.TTFT.P95 < s.TTFT.P50 || s.Steps == 0 || s.PeakKVHeld == 0 || s.PeakKVUsed > s.PeakKVHeld {
 			t.Errorf("%s chunked=%v: %+v", run.Options.Policy, run.Options.ChunkedPrefill, s)
 		}
 	}
-	for _, bad := range [][]string{{"--users", "0"}, {"--max-tokens", "0"}, {"--policy", "fastest"}, {"--chunked", "maybe"}, {"--min-tokens", "50"}} {
+	for _, bad := range [][]string{{"--users", "0"}, {"--max-tokens", "0"}, {"--policy", "fastest"}, {"--chunked", "maybe"}, {"--min-tokens", "50"}, {"--cache", "virtual"}, {"--cache", "paged", "--block-size", "0"}} {
 		_, errOut, code := run(t, append([]string{"loadgen", "--model", m}, bad...)...)
 		if code != 2 || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
 			t.Errorf("%v: exit %d, %q", bad, code, errOut)

@@ -23,10 +23,14 @@ type LoadgenResult struct {
 	Hardware string          `json:"hardware"`
 	Backend  string          `json:"backend"`
 	Runs     []*serve.Report `json:"runs"`
+	// KVBytesPerToken is the model's cache per position; Context the
+	// positions a request may use.
+	KVBytesPerToken int `json:"kv_bytes_per_token"`
+	Context         int `json:"context"`
 }
 
 func runLoadgen(ctx context.Context, env Env, args []string) error {
-	fs := newFlags(env, "loadgen", "--model PATH [--users 16] [--rate 0] [--prompt-tokens 32] [--max-tokens 32] [--min-tokens N] [--policy continuous,static] [--chunked on,off] [--max-seqs 16] [--budget 0] [--json]")
+	fs := newFlags(env, "loadgen", "--model PATH [--users 16] [--rate 0] [--prompt-tokens 32] [--max-tokens 32] [--min-tokens N] [--policy continuous,static] [--chunked on,off] [--max-seqs 16] [--budget 0] [--cache contiguous,paged] [--json]")
 	path := fs.String("model", "", "GGUF model `file`")
 	users := fs.Int("users", 16, "simulated users, one request each (1 to 256)")
 	rate := fs.Float64("rate", 0, "arrivals per second, a Poisson process (0: all at once)")
@@ -41,6 +45,8 @@ func runLoadgen(ctx context.Context, env Env, args []string) error {
 	maxSeqs := fs.Int("max-seqs", 16, "requests running at once (1 to 256)")
 	budget := fs.Int("budget", 0, "tokens per step (0: the model's pass limit, 512)")
 	kv := fs.Int("kv", 0, "KV-cache positions shared by running requests (0: max-seqs × context)")
+	kvKinds := fs.String("cache", "contiguous", "KV caches to run the load under, comma-separated: contiguous (each request reserves its prompt and longest reply), paged (blocks from one pool)")
+	blockSize := fs.Int("block-size", 16, "positions per block of the paged cache")
 	threads := fs.Int("t", 0, "CPU threads (0: all cores)")
 	backend := backendFlag(fs)
 	asJSON := fs.Bool("json", false, "print one JSON object")
@@ -54,14 +60,25 @@ func runLoadgen(ctx context.Context, env Env, args []string) error {
 	if err := ld.Check(); err != nil {
 		return usageError{err}
 	}
+	if *blockSize < 1 || *blockSize > 1024 {
+		return usageError{fmt.Errorf("--block-size: %d, want 1 to 1024 positions", *blockSize)}
+	}
 	var settings []serve.Options
 	for _, p := range strings.Split(*policies, ",") {
 		for _, c := range strings.Split(*chunked, ",") {
 			if c != "on" && c != "off" {
 				return usageError{fmt.Errorf("--chunked: %q, want on or off", c)}
 			}
-			o := serve.Options{Policy: serve.Policy(strings.TrimSpace(p)), MaxSeqs: *maxSeqs, TokenBudget: *budget, ChunkedPrefill: c == "on", KVPositions: *kv}
-			settings = append(settings, o)
+			for _, k := range strings.Split(*kvKinds, ",") {
+				if k != "contiguous" && k != "paged" {
+					return usageError{fmt.Errorf("--cache: %q, want contiguous or paged", k)}
+				}
+				o := serve.Options{Policy: serve.Policy(strings.TrimSpace(p)), MaxSeqs: *maxSeqs, TokenBudget: *budget, ChunkedPrefill: c == "on", KVPositions: *kv}
+				if k == "paged" {
+					o.Paged, o.BlockSize = true, *blockSize
+				}
+				settings = append(settings, o)
+			}
 		}
 	}
 	if err := checkBackend(*backend); err != nil {
@@ -72,12 +89,12 @@ func runLoadgen(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	defer m.Close()
-	l, err := engine.Load(m, engine.Options{Threads: *threads, Backend: *backend, Context: min(m.Config.ContextLen, max(*promptTokens+*maxTokens, 64))})
+	l, err := engine.Load(m, engine.Options{Threads: *threads, Backend: *backend}) // the model's context (at most 2048): caches grow as they fill
 	if err != nil {
 		return err
 	}
 	defer l.Close()
-	res := LoadgenResult{Model: filepath.Base(*path), Hardware: Hardware(), Backend: l.Backend().String()}
+	res := LoadgenResult{Model: filepath.Base(*path), Hardware: Hardware(), Backend: l.Backend().String(), KVBytesPerToken: m.KVBytesPerToken(), Context: l.Context()}
 	for _, o := range settings {
 		rep, err := serve.RunLoad(ctx, l, o, ld, nil, nil)
 		if err != nil {
@@ -120,17 +137,22 @@ func PrintLoadgen(w io.Writer, r LoadgenResult) {
 	}
 	fmt.Fprintf(w, "model: %s\nhardware: %s\nbackend: %s\nload: %d users (%s), %d prompt tokens and %s generated each, temperature %g, seed %d\n\n",
 		r.Model, r.Hardware, r.Backend, ld.Users, arrivals, ld.PromptTokens, genText(ld), ld.Temperature, ld.Seed)
-	fmt.Fprintln(w, "| policy | chunked prefill | TTFT p50 / p95 ms | TPOT p50 / p95 ms | queued p95 ms | tokens/s (generated) | prefill s | decode s | steps | mean batch |")
-	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| policy | chunked prefill | KV cache | TTFT p50 / p95 ms | TPOT p50 / p95 ms | queued p95 ms | tokens/s (generated) | prefill s | decode s | steps | mean batch | KV held at peak | contiguous at full context | preempted |")
+	fmt.Fprintln(w, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, run := range r.Runs {
 		s := run.Summary
 		ch := "off"
 		if run.Options.ChunkedPrefill {
 			ch = "on"
 		}
-		fmt.Fprintf(w, "| %s | %s | %s / %s | %s / %s | %s | %.1f | %.2f | %.2f | %d | %.1f |\n", run.Options.Policy, ch,
+		cache := "contiguous"
+		if run.Options.Paged {
+			cache = fmt.Sprintf("paged (%d)", run.Options.BlockSize)
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s / %s | %s / %s | %s | %.1f | %.2f | %.2f | %d | %.1f | %s | %s | %d |\n", run.Options.Policy, ch, cache,
 			msText(s.TTFT.P50), msText(s.TTFT.P95), msText(s.TPOT.P50), msText(s.TPOT.P95), msText(s.Queued.P95), s.TokensPerSecond,
-			s.PrefillTime.Seconds(), s.DecodeTime.Seconds(), s.Steps, s.MeanBatch)
+			s.PrefillTime.Seconds(), s.DecodeTime.Seconds(), s.Steps, s.MeanBatch,
+			mib(s.PeakKVHeld*r.KVBytesPerToken), mib(s.PeakRunning*r.Context*r.KVBytesPerToken), s.Preemptions)
 	}
 }
 
@@ -140,3 +162,5 @@ func genText(ld serve.Load) string {
 	}
 	return fmt.Sprint(ld.MaxTokens)
 }
+
+func mib(b int) string { return fmt.Sprintf("%.2f MiB", float64(b)/(1<<20)) }

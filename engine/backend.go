@@ -86,6 +86,14 @@ func Load(m *model.Model, opt Options) (*Loaded, error) {
 // Backend says what computes this model's passes.
 func (l *Loaded) Backend() BackendInfo { return l.info }
 
+// Context is the most positions one of l's sessions may hold.
+func (l *Loaded) Context() int {
+	if l.vk != nil {
+		return l.vk.Context()
+	}
+	return l.cpu.Context()
+}
+
 // Close releases the backend (the device, on Vulkan). Sessions made from
 // l must be closed first.
 func (l *Loaded) Close() {

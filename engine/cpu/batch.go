@@ -83,8 +83,8 @@ func (f *fwd) plan(seqs []Seq) error {
 			}
 		}
 		c := s.Runner.cache
-		if c.Len()+len(s.Tokens) > c.Capacity {
-			return fmt.Errorf("forward batch: sequence %d: %d tokens at position %d: %w (%d positions)", i, len(s.Tokens), c.Len(), ErrContextFull, c.Capacity)
+		if c.Len()+len(s.Tokens) > c.Cap() {
+			return fmt.Errorf("forward batch: sequence %d: %d tokens at position %d: %w (%d positions)", i, len(s.Tokens), c.Len(), ErrContextFull, c.Cap())
 		}
 		total += len(s.Tokens)
 	}
@@ -93,6 +93,9 @@ func (f *fwd) plan(seqs []Seq) error {
 	}
 	for i, s := range seqs {
 		if err := s.Runner.cache.Reserve(s.Runner.cache.Len() + len(s.Tokens)); err != nil {
+			for _, u := range seqs[:i+1] { // give back what was reserved (a pool's blocks)
+				u.Runner.cache.Truncate(u.Runner.cache.Len())
+			}
 			return fmt.Errorf("forward batch: sequence %d: %w", i, err)
 		}
 	}

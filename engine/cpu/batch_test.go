@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"stepthrough/engine/kv"
 	"stepthrough/engine/model"
 	"stepthrough/engine/quant"
 )
@@ -56,36 +57,61 @@ func TestForwardBatchEqualsAlone(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer l.Close()
-			runners := make([]*Runner, len(plans))
-			for i := range runners {
-				if runners[i], err = l.NewRunner(0); err != nil {
-					t.Fatal(err)
-				}
+			pool, err := kv.NewPool(m.Config.Layers, m.Config.KVDim(), 4, 200)
+			if err != nil {
+				t.Fatal(err)
 			}
-			var worst float64
-			for step := range plans[0] {
-				var seqs []Seq
-				var who []int
-				for i, p := range plans {
-					if p[step] != nil {
-						seqs = append(seqs, Seq{Runner: runners[i], Tokens: p[step], All: true})
-						who = append(who, i)
+			for _, paged := range []bool{false, true} {
+				runners := make([]*Runner, len(plans))
+				for i := range runners {
+					if paged {
+						runners[i], err = l.NewPagedRunner(pool, 0)
+					} else {
+						runners[i], err = l.NewRunner(0)
+					}
+					if err != nil {
+						t.Fatal(err)
 					}
 				}
-				out := make([][]float32, len(seqs))
-				if err := l.ForwardBatch(context.Background(), seqs, out); err != nil {
-					t.Fatal(err)
+				worst := runBatchPlans(t, l, plans, runners, want)
+				if worst > 1e-5 {
+					t.Errorf("paged=%v: max |batched - alone| = %g, want ≤ 1e-5", paged, worst)
 				}
-				for k, i := range who {
-					worst = max(worst, maxAbsDiff(out[k], want[i][step]))
+				t.Logf("paged=%v: max |batched - alone| = %g", paged, worst)
+				for _, r := range runners {
+					r.Close()
 				}
 			}
-			if worst > 1e-5 {
-				t.Errorf("max |batched - alone| = %g, want ≤ 1e-5", worst)
+			if pool.Free() != pool.Blocks {
+				t.Errorf("%d of %d blocks free after every runner closed", pool.Free(), pool.Blocks)
 			}
-			t.Logf("max |batched - alone| = %g", worst)
 		})
 	}
+}
+
+// runBatchPlans steps the plans together and returns the largest
+// difference from want.
+func runBatchPlans(t *testing.T, l *Loaded, plans []batchPlan, runners []*Runner, want [][][]float32) float64 {
+	t.Helper()
+	var worst float64
+	for step := range plans[0] {
+		var seqs []Seq
+		var who []int
+		for i, p := range plans {
+			if p[step] != nil {
+				seqs = append(seqs, Seq{Runner: runners[i], Tokens: p[step], All: true})
+				who = append(who, i)
+			}
+		}
+		out := make([][]float32, len(seqs))
+		if err := l.ForwardBatch(context.Background(), seqs, out); err != nil {
+			t.Fatal(err)
+		}
+		for k, i := range who {
+			worst = max(worst, maxAbsDiff(out[k], want[i][step]))
+		}
+	}
+	return worst
 }
 
 // runAlone runs a plan's pieces through a runner of its own.
@@ -196,5 +222,49 @@ func TestForwardBatchErrors(t *testing.T) {
 	err = l.ForwardBatch(ctx, []Seq{{Runner: a, Tokens: make([]int32, 3)}, {Runner: b, Tokens: []int32{1}}}, out)
 	if !errors.Is(err, ErrContextFull) || a.Pos() != 6 || b.Pos() != 0 {
 		t.Errorf("past the context: %v (positions %d, %d)", err, a.Pos(), b.Pos())
+	}
+}
+
+// A runner that starts from another's registered prefix blocks computes
+// the rest of its prompt exactly as it would from scratch.
+func TestPagedPrefixSharing(t *testing.T) {
+	m := loadStories(t)
+	l, err := Load(m, Options{Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	pool, _ := kv.NewPool(m.Config.Layers, m.Config.KVDim(), 4, 64)
+	ctx := context.Background()
+	shared := []int32{1, 400, 401, 402, 403, 404, 405, 406, 407, 408}
+	a, _ := l.NewPagedRunner(pool, 0)
+	if _, err := a.Forward(ctx, shared, false); err != nil {
+		t.Fatal(err)
+	}
+	a.Cache().(*kv.Paged).Register(shared)
+	prompt := append(shared[:9:9], 30, 31, 32)
+	b, _ := l.NewPagedRunner(pool, 0)
+	got := b.Cache().(*kv.Paged).SharePrefix(prompt)
+	if got != 8 {
+		t.Fatalf("shared %d positions, want 8", got)
+	}
+	used := pool.Used()
+	logits, err := b.Forward(ctx, prompt[got:], true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alone, _ := l.NewRunner(0)
+	want, _ := alone.Forward(ctx, prompt, true)
+	V := m.Config.Vocab
+	if d := maxAbsDiff(logits, want[got*V:]); d > 1e-5 {
+		t.Errorf("after a shared prefix the logits differ by %g", d)
+	}
+	if pool.Used() != used+1 {
+		t.Errorf("the rest of the prompt took %d blocks, want 1", pool.Used()-used)
+	}
+	a.Close()
+	b.Close()
+	if pool.Free() != pool.Blocks {
+		t.Errorf("%d blocks still held", pool.Blocks-pool.Free())
 	}
 }

@@ -75,8 +75,8 @@ func (l *Loaded) NewRunner(ctx int) (*Runner, error) {
 // runners of one Loaded may be used from different goroutines.
 type Runner struct {
 	l      *Loaded
-	own    bool // NewRunner made l for this runner alone
-	cache  *kv.Cache
+	own    bool     // NewRunner made l for this runner alone
+	cache  kv.Store // a *kv.Cache, or a *kv.Paged in a shared pool
 	logits []float32
 }
 
@@ -96,8 +96,34 @@ func NewRunner(m *model.Model, opt Options) (*Runner, error) {
 	return r, nil
 }
 
-// Close releases the runner (and its Loaded when NewRunner made it).
+// NewPagedRunner makes a runner whose KV cache is a block table in pool
+// (made for this model's shape), of at most ctx positions (0: the
+// Loaded's context). It takes blocks only as positions fill; Close gives
+// them back.
+func (l *Loaded) NewPagedRunner(pool *kv.Pool, ctx int) (*Runner, error) {
+	c := l.f.cfg
+	if pool.Layers != c.Layers || pool.Dim != c.KVDim() {
+		return nil, fmt.Errorf("paged runner: a pool for %d layers × %d values cannot hold this model's %d × %d", pool.Layers, pool.Dim, c.Layers, c.KVDim())
+	}
+	if ctx <= 0 {
+		ctx = l.f.ctx
+	}
+	if ctx > l.f.ctx {
+		return nil, fmt.Errorf("context %d exceeds the %d positions this model was loaded for", ctx, l.f.ctx)
+	}
+	cache, err := pool.NewPaged(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &Runner{l: l, cache: cache, logits: make([]float32, c.Vocab)}, nil
+}
+
+// Close releases the runner (and its Loaded when NewRunner made it); a
+// paged runner gives its blocks back.
 func (r *Runner) Close() {
+	if p, ok := r.cache.(*kv.Paged); ok {
+		p.Free()
+	}
 	if r.own {
 		r.l.Close()
 	}
@@ -110,13 +136,13 @@ func (r *Runner) Loaded() *Loaded { return r.l }
 func (r *Runner) Model() *model.Model { return r.l.f.m }
 
 // Cache is the runner's KV cache.
-func (r *Runner) Cache() *kv.Cache { return r.cache }
+func (r *Runner) Cache() kv.Store { return r.cache }
 
 // Pos is the number of positions processed (the next token's position).
 func (r *Runner) Pos() int { return r.cache.Len() }
 
 // Capacity is the number of positions the KV cache holds.
-func (r *Runner) Capacity() int { return r.cache.Capacity }
+func (r *Runner) Capacity() int { return r.cache.Cap() }
 
 // Threads is the number of worker threads.
 func (r *Runner) Threads() int { return r.l.Threads() }
@@ -127,14 +153,41 @@ func (r *Runner) CopyStateFrom(src *Runner) error {
 	if src.Model() != r.Model() {
 		return errors.New("copy state: runners of different models")
 	}
-	return r.cache.CopyFrom(src.cache, src.Pos())
+	if dst, ok := r.cache.(*kv.Cache); ok {
+		if s, ok := src.cache.(*kv.Cache); ok {
+			return dst.CopyFrom(s, src.Pos())
+		}
+	}
+	n := src.Pos() // between kinds of cache: row by row
+	if n > r.cache.Cap() {
+		return fmt.Errorf("copy state: %d positions do not fit in %d", n, r.cache.Cap())
+	}
+	r.cache.Truncate(0)
+	if err := r.cache.Reserve(n); err != nil {
+		return err
+	}
+	dim := r.l.f.cfg.KVDim()
+	for l := range r.l.f.cfg.Layers {
+		for j := 0; j < n; {
+			k, v := src.cache.Rows(l, j, n)
+			for i := range len(k) / dim {
+				r.cache.Put(l, j+i, k[i*dim:(i+1)*dim], v[i*dim:(i+1)*dim])
+			}
+			j += len(k) / dim
+		}
+	}
+	r.cache.SetLen(n)
+	return nil
 }
 
 // Fork makes a runner on the same Loaded model that continues from where
 // r is (a copy of its KV cache; later passes of either do not touch the
 // other's).
 func (r *Runner) Fork() (*Runner, error) {
-	f, err := r.l.NewRunner(r.cache.Capacity)
+	if p, ok := r.cache.(*kv.Paged); ok { // share the blocks, copy on write
+		return &Runner{l: r.l, cache: p.Fork(), logits: make([]float32, r.l.f.cfg.Vocab)}, nil
+	}
+	f, err := r.l.NewRunner(r.cache.Cap())
 	if err != nil {
 		return nil, err
 	}

@@ -30,7 +30,7 @@ type fwd struct {
 	m     *model.Model
 	cfg   *model.Config
 	pool  *Pool
-	cache *kv.Cache // the current pass's Runner's
+	cache kv.Store // the current pass's Runner's
 	batch int
 	ctx   int // the most positions any Runner may hold
 
@@ -59,7 +59,7 @@ type fwd struct {
 // seg is one sequence's rows in a chunk: rows [row0, row0+n) of the
 // activations are its positions [pos0, pos0+n), over its own cache.
 type seg struct {
-	cache         *kv.Cache
+	cache         kv.Store
 	row0, pos0, n int
 	want          bool // compute logits (the last row's, or every row's when all)
 	all           bool
@@ -158,10 +158,11 @@ func (r *fwd) forward(ctx context.Context, tokens []int32, all bool) ([]float32,
 	if len(tokens) == 0 {
 		return nil, errors.New("forward: no tokens")
 	}
-	if r.pos()+len(tokens) > r.cache.Capacity {
-		return nil, fmt.Errorf("forward: %d tokens at position %d: %w (%d positions)", len(tokens), r.pos(), ErrContextFull, r.cache.Capacity)
+	if r.pos()+len(tokens) > r.cache.Cap() {
+		return nil, fmt.Errorf("forward: %d tokens at position %d: %w (%d positions)", len(tokens), r.pos(), ErrContextFull, r.cache.Cap())
 	}
 	if err := r.cache.Reserve(r.pos() + len(tokens)); err != nil {
+		r.cache.Truncate(r.pos())
 		return nil, err
 	}
 	for i, id := range tokens {
@@ -383,7 +384,7 @@ func (r *fwd) layer(l, n, pos0 int) {
 	if h != nil && h.OnKVAppend != nil {
 		cache := r.segs[0].cache
 		used := (pos0 + n) * c.Layers * KVD * 8
-		h.OnKVAppend(hooks.KVAppend{Layer: l, Pos0: pos0, N: n, K: k, V: v, Len: pos0 + n, Capacity: cache.Capacity,
+		h.OnKVAppend(hooks.KVAppend{Layer: l, Pos0: pos0, N: n, K: k, V: v, Len: pos0 + n, Capacity: cache.Cap(),
 			BytesUsed: used, BytesAllocated: cache.BytesAllocated()})
 	}
 	r.attention(l, n, pos0)
@@ -475,14 +476,16 @@ func (a *attnTask) Run(worker, lo, hi int) {
 	for idx := lo; idx < hi; idx++ {
 		t, h := idx/c.Heads, idx%c.Heads
 		s := &r.segs[r.rowSeg[t]]
-		keys := s.cache.Keys(a.l, s.pos0+s.n)
-		vals := s.cache.Values(a.l, s.pos0+s.n)
 		visible := r.rowPos[t] + 1
 		q := r.q[t*QD+h*HD : t*QD+(h+1)*HD]
 		kvo := (h / group) * HD
 		sc := r.scores[worker][:visible]
-		for j := range sc {
-			sc[j] = dot(q, keys[j*KVD+kvo:j*KVD+kvo+HD]) * scale
+		for j := 0; j < visible; { // run by run (a paged cache's blocks)
+			keys, _ := s.cache.Rows(a.l, j, visible)
+			for i := range len(keys) / KVD {
+				sc[j+i] = dot(q, keys[i*KVD+kvo:i*KVD+kvo+HD]) * scale
+			}
+			j += len(keys) / KVD
 		}
 		row := idx * (a.pos0 + a.n) // the hook's layout (one sequence)
 		if a.watch {
@@ -494,8 +497,12 @@ func (a *attnTask) Run(worker, lo, hi int) {
 		}
 		out := r.att[t*QD+h*HD : t*QD+(h+1)*HD]
 		clear(out)
-		for j, p := range sc {
-			axpy(out, p, vals[j*KVD+kvo:j*KVD+kvo+HD])
+		for j := 0; j < visible; {
+			_, vals := s.cache.Rows(a.l, j, visible)
+			for i := range len(vals) / KVD {
+				axpy(out, sc[j+i], vals[i*KVD+kvo:i*KVD+kvo+HD])
+			}
+			j += len(vals) / KVD
 		}
 	}
 }

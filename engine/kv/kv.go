@@ -5,6 +5,25 @@ package kv
 
 import "fmt"
 
+// Store is one sequence's cache as a forward pass uses it: the contiguous
+// Cache, or a Paged one whose rows live in blocks of a shared Pool.
+type Store interface {
+	Len() int
+	Cap() int
+	// Reserve makes positions [Len, n) writable (taking memory or blocks).
+	Reserve(n int) error
+	// Put writes position pos's key and value rows in layer l; pos was
+	// reserved.
+	Put(l, pos int, k, v []float32)
+	SetLen(n int)
+	Truncate(n int)
+	// Rows returns layer l's keys and values from position j on, as far
+	// as they lie together in memory and at most to position n; a reader
+	// calls it again from where the run ended.
+	Rows(l, j, n int) (k, v []float32)
+	BytesAllocated() int
+}
+
 // MaxBytes caps one cache's memory (4 GiB).
 const MaxBytes = 4 << 30
 
@@ -60,6 +79,14 @@ func (c *Cache) Reserve(n int) error {
 
 // Len is the number of positions stored.
 func (c *Cache) Len() int { return c.n }
+
+// Cap is the number of positions the cache can hold.
+func (c *Cache) Cap() int { return c.Capacity }
+
+// Rows returns layer l's rows [j, n): a contiguous cache holds them in one run.
+func (c *Cache) Rows(l, j, n int) (k, v []float32) {
+	return c.k[l][j*c.Dim : n*c.Dim], c.v[l][j*c.Dim : n*c.Dim]
+}
 
 // Keys returns layer l's keys for positions [0, n) as one slice, n×Dim.
 func (c *Cache) Keys(l, n int) []float32 { return c.k[l][:n*c.Dim] }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"stepthrough/engine"
+	"stepthrough/engine/kv"
 	"stepthrough/engine/sample"
 )
 
@@ -17,17 +18,19 @@ type Scheduler struct {
 	ctx   int // positions one request may use
 	start time.Time
 
-	mu      sync.Mutex
-	nextID  int
-	queue   []*seq
-	running []*seq
-	held    int // KV positions reserved by running requests
-	steps   []Step
-	nsteps  int
-	done    []Times
-	stopped bool
-	wake    chan struct{}
-	onStep  func(Step)
+	mu        sync.Mutex
+	nextID    int
+	queue     []*seq
+	running   []*seq
+	held      int      // KV positions reserved by running requests (contiguous)
+	pool      *kv.Pool // the paged KV memory, when Options.Paged
+	preempted []int    // requests preempted while planning the next step
+	steps     []Step
+	nsteps    int
+	done      []Times
+	stopped   bool
+	wake      chan struct{}
+	onStep    func(Step)
 
 	// reused by each step
 	items  []engine.BatchItem
@@ -44,7 +47,9 @@ type seq struct {
 	smp       *sample.Sampler
 	stop      *Stopper
 	events    chan Event
-	read      int      // prompt tokens read
+	feed      []int32  // tokens to read: the prompt, or after a preemption the prompt and the reply so far
+	out       []int32  // tokens generated
+	read      int      // tokens of feed read
 	one       [1]int32 // the next decode token
 	generated int
 	times     Times
@@ -68,8 +73,8 @@ func New(l *engine.Loaded, opt Options) (*Scheduler, error) {
 	if opt.Steps <= 0 {
 		opt.Steps = 4096
 	}
-	if err := opt.check(); err != nil {
-		return nil, err
+	if opt.Paged && opt.BlockSize == 0 {
+		opt.BlockSize = 16
 	}
 	probe, err := l.NewSession(0)
 	if err != nil {
@@ -78,9 +83,19 @@ func New(l *engine.Loaded, opt Options) (*Scheduler, error) {
 	ctx := probe.Capacity()
 	probe.Close()
 	if opt.KVPositions == 0 {
-		opt.KVPositions = opt.MaxSeqs * ctx
+		opt.KVPositions = max(opt.MaxSeqs, 1) * ctx
 	}
-	return &Scheduler{l: l, opt: opt, ctx: ctx, start: time.Now(), wake: make(chan struct{}, 1)}, nil
+	if err := opt.check(); err != nil {
+		return nil, err
+	}
+	s := &Scheduler{l: l, opt: opt, ctx: ctx, start: time.Now(), wake: make(chan struct{}, 1)}
+	if opt.Paged {
+		if s.pool, err = l.NewKVPool(opt.BlockSize, opt.KVPositions/opt.BlockSize); err != nil {
+			return nil, fmt.Errorf("serve: %w", err)
+		}
+		s.opt.KVPositions = s.pool.Blocks * opt.BlockSize
+	}
+	return s, nil
 }
 
 // Options are the scheduler's settings, defaults filled in.
@@ -144,7 +159,7 @@ func (s *Scheduler) Submit(r Request) (*Handle, error) {
 		return nil, ErrClosed
 	}
 	s.nextID++
-	q := &seq{id: s.nextID, req: r, smp: smp, stop: NewStopper(r.Stop), events: make(chan Event, r.MaxTokens+2), need: need}
+	q := &seq{id: s.nextID, req: r, feed: r.Prompt, smp: smp, stop: NewStopper(r.Stop), events: make(chan Event, r.MaxTokens+2), need: need}
 	q.times = Times{Arrived: time.Now(), PromptTokens: len(r.Prompt)}
 	s.queue = append(s.queue, q)
 	s.signal()
@@ -166,11 +181,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		s.mu.Lock()
-		s.reap()
-		s.admit()
-		parts := s.plan()
-		s.mu.Unlock()
+		parts := s.next()
 		if len(parts) == 0 {
 			select {
 			case <-ctx.Done():
@@ -182,6 +193,20 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// next ends cancelled requests, admits waiting ones and plans a step.
+func (s *Scheduler) next() []Part {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reap()
+	s.admit()
+	parts := s.plan()
+	for s.pool != nil && len(parts) > 0 && s.blocksNeeded() > s.pool.Free() {
+		s.preempt()
+		parts = s.plan()
+	}
+	return parts
 }
 
 func (s *Scheduler) shutdown() {

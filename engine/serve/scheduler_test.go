@@ -110,8 +110,7 @@ func TestRequestsGetTheirOwnTokens(t *testing.T) {
 		{Policy: Continuous, MaxSeqs: 8, TokenBudget: 8, ChunkedPrefill: true, KVPositions: 120},
 	} {
 		t.Run(fmt.Sprintf("%s/max%d/budget%d/chunked=%v", opt.Policy, opt.MaxSeqs, opt.TokenBudget, opt.ChunkedPrefill), func(t *testing.T) {
-			s := start(t, l, opt)
-			var hs []*Handle
+			var reqs []Request
 			var want [][]int32
 			for i, p := range prompts {
 				params := greedy()
@@ -121,7 +120,12 @@ func TestRequestsGetTheirOwnTokens(t *testing.T) {
 				ids := tok.EncodeIDs(p, true)
 				n := 12 + 3*i
 				want = append(want, alone(t, l, ids, n, params))
-				h, err := s.Submit(Request{Prompt: ids, MaxTokens: n, Sampling: params})
+				reqs = append(reqs, Request{Prompt: ids, MaxTokens: n, Sampling: params})
+			}
+			s := start(t, l, opt)
+			var hs []*Handle
+			for _, r := range reqs {
+				h, err := s.Submit(r)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -148,8 +152,9 @@ func TestRequestsGetTheirOwnTokens(t *testing.T) {
 // checkSteps holds every recorded step to the options: the token budget,
 // the sequence limit, the KV reservation, no mixing without chunking, and
 // under static batching no request joining a running batch.
-func checkSteps(t *testing.T, s *Scheduler, opt Options) {
+func checkSteps(t *testing.T, s *Scheduler, _ Options) {
 	t.Helper()
+	opt := s.Options()
 	steps := s.Steps()
 	if len(steps) == 0 {
 		t.Fatal("no steps recorded")
@@ -199,12 +204,21 @@ func TestContinuousVersusStatic(t *testing.T) {
 		short, _ := s.Submit(Request{Prompt: tok.EncodeIDs("Tom", true), MaxTokens: 2, Sampling: greedy()})
 		late, _ := s.Submit(Request{Prompt: tok.EncodeIDs("She", true), MaxTokens: 2, Sampling: greedy()})
 		collect(t, short)
-		_, _, _ = collect(t, late)
-		lateDone := time.Now()
+		collect(t, late)
 		collect(t, long)
-		longDone := time.Now()
-		if pol == Continuous && !lateDone.Before(longDone.Add(-time.Millisecond)) {
-			t.Errorf("continuous: the late request finished after the long one")
+		ended := map[int]int{} // request → the step it finished at
+		for _, st := range s.Steps() {
+			for _, p := range st.Parts {
+				if p.Last {
+					ended[p.Req] = st.Index
+				}
+			}
+		}
+		if pol == Continuous && ended[late.ID] >= ended[long.ID] {
+			t.Errorf("continuous: the late request finished at step %d, the long one at %d", ended[late.ID], ended[long.ID])
+		}
+		if pol == Static && ended[late.ID] <= ended[long.ID] {
+			t.Errorf("static: the late request finished at step %d, before the batch ahead of it (step %d)", ended[late.ID], ended[long.ID])
 		}
 		for _, st := range s.Steps() {
 			for _, p := range st.Parts {

@@ -51,6 +51,16 @@ type Options struct {
 	// admitted, as a contiguous cache sized for the longest reply must
 	// (0: MaxSeqs × the model's context).
 	KVPositions int
+	// Paged keeps the KV cache in blocks of BlockSize positions (0: 16)
+	// from one pool of KVPositions: a request takes blocks as it grows
+	// instead of reserving its longest reply, requests that start with the
+	// same tokens share their prompt's full blocks, and when the pool runs
+	// out the request admitted last is preempted: its blocks are freed and
+	// it waits at the head of the queue, to read its prompt and its reply
+	// so far again when blocks free up (recomputation, as vLLM does).
+	// Paged runs on the CPU backend.
+	Paged     bool
+	BlockSize int
 	// Steps is how many recent steps are kept for Steps (0: 4096).
 	Steps int
 }
@@ -92,6 +102,7 @@ type Event struct {
 type Times struct {
 	Arrived, Admitted, FirstToken, Finished time.Time
 	PromptTokens, Generated                 int
+	Preemptions                             int
 }
 
 // Queued is the time from arrival to admission.
@@ -125,7 +136,9 @@ type Step struct {
 	Running int // requests running after the step
 	Waiting int // requests queued after the step
 	KVUsed  int // positions the running requests have filled
-	KVHeld  int // positions they have reserved
+	KVHeld  int // positions they have reserved (paged: blocks held × block size)
+	// Preempted are the requests preempted to make room for this step.
+	Preempted []int
 }
 
 // Tokens is the step's total tokens.
@@ -151,6 +164,9 @@ func (o Options) check() error {
 	}
 	if o.TokenBudget < 1 {
 		return fmt.Errorf("serve: token budget %d, want at least 1", o.TokenBudget)
+	}
+	if o.Paged && (o.BlockSize < 1 || o.BlockSize > 1024 || o.KVPositions < o.BlockSize) {
+		return fmt.Errorf("serve: paged KV needs a block size of 1 to 1024 positions and at least one block (block size %d, %d positions)", o.BlockSize, o.KVPositions)
 	}
 	if o.TokenBudget < o.MaxSeqs {
 		return fmt.Errorf("serve: a token budget of %d cannot hold a decode token for each of %d sequences", o.TokenBudget, o.MaxSeqs)

@@ -71,6 +71,10 @@ type Summary struct {
 	PrefillTime     time.Duration `json:"prefill_ns"` // time in steps that read prompt tokens
 	DecodeTime      time.Duration `json:"decode_ns"`  // time in steps of decode tokens only
 	MeanBatch       float64       `json:"mean_batch"` // requests per step
+	PeakRunning     int           `json:"peak_running"`
+	PeakKVUsed      int           `json:"peak_kv_used"`  // positions filled, at the fullest step
+	PeakKVHeld      int           `json:"peak_kv_held"`  // positions reserved or in held blocks
+	Preemptions     int           `json:"preemptions"`
 }
 
 // Percentiles of a duration, nearest-rank.
@@ -132,6 +136,9 @@ func Summarize(times []Times, steps []Step) Summary {
 	for _, st := range steps {
 		sm.Steps++
 		parts += len(st.Parts)
+		sm.PeakRunning = max(sm.PeakRunning, st.Running+countLast(st))
+		sm.PeakKVUsed, sm.PeakKVHeld = max(sm.PeakKVUsed, st.KVUsed), max(sm.PeakKVHeld, st.KVHeld)
+		sm.Preemptions += len(st.Preempted)
 		prefill := false
 		for _, p := range st.Parts {
 			prefill = prefill || p.Prefill
@@ -146,4 +153,16 @@ func Summarize(times []Times, steps []Step) Summary {
 		sm.MeanBatch = float64(parts) / float64(sm.Steps)
 	}
 	return sm
+}
+
+// countLast is how many of a step's requests finished in it (they ran in
+// it but are no longer counted as running after it).
+func countLast(st Step) int {
+	n := 0
+	for _, p := range st.Parts {
+		if p.Last {
+			n++
+		}
+	}
+	return n
 }

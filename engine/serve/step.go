@@ -40,17 +40,33 @@ func (s *Scheduler) admit() {
 	}
 	for len(s.queue) > 0 && len(s.running) < s.opt.MaxSeqs {
 		q := s.queue[0]
-		if s.held+q.need > s.opt.KVPositions {
-			return
+		if s.pool != nil {
+			ok, err := s.admitPaged(q)
+			if err != nil {
+				s.queue = s.queue[1:]
+				s.end(q, Event{Done: true, Finish: FinishError, Err: fmt.Errorf("serve: %w", err)})
+				continue
+			}
+			if !ok {
+				return
+			}
+		} else {
+			if s.held+q.need > s.opt.KVPositions {
+				return
+			}
+			sess, err := s.l.NewSession(q.need)
+			if err != nil {
+				s.queue = s.queue[1:]
+				s.end(q, Event{Done: true, Finish: FinishError, Err: fmt.Errorf("serve: %w", err)})
+				continue
+			}
+			q.sess = sess
+			s.held += q.need
 		}
-		sess, err := s.l.NewSession(q.need)
 		s.queue = s.queue[1:]
-		if err != nil {
-			s.end(q, Event{Done: true, Finish: FinishError, Err: fmt.Errorf("serve: %w", err)})
-			continue
+		if q.times.Admitted.IsZero() {
+			q.times.Admitted = time.Now()
 		}
-		q.sess, q.times.Admitted = sess, time.Now()
-		s.held += q.need
 		s.running = append(s.running, q)
 	}
 }
@@ -71,18 +87,18 @@ func (s *Scheduler) plan() []Part {
 	budget := s.opt.TokenBudget
 	reading := false
 	for _, q := range s.running {
-		reading = reading || q.read < len(q.req.Prompt)
+		reading = reading || q.read < len(q.feed)
 	}
 	if s.opt.ChunkedPrefill || !reading {
 		for _, q := range s.running {
-			if q.read == len(q.req.Prompt) {
+			if q.read == len(q.feed) {
 				add(q, q.one[:], false)
 				budget--
 			}
 		}
 	}
 	for _, q := range s.running {
-		rest := len(q.req.Prompt) - q.read
+		rest := len(q.feed) - q.read
 		if rest == 0 || budget == 0 {
 			continue
 		}
@@ -90,7 +106,7 @@ func (s *Scheduler) plan() []Part {
 		if !s.opt.ChunkedPrefill && n < rest && len(parts) > 0 {
 			break // a whole prompt waits for a step of its own
 		}
-		add(q, q.req.Prompt[q.read:q.read+n], true)
+		add(q, q.feed[q.read:q.read+n], true)
 		budget -= n
 	}
 	return parts
@@ -122,16 +138,23 @@ func (s *Scheduler) step(ctx context.Context, parts []Part) error {
 	for i, q := range s.batch {
 		if parts[i].Prefill {
 			q.read += parts[i].Tokens
-			if q.read < len(q.req.Prompt) {
+			if s.pool != nil {
+				q.sess.RegisterPrefix()
+			}
+			if q.read < len(q.feed) {
 				continue
 			}
 		}
 		parts[i].Last = s.emit(q, s.logits[i], now)
 	}
 	s.dropEnded()
-	st := Step{Index: s.nsteps, At: start.Sub(s.start), Dur: time.Since(start), Parts: parts, Running: len(s.running), Waiting: len(s.queue), KVHeld: s.held}
+	st := Step{Index: s.nsteps, At: start.Sub(s.start), Dur: time.Since(start), Parts: parts, Running: len(s.running), Waiting: len(s.queue), KVHeld: s.held, Preempted: s.preempted}
+	s.preempted = nil
 	for _, q := range s.running {
 		st.KVUsed += q.sess.Pos()
+	}
+	if s.pool != nil {
+		st.KVHeld = s.pool.Used() * s.pool.BlockSize
 	}
 	s.nsteps++
 	if len(s.steps) >= s.opt.Steps {
@@ -150,6 +173,7 @@ func (s *Scheduler) step(ctx context.Context, parts []Part) error {
 func (s *Scheduler) emit(q *seq, logits []float32, now time.Time) bool {
 	id := q.smp.Sample(logits, nil)
 	q.smp.Accept(id)
+	q.out = append(q.out, id)
 	q.generated++
 	q.times.Generated = q.generated
 	if q.generated == 1 {
@@ -192,7 +216,9 @@ func (s *Scheduler) end(q *seq, ev Event) {
 	if q.sess != nil {
 		q.sess.Close()
 		q.sess = nil
-		s.held -= q.need
+		if s.pool == nil {
+			s.held -= q.need
+		}
 	}
 	q.cancelled = true // dropEnded removes it from running
 	q.events <- ev

@@ -44,6 +44,7 @@ func Load(d *Device, m any, ctxLen int) (*Loaded, error) { return nil, errNoCgo 
 
 // Own, Close and NewRunner satisfy the engine's use of a Loaded model.
 func (l *Loaded) Own()                               {}
+func (l *Loaded) Context() int                       { return 0 }
 func (l *Loaded) Close()                             {}
 func (l *Loaded) NewRunner(ctx int) (*Runner, error) { return nil, errNoCgo }
 
