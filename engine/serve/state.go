@@ -72,8 +72,8 @@ type Summary struct {
 	DecodeTime      time.Duration `json:"decode_ns"`  // time in steps of decode tokens only
 	MeanBatch       float64       `json:"mean_batch"` // requests per step
 	PeakRunning     int           `json:"peak_running"`
-	PeakKVUsed      int           `json:"peak_kv_used"`  // positions filled, at the fullest step
-	PeakKVHeld      int           `json:"peak_kv_held"`  // positions reserved or in held blocks
+	PeakKVUsed      int           `json:"peak_kv_used"` // positions filled, at the fullest step
+	PeakKVHeld      int           `json:"peak_kv_held"` // positions reserved or in held blocks
 	Preemptions     int           `json:"preemptions"`
 }
 
