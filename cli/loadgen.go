@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"time"
 
@@ -94,7 +92,7 @@ func runLoadgen(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	defer l.Close()
-	res := LoadgenResult{Model: filepath.Base(*path), Hardware: Hardware(), Backend: l.Backend().String(), KVBytesPerToken: m.KVBytesPerToken(), Context: l.Context()}
+	res := LoadgenResult{Model: filepath.Base(*path), Hardware: serve.Hardware(), Backend: l.Backend().String(), KVBytesPerToken: m.KVBytesPerToken(), Context: l.Context()}
 	for _, o := range settings {
 		rep, err := serve.RunLoad(ctx, l, o, ld, nil, nil)
 		if err != nil {
@@ -107,20 +105,6 @@ func runLoadgen(ctx context.Context, env Env, args []string) error {
 	}
 	PrintLoadgen(env.Stdout, res)
 	return nil
-}
-
-// Hardware names this machine's CPU and cores.
-func Hardware() string {
-	name := "unknown CPU"
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
-				name = strings.TrimSpace(v)
-				break
-			}
-		}
-	}
-	return fmt.Sprintf("%s, %d logical cores, %s/%s", name, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)
 }
 
 func msText(d time.Duration) string { return fmt.Sprintf("%.1f", ms(d)) }

@@ -101,6 +101,7 @@ type Server struct {
 	stop     context.CancelFunc
 	hosts    map[string]bool // nil: any host
 	secret   []byte          // signs student cookies
+	serving  servingRuns     // the serving floor's load runs
 }
 
 // New builds a server over the models found in cfg.ModelsDirs. It fails
@@ -158,6 +159,7 @@ func New(cfg Config) (*Server, error) {
 	e.GET("/agent", s.agentPage)
 	e.GET("/quantization", s.quantPage)
 	e.GET("/memory", s.memoryPage)
+	s.servingRoutes(e)
 	s.started = time.Now()
 	s.echo = e
 	return s, nil

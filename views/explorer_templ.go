@@ -47,7 +47,7 @@ func ExplorerPage(p Page) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 3, "\"><header><h1>Stepthrough</h1><span class=\"note\">a real model, one stage at a time</span><nav class=\"note\"><a href=\"/compare\">Compare strategies</a> · <a href=\"/lessons\">Lessons</a> · <a href=\"/agent\">Tools and reasoning</a> · <a href=\"/quantization\">Quantization</a> · <a href=\"/memory\">Memory and cost</a> · <a href=\"/requests\">API requests</a></nav><button type=\"button\" data-action=\"theme\" aria-label=\"Toggle the high-contrast projector theme\">Projector theme</button></header>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 3, "\"><header><h1>Stepthrough</h1><span class=\"note\">a real model, one stage at a time</span><nav class=\"note\"><a href=\"/compare\">Compare strategies</a> · <a href=\"/lessons\">Lessons</a> · <a href=\"/agent\">Tools and reasoning</a> · <a href=\"/quantization\">Quantization</a> · <a href=\"/memory\">Memory and cost</a> · <a href=\"/serving\">Serving</a> · <a href=\"/requests\">API requests</a></nav><button type=\"button\" data-action=\"theme\" aria-label=\"Toggle the high-contrast projector theme\">Projector theme</button></header>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -62,3 +62,6 @@ func boolStr(b bool) string {
 	}
 	return "false"
 }
+
+// f1 is a chart coordinate with one decimal.
+func f1(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }

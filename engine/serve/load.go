@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,6 +30,9 @@ type Load struct {
 	// do, so every user costs the same); otherwise a reply ends at the
 	// model's end of generation.
 	IgnoreEOS bool `json:"ignore_eos"`
+	// Stop, when set, ends a reply before this text (matched across
+	// token boundaries, never streamed).
+	Stop string `json:"stop,omitempty"`
 }
 
 // openings are the texts synthetic prompts are cut from.
@@ -51,6 +57,8 @@ func (ld Load) Check() error {
 		return fmt.Errorf("max tokens: %d, want 1 to 4096", ld.MaxTokens)
 	case ld.MinTokens < 0 || ld.MinTokens > ld.MaxTokens:
 		return fmt.Errorf("min tokens: %d, want 0 to max tokens (%d)", ld.MinTokens, ld.MaxTokens)
+	case len(ld.Stop) > 64:
+		return fmt.Errorf("stop: %d bytes, want at most 64", len(ld.Stop))
 	case ld.Temperature < 0 || ld.Temperature > 2:
 		return fmt.Errorf("temperature: %g, want 0 to 2", ld.Temperature)
 	}
@@ -69,6 +77,15 @@ func (ld Load) Prompt(l *engine.Loaded, i int) []int32 {
 	return ids[:ld.PromptTokens]
 }
 
+// ReplyTokens is user i's token limit: MaxTokens, or with MinTokens set a
+// length drawn for that user from [MinTokens, MaxTokens] (seeded).
+func (ld Load) ReplyTokens(i int) int {
+	if ld.MinTokens <= 0 {
+		return ld.MaxTokens
+	}
+	return ld.MinTokens + rand.New(rand.NewPCG(ld.Seed, uint64(i)+2)).IntN(ld.MaxTokens-ld.MinTokens+1)
+}
+
 // Report is a load's measured result.
 type Report struct {
 	Options  Options   `json:"options"`
@@ -78,6 +95,7 @@ type Report struct {
 	Requests []Times   `json:"-"`
 	Steps    []Step    `json:"-"`
 	Texts    []string  `json:"-"` // each user's reply
+	Finish   []string  `json:"-"` // why each user's reply ended
 	Started  time.Time `json:"-"`
 }
 
@@ -98,14 +116,15 @@ func RunLoad(ctx context.Context, l *engine.Loaded, opt Options, ld Load, onStep
 	if onStep != nil {
 		s.OnStep(onStep)
 	}
+	WarmUp(ctx, l)
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	ran := make(chan struct{})
 	go func() { s.Run(runCtx); close(ran) }()
 	defer func() { stop(); <-ran }()
 
-	rep := &Report{Options: s.Options(), Load: ld, Backend: l.Backend().String(), Texts: make([]string, ld.Users), Started: time.Now()}
-	rng, lengths := rand.New(rand.NewPCG(ld.Seed, 1)), rand.New(rand.NewPCG(ld.Seed, 2))
+	rep := &Report{Options: s.Options(), Load: ld, Backend: l.Backend().String(), Texts: make([]string, ld.Users), Finish: make([]string, ld.Users), Started: time.Now()}
+	rng := rand.New(rand.NewPCG(ld.Seed, 1))
 	var wg sync.WaitGroup
 	errs := make(chan error, ld.Users)
 	next := time.Now()
@@ -120,11 +139,10 @@ func RunLoad(ctx context.Context, l *engine.Loaded, opt Options, ld Load, onStep
 		}
 		p := sample.Defaults()
 		p.Temperature, p.Seed, p.SeedSet = ld.Temperature, ld.Seed+uint64(i), true
-		n := ld.MaxTokens
-		if ld.MinTokens > 0 {
-			n = ld.MinTokens + lengths.IntN(ld.MaxTokens-ld.MinTokens+1)
+		req := Request{Label: fmt.Sprintf("user %d", i+1), Prompt: ld.Prompt(l, i), MaxTokens: ld.ReplyTokens(i), Sampling: p, IgnoreEOS: ld.IgnoreEOS}
+		if ld.Stop != "" {
+			req.Stop = []string{ld.Stop}
 		}
-		req := Request{Label: fmt.Sprintf("user %d", i+1), Prompt: ld.Prompt(l, i), MaxTokens: n, Sampling: p, IgnoreEOS: ld.IgnoreEOS}
 		h, err := s.Submit(req)
 		if err != nil {
 			return nil, fmt.Errorf("user %d: %w", i+1, err)
@@ -137,6 +155,9 @@ func RunLoad(ctx context.Context, l *engine.Loaded, opt Options, ld Load, onStep
 				text = append(text, ev.Text...)
 				if onEvent != nil {
 					onEvent(i, ev)
+				}
+				if ev.Done {
+					rep.Finish[i] = ev.Finish
 				}
 				if ev.Done && ev.Finish != FinishEOS && ev.Finish != FinishLength && ev.Finish != FinishStop {
 					errs <- fmt.Errorf("user %d: %s %v", i+1, ev.Finish, ev.Err)
@@ -154,4 +175,42 @@ func RunLoad(ctx context.Context, l *engine.Loaded, opt Options, ld Load, onStep
 	rep.Requests, rep.Steps = s.Completed(), s.Steps()
 	rep.Summary = Summarize(rep.Requests, rep.Steps)
 	return rep, nil
+}
+
+// Hardware names this machine's CPU and cores (a benchmark reports it).
+func Hardware() string {
+	name := "unknown CPU"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				name = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%s, %d logical cores, %s/%s", name, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)
+}
+
+// WarmUp runs a few untimed passes on l (a prompt, decode steps, a small
+// batch), so a measurement does not include a model's first-touch costs
+// (weights paged in from the file, caches cold).
+func WarmUp(ctx context.Context, l *engine.Loaded) {
+	var items []engine.BatchItem
+	for range 4 {
+		s, err := l.NewSession(64)
+		if err != nil {
+			return
+		}
+		defer s.Close()
+		items = append(items, engine.BatchItem{Session: s, Tokens: []int32{1, 2, 3, 4, 5, 6, 7, 8}})
+	}
+	logits := make([][]float32, len(items))
+	for range 8 {
+		if l.Batch(ctx, items, logits) != nil {
+			return
+		}
+		for i := range items {
+			items[i].Tokens = []int32{engine.Argmax(logits[i])}
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"context"
 	"slices"
 	"testing"
 
@@ -93,5 +94,25 @@ func TestPagedPrefixSharing(t *testing.T) {
 	full := len(system) / 4 * 4 // the first request's full blocks when the second arrived
 	if want := len(system) + len(tok.EncodeIDs(" outside", false)) - full; read != want {
 		t.Errorf("the second request read %d prompt tokens, want %d (%d shared)", read, want, full)
+	}
+}
+
+// A measured sweep has a point per length, each a real duration.
+func TestMeasureSweep(t *testing.T) {
+	l := load(t)
+	sw, err := MeasureSweep(context.Background(), l, []int{8, 16, 32}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sw.Points) != 3 || sw.Points[2].Tokens != 32 {
+		t.Fatalf("sweep %+v", sw)
+	}
+	for _, p := range sw.Points {
+		if p.Prefill <= 0 {
+			t.Errorf("point %+v", p)
+		}
+	}
+	if _, err := MeasureSweep(context.Background(), l, []int{8}, 1); err == nil {
+		t.Error("one length accepted")
 	}
 }

@@ -160,7 +160,7 @@ func (s *Scheduler) Submit(r Request) (*Handle, error) {
 	}
 	s.nextID++
 	q := &seq{id: s.nextID, req: r, feed: r.Prompt, smp: smp, stop: NewStopper(r.Stop), events: make(chan Event, r.MaxTokens+2), need: need}
-	q.times = Times{Arrived: time.Now(), PromptTokens: len(r.Prompt)}
+	q.times = Times{ID: q.id, Arrived: time.Now(), PromptTokens: len(r.Prompt)}
 	s.queue = append(s.queue, q)
 	s.signal()
 	return &Handle{ID: q.id, Events: q.events, s: s}, nil

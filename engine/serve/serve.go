@@ -100,6 +100,7 @@ type Event struct {
 
 // Times are one request's measured times.
 type Times struct {
+	ID                                      int // the request's (Handle.ID)
 	Arrived, Admitted, FirstToken, Finished time.Time
 	PromptTokens, Generated                 int
 	Preemptions                             int

@@ -1,0 +1,307 @@
+package server
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"stepthrough/engine/serve"
+	"stepthrough/views"
+	"stepthrough/wsconn"
+)
+
+// The serving floor (/serving): simulated users served on a real model
+// through the scheduler (engine/serve), one load at a time per server,
+// watched live over server-sent events and measured when done.
+//
+//	GET  /serving                    the form and the recent runs
+//	POST /serving/runs               start a load → /serving/runs/ID
+//	GET  /serving/runs/ID            the run: live, then measured
+//	GET  /serving/runs/ID/events     its steps and tokens (text/event-stream)
+//	GET  /serving/sweep?model=NAME   prefill time against prompt length
+
+// servingMaxRuns is how many finished runs the page keeps.
+const servingMaxRuns = 8
+
+// servingTimeout bounds one run (every setting of it).
+const servingTimeout = 3 * time.Minute
+
+// servingMaxEvents bounds one run's event log.
+const servingMaxEvents = 200_000
+
+type servingRuns struct {
+	mu     sync.Mutex
+	runs   map[string]*servingRun
+	order  []string
+	active bool
+}
+
+// servingRun is one load under one or two settings.
+type servingRun struct {
+	id       string
+	form     views.ServingForm
+	model    string
+	load     serve.Load
+	settings []serve.Options
+	names    []string
+	ctxLen   int
+	kvBytes  int
+
+	mu      sync.Mutex
+	events  [][]byte      // SSE data lines, in order
+	changed chan struct{} // closed when events or done change
+	done    bool
+	err     string
+	reports []*serve.Report
+	texts   [][]string // per setting, per user
+	finish  [][]string
+}
+
+func (r *servingRun) publish(v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.events) < servingMaxEvents {
+		r.events = append(r.events, b)
+	}
+	close(r.changed)
+	r.changed = make(chan struct{})
+}
+
+func (r *servingRun) end(errText string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.done, r.err = true, errText
+	close(r.changed)
+	r.changed = make(chan struct{})
+}
+
+// since returns the events from i on, whether the run is done, and a
+// channel closed at the next change.
+func (r *servingRun) since(i int) ([][]byte, bool, <-chan struct{}) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.events[min(i, len(r.events)):], r.done, r.changed
+}
+
+func (s *Server) servingRoutes(e *echo.Echo) {
+	e.GET("/serving", s.servingPage)
+	e.POST("/serving/runs", s.startServing)
+	e.GET("/serving/runs/:id", s.servingRunPage)
+	e.GET("/serving/runs/:id/events", s.servingEvents)
+	e.GET("/serving/sweep", s.servingSweepPage)
+}
+
+func defaultServingForm(model string) views.ServingForm {
+	return views.ServingForm{Model: model, Users: "16", Rate: "0", PromptTokens: "32", MinTokens: "8", MaxTokens: "48", MaxSeqs: "8",
+		Policy: "continuous", Cache: "contiguous", Chunked: "on", Compare: "static,contiguous,on", Temperature: "0"}
+}
+
+func (s *Server) servingBase(form views.ServingForm) views.ServingPage {
+	p := views.ServingPage{Models: s.reg.Names(), Form: form, SweepURL: "/serving/sweep?model=" + url.QueryEscape(form.Model)}
+	s.serving.mu.Lock()
+	defer s.serving.mu.Unlock()
+	for i := len(s.serving.order) - 1; i >= 0; i-- {
+		r := s.serving.runs[s.serving.order[i]]
+		_, done, _ := r.since(math.MaxInt)
+		status := "running"
+		if done {
+			status = "done"
+		}
+		p.Runs = append(p.Runs, views.ServingLink{ID: r.id, Title: servingTitle(r), URL: "/serving/runs/" + r.id, Status: status})
+	}
+	return p
+}
+
+func servingTitle(r *servingRun) string {
+	return fmt.Sprintf("%d users on %s: %s", r.load.Users, r.model, strings.Join(r.names, " vs "))
+}
+
+func (s *Server) servingPage(c echo.Context) error {
+	return renderPage(c, views.ServingPageView(s.servingBase(defaultServingForm(s.reg.Default()))))
+}
+
+// parseServing reads the form into a load and its settings.
+func (s *Server) parseServing(form views.ServingForm) (serve.Load, []serve.Options, []string, error) {
+	var ld serve.Load
+	if !slices.Contains(s.reg.Names(), form.Model) {
+		return ld, nil, nil, fmt.Errorf("model %q: not one of %s", truncate(form.Model, 60), strings.Join(s.reg.Names(), ", "))
+	}
+	ints := []struct {
+		name   string
+		text   string
+		dst    *int
+		lo, hi int
+	}{{"users", form.Users, &ld.Users, 1, 64}, {"prompt tokens", form.PromptTokens, &ld.PromptTokens, 1, 1024},
+		{"reply tokens from", form.MinTokens, &ld.MinTokens, 1, 512}, {"reply tokens to", form.MaxTokens, &ld.MaxTokens, 1, 512}}
+	for _, n := range ints {
+		v, err := strconv.Atoi(strings.TrimSpace(n.text))
+		if err != nil || v < n.lo || v > n.hi {
+			return ld, nil, nil, fmt.Errorf("%s %q: a whole number from %d to %d", n.name, truncate(n.text, 20), n.lo, n.hi)
+		}
+		*n.dst = v
+	}
+	seqs, err := strconv.Atoi(strings.TrimSpace(form.MaxSeqs))
+	if err != nil || seqs < 1 || seqs > 64 {
+		return ld, nil, nil, fmt.Errorf("running at once %q: a whole number from 1 to 64", truncate(form.MaxSeqs, 20))
+	}
+	if ld.MinTokens > ld.MaxTokens {
+		return ld, nil, nil, fmt.Errorf("reply tokens: from %d is more than to %d", ld.MinTokens, ld.MaxTokens)
+	}
+	for _, f := range []struct {
+		name string
+		text string
+		dst  *float64
+		hi   float64
+	}{{"arrivals a second", form.Rate, &ld.Rate, 1000}, {"temperature", form.Temperature, &ld.Temperature, 2}} {
+		v, err := strconv.ParseFloat(strings.TrimSpace(f.text), 64)
+		if err != nil || math.IsNaN(v) || v < 0 || v > f.hi {
+			return ld, nil, nil, fmt.Errorf("%s %q: a number from 0 to %g", f.name, truncate(f.text, 20), f.hi)
+		}
+		*f.dst = v
+	}
+	ld.Seed, ld.IgnoreEOS, ld.Stop = 1, form.IgnoreEOS == "on", form.Stop
+	one, name, err := servingSetting(form.Policy, form.Cache, form.Chunked, seqs, ld)
+	if err != nil {
+		return ld, nil, nil, err
+	}
+	settings, names := []serve.Options{one}, []string{name}
+	if form.Compare != "" {
+		parts := strings.Split(form.Compare, ",")
+		if len(parts) != 3 {
+			return ld, nil, nil, fmt.Errorf("compare %q: policy,cache,chunked", truncate(form.Compare, 40))
+		}
+		two, name2, err := servingSetting(parts[0], parts[1], parts[2], seqs, ld)
+		if err != nil {
+			return ld, nil, nil, err
+		}
+		if name2 != name {
+			settings, names = append(settings, two), append(names, name2)
+		}
+	}
+	return ld, settings, names, ld.Check()
+}
+
+func servingSetting(policy, cache, chunked string, seqs int, ld serve.Load) (serve.Options, string, error) {
+	o := serve.Options{MaxSeqs: seqs, KVPositions: seqs * (ld.PromptTokens + ld.MaxTokens)}
+	switch policy {
+	case "continuous", "static":
+		o.Policy = serve.Policy(policy)
+	default:
+		return o, "", fmt.Errorf("batching %q: continuous or static", truncate(policy, 20))
+	}
+	switch cache {
+	case "contiguous":
+	case "paged":
+		o.Paged, o.BlockSize = true, 16
+		o.KVPositions = (o.KVPositions + 15) / 16 * 16
+	default:
+		return o, "", fmt.Errorf("KV cache %q: contiguous or paged", truncate(cache, 20))
+	}
+	switch chunked {
+	case "on":
+		o.ChunkedPrefill = true
+	case "off":
+	default:
+		return o, "", fmt.Errorf("chunked prefill %q: on or off", truncate(chunked, 20))
+	}
+	name := fmt.Sprintf("%s batching · %s KV", policy, cache)
+	if o.ChunkedPrefill {
+		name += " · chunked prefill"
+	}
+	return o, name, nil
+}
+
+func formOf(c echo.Context) views.ServingForm {
+	v := func(k string) string { return truncate(c.FormValue(k), 100) }
+	return views.ServingForm{Model: v("model"), Users: v("users"), Rate: v("rate"), PromptTokens: v("prompt"), MinTokens: v("min"), MaxTokens: v("max"),
+		MaxSeqs: v("seqs"), Policy: v("policy"), Cache: v("cache"), Chunked: v("chunked"), Compare: v("compare"), Temperature: v("temperature"), Stop: c.FormValue("stop"), IgnoreEOS: v("ignore_eos")}
+}
+
+func (s *Server) startServing(c echo.Context) error {
+	form := formOf(c)
+	fail := func(status int, err error) error {
+		p := s.servingBase(form)
+		p.Error = err.Error()
+		return renderPageStatus(c, status, views.ServingPageView(p))
+	}
+	if !wsconn.SameOrigin(c.Request()) {
+		return fail(http.StatusForbidden, errors.New("a load can only be started from this server's own page"))
+	}
+	ld, settings, names, err := s.parseServing(form)
+	if err != nil {
+		return fail(http.StatusBadRequest, err)
+	}
+	lm, err := s.reg.Engine(form.Model, "auto")
+	if err != nil {
+		return fail(http.StatusBadRequest, err)
+	}
+	if need := ld.PromptTokens + ld.MaxTokens; need > lm.Context() {
+		return fail(http.StatusBadRequest, fmt.Errorf("%d prompt tokens and %d reply tokens need %d positions; %s holds %d", ld.PromptTokens, ld.MaxTokens, need, form.Model, lm.Context()))
+	}
+	for _, o := range settings {
+		if o.Paged && lm.Backend().Name != "cpu" {
+			return fail(http.StatusBadRequest, errors.New("the paged KV cache runs on the CPU backend; this model runs on "+lm.Backend().Name))
+		}
+	}
+	run := &servingRun{id: newRunID(), form: form, model: form.Model, load: ld, settings: settings, names: names, ctxLen: lm.Context(),
+		kvBytes: lm.Model.KVBytesPerToken(), changed: make(chan struct{})}
+	if err := s.serving.add(run); err != nil {
+		return fail(http.StatusTooManyRequests, err)
+	}
+	go s.runServing(run, lm)
+	return c.Redirect(http.StatusSeeOther, "/serving/runs/"+run.id)
+}
+
+func newRunID() string {
+	b := make([]byte, 6)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// add registers a run, refusing a second one while one is active.
+func (sr *servingRuns) add(r *servingRun) error {
+	sr.mu.Lock()
+	defer sr.mu.Unlock()
+	if sr.active {
+		return errors.New("a load is already running on this server: wait for it (it is in the list below) and try again")
+	}
+	if sr.runs == nil {
+		sr.runs = map[string]*servingRun{}
+	}
+	sr.active = true
+	sr.runs[r.id] = r
+	sr.order = append(sr.order, r.id)
+	for len(sr.order) > servingMaxRuns {
+		delete(sr.runs, sr.order[0])
+		sr.order = sr.order[1:]
+	}
+	return nil
+}
+
+func (sr *servingRuns) finished() {
+	sr.mu.Lock()
+	defer sr.mu.Unlock()
+	sr.active = false
+}
+
+func (sr *servingRuns) get(id string) *servingRun {
+	sr.mu.Lock()
+	defer sr.mu.Unlock()
+	return sr.runs[id]
+}

@@ -1,0 +1,307 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/PuerkitoBio/goquery"
+
+	"stepthrough/engine/sample"
+	"stepthrough/engine/serve"
+)
+
+func servingServer(t *testing.T) (*Server, *httptest.Server) {
+	t.Helper()
+	s := mustNew(t, Config{Embedded: lessonModels()})
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(ts.Close)
+	return s, ts
+}
+
+// postServing starts a load and returns the run's path (or the status and
+// error line when refused).
+func postServing(t *testing.T, ts *httptest.Server, form url.Values, origin string) (string, int, string) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", ts.URL+"/serving/runs", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if origin != "" {
+		req.Header.Set("Origin", origin)
+	}
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusSeeOther {
+		return resp.Header.Get("Location"), resp.StatusCode, ""
+	}
+	doc, _ := goquery.NewDocumentFromReader(resp.Body)
+	return "", resp.StatusCode, doc.Find(`[data-testid="error"]`).Text()
+}
+
+func servingForm(users, prompt, minTok, maxTok, seqs int, policy, cache, chunked, compare string) url.Values {
+	return url.Values{"model": {"lesson.gguf"}, "users": {fmt.Sprint(users)}, "rate": {"0"}, "prompt": {fmt.Sprint(prompt)}, "min": {fmt.Sprint(minTok)},
+		"max": {fmt.Sprint(maxTok)}, "seqs": {fmt.Sprint(seqs)}, "policy": {policy}, "cache": {cache}, "chunked": {chunked}, "compare": {compare}, "temperature": {"0"}}
+}
+
+type servingEvent struct {
+	T    string   `json:"t"`
+	S    int      `json:"s"`
+	U    int      `json:"u"`
+	X    string   `json:"x"`
+	I    int      `json:"i"`
+	P    [][3]int `json:"p"`
+	Held int      `json:"held"`
+	KV   int      `json:"kv"`
+	R, W int
+}
+
+// readEvents reads a run's event stream to its end.
+func readEvents(t *testing.T, ts *httptest.Server, path string) []servingEvent {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", ts.URL+path+"/events", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("events: content type %q", ct)
+	}
+	var evs []servingEvent
+	sc := bufio.NewScanner(resp.Body)
+	closing := false
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "event: close" {
+			closing = true
+			continue
+		}
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok {
+			continue
+		}
+		if closing {
+			return evs
+		}
+		var e servingEvent
+		if err := json.Unmarshal([]byte(data), &e); err != nil {
+			t.Fatalf("event %q: %v", data, err)
+		}
+		evs = append(evs, e)
+	}
+	t.Fatalf("the event stream ended without a close event (%v)", sc.Err())
+	return nil
+}
+
+// A load under two settings streams every step and token over SSE; the
+// page then shows both measured, the same greedy text for every user
+// under both (batching changes when work is done, never what is computed)
+// and each user's text equal to the tokens streamed.
+func TestServingRunStreamsAndMeasures(t *testing.T) {
+	_, ts := servingServer(t)
+	path, code, msg := postServing(t, ts, servingForm(6, 16, 4, 12, 3, "continuous", "paged", "on", "static,contiguous,on"), ts.URL)
+	if code != http.StatusSeeOther {
+		t.Fatalf("POST: %d %s", code, msg)
+	}
+	evs := readEvents(t, ts, path)
+	streamed := map[[2]int]string{}
+	steps := map[int]int{}
+	for _, e := range evs {
+		switch e.T {
+		case "tok":
+			streamed[[2]int{e.S, e.U}] += e.X
+		case "step":
+			steps[e.S]++
+			n := 0
+			for _, p := range e.P {
+				n += p[1]
+			}
+			if n == 0 || len(e.P) > 3 {
+				t.Errorf("step %+v", e)
+			}
+		}
+	}
+	if steps[0] == 0 || steps[1] == 0 {
+		t.Fatalf("steps per setting: %v", steps)
+	}
+	doc := get(t, ts.URL+path)
+	if doc.Find(`[data-testid="run"]`).AttrOr("data-done", "") != "true" || doc.Find(`[data-testid="result"]`).Length() != 2 || doc.Find(`[data-testid="verdict"]`).Length() != 1 {
+		t.Fatalf("run page: %s", doc.Find("main").Text())
+	}
+	doc.Find(`tr[data-user]`).Each(func(i int, row *goquery.Selection) {
+		a, b := row.Find(`[data-setting="0"]`).Text(), row.Find(`[data-setting="1"]`).Text()
+		if a == "" || a != b {
+			t.Errorf("user %d: %q under one setting, %q under the other", i+1, a, b)
+		}
+		if a != streamed[[2]int{0, i}] || b != streamed[[2]int{1, i}] {
+			t.Errorf("user %d: the page's text differs from the streamed tokens", i+1)
+		}
+	})
+	for _, name := range []string{"timeline", "steps", "latency"} {
+		if n := doc.Find(`[data-testid="chart-` + name + `"] rect`).Length(); n == 0 {
+			t.Errorf("chart %s has no bars", name)
+		}
+	}
+	ttft := doc.Find(`[data-testid="figure"][data-name="time to first token, p50 / p95"]`).First().Text()
+	if !strings.HasSuffix(ttft, " ms") {
+		t.Errorf("TTFT figure %q", ttft)
+	}
+}
+
+// A stop string that the model writes across token boundaries ends that
+// user's reply just before it; nothing of it is streamed.
+func TestServingStopAcrossTokens(t *testing.T) {
+	s, ts := servingServer(t)
+	lm, err := s.reg.Engine("lesson.gguf", "auto")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ld := serve.Load{PromptTokens: 16}
+	sess, _ := lm.NewSession(0)
+	defer sess.Close()
+	p := sample.Defaults()
+	p.Temperature, p.Seed, p.SeedSet = 0, 1, true
+	smp, _ := sample.New(p)
+	var pieces []string
+	sess.Generate(context.Background(), ld.Prompt(lm, 0), 24, smp, func(id int32) error {
+		pieces = append(pieces, string(lm.Model.Tokenizer.Bytes(id)))
+		return nil
+	})
+	full := strings.Join(pieces, "")
+	// from inside the third token to inside the fifth
+	at := len(pieces[0]) + len(pieces[1]) + len(pieces[2])/2
+	end := len(pieces[0]) + len(pieces[1]) + len(pieces[2]) + len(pieces[3]) + max(1, len(pieces[4])/2)
+	stop := full[at:end]
+	if strings.Index(full, stop) != at || len(pieces[2]) < 2 {
+		t.Skipf("the lesson model's reply %q gives no stop string that spans tokens", full)
+	}
+	form := servingForm(3, 16, 24, 24, 3, "continuous", "contiguous", "on", "")
+	form.Set("stop", stop)
+	path, code, msg := postServing(t, ts, form, ts.URL)
+	if code != http.StatusSeeOther {
+		t.Fatalf("POST: %d %s", code, msg)
+	}
+	evs := readEvents(t, ts, path)
+	var streamed string
+	for _, e := range evs {
+		if e.T == "tok" && e.U == 0 {
+			streamed += e.X
+		}
+	}
+	if streamed != full[:at] {
+		t.Errorf("stop %q: streamed %q, want %q", stop, streamed, full[:at])
+	}
+	cell := get(t, ts.URL+path).Find(`tr[data-user="1"] [data-setting="0"]`)
+	if cell.Text() != full[:at] || cell.AttrOr("data-finish", "") != "stop" {
+		t.Errorf("the page shows %q (%s)", cell.Text(), cell.AttrOr("data-finish", ""))
+	}
+}
+
+// Wrong input is refused in one line; a load from another site is
+// refused; one load runs at a time.
+func TestServingRefusals(t *testing.T) {
+	_, ts := servingServer(t)
+	for name, f := range map[string]func(url.Values){
+		"no users":         func(v url.Values) { v.Set("users", "0") },
+		"too many users":   func(v url.Values) { v.Set("users", "65") },
+		"words":            func(v url.Values) { v.Set("prompt", "many") },
+		"from above to":    func(v url.Values) { v.Set("min", "20"); v.Set("max", "10") },
+		"unknown model":    func(v url.Values) { v.Set("model", "../etc/passwd") },
+		"unknown policy":   func(v url.Values) { v.Set("policy", "fastest") },
+		"unknown compare":  func(v url.Values) { v.Set("compare", "a,b") },
+		"negative rate":    func(v url.Values) { v.Set("rate", "-1") },
+		"NaN temperature":  func(v url.Values) { v.Set("temperature", "NaN") },
+		"long stop":        func(v url.Values) { v.Set("stop", strings.Repeat("x", 80)) },
+		"past the context": func(v url.Values) { v.Set("prompt", "1024"); v.Set("max", "512") },
+	} {
+		form := servingForm(4, 16, 4, 8, 2, "continuous", "contiguous", "on", "")
+		f(form)
+		_, code, msg := postServing(t, ts, form, ts.URL)
+		if code != http.StatusBadRequest || msg == "" || strings.Contains(msg, "\n") {
+			t.Errorf("%s: %d %q", name, code, msg)
+		}
+	}
+	if _, code, _ := postServing(t, ts, servingForm(4, 16, 4, 8, 2, "continuous", "contiguous", "on", ""), "http://evil.example"); code != http.StatusForbidden {
+		t.Errorf("cross-site POST: %d", code)
+	}
+	big := servingForm(64, 64, 400, 400, 16, "continuous", "contiguous", "on", "static,contiguous,on")
+	big.Set("ignore_eos", "on")
+	if _, code, msg := postServing(t, ts, big, ts.URL); code != http.StatusSeeOther {
+		t.Fatalf("a big load: %d %s", code, msg)
+	}
+	if _, code, msg := postServing(t, ts, servingForm(2, 8, 2, 2, 2, "continuous", "contiguous", "on", ""), ts.URL); code != http.StatusTooManyRequests || !strings.Contains(msg, "already running") {
+		t.Errorf("a second load at once: %d %q", code, msg)
+	}
+	getStatus(t, ts.URL+"/serving/runs/nope", http.StatusNotFound)
+}
+
+// Explorer users stay responsive while a 32-user load runs: an Explorer
+// step waits for at most the serving step in progress (passes of one
+// model take turns), not for the load. Measured, and logged for the note.
+func TestExplorerDuringLoad(t *testing.T) {
+	s, ts := servingServer(t)
+	measure := func() []time.Duration {
+		se, _ := s.sessions.New("explorer")
+		c := dial(t, ts, se.ID(), ts.URL)
+		if d := exchange(t, c, `{"action":"run","prompt":"The capital of France is","temperature":"0","model":"lesson.gguf","seed":"1","HEADERS":{}}`); stage(d) != "tokenize" {
+			t.Fatalf("run: %s", d.Text())
+		}
+		var lat []time.Duration
+		for i := range 40 {
+			time.Sleep(60 * time.Millisecond) // a student's pace, under the connection's message limit
+			start := time.Now()
+			if d := exchange(t, c, `{"action":"step"}`); stage(d) == "" {
+				h, _ := d.Html()
+				t.Fatalf("step %d rendered no stage: %.600s", i, h)
+			}
+			lat = append(lat, time.Since(start))
+		}
+		sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+		return lat
+	}
+	idle := measure()
+	form := servingForm(32, 32, 470, 470, 32, "continuous", "contiguous", "on", "")
+	form.Set("ignore_eos", "on")
+	path, code, msg := postServing(t, ts, form, ts.URL)
+	if code != http.StatusSeeOther {
+		t.Fatalf("POST: %d %s", code, msg)
+	}
+	for { // wait until the load is decoding
+		evs, done, _ := s.serving.get(strings.TrimPrefix(path, "/serving/runs/")).since(0)
+		if done {
+			t.Fatal("the load ended before it was measured against")
+		}
+		if slices.ContainsFunc(evs, func(b []byte) bool { return strings.Contains(string(b), `"t":"step"`) }) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	loaded := measure()
+	evs, done, _ := s.serving.get(strings.TrimPrefix(path, "/serving/runs/")).since(0)
+	if done {
+		t.Fatal("the load ended while the Explorer was measured: make it longer")
+	}
+	nsteps := 0
+	for _, b := range evs {
+		if strings.Contains(string(b), `"t":"step"`) {
+			nsteps++
+		}
+	}
+	pct := func(l []time.Duration, p int) float64 { return ms(l[(len(l)-1)*p/100]) }
+	t.Logf("Explorer step over the WebSocket, idle: p50 %.1f ms, p95 %.1f ms; during a 32-user load (%d serving steps so far): p50 %.1f ms, p95 %.1f ms",
+		pct(idle, 50), pct(idle, 95), nsteps, pct(loaded, 50), pct(loaded, 95))
+}

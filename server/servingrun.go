@@ -1,0 +1,168 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"stepthrough/engine"
+	"stepthrough/engine/serve"
+	"stepthrough/views"
+)
+
+// runServing serves the run's load under each of its settings in turn,
+// publishing every step and token.
+func (s *Server) runServing(r *servingRun, lm *engine.Loaded) {
+	defer s.serving.finished()
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("panic in a serving run", "panic", fmt.Sprint(p))
+			r.end("the run failed: " + fmt.Sprint(p))
+		}
+	}()
+	ctx, cancel := context.WithTimeout(s.base, servingTimeout)
+	defer cancel()
+	for k, o := range r.settings {
+		r.publish(map[string]any{"t": "setting", "s": k, "name": r.names[k]})
+		texts, finish := make([]string, r.load.Users), make([]string, r.load.Users)
+		onStep := func(st serve.Step) {
+			parts := make([][3]int, len(st.Parts))
+			for i, p := range st.Parts {
+				parts[i] = [3]int{p.Req - 1, p.Tokens, b2i(p.Prefill)}
+			}
+			r.publish(map[string]any{"t": "step", "s": k, "i": st.Index, "at": ms(st.At), "d": ms(st.Dur), "p": parts,
+				"r": st.Running, "w": st.Waiting, "kv": st.KVUsed, "held": st.KVHeld, "pre": len(st.Preempted)})
+		}
+		onEvent := func(user int, ev serve.Event) {
+			if ev.Text != "" {
+				r.publish(map[string]any{"t": "tok", "s": k, "u": user, "x": ev.Text})
+			}
+		}
+		rep, err := serve.RunLoad(ctx, lm, o, r.load, onStep, onEvent)
+		if err != nil {
+			r.end(fmt.Sprintf("%s: %v", r.names[k], err))
+			return
+		}
+		copy(texts, rep.Texts)
+		copy(finish, rep.Finish)
+		r.mu.Lock()
+		r.reports = append(r.reports, rep)
+		r.texts, r.finish = append(r.texts, texts), append(r.finish, finish)
+		r.mu.Unlock()
+		r.publish(map[string]any{"t": "done", "s": k})
+	}
+	r.publish(map[string]any{"t": "end"})
+	r.end("")
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func (s *Server) servingRunPage(c echo.Context) error {
+	r := s.serving.get(c.Param("id"))
+	if r == nil {
+		p := s.servingBase(defaultServingForm(s.reg.Default()))
+		p.Error = "no such run (the server keeps its last few)"
+		return renderPageStatus(c, http.StatusNotFound, views.ServingPageView(p))
+	}
+	p := s.servingBase(r.form)
+	p.Run = s.servingView(r)
+	return renderPage(c, views.ServingPageView(p))
+}
+
+// servingView is a run as the page shows it.
+func (s *Server) servingView(r *servingRun) *views.ServingRun {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ld := r.load
+	arrivals := "all at once"
+	if ld.Rate > 0 {
+		arrivals = fmt.Sprintf("at random, %g a second on average (Poisson)", ld.Rate)
+	}
+	v := &views.ServingRun{ID: r.id, Title: servingTitle(r), Done: r.done, Error: r.err, EventsURL: "/serving/runs/" + r.id + "/events",
+		Hardware: serve.Hardware(), Settings: r.names, KVPositions: r.settings[0].KVPositions,
+		Load: fmt.Sprintf("%d users arriving %s, each with a %d-token prompt and a reply of up to %d to %d tokens (temperature %g; %s), on %s with at most %d running at once and %d KV positions between them.",
+			ld.Users, arrivals, ld.PromptTokens, ld.MinTokens, ld.MaxTokens, ld.Temperature, servingEnds(ld), r.model, r.settings[0].MaxSeqs, r.settings[0].KVPositions)}
+	for i := range ld.Users {
+		u := views.ServingUser{N: i + 1, PromptTokens: ld.PromptTokens, MaxTokens: ld.ReplyTokens(i)}
+		for k := range r.texts {
+			u.Texts, u.Finish = append(u.Texts, r.texts[k][i]), append(u.Finish, r.finish[k][i])
+		}
+		v.Users = append(v.Users, u)
+	}
+	for k, rep := range r.reports {
+		v.Results = append(v.Results, servingResult(r.names[k], rep, r.ctxLen, r.kvBytes))
+	}
+	if len(r.reports) == 2 {
+		v.Verdict = servingVerdict(r.names, r.reports)
+	}
+	return v
+}
+
+// servingVerdict says in one sentence what the two measured settings show.
+func servingVerdict(names []string, reps []*serve.Report) string {
+	a, b := reps[0].Summary, reps[1].Summary
+	return fmt.Sprintf("Measured on the same load: %s gave a median time to first token of %.1f ms (p95 %.1f) and %.0f tokens/s; %s gave %.1f ms (p95 %.1f) and %.0f tokens/s.",
+		names[0], ms(a.TTFT.P50), ms(a.TTFT.P95), a.TokensPerSecond, names[1], ms(b.TTFT.P50), ms(b.TTFT.P95), b.TokensPerSecond)
+}
+
+// servingEvents streams a run's events as server-sent events: everything
+// so far, then each new one, until the run ends or the client leaves.
+func (s *Server) servingEvents(c echo.Context) error {
+	r := s.serving.get(c.Param("id"))
+	if r == nil {
+		return c.String(http.StatusNotFound, "no such run")
+	}
+	w := c.Response()
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	ctx := c.Request().Context()
+	next := 0
+	for {
+		evs, done, changed := r.since(next)
+		for _, e := range evs {
+			if _, err := fmt.Fprintf(w, "data: %s\n\n", e); err != nil {
+				return nil
+			}
+		}
+		next += len(evs)
+		w.Flush()
+		if done {
+			fmt.Fprint(w, "event: close\ndata: {}\n\n")
+			w.Flush()
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil
+		case <-s.base.Done():
+			return nil
+		}
+	}
+}
+
+// servingEnds says what ends a reply.
+func servingEnds(ld serve.Load) string {
+	var why []string
+	if ld.IgnoreEOS {
+		why = append(why, "every reply runs to its length, past the model's end of turn")
+	} else {
+		why = append(why, "a reply ends at its length or at the model's end of turn")
+	}
+	if ld.Stop != "" {
+		why = append(why, fmt.Sprintf("or before %q", ld.Stop))
+	}
+	return strings.Join(why, " ")
+}
