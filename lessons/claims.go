@@ -32,17 +32,31 @@ import (
 //	                             the memory calculator puts that shape's
 //	                             weights at this type in this many GB (10^9
 //	                             bytes, to 2 decimals)
+//	expect: batched 8            the step's run, served through the scheduler
+//	                             in one batch with 7 other requests, writes
+//	                             exactly the tokens it writes alone
+//	expect: stop "The end" 3     the run's text contains this stop string,
+//	                             its first occurrence spread over this many
+//	                             tokens, and the stop matcher ends the
+//	                             reply just before it
+//	expect: kvbytes 1280         the step's model keeps this many bytes of
+//	                             KV cache per token (F32 here); with a
+//	                             preset's name, the calculator's at 2 bytes
+//	expect: cost 2 1000 0.56     at 2 an hour and 1000 tokens a second a
+//	                             million tokens cost this (to 2 decimals)
 type Claim struct {
 	Line  int
-	Kind  string  // top, p, draws, tokens, attends, continues, calls, length, pieces, accepts, rejects
+	Kind  string  // one of ClaimKinds
 	Text  string  // the token or text claimed
 	Op    string  // for p: >, <, >=, <=
 	Value float64 // for p: the bound; for tokens, length and accepts: the count; for weights: GB
 	Type  string  // for weights: the weights' type
+	Price float64 // for cost: the price an hour
+	Rate  float64 // for cost: tokens a second
 }
 
 // ClaimKinds are the supported claims.
-var ClaimKinds = []string{"top", "p", "draws", "tokens", "attends", "continues", "calls", "length", "pieces", "accepts", "rejects", "weights"}
+var ClaimKinds = []string{"top", "p", "draws", "tokens", "attends", "continues", "calls", "length", "pieces", "accepts", "rejects", "weights", "batched", "stop", "kvbytes", "cost"}
 
 func (c Claim) String() string {
 	switch c.Kind {
@@ -54,6 +68,17 @@ func (c Claim) String() string {
 		return fmt.Sprintf("pieces %q %d", c.Text, int(c.Value))
 	case "weights":
 		return fmt.Sprintf("weights %q %s %g", c.Text, c.Type, c.Value)
+	case "batched":
+		return fmt.Sprintf("batched %d", int(c.Value))
+	case "stop":
+		return fmt.Sprintf("stop %q %d", c.Text, int(c.Value))
+	case "kvbytes":
+		if c.Text == "" {
+			return fmt.Sprintf("kvbytes %g", c.Value)
+		}
+		return fmt.Sprintf("kvbytes %q %g", c.Text, c.Value)
+	case "cost":
+		return fmt.Sprintf("cost %g %g %g", c.Price, c.Rate, c.Value)
 	}
 	return fmt.Sprintf("%s %q", c.Kind, c.Text)
 }
@@ -77,6 +102,56 @@ func parseClaim(line int, v string) (Claim, error) {
 		return c, text(rest)
 	case "tokens", "length":
 		return c, count()
+	case "batched":
+		n, err := strconv.Atoi(rest)
+		if err != nil || n < 2 || n > 64 {
+			return c, fmt.Errorf("expect batched %q: how many requests share the passes, 2 to 64", rest)
+		}
+		c.Value = float64(n)
+		return c, nil
+	case "stop":
+		i := strings.LastIndexByte(rest, ' ')
+		if i < 0 {
+			return c, fmt.Errorf("expect stop: write stop \"The end\" 3 (the stop text, then how many tokens it spans)")
+		}
+		text, n := rest[:i], rest[i+1:]
+		rest = n
+		if err := count(); err != nil {
+			return c, err
+		}
+		return c, textOf(&c, text)
+	case "kvbytes":
+		f := strings.Fields(rest)
+		if len(f) == 0 {
+			return c, fmt.Errorf("expect kvbytes: write kvbytes 1280 (the step's model) or kvbytes \"Llama 2 70B\" 327680 (a preset at 2 bytes a value)")
+		}
+		b, err := strconv.ParseFloat(f[len(f)-1], 64)
+		if err != nil || b <= 0 {
+			return c, fmt.Errorf("expect kvbytes: %q is not a number of bytes", f[len(f)-1])
+		}
+		c.Value = b
+		if len(f) > 1 {
+			return c, textOf(&c, strings.Join(f[:len(f)-1], " "))
+		}
+		return c, nil
+	case "cost":
+		f := strings.Fields(rest)
+		var v [3]float64
+		for i := range v {
+			if len(f) != 3 {
+				break
+			}
+			x, err := strconv.ParseFloat(f[i], 64)
+			if err != nil || math.IsNaN(x) || x <= 0 {
+				return c, fmt.Errorf("expect cost: %q is not a positive number", f[i])
+			}
+			v[i] = x
+		}
+		if len(f) != 3 {
+			return c, fmt.Errorf("expect cost: write cost 2 1000 0.56 (price an hour, tokens a second, cost of a million tokens)")
+		}
+		c.Price, c.Rate, c.Value = v[0], v[1], v[2]
+		return c, nil
 	case "weights":
 		f := strings.Fields(rest)
 		if len(f) < 3 {

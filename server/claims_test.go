@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -78,6 +79,53 @@ func TestBuiltinNarrationIsClaimed(t *testing.T) {
 					t.Errorf("%s step %d: the narration or a note states the number %s, which no claim or setting of the step states", l.File, i+1, n)
 				}
 			}
+		}
+	}
+}
+
+// The serving claims fail when the fact is wrong: a stop string over the
+// wrong number of tokens or absent, a cache size, a cost, a batched run
+// that is not the step's plain run.
+func TestServingClaimsCanFail(t *testing.T) {
+	s := mustNew(t, Config{Embedded: lessonModels()})
+	src := `---
+title: wrong on purpose
+model: lesson.gguf
+---
+
+## Step
+prompt: "Once upon a time"
+temperature: 0
+seed: 1
+max_tokens: 60
+stage: kv
+expect: stop ". The end" 2
+expect: stop "a purple elephant" 1
+expect: kvbytes 1280
+expect: kvbytes "Llama 2 70B" 524288
+expect: cost 2 1000 0.50
+expect: batched 4
+A step.
+
+## With tools
+tools: calc
+expect: batched 4
+Another.
+`
+	l, err := lessons.Parse("wrong.md", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	se := session.New("claims", "test", s.reg)
+	defer se.Close()
+	fails := map[string]bool{}
+	for _, r := range session.VerifyLesson(context.Background(), se, l) {
+		fails[fmt.Sprintf("%d %s", r.Step, r.Claim)] = r.Err != nil
+	}
+	for claim, want := range map[string]bool{`0 stop ". The end" 2`: true, `0 stop "a purple elephant" 1`: true, "0 kvbytes 1280": true,
+		`0 kvbytes "Llama 2 70B" 524288`: true, "0 cost 2 1000 0.5": true, "0 batched 4": false, "1 batched 4": true} {
+		if got, ok := fails[claim]; !ok || got != want {
+			t.Errorf("%s: failed %v (checked: %v), want failed %v", claim, got, ok, want)
 		}
 	}
 }

@@ -60,8 +60,17 @@ func (s *Session) checkClaim(ctx context.Context, st lessons.Step, c lessons.Cla
 		got := len(tk.EncodeIDs(c.Text, false))
 		return fmt.Sprint(got), want(got == int(c.Value), "%q is %d tokens", c.Text, got)
 	}
-	if c.Kind == "weights" {
+	switch c.Kind {
+	case "weights":
 		return checkWeights(c)
+	case "kvbytes":
+		return s.checkKVBytes(c)
+	case "cost":
+		return checkCost(c)
+	case "batched":
+		return s.checkBatched(ctx, c)
+	case "stop":
+		return s.checkStop(ctx, c)
 	}
 	if c.Kind == "tokens" {
 		got := len(s.promptIDs)

@@ -1,0 +1,160 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"stepthrough/engine/memcalc"
+	"stepthrough/engine/quant"
+	"stepthrough/engine/serve"
+	"stepthrough/lessons"
+)
+
+// Claims about serving: a run batched with others, a stop string, the KV
+// cache's bytes, the cost of tokens. s.mu is held.
+
+// finish decodes the run to its end (its max tokens or end of generation).
+func (s *Session) finish(ctx context.Context) error {
+	for {
+		more, err := s.decode(ctx)
+		if err != nil {
+			return err
+		}
+		if !more {
+			return nil
+		}
+	}
+}
+
+// checkBatched serves the step's run through the scheduler in one batch
+// with other requests and compares its tokens with the Explorer's.
+func (s *Session) checkBatched(ctx context.Context, c lessons.Claim) (string, error) {
+	if s.run.Tools != "" || s.run.Draft != "" {
+		return "", fmt.Errorf("a batched claim needs a plain run (no tools, no draft)")
+	}
+	if err := s.finish(ctx); err != nil {
+		return "", err
+	}
+	alone := slices.Clone(s.gen)
+	lm, err := s.eng.Engine(s.run.Model, s.run.Backend)
+	if err != nil {
+		return "", err
+	}
+	n := int(c.Value)
+	sch, err := serve.New(lm, serve.Options{MaxSeqs: n, ChunkedPrefill: true})
+	if err != nil {
+		return "", err
+	}
+	rctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	go sch.Run(rctx)
+	p := s.run.Sampler
+	p.Seed, p.SeedSet = s.smp.Seed(), true
+	others := serve.Load{PromptTokens: 24}
+	var ours *serve.Handle
+	for i := range n - 1 {
+		if i == (n-1)/2 { // ours in the middle of the batch
+			if ours, err = sch.Submit(serve.Request{Prompt: s.promptIDs, MaxTokens: len(alone), Sampling: p}); err != nil {
+				return "", err
+			}
+		}
+		q := p
+		q.Seed += uint64(i) + 1
+		if _, err := sch.Submit(serve.Request{Prompt: others.Prompt(lm, i), MaxTokens: len(alone) + 8, Sampling: q, IgnoreEOS: true}); err != nil {
+			return "", err
+		}
+	}
+	var got []int32
+	for ev := range ours.Events {
+		if ev.Done && ev.Err != nil {
+			return "", ev.Err
+		}
+		if !ev.Done && ev.Token >= 0 {
+			got = append(got, ev.Token)
+		}
+	}
+	text := s.textOf(got)
+	return text, want(slices.Equal(got, alone), "batched with %d others it writes %q; alone %q", n-1, text, s.textOf(alone))
+}
+
+func (s *Session) textOf(ids []int32) string {
+	var b strings.Builder
+	for _, id := range ids {
+		b.WriteString(s.m.Tokenizer.Display(id))
+	}
+	return b.String()
+}
+
+// checkStop finds the stop string in the run's text, counts the tokens it
+// spans and checks that the stop matcher, fed the run token by token,
+// releases exactly the text before it.
+func (s *Session) checkStop(ctx context.Context, c lessons.Claim) (string, error) {
+	if err := s.finish(ctx); err != nil {
+		return "", err
+	}
+	tk := s.m.Tokenizer
+	var full []byte
+	var ends []int // where each token's bytes end
+	for _, id := range s.gen {
+		full = append(full, tk.Bytes(id)...)
+		ends = append(ends, len(full))
+	}
+	at := strings.Index(string(full), c.Text)
+	if at < 0 {
+		return string(full), fmt.Errorf("the run's text %q does not contain %q", full, c.Text)
+	}
+	first, last := -1, -1
+	for i, e := range ends {
+		start := 0
+		if i > 0 {
+			start = ends[i-1]
+		}
+		if start < at+len(c.Text) && e > at {
+			if first < 0 {
+				first = i
+			}
+			last = i
+		}
+	}
+	spans := last - first + 1
+	st := serve.NewStopper([]string{c.Text})
+	var released strings.Builder
+	stopped := false
+	for _, id := range s.gen {
+		t, done := st.Push(tk.Bytes(id))
+		released.WriteString(t)
+		if done {
+			stopped = true
+			break
+		}
+	}
+	if !stopped || released.String() != string(full[:at]) {
+		return released.String(), fmt.Errorf("the stop matcher released %q (stopped: %v), want %q", released.String(), stopped, full[:at])
+	}
+	return fmt.Sprintf("spans %d tokens; the reply is %q", spans, released.String()), want(spans == int(c.Value), "%q spans %d tokens of the run", c.Text, spans)
+}
+
+// checkKVBytes checks the KV cache's bytes per token: the step's model's
+// (F32 in this engine), or a preset's at 2 bytes a value.
+func (s *Session) checkKVBytes(c lessons.Claim) (string, error) {
+	got := float64(s.m.KVBytesPerToken())
+	if c.Text != "" {
+		shape, ok := memcalc.Preset(c.Text)
+		if !ok {
+			return "", fmt.Errorf("no preset named %q", c.Text)
+		}
+		got = memcalc.Find(memcalc.Calculate(shape, memcalc.Inputs{Weights: quant.F16, KVBytes: 2, Context: 1, Batch: 1}), "KV cache per token").Value
+	}
+	return fmt.Sprintf("%g bytes", got), want(got == c.Value, "%g bytes of KV cache per token", got)
+}
+
+// checkCost checks the calculator's cost of a million tokens.
+func checkCost(c lessons.Claim) (string, error) {
+	shape, _ := memcalc.Preset("Llama 2 7B") // the cost does not depend on the shape
+	got := memcalc.Find(memcalc.Calculate(shape, memcalc.Inputs{Weights: quant.F16, KVBytes: 2, Context: 1, Batch: 1, PricePerHour: c.Price, TokensPerSec: c.Rate}), "cost per million tokens").Value
+	return fmt.Sprintf("%.4f", got), want(math.Round(got*100) == math.Round(c.Value*100), "a million tokens cost %.4f", got)
+}
