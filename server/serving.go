@@ -30,6 +30,7 @@ import (
 //	POST /serving/runs               start a load → /serving/runs/ID
 //	GET  /serving/runs/ID            the run: live, then measured
 //	GET  /serving/runs/ID/events     its steps and tokens (text/event-stream)
+//	GET  /serving/runs/ID/ws         the same over a WebSocket (?from=N resumes)
 //	GET  /serving/sweep?model=NAME   prefill time against prompt length
 
 // servingMaxRuns is how many finished runs the page keeps.
@@ -104,6 +105,7 @@ func (s *Server) servingRoutes(e *echo.Echo) {
 	e.POST("/serving/runs", s.startServing)
 	e.GET("/serving/runs/:id", s.servingRunPage)
 	e.GET("/serving/runs/:id/events", s.servingEvents)
+	e.GET("/serving/runs/:id/ws", s.servingWS)
 	e.GET("/serving/sweep", s.servingSweepPage)
 }
 

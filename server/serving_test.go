@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/PuerkitoBio/goquery"
+	"github.com/gorilla/websocket"
 
 	"stepthrough/engine/sample"
 	"stepthrough/engine/serve"
@@ -304,4 +305,41 @@ func TestExplorerDuringLoad(t *testing.T) {
 	pct := func(l []time.Duration, p int) float64 { return ms(l[(len(l)-1)*p/100]) }
 	t.Logf("Explorer step over the WebSocket, idle: p50 %.1f ms, p95 %.1f ms; during a 32-user load (%d serving steps so far): p50 %.1f ms, p95 %.1f ms",
 		pct(idle, 50), pct(idle, 95), nsteps, pct(loaded, 50), pct(loaded, 95))
+}
+
+// The same events reach a WebSocket client, which can resume part way.
+func TestServingWebSocket(t *testing.T) {
+	_, ts := servingServer(t)
+	path, code, msg := postServing(t, ts, servingForm(4, 16, 6, 6, 2, "continuous", "contiguous", "on", ""), ts.URL)
+	if code != http.StatusSeeOther {
+		t.Fatalf("POST: %d %s", code, msg)
+	}
+	sse := readEvents(t, ts, path)
+	read := func(from int) []servingEvent {
+		c, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(ts.URL, "http")+path+"/ws?from="+fmt.Sprint(from), http.Header{"Origin": {ts.URL}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		var evs []servingEvent
+		for {
+			c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			_, b, err := c.ReadMessage()
+			if websocket.IsCloseError(err, websocket.CloseNormalClosure) {
+				return evs
+			}
+			if err != nil {
+				t.Fatalf("after %d events: %v", len(evs), err)
+			}
+			var e servingEvent
+			json.Unmarshal(b, &e)
+			evs = append(evs, e)
+		}
+	}
+	if ws := read(0); len(ws) != len(sse) || ws[len(ws)-1].T != "end" {
+		t.Errorf("%d events over the WebSocket, %d over SSE", len(ws), len(sse))
+	}
+	if ws := read(5); len(ws) != len(sse)-5 {
+		t.Errorf("resumed at 5: %d events, want %d", len(ws), len(sse)-5)
+	}
 }

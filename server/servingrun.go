@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"stepthrough/engine"
 	"stepthrough/engine/serve"
 	"stepthrough/views"
+	"stepthrough/wsconn"
 )
 
 // runServing serves the run's load under each of its settings in turn,
@@ -165,4 +167,45 @@ func servingEnds(ld serve.Load) string {
 		why = append(why, fmt.Sprintf("or before %q", ld.Stop))
 	}
 	return strings.Join(why, " ")
+}
+
+// servingWS streams a run's events over a WebSocket, one JSON message
+// each (the same as the event stream's data lines), from event ?from=N
+// on (0: the start), and closes normally when the run ends. A client that
+// falls behind is disconnected and can reconnect with from= the count it
+// received.
+func (s *Server) servingWS(c echo.Context) error {
+	r := s.serving.get(c.Param("id"))
+	if r == nil {
+		return c.String(http.StatusNotFound, "no such run")
+	}
+	next, err := strconv.Atoi(c.QueryParam("from"))
+	if c.QueryParam("from") != "" && (err != nil || next < 0) {
+		return c.String(http.StatusBadRequest, "from: a count of events already received")
+	}
+	conn, err := wsconn.Upgrade(c.Response(), c.Request(), wsconn.Options{Queue: 4096, Log: s.log, Base: s.base})
+	if err != nil {
+		return nil // the upgrader has answered
+	}
+	go func() {
+		ctx := conn.Context()
+		for {
+			evs, done, changed := r.since(next)
+			for _, e := range evs {
+				conn.SendBytes(e)
+			}
+			next += len(evs)
+			if done {
+				conn.Close(wsconn.CloseNormal, "the run ended")
+				return
+			}
+			select {
+			case <-changed:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	conn.Serve(func(context.Context, []byte) {}) // the client only listens
+	return nil
 }
