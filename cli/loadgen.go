@@ -4,28 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"stepthrough/engine"
 	"stepthrough/engine/model"
 	"stepthrough/engine/serve"
 )
 
-// LoadgenResult is loadgen's --json output: the hardware, and for each
-// setting run, its options and measured summary.
-type LoadgenResult struct {
-	Model    string          `json:"model"`
-	Hardware string          `json:"hardware"`
-	Backend  string          `json:"backend"`
-	Runs     []*serve.Report `json:"runs"`
-	// KVBytesPerToken is the model's cache per position; Context the
-	// positions a request may use.
-	KVBytesPerToken int `json:"kv_bytes_per_token"`
-	Context         int `json:"context"`
-}
+// LoadgenResult is loadgen's --json output (serve.Benchmark).
+type LoadgenResult = serve.Benchmark
 
 func runLoadgen(ctx context.Context, env Env, args []string) error {
 	fs := newFlags(env, "loadgen", "--model PATH [--users 16] [--rate 0] [--prompt-tokens 32] [--max-tokens 32] [--min-tokens N] [--policy continuous,static] [--chunked on,off] [--max-seqs 16] [--budget 0] [--cache contiguous,paged] [--json]")
@@ -103,48 +91,7 @@ func runLoadgen(ctx context.Context, env Env, args []string) error {
 	if *asJSON {
 		return json.NewEncoder(env.Stdout).Encode(res)
 	}
-	PrintLoadgen(env.Stdout, res)
+	res.WriteTable(env.Stdout)
 	return nil
 }
 
-func msText(d time.Duration) string { return fmt.Sprintf("%.1f", ms(d)) }
-
-// PrintLoadgen writes a loadgen result as a table, one row per setting.
-func PrintLoadgen(w io.Writer, r LoadgenResult) {
-	if len(r.Runs) == 0 {
-		return
-	}
-	ld := r.Runs[0].Load
-	arrivals := "all at once"
-	if ld.Rate > 0 {
-		arrivals = fmt.Sprintf("Poisson, %g a second", ld.Rate)
-	}
-	fmt.Fprintf(w, "model: %s\nhardware: %s\nbackend: %s\nload: %d users (%s), %d prompt tokens and %s generated each, temperature %g, seed %d\n\n",
-		r.Model, r.Hardware, r.Backend, ld.Users, arrivals, ld.PromptTokens, genText(ld), ld.Temperature, ld.Seed)
-	fmt.Fprintln(w, "| policy | chunked prefill | KV cache | TTFT p50 / p95 ms | TPOT p50 / p95 ms | queued p95 ms | tokens/s (generated) | prefill s | decode s | steps | mean batch | KV held at peak | contiguous at full context | preempted |")
-	fmt.Fprintln(w, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-	for _, run := range r.Runs {
-		s := run.Summary
-		ch := "off"
-		if run.Options.ChunkedPrefill {
-			ch = "on"
-		}
-		cache := "contiguous"
-		if run.Options.Paged {
-			cache = fmt.Sprintf("paged (%d)", run.Options.BlockSize)
-		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s / %s | %s / %s | %s | %.1f | %.2f | %.2f | %d | %.1f | %s | %s | %d |\n", run.Options.Policy, ch, cache,
-			msText(s.TTFT.P50), msText(s.TTFT.P95), msText(s.TPOT.P50), msText(s.TPOT.P95), msText(s.Queued.P95), s.TokensPerSecond,
-			s.PrefillTime.Seconds(), s.DecodeTime.Seconds(), s.Steps, s.MeanBatch,
-			mib(s.PeakKVHeld*r.KVBytesPerToken), mib(s.PeakRunning*r.Context*r.KVBytesPerToken), s.Preemptions)
-	}
-}
-
-func genText(ld serve.Load) string {
-	if ld.MinTokens > 0 {
-		return fmt.Sprintf("%d to %d", ld.MinTokens, ld.MaxTokens)
-	}
-	return fmt.Sprint(ld.MaxTokens)
-}
-
-func mib(b int) string { return fmt.Sprintf("%.2f MiB", float64(b)/(1<<20)) }

@@ -32,6 +32,7 @@ import (
 //	GET  /serving/runs/ID/events     its steps and tokens (text/event-stream)
 //	GET  /serving/runs/ID/ws         the same over a WebSocket (?from=N resumes)
 //	GET  /serving/sweep?model=NAME   prefill time against prompt length
+//	GET  /serving/benchmarking       measuring honestly: a real loadgen run and what to report
 
 // servingMaxRuns is how many finished runs the page keeps.
 const servingMaxRuns = 8
@@ -107,6 +108,7 @@ func (s *Server) servingRoutes(e *echo.Echo) {
 	e.GET("/serving/runs/:id/events", s.servingEvents)
 	e.GET("/serving/runs/:id/ws", s.servingWS)
 	e.GET("/serving/sweep", s.servingSweepPage)
+	e.GET("/serving/benchmarking", s.honestPage)
 }
 
 func defaultServingForm(model string) views.ServingForm {
@@ -294,6 +296,17 @@ func (sr *servingRuns) add(r *servingRun) error {
 		sr.order = sr.order[1:]
 	}
 	return nil
+}
+
+// acquire marks a load as running (false: one already is).
+func (sr *servingRuns) acquire() bool {
+	sr.mu.Lock()
+	defer sr.mu.Unlock()
+	if sr.active {
+		return false
+	}
+	sr.active = true
+	return true
 }
 
 func (sr *servingRuns) finished() {

@@ -58,6 +58,11 @@ func TestServingInBrowser(t *testing.T) {
 		t.Errorf("sweep chart: %d points", n)
 	}
 	screenshot(t, ctx, "serving-sweep-phone")
+	do(t, ctx, chromedp.Navigate(base+"/serving/benchmarking"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="output"]`)))
+	if w := eval[int](t, ctx, `document.documentElement.scrollWidth`, false); w > 392 {
+		t.Errorf("phone: measuring honestly is %d px wide", w)
+	}
+	screenshot(t, ctx, "serving-honest-phone")
 	do(t, ctx, chromedp.Navigate(base+"/serving"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="start"]`)),
 		chromedp.SetValue(chromedp.CSS(`input[name="users"]`), "0"))
 	// the browser's own validation would stop 0: submit past it, as a hand-made request would

@@ -343,3 +343,23 @@ func TestServingWebSocket(t *testing.T) {
 		t.Errorf("resumed at 5: %d events, want %d", len(ws), len(sse)-5)
 	}
 }
+
+// "Measuring honestly" shows loadgen's real output for its load, each
+// setting twice, and the checklist points into it.
+func TestHonestBenchmarkPage(t *testing.T) {
+	_, ts := servingServer(t)
+	doc := get(t, ts.URL+"/serving/benchmarking")
+	out := doc.Find(`[data-testid="output"]`).Text()
+	for _, want := range []string{"model: lesson.gguf", "hardware: ", "backend: ", "load: 16 users (Poisson, 50 a second), 32 prompt tokens and 8 to 48 generated each", "TTFT p50 / p95 ms"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if n := strings.Count(out, "| continuous | on |"); n != 2 || strings.Count(out, "| static | on |") != 2 {
+		t.Errorf("%d continuous rows (want 2 of each):\n%s", n, out)
+	}
+	if n := doc.Find(`[data-testid="checklist"] li`).Length(); n < 8 {
+		t.Errorf("%d checklist items", n)
+	}
+	getStatus(t, ts.URL+"/serving/benchmarking?model=nope.gguf", http.StatusBadRequest)
+}

@@ -93,3 +93,14 @@ type ChartLabel struct {
 	Text, Anchor string
 	Class        string
 }
+
+// HonestPage is "Measuring honestly": a real loadgen run and what a
+// benchmark must report, pointed out in that output.
+type HonestPage struct {
+	Model, Command, Output string
+	Error                  string
+	Checklist              []HonestItem
+}
+
+// HonestItem is one thing a benchmark must report.
+type HonestItem struct{ What, Where, Why string }
