@@ -94,4 +94,3 @@ func runLoadgen(ctx context.Context, env Env, args []string) error {
 	res.WriteTable(env.Stdout)
 	return nil
 }
-

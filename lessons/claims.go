@@ -44,6 +44,13 @@ import (
 //	                             preset's name, the calculator's at 2 bytes
 //	expect: cost 2 1000 0.56     at 2 an hour and 1000 tokens a second a
 //	                             million tokens cost this (to 2 decimals)
+//	expect: context 512          the step's model holds this many positions
+//	expect: blocks 16 4          the step's run served through the scheduler
+//	                             with a paged cache of 16-position blocks
+//	                             holds at most this many blocks
+//	expect: shares 16 2          a second request whose prompt starts with
+//	                             this step's prompt shares this many of its
+//	                             full 16-position blocks
 type Claim struct {
 	Line  int
 	Kind  string  // one of ClaimKinds
@@ -53,10 +60,11 @@ type Claim struct {
 	Type  string  // for weights: the weights' type
 	Price float64 // for cost: the price an hour
 	Rate  float64 // for cost: tokens a second
+	Block int     // for blocks and shares: positions per block
 }
 
 // ClaimKinds are the supported claims.
-var ClaimKinds = []string{"top", "p", "draws", "tokens", "attends", "continues", "calls", "length", "pieces", "accepts", "rejects", "weights", "batched", "stop", "kvbytes", "cost"}
+var ClaimKinds = []string{"top", "p", "draws", "tokens", "attends", "continues", "calls", "length", "pieces", "accepts", "rejects", "weights", "batched", "stop", "kvbytes", "cost", "context", "blocks", "shares"}
 
 func (c Claim) String() string {
 	switch c.Kind {
@@ -68,8 +76,10 @@ func (c Claim) String() string {
 		return fmt.Sprintf("pieces %q %d", c.Text, int(c.Value))
 	case "weights":
 		return fmt.Sprintf("weights %q %s %g", c.Text, c.Type, c.Value)
-	case "batched":
-		return fmt.Sprintf("batched %d", int(c.Value))
+	case "batched", "context":
+		return fmt.Sprintf("%s %d", c.Kind, int(c.Value))
+	case "blocks", "shares":
+		return fmt.Sprintf("%s %d %d", c.Kind, c.Block, int(c.Value))
 	case "stop":
 		return fmt.Sprintf("stop %q %d", c.Text, int(c.Value))
 	case "kvbytes":
@@ -100,8 +110,20 @@ func parseClaim(line int, v string) (Claim, error) {
 	switch kind {
 	case "top", "draws", "attends", "continues", "calls", "rejects":
 		return c, text(rest)
-	case "tokens", "length":
+	case "tokens", "length", "context":
 		return c, count()
+	case "blocks", "shares":
+		f := strings.Fields(rest)
+		if len(f) != 2 {
+			return c, fmt.Errorf("expect %s: write %s 16 3 (positions per block, then blocks)", kind, kind)
+		}
+		b, err1 := strconv.Atoi(f[0])
+		n, err2 := strconv.Atoi(f[1])
+		if err1 != nil || err2 != nil || b < 1 || b > 1024 || n < 0 || n > 4096 {
+			return c, fmt.Errorf("expect %s %q: a block size from 1 to 1024 and a count of blocks", kind, rest)
+		}
+		c.Block, c.Value = b, float64(n)
+		return c, nil
 	case "batched":
 		n, err := strconv.Atoi(rest)
 		if err != nil || n < 2 || n > 64 {

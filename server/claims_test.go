@@ -105,6 +105,9 @@ expect: kvbytes 1280
 expect: kvbytes "Llama 2 70B" 524288
 expect: cost 2 1000 0.50
 expect: batched 4
+expect: context 256
+expect: blocks 16 9
+expect: shares 4 0
 A step.
 
 ## With tools
@@ -123,7 +126,8 @@ Another.
 		fails[fmt.Sprintf("%d %s", r.Step, r.Claim)] = r.Err != nil
 	}
 	for claim, want := range map[string]bool{`0 stop ". The end" 2`: true, `0 stop "a purple elephant" 1`: true, "0 kvbytes 1280": true,
-		`0 kvbytes "Llama 2 70B" 524288`: true, "0 cost 2 1000 0.5": true, "0 batched 4": false, "1 batched 4": true} {
+		`0 kvbytes "Llama 2 70B" 524288`: true, "0 cost 2 1000 0.5": true, "0 batched 4": false,
+		"0 context 256": true, "0 blocks 16 9": true, "0 shares 4 0": true, "1 batched 4": true} {
 		if got, ok := fails[claim]; !ok || got != want {
 			t.Errorf("%s: failed %v (checked: %v), want failed %v", claim, got, ok, want)
 		}

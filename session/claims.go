@@ -71,6 +71,13 @@ func (s *Session) checkClaim(ctx context.Context, st lessons.Step, c lessons.Cla
 		return s.checkBatched(ctx, c)
 	case "stop":
 		return s.checkStop(ctx, c)
+	case "context":
+		got := s.es.Capacity()
+		return fmt.Sprint(got), want(got == int(c.Value), "the model holds %d positions", got)
+	case "blocks":
+		return s.checkBlocks(ctx, c)
+	case "shares":
+		return s.checkShares(ctx, c)
 	}
 	if c.Kind == "tokens" {
 		got := len(s.promptIDs)

@@ -158,3 +158,72 @@ func checkCost(c lessons.Claim) (string, error) {
 	got := memcalc.Find(memcalc.Calculate(shape, memcalc.Inputs{Weights: quant.F16, KVBytes: 2, Context: 1, Batch: 1, PricePerHour: c.Price, TokensPerSec: c.Rate}), "cost per million tokens").Value
 	return fmt.Sprintf("%.4f", got), want(math.Round(got*100) == math.Round(c.Value*100), "a million tokens cost %.4f", got)
 }
+
+// checkBlocks serves the step's run alone through a paged scheduler and
+// counts the blocks it held at its fullest.
+func (s *Session) checkBlocks(ctx context.Context, c lessons.Claim) (string, error) {
+	if s.run.Tools != "" || s.run.Draft != "" {
+		return "", fmt.Errorf("a blocks claim needs a plain run (no tools, no draft)")
+	}
+	if err := s.finish(ctx); err != nil {
+		return "", err
+	}
+	lm, err := s.eng.Engine(s.run.Model, "cpu") // the paged cache is the CPU's
+	if err != nil {
+		return "", err
+	}
+	sch, err := serve.New(lm, serve.Options{MaxSeqs: 1, Paged: true, BlockSize: c.Block, ChunkedPrefill: true})
+	if err != nil {
+		return "", err
+	}
+	rctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	go sch.Run(rctx)
+	p := s.run.Sampler
+	p.Seed, p.SeedSet = s.smp.Seed(), true
+	h, err := sch.Submit(serve.Request{Prompt: s.promptIDs, MaxTokens: len(s.gen), Sampling: p})
+	if err != nil {
+		return "", err
+	}
+	for range h.Events {
+	}
+	most := 0
+	for _, st := range sch.Steps() {
+		most = max(most, st.KVHeld/c.Block)
+	}
+	return fmt.Sprint(most), want(most == int(c.Value), "%d prompt and %d generated tokens held %d blocks of %d positions", len(s.promptIDs), len(s.gen), most, c.Block)
+}
+
+// checkShares prefills the step's prompt in a paged cache, then starts a
+// second request with the same prompt and more, and counts the blocks it
+// shares.
+func (s *Session) checkShares(ctx context.Context, c lessons.Claim) (string, error) {
+	lm, err := s.eng.Engine(s.run.Model, "cpu")
+	if err != nil {
+		return "", err
+	}
+	pool, err := lm.NewKVPool(c.Block, lm.Context()/c.Block*2+2)
+	if err != nil {
+		return "", err
+	}
+	first, err := lm.NewPagedSession(pool, 0)
+	if err != nil {
+		return "", err
+	}
+	defer first.Close()
+	if _, err := first.Eval(ctx, s.promptIDs); err != nil {
+		return "", err
+	}
+	first.RegisterPrefix()
+	second, err := lm.NewPagedSession(pool, 0)
+	if err != nil {
+		return "", err
+	}
+	defer second.Close()
+	more := append(slices.Clone(s.promptIDs), s.m.Tokenizer.EncodeIDs(" And then", false)...)
+	n, err := second.SharePrefix(more)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprint(n / c.Block), want(n/c.Block == int(c.Value), "a second request shares %d blocks (%d positions) of the %d-token prompt", n/c.Block, n, len(s.promptIDs))
+}
