@@ -63,6 +63,18 @@ func TestServingInBrowser(t *testing.T) {
 		t.Errorf("phone: measuring honestly is %d px wide", w)
 	}
 	screenshot(t, ctx, "serving-honest-phone")
+	// a stop string the model writes across token boundaries, typed into the form
+	stop, before := stopAcrossTokens(t, mustNew(t, Config{Embedded: lessonModels()}))
+	do(t, ctx, chromedp.EmulateViewport(1280, 900), chromedp.Navigate(base+"/serving"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="start"]`)),
+		chromedp.SetValue(chromedp.CSS(`input[name="users"]`), "3"), chromedp.SetValue(chromedp.CSS(`input[name="prompt"]`), "16"),
+		chromedp.SetValue(chromedp.CSS(`input[name="min"]`), "24"), chromedp.SetValue(chromedp.CSS(`input[name="max"]`), "24"),
+		chromedp.SetValue(chromedp.CSS(`select[name="compare"]`), ""), chromedp.SendKeys(chromedp.CSS(`input[name="stop"]`), stop))
+	click(t, ctx, `[data-testid="start"]`)
+	do(t, ctx, chromedp.WaitVisible(chromedp.CSS(`[data-testid="run"][data-done="true"] [data-testid="result"]`)))
+	cell := eval[[]string](t, ctx, `(() => { const c = document.querySelector('tr[data-user="1"] [data-testid="reply"]'); return [c.textContent, c.dataset.finish]; })()`, false)
+	if cell[0] != before || cell[1] != "stop" {
+		t.Errorf("stop %q: user 1 shows %q (%s), want %q (stop)", stop, cell[0], cell[1], before)
+	}
 	do(t, ctx, chromedp.Navigate(base+"/serving"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="start"]`)),
 		chromedp.SetValue(chromedp.CSS(`input[name="users"]`), "0"))
 	// the browser's own validation would stop 0: submit past it, as a hand-made request would

@@ -62,7 +62,7 @@ type servingEvent struct {
 	U    int      `json:"u"`
 	X    string   `json:"x"`
 	I    int      `json:"i"`
-	P    [][3]int `json:"p"`
+	P    [][4]int `json:"p"`
 	Held int      `json:"held"`
 	KV   int      `json:"kv"`
 	R, W int
@@ -163,10 +163,10 @@ func TestServingRunStreamsAndMeasures(t *testing.T) {
 	}
 }
 
-// A stop string that the model writes across token boundaries ends that
-// user's reply just before it; nothing of it is streamed.
-func TestServingStopAcrossTokens(t *testing.T) {
-	s, ts := servingServer(t)
+// stopAcrossTokens picks a stop string that user 1 of a 16-token-prompt
+// load meets across token boundaries (greedy), and the text before it.
+func stopAcrossTokens(t *testing.T, s *Server) (stop, before string) {
+	t.Helper()
 	lm, err := s.reg.Engine("lesson.gguf", "auto")
 	if err != nil {
 		t.Fatal(err)
@@ -183,13 +183,24 @@ func TestServingStopAcrossTokens(t *testing.T) {
 		return nil
 	})
 	full := strings.Join(pieces, "")
+	if len(pieces) < 5 || len(pieces[2]) < 2 {
+		t.Fatalf("the lesson model's reply %q gives no stop string that spans tokens", full)
+	}
 	// from inside the third token to inside the fifth
 	at := len(pieces[0]) + len(pieces[1]) + len(pieces[2])/2
 	end := len(pieces[0]) + len(pieces[1]) + len(pieces[2]) + len(pieces[3]) + max(1, len(pieces[4])/2)
-	stop := full[at:end]
-	if strings.Index(full, stop) != at || len(pieces[2]) < 2 {
-		t.Skipf("the lesson model's reply %q gives no stop string that spans tokens", full)
+	stop = full[at:end]
+	if strings.Index(full, stop) != at {
+		t.Fatalf("stop %q occurs earlier in %q", stop, full)
 	}
+	return stop, full[:at]
+}
+
+// A stop string that the model writes across token boundaries ends that
+// user's reply just before it; nothing of it is streamed.
+func TestServingStopAcrossTokens(t *testing.T) {
+	s, ts := servingServer(t)
+	stop, before := stopAcrossTokens(t, s)
 	form := servingForm(3, 16, 24, 24, 3, "continuous", "contiguous", "on", "")
 	form.Set("stop", stop)
 	path, code, msg := postServing(t, ts, form, ts.URL)
@@ -203,11 +214,11 @@ func TestServingStopAcrossTokens(t *testing.T) {
 			streamed += e.X
 		}
 	}
-	if streamed != full[:at] {
-		t.Errorf("stop %q: streamed %q, want %q", stop, streamed, full[:at])
+	if streamed != before {
+		t.Errorf("stop %q: streamed %q, want %q", stop, streamed, before)
 	}
 	cell := get(t, ts.URL+path).Find(`tr[data-user="1"] [data-setting="0"]`)
-	if cell.Text() != full[:at] || cell.AttrOr("data-finish", "") != "stop" {
+	if cell.Text() != before || cell.AttrOr("data-finish", "") != "stop" {
 		t.Errorf("the page shows %q (%s)", cell.Text(), cell.AttrOr("data-finish", ""))
 	}
 }

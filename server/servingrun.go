@@ -32,9 +32,9 @@ func (s *Server) runServing(r *servingRun, lm *engine.Loaded) {
 		r.publish(map[string]any{"t": "setting", "s": k, "name": r.names[k]})
 		texts, finish := make([]string, r.load.Users), make([]string, r.load.Users)
 		onStep := func(st serve.Step) {
-			parts := make([][3]int, len(st.Parts))
+			parts := make([][4]int, len(st.Parts))
 			for i, p := range st.Parts {
-				parts[i] = [3]int{p.Req - 1, p.Tokens, b2i(p.Prefill)}
+				parts[i] = [4]int{p.Req - 1, p.Tokens, b2i(p.Prefill), p.KV}
 			}
 			r.publish(map[string]any{"t": "step", "s": k, "i": st.Index, "at": ms(st.At), "d": ms(st.Dur), "p": parts,
 				"r": st.Running, "w": st.Waiting, "kv": st.KVUsed, "held": st.KVHeld, "pre": len(st.Preempted)})
@@ -92,7 +92,7 @@ func (s *Server) servingView(r *servingRun) *views.ServingRun {
 		arrivals = fmt.Sprintf("at random, %g a second on average (Poisson)", ld.Rate)
 	}
 	v := &views.ServingRun{ID: r.id, Title: servingTitle(r), Done: r.done, Error: r.err, EventsURL: "/serving/runs/" + r.id + "/events",
-		Hardware: serve.Hardware(), Settings: r.names, KVPositions: r.settings[0].KVPositions,
+		Hardware: serve.Hardware(), Settings: r.names, KVPositions: r.settings[0].KVPositions, MaxKV: (ld.PromptTokens + ld.MaxTokens + 15) / 16 * 16,
 		Load: fmt.Sprintf("%d users arriving %s, each with a %d-token prompt and a reply of up to %d to %d tokens (temperature %g; %s), on %s with at most %d running at once and %d KV positions between them.",
 			ld.Users, arrivals, ld.PromptTokens, ld.MinTokens, ld.MaxTokens, ld.Temperature, servingEnds(ld), r.model, r.settings[0].MaxSeqs, r.settings[0].KVPositions)}
 	for i := range ld.Users {

@@ -31,6 +31,7 @@ type ServingRun struct {
 	EventsURL                 string
 	Users                     []ServingUser // the users, in arrival order
 	KVPositions               int
+	MaxKV                     int             // the most positions one user can hold (its prompt and longest reply)
 	Results                   []ServingResult // one per setting finished
 	Settings                  []string        // every setting's name, in run order
 	Verdict                   string          // with two settings: what the numbers say

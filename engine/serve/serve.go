@@ -126,6 +126,7 @@ type Part struct {
 	Tokens  int  // tokens it fed
 	Prefill bool // prompt tokens (else one decode token)
 	Last    bool // the request finished at this step
+	KV      int  // KV positions the request holds after the step (0 once it ended)
 }
 
 // Step is one batched forward pass.

@@ -147,6 +147,9 @@ func (s *Scheduler) step(ctx context.Context, parts []Part) error {
 		}
 		parts[i].Last = s.emit(q, s.logits[i], now)
 	}
+	for i, q := range s.batch {
+		parts[i].KV = s.kvHeld(q)
+	}
 	s.dropEnded()
 	st := Step{Index: s.nsteps, At: start.Sub(s.start), Dur: time.Since(start), Parts: parts, Running: len(s.running), Waiting: len(s.queue), KVHeld: s.held, Preempted: s.preempted}
 	s.preempted = nil
@@ -239,4 +242,16 @@ func (s *Scheduler) dropEnded() {
 	}
 	clear(s.running[len(run):])
 	s.running = run
+}
+
+// kvHeld is the KV positions q holds: its blocks (paged) or its
+// reservation (contiguous); 0 once it has ended.
+func (s *Scheduler) kvHeld(q *seq) int {
+	switch {
+	case q.sess == nil:
+		return 0
+	case s.pool != nil:
+		return q.sess.KVBlocks() * s.pool.BlockSize
+	}
+	return q.need
 }
