@@ -51,14 +51,19 @@ func (s *Server) runServing(r *servingRun, lm *engine.Loaded) {
 		}
 		copy(texts, rep.Texts)
 		copy(finish, rep.Finish)
-		r.mu.Lock()
-		r.reports = append(r.reports, rep)
-		r.texts, r.finish = append(r.texts, texts), append(r.finish, finish)
-		r.mu.Unlock()
+		r.record(rep, texts, finish)
 		r.publish(map[string]any{"t": "done", "s": k})
 	}
 	r.publish(map[string]any{"t": "end"})
 	r.end("")
+}
+
+// record keeps a finished setting's report and each user's text.
+func (r *servingRun) record(rep *serve.Report, texts, finish []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reports = append(r.reports, rep)
+	r.texts, r.finish = append(r.texts, texts), append(r.finish, finish)
 }
 
 func b2i(b bool) int {
