@@ -216,3 +216,71 @@ func dotLegacy(t quant.Type, row []byte, x, xs []float32) float32 {
 	}
 	return dotLegacyGo(t, row, x, xs)
 }
+
+//go:noescape
+func dotQ4_KQ8AVX2(row *byte, q *int8, bs *int16, d *float32, blocks int, f16 *float32) float32
+
+//go:noescape
+func dotQ6_KQ8AVX2(row *byte, q *int8, bs *int16, d *float32, blocks int, f16 *float32) float32
+
+// dotKQ8 is a Q4_K or Q6_K row times x quantized (blocks from b0).
+func dotKQ8(t quant.Type, row []byte, z *q8K, b0 int) float32 {
+	if !useAVX2 {
+		if t == quant.Q4_K {
+			return dotQ4_KQ8Go(row, z, b0)
+		}
+		return dotQ6_KQ8Go(row, z, b0)
+	}
+	if t == quant.Q4_K {
+		nb := len(row) / 144
+		_, _, _ = z.q[(b0+nb)*256-1], z.bs[(b0+nb)*16-1], z.d[b0+nb-1]
+		return dotQ4_KQ8AVX2(&row[0], &z.q[b0*256], &z.bs[b0*16], &z.d[b0], nb, &f16Table[0])
+	}
+	nb := len(row) / 210
+	_, _, _ = z.q[(b0+nb)*256-1], z.bs[(b0+nb)*16-1], z.d[b0+nb-1]
+	return dotQ6_KQ8AVX2(&row[0], &z.q[b0*256], &z.bs[b0*16], &z.d[b0], nb, &f16Table[0])
+}
+
+// dotRowsKQ8 is rows [lo, hi) of a Q4_K or Q6_K matrix times one
+// quantized x, bounds checked once.
+func dotRowsKQ8(t quant.Type, data []byte, rb, lo, hi int, z *q8K, out []float32) {
+	if lo >= hi {
+		return
+	}
+	_ = data[hi*rb-1]
+	_ = out[hi-1]
+	if !useAVX2 {
+		for r := lo; r < hi; r++ {
+			out[r] = dotKQ8(t, data[r*rb:(r+1)*rb], z, 0)
+		}
+		return
+	}
+	if t == quant.Q4_K {
+		nb := rb / 144
+		_, _, _ = z.q[nb*256-1], z.bs[nb*16-1], z.d[nb-1]
+		for r := lo; r < hi; r++ {
+			out[r] = dotQ4_KQ8AVX2(&data[r*rb], &z.q[0], &z.bs[0], &z.d[0], nb, &f16Table[0])
+		}
+		return
+	}
+	nb := rb / 210
+	_, _, _ = z.q[nb*256-1], z.bs[nb*16-1], z.d[nb-1]
+	for r := lo; r < hi; r++ {
+		out[r] = dotQ6_KQ8AVX2(&data[r*rb], &z.q[0], &z.bs[0], &z.d[0], nb, &f16Table[0])
+	}
+}
+
+//go:noescape
+func quantizeQ8KAVX2(x *float32, q *int8, bs *int16, d *float32, blocks int)
+
+// quantizeQ8K quantizes x (a multiple of 256 values) into z's blocks from
+// block b0 on.
+func quantizeQ8K(x []float32, z *q8K, b0 int) {
+	nb := len(x) / 256
+	if !useAVX2 || nb == 0 {
+		quantizeQ8KGo(x, z, b0)
+		return
+	}
+	_, _, _ = z.q[(b0+nb)*256-1], z.bs[(b0+nb)*16-1], z.d[b0+nb-1]
+	quantizeQ8KAVX2(&x[0], &z.q[b0*256], &z.bs[b0*16], &z.d[b0], nb)
+}

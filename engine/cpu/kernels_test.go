@@ -118,9 +118,17 @@ func TestMatMulAllTypes(t *testing.T) {
 			}
 			scratch := [][]float32{make([]float32, ScratchFloats(cols)), make([]float32, ScratchFloats(cols)), make([]float32, ScratchFloats(cols))}
 			pool.MatMul(out, w, x, n, scratch)
+			xr := x // Q4_K and Q6_K multiply x rounded to 8 bits (q8K)
+			if hasQ8Kernel(typ, cols) {
+				var z q8K
+				z.resize(n, cols)
+				quantizeQ8K(x, &z, 0)
+				xr = make([]float32, n*cols)
+				z.dequantize(xr)
+			}
 			for tk := 0; tk < n; tk++ {
 				for rr := 0; rr < rows; rr++ {
-					want := float64(dotRef(deq[rr*cols:(rr+1)*cols], x[tk*cols:(tk+1)*cols]))
+					want := float64(dotRef(deq[rr*cols:(rr+1)*cols], xr[tk*cols:(tk+1)*cols]))
 					got := float64(out[tk*rows+rr])
 					if math.Abs(got-want) > 1e-3*(1+math.Abs(want)) {
 						t.Fatalf("%s n=%d: out[%d][%d] = %g, want %g", typ, n, tk, rr, got, want)

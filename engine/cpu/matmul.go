@@ -1,6 +1,8 @@
 package cpu
 
 import (
+	"slices"
+
 	"stepthrough/engine/model"
 	"stepthrough/engine/quant"
 )
@@ -20,7 +22,13 @@ type matmulTask struct {
 	w       *model.Tensor
 	n       int
 	scratch [][]float32
-	xs      []float32 // the K-quant kernels' sums of x over groups (kGroup), per vector
+	xs      []float32 // the legacy kernels' sums of x over groups (kGroup), per vector
+	z       *q8K      // x quantized to int8 for the Q4_K and Q6_K kernels
+}
+
+// hasQ8Kernel reports whether a type multiplies int8-quantized x (q8K).
+func hasQ8Kernel(t quant.Type, cols int) bool {
+	return (t == quant.Q4_K || t == quant.Q6_K) && cols%256 == 0
 }
 
 // kGroup is how many values of x a type's kernel sums for its offsets or
@@ -55,7 +63,20 @@ func (m *matmulTask) dotK(row []byte, t int) float32 {
 // three rows is decoded once and multiplied with three vectors at a time.
 func (p *Pool) MatMul(out []float32, w *model.Tensor, x []float32, n int, scratch [][]float32) {
 	p.mm = matmulTask{out: out, x: x, w: w, n: n, scratch: scratch}
-	if g := kGroup(w.Type); g > 0 && n <= kSmallBatch && w.Cols()%g == 0 {
+	if hasQ8Kernel(w.Type, w.Cols()) {
+		p.quantizeX(x[:n*w.Cols()], n, w.Cols())
+		p.mm.z = &p.q8
+		if n > kSmallBatch {
+			// many vectors: decoded rows through the tile kernels, with x
+			// rounded to the same 8 bits, so a vector's products are the
+			// int8 kernel's (up to float summation order) whatever the batch
+			if cap(p.xr) < n*w.Cols() {
+				p.xr = make([]float32, n*w.Cols())
+			}
+			p.mm.x, p.mm.z = p.xr[:n*w.Cols()], nil
+			p.q8.dequantize(p.mm.x)
+		}
+	} else if g := kGroup(w.Type); g > 0 && n <= kSmallBatch && w.Cols()%g == 0 {
 		cols := w.Cols()
 		if cap(p.xs) < n*cols/g {
 			p.xs = make([]float32, n*cols/g)
@@ -75,6 +96,20 @@ func (m *matmulTask) Run(worker, lo, hi int) {
 	w := m.w
 	rows, cols, rb := w.Rows(), w.Cols(), w.RowBytes()
 	buf := m.scratch[worker][:4*cols]
+	if m.z != nil { // Q4_K, Q6_K: every vector through the int8 kernel
+		nb := cols / 256
+		if m.n == 1 {
+			dotRowsKQ8(w.Type, w.Data, rb, lo, hi, m.z, m.out)
+			return
+		}
+		for r := lo; r < hi; r++ {
+			row := w.Data[r*rb : (r+1)*rb]
+			for t := range m.n {
+				m.out[t*rows+r] = dotKQ8(w.Type, row, m.z, t*nb)
+			}
+		}
+		return
+	}
 	if m.n == 1 {
 		x := m.x[:cols]
 		r := lo
@@ -216,4 +251,17 @@ func decodeRow(t quant.Type, raw []byte, buf []float32) []float32 {
 // RowF32 decodes row r of a tensor (an embedding lookup) into dst.
 func RowF32(w *model.Tensor, r int, dst []float32) {
 	copy(dst, decodeRow(w.Type, w.Row(r), dst))
+}
+
+// quantizeX quantizes x (n vectors of cols) into p.q8 unless it holds
+// that x already: the products reading one input (Q, K and V; gate and
+// up) quantize it once.
+func (p *Pool) quantizeX(x []float32, n, cols int) {
+	if p.q8n == n && p.q8cols == cols && slices.Equal(p.q8src, x) {
+		return
+	}
+	p.q8.resize(n, cols)
+	quantizeQ8K(x, &p.q8, 0)
+	p.q8src = append(p.q8src[:0], x...)
+	p.q8n, p.q8cols = n, cols
 }

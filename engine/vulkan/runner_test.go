@@ -25,7 +25,11 @@ func synth(t testing.TB, o model.SynthOptions) *model.Model {
 }
 
 // parity runs the same prompt on the CPU and Vulkan runners: logits within
-// 1e-3 at every position, and the same greedy continuation.
+// 1e-3 at every position, and the same greedy continuation. For Q4_K and
+// Q6_K weights the CPU multiplies x rounded to 8 bits (as llama.cpp's CPU
+// backend does) and the shaders multiply floats: there the logits are
+// held to llama.cpp's test-backend-ops bound for matrix products, NMSE
+// ≤ 5e-4.
 func parity(t *testing.T, d *Device, m *model.Model, prompt []int32, greedy int) {
 	t.Helper()
 	ctx := context.Background()
@@ -48,14 +52,21 @@ func parity(t *testing.T, d *Device, m *model.Model, prompt []int32, greedy int)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var worst float64
+	var worst, se, s2 float64
 	for i := range want {
 		worst = max(worst, math.Abs(float64(want[i]-got[i])))
+		se += float64(want[i]-got[i]) * float64(want[i]-got[i])
+		s2 += float64(want[i]) * float64(want[i])
 	}
-	if worst > 1e-3 {
+	nmse := se / s2
+	if t8 := m.Weights.Layers[0].Up.Type; t8 == quant.Q4_K || t8 == quant.Q6_K {
+		if nmse > 5e-4 {
+			t.Errorf("%s: NMSE(cpu, vulkan) of the logits = %g > 5e-4", m.Config.Name, nmse)
+		}
+	} else if worst > 1e-3 {
 		t.Errorf("%s: max |vulkan - cpu| logit = %g > 1e-3", m.Config.Name, worst)
 	}
-	t.Logf("%s: max |vulkan - cpu| logit = %.2g", m.Config.Name, worst)
+	t.Logf("%s: max |vulkan - cpu| logit = %.2g, NMSE %.2g", m.Config.Name, worst, nmse)
 	V := m.Config.Vocab
 	argmax := func(x []float32) int32 {
 		b := 0
