@@ -223,25 +223,27 @@ func dotQ4_KQ8AVX2(row *byte, q *int8, bs *int16, d *float32, blocks int, f16 *f
 //go:noescape
 func dotQ6_KQ8AVX2(row *byte, q *int8, bs *int16, d *float32, blocks int, f16 *float32) float32
 
-// dotKQ8 is a Q4_K or Q6_K row times x quantized (blocks from b0).
+//go:noescape
+func dotQ5_KQ8AVX2(row *byte, q *int8, bs *int16, d *float32, blocks int, f16 *float32) float32
+
+// kq8Kernels are the int8-activation kernels by type, with their block bytes.
+var kq8Kernels = map[quant.Type]struct {
+	fn func(row *byte, q *int8, bs *int16, d *float32, blocks int, f16 *float32) float32
+	bb int
+}{quant.Q4_K: {dotQ4_KQ8AVX2, 144}, quant.Q5_K: {dotQ5_KQ8AVX2, 176}, quant.Q6_K: {dotQ6_KQ8AVX2, 210}}
+
+// dotKQ8 is a Q4_K, Q5_K or Q6_K row times x quantized (blocks from b0).
 func dotKQ8(t quant.Type, row []byte, z *q8K, b0 int) float32 {
 	if !useAVX2 {
-		if t == quant.Q4_K {
-			return dotQ4_KQ8Go(row, z, b0)
-		}
-		return dotQ6_KQ8Go(row, z, b0)
+		return dotKQ8Go(t, row, z, b0)
 	}
-	if t == quant.Q4_K {
-		nb := len(row) / 144
-		_, _, _ = z.q[(b0+nb)*256-1], z.bs[(b0+nb)*16-1], z.d[b0+nb-1]
-		return dotQ4_KQ8AVX2(&row[0], &z.q[b0*256], &z.bs[b0*16], &z.d[b0], nb, &f16Table[0])
-	}
-	nb := len(row) / 210
+	k := kq8Kernels[t]
+	nb := len(row) / k.bb
 	_, _, _ = z.q[(b0+nb)*256-1], z.bs[(b0+nb)*16-1], z.d[b0+nb-1]
-	return dotQ6_KQ8AVX2(&row[0], &z.q[b0*256], &z.bs[b0*16], &z.d[b0], nb, &f16Table[0])
+	return k.fn(&row[0], &z.q[b0*256], &z.bs[b0*16], &z.d[b0], nb, &f16Table[0])
 }
 
-// dotRowsKQ8 is rows [lo, hi) of a Q4_K or Q6_K matrix times one
+// dotRowsKQ8 is rows [lo, hi) of a Q4_K, Q5_K or Q6_K matrix times one
 // quantized x, bounds checked once.
 func dotRowsKQ8(t quant.Type, data []byte, rb, lo, hi int, z *q8K, out []float32) {
 	if lo >= hi {
@@ -251,22 +253,15 @@ func dotRowsKQ8(t quant.Type, data []byte, rb, lo, hi int, z *q8K, out []float32
 	_ = out[hi-1]
 	if !useAVX2 {
 		for r := lo; r < hi; r++ {
-			out[r] = dotKQ8(t, data[r*rb:(r+1)*rb], z, 0)
+			out[r] = dotKQ8Go(t, data[r*rb:(r+1)*rb], z, 0)
 		}
 		return
 	}
-	if t == quant.Q4_K {
-		nb := rb / 144
-		_, _, _ = z.q[nb*256-1], z.bs[nb*16-1], z.d[nb-1]
-		for r := lo; r < hi; r++ {
-			out[r] = dotQ4_KQ8AVX2(&data[r*rb], &z.q[0], &z.bs[0], &z.d[0], nb, &f16Table[0])
-		}
-		return
-	}
-	nb := rb / 210
+	k := kq8Kernels[t]
+	nb := rb / k.bb
 	_, _, _ = z.q[nb*256-1], z.bs[nb*16-1], z.d[nb-1]
 	for r := lo; r < hi; r++ {
-		out[r] = dotQ6_KQ8AVX2(&data[r*rb], &z.q[0], &z.bs[0], &z.d[0], nb, &f16Table[0])
+		out[r] = k.fn(&data[r*rb], &z.q[0], &z.bs[0], &z.d[0], nb, &f16Table[0])
 	}
 }
 

@@ -42,18 +42,13 @@ func dotRowsK(t quant.Type, data []byte, rb, lo, hi int, x, xs, out []float32) {
 
 func dotLegacy(t quant.Type, row []byte, x, xs []float32) float32 { return dotLegacyGo(t, row, x, xs) }
 
-// dotKQ8 is a Q4_K or Q6_K row times x quantized (blocks from b0).
-func dotKQ8(t quant.Type, row []byte, z *q8K, b0 int) float32 {
-	if t == quant.Q4_K {
-		return dotQ4_KQ8Go(row, z, b0)
-	}
-	return dotQ6_KQ8Go(row, z, b0)
-}
+// dotKQ8 is a Q4_K, Q5_K or Q6_K row times x quantized (blocks from b0).
+func dotKQ8(t quant.Type, row []byte, z *q8K, b0 int) float32 { return dotKQ8Go(t, row, z, b0) }
 
-// dotRowsKQ8 is rows [lo, hi) of a Q4_K or Q6_K matrix times one quantized x.
+// dotRowsKQ8 is rows [lo, hi) of such a matrix times one quantized x.
 func dotRowsKQ8(t quant.Type, data []byte, rb, lo, hi int, z *q8K, out []float32) {
 	for r := lo; r < hi; r++ {
-		out[r] = dotKQ8(t, data[r*rb:(r+1)*rb], z, 0)
+		out[r] = dotKQ8Go(t, data[r*rb:(r+1)*rb], z, 0)
 	}
 }
 

@@ -115,7 +115,7 @@ func TestDotKQ8(t *testing.T) {
 	var z q8K
 	z.resize(2, cols)
 	quantizeQ8K(x, &z, 0)
-	for _, typ := range []quant.Type{quant.Q4_K, quant.Q6_K} {
+	for _, typ := range []quant.Type{quant.Q4_K, quant.Q5_K, quant.Q6_K} {
 		quantized, err := quant.Quantize(typ, w)
 		if err != nil {
 			t.Fatal(err)
@@ -125,7 +125,7 @@ func TestDotKQ8(t *testing.T) {
 			random[i] = byte(r.Uint32())
 		}
 		for i := 0; i < len(random); i += typ.BlockBytes() { // finite block scales
-			if typ == quant.Q4_K {
+			if typ != quant.Q6_K {
 				random[i+1], random[i+3] = random[i+1]&0x3b, random[i+3]&0x3b
 			} else {
 				random[i+209] &= 0x3b
@@ -140,14 +140,8 @@ func TestDotKQ8(t *testing.T) {
 					want += float64(dec[i]) * float64(x[v*cols+i])
 					scale += math.Abs(float64(dec[i]) * float64(x[v*cols+i]))
 				}
-				var ref float32
-				if typ == quant.Q4_K {
-					ref = dotQ4_KQ8Go(row, &z, v*cols/256)
-				} else {
-					ref = dotQ6_KQ8Go(row, &z, v*cols/256)
-				}
+				ref := dotKQ8Go(typ, row, &z, v*cols/256)
 				fast := dotKQ8(typ, row, &z, v*cols/256)
-				t.Logf("%s %s %d: asm %g go %g float %g scale %g", typ, name, v, fast, ref, want, scale)
 				if math.Abs(float64(fast-ref)) > 1e-5*math.Abs(float64(ref))+1e-3 {
 					t.Errorf("%s %s vector %d: assembly %g, Go %g", typ, name, v, fast, ref)
 				}

@@ -281,3 +281,120 @@ qnext:
 qdone:
 	VZEROUPPER
 	RET
+
+// Q5Q8_PAIR is Q4Q8_PAIR for Q5_K: each value's fifth bit comes from the
+// block's 32 high-bit bytes (Y14), bit 2p for sub-block 2p and 2p+1 for
+// 2p+1, moved to bit 4 by the shifts given (SL, NL for the low nibbles,
+// SH, NH for the high ones) and masked (Y9 holds 0x10 in every byte).
+#define Q5Q8_PAIR(P, SL, NL, SH, NH) \
+	VMOVDQU (P*32)(BX), Y5 \
+	VPSRLW  $4, Y5, Y6 \
+	VPAND   Y13, Y5, Y5 \
+	VPAND   Y13, Y6, Y6 \
+	SL      $NL, Y14, Y7 \
+	VPAND   Y9, Y7, Y7 \
+	VPOR    Y7, Y5, Y5 \
+	SH      $NH, Y14, Y8 \
+	VPAND   Y9, Y8, Y8 \
+	VPOR    Y8, Y6, Y6 \
+	VPMADDUBSW (P*64)(DI), Y5, Y5 \
+	VPMADDUBSW (P*64+32)(DI), Y6, Y6 \
+	VPBROADCASTW (P*4)(SP), Y7 \
+	VPBROADCASTW (P*4+2)(SP), Y8 \
+	VPMADDWD Y7, Y5, Y5 \
+	VPMADDWD Y8, Y6, Y6 \
+	VPADDD  Y5, Y4, Y4 \
+	VPADDD  Y6, Y4, Y4
+
+// func dotQ5_KQ8AVX2(row *byte, q *int8, bs *int16, d *float32, blocks int, f16 *float32) float32
+// dotQ4_KQ8AVX2 for Q5_K blocks (176 bytes: d, dmin, 12 bytes of scales
+// and mins, 32 bytes of fifth bits, 128 bytes of nibbles).
+TEXT ·dotQ5_KQ8AVX2(SB), NOSPLIT, $16-52
+	MOVQ row+0(FP), SI
+	MOVQ q+8(FP), DI
+	MOVQ bs+16(FP), DX
+	MOVQ d+24(FP), R14
+	MOVQ blocks+32(FP), CX
+	MOVQ f16+40(FP), R8
+	VXORPS Y0, Y0, Y0
+	VXORPS Y15, Y15, Y15
+	MOVL $0x0f0f0f0f, AX
+	VMOVD AX, X13
+	VPBROADCASTD X13, Y13
+	MOVL $0x00010001, AX
+	VMOVD AX, X12
+	VPBROADCASTD X12, Y12
+	MOVL $0x10101010, AX
+	VMOVD AX, X9
+	VPBROADCASTD X9, Y9
+
+q5q8block:
+	CMPQ CX, $0
+	JE   q5q8reduce
+	VBROADCASTSS (R14), Y14
+	MOVWLZX (SI), AX
+	VBROADCASTSS (R8)(AX*4), Y10
+	MOVWLZX 2(SI), AX
+	VBROADCASTSS (R8)(AX*4), Y11
+	VMULPS Y14, Y10, Y10     // d·dx
+	VMULPS Y14, Y11, Y11     // dmin·dx
+	MOVL 4(SI), R9
+	MOVL 8(SI), R10
+	MOVL 12(SI), R11
+	MOVL R11, R12
+	SHRL $4, R12
+	ANDL $0x0f0f0f0f, R12
+	MOVL R10, R13
+	SHRL $6, R13
+	ANDL $0x03030303, R13
+	SHLL $4, R13
+	ORL  R13, R12            // mins 4..7
+	MOVL R10, R13
+	ANDL $0x3f3f3f3f, R13    // mins 0..3
+	MOVL R11, R10
+	ANDL $0x0f0f0f0f, R10
+	MOVL R9, R11
+	SHRL $6, R11
+	ANDL $0x03030303, R11
+	SHLL $4, R11
+	ORL  R11, R10            // scales 4..7
+	ANDL $0x3f3f3f3f, R9     // scales 0..3
+	SHLQ $32, R10
+	ORQ  R10, R9
+	SHLQ $32, R12
+	ORQ  R12, R13
+	VMOVQ R9, X1
+	VPMOVZXBW X1, X1
+	VMOVDQU X1, 0(SP)
+	VMOVDQU (DX), Y2
+	VPMADDWD Y12, Y2, Y2
+	VMOVQ R13, X3
+	VPMOVZXBD X3, Y3
+	VPMULLD Y3, Y2, Y2
+	VCVTDQ2PS Y2, Y2
+	VFMADD231PS Y2, Y11, Y15
+	VMOVDQU 16(SI), Y14      // the fifth bits
+	VPXOR Y4, Y4, Y4
+	LEAQ 48(SI), BX
+	Q5Q8_PAIR(0, VPSLLW, 4, VPSLLW, 3)
+	Q5Q8_PAIR(1, VPSLLW, 2, VPSLLW, 1)
+	Q5Q8_PAIR(2, VPSLLW, 0, VPSRLW, 1)
+	Q5Q8_PAIR(3, VPSRLW, 2, VPSRLW, 3)
+	VCVTDQ2PS Y4, Y4
+	VFMADD231PS Y4, Y10, Y0
+	ADDQ $176, SI
+	ADDQ $256, DI
+	ADDQ $32, DX
+	ADDQ $4, R14
+	DECQ CX
+	JMP  q5q8block
+
+q5q8reduce:
+	VSUBPS Y15, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	VZEROUPPER
+	MOVSS X0, ret+48(FP)
+	RET

@@ -28,7 +28,7 @@ type matmulTask struct {
 
 // hasQ8Kernel reports whether a type multiplies int8-quantized x (q8K).
 func hasQ8Kernel(t quant.Type, cols int) bool {
-	return (t == quant.Q4_K || t == quant.Q6_K) && cols%256 == 0
+	return (t == quant.Q4_K || t == quant.Q5_K || t == quant.Q6_K) && cols%256 == 0
 }
 
 // kGroup is how many values of x a type's kernel sums for its offsets or

@@ -1,6 +1,10 @@
 package cpu
 
-import "math"
+import (
+	"math"
+
+	"stepthrough/engine/quant"
+)
 
 // K-quant products with int8 activations, as llama.cpp computes them: x
 // is quantized once per product to blocks of 256 int8 values with one
@@ -124,4 +128,44 @@ func (z *q8K) dequantize(out []float32) {
 	for i, v := range z.q {
 		out[i] = z.d[i/256] * float32(v)
 	}
+}
+
+// dotQ5_KQ8Go is dotQ4_KQ8Go for Q5_K: each value's fifth bit comes from
+// the block's 32 high-bit bytes (bit 2p for sub-block 2p, 2p+1 for 2p+1).
+func dotQ5_KQ8Go(row []byte, z *q8K, b0 int) float32 {
+	var sum float32
+	for b := 0; b*176 < len(row); b++ {
+		blk := row[b*176 : b*176+176]
+		d, dmin := half16(blk), half16(blk[2:])
+		sc, mn := scalesK4(blk[4:16])
+		qh, q, qx, bs := blk[16:48], blk[48:], z.q[(b0+b)*256:], z.bs[(b0+b)*16:]
+		var sumi, summ int32
+		for p := 0; p < 4; p++ {
+			var lo, hi int32
+			for l := 0; l < 32; l++ {
+				vl := int32(q[32*p+l]&15) | int32(qh[l]>>(2*p)&1)<<4
+				vh := int32(q[32*p+l]>>4) | int32(qh[l]>>(2*p+1)&1)<<4
+				lo += vl * int32(qx[64*p+l])
+				hi += vh * int32(qx[64*p+32+l])
+			}
+			sumi += int32(sc[2*p])*lo + int32(sc[2*p+1])*hi
+		}
+		for j := 0; j < 8; j++ {
+			summ += int32(mn[j]) * (int32(bs[2*j]) + int32(bs[2*j+1]))
+		}
+		dx := z.d[b0+b]
+		sum += d*dx*float32(sumi) - dmin*dx*float32(summ)
+	}
+	return sum
+}
+
+// dotKQ8Go is the Go kernel of a type.
+func dotKQ8Go(t quant.Type, row []byte, z *q8K, b0 int) float32 {
+	switch t {
+	case quant.Q4_K:
+		return dotQ4_KQ8Go(row, z, b0)
+	case quant.Q5_K:
+		return dotQ5_KQ8Go(row, z, b0)
+	}
+	return dotQ6_KQ8Go(row, z, b0)
 }

@@ -25,9 +25,9 @@ func synth(t testing.TB, o model.SynthOptions) *model.Model {
 }
 
 // parity runs the same prompt on the CPU and Vulkan runners: logits within
-// 1e-3 at every position, and the same greedy continuation. For Q4_K and
-// Q6_K weights the CPU multiplies x rounded to 8 bits (as llama.cpp's CPU
-// backend does) and the shaders multiply floats: there the logits are
+// 1e-3 at every position, and the same greedy continuation. For Q4_K,
+// Q5_K and Q6_K weights the CPU multiplies x rounded to 8 bits (as
+// llama.cpp's CPU backend does) and the shaders multiply floats: there the logits are
 // held to llama.cpp's test-backend-ops bound for matrix products, NMSE
 // ≤ 5e-4.
 func parity(t *testing.T, d *Device, m *model.Model, prompt []int32, greedy int) {
@@ -59,7 +59,7 @@ func parity(t *testing.T, d *Device, m *model.Model, prompt []int32, greedy int)
 		s2 += float64(want[i]) * float64(want[i])
 	}
 	nmse := se / s2
-	if t8 := m.Weights.Layers[0].Up.Type; t8 == quant.Q4_K || t8 == quant.Q6_K {
+	if t8 := m.Weights.Layers[0].Up.Type; t8 == quant.Q4_K || t8 == quant.Q5_K || t8 == quant.Q6_K {
 		if nmse > 5e-4 {
 			t.Errorf("%s: NMSE(cpu, vulkan) of the logits = %g > 5e-4", m.Config.Name, nmse)
 		}
