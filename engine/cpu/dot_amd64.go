@@ -129,35 +129,7 @@ func b2i(b bool) int {
 	return 0
 }
 
-//go:noescape
-func dotQ4_KAVX2(row *byte, x *float32, xs *float32, blocks int, f16 *float32) float32
-
-// dotQ4_K is a Q4_K row times x (xs: x's sums over 32 values).
-func dotQ4_K(row []byte, x, xs []float32) float32 {
-	nb := len(row) / 144
-	if useAVX2 && nb > 0 {
-		_ = x[nb*256-1]
-		_ = xs[nb*8-1]
-		return dotQ4_KAVX2(&row[0], &x[0], &xs[0], nb, &f16Table[0])
-	}
-	return dotQ4_KGo(row, x, xs)
-}
-
-//go:noescape
-func dotQ6_KAVX2(row *byte, x *float32, xs *float32, blocks int, f16 *float32) float32
-
-// dotQ6_K is a Q6_K row times x (xs: x's sums over 16 values).
-func dotQ6_K(row []byte, x, xs []float32) float32 {
-	nb := len(row) / 210
-	if useAVX2 && nb > 0 {
-		_ = x[nb*256-1]
-		_ = xs[nb*16-1]
-		return dotQ6_KAVX2(&row[0], &x[0], &xs[0], nb, &f16Table[0])
-	}
-	return dotQ6_KGo(row, x, xs)
-}
-
-// dotRowsK writes out[r] = row r of a Q4_K, Q6_K or legacy 4-/5-bit matrix (rows of rb
+// dotRowsK writes out[r] = row r of a legacy 4-/5-bit matrix (rows of rb
 // bytes in data) times x, for r in [lo, hi): the bounds checked once, the
 // kernel called per row without them (decode runs ~10^5 rows a token).
 func dotRowsK(t quant.Type, data []byte, rb, lo, hi int, x, xs, out []float32) {
@@ -167,18 +139,6 @@ func dotRowsK(t quant.Type, data []byte, rb, lo, hi int, x, xs, out []float32) {
 	_ = data[hi*rb-1]
 	_ = out[hi-1]
 	switch {
-	case t == quant.Q4_K && useAVX2:
-		nb := rb / 144
-		_, _ = x[nb*256-1], xs[nb*8-1]
-		for r := lo; r < hi; r++ {
-			out[r] = dotQ4_KAVX2(&data[r*rb], &x[0], &xs[0], nb, &f16Table[0])
-		}
-	case t == quant.Q6_K && useAVX2:
-		nb := rb / 210
-		_, _ = x[nb*256-1], xs[nb*16-1]
-		for r := lo; r < hi; r++ {
-			out[r] = dotQ6_KAVX2(&data[r*rb], &x[0], &xs[0], nb, &f16Table[0])
-		}
 	case useAVX2 && (t == quant.Q4_0 || t == quant.Q5_0 || t == quant.Q4_1 || t == quant.Q5_1):
 		nb, kind := rb/t.BlockBytes(), legacyKind[t]
 		_, _ = x[nb*32-1], xs[nb-1]
@@ -187,15 +147,7 @@ func dotRowsK(t quant.Type, data []byte, rb, lo, hi int, x, xs, out []float32) {
 		}
 	default:
 		for r := lo; r < hi; r++ {
-			row := data[r*rb : (r+1)*rb]
-			switch t {
-			case quant.Q4_K:
-				out[r] = dotQ4_K(row, x, xs)
-			case quant.Q6_K:
-				out[r] = dotQ6_K(row, x, xs)
-			default:
-				out[r] = dotLegacy(t, row, x, xs)
-			}
+			out[r] = dotLegacy(t, data[r*rb:(r+1)*rb], x, xs)
 		}
 	}
 }

@@ -22,21 +22,9 @@ func gemm4x4(a []float32, lda int, x []float32, ldx, k int, out *[16]float32) {
 
 func axpy(dst []float32, a float32, x []float32) { axpyGo(dst, a, x) }
 
-func dotQ4_K(row []byte, x, xs []float32) float32 { return dotQ4_KGo(row, x, xs) }
-
-func dotQ6_K(row []byte, x, xs []float32) float32 { return dotQ6_KGo(row, x, xs) }
-
 func dotRowsK(t quant.Type, data []byte, rb, lo, hi int, x, xs, out []float32) {
 	for r := lo; r < hi; r++ {
-		row := data[r*rb : (r+1)*rb]
-		switch t {
-		case quant.Q4_K:
-			out[r] = dotQ4_K(row, x, xs)
-		case quant.Q6_K:
-			out[r] = dotQ6_K(row, x, xs)
-		default:
-			out[r] = dotLegacy(t, row, x, xs)
-		}
+		out[r] = dotLegacy(t, data[r*rb:(r+1)*rb], x, xs)
 	}
 }
 

@@ -2,10 +2,10 @@ package cpu
 
 import "stepthrough/engine/quant"
 
-// K-quant dot products without decoding a row to floats first. Both take
-// x's sums over groups of values (xSums), shared by every row of a matrix:
-// a Q4_K value is d·sc·q − dmin·m, so its row·x is Σ d·sc·(q·x) − Σ
-// dmin·m·(sum of x over the sub-block); a Q6_K value is d·sc·(q − 32).
+// Legacy 4- and 5-bit dot products without decoding a row to floats
+// first. They take x's sums over groups of 32 values (xSums), shared by
+// every row of a matrix: a Q4_1 value is d·q + m, so its row·x is Σ d·(q·x)
+// + m·(sum of x over the block). The K-quants multiply 8-bit x (q8k.go).
 
 // xSums writes the sums of x over consecutive groups of g values.
 func xSums(x []float32, g int, s []float32) {
@@ -29,64 +29,6 @@ func scalesK4(q []byte) (sc, mn [8]uint8) {
 		mn[j+4] = q[j+8]>>4 | (q[j+4]>>6)<<4
 	}
 	return
-}
-
-// dotQ4_KGo is a Q4_K row (blocks of 144 bytes) times x; xs32 holds x's
-// sums over 32 values.
-func dotQ4_KGo(row []byte, x, xs32 []float32) float32 {
-	var sum float32
-	for b := 0; b*144 < len(row); b++ {
-		blk := row[b*144 : b*144+144]
-		d, dmin := half16(blk), half16(blk[2:])
-		sc, mn := scalesK4(blk[4:16])
-		xb, q := x[b*256:], blk[16:]
-		for p := 0; p < 4; p++ {
-			var lo, hi float32
-			for l := 0; l < 32; l++ {
-				lo += float32(q[32*p+l]&15) * xb[64*p+l]
-				hi += float32(q[32*p+l]>>4) * xb[64*p+32+l]
-			}
-			sum += d*float32(sc[2*p])*lo + d*float32(sc[2*p+1])*hi
-		}
-		for j := 0; j < 8; j++ {
-			sum -= dmin * float32(mn[j]) * xs32[b*8+j]
-		}
-	}
-	return sum
-}
-
-// dotQ6_KGo is a Q6_K row (blocks of 210 bytes) times x; xs16 holds x's
-// sums over 16 values.
-func dotQ6_KGo(row []byte, x, xs16 []float32) float32 {
-	var sum float32
-	for b := 0; b*210 < len(row); b++ {
-		blk := row[b*210 : b*210+210]
-		d := half16(blk[208:])
-		xb := x[b*256:]
-		var block float32
-		for n := 0; n < 2; n++ {
-			ql, qh, sc := blk[64*n:], blk[128+32*n:], blk[192+8*n:]
-			xn := xb[128*n:]
-			for g := 0; g < 4; g++ { // values 32g+l of this half
-				var s0, s1 float32
-				for l := 0; l < 32; l++ {
-					lo := ql[l+32*(g%2)] >> (4 * (g / 2)) & 15
-					q := lo | (qh[l]>>(2*g)&3)<<4
-					if l < 16 {
-						s0 += float32(q) * xn[32*g+l]
-					} else {
-						s1 += float32(q) * xn[32*g+l]
-					}
-				}
-				block += float32(int8(sc[2*g]))*s0 + float32(int8(sc[2*g+1]))*s1
-			}
-		}
-		for ib := 0; ib < 16; ib++ {
-			block -= 32 * float32(int8(blk[192+ib])) * xs16[b*16+ib]
-		}
-		sum += d * block
-	}
-	return sum
 }
 
 // dotLegacyGo is a Q4_0, Q5_0, Q4_1 or Q5_1 row times x (xs32: x's sums

@@ -23,7 +23,7 @@ type matmulTask struct {
 	n       int
 	scratch [][]float32
 	xs      []float32 // the legacy kernels' sums of x over groups (kGroup), per vector
-	z       *q8K      // x quantized to int8 for the Q4_K and Q6_K kernels
+	z       *q8K      // x quantized to int8 for the K-quant kernels
 }
 
 // hasQ8Kernel reports whether a type multiplies int8-quantized x (q8K).
@@ -31,30 +31,21 @@ func hasQ8Kernel(t quant.Type, cols int) bool {
 	return (t == quant.Q4_K || t == quant.Q5_K || t == quant.Q6_K) && cols%256 == 0
 }
 
-// kGroup is how many values of x a type's kernel sums for its offsets or
-// mins (the K-quants and the legacy 4- and 5-bit types; 0: none).
+// kGroup is how many values of x a legacy 4- or 5-bit kernel sums for
+// its offsets or mins (0: not such a type).
 func kGroup(t quant.Type) int {
 	switch t {
-	case quant.Q4_K, quant.Q4_0, quant.Q5_0, quant.Q4_1, quant.Q5_1:
+	case quant.Q4_0, quant.Q5_0, quant.Q4_1, quant.Q5_1:
 		return 32
-	case quant.Q6_K:
-		return 16
 	}
 	return 0
 }
 
-// dotK is a K-quant row times vector t of the task.
+// dotK is a legacy-type row times vector t of the task.
 func (m *matmulTask) dotK(row []byte, t int) float32 {
 	cols := m.w.Cols()
 	g := kGroup(m.w.Type)
-	x, xs := m.x[t*cols:(t+1)*cols], m.xs[t*cols/g:(t+1)*cols/g]
-	switch m.w.Type {
-	case quant.Q4_K:
-		return dotQ4_K(row, x, xs)
-	case quant.Q6_K:
-		return dotQ6_K(row, x, xs)
-	}
-	return dotLegacy(m.w.Type, row, x, xs)
+	return dotLegacy(m.w.Type, row, m.x[t*cols:(t+1)*cols], m.xs[t*cols/g:(t+1)*cols/g])
 }
 
 // MatMul computes out[t][r] = dot(row r of w, x[t]) for n input vectors.
@@ -223,8 +214,9 @@ func (m *matmulTask) Run(worker, lo, hi int) {
 // (measured: BenchmarkMatMulQ8Small).
 const q8SmallBatch = 12
 
-// kSmallBatch is the same for the K-quant kernels (decoding a K-quant row
-// costs more, so the kernel wins longer).
+// kSmallBatch is the same for the K-quant and legacy 4-/5-bit kernels
+// (decoding such a row costs more, so the kernel wins longer); past it
+// K-quant products use decoded rows with x rounded as the kernel rounds it.
 const kSmallBatch = 16
 
 // dotRow is one row of a matrix-vector product, in the row's own type where
