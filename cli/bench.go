@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"stepthrough/engine"
@@ -32,7 +33,7 @@ type BenchResult struct {
 }
 
 func runBench(ctx context.Context, env Env, args []string) error {
-	fs := newFlags(env, "bench", "--model PATH [-p 128] [-n 64] [-r 3] [-t THREADS] [--json] [--draft PATH [--draft-k K]] [--batch 1,2,4,8]")
+	fs := newFlags(env, "bench", "--model PATH [-p 128] [-n 64] [-r 3] [-t THREADS] [--json] [--draft PATH [--draft-k K]] [--batch 1,2,4,8] | --suite FILE,FILE,... [-r 3] [-t N] [--json]")
 	path := fs.String("model", "", "GGUF model `file`")
 	pp := fs.Int("p", 128, "prompt tokens per prompt-processing run (0: skip)")
 	tg := fs.Int("n", 64, "tokens per generation run (0: skip)")
@@ -42,9 +43,13 @@ func runBench(ctx context.Context, env Env, args []string) error {
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	draftPath := fs.String("draft", "", "measure speculative decoding with this draft model `file` (or self:N, the model's own first N layers): greedy generation of -n tokens after -p, plain and with the draft")
 	draftK := fs.Int("draft-k", 4, "tokens the draft proposes per round (1 to 16)")
+	suite := fs.String("suite", "", "measure each model `file` of this comma-separated list (no --model) at pp128, pp512, tg64 and a batch of 8 sequences (32 prompt tokens, 32 generated each), printing one table")
 	batchList := fs.String("batch", "", "measure batched decoding: for each batch size B in this comma-separated `list`, B sequences prefill -p tokens each and generate -n together (aggregate tokens/s and each sequence's time per output token)")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if *suite != "" {
+		return benchSuite(ctx, env, strings.Split(*suite, ","), *reps, engine.Options{Threads: *threads, Backend: *backend}, *asJSON)
 	}
 	if err := required("model", *path); err != nil {
 		return err
@@ -82,60 +87,7 @@ func runBench(ctx context.Context, env Env, args []string) error {
 		fmt.Fprintln(env.Stderr, oneLine(info.Note))
 	}
 	res := BenchResult{Model: filepath.Base(*path), Backend: info.Name, Threads: info.Threads, Device: info.String(), PPTokens: *pp, TGTokens: *tg}
-	rng := rand.New(rand.NewPCG(42, 42))
-	tokens := func(n int) []int32 {
-		ids := make([]int32, n)
-		for i := range ids {
-			ids[i] = int32(rng.IntN(m.Config.Vocab))
-		}
-		if v := m.Tokenizer.Vocab(); v.AddBOS && v.BOS >= 0 && n > 0 {
-			ids[0] = v.BOS
-		}
-		return ids
-	}
-	runPP := func() (time.Duration, error) {
-		ids := tokens(*pp)
-		r.Reset()
-		start := time.Now()
-		_, err := r.Forward(ctx, ids, false)
-		return time.Since(start), err
-	}
-	runTG := func() (time.Duration, error) {
-		ids := tokens(*tg)
-		r.Reset()
-		start := time.Now()
-		for i := range ids {
-			if _, err := r.Forward(ctx, ids[i:i+1], false); err != nil {
-				return 0, err
-			}
-		}
-		return time.Since(start), nil
-	}
-	measure := func(n int, run func() (time.Duration, error)) (mean, sd float64, err error) {
-		if n == 0 {
-			return 0, 0, nil
-		}
-		if _, err := run(); err != nil { // warm-up
-			return 0, 0, err
-		}
-		var rates []float64
-		for i := 0; i < *reps; i++ {
-			if err := ctx.Err(); err != nil {
-				return 0, 0, err
-			}
-			d, err := run()
-			if err != nil {
-				return 0, 0, err
-			}
-			rates = append(rates, float64(n)/d.Seconds())
-		}
-		mean, sd = meanSD(rates)
-		return mean, sd, nil
-	}
-	if res.PPTPS, res.PPSD, err = measure(*pp, runPP); err != nil {
-		return err
-	}
-	if res.TGTPS, res.TGSD, err = measure(*tg, runTG); err != nil {
+	if res.PPTPS, res.PPSD, res.TGTPS, res.TGSD, err = measurePPTG(ctx, r, m, *pp, *tg, *reps); err != nil {
 		return err
 	}
 	if *asJSON {
@@ -179,4 +131,66 @@ func fileBytes(m *model.Model) uint64 {
 		n += b
 	}
 	return n
+}
+
+// measurePPTG measures prompt processing (one batch of pp tokens from an
+// empty cache) and generation (tg single-token steps from an empty cache)
+// on r: tokens per second, mean and standard deviation over reps runs
+// after a warm-up, as llama-bench defines them (0 skips a test).
+func measurePPTG(ctx context.Context, r engine.Backend, m *model.Model, pp, tg, reps int) (ppTPS, ppSD, tgTPS, tgSD float64, err error) {
+	rng := rand.New(rand.NewPCG(42, 42))
+	tokens := func(n int) []int32 {
+		ids := make([]int32, n)
+		for i := range ids {
+			ids[i] = int32(rng.IntN(m.Config.Vocab))
+		}
+		if v := m.Tokenizer.Vocab(); v.AddBOS && v.BOS >= 0 && n > 0 {
+			ids[0] = v.BOS
+		}
+		return ids
+	}
+	runPP := func() (time.Duration, error) {
+		ids := tokens(pp)
+		r.Reset()
+		start := time.Now()
+		_, err := r.Forward(ctx, ids, false)
+		return time.Since(start), err
+	}
+	runTG := func() (time.Duration, error) {
+		ids := tokens(tg)
+		r.Reset()
+		start := time.Now()
+		for i := range ids {
+			if _, err := r.Forward(ctx, ids[i:i+1], false); err != nil {
+				return 0, err
+			}
+		}
+		return time.Since(start), nil
+	}
+	measure := func(n int, run func() (time.Duration, error)) (mean, sd float64, err error) {
+		if n == 0 {
+			return 0, 0, nil
+		}
+		if _, err := run(); err != nil { // warm-up
+			return 0, 0, err
+		}
+		var rates []float64
+		for i := 0; i < reps; i++ {
+			if err := ctx.Err(); err != nil {
+				return 0, 0, err
+			}
+			d, err := run()
+			if err != nil {
+				return 0, 0, err
+			}
+			rates = append(rates, float64(n)/d.Seconds())
+		}
+		mean, sd = meanSD(rates)
+		return mean, sd, nil
+	}
+	if ppTPS, ppSD, err = measure(pp, runPP); err != nil {
+		return
+	}
+	tgTPS, tgSD, err = measure(tg, runTG)
+	return
 }

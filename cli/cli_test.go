@@ -330,3 +330,28 @@ func TestLoadgen(t *testing.T) {
 		t.Errorf("loadgen table:\n%s", out)
 	}
 }
+
+// bench --suite measures every listed model at pp128, pp512, tg64 and a
+// batch of 8, in one table.
+func TestBenchSuite(t *testing.T) {
+	m := stories(t)
+	out, errOut, code := run(t, "bench", "--suite", m+","+m, "-r", "1", "-t", "2", "--json")
+	if code != 0 {
+		t.Fatalf("bench --suite: %s", errOut)
+	}
+	var rows []SuiteRow
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 {
+		t.Fatalf("%d rows", len(rows))
+	}
+	for _, r := range rows {
+		if r.Model != "stories260K.gguf" || !(r.PP128 > 0) || !(r.PP512 > 0) || !(r.TG64 > 0) || !(r.Batch8 > 0) || !(r.Batch8x > 0) || r.Hardware == "" {
+			t.Errorf("row %+v", r)
+		}
+	}
+	if _, errOut, code := run(t, "bench", "--suite", "missing.gguf", "-r", "1"); code == 0 || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
+		t.Errorf("a missing file: exit %d, %q", code, errOut)
+	}
+}

@@ -154,3 +154,32 @@ func BenchmarkMatMulBatch(b *testing.B) {
 		p.Close()
 	}
 }
+
+// BenchmarkReadStream reads 256 MiB of floats once per iteration on all
+// threads (each a contiguous half, dotted against a vector that stays in
+// L1): the bandwidth a decode step's weight reads can reach at most.
+// Compare tg × weight bytes per token against it.
+func BenchmarkReadStream(b *testing.B) {
+	const n = 64 << 20 // floats
+	a := make([]float32, n)
+	for i := range a {
+		a[i] = 1
+	}
+	ones := make([]float32, 4096)
+	for i := range ones {
+		ones[i] = 1
+	}
+	p := NewPool(0)
+	defer p.Close()
+	sums := make([]float32, p.Threads())
+	b.SetBytes(4 * n)
+	for b.Loop() {
+		p.Parallel(n/4096, 1, func(w, lo, hi int) {
+			var s float32
+			for c := lo; c < hi; c++ {
+				s += dot(a[c*4096:(c+1)*4096], ones)
+			}
+			sums[w] += s
+		})
+	}
+}
