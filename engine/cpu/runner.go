@@ -41,6 +41,8 @@ type fwd struct {
 	scores                           [][]float32
 	rope                             []float32
 	attn                             attnTask
+	tiles                            attnTiles
+	tileS, tileV                     [][]float32 // per worker: a tile's scores and its head's values transposed
 
 	norms []layerVecs
 	outN  vecs
@@ -126,6 +128,8 @@ func newFwd(m *model.Model, opt Options) (*fwd, error) {
 	for w := 0; w < pool.Threads(); w++ {
 		r.scratch = append(r.scratch, make([]float32, ScratchFloats(widest)))
 		r.scores = append(r.scores, make([]float32, ctx))
+		r.tileS = append(r.tileS, make([]float32, tileRows*ctx))
+		r.tileV = append(r.tileV, make([]float32, c.HeadDim*ctx))
 	}
 	W := m.Weights
 	r.outN = vecs{decodeVec(W.OutNorm), decodeVec(W.OutNormB)}
@@ -460,12 +464,24 @@ func (r *fwd) attention(l, n, pos0 int) {
 			r.hk.scores[i], r.hk.weights[i] = inf, 0
 		}
 	}
-	r.attn = attnTask{r: r, l: l, n: n, pos0: pos0, watch: r.h != nil && r.h.OnAttention != nil}
-	longest := 0
-	for _, s := range r.segs {
-		longest = max(longest, s.pos0+s.n)
+	watch := r.h != nil && r.h.OnAttention != nil
+	r.tiles = attnTiles{r: r, l: l, watch: watch, items: r.tiles.items}
+	r.tiles.plan()
+	if len(r.tiles.items) > 0 {
+		r.pool.Run(len(r.tiles.items), 1, &r.tiles)
 	}
-	r.pool.Run(n*r.cfg.Heads, max(1, minWorkPerPart/(longest*r.cfg.HeadDim*2)), &r.attn)
+	r.attn = attnTask{r: r, l: l, n: n, pos0: pos0, watch: watch}
+	longest, tiledRows := 0, 0
+	for i := range r.segs {
+		s := &r.segs[i]
+		longest = max(longest, s.pos0+s.n)
+		if r.tiled(s) {
+			tiledRows += s.n
+		}
+	}
+	if tiledRows < n {
+		r.pool.Run(n*r.cfg.Heads, max(1, minWorkPerPart/(longest*r.cfg.HeadDim*2)), &r.attn)
+	}
 }
 
 func (a *attnTask) Run(worker, lo, hi int) {
@@ -476,6 +492,9 @@ func (a *attnTask) Run(worker, lo, hi int) {
 	for idx := lo; idx < hi; idx++ {
 		t, h := idx/c.Heads, idx%c.Heads
 		s := &r.segs[r.rowSeg[t]]
+		if r.tiled(s) {
+			continue // done in tiles
+		}
 		visible := r.rowPos[t] + 1
 		q := r.q[t*QD+h*HD : t*QD+(h+1)*HD]
 		kvo := (h / group) * HD

@@ -1,0 +1,102 @@
+package cpu
+
+import (
+	"math"
+
+	"stepthrough/engine/kv"
+)
+
+// Attention of a prompt chunk in tiles: for a block of query rows of one
+// head, the scores against every visible key come from one matrix product
+// (GemmABT, the tile kernels) instead of one dot call per key, and the
+// weighted sum of values from another (against the head's values
+// transposed per block). A decode row, a short chunk or a paged cache
+// takes the row-by-row path (attnTask).
+
+// tileRows is the query rows of one tile, and tileMinRows the fewest
+// rows of a sequence's chunk for which tiles pay.
+const (
+	tileRows    = 16
+	tileMinRows = 16
+)
+
+// tiled reports whether segment s's attention runs in tiles.
+func (r *fwd) tiled(s *seg) bool {
+	_, contiguous := s.cache.(*kv.Cache)
+	return contiguous && s.n >= tileMinRows
+}
+
+// attnTiles is the tiled attention of a pass: work item w is tile w of
+// the list (segment, head, first row).
+type attnTiles struct {
+	r     *fwd
+	l     int
+	watch bool
+	items []tileItem
+}
+
+type tileItem struct{ seg, head, i0 int }
+
+// plan lists the tiles of the pass's tiled segments.
+func (a *attnTiles) plan() {
+	a.items = a.items[:0]
+	for si := range a.r.segs {
+		s := &a.r.segs[si]
+		if !a.r.tiled(s) {
+			continue
+		}
+		for h := range a.r.cfg.Heads {
+			for i0 := 0; i0 < s.n; i0 += tileRows {
+				a.items = append(a.items, tileItem{si, h, i0})
+			}
+		}
+	}
+}
+
+func (a *attnTiles) Run(worker, lo, hi int) {
+	for _, it := range a.items[lo:hi] {
+		a.tile(worker, it)
+	}
+}
+
+// tile computes rows [i0, i0+tileRows) of one head of one segment.
+func (a *attnTiles) tile(worker int, it tileItem) {
+	r, c := a.r, a.r.cfg
+	QD, KVD, HD := c.QDim(), c.KVDim(), c.HeadDim
+	s := &r.segs[it.seg]
+	rows := min(tileRows, s.n-it.i0)
+	vis := s.pos0 + it.i0 + rows // keys the tile's last row sees
+	keys, vals := s.cache.Rows(a.l, 0, s.pos0+s.n)
+	kvo := (it.head / (c.Heads / c.KVHeads)) * HD
+	scale := float32(1 / math.Sqrt(float64(HD)))
+	S := r.tileS[worker][:rows*vis]
+	q := r.q[(s.row0+it.i0)*QD+it.head*HD:]
+	GemmABT(S, vis, q, QD, keys[kvo:], KVD, rows, vis, HD)
+	for i := range rows {
+		row := S[i*vis : (i+1)*vis]
+		own := s.pos0 + it.i0 + i + 1 // this row's visible keys
+		for j := range own {
+			row[j] *= scale
+		}
+		hk := -1
+		if a.watch { // the hook's layout: one sequence, row t, head h
+			hk = ((it.i0+i)*c.Heads + it.head) * (s.pos0 + s.n)
+			copy(r.hk.scores[hk:], row[:own])
+		}
+		Softmax(row[:own])
+		for j := own; j < vis; j++ {
+			row[j] = 0
+		}
+		if hk >= 0 {
+			copy(r.hk.weights[hk:], row[:own])
+		}
+	}
+	vT := r.tileV[worker][:HD*vis]
+	for j := range vis {
+		v := vals[j*KVD+kvo : j*KVD+kvo+HD]
+		for d, x := range v {
+			vT[d*vis+j] = x
+		}
+	}
+	GemmABT(r.att[(s.row0+it.i0)*QD+it.head*HD:], QD, S, vis, vT, vis, rows, HD, vis)
+}
