@@ -3,8 +3,8 @@ package cpu
 import (
 	"context"
 	"math"
-	"strings"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"stepthrough/engine/model"
