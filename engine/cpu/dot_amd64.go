@@ -231,3 +231,29 @@ func quantizeQ8K(x []float32, z *q8K, b0 int) {
 	_, _, _ = z.q[(b0+nb)*256-1], z.bs[(b0+nb)*16-1], z.d[b0+nb-1]
 	quantizeQ8KAVX2(&x[0], &z.q[b0*256], &z.bs[b0*16], &z.d[b0], nb)
 }
+
+// dotRowsKQ8Multi is rows [lo, hi) times each of n quantized vectors (nb
+// blocks each): out[t*rows+r]. A row stays in L1 while every vector
+// passes over it.
+func dotRowsKQ8Multi(t quant.Type, data []byte, rb, lo, hi int, z *q8K, n, nb int, out []float32, rows int) {
+	if lo >= hi {
+		return
+	}
+	_ = data[hi*rb-1]
+	_ = out[(n-1)*rows+hi-1]
+	if !useAVX2 {
+		for r := lo; r < hi; r++ {
+			for v := range n {
+				out[v*rows+r] = dotKQ8Go(t, data[r*rb:(r+1)*rb], z, v*nb)
+			}
+		}
+		return
+	}
+	k := kq8Kernels[t]
+	_, _, _ = z.q[n*nb*256-1], z.bs[n*nb*16-1], z.d[n*nb-1]
+	for r := lo; r < hi; r++ {
+		for v := range n {
+			out[v*rows+r] = k.fn(&data[r*rb], &z.q[v*nb*256], &z.bs[v*nb*16], &z.d[v*nb], nb, &f16Table[0])
+		}
+	}
+}

@@ -93,12 +93,7 @@ func (m *matmulTask) Run(worker, lo, hi int) {
 			dotRowsKQ8(w.Type, w.Data, rb, lo, hi, m.z, m.out)
 			return
 		}
-		for r := lo; r < hi; r++ {
-			row := w.Data[r*rb : (r+1)*rb]
-			for t := range m.n {
-				m.out[t*rows+r] = dotKQ8(w.Type, row, m.z, t*nb)
-			}
-		}
+		dotRowsKQ8Multi(w.Type, w.Data, rb, lo, hi, m.z, m.n, nb, m.out, rows)
 		return
 	}
 	if m.n == 1 {
