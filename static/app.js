@@ -55,6 +55,36 @@
     };
     img.src = url;
   }
+  // Vector strips: a canvas per vector painted from its data-values with
+  // the server's colour scale (views.heat); hovering shows the value.
+  function heat(v, m) {
+    if (!(m > 0) || Number.isNaN(v)) return "#444";
+    const t = Math.max(-1, Math.min(1, v / m));
+    if (t >= 0) return `rgb(${40 + Math.trunc(215 * t)},${40 + Math.trunc(120 * t)},40)`;
+    return `rgb(40,${40 + Math.trunc(100 * -t)},${40 + Math.trunc(215 * -t)})`;
+  }
+  function paintStrip(c) {
+    if (c.dataset.painted) return;
+    c.dataset.painted = "1";
+    const vals = (c.dataset.values || "").split(" ").map(Number);
+    const m = Number(c.dataset.max);
+    const g = c.getContext("2d");
+    vals.forEach((v, i) => { g.fillStyle = heat(v, m); g.fillRect(i, 0, 1, 1); });
+    c.addEventListener("mousemove", (e) => {
+      const r = c.getBoundingClientRect();
+      const i = Math.min(vals.length - 1, Math.max(0, Math.floor((e.clientX - r.left) / r.width * vals.length)));
+      c.title = `[${i}] = ${vals[i]}`;
+    });
+  }
+  function paintStrips(root) {
+    if (root.querySelectorAll) root.querySelectorAll("canvas.strip:not([data-painted])").forEach(paintStrip);
+  }
+  new MutationObserver((records) => {
+    for (const r of records) for (const n of r.addedNodes) if (n.nodeType === 1) {
+      if (n.matches && n.matches("canvas.strip")) paintStrip(n); else paintStrips(n);
+    }
+  }).observe(document.documentElement, { childList: true, subtree: true });
+  document.addEventListener("DOMContentLoaded", () => paintStrips(document));
   // In a classroom the page's own address stays (it is the room's).
   const inRoom = () => document.body && document.body.dataset.room;
   // The server puts the shareable URL of the current view on #state.

@@ -65,3 +65,16 @@ func boolStr(b bool) string {
 
 // f1 is a chart coordinate with one decimal.
 func f1(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
+
+// stripValues writes a vector compactly for a Strip's canvas: each value
+// with 4 significant digits, separated by spaces.
+func stripValues(v []float32) string {
+	b := make([]byte, 0, 8*len(v))
+	for i, x := range v {
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		b = strconv.AppendFloat(b, float64(x), 'g', 4, 32)
+	}
+	return string(b)
+}
