@@ -56,9 +56,24 @@ func newAbuseServer(t *testing.T, cfg Config) abuseServer {
 	cfg.Embedded = lessonModels()
 	cfg.TrustedProxies = []*net.IPNet{loop}
 	s := mustNew(t, cfg)
-	ts := httptest.NewServer(s.Handler())
+	ts := httptest.NewUnstartedServer(s.Handler())
+	ts.Listener = smallSendBuffers{ts.Listener}
+	ts.Start()
 	t.Cleanup(ts.Close)
 	return abuseServer{s, ts}
+}
+
+// smallSendBuffers gives every accepted connection a 16 KiB send buffer,
+// so a client that stops reading is behind after a few kilobytes, as
+// over a real network, not after the megabytes loopback would buffer.
+type smallSendBuffers struct{ net.Listener }
+
+func (l smallSendBuffers) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetWriteBuffer(16 << 10)
+	}
+	return c, err
 }
 
 // as makes requests from a forwarded address.
