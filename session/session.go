@@ -411,7 +411,8 @@ func (s *Session) seekStage(k trace.Kind, layer int) bool {
 
 // Act applies one viewer action: run (with the settings form's fields in
 // get), step, back, next-token, end, reset, temperature
-// (view_temperature), view (layer, head, scores).
+// (view_temperature), view (layer, head, scores), goto (stage, with its
+// 1-based layer or sampler filter: a click on the model map).
 func (s *Session) Act(ctx context.Context, action string, get spec.Getter) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -472,6 +473,8 @@ func (s *Session) Act(ctx context.Context, action string, get spec.Getter) error
 			return &spec.Error{Param: "temperature", Value: strconv.Quote(v), Allowed: "choose 0.05 to 3"}
 		}
 		s.view.Temperature = t
+	case "goto":
+		return s.gotoStage(get)
 	case "view":
 		if v, ok := get("layer"); ok { // jump to that layer's attention stage
 			if n, err := strconv.Atoi(v); err == nil {

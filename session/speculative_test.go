@@ -97,7 +97,7 @@ func TestSpeculativeExplorerSampling(t *testing.T) {
 	sawReject := false
 	for {
 		e := a.Explorer()
-		if e.Step == 0 && len(written) == 0 {
+		if e.Step == 0 && len(written) == 0 && len(e.Generated) > 0 { // drawn at its sample stage
 			written = append(written, e.Generated[0].ID)
 		}
 		if p, ok := e.Panel.(*views.SpeculativePanel); ok && p.Phase == "accept" {

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"slices"
+	"stepthrough/engine/trace"
 	"strings"
 	"testing"
 
@@ -43,7 +44,8 @@ func TestCalculatorRunsLive(t *testing.T) {
 	if !strings.Contains(se.runtimeNote(after), "<result>432</result>") || se.runtimeNote(after-1) != "" {
 		t.Errorf("runtime note at step %d: %q", after, se.runtimeNote(after))
 	}
-	se.cur.Seek(len(se.cur.Steps)-1, 0)
+	last := se.cur.Steps[len(se.cur.Steps)-1]
+	se.cur.Seek(len(se.cur.Steps)-1, len(trace.Stages(last))-1) // the last token shows once drawn
 	e := se.Explorer()
 	var text strings.Builder
 	inserted := 0

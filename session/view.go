@@ -49,6 +49,8 @@ func (s *Session) explorer() views.Explorer {
 	shown := s.genBefore(step + 1)
 	if st.Speculative != nil && !slices.Contains([]trace.Kind{trace.StageAccept, trace.StageRollback}, stage.Name) {
 		shown = s.genBefore(step) // a round's output is known from its verdicts on
+	} else if st.Speculative == nil && hasStage(e.Stages, trace.StageSample) && !atOrAfter(e.Stages, si, trace.StageSample) {
+		shown = s.genBefore(step) // no spoilers: this step's token is not drawn yet
 	}
 	for i, id := range s.gen[:shown] {
 		e.Generated = append(e.Generated, views.GenToken{ID: id, Bytes: tk.Display(id)})
@@ -70,6 +72,7 @@ func (s *Session) explorer() views.Explorer {
 		e.Timing.TPOTMS = sum / float64(s.decodeTokens)
 	}
 	e.Panel = stageOf(stage.Name).build(s, st, stage)
+	e.Map = s.modelMap(st, e.Stages, si)
 	return e
 }
 

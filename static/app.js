@@ -1,5 +1,6 @@
 // The little the page needs beyond HTML: keyboard shortcuts, play/pause,
-// keeping the URL current (history.replaceState) and a theme toggle.
+// keeping the URL current (history.replaceState), a theme toggle, vector
+// strips painted on canvases and the model map's clicks.
 (function () {
   "use strict";
   function send(action) {
@@ -13,7 +14,21 @@
     document.body.dataset.playing = "true";
     timer = setInterval(() => send("step"), Math.max(50, speed));
   }
+  // A click on the model map or a pipeline chip goes to that stage: the
+  // hidden goto form carries it over the page's WebSocket.
+  function gotoStage(el) {
+    const f = document.getElementById("goto");
+    if (!f || !el.dataset.gotoStage) return false;
+    if (f.closest("[data-role='student'] #room-view")) return false; // followers watch
+    f.elements.stage.value = el.dataset.gotoStage;
+    f.elements.layer.value = el.dataset.gotoLayer || "0";
+    f.elements.filter.value = el.dataset.gotoFilter || "0";
+    htmx.trigger(f, "submit");
+    return true;
+  }
   document.addEventListener("click", (e) => {
+    const g = e.target.closest("[data-goto-stage]");
+    if (g && gotoStage(g)) { e.preventDefault(); return; }
     const b = e.target.closest("[data-action='play']");
     if (b) { e.preventDefault(); play(); }
     const x = e.target.closest("[data-action='export-png']");
@@ -26,6 +41,9 @@
   });
   document.addEventListener("keydown", (e) => {
     const t = e.target;
+    if ((e.key === "Enter" || e.key === " ") && t instanceof Element && t.matches("[data-goto-stage]")) {
+      if (gotoStage(t)) { e.preventDefault(); return; }
+    }
     if ((t instanceof Element && t.closest("input, textarea, select")) || e.ctrlKey || e.metaKey || e.altKey) return;
     switch (e.key) {
       case "ArrowRight": send("step"); break;
@@ -76,15 +94,36 @@
       c.title = `[${i}] = ${vals[i]}`;
     });
   }
+  // The model map is open on wide screens and collapsed on phones until the
+  // viewer chooses; the choice outlives each step's redraw and reloads.
+  function mapOpen(d) {
+    if (d.dataset.placed) return;
+    d.dataset.placed = "1";
+    let want = window.innerWidth > 700;
+    try { const v = localStorage.getItem("stepthrough-map"); if (v) want = v === "open"; } catch (_) { /* storage off */ }
+    d.open = want;
+    d.querySelector("summary").addEventListener("click", () => {
+      try { localStorage.setItem("stepthrough-map", d.open ? "closed" : "open"); } catch (_) { /* storage off */ }
+    });
+  }
   function paintStrips(root) {
-    if (root.querySelectorAll) root.querySelectorAll("canvas.strip:not([data-painted])").forEach(paintStrip);
+    if (!root.querySelectorAll) return;
+    root.querySelectorAll("canvas.strip:not([data-painted])").forEach(paintStrip);
+    root.querySelectorAll("details.map:not([data-placed])").forEach(mapOpen);
   }
   new MutationObserver((records) => {
     for (const r of records) for (const n of r.addedNodes) if (n.nodeType === 1) {
-      if (n.matches && n.matches("canvas.strip")) paintStrip(n); else paintStrips(n);
+      if (n.matches && n.matches("canvas.strip")) paintStrip(n);
+      else if (n.matches && n.matches("details.map")) mapOpen(n);
+      else paintStrips(n);
     }
   }).observe(document.documentElement, { childList: true, subtree: true });
-  document.addEventListener("DOMContentLoaded", () => paintStrips(document));
+  document.addEventListener("DOMContentLoaded", () => {
+    paintStrips(document);
+    // the sampler chain's settings are open beside the Explorer on wide
+    // screens; on a phone the prompt and Run come first
+    if (window.innerWidth > 900) document.querySelectorAll("details.advanced").forEach((d) => { d.open = true; });
+  });
   // In a classroom the page's own address stays (it is the room's).
   const inRoom = () => document.body && document.body.dataset.room;
   // The server puts the shareable URL of the current view on #state.

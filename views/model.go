@@ -40,6 +40,7 @@ type Explorer struct {
 	Seed        string
 	Timing      Timing
 	Panel       Panel
+	Map         *ModelMap
 }
 
 // GenToken is a generated token.

@@ -1,0 +1,97 @@
+package server
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/chromedp"
+)
+
+// The model map in a real browser: a part per layer's attention and MLP
+// (as many as the engine's stages), the current stage lit, clicks and the
+// keyboard on the map and on the pipeline chips going to that stage, no
+// generated token before its draw, the flow drawn only with motion
+// allowed, and the map collapsed on a phone with nothing overflowing.
+func TestModelMapInBrowser(t *testing.T) {
+	ctx, base := browser(t)
+	do(t, ctx, chromedp.EmulateViewport(1280, 720),
+		chromedp.Navigate(base+"/?prompt=Once+upon+a+time&seed=3&temperature=0.8"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="model-map"] svg`)))
+	attn := eval[int](t, ctx, `document.querySelectorAll('[data-testid^="map-attention-"]').length`, false)
+	chips := eval[int](t, ctx, `document.querySelectorAll('.strip li[data-goto-stage="attention"]').length`, false)
+	if attn == 0 || attn != chips || eval[int](t, ctx, `document.querySelectorAll('[data-testid^="map-mlp-"]').length`, false) != chips {
+		t.Errorf("map: %d attention parts, the engine's step has %d attention stages", attn, chips)
+	}
+	for _, id := range []string{"map-tokenize", "map-embed", "map-norm", "map-logits", "map-softmax", "map-sampler-1", "map-sample", "map-kv", "map-stream"} {
+		if eval[int](t, ctx, `document.querySelectorAll('[data-testid="`+id+`"]').length`, false) != 1 {
+			t.Errorf("no %s", id)
+		}
+	}
+	if c := attr(t, ctx, `[data-testid="map-tokenize"]`, "class"); !strings.Contains(c, "here") {
+		t.Errorf("tokenize part %q: not lit at the first stage", c)
+	}
+	screenshot(t, ctx, "map-tokenize")
+	// a click on a part goes to its stage
+	click(t, ctx, `[data-testid="map-mlp-2"]`)
+	waitChange(t, ctx, "[data-current-stage]", "data-current-stage", "tokenize")
+	if s, l := attr(t, ctx, "[data-current-stage]", "data-current-stage"), attr(t, ctx, "[data-current-stage]", "data-layer"); s != "mlp" || l != "1" {
+		t.Errorf("clicked layer 2's MLP, at %s layer %s", s, l)
+	}
+	if c := attr(t, ctx, `[data-testid="map-mlp-2"]`, "class"); !strings.Contains(c, "here") {
+		t.Errorf("mlp-2 part %q: not lit", c)
+	}
+	if w := eval[string](t, ctx, `document.querySelector('[data-testid="map-where"]').textContent`, false); !strings.HasPrefix(w, "layer 2 of") {
+		t.Errorf("map says %q", w)
+	}
+	if n := eval[int](t, ctx, `document.querySelectorAll('[data-testid="generated-token"]').length`, false); n != 0 {
+		t.Errorf("%d generated tokens shown before the first draw", n)
+	}
+	if a := eval[string](t, ctx, `getComputedStyle(document.querySelector('[data-testid="map-flow"]')).animationName`, false); a != "map-flow" {
+		t.Errorf("flow animation %q with motion allowed", a)
+	}
+	screenshot(t, ctx, "map-mlp")
+	// a pipeline chip, then the keyboard on a map part
+	click(t, ctx, `.strip li[data-goto-stage="softmax"]`)
+	waitChange(t, ctx, "[data-current-stage]", "data-current-stage", "mlp")
+	if s := attr(t, ctx, "[data-current-stage]", "data-current-stage"); s != "softmax" {
+		t.Errorf("clicked the softmax chip, at %s", s)
+	}
+	eval[any](t, ctx, `(() => { const k = document.querySelector('[data-testid="map-kv"]'); k.focus(); k.dispatchEvent(new KeyboardEvent('keydown', {key: 'Enter', bubbles: true})); return null; })()`, false)
+	waitChange(t, ctx, "[data-current-stage]", "data-current-stage", "softmax")
+	if s := attr(t, ctx, "[data-current-stage]", "data-current-stage"); s != "kv" {
+		t.Errorf("Enter on the KV part, at %s", s)
+	}
+	if n := eval[int](t, ctx, `document.querySelectorAll('[data-testid="generated-token"]').length`, false); n != 1 {
+		t.Errorf("%d generated tokens shown after the draw, want 1", n)
+	}
+	// reduced motion: no flow animation
+	do(t, ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Features: []*emulation.MediaFeature{{Name: "prefers-reduced-motion", Value: "reduce"}}})
+		return err
+	}))
+	click(t, ctx, `[data-testid="map-logits"]`)
+	waitChange(t, ctx, "[data-current-stage]", "data-current-stage", "kv")
+	if a := eval[string](t, ctx, `getComputedStyle(document.querySelector('[data-testid="map-flow"]')).animationName`, false); a != "none" {
+		t.Errorf("flow animation %q under reduced motion", a)
+	}
+	// a phone: the map is one line until opened, nothing overflows
+	eval[any](t, ctx, `localStorage.removeItem("stepthrough-map")`, false)
+	do(t, ctx, chromedp.EmulateViewport(390, 844), chromedp.Reload(),
+		chromedp.WaitReady(chromedp.CSS(`[data-testid="model-map"]`)))
+	if open := eval[bool](t, ctx, `document.querySelector('[data-testid="model-map"]').open`, false); open {
+		t.Error("the map is open on a phone")
+	}
+	if w := eval[int](t, ctx, `document.documentElement.scrollWidth`, false); w > 390 {
+		wide := eval[[]string](t, ctx, `[...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > 391).slice(0, 8).map(e => e.tagName + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right))`, false)
+		t.Errorf("the Explorer is %d px wide on a 390 px phone: %v", w, wide)
+	}
+	screenshot(t, ctx, "map-phone")
+	click(t, ctx, `[data-testid="model-map"] summary`)
+	do(t, ctx, chromedp.Reload(), chromedp.WaitReady(chromedp.CSS(`[data-testid="model-map"]`)))
+	if open := eval[bool](t, ctx, `document.querySelector('[data-testid="model-map"]').open`, false); !open {
+		t.Error("opening the map on a phone did not outlive a reload")
+	}
+}

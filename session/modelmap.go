@@ -1,0 +1,96 @@
+package session
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+
+	"stepthrough/engine/spec"
+
+	"stepthrough/engine/trace"
+	"stepthrough/views"
+)
+
+// modelMap fills the model map from the loaded model's configuration and
+// the current step: its token count, cache, sampler counts and draw.
+func (s *Session) modelMap(st *trace.Step, stages []views.Stage, si int) *views.ModelMap {
+	c := s.m.Config
+	m := &views.ModelMap{Arch: c.Arch, Layers: c.Layers, Embd: c.Embd, FFN: c.FFN, Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: c.HeadDim,
+		Vocab: c.Vocab, Context: c.ContextLen, Tokens: st.N, Norm: "RMSNorm", MLPKind: "SwiGLU: silu(gate) · up",
+		Temperature: Form(s.run).Temperature, Present: map[string]bool{}, Here: stages[si]}
+	if c.Arch == "gpt2" {
+		m.PosEmbed, m.Norm, m.MLPKind = true, "LayerNorm", "GELU"
+	}
+	if si > 0 {
+		m.Prev, m.HasPrev = stages[si-1], true
+	}
+	for _, x := range stages {
+		m.Present[views.MapKey(x)] = true
+	}
+	for _, L := range st.Layers {
+		m.Cached, m.KVBytes = L.KVLen, L.KVBytesUsed
+	}
+	for _, r := range st.Sampler {
+		m.Filters = append(m.Filters, views.MapFilter{Name: string(r.Step), Setting: s.setting(r.Step), In: r.BeforeCount, Out: r.AfterCount, Skipped: r.Skipped})
+	}
+	if sm := st.Sample; sm != nil && !sm.Greedy && atOrAfter(stages, si, trace.StageSample) {
+		m.U = fmt.Sprintf("%.6f", sm.U)
+	}
+	return m
+}
+
+// hasStage reports whether the step has a stage of kind k.
+func hasStage(stages []views.Stage, k trace.Kind) bool {
+	return slices.ContainsFunc(stages, func(x views.Stage) bool { return x.Name == string(k) })
+}
+
+// atOrAfter reports whether stage si is a stage of kind k or follows one.
+func atOrAfter(stages []views.Stage, si int, k trace.Kind) bool {
+	for i := 0; i <= si; i++ {
+		if stages[i].Name == string(k) {
+			return true
+		}
+	}
+	return false
+}
+
+// gotoStage moves, within the current token step, to the stage a click on
+// the model map or the pipeline strip names: stage, and its 1-based layer
+// or filter ("0" or absent where none applies).
+func (s *Session) gotoStage(get spec.Getter) error {
+	name, _ := get("stage")
+	k := trace.Kind(name)
+	if !slices.Contains(trace.Kinds, k) {
+		return errorf("there is no stage %q", name)
+	}
+	num := func(key string) (int, error) {
+		v, ok := get(key)
+		if !ok || v == "" {
+			return 0, nil
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > 1<<20 {
+			return 0, errorf("%s must be a whole number from 1, not %q", key, v)
+		}
+		return n, nil
+	}
+	layer, err := num("layer")
+	if err != nil {
+		return err
+	}
+	filter, err := num("filter")
+	if err != nil {
+		return err
+	}
+	if len(s.cur.Steps) == 0 {
+		return errorf("run a prompt first")
+	}
+	step, _ := s.cur.Position()
+	for i, st := range trace.Stages(s.cur.Steps[step]) {
+		if st.Name == k && (layer == 0 || st.Layer == layer-1) && (filter == 0 || st.SamplerStep == filter-1) {
+			s.cur.Seek(step, i)
+			return nil
+		}
+	}
+	return errorf("this token step has no %s stage there", name)
+}

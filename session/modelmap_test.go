@@ -1,0 +1,142 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"stepthrough/engine/trace"
+	"stepthrough/views"
+)
+
+// getter answers an action's fields from a map.
+func getter(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+// The model map is drawn from the loaded model and the step: a part per
+// layer's attention and MLP, per sampler filter; its hover sentences carry
+// the engine's numbers (shape, cache bytes, candidate counts); a click
+// (goto) lands on the part's stage; a bad goto is refused in one line.
+func TestModelMapFromTheModel(t *testing.T) {
+	reg := registry(t)
+	ctx := context.Background()
+	se := New("m", "", reg)
+	defer se.Close()
+	r := run("Once upon a time")
+	r.Sampler.Seed, r.Sampler.SeedSet = 3, true
+	if err := se.Run(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	c := se.m.Config
+	e := se.Explorer()
+	L := e.Map.Layout()
+	parts := map[string]views.MapPart{}
+	for _, p := range L.Parts {
+		parts[p.Key] = p
+	}
+	st := se.cur.Steps[0]
+	want := []string{"tokenize", "embed", "norm", "logits", "softmax", "sample", "kv"}
+	for i := range c.Layers {
+		want = append(want, fmt.Sprintf("attention-%d", i+1), fmt.Sprintf("mlp-%d", i+1))
+	}
+	for i := range st.Sampler {
+		want = append(want, fmt.Sprintf("sampler-%d", i+1))
+	}
+	if len(parts) != len(want) {
+		t.Errorf("%d parts, want %d", len(parts), len(want))
+	}
+	for _, k := range want {
+		if _, ok := parts[k]; !ok {
+			t.Errorf("no part %q", k)
+		}
+	}
+	if !parts["tokenize"].Here || parts["embed"].Done || parts["norm"].Stage != "" {
+		t.Errorf("tokenize %+v, embed %+v, norm %+v", parts["tokenize"], parts["embed"], parts["norm"])
+	}
+	if a := parts["attention-2"].Title; !strings.Contains(a, fmt.Sprintf("%d query heads (%d K/V heads) of %d values", c.Heads, c.KVHeads, c.HeadDim)) ||
+		!strings.Contains(a, fmt.Sprintf("each of the %d new positions", st.N)) {
+		t.Errorf("attention title %q", a)
+	}
+	last := st.Layers[len(st.Layers)-1]
+	if k := parts["kv"].Title; !strings.Contains(k, fmt.Sprintf("%d positions cached, %d bytes in use", last.KVLen, last.KVBytesUsed)) {
+		t.Errorf("kv title %q (engine: %d positions, %d bytes)", k, last.KVLen, last.KVBytesUsed)
+	}
+	for i, f := range st.Sampler {
+		p := parts[fmt.Sprintf("sampler-%d", i+1)]
+		if !f.Skipped && !strings.Contains(p.Title, fmt.Sprintf("%d candidates in, %d kept", f.BeforeCount, f.AfterCount)) {
+			t.Errorf("sampler %d title %q, engine %d → %d", i+1, p.Title, f.BeforeCount, f.AfterCount)
+		}
+	}
+	if m := parts["mlp-1"].Title; !strings.Contains(m, fmt.Sprintf("[%d × %d] → [%d × %d]", st.N, c.Embd, st.N, c.FFN)) {
+		t.Errorf("mlp title %q", m)
+	}
+	for _, tc := range []struct {
+		fields       map[string]string
+		stage        trace.Kind
+		layer, sstep int
+		where        string
+	}{
+		{map[string]string{"stage": "mlp", "layer": "2"}, trace.StageMLP, 1, -1, fmt.Sprintf("layer 2 of %d · MLP", c.Layers)},
+		{map[string]string{"stage": "sampler", "filter": "2"}, trace.StageSampler, -1, 1, fmt.Sprintf("sampler step 2 of %d · %s", len(st.Sampler), st.Sampler[1].Step)},
+		{map[string]string{"stage": "kv"}, trace.StageKV, -1, -1, "KV cache append"},
+		{map[string]string{"stage": "attention", "layer": "1"}, trace.StageAttention, 0, -1, fmt.Sprintf("layer 1 of %d · attention", c.Layers)},
+	} {
+		if err := se.Act(ctx, "goto", getter(tc.fields)); err != nil {
+			t.Fatalf("goto %v: %v", tc.fields, err)
+		}
+		e := se.Explorer()
+		L := e.Map.Layout()
+		if e.Current.Name != string(tc.stage) || e.Current.Layer != tc.layer || e.Current.SamplerStep != tc.sstep || L.Where != tc.where {
+			t.Errorf("goto %v: at %+v, map says %q", tc.fields, e.Current, L.Where)
+		}
+		if L.Flow == "" {
+			t.Errorf("goto %v: no flow from the stage before", tc.fields)
+		}
+	}
+	for _, bad := range []map[string]string{{"stage": "nope"}, {"stage": "mlp", "layer": "99"}, {"stage": "mlp", "layer": "-1"}, {"stage": "sampler", "filter": "x"}, {}} {
+		if err := se.Act(ctx, "goto", getter(bad)); err == nil {
+			t.Errorf("goto %v accepted", bad)
+		}
+	}
+}
+
+// No spoilers: the token a step draws appears in the generated text only
+// from that step's sample stage on.
+func TestGeneratedTextWaitsForTheDraw(t *testing.T) {
+	reg := registry(t)
+	ctx := context.Background()
+	se := New("g", "", reg)
+	defer se.Close()
+	r := run("Once upon a time")
+	r.Sampler.Seed, r.Sampler.SeedSet = 3, true
+	if err := se.Run(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the prompt's step, then one decode step
+		seen := false
+		for {
+			e := se.Explorer()
+			step := e.Step
+			if e.Current.Name == string(trace.StageSample) {
+				seen = true
+			}
+			if want := step + map[bool]int{true: 1, false: 0}[seen]; len(e.Generated) != want {
+				t.Fatalf("step %d at %s: %d generated tokens shown, want %d", step, e.Current.Label, len(e.Generated), want)
+			}
+			if e.Current.Index == len(e.Stages)-1 {
+				break
+			}
+			if err := se.Act(ctx, "step", nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !seen {
+			t.Fatal("no sample stage")
+		}
+		if err := se.Act(ctx, "step", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

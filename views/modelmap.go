@@ -1,0 +1,313 @@
+package views
+
+import (
+	"fmt"
+	"math"
+)
+
+// ModelMap is the overview of the model as it is loaded, drawn from its
+// real shape: the token ids, the embedding, every layer's attention and
+// MLP on the residual stream, the final norm, logits, softmax, each
+// sampler filter, the draw and the KV cache. The session fills it from
+// the model's configuration and the current trace step.
+type ModelMap struct {
+	Arch                                       string
+	Layers, Embd, FFN, Heads, KVHeads, HeadDim int
+	Vocab, Context                             int
+	PosEmbed                                   bool   // learned position embeddings (GPT-2)
+	Norm, MLPKind                              string // "RMSNorm"/"LayerNorm"; "SwiGLU"/"GELU"
+	Tokens                                     int    // positions this step's pass computes
+	Cached                                     int    // positions in the cache after this step
+	KVBytes                                    int    // the cache's bytes in use after this step
+	Temperature                                string // the sampler's, as the form shows it
+	U                                          string // the draw, "" when greedy or not yet drawn
+	Filters                                    []MapFilter
+	Present                                    map[string]bool // stage keys this step has (see mapKey)
+	Here                                       Stage
+	Prev                                       Stage // the stage before Here in this step (for the flow)
+	HasPrev                                    bool
+}
+
+// MapFilter is one sampler step as the map shows it.
+type MapFilter struct {
+	Name, Setting string
+	In, Out       int
+	Skipped       bool
+}
+
+// MapPart is one clickable part of the drawing.
+type MapPart struct {
+	Key            string // e.g. "attention-3", "sampler-2": the data-testid is "map-"+Key
+	Label, Title   string
+	X, Y, W, H     float64
+	Stage          string // the stage it opens; "" when it opens none
+	Layer, Filter  int    // 1-based where they apply, else 0
+	Here, Done     bool
+	Absent, Inline bool // Absent: not in this step; Inline: label drawn inside
+}
+
+// MapEdge is a connection, with the shape of the data on it.
+type MapEdge struct {
+	X1, Y1, X2, Y2 float64
+	Label          string
+	LX, LY         float64
+	Dashed         bool
+}
+
+// MapLayout is the drawing: parts, edges, free labels and the flow path
+// from the previous stage to the current one.
+type MapLayout struct {
+	W, H   float64
+	Parts  []MapPart
+	Edges  []MapEdge
+	Texts  []MapEdge // labels only (X1, Y1 is the anchor)
+	Joins  []MapEdge // ⊕ where a block adds to the stream (X1, Y1)
+	Under  []MapEdge // drawn beneath the stream (the KV cache's links)
+	Flow   string    // SVG path data; "" when there is none
+	Loop   string    // SVG path: the drawn token back to the input
+	Where  string    // "layer 2 · attention" for the phone summary
+	Stream MapEdge
+}
+
+const (
+	mapW       = 1200.0
+	mapH       = 186.0
+	streamY    = 100.0
+	boxY, boxH = 80.0, 40.0 // the parts on the stream's line
+	blkY, blkH = 33.0, 36.0 // attention and MLP, above the stream
+	kvY, kvH   = 138.0, 28.0
+	loopY      = 180.0
+	blockX0    = 262.0
+	blockX1    = 735.0
+)
+
+// Layout places the parts for this model's shape: every layer gets an
+// equal share of the block region, so 4 or 32 layers fill it alike.
+func (m *ModelMap) Layout() MapLayout {
+	L := MapLayout{W: mapW, H: mapH}
+	t := max(m.Tokens, 1)
+	L.add(m, MapPart{Key: "tokenize", Label: "tokens", X: 8, Y: boxY, W: 80, H: boxH, Stage: "tokenize", Inline: true,
+		Title: fmt.Sprintf("Tokenize: the text becomes token ids from a vocabulary of %d; this step feeds %d of them to the model.", m.Vocab, t)})
+	embTitle := fmt.Sprintf("Embed: each id selects its row of the %d × %d embedding table, giving [%d × %d].", m.Vocab, m.Embd, t, m.Embd)
+	if m.PosEmbed {
+		embTitle += " The learned position row is added to it."
+	}
+	L.add(m, MapPart{Key: "embed", Label: "embed", X: 108, Y: boxY, W: 80, H: boxH, Stage: "embed", Inline: true, Title: embTitle})
+	L.Edges = append(L.Edges, MapEdge{X1: 88, Y1: streamY, X2: 108, Y2: streamY, Label: fmt.Sprintf("%d ids", t), LX: 98, LY: kvY + 12})
+	L.Stream = MapEdge{X1: 188, Y1: streamY, X2: 745, Y2: streamY, Label: fmt.Sprintf("[%d × %d]", t, m.Embd), LX: 225, LY: streamY - 8}
+	m.layoutBlocks(&L, t)
+	m.layoutHead(&L, t)
+	L.Flow = m.flow(&L)
+	L.Where = m.where()
+	return L
+}
+
+// add appends a part, marking it current, done or absent for this step.
+func (L *MapLayout) add(m *ModelMap, p MapPart) {
+	k := mapKey(p.Stage, p.Layer, p.Filter)
+	if p.Stage != "" && !m.Present[k] {
+		p.Absent = true
+	}
+	if p.Stage != "" && k == mapKey(m.Here.Name, m.Here.Layer+1, m.Here.SamplerStep+1) {
+		p.Here = true
+	} else if p.Stage != "" && !p.Absent && m.before(p) {
+		p.Done = true
+	}
+	L.Parts = append(L.Parts, p)
+}
+
+// before reports whether part p comes before the current stage in the
+// pipeline (so it is done on this step).
+func (m *ModelMap) before(p MapPart) bool {
+	return stageRank(p.Stage, p.Layer-1, p.Filter-1) < stageRank(m.Here.Name, m.Here.Layer, m.Here.SamplerStep)
+}
+
+// stageRank orders stages along the pipeline (layer and filter 0-based).
+func stageRank(name string, layer, filter int) int {
+	switch name {
+	case "tokenize", "propose":
+		return 0
+	case "embed":
+		return 1
+	case "attention":
+		return 10 + 2*layer
+	case "mlp":
+		return 11 + 2*layer
+	case "logits", "verify":
+		return 1 << 20
+	case "softmax", "accept":
+		return 1<<20 + 1
+	case "sampler":
+		return 1<<20 + 2 + filter
+	case "sample", "rollback":
+		return 1<<20 + 1000
+	case "kv":
+		return 1<<20 + 1001
+	}
+	return -1
+}
+
+// mapKey names a stage as the map and its session agree on: name, then
+// the 1-based layer or filter where there is one.
+func mapKey(name string, layer, filter int) string {
+	switch {
+	case layer > 0:
+		return fmt.Sprintf("%s-%d", name, layer)
+	case filter > 0:
+		return fmt.Sprintf("%s-%d", name, filter)
+	}
+	return name
+}
+
+// MapKey is mapKey for a pipeline stage (0-based layer and sampler step,
+// -1 where they do not apply).
+func MapKey(s Stage) string { return mapKey(s.Name, s.Layer+1, s.SamplerStep+1) }
+
+// layoutBlocks draws the layers on the residual stream: attention and
+// MLP each branch off the stream and add back at a ⊕; the KV cache sits
+// below, written and read by every attention block.
+func (m *ModelMap) layoutBlocks(L *MapLayout, t int) {
+	n := max(m.Layers, 1)
+	lw := (blockX1 - blockX0) / float64(n)
+	every := int(math.Ceil(float64(n) / 10))
+	inline := lw >= 80
+	for i := range n {
+		x := blockX0 + float64(i)*lw
+		ax, mx, w := x+lw*0.06, x+lw*0.53, lw*0.40
+		L.add(m, MapPart{Key: fmt.Sprintf("attention-%d", i+1), Label: "attn", X: ax, Y: blkY, W: w, H: blkH, Stage: "attention", Layer: i + 1, Inline: inline,
+			Title: fmt.Sprintf("Layer %d attention: %d query heads (%d K/V heads) of %d values; each of the %d new positions scores every visible key, softmax(q·k/√%d), and adds the weighted values back to the stream.",
+				i+1, m.Heads, m.KVHeads, m.HeadDim, t, m.HeadDim)})
+		L.add(m, MapPart{Key: fmt.Sprintf("mlp-%d", i+1), Label: "MLP", X: mx, Y: blkY, W: w, H: blkH, Stage: "mlp", Layer: i + 1, Inline: inline,
+			Title: fmt.Sprintf("Layer %d MLP (%s): [%d × %d] → [%d × %d] → [%d × %d], added to the stream.", i+1, m.MLPKind, t, m.Embd, t, m.FFN, t, m.Embd)})
+		for _, bx := range []float64{ax, mx} {
+			L.Edges = append(L.Edges, MapEdge{X1: bx + w*0.2, Y1: streamY, X2: bx + w*0.2, Y2: blkY + blkH}, MapEdge{X1: bx + w*0.8, Y1: blkY + blkH, X2: bx + w*0.8, Y2: streamY})
+			L.Joins = append(L.Joins, MapEdge{X1: bx + w*0.8, Y1: streamY})
+		}
+		L.Under = append(L.Under, MapEdge{X1: ax + w*0.5, Y1: blkY + blkH, X2: ax + w*0.5, Y2: kvY, Dashed: true})
+		if !inline && (i%every == 0 || i == n-1) {
+			L.Texts = append(L.Texts, MapEdge{X1: x + lw/2, Y1: blkY - 5, Label: fmt.Sprintf("L%d", i+1)})
+		} else if inline {
+			L.Texts = append(L.Texts, MapEdge{X1: x + lw/2, Y1: blkY - 5, Label: fmt.Sprintf("layer %d", i+1)})
+		}
+	}
+	L.Texts = append(L.Texts, MapEdge{X1: (blockX0 + blockX1) / 2, Y1: 12, Label: fmt.Sprintf("%d layers, each attention + MLP added to the residual stream", n)})
+	L.add(m, MapPart{Key: "kv", Label: fmt.Sprintf("KV cache: %d positions × %d layers × (K, V)", m.Cached, n), X: blockX0, Y: kvY, W: blockX1 - blockX0, H: kvH, Stage: "kv", Inline: true,
+		Title: fmt.Sprintf("KV cache: every layer keeps each position's keys and values (%d K/V heads × %d values each); %d positions cached, %d bytes in use after this step.",
+			m.KVHeads, m.HeadDim, m.Cached, m.KVBytes)})
+}
+
+// layoutHead draws what follows the last layer: the final norm, logits,
+// softmax, each sampler filter and the draw, and the loop back.
+func (m *ModelMap) layoutHead(L *MapLayout, t int) {
+	L.add(m, MapPart{Key: "norm", Label: "norm", X: 745, Y: boxY, W: 52, H: boxH, Inline: true,
+		Title: fmt.Sprintf("Final %s of the last position's %d values (shown with the logits stage).", m.Norm, m.Embd)})
+	L.add(m, MapPart{Key: "logits", Label: "logits", X: 812, Y: boxY, W: 72, H: boxH, Stage: "logits", Inline: true,
+		Title: fmt.Sprintf("Logits: the last position's [1 × %d] times the output matrix [%d × %d] gives %d raw scores, one per token.", m.Embd, m.Embd, m.Vocab, m.Vocab)})
+	L.Edges = append(L.Edges, MapEdge{X1: 797, Y1: streamY, X2: 812, Y2: streamY, Label: fmt.Sprintf("[1 × %d]", m.Embd), LX: 804, LY: boxY - 8})
+	L.add(m, MapPart{Key: "softmax", Label: "softmax", X: 898, Y: boxY, W: 76, H: boxH, Stage: "softmax", Inline: true,
+		Title: fmt.Sprintf("Softmax: p = exp(z / T) / Σ exp(z / T) over all %d tokens, T = %s; the probabilities sum to 1.", m.Vocab, m.Temperature)})
+	L.Edges = append(L.Edges, MapEdge{X1: 884, Y1: streamY, X2: 898, Y2: streamY, Label: fmt.Sprintf("[1 × %d]", m.Vocab), LX: 891, LY: kvY + 12})
+	m.layoutChain(L, 990, 112)
+	st := "Sample: the token is drawn from the candidates the chain kept."
+	if m.U != "" {
+		st = fmt.Sprintf("Sample: u = %s is drawn; the token is the first whose cumulative probability passes u.", m.U)
+	}
+	L.add(m, MapPart{Key: "sample", Label: "sample", X: 1116, Y: boxY, W: 76, H: boxH, Stage: "sample", Inline: true, Title: st})
+	L.Edges = append(L.Edges, MapEdge{X1: 1102, Y1: streamY, X2: 1116, Y2: streamY})
+	L.Loop = fmt.Sprintf("M1154 %.0f L1154 %.0f L48 %.0f L48 %.0f", boxY+boxH, loopY, loopY, boxY+boxH)
+	L.Texts = append(L.Texts, MapEdge{X1: 960, Y1: loopY - 5, Label: "the drawn token is the next step's input"})
+}
+
+// layoutChain draws the sampler chain as a funnel: one slice per filter,
+// its height growing with the log of the candidates it keeps.
+func (m *ModelMap) layoutChain(L *MapLayout, x0, w float64) {
+	L.Edges = append(L.Edges, MapEdge{X1: 974, Y1: streamY, X2: x0, Y2: streamY})
+	if len(m.Filters) == 0 {
+		return
+	}
+	fw := w / float64(len(m.Filters))
+	full := math.Log(float64(max(m.Vocab, 2)) + 1)
+	counts := ""
+	for i, f := range m.Filters {
+		title := fmt.Sprintf("Sampler step %d, %s (%s): %d candidates in, %d kept.", i+1, f.Name, f.Setting, f.In, f.Out)
+		if f.Skipped {
+			title = fmt.Sprintf("Sampler step %d, %s (%s): off at this setting; all %d candidates pass.", i+1, f.Name, f.Setting, f.In)
+		}
+		h := 6 + (boxH-6)*math.Min(1, math.Log(float64(f.Out)+1)/full)
+		L.add(m, MapPart{Key: fmt.Sprintf("sampler-%d", i+1), Label: itoa(f.Out), X: x0 + float64(i)*fw + 1, Y: streamY - h/2, W: fw - 2, H: h, Stage: "sampler", Filter: i + 1, Inline: fw >= 40, Title: title})
+		if i == 0 {
+			counts = itoa(f.In)
+		}
+		if i == len(m.Filters)-1 {
+			counts += " → " + itoa(f.Out)
+		}
+	}
+	L.Texts = append(L.Texts, MapEdge{X1: x0 + w/2, Y1: boxY - 8, Label: "sampler chain"}, MapEdge{X1: x0 + w/2, Y1: kvY + 12, Label: counts + " candidates"})
+}
+
+// center is a part's middle.
+func (p MapPart) center() (float64, float64) { return p.X + p.W/2, p.Y + p.H/2 }
+
+// flow is the path the data takes from the previous stage to this one:
+// along the stream, then up or down into the part.
+func (m *ModelMap) flow(L *MapLayout) string {
+	if !m.HasPrev {
+		return ""
+	}
+	var from, to *MapPart
+	pk, hk := MapKey(m.Prev), MapKey(m.Here)
+	for i := range L.Parts {
+		switch L.Parts[i].Key {
+		case pk:
+			from = &L.Parts[i]
+		case hk:
+			to = &L.Parts[i]
+		}
+	}
+	if from == nil || to == nil {
+		return ""
+	}
+	x1, y1 := from.center()
+	x2, y2 := to.center()
+	return fmt.Sprintf("M%.1f %.1f L%.1f %.1f L%.1f %.1f L%.1f %.1f", x1, y1, x1, streamY, x2, streamY, x2, y2)
+}
+
+// where says in words where the viewer is, for the collapsed map.
+func (m *ModelMap) where() string {
+	h := m.Here
+	switch h.Name {
+	case "attention", "mlp":
+		return fmt.Sprintf("layer %d of %d · %s", h.Layer+1, m.Layers, map[string]string{"attention": "attention", "mlp": "MLP"}[h.Name])
+	case "sampler":
+		if h.SamplerStep >= 0 && h.SamplerStep < len(m.Filters) {
+			return fmt.Sprintf("sampler step %d of %d · %s", h.SamplerStep+1, len(m.Filters), m.Filters[h.SamplerStep].Name)
+		}
+	case "kv":
+		return "KV cache append"
+	}
+	return h.Name
+}
+
+// GotoStage is the stage a part opens, for its data attribute ("" for
+// none: the part is not clickable).
+func (p MapPart) GotoStage() string {
+	if p.Absent {
+		return ""
+	}
+	return p.Stage
+}
+
+// Class is a part's CSS classes.
+func (p MapPart) Class() string {
+	c := "part"
+	if p.Here {
+		c += " here"
+	}
+	if p.Done {
+		c += " done"
+	}
+	if p.Absent || p.Stage == "" {
+		c += " inert"
+	}
+	return c
+}
