@@ -3,6 +3,7 @@ package lessons
 import (
 	"embed"
 	"io/fs"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -32,12 +33,30 @@ func Builtin() (map[string]*Lesson, error) {
 	return out, nil
 }
 
-// Names lists lesson names in order.
+// Path is the suggested order of the built-in lessons: what inference
+// is first, then a token's way through the model, sampling, the chat
+// and tool formats, and the costs of serving.
+var Path = []string{
+	"what-is-inference", "tokens", "embeddings", "attention-copies-names", "prefill-and-decode", "kv-cache",
+	"logits-and-softmax", "temperature", "samplers", "seeds",
+	"chat-and-stop-tokens", "stop-conditions", "tool-calls", "reasoning-tokens", "tool-loop-api", "api-vs-inference",
+	"speculative-decoding", "quantization", "cpu-and-gpu", "what-a-token-costs", "many-users-one-model", "continuous-batching-and-memory",
+}
+
+// Names lists lesson names in order: those on the suggested Path first,
+// in its order, then any others alphabetically.
 func Names(m map[string]*Lesson) []string {
-	var n []string
-	for k := range m {
-		n = append(n, k)
+	var n, rest []string
+	for _, k := range Path {
+		if _, ok := m[k]; ok {
+			n = append(n, k)
+		}
 	}
-	sort.Strings(n)
-	return n
+	for k := range m {
+		if !slices.Contains(Path, k) {
+			rest = append(rest, k)
+		}
+	}
+	sort.Strings(rest)
+	return append(n, rest...)
 }

@@ -195,3 +195,31 @@ func TestStepsCarryForward(t *testing.T) {
 		}
 	}
 }
+
+// Every built-in lesson is on the suggested path once, and the path
+// starts with what inference is.
+func TestSuggestedPath(t *testing.T) {
+	b, err := Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := Names(b)
+	if len(names) != len(b) || names[0] != "what-is-inference" {
+		t.Fatalf("path %v", names)
+	}
+	seen := map[string]bool{}
+	for _, k := range Path {
+		if seen[k] {
+			t.Errorf("%s twice on the path", k)
+		}
+		seen[k] = true
+		if _, ok := b[k]; !ok {
+			t.Errorf("the path names %s, which is not a built-in lesson", k)
+		}
+	}
+	for k := range b {
+		if !seen[k] {
+			t.Errorf("built-in lesson %s is not on the suggested path", k)
+		}
+	}
+}

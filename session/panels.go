@@ -213,10 +213,21 @@ func (s *Session) softmaxPanel(st *trace.Step, _ trace.Stage) views.Panel {
 	probs := sample.Probabilities(st.Logits.Logits, t)
 	idx := byValueDesc(probs)
 	n := min(topN, len(probs))
-	p := &views.SoftmaxPanel{Temperature: t, Vocab: len(probs)}
-	top := float64(probs[idx[0]])
-	for _, i := range idx[:n] {
-		p.Top = append(p.Top, views.Bar{ID: int32(i), Piece: s.piece(int32(i)), Value: float64(probs[i]), Width: 100 * float64(probs[i]) / top})
+	p := &views.SoftmaxPanel{Temperature: t, RunT: Form(s.run).Temperature, Greedy: s.run.Sampler.Temperature <= 0, Vocab: len(probs),
+		TopP: s.softmaxTopP(), TempAt: -1}
+	var cum float64
+	for k, i := range idx {
+		cum += float64(probs[i])
+		if p.Kept == 0 && cum >= p.TopP-1e-9 {
+			p.Kept, p.KeptP = k+1, cum
+		}
+		if k < n {
+			p.Top = append(p.Top, views.Bar{ID: int32(i), Piece: s.piece(int32(i)), Value: float64(probs[i]), Width: 100 * float64(probs[i]),
+				Logit: float64(st.Logits.Logits[i]), Cum: cum, Out: p.Kept != 0 && k >= p.Kept})
+		}
+	}
+	if p.Kept == 0 { // rounding: the whole vocabulary
+		p.Kept, p.KeptP = len(idx), cum
 	}
 	for _, x := range probs {
 		p.Sum += float64(x)
@@ -225,26 +236,79 @@ func (s *Session) softmaxPanel(st *trace.Step, _ trace.Stage) views.Panel {
 		p.RestP += float64(probs[i])
 	}
 	p.Rest = len(probs) - n
+	for i, r := range st.Sampler {
+		p.Chain = append(p.Chain, string(r.Step))
+		if r.Step == sample.Temperature {
+			p.TempAt = i
+		}
+	}
 	return p
+}
+
+// softmaxTopP is the top-p slider's value: the sampler's unless the viewer
+// moved it (top-p 1, off, shows the whole vocabulary kept).
+func (s *Session) softmaxTopP() float64 {
+	if s.view.TopP > 0 {
+		return s.view.TopP
+	}
+	return s.run.Sampler.TopP
 }
 
 func (s *Session) samplerPanel(st *trace.Step, stage trace.Stage) views.Panel {
 	i := stage.SamplerStep
 	r := st.Sampler[i]
-	p := &views.SamplerPanel{Index: i, Count: len(st.Sampler), Name: string(r.Step), Skipped: r.Skipped, Setting: s.setting(sample.Step(r.Step)),
-		RemovedCount: r.RemovedCount, Before: r.BeforeCount, After: r.AfterCount}
-	var top float64
-	for _, c := range r.After {
-		top = max(top, float64(c.P))
+	p := &views.SamplerPanel{Index: i, Count: len(st.Sampler), Name: string(r.Step), Skipped: r.Skipped, Setting: s.setting(r.Step),
+		RemovedCount: r.RemovedCount, Before: r.BeforeCount, After: r.AfterCount, TopP: s.run.Sampler.TopP}
+	for j, x := range st.Sampler {
+		p.Funnel = append(p.Funnel, views.MapFilter{Name: string(x.Step), Setting: s.setting(x.Step), In: x.BeforeCount, Out: x.AfterCount, Skipped: x.Skipped})
+		if x.Step == sample.Temperature {
+			p.Temperature, p.AfterTemp = s.setting(x.Step), i > j
+		}
 	}
+	before := s.beforeProbs(st, i)
 	step, _ := s.cur.Position()
 	for _, c := range r.After {
-		p.Kept = append(p.Kept, views.Bar{ID: c.ID, Piece: s.piece(c.ID), Value: float64(c.P), Width: 100 * float64(c.P) / math.Max(top, 1e-12), Branch: s.branchURL(step, c.ID)})
+		p.Kept = append(p.Kept, views.Bar{ID: c.ID, Piece: s.piece(c.ID), Value: float64(c.P), Width: 100 * float64(c.P), Branch: s.branchURL(step, c.ID), Before: lookup(before, c.ID)})
 	}
 	for _, c := range r.Removed {
-		p.Removed = append(p.Removed, views.Bar{ID: c.ID, Piece: s.piece(c.ID), Removed: true})
+		p.Removed = append(p.Removed, views.Bar{ID: c.ID, Piece: s.piece(c.ID), Removed: true, Before: float64(c.P), Width: 100 * float64(c.P)})
+	}
+	if r.Step == sample.TopP && !r.Skipped && len(p.Kept) == r.AfterCount {
+		p.Cumulative = true // the cut can be checked by hand: kept, then removed, by p going in
+		var cum float64
+		for _, list := range [][]views.Bar{p.Kept, p.Removed} {
+			for k := range list {
+				cum += max(list[k].Before, 0)
+				list[k].Cum = cum
+			}
+		}
 	}
 	return p
+}
+
+// beforeProbs is each candidate's probability going into sampler step i:
+// the previous step's renormalised probabilities, or the softmax of the
+// logits at T = 1 for the first step.
+func (s *Session) beforeProbs(st *trace.Step, i int) map[int32]float64 {
+	m := map[int32]float64{}
+	if i == 0 {
+		for id, p := range sample.Probabilities(st.Logits.Logits, 1) {
+			m[int32(id)] = float64(p)
+		}
+		return m
+	}
+	for _, c := range st.Sampler[i-1].After {
+		m[c.ID] = float64(c.P)
+	}
+	return m
+}
+
+// lookup is m[id], or -1 when the trace did not record it.
+func lookup(m map[int32]float64, id int32) float64 {
+	if v, ok := m[id]; ok {
+		return v
+	}
+	return -1
 }
 
 // setting describes a sampler step's setting, as the form shows it.

@@ -391,6 +391,9 @@ func (s *Session) open(ctx context.Context, r spec.Run) error {
 	if v.Temperature > 0 {
 		s.view.Temperature = v.Temperature
 	}
+	if v.TopP > 0 {
+		s.view.TopP = v.TopP
+	}
 	return nil
 }
 
@@ -411,7 +414,7 @@ func (s *Session) seekStage(k trace.Kind, layer int) bool {
 
 // Act applies one viewer action: run (with the settings form's fields in
 // get), step, back, next-token, end, reset, temperature
-// (view_temperature), view (layer, head, scores), goto (stage, with its
+// (view_temperature), top_p (view_top_p), view (layer, head, scores), goto (stage, with its
 // 1-based layer or sampler filter: a click on the model map).
 func (s *Session) Act(ctx context.Context, action string, get spec.Getter) error {
 	s.mu.Lock()
@@ -473,6 +476,13 @@ func (s *Session) Act(ctx context.Context, action string, get spec.Getter) error
 			return &spec.Error{Param: "temperature", Value: strconv.Quote(v), Allowed: "choose 0.05 to 3"}
 		}
 		s.view.Temperature = t
+	case "top_p":
+		v, _ := get("view_top_p")
+		p, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(p >= 0.01 && p <= 1) {
+			return &spec.Error{Param: "top-p", Value: strconv.Quote(v), Allowed: "choose 0.01 to 1"}
+		}
+		s.view.TopP = p
 	case "goto":
 		return s.gotoStage(get)
 	case "view":

@@ -32,6 +32,9 @@ func (s *Session) explorer() views.Explorer {
 	}
 	if s.rec == nil || len(s.cur.Steps) == 0 {
 		e.End = true
+		if s.eng != nil && s.eng.Default() == "lesson.gguf" { // the examples are checked on it
+			e.Examples = Examples()
+		}
 		return e
 	}
 	step, si := s.cur.Position()
@@ -83,7 +86,7 @@ func (s *Session) url(stage trace.Stage) string {
 	if stage.Name != trace.StageAttention {
 		r.View.Head = 0
 	}
-	r.View.Scores, r.View.Temperature = false, 0
+	r.View.Scores, r.View.Temperature, r.View.TopP = false, 0, 0
 	return "/?" + r.Query().Encode()
 }
 

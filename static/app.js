@@ -3,6 +3,8 @@
 // strips painted on canvases and the model map's clicks.
 (function () {
   "use strict";
+  // the projector theme outlives reloads and follows the viewer across pages
+  try { const th = localStorage.getItem("stepthrough-theme"); if (th) document.documentElement.dataset.theme = th; } catch (_) { /* storage off */ }
   function send(action) {
     const el = document.getElementById("action-" + action);
     if (el) el.click();
@@ -14,6 +16,17 @@
     document.body.dataset.playing = "true";
     timer = setInterval(() => send("step"), Math.max(50, speed));
   }
+  // A panel's slider and the settings form agree: moving the softmax
+  // panel's temperature or top-p writes the value into the form, so the
+  // next Run samples with what the bars show.
+  document.addEventListener("input", (e) => {
+    const r = e.target;
+    if (!(r instanceof HTMLInputElement) || !r.dataset.formField) return;
+    const f = document.querySelector(`form.settings [name="${r.dataset.formField}"]`);
+    if (f) f.value = r.value;
+    const o = r.parentElement && r.parentElement.querySelector("output");
+    if (o) o.textContent = r.value;
+  });
   // A click on the model map or a pipeline chip goes to that stage: the
   // hidden goto form carries it over the page's WebSocket.
   function gotoStage(el) {
@@ -37,6 +50,7 @@
     if (t) {
       const root = document.documentElement;
       root.dataset.theme = root.dataset.theme === "projector" ? "" : "projector";
+      try { localStorage.setItem("stepthrough-theme", root.dataset.theme); } catch (_) { /* storage off */ }
     }
   });
   document.addEventListener("keydown", (e) => {

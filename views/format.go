@@ -78,3 +78,29 @@ func stripValues(v []float32) string {
 	}
 	return string(b)
 }
+
+// beforePct is a probability going into a sampler step ("—" when the
+// trace did not record it).
+func beforePct(p float64) string {
+	if p < 0 {
+		return "—"
+	}
+	return pct(p)
+}
+
+// funnelWidth is a funnel bar's width for n candidates out of all: the
+// log scale keeps 1 of 50,000 visible beside 50,000.
+func funnelWidth(n, all int) float64 {
+	if all < 2 {
+		return 420
+	}
+	return 20 + 400*math.Log(float64(n)+1)/math.Log(float64(all)+1)
+}
+
+// endOf is the full stop after the last item of a list of n.
+func endOf(i, n int) string {
+	if i == n-1 {
+		return "."
+	}
+	return ""
+}

@@ -41,6 +41,12 @@ type Explorer struct {
 	Timing      Timing
 	Panel       Panel
 	Map         *ModelMap
+	Examples    []Example // offered before the first run
+}
+
+// Example is an example prompt on the first page.
+type Example struct {
+	Prompt, Why, URL string
 }
 
 // GenToken is a generated token.
@@ -157,6 +163,10 @@ type Bar struct {
 	Removed bool
 	Chosen  bool
 	Branch  string // a Compare link that forces this token instead ("what if?")
+	Logit   float64
+	Before  float64 // probability before this sampler step (-1: not recorded)
+	Cum     float64 // cumulative probability down the list
+	Out     bool    // below the top-p cut
 }
 
 // LogitsPanel is the top raw logits.
@@ -169,14 +179,22 @@ type LogitsPanel struct {
 	Vocab   int
 }
 
-// SoftmaxPanel is probabilities at a temperature, before any sampler step.
+// SoftmaxPanel is probabilities at a temperature, before any sampler step,
+// with the nucleus a top-p slider cuts from them.
 type SoftmaxPanel struct {
-	Temperature float64
-	Top         []Bar
+	Temperature float64 // the slider's
+	RunT        string  // the run's temperature, as the form shows it
+	Greedy      bool    // the run samples at T = 0 (the argmax)
+	Top         []Bar   // Value: p at Temperature; Cum: cumulative
 	Rest        int     // tokens not listed
 	RestP       float64 // their total probability
 	Sum         float64 // over the whole vocabulary
 	Vocab       int
+	TopP        float64  // the slider's top-p
+	Kept        int      // tokens in the nucleus at TopP
+	KeptP       float64  // their probability
+	Chain       []string // the run's sampler chain in order
+	TempAt      int      // the temperature step's index in Chain (-1: none)
 }
 
 // SamplerPanel is one step of the chain.
@@ -185,10 +203,15 @@ type SamplerPanel struct {
 	Name          string
 	Skipped       bool
 	Setting       string
-	Kept          []Bar // after the step, renormalised
-	Removed       []Bar
+	Kept          []Bar // after the step, renormalised; Before: p going in
+	Removed       []Bar // Before: p going in
 	RemovedCount  int
 	Before, After int
+	Funnel        []MapFilter // the whole chain's counts, for the funnel
+	Cumulative    bool        // top-p: Cum is the running sum of Before
+	TopP          float64
+	Temperature   string // the temperature step's setting; "" when it is not in the chain
+	AfterTemp     bool   // this step follows the temperature step
 }
 
 // SamplePanel is the draw.

@@ -91,6 +91,11 @@ func FromForm(get Getter, base Run) (Run, error) {
 			return base, err
 		}
 	}
+	if v, ok := get("view_top_p"); ok && v != "" {
+		if err := number("view top-p", &r.View.TopP, v); err != nil {
+			return base, err
+		}
+	}
 	if err := r.Validate(); err != nil {
 		return base, err
 	}
@@ -134,6 +139,9 @@ func (r Run) Query() url.Values {
 	}
 	if r.View.Temperature != 0 {
 		v.Set("view_temperature", fstr(r.View.Temperature))
+	}
+	if r.View.TopP != 0 {
+		v.Set("view_top_p", fstr(r.View.TopP))
 	}
 	return v
 }

@@ -80,6 +80,9 @@ type View struct {
 	Scores    bool   `json:"scores,omitempty"`
 	// Temperature is the softmax slider's value; 0: the sampler's.
 	Temperature float64 `json:"view_temperature,omitempty"`
+	// TopP is the softmax panel's top-p slider: where it cuts the
+	// nucleus; 0: the sampler's top-p.
+	TopP float64 `json:"view_top_p,omitempty"`
 }
 
 // Default is the run a new Explorer starts from: llama.cpp's sampler
@@ -141,6 +144,8 @@ func (r *Run) Validate() error {
 		return &Error{"layer", fmt.Sprint(r.View.Layer), "a layer from 1"}
 	case r.View.Temperature != 0 && !(r.View.Temperature >= 0.05 && r.View.Temperature <= 3):
 		return &Error{"view temperature", fmt.Sprint(r.View.Temperature), "choose 0.05 to 3"}
+	case r.View.TopP != 0 && !(r.View.TopP >= 0.01 && r.View.TopP <= 1):
+		return &Error{"view top-p", fmt.Sprint(r.View.TopP), "choose 0.01 to 1"}
 	}
 	return r.Sampler.Validate()
 }

@@ -1,0 +1,121 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+)
+
+// rows reads the softmax panel's rows: p, cumulative and logit.
+func rows(t *testing.T, ctx context.Context) [][3]float64 {
+	t.Helper()
+	raw := eval[[][]string](t, ctx, `[...document.querySelectorAll('[data-testid="prob"]')].map(r => [r.dataset.p, r.dataset.cum, r.dataset.logit, r.querySelector('[data-testid="pbar"]').getAttribute('width')])`, false)
+	var out [][3]float64
+	for _, r := range raw {
+		var v [4]float64
+		for i := range v {
+			v[i], _ = strconv.ParseFloat(r[i], 64)
+		}
+		if math.Abs(v[3]-100*v[0]) > 0.01 {
+			t.Errorf("a bar %g%% wide for p %g: bars must be the probability on one scale", v[3], v[0])
+		}
+		out = append(out, [3]float64{v[0], v[1], v[2]})
+	}
+	return out
+}
+
+// The softmax and sampler pictures in a real browser: the first page's
+// examples, bars on one 0–100% scale whose ratios are the engine's
+// logits at the slider's T, the top-p slider moving the cut by the
+// cumulative column with no forward pass, the slider writing into the
+// settings form, and the sampler's funnel and cumulative column.
+func TestSoftmaxAndSamplerPicturesInBrowser(t *testing.T) {
+	ctx, base := browserWith(t, Config{Embedded: lessonModels()})
+	do(t, ctx, chromedp.EmulateViewport(1280, 900), chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="start-here"]`)))
+	if n := eval[int](t, ctx, `document.querySelectorAll('[data-testid="example"]').length`, false); n < 3 {
+		t.Fatalf("%d example prompts on the first page", n)
+	}
+	screenshot(t, ctx, "first-page")
+	do(t, ctx, chromedp.Click(chromedp.CSS(`[data-testid="example"]`)), chromedp.WaitVisible(chromedp.CSS(`[data-stage="tokenize"]`)))
+	click(t, ctx, `[data-testid="map-softmax"]`)
+	waitChange(t, ctx, "[data-current-stage]", "data-current-stage", "tokenize")
+	temp := eval[string](t, ctx, `document.querySelector('input[name="view_temperature"]').value`, false)
+	if f := eval[string](t, ctx, `document.querySelector('form.settings input[name="temperature"]').value`, false); f != temp {
+		t.Errorf("the slider says T = %s, the settings form %s", temp, f)
+	}
+	T, _ := strconv.ParseFloat(temp, 64)
+	check := func(T float64) [][3]float64 {
+		r := rows(t, ctx)
+		for i := 1; i < len(r); i++ { // p_i / p_j = exp((z_i − z_j) / T)
+			if r[i][0] > 1e-6 && math.Abs(math.Log(r[i-1][0]/r[i][0])*T-(r[i-1][2]-r[i][2])) > 2e-3 {
+				t.Errorf("rows %d and %d: p %g, %g do not follow logits %g, %g at T = %g", i-1, i, r[i-1][0], r[i][0], r[i-1][2], r[i][2], T)
+			}
+		}
+		return r
+	}
+	check(T)
+	if s := sumProbs(t, ctx); math.Abs(s-1) > 1e-4 {
+		t.Errorf("probabilities sum to %g", s)
+	}
+	if !strings.Contains(eval[string](t, ctx, `document.querySelector('[data-testid="chain-order"]').textContent`, false), "temperature") {
+		t.Error("the softmax panel does not say where temperature sits in the chain")
+	}
+	forwards := attr(t, ctx, "#state", "data-forwards")
+	for _, p := range []string{"0.5", "0.8", "0.3"} {
+		before := attr(t, ctx, `[data-testid="nucleus"]`, "data-top-p")
+		eval[any](t, ctx, fmt.Sprintf(`(() => { const r = document.querySelector('input[name="view_top_p"]'); r.value = %q; r.dispatchEvent(new Event('input', {bubbles: true})); return null; })()`, p), false)
+		waitChange(t, ctx, `[data-testid="nucleus"]`, "data-top-p", before)
+		want, _ := strconv.ParseFloat(p, 64)
+		kept, _ := strconv.Atoi(attr(t, ctx, `[data-testid="nucleus"]`, "data-kept"))
+		r := check(T)
+		if kept < 1 || kept > len(r) {
+			t.Fatalf("top-p %s keeps %d of %d listed", p, kept, len(r))
+		}
+		if r[kept-1][1] < want-1e-9 || (kept > 1 && r[kept-2][1] >= want) {
+			t.Errorf("top-p %s: the cut after row %d, cumulative %g then %g", p, kept, r[max(kept-2, 0)][1], r[kept-1][1])
+		}
+		if a := attr(t, ctx, `[data-testid="topp-cut"]`, "data-after"); a != strconv.Itoa(kept) {
+			t.Errorf("top-p %s: the cut line after row %s, want %d", p, a, kept)
+		}
+		if f := eval[string](t, ctx, `document.querySelector('form.settings input[name="top_p"]').value`, false); f != p {
+			t.Errorf("top-p slider %s, settings form %s", p, f)
+		}
+	}
+	if f := attr(t, ctx, "#state", "data-forwards"); f != forwards {
+		t.Errorf("moving the top-p slider ran the model: forwards %s → %s", forwards, f)
+	}
+	screenshot(t, ctx, "softmax-top-p")
+	// the sampler: a funnel of the chain's counts, p going in, and at
+	// top-p the cumulative column the cut follows
+	click(t, ctx, `[data-testid="map-sampler-4"]`)
+	waitChange(t, ctx, "[data-current-stage]", "data-current-stage", "softmax")
+	steps := eval[[][]string](t, ctx, `[...document.querySelectorAll('[data-testid="funnel-step"]')].map(g => [g.dataset.in, g.dataset.out])`, false)
+	chips := eval[int](t, ctx, `document.querySelectorAll('.strip li[data-goto-stage="sampler"]').length`, false)
+	if len(steps) != chips {
+		t.Errorf("funnel of %d steps, the chain has %d", len(steps), chips)
+	}
+	for i := 1; i < len(steps); i++ {
+		if steps[i][0] != steps[i-1][1] {
+			t.Errorf("funnel step %d takes %s in, the step before kept %s", i+1, steps[i][0], steps[i-1][1])
+		}
+	}
+	if st := attr(t, ctx, "[data-current-stage]", "data-sampler-step"); st != "3" || eval[int](t, ctx, `document.querySelectorAll('[data-testid="topp-rule"]').length`, false) != 1 {
+		t.Errorf("at sampler step index %s: no top-p rule and cumulative column", st)
+	} else {
+		kept := eval[[]string](t, ctx, `[...document.querySelectorAll('[data-testid="kept"]')].map(r => r.dataset.cum)`, false)
+		last, _ := strconv.ParseFloat(kept[len(kept)-1], 64)
+		prev := 0.0
+		if len(kept) > 1 {
+			prev, _ = strconv.ParseFloat(kept[len(kept)-2], 64)
+		}
+		if last < 0.95-1e-6 || prev >= 0.95 {
+			t.Errorf("top-p 0.95 kept %d: cumulative %g then %g", len(kept), prev, last)
+		}
+	}
+	screenshot(t, ctx, "sampler-funnel")
+}
