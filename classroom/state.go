@@ -81,7 +81,7 @@ func legacyState(b []byte) (State, error) {
 	keys := map[string]string{"Prompt": "prompt", "Model": "model", "Backend": "backend", "Temperature": "temperature", "TopK": "top_k", "TopP": "top_p",
 		"MinP": "min_p", "TypicalP": "typical_p", "RepeatPenalty": "repeat_penalty", "RepeatLastN": "repeat_last_n", "FreqPen": "frequency_penalty",
 		"PresPen": "presence_penalty", "Seed": "seed", "Order": "order", "MaxTokens": "max_tokens"}
-	form := map[string]string{"step": strconv.Itoa(old.Step), "stage": strconv.Itoa(old.Stage), "head": strconv.Itoa(old.Head)}
+	form := map[string]string{"step": strconv.Itoa(old.Step), "stage": strconv.Itoa(old.Stage), "head": strconv.Itoa(old.Head + 1)} // links count heads from 1
 	for k, v := range old.Settings {
 		if key, ok := keys[k]; ok {
 			form[key] = v

@@ -141,7 +141,7 @@ func panelNumbers(p views.Panel) []string {
 			want = append(want, fmt.Sprintf("u = %.4f", p.U))
 		}
 	case *views.KVPanel:
-		want = append(want, fmt.Sprintf("KV cache: %d of %d positions, %d bytes used of %d allocated", p.Len, p.Capacity, p.BytesUsed, p.BytesAlloc))
+		want = append(want, fmt.Sprintf("%d of %d positions cached, %d bytes used (%d per position per layer); %d read, not recomputed", p.Len, p.Capacity, p.BytesUsed, p.RowBytes, p.Saved))
 	}
 	return want
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -67,6 +68,16 @@ func TestModelMapInBrowser(t *testing.T) {
 	if n := eval[int](t, ctx, `document.querySelectorAll('[data-testid="generated-token"]').length`, false); n != 1 {
 		t.Errorf("%d generated tokens shown after the draw, want 1", n)
 	}
+	// the KV table on a decode step: one row appended, the rest read
+	eval[any](t, ctx, `document.dispatchEvent(new KeyboardEvent('keydown', {key: 'n', bubbles: true}))`, false)
+	waitChange(t, ctx, "[data-current-stage]", "data-current-stage", "kv")
+	click(t, ctx, `[data-testid="map-kv"]`)
+	waitChange(t, ctx, "[data-current-stage]", "data-current-stage", "embed")
+	kv := eval[[]string](t, ctx, `[...document.querySelectorAll('[data-testid="kv-row"]')].map(r => r.dataset.pos + ':' + r.dataset.new)`, false)
+	if len(kv) < 2 || kv[len(kv)-1] != fmt.Sprintf("%d:true", len(kv)-1) || strings.Count(strings.Join(kv, " "), "true") != 1 {
+		t.Errorf("KV table on a decode step: %v, want one new row, the last", kv)
+	}
+	screenshot(t, ctx, "kv-table")
 	// reduced motion: no flow animation
 	do(t, ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
 		_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Features: []*emulation.MediaFeature{{Name: "prefers-reduced-motion", Value: "reduce"}}})

@@ -140,3 +140,52 @@ func TestGeneratedTextWaitsForTheDraw(t *testing.T) {
 		}
 	}
 }
+
+// The KV cache table: on the prompt's step every position is new; on a
+// decode step one row is appended and the rest were read, not
+// recomputed; the bytes per position are the engine's bytes over its
+// rows.
+func TestKVTable(t *testing.T) {
+	reg := registry(t)
+	ctx := context.Background()
+	se := New("k", "", reg)
+	defer se.Close()
+	r := run("Once upon a time")
+	r.Sampler.Seed, r.Sampler.SeedSet = 3, true
+	if err := se.Run(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	for step := range 2 {
+		if err := se.Act(ctx, "goto", getter(map[string]string{"stage": "kv"})); err != nil {
+			t.Fatal(err)
+		}
+		k, ok := se.Explorer().Panel.(*views.KVPanel)
+		if !ok {
+			t.Fatalf("step %d: no KV panel", step)
+		}
+		st := se.cur.Steps[step]
+		newRows := 0
+		for _, p := range k.Positions {
+			if p.New != (p.Pos >= st.Pos0) {
+				t.Errorf("step %d: position %d new=%v (step starts at %d)", step, p.Pos, p.New, st.Pos0)
+			}
+			if p.New {
+				newRows++
+			}
+		}
+		if k.Appended != st.N || newRows != st.N || k.Saved != st.Pos0 || k.Len != st.Pos0+st.N {
+			t.Errorf("step %d: appended %d, %d new rows, saved %d, len %d; the step fed %d tokens from %d", step, k.Appended, newRows, k.Saved, k.Len, st.N, st.Pos0)
+		}
+		if k.RowBytes == 0 || k.RowBytes*len(k.Layers)*k.Len != k.BytesUsed {
+			t.Errorf("step %d: %d bytes per row × %d layers × %d positions ≠ %d bytes in use", step, k.RowBytes, len(k.Layers), k.Len, k.BytesUsed)
+		}
+		for _, l := range k.Layers[:k.LayersDrawn] {
+			if len(l.NewK) != 1 || len(l.NewV) != 1 || len(l.NewK[0].Values) != se.m.Config.KVDim() || len(l.NewV[0].Values) != se.m.Config.KVDim() {
+				t.Errorf("step %d layer %d: K rows %d, V rows %d", step, l.Layer, len(l.NewK), len(l.NewV))
+			}
+		}
+		if err := se.Act(ctx, "next-token", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

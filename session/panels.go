@@ -98,18 +98,37 @@ func (s *Session) samplePanel(st *trace.Step, _ trace.Stage) views.Panel {
 }
 
 func (s *Session) kvPanel(st *trace.Step, _ trace.Stage) views.Panel {
-	k := &views.KVPanel{}
+	k := &views.KVPanel{Saved: st.Pos0}
 	for _, L := range st.Layers {
 		kl := views.KVLayer{Layer: L.Index, Len: L.KVLen}
-		from := max(0, len(L.NewK)-maxKVRows) // a long prompt's rows: the last few tell the story
-		kl.NotDrawn = from
-		for i, row := range L.NewK[from:] {
-			kl.NewK = append(kl.NewK, vecRow(fmt.Sprintf("K row, position %d", st.First+from+i), row))
+		if len(k.Layers) < maxKVLayers {
+			from := max(0, len(L.NewK)-1) // the newest row tells the story
+			kl.NotDrawn = from
+			for i, row := range L.NewK[from:] {
+				kl.NewK = append(kl.NewK, vecRow(fmt.Sprintf("K, position %d", st.First+from+i), row))
+			}
+			for i, row := range L.NewV[min(from, len(L.NewV)):] {
+				kl.NewV = append(kl.NewV, vecRow(fmt.Sprintf("V, position %d", st.First+from+i), row))
+			}
+			k.LayersDrawn++
 		}
 		k.Layers = append(k.Layers, kl)
 		k.BytesUsed, k.BytesAlloc, k.Len, k.Capacity = L.KVBytesUsed, L.KVBytesAll, L.KVLen, L.KVCapacity
 	}
-	k.Saved = st.Pos0
+	k.Appended = k.Len - st.Pos0
+	if n := len(k.Layers); n > 0 && k.Len > 0 {
+		k.RowBytes = k.BytesUsed / (n * k.Len)
+	}
+	labels := s.pieces(st)
+	first := max(0, k.Len-maxKVPositions)
+	k.NotListed = first
+	for p := first; p < k.Len; p++ {
+		tok := ""
+		if p < len(labels) {
+			tok = labels[p]
+		}
+		k.Positions = append(k.Positions, views.KVPos{Pos: p, Token: tok, New: p >= st.Pos0})
+	}
 	return k
 }
 

@@ -188,10 +188,12 @@ func (s *Session) spec() spec.Run {
 		r.Sampler.Seed, r.Sampler.SeedSet = s.smp.Seed(), true
 	}
 	r.View = s.view
-	r.View.StageName, r.View.Layer = "", -1
+	r.View.StageName, r.View.Layer, r.View.Filter = "", -1, 0
 	r.View.Token, r.View.Stage = 0, 0
 	if len(s.cur.Steps) > 0 {
 		r.View.Token, r.View.Stage = s.cur.Position()
+		_, st := s.cur.Current() // by name too: stable across token steps
+		r.View.StageName, r.View.Layer, r.View.Filter = string(st.Name), st.Layer, st.SamplerStep+1
 	}
 	return r
 }
@@ -377,7 +379,7 @@ func (s *Session) open(ctx context.Context, r spec.Run) error {
 	}
 	found := false
 	if v.StageName != "" {
-		found = s.cur.Seek(v.Token, 0) && s.seekStage(trace.Kind(v.StageName), v.Layer)
+		found = s.cur.Seek(v.Token, 0) && s.seekStage(trace.Kind(v.StageName), v.Layer, v.Filter-1)
 	} else {
 		found = s.cur.Seek(v.Token, v.Stage)
 	}
@@ -398,14 +400,16 @@ func (s *Session) open(ctx context.Context, r spec.Run) error {
 }
 
 // seekStage moves, within the current token step, to the first stage of
-// kind k (and in layer, when layer >= 0); it reports whether one exists.
-func (s *Session) seekStage(k trace.Kind, layer int) bool {
+// kind k (in layer, for attention and MLP, when layer >= 0; at sampler
+// step filter when filter >= 0); it reports whether one exists.
+func (s *Session) seekStage(k trace.Kind, layer, filter int) bool {
 	if len(s.cur.Steps) == 0 {
 		return false
 	}
 	step, _ := s.cur.Position()
+	layered := k == trace.StageAttention || k == trace.StageMLP
 	for i, st := range trace.Stages(s.cur.Steps[step]) {
-		if st.Name == k && (layer < 0 || st.Layer == layer) {
+		if st.Name == k && (!layered || layer < 0 || st.Layer == layer) && (filter < 0 || st.SamplerStep == filter) {
 			return s.cur.Seek(step, i)
 		}
 	}
@@ -488,7 +492,7 @@ func (s *Session) Act(ctx context.Context, action string, get spec.Getter) error
 	case "view":
 		if v, ok := get("layer"); ok { // jump to that layer's attention stage
 			if n, err := strconv.Atoi(v); err == nil {
-				s.seekStage(trace.StageAttention, n)
+				s.seekStage(trace.StageAttention, n, -1)
 			}
 		}
 		if v, ok := get("head"); ok {

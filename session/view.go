@@ -13,8 +13,9 @@ import (
 // Rows drawn as heat strips at most (each value is a cell with its number
 // on hover); a long prompt's earlier rows are counted, not drawn.
 const (
-	maxEmbedRows = 16
-	maxKVRows    = 4
+	maxEmbedRows   = 16
+	maxKVLayers    = 6  // layers whose newest K and V rows are drawn
+	maxKVPositions = 24 // positions listed in the cache table
 )
 
 // Explorer builds the view model of the viewer's current view (without

@@ -238,14 +238,27 @@ type KVPanel struct {
 	BytesAlloc    int
 	Len, Capacity int
 	Saved         int // positions not recomputed this step thanks to the cache
+	Appended      int // positions appended this step, in every layer
+	RowBytes      int // bytes one position takes in one layer (K and V)
+	Positions     []KVPos
+	NotListed     int // earlier positions counted, not listed
+	LayersDrawn   int // layers whose new K and V rows are drawn
 }
 
-// KVLayer is one layer's cache growth.
+// KVPos is one cached position in the table.
+type KVPos struct {
+	Pos   int
+	Token string
+	New   bool // appended this step; otherwise read from the cache
+}
+
+// KVLayer is one layer's cache growth: the newest row's K and V.
 type KVLayer struct {
 	Layer    int
 	Len      int
 	NewK     []VecRow // the last rows appended this step
-	NotDrawn int      // rows appended this step before those
+	NewV     []VecRow
+	NotDrawn int // rows appended this step before those
 }
 
 // SpeculativePanel is one round of speculative decoding, drawn up to its

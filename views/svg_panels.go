@@ -125,11 +125,17 @@ func (s *SamplePanel) svg(d *svgDoc) {
 
 func (k *KVPanel) svg(d *svgDoc) {
 	d.y += 6
-	d.text(16, d.y, 13, "normal", fmt.Sprintf("KV cache: %d of %d positions, %d bytes used of %d allocated; %d positions not recomputed this step", k.Len, k.Capacity, k.BytesUsed, k.BytesAlloc, k.Saved))
+	d.text(16, d.y, 13, "normal", fmt.Sprintf("KV cache: appended %d positions to each of %d layers; %d of %d positions cached, %d bytes used (%d per position per layer); %d read, not recomputed",
+		k.Appended, len(k.Layers), k.Len, k.Capacity, k.BytesUsed, k.RowBytes, k.Saved))
 	for _, l := range k.Layers {
-		for _, r := range l.NewK {
-			r.Label = fmt.Sprintf("layer %d (%d positions): %s", l.Layer+1, l.Len, r.Label)
+		for i, r := range l.NewK {
+			r.Label = fmt.Sprintf("layer %d: %s", l.Layer+1, r.Label)
 			d.strip(r)
+			if i < len(l.NewV) {
+				v := l.NewV[i]
+				v.Label = fmt.Sprintf("layer %d: %s", l.Layer+1, v.Label)
+				d.strip(v)
+			}
 		}
 	}
 }

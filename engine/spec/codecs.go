@@ -73,15 +73,8 @@ func FromForm(get Getter, base Run) (Run, error) {
 		}
 	}
 	r.defaultDraftK()
-	for _, f := range []struct {
-		key, name string
-		dst       *int
-	}{{"step", "step", &r.View.Token}, {"stage", "stage", &r.View.Stage}, {"head", "head", &r.View.Head}} {
-		if v, ok := get(f.key); ok && v != "" {
-			if err := whole(f.name, f.dst, v); err != nil {
-				return base, err
-			}
-		}
+	if err := viewFrom(get, &r.View); err != nil {
+		return base, err
 	}
 	if _, ok := get("scores"); ok {
 		r.View.Scores = true
@@ -107,7 +100,8 @@ func FromQuery(q url.Values, base Run) (Run, error) { return FromForm(QueryGette
 
 // Query writes r as URL parameters that FromQuery reads back: every
 // setting, the seed (give a run's drawn seed to make the link reproduce
-// it), and the view (step, stage, head when not 0, scores when shown).
+// it), and the view (step, stage by name with its 1-based layer or
+// filter, the 1-based head when not the first, scores when shown).
 func (r Run) Query() url.Values {
 	v := url.Values{}
 	v.Set("prompt", r.Prompt)
@@ -129,11 +123,7 @@ func (r Run) Query() url.Values {
 		v.Set("draft", r.Draft)
 		v.Set("draft_k", strconv.Itoa(r.DraftK))
 	}
-	v.Set("step", strconv.Itoa(r.View.Token))
-	v.Set("stage", strconv.Itoa(r.View.Stage))
-	if r.View.Head > 0 {
-		v.Set("head", strconv.Itoa(r.View.Head))
-	}
+	r.View.query(v)
 	if r.View.Scores {
 		v.Set("scores", "1")
 	}
@@ -323,4 +313,66 @@ func Unmarshal(data []byte) (Run, error) {
 		return r, fmt.Errorf("stored run: %w", err)
 	}
 	return r, nil
+}
+
+// viewFrom reads where a link stands: step; stage by name ("attention"
+// with a 1-based layer, "sampler" with a 1-based filter) or, in older
+// links, by index; and the 1-based head.
+func viewFrom(get Getter, w *View) error {
+	if v, ok := get("step"); ok && v != "" {
+		if err := whole("step", &w.Token, v); err != nil {
+			return err
+		}
+	}
+	if v, ok := get("stage"); ok && v != "" {
+		if v[0] >= '0' && v[0] <= '9' {
+			if err := whole("stage", &w.Stage, v); err != nil {
+				return err
+			}
+		} else {
+			if len(v) > 16 || strings.Trim(v, "abcdefghijklmnopqrstuvwxyz") != "" {
+				return &Error{"stage", strconv.Quote(v), "a stage name such as attention, softmax or sampler"}
+			}
+			w.StageName, w.Layer = v, -1
+		}
+	}
+	for _, f := range []struct {
+		key string
+		dst *int
+	}{{"layer", &w.Layer}, {"filter", &w.Filter}, {"head", &w.Head}} {
+		if v, ok := get(f.key); ok && v != "" {
+			var n int
+			if err := whole(f.key, &n, v); err != nil {
+				return err
+			}
+			if n < 1 {
+				return &Error{f.key, v, "counts from 1, as on the page"}
+			}
+			*f.dst = n - 1
+			if f.key == "filter" {
+				*f.dst = n
+			}
+		}
+	}
+	return nil
+}
+
+// query writes the view: the stage by name, so a link lands on the same
+// stage whichever token step it names.
+func (w View) query(v url.Values) {
+	v.Set("step", strconv.Itoa(w.Token))
+	if w.StageName != "" {
+		v.Set("stage", w.StageName)
+		if w.Layer >= 0 && (w.StageName == "attention" || w.StageName == "mlp") {
+			v.Set("layer", strconv.Itoa(w.Layer+1))
+		}
+		if w.Filter > 0 {
+			v.Set("filter", strconv.Itoa(w.Filter))
+		}
+	} else {
+		v.Set("stage", strconv.Itoa(w.Stage))
+	}
+	if w.Head > 0 {
+		v.Set("head", strconv.Itoa(w.Head+1))
+	}
 }

@@ -76,6 +76,7 @@ type View struct {
 	// of that name (in that layer, when Layer >= 0) wins over Stage.
 	StageName string `json:"stage_name,omitempty"`
 	Layer     int    `json:"layer,omitempty"`
+	Filter    int    `json:"filter,omitempty"` // the sampler step, 1-based; 0: the first
 	Head      int    `json:"head,omitempty"` // attention head shown, 0-based
 	Scores    bool   `json:"scores,omitempty"`
 	// Temperature is the softmax slider's value; 0: the sampler's.
@@ -140,6 +141,8 @@ func (r *Run) Validate() error {
 		return &Error{"stage", fmt.Sprint(r.View.Stage), "a stage index from 0"}
 	case r.View.Head < 0 || r.View.Head > 1<<16:
 		return &Error{"head", fmt.Sprint(r.View.Head), "a head index from 0"}
+	case r.View.Filter < 0 || r.View.Filter > 64:
+		return &Error{"filter", fmt.Sprint(r.View.Filter), "a sampler step from 1"}
 	case r.View.Layer < -1 || r.View.Layer > 1<<16:
 		return &Error{"layer", fmt.Sprint(r.View.Layer), "a layer from 1"}
 	case r.View.Temperature != 0 && !(r.View.Temperature >= 0.05 && r.View.Temperature <= 3):
