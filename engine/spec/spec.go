@@ -77,7 +77,7 @@ type View struct {
 	StageName string `json:"stage_name,omitempty"`
 	Layer     int    `json:"layer,omitempty"`
 	Filter    int    `json:"filter,omitempty"` // the sampler step, 1-based; 0: the first
-	Head      int    `json:"head,omitempty"` // attention head shown, 0-based
+	Head      int    `json:"head,omitempty"`   // attention head shown, 0-based
 	Scores    bool   `json:"scores,omitempty"`
 	// Temperature is the softmax slider's value; 0: the sampler's.
 	Temperature float64 `json:"view_temperature,omitempty"`
