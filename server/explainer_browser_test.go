@@ -42,8 +42,27 @@ func TestSoftmaxAndSamplerPicturesInBrowser(t *testing.T) {
 	}
 	screenshot(t, ctx, "first-page")
 	do(t, ctx, chromedp.Click(chromedp.CSS(`[data-testid="example"]`)), chromedp.WaitVisible(chromedp.CSS(`[data-stage="tokenize"]`)))
-	click(t, ctx, `[data-testid="map-softmax"]`)
+	// attention: the arcs are the current row of the heatmap; a head
+	// thumbnail shows that head
+	click(t, ctx, `[data-testid="map-attention-2"]`)
 	waitChange(t, ctx, "[data-current-stage]", "data-current-stage", "tokenize")
+	arcs := eval[[]string](t, ctx, `[...document.querySelectorAll('[data-testid="attn-arc"]')].map(a => a.dataset.w)`, false)
+	last := eval[[]string](t, ctx, `(() => { const c = [...document.querySelectorAll('[data-testid="attn-cell"]')]; const q = Math.max(...c.map(x => +x.dataset.q)); return c.filter(x => +x.dataset.q === q).map(x => x.dataset.w); })()`, false)
+	if len(arcs) == 0 || strings.Join(arcs, " ") != strings.Join(last, " ") {
+		t.Errorf("arcs %v, the heatmap's current row %v", arcs, last)
+	}
+	if n := eval[int](t, ctx, `document.querySelectorAll('[data-testid="head-thumb"]').length`, false); n < 2 {
+		t.Errorf("%d head thumbnails", n)
+	}
+	click(t, ctx, `[data-testid="head-thumb"][data-head="1"]`)
+	waitChange(t, ctx, `[data-stage="attention"] h2`, "data-head", "0")
+	if h := attr(t, ctx, `[data-stage="attention"] h2`, "data-head"); h != "1" {
+		t.Errorf("head thumbnail 2: showing head index %s", h)
+	}
+	do(t, ctx, chromedp.Click(chromedp.CSS(`[data-testid="attn-math"] summary`)))
+	screenshot(t, ctx, "attention")
+	click(t, ctx, `[data-testid="map-softmax"]`)
+	waitChange(t, ctx, "[data-current-stage]", "data-current-stage", "attention")
 	temp := eval[string](t, ctx, `document.querySelector('input[name="view_temperature"]').value`, false)
 	if f := eval[string](t, ctx, `document.querySelector('form.settings input[name="temperature"]').value`, false); f != temp {
 		t.Errorf("the slider says T = %s, the settings form %s", temp, f)

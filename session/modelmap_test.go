@@ -56,7 +56,7 @@ func TestModelMapFromTheModel(t *testing.T) {
 		t.Errorf("tokenize %+v, embed %+v, norm %+v", parts["tokenize"], parts["embed"], parts["norm"])
 	}
 	if a := parts["attention-2"].Title; !strings.Contains(a, fmt.Sprintf("%d query heads (%d K/V heads) of %d values", c.Heads, c.KVHeads, c.HeadDim)) ||
-		!strings.Contains(a, fmt.Sprintf("each of the %d new positions", st.N)) {
+		!strings.Contains(a, fmt.Sprintf("each of the %d new positions weighs the visible keys by softmax(q·k/√%d)", st.N, c.HeadDim)) {
 		t.Errorf("attention title %q", a)
 	}
 	last := st.Layers[len(st.Layers)-1]
@@ -186,6 +186,41 @@ func TestKVTable(t *testing.T) {
 		}
 		if err := se.Act(ctx, "next-token", nil); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// The attention row's arithmetic: exp(score − max) ÷ Σ is the engine's
+// weight for every key; the arcs are that row; the head grid has a strip
+// per head.
+func TestAttentionRowArithmetic(t *testing.T) {
+	reg := registry(t)
+	ctx := context.Background()
+	se := New("a", "", reg)
+	defer se.Close()
+	if err := se.Run(ctx, run("Tom had a big dog. The dog was")); err != nil {
+		t.Fatal(err)
+	}
+	for _, layer := range []string{"1", "3"} {
+		if err := se.Act(ctx, "goto", getter(map[string]string{"stage": "attention", "layer": layer})); err != nil {
+			t.Fatal(err)
+		}
+		a := se.Explorer().Panel.(*views.AttentionPanel)
+		if len(a.Math) == 0 || len(a.Math) != len(a.Arcs) || len(a.HeadRows) != se.m.Config.Heads {
+			t.Fatalf("layer %s: %d terms, %d arcs, %d head rows", layer, len(a.Math), len(a.Arcs), len(a.HeadRows))
+		}
+		var sum float64
+		for j, m := range a.Math {
+			sum += m.W
+			if d := m.Exp/a.MathSum - m.W; d > 1e-5 || d < -1e-5 {
+				t.Errorf("layer %s key %d: exp/Σ %g, engine weight %g", layer, j, m.Exp/a.MathSum, m.W)
+			}
+			if float64(a.Arcs[j]) != m.W || a.HeadRows[a.Head].Values[j] != a.Arcs[j] {
+				t.Errorf("layer %s key %d: arc %g, head row %g, weight %g", layer, j, a.Arcs[j], a.HeadRows[a.Head].Values[j], m.W)
+			}
+		}
+		if sum < 0.9999 || sum > 1.0001 {
+			t.Errorf("layer %s: weights sum to %g", layer, sum)
 		}
 	}
 }

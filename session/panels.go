@@ -176,10 +176,43 @@ func (s *Session) attentionPanel(st *trace.Step, stage trace.Stage) views.Panel 
 		v.Min = 0
 	}
 	v.Current = len(v.Cells) - 1
+	s.attentionRow(v, a, head, labels)
 	return v
 }
 
-const topN = 30
+// attentionRow fills the current token's pictures: its weights as arcs,
+// every head's weights (the head grid), and the softmax of its scores as
+// arithmetic with the engine's numbers.
+func (s *Session) attentionRow(v *views.AttentionPanel, a *trace.Attention, head int, labels []string) {
+	v.Scale, v.HeadDim = a.Scale, a.HeadDim
+	if n := len(a.Weights); n > 0 {
+		w := a.Weights[n-1]
+		v.Arcs = w[head]
+		for h := range w {
+			v.HeadRows = append(v.HeadRows, vecRow(fmt.Sprintf("head %d", h+1), w[h]))
+		}
+	}
+	n := len(a.Scores)
+	if n == 0 || len(a.Weights) != n {
+		return
+	}
+	sc, w := a.Scores[n-1][head], a.Weights[n-1][head]
+	v.MathMax = math.Inf(-1)
+	for _, x := range sc {
+		v.MathMax = max(v.MathMax, float64(x))
+	}
+	for j, x := range sc {
+		e := math.Exp(float64(x) - v.MathMax)
+		v.MathSum += e
+		v.Math = append(v.Math, views.AttnTerm{Key: labels[j], Score: float64(x), Exp: e, W: float64(w[j])})
+	}
+}
+
+const (
+	topN           = 30
+	maxRemovedRows = 16
+	maxKeptRows    = 24 // survivors listed; the rest are counted
+)
 
 // byValueDesc orders indexes by value, largest first, ties by index.
 func byValueDesc[T float32](x []T) []int {
@@ -286,10 +319,10 @@ func (s *Session) samplerPanel(st *trace.Step, stage trace.Stage) views.Panel {
 	}
 	before := s.beforeProbs(st, i)
 	step, _ := s.cur.Position()
-	for _, c := range r.After {
+	for _, c := range r.After[:min(len(r.After), maxKeptRows)] {
 		p.Kept = append(p.Kept, views.Bar{ID: c.ID, Piece: s.piece(c.ID), Value: float64(c.P), Width: 100 * float64(c.P), Branch: s.branchURL(step, c.ID), Before: lookup(before, c.ID)})
 	}
-	for _, c := range r.Removed {
+	for _, c := range r.Removed[:min(len(r.Removed), maxRemovedRows)] { // the most likely removed tell the story
 		p.Removed = append(p.Removed, views.Bar{ID: c.ID, Piece: s.piece(c.ID), Removed: true, Before: float64(c.P), Width: 100 * float64(c.P)})
 	}
 	if r.Step == sample.TopP && !r.Skipped && len(p.Kept) == r.AfterCount {

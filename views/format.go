@@ -104,3 +104,38 @@ func endOf(i, n int) string {
 	}
 	return ""
 }
+
+// labelEvery is how often to label n positions so labels never overlap:
+// every one up to 24, then thinner.
+func labelEvery(n int) int { return max(1, (n+23)/24) }
+
+// short cuts a token label to 10 characters for an axis.
+func short(s string) string {
+	r := []rune(s)
+	if len(r) <= 10 {
+		return s
+	}
+	return string(r[:9]) + "…"
+}
+
+// arcSpacing is the distance between positions in the arcs view.
+func arcSpacing(n int) float64 { return math.Max(14, math.Min(70, 900/float64(max(n, 1)))) }
+
+// arcPath is an arc from the query at qx up and over to the key at kx
+// (a loop on itself when they are the same position).
+func arcPath(qx, kx float64) string {
+	if qx == kx {
+		return fmt.Sprintf("M%.1f 124 C%.1f 90 %.1f 90 %.1f 124", qx-6, qx-14, qx+14, qx+6)
+	}
+	h := math.Min(118, 16+math.Abs(qx-kx)*0.35)
+	return fmt.Sprintf("M%.1f 124 Q%.1f %.1f %.1f 124", qx, (qx+kx)/2, 124-2*h, kx)
+}
+
+// headVals is a head thumbnail's message: show that head, keeping the
+// scores toggle.
+func headVals(h int, scores bool) string {
+	if scores {
+		return fmt.Sprintf(`{"action":"view","head":"%d","scores":"1"}`, h)
+	}
+	return fmt.Sprintf(`{"action":"view","head":"%d"}`, h)
+}

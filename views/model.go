@@ -142,6 +142,19 @@ type AttentionPanel struct {
 	First                              int         // position of the first query row
 	Current                            int         // row index of the current token
 	Max, Min                           float32
+	Arcs                               []float32 // the current token's weights over the keys (this head)
+	HeadRows                           []VecRow  // the current token's weights for every head of the layer
+	Math                               []AttnTerm
+	MathMax, MathSum                   float64 // the largest score and Σ exp(score − max)
+	Scale                              float32 // 1/√d
+	HeadDim                            int
+}
+
+// AttnTerm is one key's part in the current row's softmax: the engine's
+// scaled score and weight, and exp(score − max) between them.
+type AttnTerm struct {
+	Key           string
+	Score, Exp, W float64
 }
 
 // MLPPanel shows the feed-forward block of a layer for the last token.

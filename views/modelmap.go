@@ -175,10 +175,10 @@ func (m *ModelMap) layoutBlocks(L *MapLayout, t int) {
 		x := blockX0 + float64(i)*lw
 		ax, mx, w := x+lw*0.06, x+lw*0.53, lw*0.40
 		L.add(m, MapPart{Key: fmt.Sprintf("attention-%d", i+1), Label: "attn", X: ax, Y: blkY, W: w, H: blkH, Stage: "attention", Layer: i + 1, Inline: inline,
-			Title: fmt.Sprintf("Layer %d attention: %d query heads (%d K/V heads) of %d values; each of the %d new positions scores every visible key, softmax(q·k/√%d), and adds the weighted values back to the stream.",
+			Title: fmt.Sprintf("Layer %d attention: %d query heads (%d K/V heads) of %d values; each of the %d new positions weighs the visible keys by softmax(q·k/√%d).",
 				i+1, m.Heads, m.KVHeads, m.HeadDim, t, m.HeadDim)})
 		L.add(m, MapPart{Key: fmt.Sprintf("mlp-%d", i+1), Label: "MLP", X: mx, Y: blkY, W: w, H: blkH, Stage: "mlp", Layer: i + 1, Inline: inline,
-			Title: fmt.Sprintf("Layer %d MLP (%s): [%d × %d] → [%d × %d] → [%d × %d], added to the stream.", i+1, m.MLPKind, t, m.Embd, t, m.FFN, t, m.Embd)})
+			Title: fmt.Sprintf("Layer %d MLP (%s): [%d × %d] → [%d × %d] → [%d × %d].", i+1, m.MLPKind, t, m.Embd, t, m.FFN, t, m.Embd)})
 		for _, bx := range []float64{ax, mx} {
 			L.Edges = append(L.Edges, MapEdge{X1: bx + w*0.2, Y1: streamY, X2: bx + w*0.2, Y2: blkY + blkH}, MapEdge{X1: bx + w*0.8, Y1: blkY + blkH, X2: bx + w*0.8, Y2: streamY})
 			L.Joins = append(L.Joins, MapEdge{X1: bx + w*0.8, Y1: streamY})
