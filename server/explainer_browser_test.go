@@ -14,7 +14,7 @@ import (
 // rows reads the softmax panel's rows: p, cumulative and logit.
 func rows(t *testing.T, ctx context.Context) [][3]float64 {
 	t.Helper()
-	raw := eval[[][]string](t, ctx, `[...document.querySelectorAll('[data-testid="prob"]')].map(r => [r.dataset.p, r.dataset.cum, r.dataset.logit, r.querySelector('[data-testid="pbar"]').getAttribute('width')])`, false)
+	raw := eval[[][]string](t, ctx, `[...document.querySelectorAll('[data-testid="prob"]')].map(r => [r.dataset.p, r.dataset.cum, r.dataset.logit, r.querySelector('[data-testid="pbar"]').getAttribute('value')])`, false)
 	var out [][3]float64
 	for _, r := range raw {
 		var v [4]float64

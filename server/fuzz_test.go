@@ -23,12 +23,14 @@ func FuzzExplorerMessage(f *testing.F) {
 		`{"action":"temperature","view_temperature":"0.5"}`, `{"action":"view","layer":"1","head":"2","scores":"on"}`,
 		`{"action":"run","prompt":"x","top_p":"2"}`, `{"action":"run","order":"top-k,top-k"}`, `{"action":"view","layer":"-9"}`,
 		`{"action":"run","prompt":"` + strings.Repeat("é", 300) + `","max_tokens":"2"}`, `[]`, `{"action":7}`, `{`,
+		`{"action":"goto","stage":"mlp","layer":"2"}`, `{"action":"goto","stage":"sampler","filter":"99"}`, `{"action":"top_p","view_top_p":"0.3"}`,
 	} {
 		f.Add([]byte(seed))
 	}
 	ctx := context.Background()
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		reply, note := explorerMessage(ctx, se, raw)
+		drawn := ""
+		reply, note := explorerMessage(ctx, se, raw, &drawn)
 		switch {
 		case note != "":
 			if strings.Contains(note, "\n") || !utf8.ValidString(note) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
@@ -60,6 +61,15 @@ func TestModelMapInBrowser(t *testing.T) {
 	if s := attr(t, ctx, "[data-current-stage]", "data-current-stage"); s != "softmax" {
 		t.Errorf("clicked the softmax chip, at %s", s)
 	}
+	// within a token step the page gets only the map's state: the lit part
+	// moves all the same
+	waitFor(t, ctx, `document.querySelector('[data-testid="map-softmax"]').classList.contains('here')`)
+	if c, m := attr(t, ctx, `[data-testid="map-softmax"]`, "class"), attr(t, ctx, `[data-testid="map-mlp-2"]`, "class"); !strings.Contains(c, "here") || strings.Contains(m, "here") || !strings.Contains(m, "done") {
+		t.Errorf("after the softmax chip: softmax part %q, mlp-2 part %q", c, m)
+	}
+	if w := eval[string](t, ctx, `document.querySelector('[data-testid="map-where"]').textContent`, false); w != "softmax" {
+		t.Errorf("map says %q at softmax", w)
+	}
 	eval[any](t, ctx, `(() => { const k = document.querySelector('[data-testid="map-kv"]'); k.focus(); k.dispatchEvent(new KeyboardEvent('keydown', {key: 'Enter', bubbles: true})); return null; })()`, false)
 	waitChange(t, ctx, "[data-current-stage]", "data-current-stage", "softmax")
 	if s := attr(t, ctx, "[data-current-stage]", "data-current-stage"); s != "kv" {
@@ -105,4 +115,17 @@ func TestModelMapInBrowser(t *testing.T) {
 	if open := eval[bool](t, ctx, `document.querySelector('[data-testid="model-map"]').open`, false); !open {
 		t.Error("opening the map on a phone did not outlive a reload")
 	}
+}
+
+// waitFor polls a JavaScript condition until it holds (20 s at most).
+func waitFor(t *testing.T, ctx context.Context, js string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js)); err == nil && ok {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("never true: %s", js)
 }

@@ -30,6 +30,7 @@ func (s *Server) ws(c echo.Context) error {
 		return nil // the upgrader has answered
 	}
 	defer se.Attach()()
+	drawn := "" // the model map this page has (its key)
 	conn.Serve(func(ctx context.Context, raw []byte) {
 		defer func() {
 			if p := recover(); p != nil {
@@ -37,7 +38,7 @@ func (s *Server) ws(c echo.Context) error {
 				panic(p)                               // wsconn logs it and closes the connection (1011)
 			}
 		}()
-		if reply, note := explorerMessage(ctx, se, raw); note != "" {
+		if reply, note := explorerMessage(ctx, se, raw, &drawn); note != "" {
 			conn.Note(note)
 		} else {
 			conn.SendBytes(reply)
@@ -47,22 +48,40 @@ func (s *Server) ws(c echo.Context) error {
 }
 
 // explorerMessage handles one Explorer message: the re-rendered fragment,
-// or a note for a message refused before it reached the session.
-func explorerMessage(ctx context.Context, se *session.Session, raw []byte) (reply []byte, note string) {
+// or a note for a message refused before it reached the session. drawn is
+// the key of the model map the page has: the map is sent again only when
+// the token step or the run changed, else only its state.
+func explorerMessage(ctx context.Context, se *session.Session, raw []byte, drawn *string) (reply []byte, note string) {
 	msg, err := wsconn.Parse(raw, explorerActions)
 	if err != nil {
 		return nil, err.Error()
 	}
-	return explorerFragment(ctx, se, se.Act(ctx, msg.Action, spec.Getter(msg.Get))), ""
+	return explorerFragment(ctx, se, se.Act(ctx, msg.Action, spec.Getter(msg.Get)), drawn), ""
 }
 
-// explorerFragment renders the #explorer fragment, with err shown in it.
-func explorerFragment(ctx context.Context, se *session.Session, err error) []byte {
+// explorerFragment renders the #explorer fragment, with err shown in it,
+// and the model map or its state (see explorerMessage).
+func explorerFragment(ctx context.Context, se *session.Session, err error, drawn *string) []byte {
 	e := se.Explorer()
 	if err != nil {
 		e.Error = err.Error()
 	}
-	return renderBytes(ctx, views.ExplorerView(e))
+	out := renderBytes(ctx, views.ExplorerView(e))
+	switch key := mapKey(e.Map); {
+	case key != "" && key == *drawn:
+		out = append(out, renderBytes(ctx, views.MapStateView(e.Map))...)
+	default:
+		out = append(out, renderBytes(ctx, views.MapHolder(e.Map))...)
+		*drawn = key
+	}
+	return out
+}
+
+func mapKey(m *views.ModelMap) string {
+	if m == nil {
+		return ""
+	}
+	return m.Key
 }
 
 func explorerNote(msg string) []byte {

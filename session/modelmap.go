@@ -1,7 +1,6 @@
 package session
 
 import (
-	"fmt"
 	"slices"
 	"strconv"
 
@@ -32,9 +31,6 @@ func (s *Session) modelMap(st *trace.Step, stages []views.Stage, si int) *views.
 	}
 	for _, r := range st.Sampler {
 		m.Filters = append(m.Filters, views.MapFilter{Name: string(r.Step), Setting: s.setting(r.Step), In: r.BeforeCount, Out: r.AfterCount, Skipped: r.Skipped})
-	}
-	if sm := st.Sample; sm != nil && !sm.Greedy && atOrAfter(stages, si, trace.StageSample) {
-		m.U = fmt.Sprintf("%.6f", sm.U)
 	}
 	return m
 }

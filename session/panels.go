@@ -212,6 +212,7 @@ const (
 	topN           = 30
 	maxRemovedRows = 16
 	maxKeptRows    = 24 // survivors listed; the rest are counted
+	maxBranches    = 8  // survivors with a "what if?" link
 )
 
 // byValueDesc orders indexes by value, largest first, ties by index.
@@ -319,8 +320,12 @@ func (s *Session) samplerPanel(st *trace.Step, stage trace.Stage) views.Panel {
 	}
 	before := s.beforeProbs(st, i)
 	step, _ := s.cur.Position()
-	for _, c := range r.After[:min(len(r.After), maxKeptRows)] {
-		p.Kept = append(p.Kept, views.Bar{ID: c.ID, Piece: s.piece(c.ID), Value: float64(c.P), Width: 100 * float64(c.P), Branch: s.branchURL(step, c.ID), Before: lookup(before, c.ID)})
+	for k, c := range r.After[:min(len(r.After), maxKeptRows)] {
+		b := views.Bar{ID: c.ID, Piece: s.piece(c.ID), Value: float64(c.P), Width: 100 * float64(c.P), Before: lookup(before, c.ID)}
+		if k < maxBranches { // "what if?" for the likeliest; each link carries the whole run
+			b.Branch = s.branchURL(step, c.ID)
+		}
+		p.Kept = append(p.Kept, b)
 	}
 	for _, c := range r.Removed[:min(len(r.Removed), maxRemovedRows)] { // the most likely removed tell the story
 		p.Removed = append(p.Removed, views.Bar{ID: c.ID, Piece: s.piece(c.ID), Removed: true, Before: float64(c.P), Width: 100 * float64(c.P)})

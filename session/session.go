@@ -84,6 +84,7 @@ type Session struct {
 	promptIDs []int32
 	done      bool // end of generation reached
 	forwards  int
+	runs      int // runs started: with the token step, names the model map drawn
 
 	view              spec.View // head, scores and the softmax slider
 	notice            string
@@ -271,6 +272,7 @@ func (s *Session) start(ctx context.Context, r spec.Run) error {
 		return fmt.Errorf("the engine failed: %w", err)
 	}
 	s.run, s.smp, s.rec = r, smp, rec
+	s.runs++
 	s.gen, s.genAt, s.done, s.decodeMS, s.decodeTokens, s.inserts, s.calls, s.dec = nil, nil, false, nil, 0, nil, nil, nil
 	s.promptIDs, s.calcID = ids, calcID
 	s.view = spec.View{Layer: -1}

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"fmt"
 	"net/url"
 	"slices"
 	"strconv"
@@ -77,6 +78,7 @@ func (s *Session) explorer() views.Explorer {
 	}
 	e.Panel = stageOf(stage.Name).build(s, st, stage)
 	e.Map = s.modelMap(st, e.Stages, si)
+	e.Map.Key = fmt.Sprintf("%d/%d", s.runs, step)
 	return e
 }
 

@@ -120,18 +120,47 @@
       try { localStorage.setItem("stepthrough-map", d.open ? "closed" : "open"); } catch (_) { /* storage off */ }
     });
   }
+  // The map's state alone (#map-state, sent as the viewer steps within a
+  // token step): each part's classes, where the viewer is, the flow.
+  function mapState(st) {
+    const map = st.closest("details.map");
+    if (!map || map.dataset.key !== st.dataset.key) return;
+    const cls = new Map((st.dataset.states || "").split(";").filter(Boolean).map((p) => p.split("=")));
+    map.querySelectorAll("g.part").forEach((g) => {
+      const c = cls.get(g.dataset.key) || "part";
+      if (g.getAttribute("class") === c) return;
+      g.setAttribute("class", c);
+      const live = !/\binert\b/.test(c) && g.dataset.partStage;
+      g.dataset.gotoStage = live ? g.dataset.partStage : "";
+      g.setAttribute("tabindex", live ? "0" : "-1");
+      g.setAttribute("role", live ? "button" : "img");
+      g.setAttribute("aria-current", /\bhere\b/.test(c) ? "step" : "false");
+    });
+    const w = map.querySelector("[data-testid='map-where']");
+    if (w) w.textContent = st.dataset.where;
+    const old = map.querySelector("[data-testid='map-flow']");
+    if (old) old.remove();
+    if (st.dataset.flow) { // a new element, so the animation runs again
+      const f = document.createElementNS("http://www.w3.org/2000/svg", "path");
+      f.setAttribute("class", "flow"); f.setAttribute("d", st.dataset.flow); f.dataset.testid = "map-flow";
+      const first = map.querySelector("svg g.part");
+      first.parentNode.insertBefore(f, first);
+    }
+  }
   function paintStrips(root) {
     if (!root.querySelectorAll) return;
     root.querySelectorAll("canvas.strip:not([data-painted])").forEach(paintStrip);
     root.querySelectorAll("details.map:not([data-placed])").forEach(mapOpen);
   }
   new MutationObserver((records) => {
+    for (const r of records) if (r.type === "attributes" && r.target.id === "map-state") mapState(r.target);
     for (const r of records) for (const n of r.addedNodes) if (n.nodeType === 1) {
       if (n.matches && n.matches("canvas.strip")) paintStrip(n);
       else if (n.matches && n.matches("details.map")) mapOpen(n);
+      else if (n.id === "map-state") mapState(n);
       else paintStrips(n);
     }
-  }).observe(document.documentElement, { childList: true, subtree: true });
+  }).observe(document.documentElement, { childList: true, subtree: true, attributes: true, attributeFilter: ["data-states", "data-key"] }); // htmx settles an id's new attributes a moment after the swap
   document.addEventListener("DOMContentLoaded", () => {
     paintStrips(document);
     // the sampler chain's settings are open beside the Explorer on wide

@@ -3,6 +3,7 @@ package views
 import (
 	"fmt"
 	"math"
+	"strings"
 )
 
 // ModelMap is the overview of the model as it is loaded, drawn from its
@@ -20,12 +21,14 @@ type ModelMap struct {
 	Cached                                     int    // positions in the cache after this step
 	KVBytes                                    int    // the cache's bytes in use after this step
 	Temperature                                string // the sampler's, as the form shows it
-	U                                          string // the draw, "" when greedy or not yet drawn
 	Filters                                    []MapFilter
 	Present                                    map[string]bool // stage keys this step has (see mapKey)
 	Here                                       Stage
 	Prev                                       Stage // the stage before Here in this step (for the flow)
 	HasPrev                                    bool
+	// Key names the drawing: the same for every stage of a token step, so
+	// a page that has it gets only the state (MapStateView) as it steps.
+	Key string
 }
 
 // MapFilter is one sampler step as the map shows it.
@@ -208,10 +211,7 @@ func (m *ModelMap) layoutHead(L *MapLayout, t int) {
 		Title: fmt.Sprintf("Softmax: p = exp(z / T) / Σ exp(z / T) over all %d tokens, T = %s; the probabilities sum to 1.", m.Vocab, m.Temperature)})
 	L.Edges = append(L.Edges, MapEdge{X1: 884, Y1: streamY, X2: 898, Y2: streamY, Label: fmt.Sprintf("[1 × %d]", m.Vocab), LX: 891, LY: kvY + 12})
 	m.layoutChain(L, 990, 112)
-	st := "Sample: the token is drawn from the candidates the chain kept."
-	if m.U != "" {
-		st = fmt.Sprintf("Sample: u = %s is drawn; the token is the first whose cumulative probability passes u.", m.U)
-	}
+	st := "Sample: a uniform u in [0, 1) is drawn; the token is the first kept candidate whose cumulative probability passes u (the most likely one at T = 0)."
 	L.add(m, MapPart{Key: "sample", Label: "sample", X: 1116, Y: boxY, W: 76, H: boxH, Stage: "sample", Inline: true, Title: st})
 	L.Edges = append(L.Edges, MapEdge{X1: 1102, Y1: streamY, X2: 1116, Y2: streamY})
 	L.Loop = fmt.Sprintf("M1154 %.0f L1154 %.0f L48 %.0f L48 %.0f", boxY+boxH, loopY, loopY, boxY+boxH)
@@ -310,4 +310,20 @@ func (p MapPart) Class() string {
 		c += " inert"
 	}
 	return c
+}
+
+// States is each part's classes where they are not the plain "part", as
+// "key=classes" pairs: what a page that already has the drawing needs to
+// light the current stage.
+func (L MapLayout) States() string {
+	var b strings.Builder
+	for _, p := range L.Parts {
+		if c := p.Class(); c != "part" {
+			if b.Len() > 0 {
+				b.WriteByte(';')
+			}
+			b.WriteString(p.Key + "=" + c)
+		}
+	}
+	return b.String()
 }
