@@ -47,9 +47,21 @@ func TestSoftmaxAndSamplerPicturesInBrowser(t *testing.T) {
 	click(t, ctx, `[data-testid="map-attention-2"]`)
 	waitChange(t, ctx, "[data-current-stage]", "data-current-stage", "tokenize")
 	arcs := eval[[]string](t, ctx, `[...document.querySelectorAll('[data-testid="attn-arc"]')].map(a => a.dataset.w)`, false)
-	last := eval[[]string](t, ctx, `(() => { const c = [...document.querySelectorAll('[data-testid="attn-cell"]')]; const q = Math.max(...c.map(x => +x.dataset.q)); return c.filter(x => +x.dataset.q === q).map(x => x.dataset.w); })()`, false)
-	if len(arcs) == 0 || strings.Join(arcs, " ") != strings.Join(last, " ") {
-		t.Errorf("arcs %v, the heatmap's current row %v", arcs, last)
+	rowsJS := `document.querySelector('[data-testid="attn-heatmap"]').dataset.values.split(';')`
+	heat := eval[[]string](t, ctx, rowsJS, false)
+	last := strings.Fields(heat[len(heat)-1])
+	if len(arcs) == 0 || len(arcs) != len(last) {
+		t.Fatalf("arcs %v, the heatmap's current row %v", arcs, last)
+	}
+	for j := range arcs {
+		a, _ := strconv.ParseFloat(arcs[j], 64)
+		h, _ := strconv.ParseFloat(last[j], 64)
+		if math.Abs(a-h) > 1e-3 {
+			t.Errorf("arc %d weighs %g, the heatmap's current row %g", j, a, h)
+		}
+	}
+	if eval[string](t, ctx, `document.querySelector('[data-testid="attn-heatmap"]').dataset.painted || ""`, false) != "1" {
+		t.Error("the heatmap canvas was not painted")
 	}
 	if n := eval[int](t, ctx, `document.querySelectorAll('[data-testid="head-thumb"]').length`, false); n < 2 {
 		t.Errorf("%d head thumbnails", n)

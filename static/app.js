@@ -108,6 +108,51 @@
       c.title = `[${i}] = ${vals[i]}`;
     });
   }
+  // Attention heatmaps: a canvas per matrix painted from its data-values
+  // with the server's sequential scale (views.seqHeat), the key labels
+  // thinned to at most 24, the current row outlined, the value under the
+  // pointer in the title.
+  function seqHeat(v, lo, hi) {
+    if (!Number.isFinite(v)) return "#222";
+    const t = Math.max(0, Math.min(1, hi > lo ? (v - lo) / (hi - lo) : 0));
+    return `rgb(${20 + Math.trunc(235 * t)},${20 + Math.trunc(200 * t)},${60 + Math.trunc(60 * t)})`;
+  }
+  function paintHeat(c) {
+    if (c.dataset.painted) return;
+    c.dataset.painted = "1";
+    const rows = (c.dataset.values || "").split(";").map((r) => r.split(" ").map((v) => (v === "x" ? NaN : Number(v))));
+    const ql = JSON.parse(c.dataset.qlabels || "[]"), kl = JSON.parse(c.dataset.klabels || "[]");
+    const lo = Number(c.dataset.min), hi = Number(c.dataset.max), cur = Number(c.dataset.current);
+    const cw = 22, left = 100, top = 78, every = Math.max(1, Math.ceil(kl.length / 24)), dpr = 2;
+    const w = left + cw * kl.length + 6, h = top + cw * rows.length + 4;
+    c.width = w * dpr; c.height = h * dpr;
+    c.style.width = `${Math.round(w * 1.4)}px`;
+    const g = c.getContext("2d");
+    g.scale(dpr, dpr);
+    const css = getComputedStyle(document.documentElement);
+    const short = (s) => (s.length > 10 ? s.slice(0, 9) + "…" : s);
+    g.fillStyle = css.getPropertyValue("--fg").trim() || "#ddd";
+    g.font = "12px system-ui, sans-serif";
+    kl.forEach((k, j) => {
+      if (j % every && j !== kl.length - 1) return;
+      g.save(); g.translate(left + cw * j + cw / 2, top - 8); g.rotate(-1.15); g.fillText(short(k), 0, 0); g.restore();
+    });
+    g.textAlign = "right";
+    rows.forEach((r, i) => {
+      g.fillStyle = css.getPropertyValue("--fg").trim() || "#ddd";
+      g.fillText(short(ql[i] || ""), left - 6, top + cw * i + 15);
+      r.forEach((v, j) => { g.fillStyle = seqHeat(v, lo, hi); g.fillRect(left + cw * j, top + cw * i, cw - 1, cw - 1); });
+    });
+    if (cur >= 0 && cur < rows.length) {
+      g.strokeStyle = css.getPropertyValue("--focus").trim() || "#fc0"; g.lineWidth = 2;
+      g.strokeRect(left - 1, top + cw * cur - 1, cw * kl.length + 1, cw + 1);
+    }
+    c.addEventListener("mousemove", (e) => {
+      const b = c.getBoundingClientRect(), x = (e.clientX - b.left) * w / b.width, y = (e.clientY - b.top) * h / b.height;
+      const i = Math.floor((y - top) / cw), j = Math.floor((x - left) / cw);
+      c.title = i >= 0 && i < rows.length && j >= 0 && j < kl.length ? `query ${ql[i]} → key ${kl[j]}: ${Number.isNaN(rows[i][j]) ? "masked (a later position)" : rows[i][j]}` : "";
+    });
+  }
   // The model map is open on wide screens and collapsed on phones until the
   // viewer chooses; the choice outlives each step's redraw and reloads.
   function mapOpen(d) {
@@ -150,12 +195,14 @@
   function paintStrips(root) {
     if (!root.querySelectorAll) return;
     root.querySelectorAll("canvas.strip:not([data-painted])").forEach(paintStrip);
+    root.querySelectorAll("canvas.heat:not([data-painted])").forEach(paintHeat);
     root.querySelectorAll("details.map:not([data-placed])").forEach(mapOpen);
   }
   new MutationObserver((records) => {
     for (const r of records) if (r.type === "attributes" && r.target.id === "map-state") mapState(r.target);
     for (const r of records) for (const n of r.addedNodes) if (n.nodeType === 1) {
       if (n.matches && n.matches("canvas.strip")) paintStrip(n);
+      else if (n.matches && n.matches("canvas.heat")) paintHeat(n);
       else if (n.matches && n.matches("details.map")) mapOpen(n);
       else if (n.id === "map-state") mapState(n);
       else paintStrips(n);

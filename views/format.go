@@ -1,6 +1,7 @@
 package views
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
@@ -138,4 +139,32 @@ func headVals(h int, scores bool) string {
 		return fmt.Sprintf(`{"action":"view","head":"%d","scores":"1"}`, h)
 	}
 	return fmt.Sprintf(`{"action":"view","head":"%d"}`, h)
+}
+
+// heatValues writes a matrix for the page's heatmap painter: rows split by
+// ";", values by " ", a masked (NaN) cell as "x".
+func heatValues(rows [][]float32) string {
+	var b []byte
+	for i, r := range rows {
+		if i > 0 {
+			b = append(b, ';')
+		}
+		for j, x := range r {
+			if j > 0 {
+				b = append(b, ' ')
+			}
+			if math.IsNaN(float64(x)) {
+				b = append(b, 'x')
+				continue
+			}
+			b = strconv.AppendFloat(b, float64(x), 'g', 4, 32)
+		}
+	}
+	return string(b)
+}
+
+// labelsJSON is a list of labels as a JSON array, for a data attribute.
+func labelsJSON(l []string) string {
+	b, _ := json.Marshal(l)
+	return string(b)
 }

@@ -41,7 +41,7 @@ func TestPanelsCarryTestHooks(t *testing.T) {
 		{"sample", &SamplePanel{U: 0.3, Chosen: Bar{ID: 42, Value: 0.6}, CDF: []CDFBar{{ID: 42, To: 0.6, Chosen: true}, {ID: 3, From: 0.6, To: 1}}},
 			map[string]int{`[data-testid="sampled-token"][data-token-id="42"]`: 1, `line`: 1}},
 		{"attention", &AttentionPanel{Layers: 2, Heads: 2, QueryLabels: []string{"a", "b"}, KeyLabels: []string{"a", "b"}, Cells: [][]float32{{1, 0}, {0.4, 0.6}}, Max: 1},
-			map[string]int{`[data-testid="attn-cell"]`: 4, `rect title`: 4, `select[name="head"] option`: 2}},
+			map[string]int{`[data-testid="attn-heatmap"][data-values="1 0;0.4 0.6"][data-klabels='["a","b"]']`: 1, `select[name="head"] option`: 2}},
 	}
 	for _, tc := range cases {
 		doc := render(t, ExplorerView(Explorer{Stages: []Stage{{Name: tc.stage, Current: true, Layer: -1}}, Current: Stage{Name: tc.stage, Layer: -1}, Panel: tc.panel, URL: "/?x=1"}))
