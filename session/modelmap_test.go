@@ -224,3 +224,38 @@ func TestAttentionRowArithmetic(t *testing.T) {
 		}
 	}
 }
+
+// The tokenized text: byte tokens that only together make a character are
+// one group under it; the added BOS is marked and named, not "".
+func TestTokenGroups(t *testing.T) {
+	reg := registry(t)
+	se := New("t", "", reg)
+	defer se.Close()
+	if err := se.Run(context.Background(), run("a 猫 and 🐱!")); err != nil {
+		t.Fatal(err)
+	}
+	p := se.Explorer().Panel.(*views.TokenizePanel)
+	var chars []string
+	n := 0
+	for _, g := range p.Groups {
+		n += len(g.Tokens)
+		if g.Bytes {
+			if len(g.Tokens) < 2 {
+				t.Errorf("a byte group of %d token", len(g.Tokens))
+			}
+			chars = append(chars, g.Text)
+		}
+	}
+	if n != len(p.Tokens) {
+		t.Errorf("groups hold %d tokens of %d", n, len(p.Tokens))
+	}
+	joined := strings.Join(chars, "|")
+	if !strings.Contains(joined, "猫") || !strings.Contains(joined, "🐱") {
+		t.Errorf("byte groups %q: want 猫 and 🐱 each under its byte tokens", joined)
+	}
+	first := p.Tokens[0]
+	if p.BOS && (!first.Added || first.Show == "" || first.Show == `""`) {
+		t.Errorf("BOS shown as %q", first.Show)
+	}
+	t.Logf("groups: %q; first token %q", joined, first.Show)
+}

@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"stepthrough/engine/tokenizer"
 	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/stat"
@@ -46,9 +49,32 @@ func vecRow(label string, v []float32) views.VecRow {
 
 func (s *Session) tokenizePanel(st *trace.Step, _ trace.Stage) views.Panel {
 	tk := s.m.Tokenizer
-	t := &views.TokenizePanel{Text: st.Tokenize.Text}
+	t := &views.TokenizePanel{Text: st.Tokenize.Text, BOS: st.Tokenize.AddedBOS}
+	var partial []byte // bytes of an unfinished character
 	for _, x := range st.Tokenize.Tokens {
-		t.Tokens = append(t.Tokens, views.Token{ID: x.ID, Bytes: strconv.Quote(tk.Display(x.ID)), Piece: tk.Piece(x.ID), Start: x.Start, End: x.End, Added: x.Added})
+		raw := tk.Bytes(x.ID)
+		special := tk.Type(x.ID) == tokenizer.TypeControl
+		tok := views.Token{ID: x.ID, Bytes: strconv.Quote(tk.Display(x.ID)), Piece: tk.Piece(x.ID), Start: x.Start, End: x.End, Added: x.Added,
+			Hex: fmt.Sprintf("% x", raw), Show: strings.ReplaceAll(tk.Display(x.ID), " ", "·"), Special: special}
+		if !special && !utf8.Valid(raw) {
+			tok.Show = fmt.Sprintf("0x%X", raw) // part of a character: its bytes
+		}
+		t.Tokens = append(t.Tokens, tok)
+		switch n := len(t.Groups); {
+		case !special && len(partial) > 0 && n > 0: // continue a byte group
+			partial = append(partial, raw...)
+			g := &t.Groups[n-1]
+			g.Tokens = append(g.Tokens, tok)
+			if utf8.Valid(partial) {
+				g.Text, partial = string(partial), nil
+			}
+		case !special && !utf8.Valid(raw): // a token holding part of a character
+			partial = append([]byte(nil), raw...)
+			t.Groups = append(t.Groups, views.TokenGroup{Bytes: true, Text: strconv.Quote(string(raw)), Tokens: []views.Token{tok}})
+		default:
+			partial = nil
+			t.Groups = append(t.Groups, views.TokenGroup{Text: tok.Show, Tokens: []views.Token{tok}})
+		}
 	}
 	return t
 }

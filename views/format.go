@@ -168,3 +168,16 @@ func labelsJSON(l []string) string {
 	b, _ := json.Marshal(l)
 	return string(b)
 }
+
+// tokenTitle is a token's hover: id, exact bytes (quoted and in hex) and
+// its span in the text.
+func tokenTitle(t Token) string {
+	s := fmt.Sprintf("id %d · bytes %s", t.ID, t.Bytes)
+	if t.Hex != "" {
+		s += " (" + t.Hex + ")"
+	}
+	if t.Added {
+		return s + " · added by the tokenizer, not in the text"
+	}
+	return s + fmt.Sprintf(" · text bytes %d–%d", t.Start, t.End)
+}

@@ -104,10 +104,23 @@ type Token struct {
 	Piece      string
 	Start, End int
 	Added      bool
+	Hex        string // the exact bytes in hex, for hover
+	Show       string // the text drawn: spaces as ·, a control token's name
+	Special    bool   // a control token (BOS, EOS, chat markup)
+}
+
+// TokenGroup is what the tokenized text draws as one box: one token, or
+// byte tokens that only together make a character (猫 is three).
+type TokenGroup struct {
+	Text   string // the character(s) a byte group makes
+	Bytes  bool   // a group of partial-character tokens
+	Tokens []Token
 }
 
 // TokenizePanel shows the prompt's tokens over the text.
 type TokenizePanel struct {
+	Groups []TokenGroup
+	BOS    bool // the tokenizer added a beginning-of-sequence token
 	Text   string
 	Tokens []Token
 }

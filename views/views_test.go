@@ -32,8 +32,9 @@ func TestPanelsCarryTestHooks(t *testing.T) {
 		panel Panel
 		check map[string]int // selector → count
 	}{
-		{"tokenize", &TokenizePanel{Tokens: []Token{{ID: 1, Bytes: `""`, Added: true}, {ID: 403, Bytes: `" Once"`, End: 4}}},
-			map[string]int{`[data-testid="token"][data-token-id="403"]`: 1, `[data-testid="token"]`: 2}},
+		{"tokenize", &TokenizePanel{BOS: true, Groups: []TokenGroup{{Tokens: []Token{{ID: 1, Bytes: `"<s>"`, Show: "<s>", Added: true, Special: true}}},
+			{Tokens: []Token{{ID: 403, Bytes: `" Once"`, Show: "·Once", End: 4}}}, {Bytes: true, Text: "猫", Tokens: []Token{{ID: 5}, {ID: 6}, {ID: 7}}}}},
+			map[string]int{`[data-testid="token"][data-token-id="403"]`: 1, `[data-testid="token"]`: 5, `[data-testid="byte-group"] [data-testid="token"]`: 3, `.tag`: 1}},
 		{"softmax", &SoftmaxPanel{Temperature: 1, Top: []Bar{{ID: 7, Value: 0.75}, {ID: 9, Value: 0.2}}, Rest: 1, RestP: 0.05, Sum: 1},
 			map[string]int{`[data-testid="prob"][data-p="0.75"]`: 1, `[data-testid="prob-rest"]`: 1, `input[name="view_temperature"]`: 1}},
 		{"sampler", &SamplerPanel{Name: "top-k", Kept: []Bar{{ID: 1, Value: 1}}, Removed: []Bar{{ID: 2, Removed: true}}, RemovedCount: 5},
