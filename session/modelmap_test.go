@@ -55,21 +55,21 @@ func TestModelMapFromTheModel(t *testing.T) {
 	if !parts["tokenize"].Here || parts["embed"].Done || parts["norm"].Stage != "" {
 		t.Errorf("tokenize %+v, embed %+v, norm %+v", parts["tokenize"], parts["embed"], parts["norm"])
 	}
-	if a := parts["attention-2"].Title; !strings.Contains(a, fmt.Sprintf("%d query heads (%d K/V heads) of %d values", c.Heads, c.KVHeads, c.HeadDim)) ||
+	if a := L.Fill(strings.ReplaceAll(L.AttnTitle, "{L}", "2")); !strings.HasPrefix(a, "Layer 2 attention") || !strings.Contains(a, fmt.Sprintf("%d query heads (%d K/V heads) of %d values", c.Heads, c.KVHeads, c.HeadDim)) ||
 		!strings.Contains(a, fmt.Sprintf("each of the %d new positions weighs the visible keys by softmax(q·k/√%d)", st.N, c.HeadDim)) {
 		t.Errorf("attention title %q", a)
 	}
 	last := st.Layers[len(st.Layers)-1]
-	if k := parts["kv"].Title; !strings.Contains(k, fmt.Sprintf("%d positions cached, %d bytes in use", last.KVLen, last.KVBytesUsed)) {
+	if k := L.Fill(parts["kv"].Title); !strings.Contains(k, fmt.Sprintf("%d positions cached, %d bytes in use", last.KVLen, last.KVBytesUsed)) {
 		t.Errorf("kv title %q (engine: %d positions, %d bytes)", k, last.KVLen, last.KVBytesUsed)
 	}
 	for i, f := range st.Sampler {
 		p := parts[fmt.Sprintf("sampler-%d", i+1)]
-		if !f.Skipped && !strings.Contains(p.Title, fmt.Sprintf("%d candidates in, %d kept", f.BeforeCount, f.AfterCount)) {
-			t.Errorf("sampler %d title %q, engine %d → %d", i+1, p.Title, f.BeforeCount, f.AfterCount)
+		if !f.Skipped && !strings.Contains(L.Fill(p.Title), fmt.Sprintf("%d candidates in, %d kept", f.BeforeCount, f.AfterCount)) {
+			t.Errorf("sampler %d title %q, engine %d → %d", i+1, L.Fill(p.Title), f.BeforeCount, f.AfterCount)
 		}
 	}
-	if m := parts["mlp-1"].Title; !strings.Contains(m, fmt.Sprintf("[%d × %d] → [%d × %d]", st.N, c.Embd, st.N, c.FFN)) {
+	if m := L.Fill(L.MLPTitle); !strings.Contains(m, fmt.Sprintf("[%d × %d] → [%d × %d]", st.N, c.Embd, st.N, c.FFN)) {
 		t.Errorf("mlp title %q", m)
 	}
 	for _, tc := range []struct {
@@ -258,4 +258,99 @@ func TestTokenGroups(t *testing.T) {
 		t.Errorf("BOS shown as %q", first.Show)
 	}
 	t.Logf("groups: %q; first token %q", joined, first.Show)
+}
+
+// The embed picture: the lit row of the table is the row the engine
+// looked up; on GPT-2 the input is that row plus the position row; the
+// map holds every distinct prompt token and neighbours from the table.
+func TestEmbedLookup(t *testing.T) {
+	reg := registry(t)
+	se := New("e", "", reg)
+	defer se.Close()
+	if err := se.Run(context.Background(), run("Tom had a big dog. The dog was")); err != nil {
+		t.Fatal(err)
+	}
+	if err := se.Act(context.Background(), "goto", getter(map[string]string{"stage": "embed"})); err != nil {
+		t.Fatal(err)
+	}
+	e := se.Explorer().Panel.(*views.EmbedPanel)
+	lit := e.Table[e.Lit].Values
+	if len(lit) != len(e.TokenRow.Values) {
+		t.Fatalf("lit row %d values, looked-up row %d", len(lit), len(e.TokenRow.Values))
+	}
+	for i := range lit {
+		if d := lit[i] - e.TokenRow.Values[i]; d > 1e-6 || d < -1e-6 {
+			t.Fatalf("value %d: table %g, the engine's lookup %g", i, lit[i], e.TokenRow.Values[i])
+		}
+		if len(e.PosRow.Values) > 0 {
+			if d := e.TokenRow.Values[i] + e.PosRow.Values[i] - e.Input.Values[i]; d > 1e-5 || d < -1e-5 {
+				t.Fatalf("value %d: token %g + position %g ≠ input %g", i, e.TokenRow.Values[i], e.PosRow.Values[i], e.Input.Values[i])
+			}
+		}
+	}
+	if se.m.Config.Arch == "gpt2" && len(e.PosRow.Values) == 0 {
+		t.Error("GPT-2 without its position row")
+	}
+	prompt, other := 0, 0
+	for _, p := range e.PCA {
+		if p.Prompt {
+			prompt++
+		} else {
+			other++
+		}
+	}
+	ids := map[int32]bool{}
+	for _, id := range se.tokenIDs(se.cur.Steps[0]) {
+		ids[id] = true
+	}
+	if prompt != min(len(ids), maxMapTokens) || other == 0 {
+		t.Errorf("map: %d prompt tokens (want %d), %d neighbours", prompt, min(len(ids), maxMapTokens), other)
+	}
+	// the first token's neighbours by brute force
+	q := se.tableRow(e.ID)
+	best, bestCos := int32(-1), -2.0
+	for j := range se.m.Config.Vocab {
+		if int32(j) == e.ID {
+			continue
+		}
+		r := se.tableRow(int32(j))
+		var dot float64
+		for i := range r {
+			dot += float64(r[i]) * float64(q[i])
+		}
+		if c := dot / (l2(r) * l2(q)); c > bestCos {
+			best, bestCos = int32(j), c
+		}
+	}
+	if got := se.nearest([]int32{e.ID}, 1); len(got) != 1 || len(got[0]) != 1 || got[0][0] != best {
+		t.Errorf("nearest to %d: %v, brute force %d", e.ID, got, best)
+	}
+}
+
+// The map's drawing is the run's (one key for every step), its numbers
+// the step's: the prompt's step feeds every prompt token, a decode step one.
+func TestModelMapKeyAndNumbers(t *testing.T) {
+	reg := registry(t)
+	ctx := context.Background()
+	se := New("n", "", reg)
+	defer se.Close()
+	if err := se.Run(ctx, run("Once upon a time")); err != nil {
+		t.Fatal(err)
+	}
+	e0 := se.Explorer()
+	if err := se.Act(ctx, "next-token", nil); err != nil {
+		t.Fatal(err)
+	}
+	e1 := se.Explorer()
+	n0, n1 := e0.Map.Layout().Fill("{T} {C}"), e1.Map.Layout().Fill("{T} {C}")
+	st := se.cur.Steps[0]
+	if e0.Map.Key != e1.Map.Key || n0 != fmt.Sprintf("%d %d", st.N, st.N) || n1 != fmt.Sprintf("1 %d", st.N+1) {
+		t.Errorf("keys %q, %q; numbers %q then %q", e0.Map.Key, e1.Map.Key, n0, n1)
+	}
+	if err := se.Run(ctx, run("Once upon a time")); err != nil {
+		t.Fatal(err)
+	}
+	if se.Explorer().Map.Key == e0.Map.Key {
+		t.Error("a new run kept the drawing's key")
+	}
 }

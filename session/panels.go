@@ -9,9 +9,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"gonum.org/v1/gonum/mat"
-	"gonum.org/v1/gonum/stat"
-
 	"stepthrough/engine/sample"
 	"stepthrough/engine/trace"
 	"stepthrough/views"
@@ -77,19 +74,6 @@ func (s *Session) tokenizePanel(st *trace.Step, _ trace.Stage) views.Panel {
 		}
 	}
 	return t
-}
-
-func (s *Session) embedPanel(st *trace.Step, _ trace.Stage) views.Panel {
-	labels := s.pieces(st)
-	e := &views.EmbedPanel{}
-	from := max(0, len(st.Embed.Input)-maxEmbedRows)
-	e.NotDrawn = from
-	for i, row := range st.Embed.Input[from:] {
-		i += from
-		e.Rows = append(e.Rows, vecRow(fmt.Sprintf("position %d %s", st.First+i, labels[st.First+i]), row))
-	}
-	e.PCA, e.PCANote = s.pca(st)
-	return e
 }
 
 func (s *Session) mlpPanel(st *trace.Step, stage trace.Stage) views.Panel {
@@ -412,55 +396,4 @@ func (s *Session) setting(step sample.Step) string {
 		return "T = " + x.Temperature
 	}
 	return ""
-}
-
-// pca projects the input vectors of every position up to st onto their two
-// principal components, scaled into [-1, 1].
-func (s *Session) pca(st *trace.Step) ([]views.Point, string) {
-	var rows []trace.Vec
-	var names []string
-	for _, x := range s.cur.Steps {
-		if x.Embed != nil {
-			labels := s.pieces(x) // the tokens at those positions then
-			rows = append(rows, x.Embed.Input...)
-			for i := range x.Embed.Input {
-				names = append(names, labels[x.First+i])
-			}
-		}
-		if x == st {
-			break
-		}
-	}
-	if len(rows) < 3 {
-		return nil, ""
-	}
-	d := len(rows[0])
-	m := mat.NewDense(len(rows), d, nil)
-	for i, r := range rows {
-		for j, v := range r {
-			m.Set(i, j, float64(v))
-		}
-	}
-	var pc stat.PC
-	if !pc.PrincipalComponents(m, nil) {
-		return nil, "PCA did not converge"
-	}
-	var vecs mat.Dense
-	pc.VectorsTo(&vecs)
-	var proj mat.Dense
-	proj.Mul(m, vecs.Slice(0, d, 0, 2))
-	var scale float64
-	for i := 0; i < len(rows); i++ {
-		scale = math.Max(scale, math.Max(math.Abs(proj.At(i, 0)), math.Abs(proj.At(i, 1))))
-	}
-	vars := pc.VarsTo(nil)
-	var total float64
-	for _, v := range vars {
-		total += v
-	}
-	var pts []views.Point
-	for i := 0; i < len(rows); i++ {
-		pts = append(pts, views.Point{Label: names[i], X: proj.At(i, 0) / math.Max(scale, 1e-12), Y: proj.At(i, 1) / math.Max(scale, 1e-12)})
-	}
-	return pts, fmt.Sprintf("The two directions of largest variance among these %d vectors explain %.0f%% of it.", len(rows), 100*(vars[0]+vars[1])/math.Max(total, 1e-12))
 }

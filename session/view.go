@@ -1,7 +1,6 @@
 package session
 
 import (
-	"fmt"
 	"net/url"
 	"slices"
 	"strconv"
@@ -14,7 +13,7 @@ import (
 // Rows drawn as heat strips at most (each value is a cell with its number
 // on hover); a long prompt's earlier rows are counted, not drawn.
 const (
-	maxEmbedRows   = 16
+	maxEmbedRows   = 4
 	maxKVLayers    = 6  // layers whose newest K and V rows are drawn
 	maxKVPositions = 24 // positions listed in the cache table
 )
@@ -78,7 +77,7 @@ func (s *Session) explorer() views.Explorer {
 	}
 	e.Panel = stageOf(stage.Name).build(s, st, stage)
 	e.Map = s.modelMap(st, e.Stages, si)
-	e.Map.Key = fmt.Sprintf("%d/%d", s.runs, step)
+	e.Map.Key = strconv.Itoa(s.runs) // the drawing is the run's; each step sends its numbers
 	return e
 }
 

@@ -39,6 +39,19 @@
     htmx.trigger(f, "submit");
     return true;
   }
+  // A layer's part of the model map gets its hover sentence from the
+  // map's template for its kind, with the layer filled in.
+  document.addEventListener("mouseover", (e) => {
+    const g = e.target instanceof Element && e.target.closest("details.map g.part");
+    if (!g || g.querySelector("title")) return;
+    const tpl = g.closest("svg").dataset[g.dataset.partStage + "Title"];
+    if (!tpl) return;
+    const t = document.createElementNS("http://www.w3.org/2000/svg", "title");
+    const map = g.closest("details.map");
+    const nums = Object.fromEntries((map.dataset.nums || map.querySelector("#map-state").dataset.nums || "").split(";").filter(Boolean).map((p) => p.split("=")));
+    t.textContent = fillNums(tpl.replace("{L}", g.dataset.gotoLayer || ""), nums);
+    g.prepend(t);
+  });
   document.addEventListener("click", (e) => {
     const g = e.target.closest("[data-goto-stage]");
     if (g && gotoStage(g)) { e.preventDefault(); return; }
@@ -165,6 +178,8 @@
       try { localStorage.setItem("stepthrough-map", d.open ? "closed" : "open"); } catch (_) { /* storage off */ }
     });
   }
+  // A text of the map names the step's numbers in braces ({T}, {C}, ...).
+  function fillNums(tpl, nums) { return tpl.replace(/\{(\w+)\}/g, (m, k) => (k in nums ? nums[k] : m)); }
   // The map's state alone (#map-state, sent as the viewer steps within a
   // token step): each part's classes, where the viewer is, the flow.
   function mapState(st) {
@@ -172,14 +187,23 @@
     if (!map || map.dataset.key !== st.dataset.key) return;
     const cls = new Map((st.dataset.states || "").split(";").filter(Boolean).map((p) => p.split("=")));
     map.querySelectorAll("g.part").forEach((g) => {
-      const c = cls.get(g.dataset.key) || "part";
+      const c = cls.get(g.dataset.testid.slice(4)) || "part";
       if (g.getAttribute("class") === c) return;
       g.setAttribute("class", c);
       const live = !/\binert\b/.test(c) && g.dataset.partStage;
       g.dataset.gotoStage = live ? g.dataset.partStage : "";
       g.setAttribute("tabindex", live ? "0" : "-1");
       g.setAttribute("role", live ? "button" : "img");
-      g.setAttribute("aria-current", /\bhere\b/.test(c) ? "step" : "false");
+      if (/\bhere\b/.test(c)) g.setAttribute("aria-current", "step"); else g.removeAttribute("aria-current");
+    });
+    const nums = Object.fromEntries((st.dataset.nums || "").split(";").filter(Boolean).map((p) => p.split("=")));
+    map.dataset.nums = st.dataset.nums || "";
+    map.querySelectorAll("[data-tpl]").forEach((t) => { if (t.dataset.tpl) t.textContent = fillNums(t.dataset.tpl, nums); });
+    map.querySelectorAll("[data-tpl-title]").forEach((g) => { const t = g.querySelector("title"); if (t) t.textContent = fillNums(g.dataset.tplTitle, nums); });
+    map.querySelectorAll("g.part[data-goto-layer] title").forEach((t) => t.remove()); // rewritten on the next hover
+    map.querySelectorAll("g[data-goto-filter]").forEach((g) => { // the funnel's slices
+      const h = Number(nums["H" + g.dataset.gotoFilter]), r = g.querySelector("rect");
+      if (r && h > 0) { r.setAttribute("height", h); r.setAttribute("y", 100 - h / 2); }
     });
     const w = map.querySelector("[data-testid='map-where']");
     if (w) w.textContent = st.dataset.where;

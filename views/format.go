@@ -64,18 +64,18 @@ func boolStr(b bool) string {
 	return "false"
 }
 
-// f1 is a chart coordinate with one decimal.
-func f1(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
+// f1 is a chart coordinate with one decimal, trailing zeros dropped.
+func f1(v float64) string { return strconv.FormatFloat(math.Round(v*10)/10, 'f', -1, 64) }
 
 // stripValues writes a vector compactly for a Strip's canvas: each value
-// with 4 significant digits, separated by spaces.
+// with 3 significant digits, separated by spaces.
 func stripValues(v []float32) string {
 	b := make([]byte, 0, 8*len(v))
 	for i, x := range v {
 		if i > 0 {
 			b = append(b, ' ')
 		}
-		b = strconv.AppendFloat(b, float64(x), 'g', 4, 32)
+		b = strconv.AppendFloat(b, float64(x), 'g', 3, 32) // three digits: the hover's precision
 	}
 	return string(b)
 }

@@ -125,12 +125,25 @@ type TokenizePanel struct {
 	Tokens []Token
 }
 
-// EmbedPanel shows each new token's input vector and a 2-D PCA of them.
+// EmbedPanel shows the lookup of the current token's row in the
+// embedding table (a window of the table with the row lit), the position
+// row added where the architecture has one, each new token's input
+// vector, and a 2-D map of the prompt's tokens among their nearest
+// neighbours in the table.
 type EmbedPanel struct {
 	Rows     []VecRow
 	NotDrawn int // earlier positions not drawn
 	PCA      []Point
 	PCANote  string
+	// the current (last) position's lookup
+	Pos, Vocab, Embd int
+	ID               int32
+	Piece            string
+	Table            []VecRow // rows of the table around ID
+	Lit              int      // index of ID's row in Table
+	TokenRow         VecRow   // the row looked up
+	PosRow           VecRow   // the learned position row added (GPT-2); empty otherwise
+	Input            VecRow   // what enters layer 1
 }
 
 // VecRow is a labelled vector drawn as a heat strip.
@@ -142,8 +155,9 @@ type VecRow struct {
 
 // Point is a labelled 2-D point.
 type Point struct {
-	Label string
-	X, Y  float64
+	Label  string
+	X, Y   float64
+	Prompt bool // a token of the prompt (else a neighbour from the table)
 }
 
 // AttentionPanel is one layer's attention for one head.

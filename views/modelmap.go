@@ -3,6 +3,7 @@ package views
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -26,8 +27,8 @@ type ModelMap struct {
 	Here                                       Stage
 	Prev                                       Stage // the stage before Here in this step (for the flow)
 	HasPrev                                    bool
-	// Key names the drawing: the same for every stage of a token step, so
-	// a page that has it gets only the state (MapStateView) as it steps.
+	// Key names the drawing: the same for every step of a run, so a page
+	// that has it gets only the state (MapStateView) as it steps.
 	Key string
 }
 
@@ -41,7 +42,8 @@ type MapFilter struct {
 // MapPart is one clickable part of the drawing.
 type MapPart struct {
 	Key            string // e.g. "attention-3", "sampler-2": the data-testid is "map-"+Key
-	Label, Title   string
+	Label, Title   string // Title "": a layer's part, its hover from the layout's template
+	Short          string // its accessible name
 	X, Y, W, H     float64
 	Stage          string // the stage it opens; "" when it opens none
 	Layer, Filter  int    // 1-based where they apply, else 0
@@ -70,6 +72,14 @@ type MapLayout struct {
 	Loop   string    // SVG path: the drawn token back to the input
 	Where  string    // "layer 2 · attention" for the phone summary
 	Stream MapEdge
+	// AttnTitle and MLPTitle are the hover sentences of every layer's
+	// attention and MLP, "{L}" standing for the layer (the page fills it).
+	AttnTitle, MLPTitle string
+	// nums are the step's numbers the drawing's texts name in braces
+	// ({T} tokens this step, {C} positions cached, {B} cache bytes, {I3}
+	// and {O3} sampler step 3's candidates in and out, {H3} its slice's
+	// height): the drawing is the run's, the numbers the step's.
+	nums map[string]string
 }
 
 const (
@@ -87,19 +97,18 @@ const (
 // Layout places the parts for this model's shape: every layer gets an
 // equal share of the block region, so 4 or 32 layers fill it alike.
 func (m *ModelMap) Layout() MapLayout {
-	L := MapLayout{W: mapW, H: mapH}
-	t := max(m.Tokens, 1)
+	L := MapLayout{W: mapW, H: mapH, nums: m.nums()}
 	L.add(m, MapPart{Key: "tokenize", Label: "tokens", X: 8, Y: boxY, W: 80, H: boxH, Stage: "tokenize", Inline: true,
-		Title: fmt.Sprintf("Tokenize: the text becomes token ids from a vocabulary of %d; this step feeds %d of them to the model.", m.Vocab, t)})
-	embTitle := fmt.Sprintf("Embed: each id selects its row of the %d × %d embedding table, giving [%d × %d].", m.Vocab, m.Embd, t, m.Embd)
+		Title: fmt.Sprintf("Tokenize: the text becomes token ids from a vocabulary of %d; this step feeds {T} of them to the model.", m.Vocab)})
+	embTitle := fmt.Sprintf("Embed: each id selects its row of the %d × %d embedding table, giving [{T} × %d].", m.Vocab, m.Embd, m.Embd)
 	if m.PosEmbed {
 		embTitle += " The learned position row is added to it."
 	}
 	L.add(m, MapPart{Key: "embed", Label: "embed", X: 108, Y: boxY, W: 80, H: boxH, Stage: "embed", Inline: true, Title: embTitle})
-	L.Edges = append(L.Edges, MapEdge{X1: 88, Y1: streamY, X2: 108, Y2: streamY, Label: fmt.Sprintf("%d ids", t), LX: 98, LY: kvY + 12})
-	L.Stream = MapEdge{X1: 188, Y1: streamY, X2: 745, Y2: streamY, Label: fmt.Sprintf("[%d × %d]", t, m.Embd), LX: 225, LY: streamY - 8}
-	m.layoutBlocks(&L, t)
-	m.layoutHead(&L, t)
+	L.Edges = append(L.Edges, MapEdge{X1: 88, Y1: streamY, X2: 108, Y2: streamY, Label: "{T} ids", LX: 98, LY: kvY + 12})
+	L.Stream = MapEdge{X1: 188, Y1: streamY, X2: 745, Y2: streamY, Label: fmt.Sprintf("[{T} × %d]", m.Embd), LX: 225, LY: streamY - 8}
+	m.layoutBlocks(&L)
+	m.layoutHead(&L)
 	L.Flow = m.flow(&L)
 	L.Where = m.where()
 	return L
@@ -107,6 +116,9 @@ func (m *ModelMap) Layout() MapLayout {
 
 // add appends a part, marking it current, done or absent for this step.
 func (L *MapLayout) add(m *ModelMap, p MapPart) {
+	if p.Short == "" {
+		p.Short = p.Label
+	}
 	k := mapKey(p.Stage, p.Layer, p.Filter)
 	if p.Stage != "" && !m.Present[k] {
 		p.Absent = true
@@ -169,7 +181,7 @@ func MapKey(s Stage) string { return mapKey(s.Name, s.Layer+1, s.SamplerStep+1) 
 // layoutBlocks draws the layers on the residual stream: attention and
 // MLP each branch off the stream and add back at a ⊕; the KV cache sits
 // below, written and read by every attention block.
-func (m *ModelMap) layoutBlocks(L *MapLayout, t int) {
+func (m *ModelMap) layoutBlocks(L *MapLayout) {
 	n := max(m.Layers, 1)
 	lw := (blockX1 - blockX0) / float64(n)
 	every := int(math.Ceil(float64(n) / 10))
@@ -178,10 +190,9 @@ func (m *ModelMap) layoutBlocks(L *MapLayout, t int) {
 		x := blockX0 + float64(i)*lw
 		ax, mx, w := x+lw*0.06, x+lw*0.53, lw*0.40
 		L.add(m, MapPart{Key: fmt.Sprintf("attention-%d", i+1), Label: "attn", X: ax, Y: blkY, W: w, H: blkH, Stage: "attention", Layer: i + 1, Inline: inline,
-			Title: fmt.Sprintf("Layer %d attention: %d query heads (%d K/V heads) of %d values; each of the %d new positions weighs the visible keys by softmax(q·k/√%d).",
-				i+1, m.Heads, m.KVHeads, m.HeadDim, t, m.HeadDim)})
+			Short: fmt.Sprintf("layer %d attention", i+1)})
 		L.add(m, MapPart{Key: fmt.Sprintf("mlp-%d", i+1), Label: "MLP", X: mx, Y: blkY, W: w, H: blkH, Stage: "mlp", Layer: i + 1, Inline: inline,
-			Title: fmt.Sprintf("Layer %d MLP (%s): [%d × %d] → [%d × %d] → [%d × %d].", i+1, m.MLPKind, t, m.Embd, t, m.FFN, t, m.Embd)})
+			Short: fmt.Sprintf("layer %d MLP", i+1)})
 		for _, bx := range []float64{ax, mx} {
 			L.Edges = append(L.Edges, MapEdge{X1: bx + w*0.2, Y1: streamY, X2: bx + w*0.2, Y2: blkY + blkH}, MapEdge{X1: bx + w*0.8, Y1: blkY + blkH, X2: bx + w*0.8, Y2: streamY})
 			L.Joins = append(L.Joins, MapEdge{X1: bx + w*0.8, Y1: streamY})
@@ -194,14 +205,17 @@ func (m *ModelMap) layoutBlocks(L *MapLayout, t int) {
 		}
 	}
 	L.Texts = append(L.Texts, MapEdge{X1: (blockX0 + blockX1) / 2, Y1: 12, Label: fmt.Sprintf("%d layers, each attention + MLP added to the residual stream", n)})
-	L.add(m, MapPart{Key: "kv", Label: fmt.Sprintf("KV cache: %d positions × %d layers × (K, V)", m.Cached, n), X: blockX0, Y: kvY, W: blockX1 - blockX0, H: kvH, Stage: "kv", Inline: true,
-		Title: fmt.Sprintf("KV cache: every layer keeps each position's keys and values (%d K/V heads × %d values each); %d positions cached, %d bytes in use after this step.",
-			m.KVHeads, m.HeadDim, m.Cached, m.KVBytes)})
+	L.AttnTitle = fmt.Sprintf("Layer {L} attention: %d query heads (%d K/V heads) of %d values; each of the {T} new positions weighs the visible keys by softmax(q·k/√%d).",
+		m.Heads, m.KVHeads, m.HeadDim, m.HeadDim)
+	L.MLPTitle = fmt.Sprintf("Layer {L} MLP (%s): [{T} × %d] → [{T} × %d] → [{T} × %d].", m.MLPKind, m.Embd, m.FFN, m.Embd)
+	L.add(m, MapPart{Key: "kv", Short: "KV cache", Label: fmt.Sprintf("KV cache: {C} positions × %d layers × (K, V)", n), X: blockX0, Y: kvY, W: blockX1 - blockX0, H: kvH, Stage: "kv", Inline: true,
+		Title: fmt.Sprintf("KV cache: every layer keeps each position's keys and values (%d K/V heads × %d values each); {C} positions cached, {B} bytes in use after this step.",
+			m.KVHeads, m.HeadDim)})
 }
 
 // layoutHead draws what follows the last layer: the final norm, logits,
 // softmax, each sampler filter and the draw, and the loop back.
-func (m *ModelMap) layoutHead(L *MapLayout, t int) {
+func (m *ModelMap) layoutHead(L *MapLayout) {
 	L.add(m, MapPart{Key: "norm", Label: "norm", X: 745, Y: boxY, W: 52, H: boxH, Inline: true,
 		Title: fmt.Sprintf("Final %s of the last position's %d values (shown with the logits stage).", m.Norm, m.Embd)})
 	L.add(m, MapPart{Key: "logits", Label: "logits", X: 812, Y: boxY, W: 72, H: boxH, Stage: "logits", Inline: true,
@@ -226,23 +240,16 @@ func (m *ModelMap) layoutChain(L *MapLayout, x0, w float64) {
 		return
 	}
 	fw := w / float64(len(m.Filters))
-	full := math.Log(float64(max(m.Vocab, 2)) + 1)
-	counts := ""
 	for i, f := range m.Filters {
-		title := fmt.Sprintf("Sampler step %d, %s (%s): %d candidates in, %d kept.", i+1, f.Name, f.Setting, f.In, f.Out)
+		title := fmt.Sprintf("Sampler step %d, %s (%s): {I%d} candidates in, {O%d} kept.", i+1, f.Name, f.Setting, i+1, i+1)
 		if f.Skipped {
-			title = fmt.Sprintf("Sampler step %d, %s (%s): off at this setting; all %d candidates pass.", i+1, f.Name, f.Setting, f.In)
+			title = fmt.Sprintf("Sampler step %d, %s (%s): off at this setting; all {I%d} candidates pass.", i+1, f.Name, f.Setting, i+1)
 		}
-		h := 6 + (boxH-6)*math.Min(1, math.Log(float64(f.Out)+1)/full)
-		L.add(m, MapPart{Key: fmt.Sprintf("sampler-%d", i+1), Label: itoa(f.Out), X: x0 + float64(i)*fw + 1, Y: streamY - h/2, W: fw - 2, H: h, Stage: "sampler", Filter: i + 1, Inline: fw >= 40, Title: title})
-		if i == 0 {
-			counts = itoa(f.In)
-		}
-		if i == len(m.Filters)-1 {
-			counts += " → " + itoa(f.Out)
-		}
+		h := m.sliceHeight(f.Out)
+		L.add(m, MapPart{Key: fmt.Sprintf("sampler-%d", i+1), Label: fmt.Sprintf("{O%d}", i+1), Short: fmt.Sprintf("sampler step %d, %s", i+1, f.Name),
+			X: x0 + float64(i)*fw + 1, Y: streamY - h/2, W: fw - 2, H: h, Stage: "sampler", Filter: i + 1, Inline: fw >= 40, Title: title})
 	}
-	L.Texts = append(L.Texts, MapEdge{X1: x0 + w/2, Y1: boxY - 8, Label: "sampler chain"}, MapEdge{X1: x0 + w/2, Y1: kvY + 12, Label: counts + " candidates"})
+	L.Texts = append(L.Texts, MapEdge{X1: x0 + w/2, Y1: boxY - 8, Label: "sampler chain"}, MapEdge{X1: x0 + w/2, Y1: kvY + 12, Label: fmt.Sprintf("{I1} → {O%d} candidates", len(m.Filters))})
 }
 
 // center is a part's middle.
@@ -324,6 +331,87 @@ func (L MapLayout) States() string {
 			}
 			b.WriteString(p.Key + "=" + c)
 		}
+	}
+	return b.String()
+}
+
+// EdgePath is every plain (or every dashed) edge as one path.
+func (L MapLayout) EdgePath(dashed bool) string {
+	var b strings.Builder
+	for _, e := range L.Edges {
+		if e.Dashed == dashed {
+			fmt.Fprintf(&b, "M%s %sL%s %s", f1(e.X1), f1(e.Y1), f1(e.X2), f1(e.Y2))
+		}
+	}
+	return b.String()
+}
+
+// UnderPath is the KV cache's links, drawn beneath the stream, as one path.
+func (L MapLayout) UnderPath() string {
+	var b strings.Builder
+	for _, e := range L.Under {
+		fmt.Fprintf(&b, "M%s %sL%s %s", f1(e.X1), f1(e.Y1), f1(e.X2), f1(e.Y2))
+	}
+	return b.String()
+}
+
+// JoinPath is every ⊕ on the stream as one path of small circles.
+func (L MapLayout) JoinPath() string {
+	var b strings.Builder
+	for _, j := range L.Joins {
+		fmt.Fprintf(&b, "M%s %sa3 3 0 1 0 6 0a3 3 0 1 0-6 0", f1(j.X1-3), f1(j.Y1))
+	}
+	return b.String()
+}
+
+// nums are the step's numbers (see MapLayout.nums).
+func (m *ModelMap) nums() map[string]string {
+	n := map[string]string{"T": itoa(max(m.Tokens, 1)), "C": itoa(m.Cached), "B": itoa(m.KVBytes)}
+	for i, f := range m.Filters {
+		k := itoa(i + 1)
+		n["I"+k], n["O"+k], n["H"+k] = itoa(f.In), itoa(f.Out), f1(m.sliceHeight(f.Out))
+	}
+	return n
+}
+
+// sliceHeight is a sampler slice's height for n candidates kept: it grows
+// with the log of n, so 1 of 50,000 stays visible.
+func (m *ModelMap) sliceHeight(n int) float64 {
+	return 6 + (boxH-6)*math.Min(1, math.Log(float64(n)+1)/math.Log(float64(max(m.Vocab, 2))+1))
+}
+
+// Fill writes the step's numbers into a text of the drawing.
+func (L MapLayout) Fill(s string) string {
+	if !strings.Contains(s, "{") {
+		return s
+	}
+	for k, v := range L.nums {
+		s = strings.ReplaceAll(s, "{"+k+"}", v)
+	}
+	return s
+}
+
+// Tpl is s when it names step numbers (the page refills it), else "".
+func Tpl(s string) string {
+	if strings.Contains(s, "{") {
+		return s
+	}
+	return ""
+}
+
+// Nums is the step's numbers as "K=V" pairs, for the map's state.
+func (L MapLayout) Nums() string {
+	keys := make([]string, 0, len(L.nums))
+	for k := range L.nums {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(';')
+		}
+		b.WriteString(k + "=" + L.nums[k])
 	}
 	return b.String()
 }
