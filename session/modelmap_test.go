@@ -3,10 +3,13 @@ package session
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"stepthrough/engine/reftest"
 	"stepthrough/engine/trace"
+	"stepthrough/models"
 	"stepthrough/views"
 )
 
@@ -352,5 +355,48 @@ func TestModelMapKeyAndNumbers(t *testing.T) {
 	}
 	if se.Explorer().Map.Key == e0.Map.Key {
 		t.Error("a new run kept the drawing's key")
+	}
+}
+
+// The MLP picture: on SwiGLU (stories260K) silu(gate) · up is the
+// engine's activation; on GELU (the lesson model) after-the-nonlinearity
+// is the engine's; the residual add is before + output = after.
+func TestMLPUnits(t *testing.T) {
+	dir := filepath.Dir(reftest.Path(t, "models", "stories260K.gguf"))
+	reg := NewRegistry([]string{dir})
+	reg.AddEmbedded("lesson.gguf", models.Lesson)
+	t.Cleanup(reg.Close)
+	for _, model := range []string{"stories260K.gguf", "lesson.gguf"} {
+		se := New("m", "", reg)
+		r := run("Once upon a time")
+		r.Model = model
+		if err := se.Run(context.Background(), r); err != nil {
+			t.Fatal(err)
+		}
+		if err := se.Act(context.Background(), "goto", getter(map[string]string{"stage": "mlp", "layer": "1"})); err != nil {
+			t.Fatal(err)
+		}
+		m := se.Explorer().Panel.(*views.MLPPanel)
+		L := layerOf(se.cur.Steps[0], 0)
+		act := L.MLP.Act[len(L.MLP.Act)-1]
+		if len(m.Pre.Values) != m.Shown || m.Shown == 0 || m.FFN != len(act) {
+			t.Fatalf("%s: pre %d values, shown %d, ffn %d", model, len(m.Pre.Values), m.Shown, m.FFN)
+		}
+		for i := range m.Shown {
+			want := act[i]
+			got := m.Post.Values[i]
+			if len(m.Up.Values) > 0 {
+				got *= m.Up.Values[i]
+			}
+			if d := got - want; d > 1e-4 || d < -1e-4 {
+				t.Fatalf("%s unit %d: %g, the engine's activation %g", model, i, got, want)
+			}
+		}
+		for i := range m.Out.Values {
+			if d := m.ResidBefore.Values[i] + m.Out.Values[i] - m.ResidAfter.Values[i]; d > 1e-4 || d < -1e-4 {
+				t.Fatalf("%s value %d: %g + %g ≠ %g", model, i, m.ResidBefore.Values[i], m.Out.Values[i], m.ResidAfter.Values[i])
+			}
+		}
+		se.Close()
 	}
 }

@@ -82,9 +82,15 @@ func (s *Session) mlpPanel(st *trace.Step, stage trace.Stage) views.Panel {
 	m := &views.MLPPanel{Layer: stage.Layer, Kind: L.MLP.Kind}
 	if len(L.MLP.Act) > 0 {
 		m.Act = vecRow("activation", L.MLP.Act[last])
+		s.mlpUnits(m, L.MLP, last)
 	}
+	m.Out = vecRow("the block's output (down projection)", L.MLP.Out[last])
 	if L.ResidAttn != nil && L.ResidMLP != nil {
 		m.NormAfterAttn, m.NormAfterMLP = L.ResidAttn.Norms[last], L.ResidMLP.Norms[last]
+		if last < len(L.ResidAttn.X) && last < len(L.ResidMLP.X) {
+			m.ResidBefore = vecRow("the residual stream after attention", L.ResidAttn.X[last])
+			m.ResidAfter = vecRow("the residual stream after the MLP", L.ResidMLP.X[last])
+		}
 		if stage.Layer == 0 && st.Embed != nil {
 			m.NormBefore = norm(st.Embed.Input[last])
 		} else if prev := layerOf(st, stage.Layer-1); prev != nil && prev.ResidMLP != nil {
@@ -92,6 +98,31 @@ func (s *Session) mlpPanel(st *trace.Step, stage trace.Stage) views.Panel {
 		}
 	}
 	return m
+}
+
+// mlpUnits fills the hidden units before and after the nonlinearity (the
+// first maxUnits of them): GELU's input and output are the engine's; for
+// SwiGLU the engine records the gate and silu(gate)·up, and silu(gate) is
+// gate/(1+e^−gate), which TestMLPUnits checks against the engine's product.
+func (s *Session) mlpUnits(m *views.MLPPanel, x *trace.MLP, last int) {
+	act := x.Act[last]
+	m.FFN = len(act)
+	m.Shown = min(len(act), maxUnits)
+	cut := func(v []float32) []float32 { return v[:min(len(v), maxUnits)] }
+	switch {
+	case len(x.Gate) > last && len(x.Up) > last:
+		gate := cut(x.Gate[last])
+		post := make([]float32, len(gate))
+		for i, g := range gate {
+			post[i] = float32(float64(g) / (1 + math.Exp(-float64(g))))
+		}
+		m.Pre, m.Post = vecRow("gate, before SiLU", gate), vecRow("silu(gate)", post)
+		m.Up = vecRow("up", cut(x.Up[last]))
+		m.Act = vecRow("silu(gate) · up", cut(act))
+	case len(x.Up) > last:
+		m.Pre, m.Post = vecRow("up, before GELU", cut(x.Up[last])), vecRow("gelu(up)", cut(act))
+		m.Act = views.VecRow{}
+	}
 }
 
 func (s *Session) samplePanel(st *trace.Step, _ trace.Stage) views.Panel {
@@ -221,8 +252,9 @@ func (s *Session) attentionRow(v *views.AttentionPanel, a *trace.Attention, head
 const (
 	topN           = 30
 	maxRemovedRows = 16
-	maxKeptRows    = 24 // survivors listed; the rest are counted
-	maxBranches    = 8  // survivors with a "what if?" link
+	maxKeptRows    = 24   // survivors listed; the rest are counted
+	maxBranches    = 8    // survivors with a "what if?" link
+	maxUnits       = 1024 // MLP hidden units drawn
 )
 
 // byValueDesc orders indexes by value, largest first, ties by index.

@@ -166,6 +166,30 @@
       c.title = i >= 0 && i < rows.length && j >= 0 && j < kl.length ? `query ${ql[i]} → key ${kl[j]}: ${Number.isNaN(rows[i][j]) ? "masked (a later position)" : rows[i][j]}` : "";
     });
   }
+  // The MLP's scatter: each hidden unit as a point, before the
+  // nonlinearity across and after it up, from the two strips' values.
+  function paintScatter(c) {
+    if (c.dataset.painted) return;
+    const xs = document.getElementById(c.dataset.xFrom), ys = document.getElementById(c.dataset.yFrom);
+    if (!xs || !ys) return;
+    c.dataset.painted = "1";
+    const x = xs.dataset.values.split(" ").map(Number), y = ys.dataset.values.split(" ").map(Number);
+    const W = 480, H = 300, pad = 30, dpr = 2;
+    c.width = W * dpr; c.height = H * dpr;
+    const g = c.getContext("2d");
+    g.scale(dpr, dpr);
+    const lo = (v) => Math.min(...v), hi = (v) => Math.max(...v);
+    const x0 = Math.min(lo(x), lo(y)), x1 = Math.max(hi(x), hi(y));
+    const sx = (v) => pad + (v - x0) / (x1 - x0 || 1) * (W - 2 * pad), sy = (v) => H - pad - (v - x0) / (x1 - x0 || 1) * (H - 2 * pad);
+    const css = getComputedStyle(document.documentElement);
+    g.strokeStyle = css.getPropertyValue("--muted").trim() || "#888";
+    g.beginPath(); g.moveTo(sx(x0), sy(0)); g.lineTo(sx(x1), sy(0)); g.moveTo(sx(0), sy(x0)); g.lineTo(sx(0), sy(x1)); g.stroke();
+    g.fillStyle = css.getPropertyValue("--accent").trim() || "#7cc4ff";
+    x.forEach((v, i) => g.fillRect(sx(v) - 1.5, sy(y[i]) - 1.5, 3, 3));
+    g.fillStyle = css.getPropertyValue("--fg").trim() || "#ddd";
+    g.font = "12px system-ui, sans-serif";
+    g.fillText("before →", W - pad - 50, sy(0) - 4); g.fillText("after ↑", sx(0) + 4, pad - 8);
+  }
   // The model map is open on wide screens and collapsed on phones until the
   // viewer chooses; the choice outlives each step's redraw and reloads.
   function mapOpen(d) {
@@ -220,6 +244,7 @@
     if (!root.querySelectorAll) return;
     root.querySelectorAll("canvas.strip:not([data-painted])").forEach(paintStrip);
     root.querySelectorAll("canvas.heat:not([data-painted])").forEach(paintHeat);
+    root.querySelectorAll("canvas.scatter:not([data-painted])").forEach(paintScatter);
     root.querySelectorAll("details.map:not([data-placed])").forEach(mapOpen);
   }
   new MutationObserver((records) => {
@@ -227,6 +252,7 @@
     for (const r of records) for (const n of r.addedNodes) if (n.nodeType === 1) {
       if (n.matches && n.matches("canvas.strip")) paintStrip(n);
       else if (n.matches && n.matches("canvas.heat")) paintHeat(n);
+      else if (n.matches && n.matches("canvas.scatter")) paintScatter(n);
       else if (n.matches && n.matches("details.map")) mapOpen(n);
       else if (n.id === "map-state") mapState(n);
       else paintStrips(n);

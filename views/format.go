@@ -181,3 +181,6 @@ func tokenTitle(t Token) string {
 	}
 	return s + fmt.Sprintf(" · text bytes %d–%d", t.Start, t.End)
 }
+
+// withID is r drawn with an element id (another picture reads its values).
+func withID(r VecRow, id string) VecRow { r.ID = id; return r }

@@ -151,6 +151,7 @@ type VecRow struct {
 	Label  string
 	Values []float32
 	Max    float32 // largest magnitude, for the colour scale
+	ID     string  // an element id, for a picture drawn from the same values
 }
 
 // Point is a labelled 2-D point.
@@ -188,10 +189,17 @@ type AttnTerm struct {
 type MLPPanel struct {
 	Layer         int
 	Kind          string
-	Act           VecRow
+	Act           VecRow // what the down projection reads: gelu(up), or silu(gate)·up
 	NormBefore    float32
 	NormAfterAttn float32
 	NormAfterMLP  float32
+	// the last position, through the block
+	FFN, Shown  int    // hidden units, and how many of them the strips draw
+	Pre, Post   VecRow // before and after the nonlinearity (up and gelu(up), or gate and silu(gate))
+	Up          VecRow // SwiGLU's multiplier; empty for GELU
+	Out         VecRow // the down projection: what the block adds
+	ResidBefore VecRow // the stream before the add (after attention)
+	ResidAfter  VecRow // the stream after it
 }
 
 // Bar is a token with a number.

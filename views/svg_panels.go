@@ -64,8 +64,12 @@ func (a *AttentionPanel) svg(d *svgDoc) {
 
 func (m *MLPPanel) svg(d *svgDoc) {
 	d.y += 6
-	d.text(16, d.y, 13, "normal", fmt.Sprintf("Layer %d feed-forward (%s): activations of the last token", m.Layer+1, m.Kind))
-	d.strip(m.Act)
+	d.text(16, d.y, 13, "normal", fmt.Sprintf("Layer %d feed-forward (%s), the last token: before and after the nonlinearity", m.Layer+1, m.Kind))
+	for _, r := range []VecRow{m.Pre, m.Post, m.Up, m.Act, m.ResidBefore, m.Out, m.ResidAfter} {
+		if len(r.Values) > 0 {
+			d.strip(r)
+		}
+	}
 	d.y += 20
 	d.text(16, d.y, 13, "normal", fmt.Sprintf("Residual-stream norm: before attention %s, after attention %s, after MLP %s", f32(m.NormBefore), f32(m.NormAfterAttn), f32(m.NormAfterMLP)))
 }
