@@ -13,6 +13,15 @@ import (
 	"stepthrough/wsconn"
 )
 
+// Role is how a connection takes part in a room.
+type Role int
+
+const (
+	Student    Role = iota // follows, answers, may explore on its own
+	Instructor             // drives the room
+	Projector              // follows only: the view to show the class, no key in it
+)
+
 // Actions each side of a room may send.
 var (
 	instructorActions = map[string]bool{"lesson-step": true, "reveal": true, "end-room": true, "run": true, "step": true, "back": true,
@@ -33,8 +42,9 @@ func ParseMessage(raw []byte, instructor bool) (wsconn.Message, error) {
 // Attach joins a connection from a client address to the room — the
 // instructor's, or a student's — and serves it until it ends. A full or
 // closed room refuses it with a close code and reason.
-func (r *Room) Attach(conn *wsconn.Conn, addr, student string, instructor bool) {
-	c := &client{conn: conn, addr: addr, student: student, instructor: instructor}
+func (r *Room) Attach(conn *wsconn.Conn, addr, student string, role Role) {
+	instructor := role == Instructor
+	c := &client{conn: conn, addr: addr, student: student, instructor: instructor, projector: role == Projector}
 	var refused error
 	err := r.do(conn.Context(), func() {
 		if r.closed {
@@ -53,12 +63,14 @@ func (r *Room) Attach(conn *wsconn.Conn, addr, student string, instructor bool) 
 		r.clients[c] = true
 		r.nclients.Add(1)
 		conn.Send(r.follow)
-		if instructor {
+		switch {
+		case instructor:
 			conn.SendBytes(r.teachExtras())
 			if r.state.Broken != "" {
 				conn.Note(r.state.Broken)
 			}
-		} else {
+		case c.projector: // it follows, nothing more
+		default:
 			conn.SendBytes(render(views.StudentBarView(views.StudentBar{})))
 			conn.SendBytes(r.pollMine(student))
 		}
@@ -88,6 +100,10 @@ func (r *Room) Attach(conn *wsconn.Conn, addr, student string, instructor bool) 
 		r.teachSoon()
 	})
 	conn.Serve(func(ctx context.Context, raw []byte) {
+		if c.projector {
+			conn.Note("the projector view follows the instructor; it takes no actions")
+			return
+		}
 		msg, err := ParseMessage(raw, instructor)
 		if err != nil {
 			conn.Note(err.Error())

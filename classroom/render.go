@@ -172,7 +172,7 @@ func (r *Room) teachStats() views.TeachStats {
 	seen := map[string]bool{}
 	following := map[string]bool{}
 	for c := range r.clients {
-		if c.instructor {
+		if c.instructor || c.projector {
 			continue
 		}
 		seen[c.student] = true

@@ -2,11 +2,14 @@ package server
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/a-h/templ"
@@ -34,6 +37,7 @@ func (s *Server) classroomRoutes(e *echo.Echo) {
 	e.POST("/rooms", s.startRoom)
 	e.GET("/rooms/:code", s.studentPage)
 	e.GET("/rooms/:code/teach", s.teachRoom)
+	e.GET("/rooms/:code/projector", s.projectorPage)
 	e.GET("/rooms/:code/ws", s.roomWS)
 	e.GET("/rooms/:code/poll.csv", s.pollCSV)
 }
@@ -192,14 +196,10 @@ func (s *Server) teachRoom(c echo.Context) error {
 		return s.classroomHomeWith(c, statusOf(err), err.Error(), "")
 	}
 	p := t.Page
-	p.JoinURL = c.Scheme() + "://" + c.Request().Host + "/rooms/" + r.Code()
+	p.Join = s.joinDetails(c, r.Code())
 	p.InstructURL = "/rooms/" + r.Code() + "/teach?key=" + key
 	p.CSVURL = "/rooms/" + r.Code() + "/poll.csv"
 	p.Expires = "at " + t.Expires.Format("15:04 MST") + " unless you keep teaching"
-	if q, err := qrcode.New(p.JoinURL, qrcode.Medium); err == nil {
-		q.DisableBorder = true // the SVG draws the quiet zone
-		p.QR = q.Bitmap()
-	}
 	if t.Settings != nil {
 		p.Settings = views.Page{Models: s.reg.Names(), Settings: *t.Settings}
 	}
@@ -227,13 +227,20 @@ func (s *Server) pollCSV(c echo.Context) error {
 func (s *Server) roomWS(c echo.Context) error {
 	var r *classroom.Room
 	instructor := c.QueryParam("as") == "instructor" || c.QueryParam("key") != ""
+	projector := c.QueryParam("as") == "projector"
 	student := ""
-	if instructor {
+	switch {
+	case projector:
+		var err error
+		if r, err = s.lookupRoom(c, c.Param("code")); err != nil {
+			return c.String(statusOf(err), err.Error())
+		}
+	case instructor:
 		var err error
 		if r, _, err = s.instructorRoom(c); err != nil {
 			return c.String(statusOf(err), err.Error())
 		}
-	} else {
+	default:
 		if student = s.student(c); student == "" {
 			return c.String(http.StatusForbidden, "open the room's page first: it gives this browser its student id")
 		}
@@ -246,6 +253,87 @@ func (s *Server) roomWS(c echo.Context) error {
 	if err != nil {
 		return nil // the upgrader has answered
 	}
-	r.Attach(conn, clientOf(c), student, instructor)
+	role := classroom.Student
+	switch {
+	case projector:
+		role = classroom.Projector
+	case instructor:
+		role = classroom.Instructor
+	}
+	r.Attach(conn, clientOf(c), student, role)
 	return nil
+}
+
+// projectorPage is the view to show the class: the join details large and
+// the room as students follow it, with no control and no key in it.
+func (s *Server) projectorPage(c echo.Context) error {
+	r, err := s.lookupRoom(c, c.Param("code"))
+	if err != nil {
+		return s.classroomHomeWith(c, statusOf(err), err.Error(), "")
+	}
+	p, err := r.StudentPage(c.Request().Context())
+	if err != nil {
+		return s.classroomHomeWith(c, statusOf(err), err.Error(), "")
+	}
+	return c.HTMLBlob(http.StatusOK, renderBytes(c.Request().Context(), views.ProjectorRoomPage(p, s.joinDetails(c, r.Code()))))
+}
+
+// joinDetails is how students reach a room: its link and QR code for an
+// address they can use. Opened on a loopback address, that is this
+// machine's network address when the server listens on every interface;
+// when it listens on loopback only no student can reach it, and the page
+// says how to serve on the network.
+func (s *Server) joinDetails(c echo.Context, code string) views.Join {
+	j := views.Join{Code: code, Projector: "/rooms/" + code + "/projector"}
+	host := c.Request().Host
+	h, port, err := net.SplitHostPort(host)
+	if err != nil {
+		h, port = host, ""
+	}
+	if ip := net.ParseIP(strings.Trim(h, "[]")); (ip != nil && ip.IsLoopback()) || strings.EqualFold(h, "localhost") {
+		j.Loopback, j.AllInterfaces = true, listensEverywhere(s.cfg.Addr)
+		lan := lanAddrs()
+		for _, a := range lan {
+			j.LAN = append(j.LAN, c.Scheme()+"://"+hostPort(a, port)+"/rooms/"+code)
+		}
+		if j.AllInterfaces && len(lan) > 0 {
+			host = hostPort(lan[0], port)
+		}
+		j.Command = "stepthrough serve --addr 0.0.0.0:" + cmp.Or(port, "8080")
+	}
+	j.URL = c.Scheme() + "://" + host + "/rooms/" + code
+	if q, err := qrcode.New(j.URL, qrcode.Medium); err == nil {
+		q.DisableBorder = true // the SVG draws the quiet zone
+		j.QR = q.Bitmap()
+	}
+	return j
+}
+
+func hostPort(h, port string) string {
+	if port == "" {
+		return h
+	}
+	return net.JoinHostPort(h, port)
+}
+
+// listensEverywhere reports whether a listen address takes connections on
+// every interface.
+func listensEverywhere(addr string) bool {
+	h, _, err := net.SplitHostPort(addr)
+	return err == nil && (h == "" || h == "0.0.0.0" || h == "::")
+}
+
+// lanAddrs are this machine's IPv4 addresses on its networks (no
+// loopback, no link-local).
+func lanAddrs() []string {
+	var out []string
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok {
+			if ip := n.IP.To4(); ip != nil && !ip.IsLoopback() && !ip.IsLinkLocalUnicast() {
+				out = append(out, ip.String())
+			}
+		}
+	}
+	return out
 }

@@ -61,9 +61,12 @@ func dialRoom(t *testing.T, base, code, who string) *wsClient {
 	t.Helper()
 	u := "ws" + strings.TrimPrefix(base, "http") + "/rooms/" + code + "/ws"
 	h := http.Header{}
-	if strings.HasPrefix(who, "key=") {
+	switch {
+	case strings.HasPrefix(who, "key="):
 		u += "?as=instructor&" + who
-	} else {
+	case who == "projector":
+		u += "?as=projector"
+	default:
 		h.Set("Cookie", who)
 	}
 	conn, resp, err := websocket.DefaultDialer.Dial(u, h)

@@ -32,7 +32,7 @@
   function gotoStage(el) {
     const f = document.getElementById("goto");
     if (!f || !el.dataset.gotoStage) return false;
-    if (f.closest("[data-role='student'] #room-view")) return false; // followers watch
+    if (f.closest("[data-role='student'] #room-view, [data-role='projector'] #room-view")) return false; // followers watch
     f.elements.stage.value = el.dataset.gotoStage;
     f.elements.layer.value = el.dataset.gotoLayer || "0";
     f.elements.filter.value = el.dataset.gotoFilter || "0";

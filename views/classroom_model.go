@@ -78,8 +78,7 @@ type StudentPage struct {
 // TeachPage is the instructor's page.
 type TeachPage struct {
 	Code        string
-	JoinURL     string
-	QR          [][]bool // the join URL as a QR code, modules (true = dark)
+	Join        Join
 	IsLesson    bool
 	PrevStep    int // -1 at the first step
 	NextStep    int // -1 at the last step
@@ -146,4 +145,15 @@ func plural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return strconv.Itoa(n) + " " + noun + "s"
+}
+
+// Join is how students reach a room.
+type Join struct {
+	Code, URL     string
+	QR            [][]bool // the join URL as a QR code, modules (true = dark)
+	Projector     string   // the projector view's path
+	Loopback      bool     // the page was opened on a loopback address
+	AllInterfaces bool     // the server listens on every interface
+	LAN           []string // join links on this machine's network addresses
+	Command       string   // how to serve on the network
 }
