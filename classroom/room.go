@@ -60,7 +60,7 @@ type client struct {
 	addr       string // the client's address (branches count against its limits)
 	student    string // empty for the instructor and the projector
 	instructor bool
-	projector  bool // the projector view: follows, never acts, not counted
+	projector  bool                            // the projector view: follows, never acts, not counted
 	exploring  atomic.Pointer[session.Session] // the student's own branch; nil while following
 }
 
