@@ -70,7 +70,7 @@ func (r *Room) question() (*views.RoomQuestion, bool) {
 		_, q.Reveal = lessons.EngineAnswer(st, tk, lq)
 		q.Results = PollRows(st, tk, lq, r.answers[i], true)
 	}
-	return q, lq.Kind != "choice" && !revealed
+	return q, !revealed && !r.lesson.Steps[i].PanelShown // the numbers wait for the reveal
 }
 
 // Paragraphs splits narration into paragraphs of single-spaced text.
@@ -135,17 +135,17 @@ func (r *Room) broadcast() {
 func (r *Room) pollMine(student string) []byte {
 	i := r.state.LessonStep
 	a := r.answers[i][student]
-	verdict := ""
+	verdict, right := "", ""
 	if st, tk, ok := r.se.Current(); a != "" && r.state.Revealed[i] && r.lesson != nil && ok {
 		lq := r.lesson.Steps[i].Question
 		want, _ := lessons.EngineAnswer(st, tk, lq)
 		if lessons.Judge(lq.Kind, want, a) {
-			verdict = "matches the engine's answer"
+			verdict, right = "matches the engine's answer", "true"
 		} else {
-			verdict = fmt.Sprintf("the engine's answer is %q", want)
+			verdict, right = fmt.Sprintf("the engine's answer is %q", want), "false"
 		}
 	}
-	return render(views.PollMine(a, verdict))
+	return render(views.PollMine(a, verdict, right))
 }
 
 // teachControls is the part of the instructor's page TeachExtras shows

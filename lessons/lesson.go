@@ -59,9 +59,13 @@ type Step struct {
 	Layer       int    // for attention and mlp: 1-based, 0 = unset
 	Head        int    // for attention: 1-based, 0 = unset
 	Highlight   []string
-	Narration   string
-	Notes       string // instructor only
-	Question    *Question
+	// PanelShown keeps the stage's panel in view while the step's question
+	// is open ("panel: shown"): for a question about what the panel shows
+	// whose answer is not in it. Otherwise the numbers wait for the answer.
+	PanelShown bool
+	Narration  string
+	Notes      string // instructor only
+	Question   *Question
 	// Claims are the facts the narration states, verified against the
 	// engine (claims.go).
 	Claims []Claim
@@ -238,7 +242,7 @@ func (p *parser) feed(line string) error {
 
 func isKey(k string) bool {
 	k = strings.TrimSpace(k)
-	return k == "prompt" || k == "token" || k == "stage" || k == "layer" || k == "head" || k == "highlight" || k == "expect" || isSetting(k)
+	return k == "prompt" || k == "token" || k == "stage" || k == "layer" || k == "head" || k == "highlight" || k == "expect" || k == "panel" || isSetting(k)
 }
 
 // unquote accepts "text" (to keep leading spaces, as in " Paris") or bare text.
@@ -291,6 +295,11 @@ func (p *parser) setting(k, v string) error {
 			return p.errf("%v", err)
 		}
 		s.Claims = append(s.Claims, c)
+	case "panel":
+		if v != "shown" {
+			return p.errf("panel %q: the only value is shown (the panel stays in view while the question is open)", v)
+		}
+		s.PanelShown = true
 	case "highlight":
 		for _, h := range strings.Split(v, "|") {
 			s.Highlight = append(s.Highlight, unquote(strings.TrimSpace(h)))

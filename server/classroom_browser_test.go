@@ -144,6 +144,10 @@ func TestClassroomInBrowser(t *testing.T) {
 	do(t, teach, chromedp.Click(chromedp.CSS(`[data-action="reveal"]`)))
 	revealed := `document.querySelector('#room-view [data-testid="poll-result"][data-answer=" Par"]')?.dataset.count === "1" && document.querySelector('[data-testid="reveal"]').textContent.includes('" Par"')`
 	waitJS(t, student, "the reveal on the student's screen", revealed)
+	waitJS(t, student, "the student's own answer marked", `document.querySelector('[data-testid="poll-result"][data-answer=" Par"]').classList.contains('mine')`)
+	if bar := eval[string](t, student, `document.querySelector('[data-testid="model-bar"]')?.getAttribute('fill') || ""`, false); bar != "var(--before)" {
+		t.Errorf("the model's bar at the reveal: fill %q, want solid", bar)
+	}
 	screenshot(t, student, "classroom-student-revealed")
 
 	// Restart the server mid-lesson: both pages reconnect on their own and
@@ -161,6 +165,12 @@ func TestClassroomInBrowser(t *testing.T) {
 	waitJS(t, student, "following after the restart", followState+` === "following"`)
 	do(t, teach, chromedp.Click(chromedp.CSS(`[data-action="lesson-next"]`)))
 	waitJS(t, student, "the student to follow after the restart", `document.querySelector('#room-view').dataset.lessonStep === "2"`)
+	// a choice question hides the numbers until the reveal
+	if n := eval[int](t, student, `document.querySelectorAll('[data-testid="panel-hidden"]').length`, false); n != 1 {
+		t.Errorf("the choice question's step shows its numbers before the reveal")
+	}
+	do(t, teach, chromedp.Click(chromedp.CSS(`[data-action="reveal"]`)))
+	waitJS(t, student, "the panel after the reveal", `document.querySelector('section[data-stage="softmax"]') !== null`)
 
 	// A handout as PNG: app.js draws the SVG export on a canvas and
 	// downloads it (the download is caught to check the image).

@@ -64,9 +64,11 @@ func (s *Server) lessonStep(c echo.Context) error {
 		}
 		p.Highlight = se.Highlights(st)
 		p.Question = question(c, se, st)
-		if q := p.Question; q != nil && q.Kind != "choice" && !q.Answered {
-			// a prediction: the engine's numbers would give the answer away
-			p.Hidden, p.Panel, p.Generated = true, nil, nil
+		if q := p.Question; q != nil {
+			p.Prompt = se.Spec().Prompt
+			if !q.Answered && !st.PanelShown { // the engine's numbers would give the answer away
+				p.Hidden, p.Panel, p.Generated = true, nil, nil
+			}
 		}
 	}
 	return renderPage(c, views.LessonStepPage(p))
@@ -91,6 +93,6 @@ func question(c echo.Context, se *session.Session, st lessons.Step) *views.Lesso
 	}
 	var want string
 	want, q.Reveal = lessons.EngineAnswer(step, tk, lq)
-	q.Correct = lessons.Judge(lq.Kind, want, q.Answer)
+	q.Correct, q.Right = lessons.Judge(lq.Kind, want, q.Answer), want
 	return q
 }

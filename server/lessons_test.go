@@ -39,7 +39,7 @@ func TestBuiltinLessonsPlay(t *testing.T) {
 			if e := doc.Find(`[data-testid="error"]`); e.Length() > 0 {
 				t.Fatalf("%s step %d: error %q", name, i+1, e.Text())
 			}
-			predict := st.Question != nil && st.Question.Kind != "choice"
+			predict := st.Question != nil && !st.PanelShown // the numbers wait for the answer
 			if predict {
 				// the engine's numbers would give the answer away
 				if doc.Find(`section[data-stage]`).Length() != 0 || doc.Find(`[data-testid="panel-hidden"]`).Length() != 1 {
@@ -206,4 +206,37 @@ func expectedAnswers(t *testing.T, s *Server, l *lessons.Lesson, i int) (right, 
 	}
 	t.Fatalf("step %d: question kind %q", i+1, q.Kind)
 	return "", ""
+}
+
+// A choice question shows the step's prompt, hides the numbers until
+// answered, and after a wrong answer marks the student's pick and the
+// right one.
+func TestChoiceQuestionMarksThePick(t *testing.T) {
+	s := mustNew(t, Config{Embedded: lessonModels()})
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(ts.Close)
+	all, err := lessons.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := all["logits-and-softmax"].Steps[2].Question
+	if q == nil || q.Kind != "choice" {
+		t.Fatal("logits-and-softmax step 3 is no longer a choice question")
+	}
+	wrong := ""
+	for _, c := range q.Choices {
+		if c != q.Answer {
+			wrong = c
+		}
+	}
+	doc := get(t, ts.URL+"/lessons/logits-and-softmax?step=2")
+	if doc.Find(`[data-testid="question-prompt"] code`).Length() != 1 || doc.Find(`section[data-stage]`).Length() != 0 || doc.Find(`input[name="view_temperature"]`).Length() != 0 {
+		t.Error("before the answer: want the prompt shown, no panel and no slider")
+	}
+	doc = get(t, ts.URL+"/lessons/logits-and-softmax?step=2&answer="+url.QueryEscape(wrong))
+	picked := doc.Find(`label.picked.wrong[data-testid="choice"] input[value="` + wrong + `"]`)
+	right := doc.Find(`label.right[data-testid="choice"] input[value="` + q.Answer + `"]`)
+	if picked.Length() != 1 || right.Length() != 1 || doc.Find(`section[data-stage="softmax"]`).Length() != 1 {
+		t.Errorf("after a wrong answer: picked %d, right %d, panel %d", picked.Length(), right.Length(), doc.Find(`section[data-stage="softmax"]`).Length())
+	}
 }

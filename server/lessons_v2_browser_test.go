@@ -33,7 +33,7 @@ func TestChatToolReasoningLessonsInBrowser(t *testing.T) {
 		}
 		screenshot(t, ctx, fmt.Sprintf("lesson-tool-calls-%s", size.name))
 		// chat: the reply ends with the end-of-turn token, shown by name
-		do(t, ctx, chromedp.Navigate(base+"/lessons/chat-and-stop-tokens?step=2"))
+		do(t, ctx, chromedp.Navigate(base+"/lessons/chat-and-stop-tokens?step=2&answer=x")) // answered: the numbers show
 		gen := eval[string](t, ctx, `document.querySelector('.generated')?.textContent || ""`, false)
 		if !strings.HasSuffix(strings.TrimSpace(gen), "<|end|>") {
 			t.Errorf("%s: chat reply shown as %q", size.name, gen)
@@ -45,7 +45,7 @@ func TestChatToolReasoningLessonsInBrowser(t *testing.T) {
 		}
 		screenshot(t, ctx, fmt.Sprintf("lesson-chat-%s", size.name))
 		// reasoning: the scratchpad is in the generated text
-		do(t, ctx, chromedp.Navigate(base+"/lessons/reasoning-tokens?step=2"))
+		do(t, ctx, chromedp.Navigate(base+"/lessons/reasoning-tokens?step=2&answer=x"))
 		gen = eval[string](t, ctx, `document.querySelector('.generated')?.textContent || ""`, false)
 		if !strings.Contains(gen, "<think>") || !strings.Contains(gen, "so 0432") {
 			t.Errorf("%s: reasoning shown as %q", size.name, gen)

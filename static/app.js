@@ -273,6 +273,19 @@
     if (s && s.dataset.url) history.replaceState(null, "", s.dataset.url);
     if (s && s.dataset.end === "true" && timer) play();
   });
+  // After a reveal, the student's own answer is marked in the class's
+  // results (the results are the same bytes for everyone; #poll-mine is
+  // the student's own).
+  function markMine() {
+    const m = document.getElementById("poll-mine");
+    document.querySelectorAll("[data-testid='poll-result']").forEach((r) => {
+      const mine = !!(m && m.dataset.answer && r.dataset.answer === m.dataset.answer);
+      r.classList.toggle("mine", mine);
+      r.classList.toggle("wrong", mine && m.dataset.right === "false");
+    });
+  }
+  document.addEventListener("DOMContentLoaded", markMine);
+  document.addEventListener("htmx:wsAfterMessage", markMine);
   document.addEventListener("htmx:wsAfterMessage", () => {
     if (inRoom()) return;
     const s = document.getElementById("state");

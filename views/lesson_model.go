@@ -33,7 +33,8 @@ type LessonPage struct {
 	BackendNote string     // why the CPU ran instead of a GPU, if it did
 	Generated   []GenToken // tokens generated up to this step
 	Notice      string     // what the runtime did at this step (a tool's result), or why the view moved
-	Hidden      bool       // the panel waits for the student's prediction
+	Hidden      bool       // the panel waits for the student's answer
+	Prompt      string     // the step's prompt, shown with its question
 	Highlight   []GenToken // tokens the step points at, with their ids
 }
 
@@ -45,6 +46,7 @@ type LessonQuestion struct {
 	Answer     string // what the student chose or typed
 	Correct    bool
 	Reveal     string // what the engine says (or the right choice)
+	Right      string // the engine's answer, once answered
 }
 
 // highlightStyle outlines the highlighted tokens wherever a panel shows
