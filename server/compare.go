@@ -2,10 +2,12 @@ package server
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/csv"
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -204,13 +206,14 @@ func compareView(r *compare.Result, m *model.Model, q compareQuery) *views.Compa
 	v := &views.CompareView{Step: step, Steps: steps, Divergence: r.Divergence, URL: link(step), First: link(0), Prev: link(max(step-1, 0)),
 		Next: link(min(step+1, steps-1)), End: link(steps - 1), JSONURL: "/compare.json?" + q.values(-1).Encode(), CSVURL: "/compare.csv?" + q.values(-1).Encode(),
 		PrefillMS: r.PrefillMS, CopyMS: r.CopyMS, SeparateMS: r.SeparatePrefillMS, SavedMS: r.SeparatePrefillMS - r.PrefillMS - r.CopyMS}
+	labels := laneTitles(r, m)
 	if r.Divergence > step {
 		v.Divergence = -1 // not reached yet at this step
 	}
 	tk := m.Tokenizer
 	piece := func(id int32) string { return strconv.Quote(tk.Display(id)) }
 	for i, l := range r.Lanes {
-		lv := views.LaneView{Index: i, Spec: l.Strategy.Spec, Seed: strconv.FormatUint(l.Seed, 10), Text: tk.Decode(l.Tokens[:min(len(l.Tokens), step+1)])}
+		lv := views.LaneView{Index: i, Spec: l.Strategy.Spec, Title: labels[i], Seed: strconv.FormatUint(l.Seed, 10), Text: tk.Decode(l.Tokens[:min(len(l.Tokens), step+1)])}
 		if l.Strategy.Kind != "sample" {
 			lv.Seed = "—"
 		}
@@ -221,12 +224,8 @@ func compareView(r *compare.Result, m *model.Model, q compareQuery) *views.Compa
 			st := l.Steps[step]
 			cur := &views.LaneStepView{Greedy: st.Greedy, Forced: st.Forced, U: st.U, Chosen: st.Token, ChosenPiece: piece(st.Token),
 				Round: l.Strategy.Kind == "speculative" && step > 0}
-			var top float64
-			for _, c := range st.Top {
-				top = max(top, float64(c.P))
-			}
-			for _, c := range st.Top {
-				cur.Top = append(cur.Top, views.Bar{ID: c.ID, Piece: piece(c.ID), Value: float64(c.P), Width: 100 * float64(c.P) / max(top, 1e-12), Chosen: c.ID == st.Token})
+			for _, c := range st.Top { // on one 0–100% scale
+				cur.Top = append(cur.Top, views.Bar{ID: c.ID, Piece: piece(c.ID), Value: float64(c.P), Width: 100 * float64(c.P), Chosen: c.ID == st.Token})
 			}
 			lv.Current = cur
 		}
@@ -250,7 +249,15 @@ func compareView(r *compare.Result, m *model.Model, q compareQuery) *views.Compa
 // beamTree lays out the kept hypotheses of steps 0..upto: one column per
 // step, one row per beam, an edge to the parent.
 func beamTree(b *compare.BeamResult, upto int, piece func(int32) string) *views.BeamTree {
-	t := &views.BeamTree{Best: strings.Trim(fmt.Sprint(b.Best.Tokens), "[]"), Why: b.Why}
+	t := &views.BeamTree{Why: b.Why}
+	for _, id := range b.Best.Tokens {
+		t.Best += piece(id) + " "
+	}
+	t.Best = strings.TrimSpace(t.Best)
+	onBest := func(prefix []int32) bool {
+		return len(prefix) <= len(b.Best.Tokens) && slices.Equal(prefix, b.Best.Tokens[:len(prefix)])
+	}
+	prefixes := map[int][]int32{0: nil} // beam index at the previous step -> its tokens
 	const dx, dy, x0, y0 = 110, 26, 10, 16
 	prevRow := map[int]int{} // beam index at the previous step -> row
 	prevRow[0] = 0
@@ -260,6 +267,7 @@ func beamTree(b *compare.BeamResult, upto int, piece func(int32) string) *views.
 			break
 		}
 		row := map[int]int{}
+		nextPrefixes := map[int][]int32{}
 		kept, pruned := 0, 0
 		var bestPruned *compare.BeamCandidate
 		for i := range st.Candidates {
@@ -273,9 +281,12 @@ func beamTree(b *compare.BeamResult, upto int, piece func(int32) string) *views.
 			}
 			y := y0 + kept*dy
 			x := x0 + (s+1)*dx
-			t.Nodes = append(t.Nodes, views.BeamNode{X: x, Y: y, Label: fmt.Sprintf("%s %.2f", piece(c.Token), c.LogProb), LogProb: c.LogProb, Done: c.Done})
-			t.Edges = append(t.Edges, views.BeamEdge{X1: x0 + s*dx, Y1: y0 + prevRow[c.Parent]*dy, X2: x, Y2: y})
+			prefix := append(slices.Clone(prefixes[c.Parent]), c.Token)
+			best := onBest(prefix)
+			t.Nodes = append(t.Nodes, views.BeamNode{X: x, Y: y, Label: fmt.Sprintf("%s %.2f", piece(c.Token), c.LogProb), LogProb: c.LogProb, Done: c.Done, Best: best})
+			t.Edges = append(t.Edges, views.BeamEdge{X1: x0 + s*dx, Y1: y0 + prevRow[c.Parent]*dy, X2: x, Y2: y, Best: best})
 			if !c.Done {
+				nextPrefixes[len(row)] = prefix
 				row[len(row)] = kept
 			}
 			kept++
@@ -286,7 +297,7 @@ func beamTree(b *compare.BeamResult, upto int, piece func(int32) string) *views.
 			note += fmt.Sprintf(" (best pruned: %s, log p %.3f)", piece(bestPruned.Token), bestPruned.LogProb)
 		}
 		t.Pruned = append(t.Pruned, note)
-		prevRow = row
+		prevRow, prefixes = row, nextPrefixes
 	}
 	t.Width = x0 + (min(upto, len(b.Steps)-1)+2)*dx + 40
 	t.Height = y0 + rows*dy
@@ -320,4 +331,33 @@ func (s *Server) compareExport(format string) echo.HandlerFunc {
 		c.Response().Header().Set("Content-Disposition", `attachment; filename="comparison.csv"`)
 		return c.Blob(http.StatusOK, "text/csv; charset=utf-8", buf.Bytes())
 	}
+}
+
+// laneTitles are the lanes' headings in words: a what-if branch says
+// which lane it follows and the token it forces at which step, instead of
+// its spec's ids.
+func laneTitles(r *compare.Result, m *model.Model) []string {
+	out := make([]string, len(r.Lanes))
+	show := func(id int32) string { return strconv.Quote(m.Tokenizer.Display(id)) }
+	for i, l := range r.Lanes {
+		out[i] = l.Strategy.Spec
+		f := l.Strategy.Force
+		if len(f) == 0 {
+			continue
+		}
+		base := l.Strategy.Spec
+		if k := strings.Index(base, "force="); k >= 0 {
+			base = strings.TrimSuffix(base[:k], ",")
+		}
+		base = cmp.Or(base, "greedy")
+		at := len(f) - 1
+		out[i] = fmt.Sprintf("forces its first %d tokens (the last %s), then samples as %s", len(f), show(f[at]), base)
+		for j, o := range r.Lanes {
+			if j != i && len(o.Tokens) >= at && slices.Equal(o.Tokens[:at], f[:at]) && (at >= len(o.Tokens) || o.Tokens[at] != f[at]) {
+				out[i] = fmt.Sprintf("what if step %d were %s? (lane %d's tokens before it, then %s)", at+1, show(f[at]), j+1, base)
+				break
+			}
+		}
+	}
+	return out
 }

@@ -131,3 +131,49 @@ func TestCompareInBrowser(t *testing.T) {
 }
 
 var _ = goquery.NewDocumentFromReader
+
+// What a new user tripped over in Compare: the drawn token is always
+// among a lane's candidates, the beam's choice is text with its path
+// marked step by step, a what-if branch is titled in words, and the
+// prefill figure never calls a loss a saving.
+func TestCompareReadsAsText(t *testing.T) {
+	_, ts := testServer(t)
+	hot := "temperature=1.5,top-k=0,top-p=1,min-p=0,seed=2"
+	for step := range 8 {
+		doc := get(t, compareURL(ts.URL, 8, step, "greedy", hot, "beam=3"))
+		for _, lane := range []string{"0", "1"} {
+			if n := doc.Find(`[data-testid="lane"][data-lane-index="` + lane + `"] [data-testid="lane-candidate"][data-chosen="true"]`).Length(); n != 1 {
+				t.Errorf("step %d lane %s: the drawn token is listed %d times among the candidates", step+1, lane, n)
+			}
+		}
+		if n := doc.Find(`[data-testid="beam-node"][data-best="true"]`).Length(); n != step+1 {
+			t.Errorf("step %d: %d beam nodes on the chosen path, want one per step", step+1, n)
+		}
+		if s := doc.Find(`[data-testid="prefill-saving"]`).Text(); strings.Contains(s, "saved -") {
+			t.Errorf("a negative saving presented as one: %q", s)
+		}
+	}
+	doc := get(t, compareURL(ts.URL, 8, 7, "greedy", hot, "beam=3"))
+	if best := doc.Find(`[data-testid="beam-best"] code`).Text(); !strings.Contains(best, `"`) {
+		t.Errorf("the beam's choice %q is not text", best)
+	}
+	// a branch of lane 1 at step 3
+	resp, err := http.Get(strings.Replace(compareURL(ts.URL, 8, 0, "greedy", "beam=2"), "/compare?", "/compare.json?", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		Lanes []struct {
+			Tokens []int32 `json:"tokens"`
+		} `json:"lanes"`
+	}
+	json.NewDecoder(resp.Body).Decode(&r)
+	resp.Body.Close()
+	tk := r.Lanes[0].Tokens
+	other := tk[2] + 1
+	force := itoa(int(tk[0])) + ">" + itoa(int(tk[1])) + ">" + itoa(int(other))
+	doc = get(t, compareURL(ts.URL, 8, 3, "greedy", "greedy,force="+force))
+	if title := doc.Find(`[data-testid="lane"][data-lane-index="1"] [data-testid="lane-title"]`).Text(); !strings.Contains(title, "what if step 3 were") || !strings.Contains(title, "lane 1's tokens before it") {
+		t.Errorf("branch title %q", strings.Join(strings.Fields(title), " "))
+	}
+}

@@ -27,6 +27,7 @@ type CompareView struct {
 type LaneView struct {
 	Index   int
 	Spec    string
+	Title   string // the lane in words (a what-if branch says what it forces)
 	Seed    string
 	Tokens  []LaneToken
 	Current *LaneStepView
@@ -77,9 +78,11 @@ type BeamNode struct {
 	Label   string
 	LogProb float64
 	Done    bool
+	Best    bool // on the chosen hypothesis's path
 }
 
 // BeamEdge links a hypothesis to its parent.
 type BeamEdge struct {
 	X1, Y1, X2, Y2 int
+	Best           bool // on the chosen hypothesis's path
 }

@@ -308,10 +308,7 @@ func runLane(ctx context.Context, base *engine.Session, st Strategy, prompt []in
 	for i := 0; i < n; i++ {
 		var step Step
 		id := smp.Sample(logits, &sample.Observer{Draw: func(d sample.DrawResult) {
-			step.U, step.Greedy = d.U, d.Greedy
-			for _, c := range d.Candidates[:min(5, len(d.Candidates))] {
-				step.Top = append(step.Top, Candidate{c.ID, c.P})
-			}
+			step.U, step.Greedy, step.Top = d.U, d.Greedy, drawTop(d)
 		}})
 		if i < len(st.Force) { // the sampler still ran (its generator advanced), but the branch takes the forced token
 			if int(st.Force[i]) >= len(logits) {
@@ -468,4 +465,18 @@ func divergence(lanes []Lane) int {
 		}
 	}
 	return -1
+}
+
+// drawTop is a draw's five likeliest candidates after the sampler chain,
+// and the drawn one when it is not among them.
+func drawTop(d sample.DrawResult) []Candidate {
+	var top []Candidate
+	for _, c := range d.Candidates[:min(5, len(d.Candidates))] {
+		top = append(top, Candidate{c.ID, c.P})
+	}
+	if d.Index >= 5 && d.Index < len(d.Candidates) {
+		c := d.Candidates[d.Index]
+		top = append(top, Candidate{c.ID, c.P})
+	}
+	return top
 }

@@ -65,10 +65,7 @@ func specLane(ctx context.Context, base *engine.Session, st Strategy, prompt []i
 	start := time.Now()
 	var step Step
 	id := smp.Sample(first, &sample.Observer{Draw: func(d sample.DrawResult) {
-		step.U, step.Greedy = d.U, d.Greedy
-		for _, c := range d.Candidates[:min(5, len(d.Candidates))] {
-			step.Top = append(step.Top, Candidate{c.ID, c.P})
-		}
+		step.U, step.Greedy, step.Top = d.U, d.Greedy, drawTop(d)
 	}})
 	step.Token, step.LogProb = id, LogSoftmax(first)[id]
 	lane.Tokens, lane.Steps = append(lane.Tokens, id), append(lane.Steps, step)
