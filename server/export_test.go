@@ -109,6 +109,7 @@ func panelNumbers(p views.Panel) []string {
 			want = append(want, fmt.Sprintf("%d", tk.ID))
 		}
 	case *views.EmbedPanel:
+		want = append(want, fmt.Sprintf("selects row %d of the %d × %d embedding table", p.ID, p.Vocab, p.Embd))
 		for _, r := range p.Rows {
 			want = append(want, r.Label)
 		}
@@ -131,9 +132,12 @@ func panelNumbers(p views.Panel) []string {
 			want = append(want, "p "+pc(b.Value))
 		}
 	case *views.SamplerPanel:
-		want = append(want, "AFTER this step", fmt.Sprintf("Sampler step %d of %d: %s", p.Index+1, p.Count, p.Name))
+		want = append(want, fmt.Sprintf("Sampler step %d of %d: %s", p.Index+1, p.Count, p.Name))
 		for _, b := range p.Kept[:min(3, len(p.Kept))] {
-			want = append(want, "p "+pc(b.Value))
+			want = append(want, "→ "+pc(b.Value))
+		}
+		for _, f := range p.Funnel {
+			want = append(want, fmt.Sprintf("%d → %d", f.In, f.Out))
 		}
 	case *views.SamplePanel:
 		want = append(want, "p "+pc(p.Chosen.Value))
@@ -141,7 +145,7 @@ func panelNumbers(p views.Panel) []string {
 			want = append(want, fmt.Sprintf("u = %.4f", p.U))
 		}
 	case *views.KVPanel:
-		want = append(want, fmt.Sprintf("%d of %d positions cached, %d bytes used (%d per position per layer); %d read, not recomputed", p.Len, p.Capacity, p.BytesUsed, p.RowBytes, p.Saved))
+		want = append(want, fmt.Sprintf("%d of %d positions cached;", p.Len, p.Capacity), fmt.Sprintf("%d bytes used (%d per position per layer); %d read, not recomputed", p.BytesUsed, p.RowBytes, p.Saved))
 	}
 	return want
 }

@@ -56,8 +56,9 @@ func (d *svgDoc) strip(r VecRow) {
 	}
 	w := float64(svgW-32) / float64(n)
 	for i, v := range r.Values {
-		fmt.Fprintf(&d.b, `<rect x="%.2f" y="%d" width="%.2f" height="14" fill="%s"/>`, 16+w*float64(i), d.y, w+0.05, heat(v, r.Max))
+		fmt.Fprintf(&d.b, `<rect x="%.2f" y="%d" width="%.2f" height="14" fill="%s"/>`, 16+w*float64(i), d.y, w+0.05, lightHeat(v, r.Max))
 	}
+	fmt.Fprintf(&d.b, `<rect x="16" y="%d" width="%d" height="14" fill="none" stroke="#999" stroke-width="0.5"/>`, d.y, svgW-32)
 	d.y += 14
 }
 

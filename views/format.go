@@ -124,12 +124,15 @@ func arcSpacing(n int) float64 { return math.Max(14, math.Min(70, 900/float64(ma
 
 // arcPath is an arc from the query at qx up and over to the key at kx
 // (a loop on itself when they are the same position).
-func arcPath(qx, kx float64) string {
+func arcPath(qx, kx float64) string { return arcPathAt(qx, kx, 124) }
+
+// arcPathAt is arcPath on a baseline at y.
+func arcPathAt(qx, kx, y float64) string {
 	if qx == kx {
-		return fmt.Sprintf("M%.1f 124 C%.1f 90 %.1f 90 %.1f 124", qx-6, qx-14, qx+14, qx+6)
+		return fmt.Sprintf("M%.1f %.1f C%.1f %.1f %.1f %.1f %.1f %.1f", qx-6, y, qx-14, y-34, qx+14, y-34, qx+6, y)
 	}
 	h := math.Min(118, 16+math.Abs(qx-kx)*0.35)
-	return fmt.Sprintf("M%.1f 124 Q%.1f %.1f %.1f 124", qx, (qx+kx)/2, 124-2*h, kx)
+	return fmt.Sprintf("M%.1f %.1f Q%.1f %.1f %.1f %.1f", qx, y, (qx+kx)/2, y-2*h, kx, y)
 }
 
 // headVals is a head thumbnail's message: show that head, keeping the
@@ -184,3 +187,33 @@ func tokenTitle(t Token) string {
 
 // withID is r drawn with an element id (another picture reads its values).
 func withID(r VecRow, id string) VecRow { r.ID = id; return r }
+
+// lightHeat is heat for paper: white at zero, blue for negative, orange
+// for positive values.
+func lightHeat(v, maxAbs float32) string {
+	if maxAbs <= 0 || math.IsNaN(float64(v)) {
+		return "#eee"
+	}
+	t := math.Max(-1, math.Min(1, float64(v/maxAbs)))
+	if t >= 0 {
+		return fmt.Sprintf("rgb(255,%d,%d)", 255-int(120*t), 255-int(230*t))
+	}
+	return fmt.Sprintf("rgb(%d,%d,255)", 255-int(230*-t), 255-int(150*-t))
+}
+
+// lightSeq is seqHeat for paper: white at lo, deep blue at hi; ink is the
+// label colour that reads on it.
+func lightSeq(v, lo, hi float32) (fill, ink string) {
+	if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+		return "#f2f2f2", "#000"
+	}
+	t := 0.0
+	if hi > lo {
+		t = math.Max(0, math.Min(1, float64((v-lo)/(hi-lo))))
+	}
+	fill = fmt.Sprintf("rgb(%d,%d,%d)", 255-int(247*t), 255-int(207*t), 255-int(148*t))
+	if t > 0.55 {
+		return fill, "#fff"
+	}
+	return fill, "#000"
+}
