@@ -93,6 +93,9 @@ func TestSoftmaxAndSamplerPicturesInBrowser(t *testing.T) {
 	if s := sumProbs(t, ctx); math.Abs(s-1) > 1e-4 {
 		t.Errorf("probabilities sum to %g", s)
 	}
+	if h := attr(t, ctx, `[data-testid="p-hover"]`, "title"); !strings.HasPrefix(h, "p = exp((logit − max) / T) ÷ Σ = exp((") || !strings.HasSuffix(h, eval[string](t, ctx, `document.querySelector('[data-testid="p-hover"]').textContent`, false)) {
+		t.Errorf("a probability's hover %q", h)
+	}
 	if !strings.Contains(eval[string](t, ctx, `document.querySelector('[data-testid="chain-order"]').textContent`, false), "temperature") {
 		t.Error("the softmax panel does not say where temperature sits in the chain")
 	}

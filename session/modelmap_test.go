@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"fmt"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -398,5 +399,55 @@ func TestMLPUnits(t *testing.T) {
 			}
 		}
 		se.Close()
+	}
+}
+
+// The hovers' arithmetic holds with the engine's numbers: a softmax row's
+// exp((z − max)/T) ÷ Σ is its probability; a filter's p after is p going
+// in ÷ the kept total; the KV row is 2 × values × bytes.
+func TestHoverArithmetic(t *testing.T) {
+	reg := registry(t)
+	ctx := context.Background()
+	se := New("h", "", reg)
+	defer se.Close()
+	r := run("She was very")
+	r.Sampler.Seed, r.Sampler.SeedSet = 3, true
+	if err := se.Run(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := se.Act(ctx, "goto", getter(map[string]string{"stage": "softmax"})); err != nil {
+		t.Fatal(err)
+	}
+	sm := se.Explorer().Panel.(*views.SoftmaxPanel)
+	for _, b := range sm.Top {
+		if p := math.Exp((b.Logit-sm.ZMax)/sm.Temperature) / sm.Norm; math.Abs(p-b.Value) > 1e-5 {
+			t.Errorf("%s: exp((%g − %g)/%g) ÷ %g = %g, the engine's p %g", b.Piece, b.Logit, sm.ZMax, sm.Temperature, sm.Norm, p, b.Value)
+		}
+	}
+	checked := 0
+	for i := range se.cur.Steps[0].Sampler {
+		if err := se.Act(ctx, "goto", getter(map[string]string{"stage": "sampler", "filter": fmt.Sprint(i + 1)})); err != nil {
+			t.Fatal(err)
+		}
+		sp := se.Explorer().Panel.(*views.SamplerPanel)
+		if sp.KeptMass <= 0 {
+			continue
+		}
+		checked++
+		for _, b := range sp.Kept {
+			if math.Abs(b.Before/sp.KeptMass-b.Value) > 1e-5 {
+				t.Errorf("step %d %s %s: %g ÷ %g, the engine's p after %g", i+1, sp.Name, b.Piece, b.Before, sp.KeptMass, b.Value)
+			}
+		}
+	}
+	if checked == 0 {
+		t.Error("no filter step's hover was checked")
+	}
+	if err := se.Act(ctx, "goto", getter(map[string]string{"stage": "kv"})); err != nil {
+		t.Fatal(err)
+	}
+	kv := se.Explorer().Panel.(*views.KVPanel)
+	if kv.KVDim == 0 || kv.RowBytes%(2*kv.KVDim) != 0 || kv.RowBytes/(2*kv.KVDim) < 1 {
+		t.Errorf("KV row: %d bytes for 2 × %d values", kv.RowBytes, kv.KVDim)
 	}
 }

@@ -156,7 +156,7 @@ func (s *Session) kvPanel(st *trace.Step, _ trace.Stage) views.Panel {
 		k.Layers = append(k.Layers, kl)
 		k.BytesUsed, k.BytesAlloc, k.Len, k.Capacity = L.KVBytesUsed, L.KVBytesAll, L.KVLen, L.KVCapacity
 	}
-	k.Appended = k.Len - st.Pos0
+	k.Appended, k.KVDim = k.Len-st.Pos0, s.m.Config.KVDim()
 	if n := len(k.Layers); n > 0 && k.Len > 0 {
 		k.RowBytes = k.BytesUsed / (n * k.Len)
 	}
@@ -337,7 +337,21 @@ func (s *Session) softmaxPanel(st *trace.Step, _ trace.Stage) views.Panel {
 			p.TempAt = i
 		}
 	}
+	p.ZMax, p.Norm = normaliser(st.Logits.Logits, t)
 	return p
+}
+
+// normaliser is the largest logit and Σ exp((z − max)/T): the softmax's
+// denominator, as its hover writes it.
+func normaliser(z []float32, t float64) (zmax, sum float64) {
+	zmax = math.Inf(-1)
+	for _, x := range z {
+		zmax = max(zmax, float64(x))
+	}
+	for _, x := range z {
+		sum += math.Exp((float64(x) - zmax) / t)
+	}
+	return zmax, sum
 }
 
 // softmaxTopP is the top-p slider's value: the sampler's unless the viewer
@@ -371,6 +385,11 @@ func (s *Session) samplerPanel(st *trace.Step, stage trace.Stage) views.Panel {
 	}
 	for _, c := range r.Removed[:min(len(r.Removed), maxRemovedRows)] { // the most likely removed tell the story
 		p.Removed = append(p.Removed, views.Bar{ID: c.ID, Piece: s.piece(c.ID), Removed: true, Before: float64(c.P), Width: 100 * float64(c.P)})
+	}
+	if filters := r.Step != sample.Temperature && r.Step != sample.Penalties; filters && !r.Skipped && len(p.Kept) == r.AfterCount {
+		for _, b := range p.Kept {
+			p.KeptMass += max(b.Before, 0)
+		}
 	}
 	if r.Step == sample.TopP && !r.Skipped && len(p.Kept) == r.AfterCount {
 		p.Cumulative = true // the cut can be checked by hand: kept, then removed, by p going in

@@ -217,3 +217,28 @@ func lightSeq(v, lo, hi float32) (fill, ink string) {
 	}
 	return fill, "#000"
 }
+
+// softmaxHover is a probability's hover: what it is, with its numbers.
+func softmaxHover(b Bar, s *SoftmaxPanel) string {
+	if s.Norm <= 0 {
+		return "the probability of this token at T = " + fx(s.Temperature)
+	}
+	return fmt.Sprintf("p = exp((logit − max) / T) ÷ Σ = exp((%s − %s) / %s) ÷ %s = %s",
+		f(b.Logit), f(s.ZMax), fx(s.Temperature), f(s.Norm), pct(b.Value))
+}
+
+// samplerHover is a kept token's hover: its renormalised probability.
+func samplerHover(b Bar, s *SamplerPanel) string {
+	if s.KeptMass <= 0 || b.Before < 0 {
+		return "the probability after this step, renormalised over the kept tokens"
+	}
+	return fmt.Sprintf("p after = p going in ÷ the kept tokens' total = %s ÷ %s = %s", pct(b.Before), pct(s.KeptMass), pct(b.Value))
+}
+
+// kvRowHover is the KV cache's bytes per position per layer, worked out.
+func kvRowHover(k *KVPanel) string {
+	if k.KVDim <= 0 || k.RowBytes%(2*k.KVDim) != 0 {
+		return "the bytes one position takes in one layer, keys and values"
+	}
+	return fmt.Sprintf("2 (K and V) × %d values × %d bytes each = %d bytes", k.KVDim, k.RowBytes/(2*k.KVDim), k.RowBytes)
+}

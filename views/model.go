@@ -243,6 +243,7 @@ type SoftmaxPanel struct {
 	KeptP       float64  // their probability
 	Chain       []string // the run's sampler chain in order
 	TempAt      int      // the temperature step's index in Chain (-1: none)
+	ZMax, Norm  float64  // the largest logit and Σ exp((z − ZMax)/T): p = exp((z − ZMax)/T) / Norm
 }
 
 // SamplerPanel is one step of the chain.
@@ -258,8 +259,9 @@ type SamplerPanel struct {
 	Funnel        []MapFilter // the whole chain's counts, for the funnel
 	Cumulative    bool        // top-p: Cum is the running sum of Before
 	TopP          float64
-	Temperature   string // the temperature step's setting; "" when it is not in the chain
-	AfterTemp     bool   // this step follows the temperature step
+	Temperature   string  // the temperature step's setting; "" when it is not in the chain
+	AfterTemp     bool    // this step follows the temperature step
+	KeptMass      float64 // Σ p going in over the kept (a filter's renormaliser); 0 when not every kept token is listed or the step rescales logits
 }
 
 // SamplePanel is the draw.
@@ -291,6 +293,7 @@ type KVPanel struct {
 	Positions     []KVPos
 	NotListed     int // earlier positions counted, not listed
 	LayersDrawn   int // layers whose new K and V rows are drawn
+	KVDim         int // values per position per layer in K (and in V)
 }
 
 // KVPos is one cached position in the table.
