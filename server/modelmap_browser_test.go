@@ -113,6 +113,21 @@ func TestModelMapInBrowser(t *testing.T) {
 		t.Errorf("the Explorer is %d px wide on a 390 px phone: %v", w, wide)
 	}
 	screenshot(t, ctx, "map-phone")
+	// every stage's picture fits the phone
+	for _, stage := range []string{"tokenize", "embed", "attention", "mlp", "logits", "softmax", "sampler", "sample", "kv"} {
+		before := attr(t, ctx, "[data-current-stage]", "data-current-stage")
+		if eval[int](t, ctx, `document.querySelectorAll('.strip li[data-goto-stage="`+stage+`"]').length`, false) == 0 {
+			continue // not a stage of this token step
+		}
+		if before != stage {
+			click(t, ctx, `.strip li[data-goto-stage="`+stage+`"]`)
+			waitChange(t, ctx, "[data-current-stage]", "data-current-stage", before)
+		}
+		if w := eval[int](t, ctx, `document.documentElement.scrollWidth`, false); w > 390 {
+			wide := eval[[]string](t, ctx, `[...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > 391).slice(0, 6).map(e => e.tagName + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right))`, false)
+			t.Errorf("%s: %d px wide on a 390 px phone: %v", stage, w, wide)
+		}
+	}
 	click(t, ctx, `[data-testid="model-map"] summary`)
 	do(t, ctx, chromedp.Reload(), chromedp.WaitReady(chromedp.CSS(`[data-testid="model-map"]`)))
 	if open := eval[bool](t, ctx, `document.querySelector('[data-testid="model-map"]').open`, false); !open {
