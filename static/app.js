@@ -16,6 +16,10 @@
     document.body.dataset.playing = "true";
     timer = setInterval(() => send("step"), Math.max(50, speed));
   }
+  // On a projector the sampler settings fold away: the pictures need the room.
+  function foldForProjector() {
+    if (document.documentElement.dataset.theme === "projector") document.querySelectorAll("details.advanced").forEach((d) => { d.open = false; });
+  }
   // A panel's slider and the settings form agree: moving the softmax
   // panel's temperature or top-p writes the value into the form, so the
   // next Run samples with what the bars show.
@@ -64,6 +68,7 @@
       const root = document.documentElement;
       root.dataset.theme = root.dataset.theme === "projector" ? "" : "projector";
       try { localStorage.setItem("stepthrough-theme", root.dataset.theme); } catch (_) { /* storage off */ }
+      foldForProjector();
     }
   });
   document.addEventListener("keydown", (e) => {
@@ -263,6 +268,7 @@
     // the sampler chain's settings are open beside the Explorer on wide
     // screens; on a phone the prompt and Run come first
     if (window.innerWidth > 900) document.querySelectorAll("details.advanced").forEach((d) => { d.open = true; });
+    foldForProjector();
   });
   // In a classroom the page's own address stays (it is the room's).
   const inRoom = () => document.body && document.body.dataset.room;
