@@ -443,6 +443,15 @@ func TestHoverArithmetic(t *testing.T) {
 	if checked == 0 {
 		t.Error("no filter step's hover was checked")
 	}
+	if err := se.Act(ctx, "goto", getter(map[string]string{"stage": "sample"})); err != nil {
+		t.Fatal(err)
+	}
+	smp := se.Explorer().Panel.(*views.SamplePanel)
+	for _, c := range smp.CDF { // the draw's point lies in the chosen token's stretch
+		if c.Chosen && !(c.From <= smp.U && smp.U < c.To) {
+			t.Errorf("u %g outside the chosen token's %g–%g", smp.U, c.From, c.To)
+		}
+	}
 	if err := se.Act(ctx, "goto", getter(map[string]string{"stage": "kv"})); err != nil {
 		t.Fatal(err)
 	}
