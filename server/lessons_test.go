@@ -240,3 +240,37 @@ func TestChoiceQuestionMarksThePick(t *testing.T) {
 		t.Errorf("after a wrong answer: picked %d, right %d, panel %d", picked.Length(), right.Length(), doc.Find(`section[data-stage="softmax"]`).Length())
 	}
 }
+
+// No lesson step gives away the next step's answer: where a step asks
+// for the next token, the step before it does not show that token in the
+// generated text.
+func TestLessonsDoNotSpoilTheNextQuestion(t *testing.T) {
+	s := mustNew(t, Config{Embedded: lessonModels()})
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(ts.Close)
+	all, err := lessons.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pairs := 0
+	for _, name := range lessons.Names(all) {
+		l := all[name]
+		for i := 1; i < len(l.Steps); i++ {
+			q := l.Steps[i].Question
+			if q == nil || q.Kind != "next-token" || l.Steps[i-1].Token != l.Steps[i].Token || l.Steps[i-1].Run.Prompt != l.Steps[i].Run.Prompt {
+				continue
+			}
+			right, _ := expectedAnswers(t, s, l, i)
+			pairs++
+			before := get(t, fmt.Sprintf("%s/lessons/%s?step=%d", ts.URL, name, i-1))
+			gen := before.Find(`.generated [data-testid="generated-token"]`)
+			if gen.Length() > 0 && strings.Contains(gen.Last().Text(), strings.TrimSpace(right)) && strings.TrimSpace(right) != "" {
+				t.Errorf("%s step %d shows %q, the answer to step %d's question", name, i, gen.Last().Text(), i+1)
+			}
+		}
+	}
+	if pairs == 0 {
+		t.Fatal("no next-token question follows a step on the same token step")
+	}
+	t.Logf("%d question steps checked against the step before", pairs)
+}

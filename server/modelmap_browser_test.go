@@ -147,3 +147,25 @@ func waitFor(t *testing.T, ctx context.Context, js string) {
 	}
 	t.Fatalf("never true: %s", js)
 }
+
+// The projector theme persists across pages and reloads, and enlarges
+// the text.
+func TestProjectorThemePersists(t *testing.T) {
+	ctx, base := browserWith(t, Config{Embedded: lessonModels()})
+	do(t, ctx, chromedp.EmulateViewport(1280, 720), chromedp.Navigate(base+"/?prompt=She+was+very&model=lesson.gguf&seed=3"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-stage="tokenize"]`)))
+	size := func() string { return eval[string](t, ctx, `getComputedStyle(document.body).fontSize`, false) }
+	plain := size()
+	click(t, ctx, `[data-action="theme"]`)
+	big := size()
+	for _, path := range []string{"/lessons", "/compare", "/?prompt=She+was+very&model=lesson.gguf&seed=3"} {
+		do(t, ctx, chromedp.Navigate(base+path), chromedp.WaitReady(chromedp.CSS(`body`)))
+		if th := eval[string](t, ctx, `document.documentElement.dataset.theme || ""`, false); th != "projector" || size() != big {
+			t.Errorf("%s: theme %q, text %s (projector text %s)", path, th, size(), big)
+		}
+	}
+	if big == plain {
+		t.Errorf("the projector theme keeps the text at %s", plain)
+	}
+	eval[any](t, ctx, `localStorage.removeItem("stepthrough-theme")`, false)
+}

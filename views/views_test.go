@@ -96,3 +96,17 @@ func TestTemplGeneratedFresh(t *testing.T) {
 		}
 	}
 }
+
+// Handouts print on white: a zero weight is white, a full one dark with
+// white ink; a zero vector value is white.
+func TestHandoutColours(t *testing.T) {
+	if f, ink := lightSeq(0, 0, 1); f != "rgb(255,255,255)" || ink != "#000" {
+		t.Errorf("zero weight: %s on %s", ink, f)
+	}
+	if f, ink := lightSeq(1, 0, 1); f == "rgb(255,255,255)" || ink != "#fff" {
+		t.Errorf("full weight: %s on %s", ink, f)
+	}
+	if c := lightHeat(0, 1); c != "rgb(255,255,255)" {
+		t.Errorf("zero value: %s", c)
+	}
+}
