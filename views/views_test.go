@@ -110,3 +110,35 @@ func TestHandoutColours(t *testing.T) {
 		t.Errorf("zero value: %s", c)
 	}
 }
+
+// The model map lays out 4 or 32 layers inside its drawing without parts
+// overlapping, labelling at most about ten layers.
+func TestModelMapShapes(t *testing.T) {
+	for _, layers := range []int{1, 4, 12, 32, 80} {
+		m := &ModelMap{Arch: "llama", Layers: layers, Embd: 4096, FFN: 11008, Heads: 32, KVHeads: 8, HeadDim: 128, Vocab: 32000, Tokens: 7,
+			Filters: []MapFilter{{Name: "top-k", In: 32000, Out: 40}, {Name: "temperature", In: 40, Out: 40}}, Present: map[string]bool{}, Here: Stage{Name: "mlp", Layer: 3, SamplerStep: -1}}
+		L := m.Layout()
+		n, labels := 0, 0
+		var prev MapPart
+		for _, p := range L.Parts {
+			if p.X < 0 || p.Y < 0 || p.X+p.W > L.W || p.Y+p.H > L.H {
+				t.Errorf("%d layers: %s outside the drawing", layers, p.Key)
+			}
+			if p.Stage == "attention" || p.Stage == "mlp" {
+				if n > 0 && p.X < prev.X+prev.W {
+					t.Errorf("%d layers: %s overlaps %s", layers, p.Key, prev.Key)
+				}
+				prev = p
+				n++
+			}
+		}
+		for _, tx := range L.Texts {
+			if strings.HasPrefix(tx.Label, "L") || strings.HasPrefix(tx.Label, "layer ") {
+				labels++
+			}
+		}
+		if n != 2*layers || labels > 11 || labels == 0 {
+			t.Errorf("%d layers: %d block parts, %d layer labels", layers, n, labels)
+		}
+	}
+}
