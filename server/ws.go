@@ -30,7 +30,10 @@ func (s *Server) ws(c echo.Context) error {
 		return nil // the upgrader has answered
 	}
 	defer se.Attach()()
-	drawn := "" // the model map this page has (its key)
+	drawn := c.QueryParam("drawn") // the model map this page has (its key; a wrong one only costs a redraw)
+	if len(drawn) > 20 {
+		drawn = ""
+	}
 	conn.Serve(func(ctx context.Context, raw []byte) {
 		defer func() {
 			if p := recover(); p != nil {

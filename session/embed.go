@@ -25,7 +25,8 @@ func (s *Session) embedPanel(st *trace.Step, _ trace.Stage) views.Panel {
 	ids := s.tokenIDs(st)
 	c := s.m.Config
 	e := &views.EmbedPanel{Vocab: c.Vocab, Embd: c.Embd}
-	from := max(0, len(st.Embed.Input)-maxEmbedRows)
+	rows := min(maxEmbedRows, max(1, stripBudget/max(1, c.Embd)-(2*tableWindow+3))) // the table window and the sum first
+	from := max(0, len(st.Embed.Input)-rows)
 	e.NotDrawn = from
 	for i, row := range st.Embed.Input[from:] {
 		i += from

@@ -107,8 +107,13 @@ func (s *Session) mlpPanel(st *trace.Step, stage trace.Stage) views.Panel {
 func (s *Session) mlpUnits(m *views.MLPPanel, x *trace.MLP, last int) {
 	act := x.Act[last]
 	m.FFN = len(act)
-	m.Shown = min(len(act), maxUnits)
-	cut := func(v []float32) []float32 { return v[:min(len(v), maxUnits)] }
+	per := 2 // strips of hidden units: before and after (SwiGLU adds up and the product)
+	if len(x.Gate) > last {
+		per = 4
+	}
+	units := min(maxUnits, max(64, (stripBudget-3*len(x.Out[last]))/per))
+	m.Shown = min(len(act), units)
+	cut := func(v []float32) []float32 { return v[:min(len(v), units)] }
 	switch {
 	case len(x.Gate) > last && len(x.Up) > last:
 		gate := cut(x.Gate[last])
@@ -142,7 +147,7 @@ func (s *Session) kvPanel(st *trace.Step, _ trace.Stage) views.Panel {
 	k := &views.KVPanel{Saved: st.Pos0}
 	for _, L := range st.Layers {
 		kl := views.KVLayer{Layer: L.Index, Len: L.KVLen}
-		if len(k.Layers) < maxKVLayers {
+		if len(k.Layers) < min(maxKVLayers, max(1, stripBudget*2/3/(2*max(1, s.m.Config.KVDim())))) { // the table takes the rest
 			from := max(0, len(L.NewK)-1) // the newest row tells the story
 			kl.NotDrawn = from
 			for i, row := range L.NewK[from:] {

@@ -13,7 +13,10 @@ import (
 // Rows drawn as heat strips at most (each value is a cell with its number
 // on hover); a long prompt's earlier rows are counted, not drawn.
 const (
-	maxEmbedRows   = 4
+	maxEmbedRows = 4
+	// stripBudget is the values a panel's strips carry at most (about
+	// 16 KB as half floats): a wide model draws fewer rows, layers or units.
+	stripBudget    = 6000
 	maxKVLayers    = 6  // layers whose newest K and V rows are drawn
 	maxKVPositions = 24 // positions listed in the cache table
 )

@@ -105,7 +105,22 @@
     };
     img.src = url;
   }
-  // Vector strips: a canvas per vector painted from its data-values with
+  // A strip's values: base64 of little-endian half floats (data-f16).
+  function halfToFloat(h) {
+    const s = h & 0x8000 ? -1 : 1, e = (h >> 10) & 0x1f, m = h & 0x3ff;
+    if (e === 0) return s * m * 2 ** -24;
+    if (e === 31) return m ? NaN : s * Infinity;
+    return s * (1 + m / 1024) * 2 ** (e - 15);
+  }
+  function stripVals(c) {
+    if (c._vals) return c._vals;
+    const bin = atob(c.dataset.f16 || "");
+    const out = new Array(bin.length >> 1);
+    for (let i = 0; i < out.length; i++) out[i] = halfToFloat(bin.charCodeAt(2 * i) | (bin.charCodeAt(2 * i + 1) << 8));
+    c._vals = out;
+    return out;
+  }
+  // Vector strips: a canvas per vector painted from its values with
   // the server's colour scale (views.heat); hovering shows the value.
   function heat(v, m) {
     if (!(m > 0) || Number.isNaN(v)) return "#444";
@@ -116,14 +131,14 @@
   function paintStrip(c) {
     if (c.dataset.painted) return;
     c.dataset.painted = "1";
-    const vals = (c.dataset.values || "").split(" ").map(Number);
+    const vals = stripVals(c);
     const m = Number(c.dataset.max);
     const g = c.getContext("2d");
     vals.forEach((v, i) => { g.fillStyle = heat(v, m); g.fillRect(i, 0, 1, 1); });
     c.addEventListener("mousemove", (e) => {
       const r = c.getBoundingClientRect();
       const i = Math.min(vals.length - 1, Math.max(0, Math.floor((e.clientX - r.left) / r.width * vals.length)));
-      c.title = `[${i}] = ${vals[i]}`;
+      c.title = `[${i}] = ${Number(vals[i].toPrecision(3))}`;
     });
   }
   // Attention heatmaps: a canvas per matrix painted from its data-values
@@ -178,7 +193,7 @@
     const xs = document.getElementById(c.dataset.xFrom), ys = document.getElementById(c.dataset.yFrom);
     if (!xs || !ys) return;
     c.dataset.painted = "1";
-    const x = xs.dataset.values.split(" ").map(Number), y = ys.dataset.values.split(" ").map(Number);
+    const x = stripVals(xs), y = stripVals(ys);
     const W = 480, H = 300, pad = 30, dpr = 2;
     c.width = W * dpr; c.height = H * dpr;
     const g = c.getContext("2d");

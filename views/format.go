@@ -67,18 +67,6 @@ func boolStr(b bool) string {
 // f1 is a chart coordinate with one decimal, trailing zeros dropped.
 func f1(v float64) string { return strconv.FormatFloat(math.Round(v*10)/10, 'f', -1, 64) }
 
-// stripValues writes a vector compactly for a Strip's canvas: each value
-// with 3 significant digits, separated by spaces.
-func stripValues(v []float32) string {
-	b := make([]byte, 0, 8*len(v))
-	for i, x := range v {
-		if i > 0 {
-			b = append(b, ' ')
-		}
-		b = strconv.AppendFloat(b, float64(x), 'g', 3, 32) // three digits: the hover's precision
-	}
-	return string(b)
-}
 
 // beforePct is a probability going into a sampler step ("—" when the
 // trace did not record it).
@@ -242,3 +230,6 @@ func kvRowHover(k *KVPanel) string {
 	}
 	return fmt.Sprintf("2 (K and V) × %d values × %d bytes each = %d bytes", k.KVDim, k.RowBytes/(2*k.KVDim), k.RowBytes)
 }
+
+// g6 is a number for a data attribute: six significant digits.
+func g6(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }

@@ -415,3 +415,12 @@ func (L MapLayout) Nums() string {
 	}
 	return b.String()
 }
+
+// drawnParam tells the page's WebSocket which map drawing the page has,
+// so the first step sends only its state.
+func drawnParam(m *ModelMap) string {
+	if m == nil || m.Key == "" {
+		return ""
+	}
+	return "&drawn=" + m.Key
+}
