@@ -67,7 +67,6 @@ func boolStr(b bool) string {
 // f1 is a chart coordinate with one decimal, trailing zeros dropped.
 func f1(v float64) string { return strconv.FormatFloat(math.Round(v*10)/10, 'f', -1, 64) }
 
-
 // beforePct is a probability going into a sampler step ("—" when the
 // trace did not record it).
 func beforePct(p float64) string {
