@@ -6,6 +6,9 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+
+	"stepthrough/engine/model"
+	"stepthrough/engine/quant"
 )
 
 // walkJS presses → n times in the page and measures, for each press, the
@@ -89,4 +92,39 @@ func TestExplorerFirstWalkLatency(t *testing.T) {
 		t.Errorf("strips painted %v, hover title %q", painted, title)
 	}
 	screenshot(t, ctx, "kv-strips")
+}
+
+// The Explorer on a 110M-shape model (#20): random weights in the shape
+// of stories110M (12 layers, width 768, 12 heads, vocabulary 32000, Q8_0),
+// every hook recording; the walk's key → rendered times and fragment
+// sizes are logged (timings are not asserted on a shared machine).
+func TestExplorerOn110MShape(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the 110M-shape walk synthesizes a 140 MB model")
+	}
+	w, err := model.Synthesize(model.SynthOptions{Arch: "llama", Embd: 768, Layers: 12, Heads: 12, KVHeads: 12, FFN: 2048, Vocab: 32000, Context: 256, Type: quant.Q8_0, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, base := browserWith(t, Config{Embedded: map[string][]byte{"shape-110M-q8_0.gguf": w.Bytes()}})
+	do(t, ctx, chromedp.EmulateViewport(1280, 900),
+		chromedp.Navigate(base+"/?prompt=Once+upon+a+time+there+was+a+girl&model=shape-110M-q8_0.gguf&temperature=0&max_tokens=8"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-stage="tokenize"]`)))
+	if n := eval[int](t, ctx, `document.querySelectorAll('[data-testid^="map-attention-"]').length`, false); n != 12 {
+		t.Errorf("the map draws %d attention blocks, want 12", n)
+	}
+	eval[any](t, ctx, `(() => { window.__frags = []; document.addEventListener('htmx:wsBeforeMessage', (e) => window.__frags.push(e.detail.message.length)); return null; })()`, false)
+	steps := eval[[][]any](t, ctx, walkJS+`(60)`, true)
+	var lat []float64
+	for _, st := range steps {
+		lat = append(lat, st[0].(float64))
+	}
+	sort.Float64s(lat)
+	frags := eval[[]float64](t, ctx, `window.__frags`, false)
+	sort.Float64s(frags)
+	if len(lat) != 60 || len(frags) == 0 {
+		t.Fatalf("%d presses, %d fragments measured", len(lat), len(frags))
+	}
+	t.Logf("110M shape Q8_0, first walk of 60 steps, key → rendered: median %.1f ms, p95 %.1f ms, max %.1f ms; fragments median %.1f KB, largest %.1f KB",
+		lat[30], lat[56], lat[59], frags[len(frags)/2]/1024, frags[len(frags)-1]/1024)
 }
