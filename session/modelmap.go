@@ -15,7 +15,7 @@ import (
 func (s *Session) modelMap(st *trace.Step, stages []views.Stage, si int) *views.ModelMap {
 	c := s.m.Config
 	m := &views.ModelMap{Arch: c.Arch, Layers: c.Layers, Embd: c.Embd, FFN: c.FFN, Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: c.HeadDim,
-		Vocab: c.Vocab, Context: c.ContextLen, Tokens: st.N, Norm: "RMSNorm", MLPKind: "SwiGLU: silu(gate) · up",
+		Vocab: c.Vocab, Tokens: st.N, Norm: "RMSNorm", MLPKind: "SwiGLU: silu(gate) · up",
 		Temperature: Form(s.run).Temperature, Present: map[string]bool{}, Here: stages[si]}
 	if c.Arch == "gpt2" {
 		m.PosEmbed, m.Norm, m.MLPKind = true, "LayerNorm", "GELU"
@@ -35,19 +35,9 @@ func (s *Session) modelMap(st *trace.Step, stages []views.Stage, si int) *views.
 	return m
 }
 
-// hasStage reports whether the step has a stage of kind k.
-func hasStage(stages []views.Stage, k trace.Kind) bool {
-	return slices.ContainsFunc(stages, func(x views.Stage) bool { return x.Name == string(k) })
-}
-
-// atOrAfter reports whether stage si is a stage of kind k or follows one.
-func atOrAfter(stages []views.Stage, si int, k trace.Kind) bool {
-	for i := 0; i <= si; i++ {
-		if stages[i].Name == string(k) {
-			return true
-		}
-	}
-	return false
+// stageIndex is the index of the first stage of kind k, or -1.
+func stageIndex(stages []views.Stage, k trace.Kind) int {
+	return slices.IndexFunc(stages, func(x views.Stage) bool { return x.Name == string(k) })
 }
 
 // gotoStage moves, within the current token step, to the stage a click on

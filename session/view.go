@@ -56,7 +56,7 @@ func (s *Session) explorer() views.Explorer {
 	shown := s.genBefore(step + 1)
 	if st.Speculative != nil && !slices.Contains([]trace.Kind{trace.StageAccept, trace.StageRollback}, stage.Name) {
 		shown = s.genBefore(step) // a round's output is known from its verdicts on
-	} else if st.Speculative == nil && hasStage(e.Stages, trace.StageSample) && !atOrAfter(e.Stages, si, trace.StageSample) {
+	} else if st.Speculative == nil && stageIndex(e.Stages, trace.StageSample) > si {
 		shown = s.genBefore(step) // no spoilers: this step's token is not drawn yet
 	}
 	for i, id := range s.gen[:shown] {

@@ -52,7 +52,7 @@
     if (!tpl) return;
     const t = document.createElementNS("http://www.w3.org/2000/svg", "title");
     const map = g.closest("details.map");
-    const nums = Object.fromEntries((map.dataset.nums || map.querySelector("#map-state").dataset.nums || "").split(";").filter(Boolean).map((p) => p.split("=")));
+    const nums = parseNums(map.dataset.nums || map.querySelector("#map-state").dataset.nums);
     t.textContent = fillNums(tpl.replace("{L}", g.dataset.gotoLayer || ""), nums);
     g.prepend(t);
   });
@@ -222,6 +222,8 @@
       try { localStorage.setItem("stepthrough-map", d.open ? "closed" : "open"); } catch (_) { /* storage off */ }
     });
   }
+  // The step's numbers travel as "K=V;K=V" (views.MapLayout.Nums).
+  function parseNums(s) { return Object.fromEntries((s || "").split(";").filter(Boolean).map((p) => p.split("="))); }
   // A text of the map names the step's numbers in braces ({T}, {C}, ...).
   function fillNums(tpl, nums) { return tpl.replace(/\{(\w+)\}/g, (m, k) => (k in nums ? nums[k] : m)); }
   // The map's state alone (#map-state, sent as the viewer steps within a
@@ -240,7 +242,7 @@
       g.setAttribute("role", live ? "button" : "img");
       if (/\bhere\b/.test(c)) g.setAttribute("aria-current", "step"); else g.removeAttribute("aria-current");
     });
-    const nums = Object.fromEntries((st.dataset.nums || "").split(";").filter(Boolean).map((p) => p.split("=")));
+    const nums = parseNums(st.dataset.nums);
     map.dataset.nums = st.dataset.nums || "";
     map.querySelectorAll("[data-tpl]").forEach((t) => { if (t.dataset.tpl) t.textContent = fillNums(t.dataset.tpl, nums); });
     map.querySelectorAll("[data-tpl-title]").forEach((g) => { const t = g.querySelector("title"); if (t) t.textContent = fillNums(g.dataset.tplTitle, nums); });

@@ -34,3 +34,23 @@ func TestHalf(t *testing.T) {
 		}
 	}
 }
+
+// fromHalf is the float a half-precision value stands for (the page
+// decodes it the same way in JavaScript).
+func fromHalf(h uint16) float32 {
+	sign := float32(1)
+	if h&0x8000 != 0 {
+		sign = -1
+	}
+	exp, mant := int(h>>10&0x1f), float64(h&0x3ff)
+	switch exp {
+	case 0:
+		return sign * float32(math.Ldexp(mant, -24))
+	case 31:
+		if mant != 0 {
+			return float32(math.NaN())
+		}
+		return sign * float32(math.Inf(1))
+	}
+	return sign * float32(math.Ldexp(1+mant/1024, exp-15))
+}

@@ -15,7 +15,7 @@ import (
 type ModelMap struct {
 	Arch                                       string
 	Layers, Embd, FFN, Heads, KVHeads, HeadDim int
-	Vocab, Context                             int
+	Vocab                                      int
 	PosEmbed                                   bool   // learned position embeddings (GPT-2)
 	Norm, MLPKind                              string // "RMSNorm"/"LayerNorm"; "SwiGLU"/"GELU"
 	Tokens                                     int    // positions this step's pass computes
