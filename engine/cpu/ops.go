@@ -79,29 +79,21 @@ func ropeTable(cache []float32, dims, pos int, base float32) {
 	}
 }
 
-// Softmax normalises x in place: exp(x - max) / sum. -Inf entries become 0.
-func Softmax(x []float32) {
-	m := float32(math.Inf(-1))
-	for _, v := range x {
-		m = max(m, v)
+// actTask applies the MLP's nonlinearity to a on every worker: SiLU(a)·b
+// when b is set (SwiGLU), else GELU(a).
+type actTask struct{ a, b []float32 }
+
+func (t *actTask) Run(_, lo, hi int) {
+	if t.b != nil {
+		siluMul(t.a[lo:hi], t.b[lo:hi])
+		return
 	}
-	var sum float64
-	for i, v := range x {
-		e := float32(math.Exp(float64(v - m)))
-		x[i] = e
-		sum += float64(e)
-	}
-	inv := float32(1 / sum)
-	for i := range x {
-		x[i] *= inv
-	}
+	gelu(t.a[lo:hi])
 }
 
-// SiLU is x·sigmoid(x).
-func SiLU(x float32) float32 { return x / (1 + float32(math.Exp(float64(-x)))) }
-
-// GELU is the tanh approximation GPT-2 uses: 0.5x(1 + tanh(√(2/π)(x + 0.044715x³))).
-func GELU(x float32) float32 {
-	const c = 0.7978845608028654 // sqrt(2/pi)
-	return 0.5 * x * (1 + float32(math.Tanh(float64(c*(x+0.044715*x*x*x)))))
+// activate runs actTask over a (and b) split across the pool.
+func (r *fwd) activate(a, b []float32) {
+	r.act = actTask{a, b}
+	r.pool.Run(len(a), 8192, &r.act)
+	r.act = actTask{}
 }

@@ -41,6 +41,7 @@ type fwd struct {
 	scores                           [][]float32
 	rope                             []float32
 	attn                             attnTask
+	act                              actTask
 	tiles                            attnTiles
 	tileS, tileV                     [][]float32 // per worker: a tile's scores and its head's values transposed
 
@@ -421,9 +422,7 @@ func (r *fwd) layer(l, n, pos0 int) {
 			r.hk.gate = append(r.hk.gate[:0], a...)
 			ev.Kind, ev.Gate, ev.Up = "swiglu", r.hk.gate, b
 		}
-		for i := range a {
-			a[i] = SiLU(a[i]) * b[i]
-		}
+		r.activate(a, b)
 	} else {
 		r.pool.MatMul(a, L.Up, xn, n, r.scratch)
 		addBias(a, nv.upb, n)
@@ -431,9 +430,7 @@ func (r *fwd) layer(l, n, pos0 int) {
 			r.hk.up = append(r.hk.up[:0], a...)
 			ev.Kind, ev.Up = "gelu", r.hk.up
 		}
-		for i := range a {
-			a[i] = GELU(a[i])
-		}
+		r.activate(a, nil)
 	}
 	r.pool.MatMul(o, L.Down, a, n, r.scratch)
 	addBias(o, nv.downb, n)
