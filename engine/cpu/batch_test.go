@@ -74,8 +74,12 @@ func TestForwardBatchEqualsAlone(t *testing.T) {
 					}
 				}
 				worst := runBatchPlans(t, l, plans, runners, want)
-				if worst > 1e-5 {
-					t.Errorf("paged=%v: max |batched - alone| = %g, want ≤ 1e-5", paged, worst)
+				// equal up to float32 summation order: a step of 16 rows or
+				// more goes through the broadcast GEMM (one running sum per
+				// output), fewer through the per-vector kernels (split
+				// partial sums); measured worst 1.4e-5 on stories260K
+				if worst > 3e-5 {
+					t.Errorf("paged=%v: max |batched - alone| = %g, want ≤ 3e-5", paged, worst)
 				}
 				t.Logf("paged=%v: max |batched - alone| = %g", paged, worst)
 				for _, r := range runners {

@@ -26,6 +26,10 @@ func axpyAVX2(dst *float32, a float32, x *float32, n int)
 
 var useAVX512 = cpu.X86.HasAVX512F && useAVX2
 
+// useGemmB reports whether the broadcast GEMM's kernels run here: they use
+// AVX-512 with its 256-bit forms (VL) and double-word shuffles (DQ).
+var useGemmB = useAVX512 && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512DQ
+
 var useAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 
 // f16Table is every binary16 pattern as float32, for the Q8_0 kernel's scales.

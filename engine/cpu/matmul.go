@@ -77,6 +77,12 @@ func (p *Pool) MatMul(out []float32, w *model.Tensor, x []float32, n int, scratc
 			xSums(x[t*cols:(t+1)*cols], g, p.mm.xs[t*cols/g:(t+1)*cols/g])
 		}
 	}
+	if useGemmB && n >= gemmMinVectors && p.mm.z == nil && p.mm.xs == nil {
+		x := p.mm.x // K-quant types: x rounded as their kernel rounds it
+		p.mm = matmulTask{}
+		p.matMulGemm(out, w, x, n)
+		return
+	}
 	// a part must hold enough multiply-adds to be worth waking a thread
 	grain := max(16, minWorkPerPart/(w.Cols()*n))
 	p.Run(w.Rows(), grain, &p.mm)

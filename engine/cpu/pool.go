@@ -35,9 +35,13 @@ type Pool struct {
 	total, chunk int
 
 	mm matmulTask // MatMul's task, reused
-	xs []float32  // MatMul's sums of x for the legacy kernels, reused
-	q8 q8K        // MatMul's x quantized for the Q4_K and Q6_K kernels, reused
-	xr []float32  // that x rounded back to floats (many vectors), reused
+	gm gemmTask   // MatMul's task through the broadcast GEMM, reused
+	px packedX    // its packed vectors, reused
+	// gbuf is, per worker, the broadcast GEMM's dequantized block
+	gbuf [][]float32
+	xs   []float32 // MatMul's sums of x for the legacy kernels, reused
+	q8   q8K       // MatMul's x quantized for the Q4_K and Q6_K kernels, reused
+	xr   []float32 // that x rounded back to floats (many vectors), reused
 	// q8src is the x p.q8 holds (n vectors of cols), so a product with
 	// the same input does not quantize it again
 	q8src       []float32

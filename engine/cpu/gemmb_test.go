@@ -1,0 +1,121 @@
+package cpu
+
+import (
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"stepthrough/engine/model"
+	"stepthrough/engine/quant"
+)
+
+// TestGemmAB checks every broadcast kernel shape against a float64 loop:
+// row counts 1–19 (each kernel height and its tails), 16–208 columns
+// (one to four vector registers, and several column blocks), inner
+// lengths 1–37, with strides wider than the data.
+func TestGemmAB(t *testing.T) {
+	if !useGemmB {
+		t.Skip("the broadcast GEMM needs AVX-512; this CPU uses the tile kernels")
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, m := range []int{1, 2, 3, 5, 6, 7, 8, 9, 13, 19} {
+		for _, n := range []int{16, 32, 48, 64, 80, 208} {
+			for _, k := range []int{1, 2, 7, 37} {
+				lda, ldb, ldc := k+3, n+5, n+2
+				a, b := randVec(rng, (m-1)*lda+k), randVec(rng, (k-1)*ldb+n)
+				c := make([]float32, (m-1)*ldc+n+1)
+				c[len(c)-1] = 42 // past the last row: must stay
+				gemmAB(c, ldc, a, lda, b, ldb, m, n, k)
+				for i := range m {
+					for j := range n {
+						want := 0.0
+						for p := range k {
+							want += float64(a[i*lda+p]) * float64(b[p*ldb+j])
+						}
+						if d := math.Abs(float64(c[i*ldc+j]) - want); d > 1e-5*(1+math.Abs(want)) {
+							t.Fatalf("m=%d n=%d k=%d: c[%d][%d] = %g, want %g", m, n, k, i, j, c[i*ldc+j], want)
+						}
+					}
+				}
+				if c[len(c)-1] != 42 {
+					t.Fatalf("m=%d n=%d k=%d: wrote past the output", m, n, k)
+				}
+			}
+		}
+	}
+}
+
+func randVec(rng *rand.Rand, n int) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(rng.NormFloat64())
+	}
+	return v
+}
+
+// TestMatMulPanels checks weight products through the packed panels
+// against one vector at a time: vector counts around the panel edges
+// (16, 47, 48, 49, 97, 130), row counts that are not multiples of 8, F32
+// and a quantized type (rows dequantized per block), one and two threads.
+func TestMatMulPanels(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, typ := range []quant.Type{quant.F32, quant.Q8_0} {
+		for _, shape := range [][2]int{{64, 437}, {96, 501}} { // cols, rows: the token embedding's
+			cols, rows := shape[0], shape[1]
+			m := synthModel(t, model.SynthOptions{Arch: "llama", Embd: cols, Layers: 1, Heads: 2, FFN: 64, Vocab: rows, Context: 8, Type: typ})
+			w := m.Weights.TokEmbd
+			for _, threads := range []int{1, 2} {
+				p := NewPool(threads)
+				scratch := make([][]float32, threads)
+				for i := range scratch {
+					scratch[i] = make([]float32, ScratchFloats(cols))
+				}
+				for _, n := range []int{16, 47, 48, 49, 97, 130} {
+					x := randVec(rng, n*cols)
+					out := make([]float32, n*rows+1)
+					out[n*rows] = 7
+					p.MatMul(out[:n*rows], w, x, n, scratch)
+					one := make([]float32, rows)
+					for v := range n {
+						p.MatMul(one, w, x[v*cols:(v+1)*cols], 1, scratch)
+						for r := range rows {
+							if d := math.Abs(float64(out[v*rows+r] - one[r])); d > 1e-4*(1+math.Abs(float64(one[r]))) {
+								t.Fatalf("%s %d×%d, %d threads, n=%d: vector %d row %d = %g, alone %g", typ, rows, cols, threads, n, v, r, out[v*rows+r], one[r])
+							}
+						}
+					}
+					if out[n*rows] != 7 {
+						t.Fatalf("n=%d: wrote past the output", n)
+					}
+				}
+				p.Close()
+			}
+		}
+	}
+}
+
+// TestGemmKernelsFresh regenerates the micro-kernels and compares them
+// with the committed files.
+func TestGemmKernelsFresh(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command("go", "run", "./internal/gemmgen", "-d", dir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("gemmgen: %v\n%s", err, out)
+	}
+	for _, name := range []string{"gemm_amd64.s", "gemm_kernels_amd64.go"} {
+		fresh, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		committed, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(fresh) != string(committed) {
+			t.Errorf("%s differs from gemmgen's output: run `go generate ./engine/cpu` and commit it", name)
+		}
+	}
+}
