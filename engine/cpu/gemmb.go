@@ -22,7 +22,6 @@ import (
 // gemmKernel is one micro-kernel: see internal/gemmgen.
 type gemmKernel func(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
 
-
 // gemmRows is the most rows a kernel of z vector columns holds.
 func gemmRows(z int) int { return min(8, 24/z) }
 
