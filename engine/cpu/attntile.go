@@ -61,6 +61,10 @@ func (a *attnTiles) Run(worker, lo, hi int) {
 
 // tile computes rows [i0, i0+tileRows) of one head of one segment.
 func (a *attnTiles) tile(worker int, it tileItem) {
+	if useGemmB && a.r.cfg.HeadDim%16 == 0 {
+		a.tileB(worker, it)
+		return
+	}
 	r, c := a.r, a.r.cfg
 	QD, KVD, HD := c.QDim(), c.KVDim(), c.HeadDim
 	s := &r.segs[it.seg]
@@ -99,4 +103,62 @@ func (a *attnTiles) tile(worker int, it tileItem) {
 		}
 	}
 	GemmABT(r.att[(s.row0+it.i0)*QD+it.head*HD:], QD, S, vis, vT, vis, rows, HD, vis)
+}
+
+// tileB is tile through the broadcast GEMM: the scores as keys × the
+// tile's queries (eight keys broadcast against the queries packed
+// d-major, stored transposed, so S is [query][key]), softmax with the
+// 1/√d scale folded into its exponent, then S·V reading V's rows in
+// place (no transposed copy).
+func (a *attnTiles) tileB(worker int, it tileItem) {
+	r, c := a.r, a.r.cfg
+	QD, KVD, HD := c.QDim(), c.KVDim(), c.HeadDim
+	s := &r.segs[it.seg]
+	rows := min(tileRows, s.n-it.i0)
+	vis := s.pos0 + it.i0 + rows
+	keys, vals := s.cache.Rows(a.l, 0, s.pos0+s.n)
+	kvo := (it.head / (c.Heads / c.KVHeads)) * HD
+	scale := float32(1 / math.Sqrt(float64(HD)))
+	S := r.tileS[worker][:tileRows*vis] // rows past the tile's are scratch
+	buf := r.tileV[worker]
+	qT, edge := buf[:HD*tileRows], buf[HD*tileRows:HD*tileRows+8*tileRows]
+	q := r.q[(s.row0+it.i0)*QD+it.head*HD:]
+	for i := range tileRows {
+		for d := range HD {
+			v := float32(0)
+			if i < rows {
+				v = q[i*QD+d]
+			}
+			qT[d*tileRows+i] = v
+		}
+	}
+	j := 0
+	for ; j+8 <= vis; j += 8 {
+		gemmKernelsT[1](&keys[j*KVD+kvo], KVD, &qT[0], tileRows, HD, &S[j], vis, 0xffff)
+	}
+	if mm := vis - j; mm > 0 {
+		gemmKernels[1][mm](&keys[j*KVD+kvo], KVD, &qT[0], tileRows, HD, &edge[0], tileRows, 0xffff)
+		for jj := range mm {
+			for i := range rows {
+				S[i*vis+j+jj] = edge[jj*tileRows+i]
+			}
+		}
+	}
+	for i := range rows {
+		row := S[i*vis : (i+1)*vis]
+		own := s.pos0 + it.i0 + i + 1
+		hk := -1
+		if a.watch {
+			hk = ((it.i0+i)*c.Heads + it.head) * (s.pos0 + s.n)
+			for j, v := range row[:own] {
+				r.hk.scores[hk+j] = v * scale
+			}
+		}
+		softmaxScaled(row[:own], scale)
+		clear(row[own:])
+		if hk >= 0 {
+			copy(r.hk.weights[hk:], row[:own])
+		}
+	}
+	gemmAB(r.att[(s.row0+it.i0)*QD+it.head*HD:], QD, S, vis, vals[kvo:], KVD, rows, HD, vis)
 }

@@ -47,12 +47,15 @@ func expf(x float32) float32 {
 }
 
 // Softmax normalises x in place: exp(x − max) / sum. −Inf entries become 0.
-func Softmax(x []float32) {
+func Softmax(x []float32) { softmaxScaled(x, 1) }
+
+// softmaxScaled is Softmax of x·s for s > 0 (attention's scores times
+// 1/√d), without writing x·s first.
+func softmaxScaled(x []float32, s float32) {
 	if len(x) == 0 {
 		return
 	}
-	m := maxf(x)
-	sum := expSub(x, m)
+	sum := expSub(x, s, maxf(x)*s)
 	scale(x, 1/sum)
 }
 
@@ -91,15 +94,15 @@ func maxGo(x []float32) float32 {
 	return m
 }
 
-// expSubGo sets x[i] = e^(x[i]−m) and returns their sum.
-func expSubGo(x []float32, m float32) float32 {
-	var s float32
+// expSubGo sets x[i] = e^(x[i]·s−m) and returns their sum.
+func expSubGo(x []float32, s, m float32) float32 {
+	var sum float32
 	for i, v := range x {
-		e := expf(v - m)
+		e := expf(float32(float64(v)*float64(s) - float64(m))) // one rounding, as the kernel's FMA
 		x[i] = e
-		s += e
+		sum += e
 	}
-	return s
+	return sum
 }
 
 func scaleGo(x []float32, s float32) {

@@ -1,7 +1,7 @@
 package cpu
 
 //go:noescape
-func expSubAVX2(x *float32, n int, m float32) float32
+func expSubAVX2(x *float32, n int, s, m float32) float32
 
 //go:noescape
 func siluMulAVX2(a, b *float32, n int)
@@ -24,13 +24,13 @@ func maxf(x []float32) float32 {
 	return max(maxAVX2(&x[0], n8), maxGo(x[n8:]))
 }
 
-// expSub sets x[i] = e^(x[i]−m) and returns their sum.
-func expSub(x []float32, m float32) float32 {
+// expSub sets x[i] = e^(x[i]·s − m) and returns their sum.
+func expSub(x []float32, s, m float32) float32 {
 	n8 := len(x) &^ 7
 	if !useAVX2 || n8 == 0 {
-		return expSubGo(x, m)
+		return expSubGo(x, s, m)
 	}
-	return expSubAVX2(&x[0], n8, m) + expSubGo(x[n8:], m)
+	return expSubAVX2(&x[0], n8, s, m) + expSubGo(x[n8:], s, m)
 }
 
 // scale multiplies x by s.

@@ -136,20 +136,21 @@ GLOBL tailMask<>(SB), RODATA|NOPTR, $64
 	VMULPS       Y1, Y2, Y0 \
 	VANDPS       Y3, Y0, Y0
 
-// func expSubAVX2(x *float32, n int, m float32) float32
-// x[i] = e^(x[i]-m), returns the sum.
+// func expSubAVX2(x *float32, n int, s, m float32) float32
+// x[i] = e^(x[i]·s - m), returns the sum.
 TEXT ·expSubAVX2(SB), NOSPLIT, $0-28
 	MOVQ x+0(FP), SI
 	MOVQ n+8(FP), CX
-	VBROADCASTSS m+16(FP), Y14
+	VBROADCASTSS s+16(FP), Y7
+	VBROADCASTSS m+20(FP), Y14
 	EXPCONSTS
 	VXORPS Y15, Y15, Y15
 
 esloop:
 	CMPQ CX, $8
 	JL   esdone
-	VMOVUPS (SI), Y0
-	VSUBPS  Y14, Y0, Y0
+	VMOVUPS     (SI), Y0
+	VFMSUB213PS Y14, Y7, Y0
 	EXP8
 	VMOVUPS Y0, (SI)
 	VADDPS  Y0, Y15, Y15

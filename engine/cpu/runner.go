@@ -130,7 +130,7 @@ func newFwd(m *model.Model, opt Options) (*fwd, error) {
 		r.scratch = append(r.scratch, make([]float32, ScratchFloats(widest)))
 		r.scores = append(r.scores, make([]float32, ctx))
 		r.tileS = append(r.tileS, make([]float32, tileRows*ctx))
-		r.tileV = append(r.tileV, make([]float32, c.HeadDim*ctx))
+		r.tileV = append(r.tileV, make([]float32, c.HeadDim*max(ctx, tileRows+8)))
 	}
 	W := m.Weights
 	r.outN = vecs{decodeVec(W.OutNorm), decodeVec(W.OutNormB)}
