@@ -13,6 +13,9 @@ func dotAVX2(a, b []float32) float32
 func dotQ8_0AVX2(row *byte, x *float32, blocks int, f16 *float32) float32
 
 //go:noescape
+func dequantQ8_0AVX2(row *byte, out *float32, blocks int, f16 *float32)
+
+//go:noescape
 func gemv4AVX2(a *float32, lda int, x *float32, k int, out *float32)
 
 //go:noescape
@@ -57,6 +60,18 @@ func dotQ8_0(row []byte, x []float32) float32 {
 		return dotQ8_0AVX2(&row[0], &x[0], nb, &f16Table[0])
 	}
 	return dotQ8_0Go(row, x)
+}
+
+// decodeRowInto decodes a row of type t into out (len(out) values): the
+// Q8_0 kernel where it runs, else quant.Dequantize.
+func decodeRowInto(t quant.Type, raw []byte, out []float32) {
+	if t == quant.Q8_0 && useAVX2 && len(out)%32 == 0 && len(out) > 0 {
+		nb := len(out) / 32
+		_ = raw[nb*34-1]
+		dequantQ8_0AVX2(&raw[0], &out[0], nb, &f16Table[0])
+		return
+	}
+	quant.Dequantize(t, raw, out)
 }
 
 // gemv4 computes the dot products of four rows of a (row stride lda) with x.

@@ -406,3 +406,41 @@ axloop:
 axdone:
 	VZEROUPPER
 	RET
+
+// func dequantQ8_0AVX2(row *byte, out *float32, blocks int, f16 *float32)
+// out[32b+i] = scale_b · q_b[i]: a Q8_0 row decoded to floats.
+TEXT ·dequantQ8_0AVX2(SB), NOSPLIT, $0-32
+	MOVQ row+0(FP), SI
+	MOVQ out+8(FP), DI
+	MOVQ blocks+16(FP), CX
+	MOVQ f16+24(FP), R8
+
+dqblock:
+	CMPQ CX, $0
+	JE   dqdone
+	MOVWLZX      (SI), AX
+	VBROADCASTSS (R8)(AX*4), Y5
+	VPMOVSXBD    2(SI), Y6
+	VPMOVSXBD    10(SI), Y7
+	VPMOVSXBD    18(SI), Y8
+	VPMOVSXBD    26(SI), Y9
+	VCVTDQ2PS    Y6, Y6
+	VCVTDQ2PS    Y7, Y7
+	VCVTDQ2PS    Y8, Y8
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y5, Y6, Y6
+	VMULPS       Y5, Y7, Y7
+	VMULPS       Y5, Y8, Y8
+	VMULPS       Y5, Y9, Y9
+	VMOVUPS      Y6, (DI)
+	VMOVUPS      Y7, 32(DI)
+	VMOVUPS      Y8, 64(DI)
+	VMOVUPS      Y9, 96(DI)
+	ADDQ         $34, SI
+	ADDQ         $128, DI
+	DECQ         CX
+	JMP          dqblock
+
+dqdone:
+	VZEROUPPER
+	RET

@@ -51,3 +51,6 @@ func dotRowsKQ8Multi(t quant.Type, data []byte, rb, lo, hi int, z *q8K, n, nb in
 		}
 	}
 }
+
+// decodeRowInto decodes a row of type t into out.
+func decodeRowInto(t quant.Type, raw []byte, out []float32) { quant.Dequantize(t, raw, out) }

@@ -113,7 +113,7 @@ func gemmWeights(out []float32, w *model.Tensor, px *packedX, n int, lo, hi int,
 		} else {
 			a = buf[:mr*cols]
 			for i := range mr {
-				quant.Dequantize(w.Type, w.Data[(r0+i)*rb:(r0+i+1)*rb], a[i*cols:(i+1)*cols])
+				decodeRowInto(w.Type, w.Data[(r0+i)*rb:(r0+i+1)*rb], a[i*cols:(i+1)*cols])
 			}
 		}
 		for q := 0; q*gemmPanel < n; q++ {

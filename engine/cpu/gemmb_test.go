@@ -119,3 +119,26 @@ func TestGemmKernelsFresh(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeRowQ8_0 checks the Q8_0 row decoder against quant.Dequantize
+// bit for bit.
+func TestDecodeRowQ8_0(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, n := range []int{32, 64, 768} {
+		x := randVec(rng, n)
+		raw, err := quant.Quantize(quant.Q8_0, x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, got := make([]float32, n), make([]float32, n)
+		if err := quant.Dequantize(quant.Q8_0, raw, want); err != nil {
+			t.Fatal(err)
+		}
+		decodeRowInto(quant.Q8_0, raw, got)
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("n=%d: value %d = %g, want %g", n, i, got[i], want[i])
+			}
+		}
+	}
+}

@@ -163,7 +163,7 @@ func (m *matmulTask) Run(worker, lo, hi int) {
 		} else {
 			a = buf[:nr*cols]
 			for i := 0; i < nr; i++ {
-				quant.Dequantize(w.Type, w.Data[(r+i)*rb:(r+i+1)*rb], a[i*cols:(i+1)*cols])
+				decodeRowInto(w.Type, w.Data[(r+i)*rb:(r+i+1)*rb], a[i*cols:(i+1)*cols])
 			}
 		}
 		t := 0
@@ -237,7 +237,7 @@ func decodeRow(t quant.Type, raw []byte, buf []float32) []float32 {
 	if t == quant.F32 && hostLittleEndian {
 		return f32s(raw)
 	}
-	quant.Dequantize(t, raw, buf) // sizes were checked when the model loaded
+	decodeRowInto(t, raw, buf) // sizes were checked when the model loaded
 	return buf
 }
 
