@@ -42,14 +42,17 @@ type Options struct {
 
 // Info describes the device that runs.
 type Info struct {
-	Name       string `json:"name"`
-	Type       string `json:"type"` // discrete, integrated, virtual, cpu, other
-	Driver     string `json:"driver"`
-	API        string `json:"api"`
-	Subgroup   uint32 `json:"subgroup_size"`
-	MemoryMiB  uint64 `json:"memory_mib"` // largest device-local heap
-	Unified    bool   `json:"unified_memory"`
-	Validation bool   `json:"validation"`
+	Name     string `json:"name"`
+	Type     string `json:"type"` // discrete, integrated, virtual, cpu, other
+	Driver   string `json:"driver"`
+	API      string `json:"api"`
+	Subgroup uint32 `json:"subgroup_size"`
+	// SubgroupArith reports subgroup arithmetic in compute shaders, which
+	// the fused path's matrix products reduce with.
+	SubgroupArith bool   `json:"subgroup_arithmetic"`
+	MemoryMiB     uint64 `json:"memory_mib"` // largest device-local heap
+	Unified       bool   `json:"unified_memory"`
+	Validation    bool   `json:"validation"`
 }
 
 func (i Info) String() string {
@@ -232,7 +235,7 @@ func (d *Device) pick(opt Options) error {
 	}
 	v := props.ApiVersion
 	d.Info.API = fmt.Sprintf("%d.%d.%d", v>>22, (v>>12)&0x3ff, v&0xfff)
-	d.Info.Subgroup, d.Info.Driver, _ = deviceExtraProps(d.inst, d.phys)
+	d.Info.Subgroup, d.Info.SubgroupArith, d.Info.Driver, _ = deviceExtraProps(d.inst, d.phys)
 	vk.GetPhysicalDeviceMemoryProperties(d.phys, &d.memProps)
 	d.memProps.Deref()
 	for i := uint32(0); i < d.memProps.MemoryHeapCount; i++ {

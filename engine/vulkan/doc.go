@@ -13,9 +13,14 @@
 // (vkGetPhysicalDeviceProperties2 for the subgroup size and driver name,
 // and a debug-utils messenger that counts validation errors).
 //
-// Weights are uploaded once; activations and the KV cache stay on the
-// device; a forward pass is one command buffer and the logits are read back
-// at the end. Devices whose memory is host-visible and device-local (CPU
+// Weights are uploaded once (a layer's Q, K and V end to end in one buffer,
+// and its gate and up); activations and the KV cache stay on the device; a
+// forward pass is one command buffer and the logits are read back at the
+// end. A pass no hook watches takes the fused path (fused.go): six
+// dispatches a llama layer instead of 19, matrix products reduced with
+// subgroup adds, and a decode step recorded once per Runner and replayed
+// with the position in a small buffer. Hooks take the unfused path, which
+// stops at every stage to read back what they watch. Devices whose memory is host-visible and device-local (CPU
 // and integrated devices) keep buffers mapped; discrete GPUs get
 // device-local buffers with staging copies (Options.ForceStaging tests that
 // path anywhere). Without cgo the package only reports that it is absent.

@@ -13,6 +13,7 @@ type Info struct {
 	Subgroup                uint32
 	MemoryMiB               uint64
 	Unified, Validation     bool
+	SubgroupArith           bool
 }
 
 // Options choose a device (unused without cgo).

@@ -3,6 +3,7 @@
 package vulkan
 
 import (
+	"fmt"
 	"math"
 
 	vk "github.com/vulkan-go/vulkan"
@@ -43,10 +44,11 @@ func ShaderType(t quant.Type) string {
 	return ""
 }
 
-// MatMul: set (W, X, Y); Y[t][r] = W[r]·X[t], rows×cols weights, n vectors.
-func (c *Cmd) MatMul(set vk.DescriptorSet, wtype string, rows, cols, n int) {
+// MatMul: set (W, X, Y); Y[t][r] = W[row0+r]·X[t], rows×cols weights
+// (from row row0 of the buffer), n vectors.
+func (c *Cmd) MatMul(set vk.DescriptorSet, wtype string, rows, cols, n, row0 int) {
 	gx := min(rows, 65535)
-	c.Dispatch("matmul_"+wtype, set, []uint32{uint32(rows), uint32(cols), uint32(n)}, uint32(gx), groups(rows, 65535), 1)
+	c.Dispatch("matmul_"+wtype, set, []uint32{uint32(rows), uint32(cols), uint32(n), uint32(row0)}, uint32(gx), groups(rows, 65535), 1)
 }
 
 // GetRows: set (W, IDS, O); O[t] (+)= W[IDS[t]].
@@ -118,3 +120,52 @@ func (c *Cmd) CopyRows(set vk.DescriptorSet, width, n, srcOff, srcStride, dstOff
 	c.Dispatch("copy_rows", set, []uint32{uint32(width), uint32(n), uint32(srcOff), uint32(srcStride), uint32(dstOff), uint32(dstStride)},
 		groups(width*n, 256), 1, 1)
 }
+
+// The fused path (see fused.go): a matrix product that folds in the norm
+// before it, the residual add after it, or SwiGLU's gate.
+const (
+	fuseNorm  = 1 // X[t] RMS-normalised with the weights G
+	fuseAdd   = 2 // Y += W·x
+	fuseGated = 8 // rows r and rows+r (gate, up): Y = silu(gate·x)·(up·x)
+)
+
+// Fused configures MatMulF.
+type Fused struct {
+	Flags         int
+	Row0          int // the matrix's first row in its buffer
+	XStride, XOff int // X's row stride (0: cols) and first float
+	Eps           float32
+}
+
+// MatMulF: set (W, X, Y, G); Y[t][r] (+)= W[row0+r]·x(X[t]). The flags
+// name a variant compiled for them: fuseNorm, fuseNorm|fuseGated or
+// fuseAdd.
+func (c *Cmd) MatMulF(set vk.DescriptorSet, wtype string, rows, cols, n int, f Fused) {
+	variant := map[int]string{fuseNorm: "norm", fuseNorm | fuseGated: "gated", fuseAdd: "add"}[f.Flags]
+	if variant == "" {
+		panic(fmt.Sprintf("vulkan: no fused matmul for flags %d", f.Flags)) // a programming error: the combinations are fixed in fused.go
+	}
+	gx := min(rows, 65535)
+	c.Dispatch("matmulf_"+variant+"_"+wtype, set, []uint32{uint32(rows), uint32(cols), uint32(n), uint32(f.Row0), uint32(f.XStride),
+		math.Float32bits(f.Eps), uint32(f.XOff)}, uint32(gx), groups(rows, 65535), 1)
+}
+
+// QKVPost: set (QKV, Q, Kcache, Vcache, P): Q and K rotated (rope dims,
+// mode 0 NORM or 1 NEOX), K and V written into the caches at position
+// pos0 + P[0] + t.
+func (c *Cmd) QKVPost(set vk.DescriptorSet, a Attn, ropeDims, mode int, base float32) {
+	W := a.QStride + 2*a.KVDim
+	c.Dispatch("qkv_post", set, []uint32{uint32(a.Heads), uint32(a.KVHeads), uint32(a.HeadDim), uint32(ropeDims), uint32(a.Pos0), uint32(a.N),
+		math.Float32bits(base), uint32(mode), uint32(a.QStride), uint32(a.KVDim)}, groups(a.N*W, 64), 1, 1)
+}
+
+// AttnFused: set (Q, Kcache, Vcache, O, P): scores, softmax and the
+// weighted sum of V for each row and head, one workgroup each.
+func (c *Cmd) AttnFused(set vk.DescriptorSet, a Attn) {
+	c.Dispatch("attn_fused", set, []uint32{uint32(a.Heads), uint32(a.KVHeads), uint32(a.HeadDim), 0, uint32(a.Pos0), uint32(a.N),
+		math.Float32bits(a.Scale), uint32(a.QStride), uint32(a.KVDim), uint32(a.OutStride)}, uint32(a.N*a.Heads), 1, 1)
+}
+
+// maxFusedCtx is the most positions attn_fused holds in shared memory
+// (MAXCTX in the shader).
+const maxFusedCtx = 2048

@@ -19,12 +19,14 @@ type passState struct {
 	c     *Cmd
 	err   error
 	start time.Time
+	done  int // dispatches submitted by earlier flushes
 }
 
 func (p *passState) flush(stage string, layer, pos0, n int, readback func()) {
 	if p.err != nil || p.r.h == nil {
 		return
 	}
+	p.done += p.c.N
 	if p.err = p.c.Submit(); p.err != nil {
 		return
 	}
@@ -120,10 +122,11 @@ func (r *fwd) pass(tokens []int32, all bool, host []float32) error {
 	if all {
 		name = "output all"
 	}
-	p.c.MatMul(r.set(site{-1, name}, out.b, src, r.logits), out.typ, V, E, rows)
+	p.c.MatMul(r.set(site{-1, name}, out.b, src, r.logits), out.typ, V, E, rows, out.row0)
 	if p.err != nil {
 		return p.err
 	}
+	r.dispatches = p.done + p.c.N
 	if err := p.c.Submit(); err != nil {
 		return err
 	}
@@ -158,7 +161,7 @@ func (r *fwd) bias(p *passState, l int, name string, dst *Buffer, bias *Buffer, 
 
 func (r *fwd) matmul(p *passState, l int, name string, t *model.Tensor, x, y *Buffer, n int) {
 	w := r.w[t]
-	p.c.MatMul(r.set(site{l, name}, w.b, x, y), w.typ, t.Rows(), t.Cols(), n)
+	p.c.MatMul(r.set(site{l, name}, w.b, x, y), w.typ, t.Rows(), t.Cols(), n, w.row0)
 }
 
 func (r *fwd) layer(p *passState, l, n, pos0 int) {

@@ -57,24 +57,73 @@ func (d *Device) FreeSets(sets ...vk.DescriptorSet) {
 	}
 }
 
-// Cmd records work into the device's command buffer.
+// Cmd records work into a command buffer: the device's own, re-recorded
+// for every pass, or a Recorded one kept for replay.
 type Cmd struct {
 	d    *Device
+	cb   vk.CommandBuffer
 	sets []vk.DescriptorSet
 	N    int // dispatches recorded
 }
 
-// Begin starts recording.
-func (d *Device) Begin() (*Cmd, error) {
-	if err := check(vk.ResetCommandBuffer(d.cmd, 0), "reset command buffer"); err != nil {
+// Begin starts recording into the device's command buffer.
+func (d *Device) Begin() (*Cmd, error) { return d.begin(d.cmd, true) }
+
+func (d *Device) begin(cb vk.CommandBuffer, once bool) (*Cmd, error) {
+	if err := check(vk.ResetCommandBuffer(cb, 0), "reset command buffer"); err != nil {
 		return nil, err
 	}
-	info := &vk.CommandBufferBeginInfo{SType: vk.StructureTypeCommandBufferBeginInfo, Flags: vk.CommandBufferUsageFlags(vk.CommandBufferUsageOneTimeSubmitBit)}
+	var flags vk.CommandBufferUsageFlags
+	if once {
+		flags = vk.CommandBufferUsageFlags(vk.CommandBufferUsageOneTimeSubmitBit)
+	}
+	info := &vk.CommandBufferBeginInfo{SType: vk.StructureTypeCommandBufferBeginInfo, Flags: flags}
 	defer info.Free()
-	if err := check(vk.BeginCommandBuffer(d.cmd, info), "begin command buffer"); err != nil {
+	if err := check(vk.BeginCommandBuffer(cb, info), "begin command buffer"); err != nil {
 		return nil, err
 	}
-	return &Cmd{d: d, sets: make([]vk.DescriptorSet, 1)}, nil
+	return &Cmd{d: d, cb: cb, sets: make([]vk.DescriptorSet, 1)}, nil
+}
+
+// Recorded is a command buffer recorded once and submitted many times (a
+// decode step, whose varying position the shaders read from a buffer).
+type Recorded struct {
+	d  *Device
+	cb vk.CommandBuffer
+	N  int // dispatches it holds
+}
+
+// Record starts recording a command buffer for replay; End finishes it.
+func (d *Device) Record() (*Cmd, error) {
+	cbs := make([]vk.CommandBuffer, 1)
+	if err := check(vk.AllocateCommandBuffers(d.dev, &vk.CommandBufferAllocateInfo{SType: vk.StructureTypeCommandBufferAllocateInfo, CommandPool: d.cmdPool, Level: vk.CommandBufferLevelPrimary, CommandBufferCount: 1}, cbs), "command buffer"); err != nil {
+		return nil, err
+	}
+	c, err := d.begin(cbs[0], false)
+	if err != nil {
+		vk.FreeCommandBuffers(d.dev, d.cmdPool, 1, cbs)
+	}
+	return c, err
+}
+
+// End finishes a recording made by Record.
+func (c *Cmd) End() (*Recorded, error) {
+	if err := check(vk.EndCommandBuffer(c.cb), "end command buffer"); err != nil {
+		vk.FreeCommandBuffers(c.d.dev, c.d.cmdPool, 1, []vk.CommandBuffer{c.cb})
+		return nil, err
+	}
+	return &Recorded{d: c.d, cb: c.cb, N: c.N}, nil
+}
+
+// Run submits the recorded work and waits for it.
+func (r *Recorded) Run() error { return r.d.run(r.cb) }
+
+// Free releases the command buffer.
+func (r *Recorded) Free() {
+	if r != nil && r.cb != nil {
+		vk.FreeCommandBuffers(r.d.dev, r.d.cmdPool, 1, []vk.CommandBuffer{r.cb})
+		r.cb = nil
+	}
 }
 
 // Dispatch records one compute dispatch followed by a barrier, so the next
@@ -84,22 +133,22 @@ func (c *Cmd) Dispatch(pipeline string, set vk.DescriptorSet, push []uint32, gx,
 	if !ok {
 		panic("vulkan: no pipeline " + pipeline) // a programming error: names are fixed in this package
 	}
-	vk.CmdBindPipeline(c.d.cmd, vk.PipelineBindPointCompute, p)
+	vk.CmdBindPipeline(c.cb, vk.PipelineBindPointCompute, p)
 	c.sets[0] = set
-	vk.CmdBindDescriptorSets(c.d.cmd, vk.PipelineBindPointCompute, c.d.layout, 0, 1, c.sets, 0, nil)
+	vk.CmdBindDescriptorSets(c.cb, vk.PipelineBindPointCompute, c.d.layout, 0, 1, c.sets, 0, nil)
 	if len(push) > 0 {
 		var words [pushWords]uint32
 		copy(words[:], push)
-		vk.CmdPushConstants(c.d.cmd, c.d.layout, vk.ShaderStageFlags(vk.ShaderStageComputeBit), 0, pushWords*4, unsafe.Pointer(&words[0]))
+		vk.CmdPushConstants(c.cb, c.d.layout, vk.ShaderStageFlags(vk.ShaderStageComputeBit), 0, pushWords*4, unsafe.Pointer(&words[0]))
 	}
-	vk.CmdDispatch(c.d.cmd, max(gx, 1), max(gy, 1), max(gz, 1))
+	vk.CmdDispatch(c.cb, max(gx, 1), max(gy, 1), max(gz, 1))
 	c.Barrier()
 	c.N++
 }
 
 // Barrier makes earlier shader and transfer writes visible to later work.
 func (c *Cmd) Barrier() {
-	c.d.fns.barrier(c.d.cmd, vk.PipelineStageFlags(vk.PipelineStageComputeShaderBit|vk.PipelineStageTransferBit),
+	c.d.fns.barrier(c.cb, vk.PipelineStageFlags(vk.PipelineStageComputeShaderBit|vk.PipelineStageTransferBit),
 		vk.PipelineStageFlags(vk.PipelineStageComputeShaderBit|vk.PipelineStageTransferBit|vk.PipelineStageHostBit),
 		vk.AccessFlags(vk.AccessShaderWriteBit|vk.AccessTransferWriteBit),
 		vk.AccessFlags(vk.AccessShaderReadBit|vk.AccessShaderWriteBit|vk.AccessTransferReadBit|vk.AccessTransferWriteBit|vk.AccessHostReadBit))
@@ -107,17 +156,21 @@ func (c *Cmd) Barrier() {
 
 // Copy records a buffer-to-buffer copy of size bytes.
 func (c *Cmd) Copy(src, dst *Buffer, srcOff, dstOff, size int) {
-	c.d.fns.copyBuffer(c.d.cmd, src.buf, dst.buf, uint64(srcOff), uint64(dstOff), uint64(size))
+	c.d.fns.copyBuffer(c.cb, src.buf, dst.buf, uint64(srcOff), uint64(dstOff), uint64(size))
 	c.Barrier()
 }
 
 // Submit ends recording, runs the work and waits for it.
 func (c *Cmd) Submit() error {
-	d := c.d
-	if err := check(vk.EndCommandBuffer(d.cmd), "end command buffer"); err != nil {
+	if err := check(vk.EndCommandBuffer(c.cb), "end command buffer"); err != nil {
 		return err
 	}
-	if err := check(d.fns.submit(d.queue, d.cmd, d.fence), "submit"); err != nil {
+	return c.d.run(c.cb)
+}
+
+// run submits a recorded command buffer and waits for it.
+func (d *Device) run(cb vk.CommandBuffer) error {
+	if err := check(d.fns.submit(d.queue, cb, d.fence), "submit"); err != nil {
 		return err
 	}
 	fences := []vk.Fence{d.fence}

@@ -58,9 +58,14 @@ type fwd struct {
 	last    *Buffer
 	logits  *Buffer
 	posIDs  *Buffer
-	sets    map[site]vk.DescriptorSet
-	idBytes []byte
-	h       *hooks.Hooks
+	params  *Buffer // the fused path's position (uint32)
+	fused   bool    // passes without hooks take the fused path
+	unfused bool    // a test's switch: every pass unfused
+	// dispatches is how many dispatches the last pass recorded or replayed
+	dispatches int
+	sets       map[site]vk.DescriptorSet
+	idBytes    []byte
+	h          *hooks.Hooks
 }
 
 // Runner is one sequence's state on a Loaded model: its KV cache (device
@@ -75,11 +80,16 @@ type Runner struct {
 	kc, vc []*Buffer
 	sets   map[site]vk.DescriptorSet // the dispatches that read or write kc, vc
 	host   []float32                 // logits read back
+	rec    *Recorded                 // the fused decode step, recorded on first use
 }
 
+// wbuf is a weight matrix on the device: rows from row0 of buffer b (one
+// buffer holds a layer's Q, K and V end to end, and its gate and up, so
+// the fused path reads each group as one matrix).
 type wbuf struct {
-	b   *Buffer
-	typ string
+	b    *Buffer
+	typ  string
+	row0 int
 }
 
 // Load uploads m's weights to d and allocates the activations of a pass
@@ -98,6 +108,7 @@ func Load(d *Device, m *model.Model, ctxLen int) (*Loaded, error) {
 		f.free()
 		return nil, err
 	}
+	f.fused = f.canFuse()
 	return l, nil
 }
 
@@ -121,27 +132,63 @@ func (r *fwd) alloc() (err error) {
 	r.ffA, r.ffB, r.gate = nb(B*F), nb(B*F), nb(B*F)
 	r.last = nb(E)
 	r.logits = nb(B * c.Vocab)
+	r.params = nb(4)
 	if err != nil {
 		return err
 	}
-	upload := func(t *model.Tensor) error {
-		if t == nil || r.w[t] != nil {
-			return nil
+	// upload puts matrices in one buffer end to end (the caller checked
+	// they share a type and a row length).
+	upload := func(ts ...*model.Tensor) error {
+		var datas [][]byte
+		size := 0
+		typ := ShaderType(ts[0].Type)
+		for _, t := range ts {
+			data := t.Data
+			if typ == "" { // other types are decoded to F32 once, at upload
+				f := make([]float32, t.Rows()*t.Cols())
+				if err := quant.Dequantize(t.Type, t.Data, f); err != nil {
+					return err
+				}
+				data = f32bytes(f)
+			}
+			datas = append(datas, data)
+			size += len(data)
 		}
-		typ, data := ShaderType(t.Type), t.Data
-		if typ == "" { // other types are decoded to F32 once, at upload
-			f := make([]float32, t.Rows()*t.Cols())
-			if err := quant.Dequantize(t.Type, t.Data, f); err != nil {
+		if typ == "" {
+			typ = "f32"
+		}
+		b, err := d.NewBuffer(size)
+		if err != nil {
+			return fmt.Errorf("vulkan: upload %s: %w", ts[0].Name, err)
+		}
+		off, row := 0, 0
+		for i, t := range ts {
+			r.w[t] = &wbuf{b, typ, row}
+			if err := d.Write(b, off, datas[i]); err != nil {
 				return err
 			}
-			data, typ = f32bytes(f), "f32"
+			off, row = off+len(datas[i]), row+t.Rows()
 		}
-		b, err := d.NewBuffer(len(data))
-		if err != nil {
-			return fmt.Errorf("vulkan: upload %s: %w", t.Name, err)
+		return nil
+	}
+	// uploadGroup uploads ts together when they can share a buffer, else
+	// one by one (nil and already uploaded tensors skipped).
+	uploadGroup := func(ts ...*model.Tensor) error {
+		together := true
+		for _, t := range ts {
+			together = together && t != nil && r.w[t] == nil && ShaderType(t.Type) == ShaderType(ts[0].Type) && t.Cols() == ts[0].Cols()
 		}
-		r.w[t] = &wbuf{b, typ}
-		return d.Write(b, 0, data)
+		if together {
+			return upload(ts...)
+		}
+		for _, t := range ts {
+			if t != nil && r.w[t] == nil {
+				if err := upload(t); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
 	}
 	vector := func(t *model.Tensor) error {
 		if t == nil || r.vec[t] != nil {
@@ -159,7 +206,7 @@ func (r *fwd) alloc() (err error) {
 		return d.WriteF32(b, 0, f)
 	}
 	for _, t := range []*model.Tensor{W.TokEmbd, W.PosEmbd, W.OutputMatrix()} {
-		if err := upload(t); err != nil {
+		if err := uploadGroup(t); err != nil {
 			return err
 		}
 	}
@@ -170,8 +217,8 @@ func (r *fwd) alloc() (err error) {
 	}
 	for i := range W.Layers {
 		L := &W.Layers[i]
-		for _, t := range []*model.Tensor{L.Q, L.K, L.V, L.QKV, L.Out, L.Gate, L.Up, L.Down} {
-			if err := upload(t); err != nil {
+		for _, ts := range [][]*model.Tensor{{L.Q, L.K, L.V}, {L.QKV}, {L.Out}, {L.Gate, L.Up}, {L.Down}} {
+			if err := uploadGroup(ts...); err != nil {
 				return err
 			}
 		}
@@ -200,7 +247,7 @@ type site struct {
 
 // kvSites are the dispatches that read or write a Runner's KV cache; their
 // descriptor sets belong to the Runner.
-var kvSites = map[string]bool{"kv k": true, "kv v": true, "scores": true, "attn out": true}
+var kvSites = map[string]bool{"kv k": true, "kv v": true, "scores": true, "attn out": true, "qkv post": true, "attn fused": true}
 
 // set returns the cached descriptor set for a dispatch site.
 func (r *fwd) set(key site, bufs ...*Buffer) vk.DescriptorSet {
@@ -221,13 +268,17 @@ func (r *fwd) set(key site, bufs ...*Buffer) vk.DescriptorSet {
 
 // free releases the weights and activations.
 func (r *fwd) free() {
+	freed := map[*Buffer]bool{}
 	for _, b := range r.w {
-		b.b.Free()
+		if !freed[b.b] {
+			b.b.Free()
+			freed[b.b] = true
+		}
 	}
 	for _, b := range r.vec {
 		b.Free()
 	}
-	for _, b := range []*Buffer{r.ids, r.posIDs, r.x, r.xn, r.qkv, r.q, r.k, r.v, r.scores, r.scores2, r.att, r.o, r.ffA, r.ffB, r.gate, r.last, r.logits} {
+	for _, b := range []*Buffer{r.ids, r.posIDs, r.x, r.xn, r.qkv, r.q, r.k, r.v, r.scores, r.scores2, r.att, r.o, r.ffA, r.ffB, r.gate, r.last, r.logits, r.params} {
 		b.Free()
 	}
 }
@@ -302,6 +353,8 @@ func (r *Runner) free() {
 		b.Free()
 	}
 	r.kc, r.vc = nil, nil
+	r.rec.Free()
+	r.rec = nil
 	sets := make([]vk.DescriptorSet, 0, len(r.sets))
 	for _, s := range r.sets {
 		sets = append(sets, s)
@@ -434,7 +487,11 @@ func (r *fwd) forward(ctx context.Context, tokens []int32, all bool) ([]float32,
 			cur.host = make([]float32, rows*V)
 		}
 		host := cur.host[:rows*V]
-		if err := r.pass(chunk, all, host); err != nil {
+		pass := r.pass
+		if r.fused && r.h == nil && !r.unfused {
+			pass = r.passFused
+		}
+		if err := pass(chunk, all, host); err != nil {
 			return nil, err
 		}
 		if all {

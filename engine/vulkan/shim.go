@@ -42,7 +42,7 @@ typedef struct { uint32_t sType; void *pNext; uint32_t subgroupSize, supportedSt
 typedef struct { uint32_t sType; void *pNext; uint32_t driverID; char driverName[256]; char driverInfo[256]; uint8_t conformance[4]; } st_driver;
 typedef struct { uint32_t sType; void *pNext; uint64_t properties[128]; } st_props2; // VkPhysicalDeviceProperties is 824 bytes
 
-static int st_props(void *instance, void *phys, uint32_t *subgroup, char *driver, int driverLen) {
+static int st_props(void *instance, void *phys, uint32_t *subgroup, uint32_t *ops, uint32_t *stages, char *driver, int driverLen) {
 	void (*fn)(void *, st_props2 *) = (void (*)(void *, st_props2 *))((gipa_fn)st_gipa)(instance, "vkGetPhysicalDeviceProperties2");
 	if (!fn) fn = (void (*)(void *, st_props2 *))((gipa_fn)st_gipa)(instance, "vkGetPhysicalDeviceProperties2KHR");
 	if (!fn) return -1;
@@ -51,6 +51,8 @@ static int st_props(void *instance, void *phys, uint32_t *subgroup, char *driver
 	st_props2 p; memset(&p, 0, sizeof p); p.sType = 1000059001; p.pNext = &sg;
 	fn(phys, &p);
 	*subgroup = sg.subgroupSize;
+	*ops = sg.supportedOperations;
+	*stages = sg.supportedStages;
 	snprintf(driver, driverLen, "%s %s", drv.driverName, drv.driverInfo);
 	return 0;
 }
@@ -201,13 +203,16 @@ func load() error {
 	return loadErr
 }
 
-func deviceExtraProps(inst vk.Instance, phys vk.PhysicalDevice) (subgroup uint32, driver string, err error) {
+// deviceExtraProps reads the subgroup size, whether compute shaders have
+// subgroup arithmetic (subgroupAdd), and the driver's name.
+func deviceExtraProps(inst vk.Instance, phys vk.PhysicalDevice) (subgroup uint32, arith bool, driver string, err error) {
 	buf := make([]byte, 600)
-	var sg C.uint32_t
-	if C.st_props(unsafe.Pointer(inst), unsafe.Pointer(phys), &sg, (*C.char)(unsafe.Pointer(&buf[0])), C.int(len(buf))) != 0 {
-		return 0, "", errors.New("vkGetPhysicalDeviceProperties2 unavailable")
+	var sg, ops, stages C.uint32_t
+	if C.st_props(unsafe.Pointer(inst), unsafe.Pointer(phys), &sg, &ops, &stages, (*C.char)(unsafe.Pointer(&buf[0])), C.int(len(buf))) != 0 {
+		return 0, false, "", errors.New("vkGetPhysicalDeviceProperties2 unavailable")
 	}
-	return uint32(sg), C.GoString((*C.char)(unsafe.Pointer(&buf[0]))), nil
+	const arithmeticBit, computeBit = 0x4, 0x20 // VK_SUBGROUP_FEATURE_ARITHMETIC_BIT, VK_SHADER_STAGE_COMPUTE_BIT
+	return uint32(sg), ops&arithmeticBit != 0 && stages&computeBit != 0, C.GoString((*C.char)(unsafe.Pointer(&buf[0]))), nil
 }
 
 // installMessenger counts the validation layer's errors for an instance;

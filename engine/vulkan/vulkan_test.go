@@ -172,7 +172,7 @@ func testOps(t *testing.T, staging bool) {
 				scratch := [][]float32{make([]float32, cpu.ScratchFloats(cols)), make([]float32, cpu.ScratchFloats(cols))}
 				pool.MatMul(ref, tensor, x, n, scratch)
 				wb, xb, yb := rawBuf(t, d, w), buf(t, d, x), buf(t, d, make([]float32, n*rows))
-				run(t, d, func(c *Cmd) { c.MatMul(set(t, d, wb, xb, yb), ShaderType(typ), rows, cols, n) })
+				run(t, d, func(c *Cmd) { c.MatMul(set(t, d, wb, xb, yb), ShaderType(typ), rows, cols, n, 0) })
 				expectNMSE(t, fmt.Sprintf("matmul %s %dx%d n=%d", typ, rows, cols, n), ref, read(t, d, yb, n*rows), 5e-4)
 			}
 		}

@@ -1,0 +1,134 @@
+//go:build cgo
+
+package vulkan
+
+import (
+	"encoding/binary"
+	"math"
+
+	"stepthrough/engine/model"
+)
+
+// The fused path: a pass no hook watches needs only the logits, so the
+// work around each matrix product folds into it and a llama-style layer
+// is six dispatches (19 unfused): Q·K·V as one product (the three
+// matrices lie end to end in one buffer) with the attention norm folded
+// in; rotation and the KV-cache writes in one; attention (scores,
+// softmax, weighted sum) in one; the output projection adding into the
+// residual; gate and up in one product with the FFN norm, each workgroup
+// taking a gate row and its up row and writing silu(gate)·up; down adding
+// into the residual. The position comes from a
+// small buffer, not the push constants, so a decode step's command buffer
+// is recorded once per Runner and replayed for every token.
+
+// canFuse reports whether the model's passes can take the fused path:
+// RMSNorm, SwiGLU, no biases, Q, K and V end to end in one buffer (one
+// weight type; so gate and up), contexts that fit attn_fused's shared memory, and a device
+// with subgroup arithmetic.
+func (r *fwd) canFuse() bool {
+	s, W := r.m.Spec, r.m.Weights
+	if !r.d.Info.SubgroupArith || s.Norm != model.RMSNorm || s.FFN != model.SwiGLU || W.PosEmbd != nil || r.ctx > maxFusedCtx || W.OutNorm == nil || W.OutNormB != nil {
+		return false
+	}
+	for i := range W.Layers {
+		L := &W.Layers[i]
+		if L.QKV != nil || L.Q == nil || L.K == nil || L.V == nil || L.Gate == nil || L.Up == nil || L.AttnNorm == nil || L.FFNNorm == nil {
+			return false
+		}
+		for _, b := range []*model.Tensor{L.AttnNormB, L.FFNNormB, L.QB, L.KB, L.VB, L.OutB, L.GateB, L.UpB, L.DownB} {
+			if b != nil {
+				return false
+			}
+		}
+		q, k, v, g, u := r.w[L.Q], r.w[L.K], r.w[L.V], r.w[L.Gate], r.w[L.Up]
+		if k.b != q.b || v.b != q.b || k.row0 != q.row0+L.Q.Rows() || v.row0 != k.row0+L.K.Rows() || u.b != g.b || u.row0 != g.row0+L.Gate.Rows() {
+			return false // not end to end in one buffer (types differ)
+		}
+	}
+	return true
+}
+
+// passFused runs tokens through the fused path (no hooks).
+func (r *fwd) passFused(tokens []int32, all bool, host []float32) error {
+	n, pos0, cur := len(tokens), r.cur.pos, r.cur
+	ib := make([]byte, 4*n)
+	for i, id := range tokens {
+		binary.LittleEndian.PutUint32(ib[4*i:], uint32(id))
+	}
+	if err := r.d.Write(r.ids, 0, ib); err != nil {
+		return err
+	}
+	if err := r.d.Write(r.params, 0, binary.LittleEndian.AppendUint32(nil, uint32(pos0))); err != nil {
+		return err
+	}
+	rows := 1
+	if all {
+		rows = n
+	}
+	if n == 1 && !all { // a decode step: the recorded command buffer
+		if cur.rec == nil {
+			c, err := r.d.Record()
+			if err != nil {
+				return err
+			}
+			r.recordFused(c, 1, false)
+			if cur.rec, err = c.End(); err != nil {
+				return err
+			}
+		}
+		if err := cur.rec.Run(); err != nil {
+			return err
+		}
+		r.dispatches = cur.rec.N
+	} else {
+		c, err := r.d.Begin()
+		if err != nil {
+			return err
+		}
+		r.recordFused(c, n, all)
+		if err := c.Submit(); err != nil {
+			return err
+		}
+		r.dispatches = c.N
+	}
+	if err := r.d.ReadF32(r.logits, 0, host[:rows*r.cfg.Vocab]); err != nil {
+		return err
+	}
+	cur.pos += n
+	return nil
+}
+
+// recordFused records a fused pass of n tokens at the position in params.
+func (r *fwd) recordFused(p *Cmd, n int, all bool) {
+	c, W := r.cfg, r.m.Weights
+	E, QD, KVD, F, V := c.Embd, c.QDim(), c.KVDim(), c.FFN, c.Vocab
+	tok := r.w[W.TokEmbd]
+	p.GetRows(r.set(site{-1, "embed"}, tok.b, r.ids, r.x), tok.typ, E, n, false)
+	mode := 0
+	if r.m.Spec.Rope == model.RopeNeoX {
+		mode = 1
+	}
+	dims := c.RopeDims
+	if r.m.Spec.Rope == model.RopeNone {
+		dims = 0
+	}
+	a := Attn{Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: c.HeadDim, N: n, Scale: float32(1 / math.Sqrt(float64(c.HeadDim))), QStride: QD, KVDim: KVD, OutStride: QD}
+	for l := range W.Layers {
+		L := &W.Layers[l]
+		wq, wo := r.w[L.Q], r.w[L.Out]
+		an, fn := r.vec[L.AttnNorm], r.vec[L.FFNNorm]
+		p.MatMulF(r.set(site{l, "f qkv"}, wq.b, r.x, r.qkv, an), wq.typ, QD+2*KVD, E, n, Fused{Flags: fuseNorm, Row0: wq.row0, Eps: c.NormEps})
+		p.QKVPost(r.set(site{l, "qkv post"}, r.qkv, r.q, r.cur.kc[l], r.cur.vc[l], r.params), a, dims, mode, c.RopeBase)
+		p.AttnFused(r.set(site{l, "attn fused"}, r.q, r.cur.kc[l], r.cur.vc[l], r.att, r.params), a)
+		p.MatMulF(r.set(site{l, "f wo"}, wo.b, r.att, r.x, an), wo.typ, E, QD, n, Fused{Flags: fuseAdd, Row0: wo.row0})
+		wg, wd := r.w[L.Gate], r.w[L.Down]
+		p.MatMulF(r.set(site{l, "f gateup"}, wg.b, r.x, r.ffA, fn), wg.typ, F, E, n, Fused{Flags: fuseNorm | fuseGated, Row0: wg.row0, Eps: c.NormEps})
+		p.MatMulF(r.set(site{l, "f down"}, wd.b, r.ffA, r.x, fn), wd.typ, E, F, n, Fused{Flags: fuseAdd, Row0: wd.row0})
+	}
+	out := r.w[W.OutputMatrix()]
+	rows, xo := n, 0
+	if !all {
+		rows, xo = 1, (n-1)*E
+	}
+	p.MatMulF(r.set(site{-1, "f output"}, out.b, r.x, r.logits, r.vec[W.OutNorm]), out.typ, V, E, rows, Fused{Flags: fuseNorm, Row0: out.row0, XOff: xo, Eps: c.NormEps})
+}
