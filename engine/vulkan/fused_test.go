@@ -35,7 +35,9 @@ func TestFusedPass(t *testing.T) {
 		m := synth(t, o)
 		name := fmt.Sprintf("%s %d layers", o.Type, o.Layers)
 		if i == 2 { // NEOX rotation (qwen2's layout), on both paths
-			m.Spec.Rope = model.RopeNeoX
+			spec := *m.Spec // a copy: m.Spec is the registry's
+			spec.Rope = model.RopeNeoX
+			m.Spec = &spec
 			name += " NEOX"
 		}
 		l, err := Load(d, m, 64)
