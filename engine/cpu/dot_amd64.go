@@ -16,6 +16,25 @@ func dotQ8_0AVX2(row *byte, x *float32, blocks int, f16 *float32) float32
 func dequantQ8_0AVX2(row *byte, out *float32, blocks int, f16 *float32)
 
 //go:noescape
+func packGather16AVX512(x *float32, cols int, d *float32, w int, idx *int32)
+
+// packGather16 writes 16 vectors of x (rows of cols floats, from x[0])
+// transposed into columns of d (rows of w floats, from d[0]).
+func packGather16(x []float32, cols int, d []float32, w int) bool {
+	if !useGemmB || cols == 0 || 16*cols > 1<<31-1 {
+		return false
+	}
+	_ = x[16*cols-1]
+	_ = d[(cols-1)*w+15]
+	var idx [16]int32
+	for l := range idx {
+		idx[l] = int32(l * cols)
+	}
+	packGather16AVX512(&x[0], cols, &d[0], w, &idx[0])
+	return true
+}
+
+//go:noescape
 func gemv4AVX2(a *float32, lda int, x *float32, k int, out *float32)
 
 //go:noescape

@@ -444,3 +444,31 @@ dqblock:
 dqdone:
 	VZEROUPPER
 	RET
+
+// func packGather16AVX512(x *float32, cols int, d *float32, w int, idx *int32)
+// d[p*w+l] = x[l*cols+p] for l < 16, p < cols: 16 vectors of x (rows of
+// cols floats) transposed into 16 columns of d (rows of w floats), one
+// gather per p. idx holds l·cols.
+TEXT ·packGather16AVX512(SB), NOSPLIT, $0-40
+	MOVQ x+0(FP), SI
+	MOVQ cols+8(FP), CX
+	MOVQ d+16(FP), DI
+	MOVQ w+24(FP), BX
+	SHLQ $2, BX
+	MOVQ idx+32(FP), AX
+	VMOVDQU32 (AX), Z1
+
+pgloop:
+	CMPQ CX, $0
+	JE   pgdone
+	KXNORW K1, K1, K1
+	VGATHERDPS (SI)(Z1*4), K1, Z0
+	VMOVUPS Z0, (DI)
+	ADDQ $4, SI
+	ADDQ BX, DI
+	DECQ CX
+	JMP  pgloop
+
+pgdone:
+	VZEROUPPER
+	RET

@@ -56,7 +56,11 @@ const gemmMinVectors = 16
 // packedX is a MatMul's input vectors packed for the broadcast GEMM:
 // panels of up to gemmPanel vectors, each p-major (panel[p*w+j] is vector
 // j's value p), w the panel's width rounded up to 16 (padding zero).
-type packedX struct{ data []float32 }
+type packedX struct {
+	data    []float32
+	x       []float32 // while packing: the vectors
+	n, cols int
+}
 
 // panel returns panel q of n vectors of cols values: its data, its first
 // vector, its vector count and its width.
@@ -67,16 +71,30 @@ func (px *packedX) panel(q, n, cols int) (data []float32, t0, nv, w int) {
 	return px.data[t0*cols : t0*cols+w*cols], t0, nv, w
 }
 
-// pack fills px from x (n vectors of cols values).
-func (px *packedX) pack(x []float32, n, cols int) {
+// pack fills px from x (n vectors of cols values), its panels split
+// across the pool.
+func (px *packedX) pack(p *Pool, x []float32, n, cols int) {
 	size := ((n + 15) &^ 15) * cols
 	if cap(px.data) < size {
 		px.data = make([]float32, size)
 	}
 	px.data = px.data[:size]
-	for q := 0; q*gemmPanel < n; q++ {
+	px.x, px.n, px.cols = x, n, cols
+	panels := (n + gemmPanel - 1) / gemmPanel
+	p.Run(panels, max(1, minWorkPerPart/(4*gemmPanel*cols)), px)
+	px.x = nil
+}
+
+// Run packs panels [lo, hi).
+func (px *packedX) Run(_, lo, hi int) {
+	x, n, cols := px.x, px.n, px.cols
+	for q := lo; q < hi; q++ {
 		d, t0, nv, w := px.panel(q, n, cols)
-		for j := range w {
+		j0 := 0 // whole groups of 16 by the gather kernel where it runs
+		for j0+16 <= nv && packGather16(x[(t0+j0)*cols:(t0+j0+16)*cols], cols, d[j0:], w) {
+			j0 += 16
+		}
+		for j := j0; j < w; j++ {
 			if j >= nv {
 				for p := range cols {
 					d[p*w+j] = 0
@@ -157,7 +175,7 @@ func (g *gemmTask) Run(worker, lo, hi int) {
 // each worker's rows block by block against every panel.
 func (p *Pool) matMulGemm(out []float32, w *model.Tensor, x []float32, n int) {
 	rows, cols := w.Rows(), w.Cols()
-	p.px.pack(x[:n*cols], n, cols)
+	p.px.pack(p, x[:n*cols], n, cols)
 	if len(p.gbuf) < p.n {
 		p.gbuf = make([][]float32, p.n)
 	}

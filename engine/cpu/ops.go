@@ -41,6 +41,11 @@ func LayerNorm(out, x, w, b []float32, eps float32) {
 // llama models. x holds heads×headDim values.
 func RopeNorm(x []float32, heads, headDim, dims, pos int, base float32, cache []float32) {
 	ropeTable(cache, dims, pos, base)
+	ropeNorm(x, heads, headDim, dims, cache)
+}
+
+// ropeNorm is RopeNorm with the position's table (ropeTable) made.
+func ropeNorm(x []float32, heads, headDim, dims int, cache []float32) {
 	for h := 0; h < heads; h++ {
 		v := x[h*headDim : h*headDim+dims]
 		for i := 0; i < dims; i += 2 {
@@ -55,6 +60,11 @@ func RopeNorm(x []float32, heads, headDim, dims, pos int, base float32, cache []
 // RopeNeoX rotates (x[i], x[i+dims/2]) pairs (NEOX mode, e.g. qwen2).
 func RopeNeoX(x []float32, heads, headDim, dims, pos int, base float32, cache []float32) {
 	ropeTable(cache, dims, pos, base)
+	ropeNeoX(x, heads, headDim, dims, cache)
+}
+
+// ropeNeoX is RopeNeoX with the position's table made.
+func ropeNeoX(x []float32, heads, headDim, dims int, cache []float32) {
 	half := dims / 2
 	for h := 0; h < heads; h++ {
 		v := x[h*headDim : h*headDim+dims]

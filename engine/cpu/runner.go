@@ -42,6 +42,8 @@ type fwd struct {
 	rope                             []float32
 	attn                             attnTask
 	act                              actTask
+	rowOp                            rowTask
+	ropeTab                          []float32 // per row of the chunk: its rotation table (cos, sin pairs)
 	tiles                            attnTiles
 	tileS, tileV                     [][]float32 // per worker: a tile's scores and its head's values transposed
 
@@ -124,6 +126,7 @@ func newFwd(m *model.Model, opt Options) (*fwd, error) {
 	r.ffA = make([]float32, batch*c.FFN)
 	r.ffB = make([]float32, batch*c.FFN)
 	r.rope = make([]float32, c.HeadDim+2)
+	r.ropeTab = make([]float32, batch*c.RopeDims)
 	r.rowPos, r.rowSeg = make([]int, 0, batch), make([]int, 0, batch)
 	r.outRows = make([]int, 0, batch)
 	for w := 0; w < pool.Threads(); w++ {
@@ -351,9 +354,7 @@ func (r *fwd) layer(l, n, pos0 int) {
 	start := r.now()
 	E, QD, KVD, HD := c.Embd, c.QDim(), c.KVDim(), c.HeadDim
 	x, xn := r.x[:n*E], r.xn[:n*E]
-	for t := 0; t < n; t++ {
-		r.norm(xn[t*E:(t+1)*E], x[t*E:(t+1)*E], nv.attnNorm)
-	}
+	r.rows(n, E, rowTask{op: rowNorm, x: x, out: xn, v: &nv.attnNorm})
 	q, k, v := r.q[:n*QD], r.k[:n*KVD], r.v[:n*KVD]
 	if L.QKV != nil {
 		qkv := r.q[:n*(QD+2*KVD)]
@@ -374,17 +375,14 @@ func (r *fwd) layer(l, n, pos0 int) {
 		addBias(k, nv.kb, n)
 		addBias(v, nv.vb, n)
 	}
-	for t := 0; t < n; t++ {
-		p := r.rowPos[t]
-		switch r.m.Spec.Rope {
-		case model.RopeNorm:
-			RopeNorm(q[t*QD:(t+1)*QD], c.Heads, HD, c.RopeDims, p, c.RopeBase, r.rope)
-			RopeNorm(k[t*KVD:(t+1)*KVD], c.KVHeads, HD, c.RopeDims, p, c.RopeBase, r.rope)
-		case model.RopeNeoX:
-			RopeNeoX(q[t*QD:(t+1)*QD], c.Heads, HD, c.RopeDims, p, c.RopeBase, r.rope)
-			RopeNeoX(k[t*KVD:(t+1)*KVD], c.KVHeads, HD, c.RopeDims, p, c.RopeBase, r.rope)
+	if r.m.Spec.Rope != model.RopeNone {
+		if l == 0 { // the rows' angles, for every layer of the chunk
+			r.rows(n, 4*c.RopeDims, rowTask{op: rowTable})
 		}
-		r.segs[r.rowSeg[t]].cache.Put(l, p, k[t*KVD:(t+1)*KVD], v[t*KVD:(t+1)*KVD])
+		r.rows(n, QD+KVD, rowTask{op: rowRope})
+	}
+	for t := 0; t < n; t++ {
+		r.segs[r.rowSeg[t]].cache.Put(l, r.rowPos[t], k[t*KVD:(t+1)*KVD], v[t*KVD:(t+1)*KVD])
 	}
 	if h != nil && h.OnKVAppend != nil {
 		cache := r.segs[0].cache
@@ -406,9 +404,7 @@ func (r *fwd) layer(l, n, pos0 int) {
 	r.residual(l, n, pos0, "attention")
 	start = r.now()
 
-	for t := 0; t < n; t++ {
-		r.norm(xn[t*E:(t+1)*E], x[t*E:(t+1)*E], nv.ffnNorm)
-	}
+	r.rows(n, E, rowTask{op: rowNorm, x: x, out: xn, v: &nv.ffnNorm})
 	F := c.FFN
 	a, b := r.ffA[:n*F], r.ffB[:n*F]
 	watch := h != nil && h.OnMLP != nil
