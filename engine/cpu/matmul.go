@@ -53,6 +53,22 @@ func (m *matmulTask) dotK(row []byte, t int) float32 {
 // floats per worker. Rows are split across workers; for n > 1 each group of
 // three rows is decoded once and multiplied with three vectors at a time.
 func (p *Pool) MatMul(out []float32, w *model.Tensor, x []float32, n int, scratch [][]float32) {
+	p.prepare(out, w, x, n, scratch)
+	if useGemmB && n >= gemmMinVectors && p.mm.z == nil && p.mm.xs == nil {
+		x := p.mm.x // K-quant types: x rounded as their kernel rounds it
+		p.mm = matmulTask{}
+		p.matMulGemm(out, w, x, n)
+		return
+	}
+	// a part must hold enough multiply-adds to be worth waking a thread
+	grain := max(16, minWorkPerPart/(w.Cols()*n))
+	p.Run(w.Rows(), grain, &p.mm)
+	p.mm = matmulTask{}
+}
+
+// prepare sets p.mm up for a product: x quantized for the K-quant
+// kernels, or its group sums for the legacy ones.
+func (p *Pool) prepare(out []float32, w *model.Tensor, x []float32, n int, scratch [][]float32) {
 	p.mm = matmulTask{out: out, x: x, w: w, n: n, scratch: scratch}
 	if hasQ8Kernel(w.Type, w.Cols()) {
 		p.quantizeX(x[:n*w.Cols()], n, w.Cols())
@@ -77,16 +93,6 @@ func (p *Pool) MatMul(out []float32, w *model.Tensor, x []float32, n int, scratc
 			xSums(x[t*cols:(t+1)*cols], g, p.mm.xs[t*cols/g:(t+1)*cols/g])
 		}
 	}
-	if useGemmB && n >= gemmMinVectors && p.mm.z == nil && p.mm.xs == nil {
-		x := p.mm.x // K-quant types: x rounded as their kernel rounds it
-		p.mm = matmulTask{}
-		p.matMulGemm(out, w, x, n)
-		return
-	}
-	// a part must hold enough multiply-adds to be worth waking a thread
-	grain := max(16, minWorkPerPart/(w.Cols()*n))
-	p.Run(w.Rows(), grain, &p.mm)
-	p.mm = matmulTask{}
 }
 
 func (m *matmulTask) Run(worker, lo, hi int) {

@@ -29,14 +29,16 @@ type Pool struct {
 	// of the generation they saw, and those stay fixed until they finish.
 	state  atomic.Uint64
 	done   atomic.Int32
+	next   atomic.Int64 // the next chunk of the current job
 	closed atomic.Bool
 
 	task         Task
 	total, chunk int
 
-	mm matmulTask // MatMul's task, reused
-	gm gemmTask   // MatMul's task through the broadcast GEMM, reused
-	px packedX    // its packed vectors, reused
+	mm    matmulTask // MatMul's task, reused
+	gm    gemmTask   // MatMul's task through the broadcast GEMM, reused
+	multi multiTask  // MatMuls' task, reused
+	px    packedX    // its packed vectors, reused
 	// gbuf is, per worker, the broadcast GEMM's dequantized block
 	gbuf [][]float32
 	xs   []float32 // MatMul's sums of x for the legacy kernels, reused
@@ -108,16 +110,18 @@ func (p *Pool) loop(id int, seen uint64) {
 			return
 		}
 		if id < int(s&0xffff) {
-			lo := id * p.chunk
-			p.task.Run(id, lo, min(p.total, lo+p.chunk))
+			p.work(id)
 			p.done.Add(1)
 		}
 	}
 }
 
-// Run splits [0, n) into one contiguous chunk per worker (fewer when a
-// chunk would be smaller than grain) and runs t on each, the caller taking
-// the first. Calls must not overlap: a pool serves one forward pass.
+// Run splits [0, n) into chunks of at least grain and runs t on them with
+// up to one worker per chunk's worth of work, the caller among them. Each
+// worker takes the next chunk from a shared counter until none is left,
+// so a thread slowed by another tenant or a page fault does not hold the
+// rest back (about four chunks per worker). Calls must not overlap: a
+// pool serves one forward pass.
 func (p *Pool) Run(n, grain int, t Task) {
 	parts := p.n
 	if grain < 1 {
@@ -132,9 +136,9 @@ func (p *Pool) Run(n, grain int, t Task) {
 		}
 		return
 	}
-	chunk := (n + parts - 1) / parts
-	parts = (n + chunk - 1) / chunk
+	chunk := max(grain, (n+4*parts-1)/(4*parts))
 	p.task, p.total, p.chunk = t, n, chunk
+	p.next.Store(0)
 	p.done.Store(0)
 	gen := p.state.Load()>>16 + 1
 	p.state.Store(gen<<16 | uint64(parts))
@@ -146,13 +150,24 @@ func (p *Pool) Run(n, grain int, t Task) {
 			}
 		}
 	}
-	t.Run(0, 0, chunk)
+	p.work(0)
 	for i := 0; p.done.Load() != int32(parts-1); i++ {
 		if i > 1000 {
 			runtime.Gosched()
 		}
 	}
 	p.task = nil
+}
+
+// work runs chunks of the current job as worker id until none is left.
+func (p *Pool) work(id int) {
+	for {
+		lo := int(p.next.Add(1)-1) * p.chunk
+		if lo >= p.total {
+			return
+		}
+		p.task.Run(id, lo, min(p.total, lo+p.chunk))
+	}
 }
 
 // funcTask adapts a function to Task (it allocates: for tests and cold paths).

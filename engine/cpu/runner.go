@@ -43,6 +43,8 @@ type fwd struct {
 	attn                             attnTask
 	act                              actTask
 	rowOp                            rowTask
+	outs3                            [3][]float32 // MatMuls' arguments, kept so they do not escape per call
+	ws3                              [3]*model.Tensor
 	ropeTab                          []float32 // per row of the chunk: its rotation table (cos, sin pairs)
 	tiles                            attnTiles
 	tileS, tileV                     [][]float32 // per worker: a tile's scores and its head's values transposed
@@ -368,9 +370,8 @@ func (r *fwd) layer(l, n, pos0 int) {
 			copy(q[t*QD:(t+1)*QD], row[:QD])
 		}
 	} else {
-		r.pool.MatMul(q, L.Q, xn, n, r.scratch)
-		r.pool.MatMul(k, L.K, xn, n, r.scratch)
-		r.pool.MatMul(v, L.V, xn, n, r.scratch)
+		r.outs3, r.ws3 = [3][]float32{q, k, v}, [3]*model.Tensor{L.Q, L.K, L.V}
+		r.pool.MatMuls(r.outs3[:], r.ws3[:], xn, n, r.scratch)
 		addBias(q, nv.qb, n)
 		addBias(k, nv.kb, n)
 		addBias(v, nv.vb, n)
@@ -410,8 +411,8 @@ func (r *fwd) layer(l, n, pos0 int) {
 	watch := h != nil && h.OnMLP != nil
 	ev := hooks.MLP{Layer: l, Pos0: pos0, N: n, Normed: xn}
 	if r.m.Spec.FFN == model.SwiGLU {
-		r.pool.MatMul(a, L.Gate, xn, n, r.scratch)
-		r.pool.MatMul(b, L.Up, xn, n, r.scratch)
+		r.outs3, r.ws3 = [3][]float32{a, b}, [3]*model.Tensor{L.Gate, L.Up}
+		r.pool.MatMuls(r.outs3[:2], r.ws3[:2], xn, n, r.scratch)
 		addBias(a, nv.gateb, n)
 		addBias(b, nv.upb, n)
 		if watch {
