@@ -35,6 +35,10 @@ func packGather16(x []float32, cols int, d []float32, w int) bool {
 }
 
 //go:noescape
+func gemv4AVX512(a *float32, lda int, x *float32, k int, out *float32)
+
+
+//go:noescape
 func gemv4AVX2(a *float32, lda int, x *float32, k int, out *float32)
 
 //go:noescape
@@ -100,6 +104,10 @@ func gemv4(a []float32, lda int, x []float32, out *[4]float32) {
 	k8 := k &^ 7
 	if !useAVX2 || k8 == 0 {
 		gemv4Go(a, lda, x, out)
+		return
+	}
+	if useAVX512 && k&15 == 0 { // whole cache lines a load: decode's F32 weight stream ~10% faster (BenchmarkDecodeStream)
+		gemv4AVX512(&a[0], lda, &x[0], k, &out[0])
 		return
 	}
 	gemv4AVX2(&a[0], lda, &x[0], k8, &out[0])

@@ -51,7 +51,7 @@ func TestDotKernels(t *testing.T) {
 // not multiples of the vector width.
 func TestTileKernels(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
-	for _, k := range []int{1, 8, 15, 16, 33, 64, 172, 288} {
+	for _, k := range []int{1, 8, 15, 16, 33, 48, 64, 80, 172, 288, 768} {
 		lda, ldx := k+3, k+1
 		a, x := randFloats(r, 4*lda), randFloats(r, 4*ldx)
 		want := func(i, j int) float64 { return float64(dotRef(a[i*lda:i*lda+k], x[j*ldx:j*ldx+k])) }
