@@ -37,8 +37,8 @@ fi
 echo "== Vulkan op suite and parity (validation on)"
 REQUIRE_VULKAN=1 go test -count=1 -run 'TestOps|Parity|Hooks|Fused|SPIRV' ./engine/vulkan 2>&1 | tail -3
 
-echo "== fused decode against unfused (stories15M shape)"
-REQUIRE_VULKAN=1 go test -count=1 -run '^$' -bench DecodeVulkan -benchtime 20x ./engine/vulkan 2>&1 | grep Benchmark || true
+echo "== fused decode against unfused, tiled prompt products against a row per workgroup (stories15M shape)"
+REQUIRE_VULKAN=1 go test -count=1 -run '^$' -bench 'DecodeVulkan|PrefillVulkan' -benchtime 5x ./engine/vulkan 2>&1 | grep Benchmark || true
 
 # field NAME of a bench --json line
 field() { sed -n "s/.*\"$1\":\([0-9.e+-]*\).*/\1/p"; }

@@ -44,9 +44,18 @@ func ShaderType(t quant.Type) string {
 	return ""
 }
 
+// tiledMinVectors is the fewest vectors MatMul multiplies in 32 × 32 tiles
+// (matmul_tiled.comp) rather than a row per workgroup (a variable so
+// BenchmarkPrefillVulkan can measure both).
+var tiledMinVectors = 16
+
 // MatMul: set (W, X, Y); Y[t][r] = W[row0+r]·X[t], rows×cols weights
 // (from row row0 of the buffer), n vectors.
 func (c *Cmd) MatMul(set vk.DescriptorSet, wtype string, rows, cols, n, row0 int) {
+	if n >= tiledMinVectors && (rows+31)/32 <= 65535 && (n+31)/32 <= 65535 {
+		c.Dispatch("matmult_"+wtype, set, []uint32{uint32(rows), uint32(cols), uint32(n), uint32(row0)}, groups(rows, 32), groups(n, 32), 1)
+		return
+	}
 	gx := min(rows, 65535)
 	c.Dispatch("matmul_"+wtype, set, []uint32{uint32(rows), uint32(cols), uint32(n), uint32(row0)}, uint32(gx), groups(rows, 65535), 1)
 }

@@ -488,7 +488,9 @@ func (r *fwd) forward(ctx context.Context, tokens []int32, all bool) ([]float32,
 		}
 		host := cur.host[:rows*V]
 		pass := r.pass
-		if r.fused && r.h == nil && !r.unfused {
+		// the fused path for decode steps and short chunks; a longer chunk's
+		// products go through the tiled shader on the unfused path
+		if r.fused && r.h == nil && !r.unfused && len(chunk) < tiledMinVectors {
 			pass = r.passFused
 		}
 		if err := pass(chunk, all, host); err != nil {

@@ -9,6 +9,7 @@ G="glslc -fshader-stage=compute --target-env=vulkan1.1 -O -I ."
 for t in f32:0 f16:1 q8_0:8 q4_0:2 q4_1:3 q5_0:6 q5_1:7 q4_k:12 q5_k:13 q6_k:14; do
   name=${t%%:*}; id=${t##*:}
   $G -DWTYPE=$id matmul.comp -o "$out/matmul_$name.spv"
+  $G -DWTYPE=$id matmul_tiled.comp -o "$out/matmult_$name.spv"
   $G -DWTYPE=$id -DFUSED -DNORM matmul.comp -o "$out/matmulf_norm_$name.spv"
   $G -DWTYPE=$id -DFUSED -DADD matmul.comp -o "$out/matmulf_add_$name.spv"
   $G -DWTYPE=$id -DFUSED -DNORM -DGATED matmul.comp -o "$out/matmulf_gated_$name.spv"
