@@ -16,14 +16,16 @@
 // Weights are uploaded once (a layer's Q, K and V end to end in one buffer,
 // and its gate and up); activations and the KV cache stay on the device; a
 // forward pass is one command buffer and the logits are read back at the
-// end. A pass no hook watches takes the fused path (fused.go): six
-// dispatches a llama layer instead of 19, matrix products reduced with
-// subgroup adds, and a decode step recorded once per Runner and replayed
-// with the position in a small buffer. Hooks take the unfused path, which
-// stops at every stage to read back what they watch. Devices whose memory is host-visible and device-local (CPU
-// and integrated devices) keep buffers mapped; discrete GPUs get
-// device-local buffers with staging copies (Options.ForceStaging tests that
-// path anywhere). Without cgo the package only reports that it is absent.
+// end. A decode step (or a chunk under 16 tokens) no hook watches takes the
+// fused path (fused.go): six dispatches a llama layer instead of 19, matrix
+// products reduced with subgroup adds, and a decode step recorded once per
+// Runner and replayed with the position in a small buffer. Longer chunks
+// multiply in 32 × 32 tiles through shared memory; hooks take the unfused
+// path, which stops at every stage to read back what they watch. Devices
+// whose memory is host-visible and device-local (CPU and integrated
+// devices) keep buffers mapped; discrete GPUs get device-local buffers with
+// staging copies (Options.ForceStaging tests that path anywhere). Without
+// cgo the package only reports that it is absent.
 //
 // Every op is tested against the CPU backend (vulkan_test.go) by normalized
 // mean squared error with llama.cpp's thresholds, with guard regions after
