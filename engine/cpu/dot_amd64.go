@@ -37,7 +37,6 @@ func packGather16(x []float32, cols int, d []float32, w int) bool {
 //go:noescape
 func gemv4AVX512(a *float32, lda int, x *float32, k int, out *float32)
 
-
 //go:noescape
 func gemv4AVX2(a *float32, lda int, x *float32, k int, out *float32)
 
