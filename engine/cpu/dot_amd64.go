@@ -35,6 +35,23 @@ func packGather16(x []float32, cols int, d []float32, w int) bool {
 }
 
 //go:noescape
+func dequantQ4KAVX2(q *byte, dm *float32, y *float32)
+
+//go:noescape
+func dequantQ8KAVX2(q *int8, d *float32, out *float32, blocks int)
+
+// dequantQ8K is z.dequantize by the kernel: out[i] = d[i/256]·q[i].
+func dequantQ8K(z *q8K, out []float32) bool {
+	nb := len(z.q) / 256
+	if !useAVX2 || nb == 0 {
+		return false
+	}
+	_, _ = out[nb*256-1], z.d[nb-1]
+	dequantQ8KAVX2(&z.q[0], &z.d[0], &out[0], nb)
+	return true
+}
+
+//go:noescape
 func gemv4AVX512(a *float32, lda int, x *float32, k int, out *float32)
 
 //go:noescape
@@ -91,6 +108,19 @@ func decodeRowInto(t quant.Type, raw []byte, out []float32) {
 		nb := len(out) / 32
 		_ = raw[nb*34-1]
 		dequantQ8_0AVX2(&raw[0], &out[0], nb, &f16Table[0])
+		return
+	}
+	if t == quant.Q4_K && useAVX2 && len(out)%256 == 0 && len(out) > 0 {
+		var dm [16]float32
+		for b := range len(out) / 256 {
+			blk := raw[b*144 : b*144+144]
+			d, dmin := half16(blk), half16(blk[2:])
+			sc, mn := scalesK4(blk[4:16])
+			for i := range 8 {
+				dm[2*i], dm[2*i+1] = d*float32(sc[i]), dmin*float32(mn[i])
+			}
+			dequantQ4KAVX2(&blk[16], &dm[0], &out[b*256])
+		}
 		return
 	}
 	quant.Dequantize(t, raw, out)

@@ -561,3 +561,78 @@ g5reduce:
 	VMOVUPS X0, (DX)
 	VZEROUPPER
 	RET
+
+// func dequantQ4KAVX2(q *byte, dm *float32, y *float32)
+// One Q4_K block's 256 values from its 128 bytes of nibbles: pair p of
+// 32 bytes holds sub-block 2p in its low nibbles and 2p+1 in its high;
+// y = d·q − m with dm = d0, m0, d1, m1, … (multiply, then subtract, as
+// quant.Dequantize rounds).
+TEXT ·dequantQ4KAVX2(SB), NOSPLIT, $0-24
+	MOVQ q+0(FP), SI
+	MOVQ dm+8(FP), R8
+	MOVQ y+16(FP), DI
+	VPCMPEQD Y15, Y15, Y15
+	VPSRLD   $28, Y15, Y15
+	MOVQ     $4, CX
+
+q4kpair:
+	VBROADCASTSS (R8), Y11
+	VBROADCASTSS 4(R8), Y12
+	VBROADCASTSS 8(R8), Y13
+	VBROADCASTSS 12(R8), Y14
+	MOVQ         $4, DX
+
+q4kgroup:
+	VPMOVZXBD (SI), Y0
+	VPAND     Y15, Y0, Y1
+	VPSRLD    $4, Y0, Y2
+	VCVTDQ2PS Y1, Y1
+	VCVTDQ2PS Y2, Y2
+	VMULPS    Y11, Y1, Y1
+	VSUBPS    Y12, Y1, Y1
+	VMULPS    Y13, Y2, Y2
+	VSUBPS    Y14, Y2, Y2
+	VMOVUPS   Y1, (DI)
+	VMOVUPS   Y2, 128(DI)
+	ADDQ      $8, SI
+	ADDQ      $32, DI
+	DECQ      DX
+	JNE       q4kgroup
+	ADDQ      $128, DI
+	ADDQ      $16, R8
+	DECQ      CX
+	JNE       q4kpair
+	VZEROUPPER
+	RET
+
+// func dequantQ8KAVX2(q *int8, d *float32, out *float32, blocks int)
+// out[i] = d[i/256]·q[i]: x quantized for the K-quant kernels, back to
+// floats.
+TEXT ·dequantQ8KAVX2(SB), NOSPLIT, $0-32
+	MOVQ q+0(FP), SI
+	MOVQ d+8(FP), R8
+	MOVQ out+16(FP), DI
+	MOVQ blocks+24(FP), CX
+
+q8kblock:
+	CMPQ         CX, $0
+	JE           q8kdone
+	VBROADCASTSS (R8), Y5
+	MOVQ         $32, DX
+
+q8kgroup:
+	VPMOVSXBD (SI), Y0
+	VCVTDQ2PS Y0, Y0
+	VMULPS    Y5, Y0, Y0
+	VMOVUPS   Y0, (DI)
+	ADDQ      $8, SI
+	ADDQ      $32, DI
+	DECQ      DX
+	JNE       q8kgroup
+	ADDQ      $4, R8
+	DECQ      CX
+	JMP       q8kblock
+
+q8kdone:
+	VZEROUPPER
+	RET

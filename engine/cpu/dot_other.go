@@ -57,3 +57,6 @@ func decodeRowInto(t quant.Type, raw []byte, out []float32) { quant.Dequantize(t
 
 // packGather16 has no kernel here: the caller packs in Go.
 func packGather16(x []float32, cols int, d []float32, w int) bool { return false }
+
+// dequantQ8K has no kernel here: the caller decodes in Go.
+func dequantQ8K(z *q8K, out []float32) bool { return false }

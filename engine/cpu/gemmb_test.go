@@ -120,25 +120,40 @@ func TestGemmKernelsFresh(t *testing.T) {
 	}
 }
 
-// TestDecodeRowQ8_0 checks the Q8_0 row decoder against quant.Dequantize
-// bit for bit.
-func TestDecodeRowQ8_0(t *testing.T) {
+// TestDecodeRow checks the Q8_0 and Q4_K row decoders against
+// quant.Dequantize bit for bit, and x quantized for the K-quant kernels
+// back to floats against the plain loop.
+func TestDecodeRow(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
-	for _, n := range []int{32, 64, 768} {
+	for _, c := range []struct {
+		typ quant.Type
+		n   int
+	}{{quant.Q8_0, 32}, {quant.Q8_0, 64}, {quant.Q8_0, 768}, {quant.Q4_K, 256}, {quant.Q4_K, 768}, {quant.Q4_K, 2048}} {
+		n := c.n
 		x := randVec(rng, n)
-		raw, err := quant.Quantize(quant.Q8_0, x)
+		raw, err := quant.Quantize(c.typ, x)
 		if err != nil {
 			t.Fatal(err)
 		}
 		want, got := make([]float32, n), make([]float32, n)
-		if err := quant.Dequantize(quant.Q8_0, raw, want); err != nil {
+		if err := quant.Dequantize(c.typ, raw, want); err != nil {
 			t.Fatal(err)
 		}
-		decodeRowInto(quant.Q8_0, raw, got)
+		decodeRowInto(c.typ, raw, got)
 		for i := range want {
 			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-				t.Fatalf("n=%d: value %d = %g, want %g", n, i, got[i], want[i])
+				t.Fatalf("%s n=%d: value %d = %g, want %g", c.typ, n, i, got[i], want[i])
 			}
+		}
+	}
+	var z q8K
+	z.resize(3, 512)
+	quantizeQ8K(randVec(rng, 3*512), &z, 0)
+	got := make([]float32, 3*512)
+	z.dequantize(got)
+	for i, v := range z.q {
+		if want := z.d[i/256] * float32(v); got[i] != want {
+			t.Fatalf("q8K value %d = %g, want %g", i, got[i], want)
 		}
 	}
 }

@@ -125,6 +125,9 @@ func dotQ6_KQ8Go(row []byte, z *q8K, b0 int) float32 {
 
 // dequantize writes d·q for every value (x as the int8 kernels see it).
 func (z *q8K) dequantize(out []float32) {
+	if dequantQ8K(z, out) {
+		return
+	}
 	for i, v := range z.q {
 		out[i] = z.d[i/256] * float32(v)
 	}
