@@ -38,6 +38,9 @@ func packGather16(x []float32, cols int, d []float32, w int) bool {
 func dequantQ4KAVX2(q *byte, dm *float32, y *float32)
 
 //go:noescape
+func dequantQ6KAVX2(b *byte, ds *float32, y *float32)
+
+//go:noescape
 func dequantQ8KAVX2(q *int8, d *float32, out *float32, blocks int)
 
 // dequantQ8K is z.dequantize by the kernel: out[i] = d[i/256]·q[i].
@@ -120,6 +123,18 @@ func decodeRowInto(t quant.Type, raw []byte, out []float32) {
 				dm[2*i], dm[2*i+1] = d*float32(sc[i]), dmin*float32(mn[i])
 			}
 			dequantQ4KAVX2(&blk[16], &dm[0], &out[b*256])
+		}
+		return
+	}
+	if t == quant.Q6_K && useAVX2 && len(out)%256 == 0 && len(out) > 0 {
+		var ds [16]float32
+		for b := range len(out) / 256 {
+			blk := raw[b*210 : b*210+210]
+			d := half16(blk[208:])
+			for i := range 16 {
+				ds[i] = d * float32(int8(blk[192+i]))
+			}
+			dequantQ6KAVX2(&blk[0], &ds[0], &out[b*256])
 		}
 		return
 	}

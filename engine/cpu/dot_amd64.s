@@ -636,3 +636,85 @@ q8kgroup:
 q8kdone:
 	VZEROUPPER
 	RET
+
+// func dequantQ6KAVX2(b *byte, ds *float32, y *float32)
+// One Q6_K block's 256 values: value = (low nibble of ql | two bits of qh
+// << 4) − 32, times ds[k] = d·scale_k (then · q, as quant.Dequantize
+// rounds). Each half of the block: 64 bytes of ql, 32 of qh, 8 scales.
+TEXT ·dequantQ6KAVX2(SB), NOSPLIT, $0-24
+	MOVQ b+0(FP), SI
+	LEAQ 128(SI), BX
+	MOVQ ds+8(FP), R8
+	MOVQ y+16(FP), DI
+	VPCMPEQD Y15, Y15, Y15
+	VPSRLD   $28, Y15, Y15
+	VPCMPEQD Y14, Y14, Y14
+	VPSRLD   $30, Y14, Y14
+	VPCMPEQD Y13, Y13, Y13
+	VPSRLD   $31, Y13, Y13
+	VPSLLD   $5, Y13, Y13
+	MOVQ     $2, CX
+
+q6khalf:
+	MOVQ $2, R9
+
+q6kscale:
+	VBROADCASTSS (R8), Y9
+	VBROADCASTSS 8(R8), Y10
+	VBROADCASTSS 16(R8), Y11
+	VBROADCASTSS 24(R8), Y12
+	MOVQ         $2, DX
+
+q6kgroup:
+	VPMOVZXBD (SI), Y0
+	VPMOVZXBD 32(SI), Y1
+	VPMOVZXBD (BX), Y2
+	VPAND     Y15, Y0, Y3
+	VPAND     Y14, Y2, Y4
+	VPSLLD    $4, Y4, Y4
+	VPOR      Y4, Y3, Y3
+	VPSUBD    Y13, Y3, Y3
+	VCVTDQ2PS Y3, Y3
+	VMULPS    Y9, Y3, Y3
+	VMOVUPS   Y3, (DI)
+	VPAND     Y15, Y1, Y3
+	VPSRLD    $2, Y2, Y4
+	VPAND     Y14, Y4, Y4
+	VPSLLD    $4, Y4, Y4
+	VPOR      Y4, Y3, Y3
+	VPSUBD    Y13, Y3, Y3
+	VCVTDQ2PS Y3, Y3
+	VMULPS    Y10, Y3, Y3
+	VMOVUPS   Y3, 128(DI)
+	VPSRLD    $4, Y0, Y3
+	VPSRLD    $4, Y2, Y4
+	VPAND     Y14, Y4, Y4
+	VPSLLD    $4, Y4, Y4
+	VPOR      Y4, Y3, Y3
+	VPSUBD    Y13, Y3, Y3
+	VCVTDQ2PS Y3, Y3
+	VMULPS    Y11, Y3, Y3
+	VMOVUPS   Y3, 256(DI)
+	VPSRLD    $4, Y1, Y3
+	VPSRLD    $6, Y2, Y4
+	VPSLLD    $4, Y4, Y4
+	VPOR      Y4, Y3, Y3
+	VPSUBD    Y13, Y3, Y3
+	VCVTDQ2PS Y3, Y3
+	VMULPS    Y12, Y3, Y3
+	VMOVUPS   Y3, 384(DI)
+	ADDQ      $8, SI
+	ADDQ      $8, BX
+	ADDQ      $32, DI
+	DECQ      DX
+	JNE       q6kgroup
+	ADDQ      $4, R8
+	DECQ      R9
+	JNE       q6kscale
+	ADDQ      $32, SI
+	ADDQ      $384, DI
+	ADDQ      $24, R8
+	DECQ      CX
+	JNE       q6khalf
+	VZEROUPPER
+	RET

@@ -120,7 +120,7 @@ func TestGemmKernelsFresh(t *testing.T) {
 	}
 }
 
-// TestDecodeRow checks the Q8_0 and Q4_K row decoders against
+// TestDecodeRow checks the Q8_0, Q4_K and Q6_K row decoders against
 // quant.Dequantize bit for bit, and x quantized for the K-quant kernels
 // back to floats against the plain loop.
 func TestDecodeRow(t *testing.T) {
@@ -128,7 +128,7 @@ func TestDecodeRow(t *testing.T) {
 	for _, c := range []struct {
 		typ quant.Type
 		n   int
-	}{{quant.Q8_0, 32}, {quant.Q8_0, 64}, {quant.Q8_0, 768}, {quant.Q4_K, 256}, {quant.Q4_K, 768}, {quant.Q4_K, 2048}} {
+	}{{quant.Q8_0, 32}, {quant.Q8_0, 64}, {quant.Q8_0, 768}, {quant.Q4_K, 256}, {quant.Q4_K, 768}, {quant.Q4_K, 2048}, {quant.Q6_K, 256}, {quant.Q6_K, 768}} {
 		n := c.n
 		x := randVec(rng, n)
 		raw, err := quant.Quantize(c.typ, x)
