@@ -73,7 +73,7 @@ func (p *Pool) prepare(out []float32, w *model.Tensor, x []float32, n int, scrat
 	if hasQ8Kernel(w.Type, w.Cols()) {
 		p.quantizeX(x[:n*w.Cols()], n, w.Cols())
 		p.mm.z = &p.q8
-		if n > kSmallBatch {
+		if n > kQ8SmallBatch {
 			// many vectors: decoded rows through the tile kernels, with x
 			// rounded to the same 8 bits, so a vector's products are the
 			// int8 kernel's (up to float summation order) whatever the batch
@@ -217,13 +217,20 @@ func (m *matmulTask) Run(worker, lo, hi int) {
 }
 
 // q8SmallBatch is the most vectors a Q8_0 product multiplies row by row
-// with the Q8_0 kernel rather than decoding rows for the tile kernels
-// (measured: BenchmarkMatMulQ8Small).
-const q8SmallBatch = 12
+// with the Q8_0 kernel rather than decoding rows (AVX2) for the tile
+// kernels. Measured on 16,384 × 768 (BenchmarkMatMulBatch): the kernel
+// and decoded rows tie at 2 vectors; decoded rows take 0.55 ms against
+// 1.08 at 4, 0.89 against 2.23 at 8, 1.26 against 3.37 at 12.
+const q8SmallBatch = 2
 
-// kSmallBatch is the same for the K-quant and legacy 4-/5-bit kernels
-// (decoding such a row costs more, so the kernel wins longer); past it
-// K-quant products use decoded rows with x rounded as the kernel rounds it.
+// kQ8SmallBatch is the same for the K-quant int8 kernels; past it their
+// products use decoded rows with x rounded as the kernel rounds it. Q4_K,
+// 16,384 × 768: the kernel 0.37 ms against 1.05 at 2 vectors, 0.61 against
+// 0.99 at 4, level at 8 (1.19, 1.24), decoded rows 1.67 against 2.42 at 16.
+const kQ8SmallBatch = 8
+
+// kSmallBatch is the most vectors the legacy 4-/5-bit kernels multiply
+// row by row (their rows decode in Go, so the kernel wins longer).
 const kSmallBatch = 16
 
 // dotRow is one row of a matrix-vector product, in the row's own type where
