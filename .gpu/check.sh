@@ -7,16 +7,35 @@
 # and a 1B-parameter shape (Q8_0), and prints one table. About 5 minutes
 # on a GPU host; the model files are synthesized into $BENCHDIR once.
 #
-#   sh .gpu/check.sh            # the full check
+#   sh .gpu/check.sh build      # here: build .gpu/bin (carry it to a host without Go)
+#   sh .gpu/check.sh            # the full check (builds first where Go is installed)
 #   QUICK=1 sh .gpu/check.sh    # the 15M shape only, a few tokens (to try the script on lavapipe)
+#
+# A GPU host without Go runs the binaries `build` left in .gpu/bin (the
+# device tool's `carry: [".gpu/bin"]`); it needs a Vulkan loader
+# (libvulkan1) and the GPU's driver.
 set -eu
 cd "$(dirname "$0")/.."
 B=${BENCHDIR:-.bench}
 T=${THREADS:-$(nproc)}
-BIN=${TMPDIR:-/tmp}/stepthrough-gpu-check
+if [ "${1:-}" = build ]; then
+	mkdir -p .gpu/bin
+	go build -ldflags='-s -w' -o .gpu/bin/stepthrough .
+	go test -c -o .gpu/bin/vulkan.test ./engine/vulkan
+	echo "built .gpu/bin: carry it to the GPU host"
+	exit 0
+fi
 mkdir -p "$B"
-echo "== build"
-go build -o "$BIN" .
+if command -v go >/dev/null 2>&1; then
+	echo "== build"
+	BIN=${TMPDIR:-/tmp}/stepthrough-gpu-check
+	VKTEST=${TMPDIR:-/tmp}/stepthrough-vulkan.test
+	go build -o "$BIN" .
+	go test -c -o "$VKTEST" ./engine/vulkan
+else
+	BIN=$PWD/.gpu/bin/stepthrough VKTEST=$PWD/.gpu/bin/vulkan.test
+	[ -x "$BIN" ] && [ -x "$VKTEST" ] || { echo "no Go here and no .gpu/bin: run 'sh .gpu/check.sh build' where Go is, and carry .gpu/bin" >&2; exit 2; }
+fi
 synth() { # name, then synth flags
 	f="$B/$1.gguf"
 	shift
@@ -34,11 +53,11 @@ else
 	P=512 N=64 R=3
 fi
 
-echo "== Vulkan op suite and parity (validation on)"
-REQUIRE_VULKAN=1 go test -count=1 -run 'TestOps|Parity|Hooks|Fused|SPIRV' ./engine/vulkan 2>&1 | tail -3
+echo "== Vulkan op suite and parity (validation on where the layer is installed)"
+(cd engine/vulkan && REQUIRE_VULKAN=1 "$VKTEST" -test.count=1 -test.run 'TestOps|Parity|Hooks|Fused' 2>&1 | tail -3)
 
 echo "== fused decode against unfused, tiled prompt products against a row per workgroup (stories15M shape)"
-REQUIRE_VULKAN=1 go test -count=1 -run '^$' -bench 'DecodeVulkan|PrefillVulkan' -benchtime 5x ./engine/vulkan 2>&1 | grep Benchmark || true
+(cd engine/vulkan && REQUIRE_VULKAN=1 "$VKTEST" -test.run '^$' -test.bench 'DecodeVulkan|PrefillVulkan' -test.benchtime 5x 2>&1 | grep Benchmark) || true
 
 # field NAME of a bench --json line
 field() { sed -n "s/.*\"$1\":\([0-9.e+-]*\).*/\1/p"; }
