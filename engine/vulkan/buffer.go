@@ -34,6 +34,12 @@ func (d *Device) NewBuffer(size int) (*Buffer, error) {
 	return d.newBuffer(size, flags, d.mapped)
 }
 
+// NewHostBuffer allocates a host-visible, mapped buffer: a readback
+// target that a recorded command buffer copies into.
+func (d *Device) NewHostBuffer(size int) (*Buffer, error) {
+	return d.newBuffer(size, vk.MemoryPropertyHostVisibleBit|vk.MemoryPropertyHostCoherentBit, true)
+}
+
 func (d *Device) newBuffer(size int, flags vk.MemoryPropertyFlagBits, mapIt bool) (*Buffer, error) {
 	size = max(4, (size+3)&^3)
 	if size > maxBuffer {

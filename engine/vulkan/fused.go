@@ -72,6 +72,9 @@ func (r *fwd) passFused(tokens []int32, all bool, host []float32) error {
 				return err
 			}
 			r.recordFused(c, 1, false)
+			if r.logitsHost != nil {
+				c.Copy(r.logits, r.logitsHost, 0, 0, 4*r.cfg.Vocab)
+			}
 			if cur.rec, err = c.End(); err != nil {
 				return err
 			}
@@ -80,6 +83,13 @@ func (r *fwd) passFused(tokens []int32, all bool, host []float32) error {
 			return err
 		}
 		r.dispatches = cur.rec.N
+		if r.logitsHost != nil { // already copied to the host by the step itself
+			if err := r.d.ReadF32(r.logitsHost, 0, host[:r.cfg.Vocab]); err != nil {
+				return err
+			}
+			cur.pos += n
+			return nil
+		}
 	} else {
 		c, err := r.d.Begin()
 		if err != nil {

@@ -59,6 +59,10 @@ type fwd struct {
 	logits  *Buffer
 	posIDs  *Buffer
 	params  *Buffer // the fused path's position (uint32)
+	// logitsHost receives a decode step's logits inside its recorded
+	// command buffer when logits is not mapped (a discrete GPU), so a step
+	// is one submission, not a second for the readback
+	logitsHost *Buffer
 	fused   bool    // passes without hooks take the fused path
 	unfused bool    // a test's switch: every pass unfused
 	// dispatches is how many dispatches the last pass recorded or replayed
@@ -133,6 +137,9 @@ func (r *fwd) alloc() (err error) {
 	r.last = nb(E)
 	r.logits = nb(B * c.Vocab)
 	r.params = nb(4)
+	if err == nil && r.logits.ptr == nil {
+		r.logitsHost, err = d.NewHostBuffer(4 * c.Vocab)
+	}
 	if err != nil {
 		return err
 	}
@@ -278,7 +285,7 @@ func (r *fwd) free() {
 	for _, b := range r.vec {
 		b.Free()
 	}
-	for _, b := range []*Buffer{r.ids, r.posIDs, r.x, r.xn, r.qkv, r.q, r.k, r.v, r.scores, r.scores2, r.att, r.o, r.ffA, r.ffB, r.gate, r.last, r.logits, r.params} {
+	for _, b := range []*Buffer{r.ids, r.posIDs, r.x, r.xn, r.qkv, r.q, r.k, r.v, r.scores, r.scores2, r.att, r.o, r.ffA, r.ffB, r.gate, r.last, r.logits, r.params, r.logitsHost} {
 		b.Free()
 	}
 }
