@@ -63,8 +63,8 @@ type fwd struct {
 	// command buffer when logits is not mapped (a discrete GPU), so a step
 	// is one submission, not a second for the readback
 	logitsHost *Buffer
-	fused   bool    // passes without hooks take the fused path
-	unfused bool    // a test's switch: every pass unfused
+	fused      bool // passes without hooks take the fused path
+	unfused    bool // a test's switch: every pass unfused
 	// dispatches is how many dispatches the last pass recorded or replayed
 	dispatches int
 	sets       map[site]vk.DescriptorSet
