@@ -39,7 +39,9 @@ func TestDotKernels(t *testing.T) {
 		deq := make([]float32, blocks*32)
 		quant.Dequantize(quant.Q8_0, row, deq)
 		want := float64(dotRef(deq, x))
-		for name, got := range map[string]float32{"dotQ8_0": dotQ8_0(row, x), "dotQ8_0Go": dotQ8_0Go(row, x)} {
+		results := map[string]float32{"dotQ8_0": dotQ8_0(row, x), "dotQ8_0Go": dotQ8_0Go(row, x)}
+		addQ8Kernels(results, row, x, blocks)
+		for name, got := range results {
 			if math.Abs(float64(got)-want) > 1e-4*float64(blocks) {
 				t.Errorf("%s blocks=%d: %g, reference %g", name, blocks, got, want)
 			}
