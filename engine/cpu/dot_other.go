@@ -63,3 +63,6 @@ func dequantQ8K(z *q8K, out []float32) bool { return false }
 
 // addQ8Kernels adds nothing: there is only the Go kernel here.
 func addQ8Kernels(results map[string]float32, row []byte, x []float32, blocks int) {}
+
+// gemv8 has no kernel here.
+func gemv8(a []float32, lda int, x []float32, out *[8]float32) bool { return false }

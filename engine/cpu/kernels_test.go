@@ -64,6 +64,15 @@ func TestTileKernels(t *testing.T) {
 		gemm3x3(a, lda, x, ldx, k, &o9)
 		var o4 [4]float32
 		gemv4(a[:3*lda+k], lda, x[:k], &o4)
+		a8 := randFloats(r, 8*lda)
+		var o8 [8]float32
+		if gemv8(a8, lda, x[:k], &o8) {
+			for i := range 8 {
+				if want := float64(dotRef(a8[i*lda:i*lda+k], x[:k])); math.Abs(float64(o8[i])-want) > tol {
+					t.Errorf("gemv8 k=%d [%d] = %g, want %g", k, i, o8[i], want)
+				}
+			}
+		}
 		for i := 0; i < 4; i++ {
 			for j := 0; j < 4; j++ {
 				if math.Abs(float64(o16[i*4+j])-want(i, j)) > tol {

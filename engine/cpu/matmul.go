@@ -113,6 +113,10 @@ func (m *matmulTask) Run(worker, lo, hi int) {
 		r := lo
 		if w.Type == quant.F32 && hostLittleEndian {
 			all := f32s(w.Data)
+			var o8 [8]float32
+			for ; r+8 <= hi && gemv8(all[r*cols:(r+8)*cols], cols, x, &o8); r += 8 {
+				copy(m.out[r:r+8], o8[:])
+			}
 			var o4 [4]float32
 			for ; r+4 <= hi; r += 4 {
 				gemv4(all[r*cols:(r+4)*cols], cols, x, &o4)
