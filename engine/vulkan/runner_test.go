@@ -103,6 +103,12 @@ func TestModelParity(t *testing.T) {
 	defer stories.Close()
 	prompt := stories.Tokenizer.EncodeIDs("Once upon a time", true)
 	parity(t, d, stories, prompt, 32)
+	// a prompt of 16 tokens or more: its products in tiles (matmul_tiled)
+	long := stories.Tokenizer.EncodeIDs("Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her friends.", true)
+	if len(long) < 2*tiledMinVectors {
+		t.Fatalf("long prompt of %d tokens: too short for the tiled products", len(long))
+	}
+	parity(t, d, stories, long, 8)
 	shape := model.SynthOptions{Arch: "llama", Embd: 288, Layers: 6, Heads: 6, FFN: 768, Vocab: 32000, Context: 256}
 	if testing.Short() {
 		shape.Layers, shape.Vocab = 2, 2000
