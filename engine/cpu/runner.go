@@ -39,7 +39,6 @@ type fwd struct {
 	logits                           []float32 // the current pass's Runner's last-position logits
 	scratch                          [][]float32
 	scores                           [][]float32
-	rope                             []float32
 	attn                             attnTask
 	act                              actTask
 	rowOp                            rowTask
@@ -127,7 +126,6 @@ func newFwd(m *model.Model, opt Options) (*fwd, error) {
 	r.o = make([]float32, batch*c.Embd)
 	r.ffA = make([]float32, batch*c.FFN)
 	r.ffB = make([]float32, batch*c.FFN)
-	r.rope = make([]float32, c.HeadDim+2)
 	r.ropeTab = make([]float32, batch*c.RopeDims)
 	r.rowPos, r.rowSeg = make([]int, 0, batch), make([]int, 0, batch)
 	r.outRows = make([]int, 0, batch)

@@ -140,10 +140,10 @@ const (
 
 // Fused configures MatMulF.
 type Fused struct {
-	Flags         int
-	Row0          int // the matrix's first row in its buffer
-	XStride, XOff int // X's row stride (0: cols) and first float
-	Eps           float32
+	Flags int
+	Row0  int // the matrix's first row in its buffer
+	XOff  int // X's first float
+	Eps   float32
 }
 
 // MatMulF: set (W, X, Y, G); Y[t][r] (+)= W[row0+r]·x(X[t]). The flags
@@ -155,7 +155,7 @@ func (c *Cmd) MatMulF(set vk.DescriptorSet, wtype string, rows, cols, n int, f F
 		panic(fmt.Sprintf("vulkan: no fused matmul for flags %d", f.Flags)) // a programming error: the combinations are fixed in fused.go
 	}
 	gx := min(rows, 65535)
-	c.Dispatch("matmulf_"+variant+"_"+wtype, set, []uint32{uint32(rows), uint32(cols), uint32(n), uint32(f.Row0), uint32(f.XStride),
+	c.Dispatch("matmulf_"+variant+"_"+wtype, set, []uint32{uint32(rows), uint32(cols), uint32(n), uint32(f.Row0),
 		math.Float32bits(f.Eps), uint32(f.XOff)}, uint32(gx), groups(rows, 65535), 1)
 }
 

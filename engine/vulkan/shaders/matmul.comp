@@ -77,17 +77,15 @@ void sum(inout float v[NV], uint nt) {
 	barrier();
 }
 
-// pc: 0 rows, 1 cols, 2 n, 3 row0; FUSED: 4 X row stride (0: cols),
-// 5 eps, 6 X offset
+// pc: 0 rows, 1 cols, 2 n, 3 row0; FUSED: 4 eps, 5 X offset
 void main() {
 	uint rows = PU(0), cols = PU(1), n = PU(2);
 	uint r = gl_WorkGroupID.x + gl_WorkGroupID.y * 65535u;
 	if (r >= rows) return;
 	uint lid = gl_LocalInvocationID.x;
-	uint xs = cols, xo = 0u;
+	uint xo = 0u;
 #ifdef FUSED
-	xs = PU(4) != 0u ? PU(4) : cols;
-	xo = PU(6);
+	xo = PU(5);
 #endif
 	uint rowOff = (PU(3) + r) * rowBytes(cols);
 #ifdef GATED
@@ -107,7 +105,7 @@ void main() {
 #endif
 			[[unroll]] for (uint j = 0u; j < 8u; j++) {
 				if (j < nt) {
-					float x = X[xo + (t0 + j) * xs + k];
+					float x = X[xo + (t0 + j) * cols + k];
 #ifdef NORM
 					v[SS + j] += x * x;
 					x *= g;
@@ -126,7 +124,7 @@ void main() {
 #ifdef NORM
 			float ss = v[SS];
 			[[unroll]] for (uint j = 1u; j < 8u; j++) if (lid == j) ss = v[SS + j];
-			float scale = 1.0 / sqrt(ss / float(cols) + PF(5));
+			float scale = 1.0 / sqrt(ss / float(cols) + PF(4));
 			y *= scale;
 #endif
 #ifdef GATED
