@@ -43,22 +43,23 @@ type fwd struct {
 	batch int
 	cur   *Runner
 
-	w       map[*model.Tensor]*wbuf
-	vec     map[*model.Tensor]*Buffer
-	ids     *Buffer // token ids, then position ids
-	x, xn   *Buffer
-	qkv     *Buffer
-	q, k, v *Buffer
-	scores  *Buffer
-	scores2 *Buffer // a copy of the scores before softmax, for hooks
-	att, o  *Buffer
-	ffA     *Buffer
-	ffB     *Buffer
-	gate    *Buffer // pre-activation copy, for hooks
-	last    *Buffer
-	logits  *Buffer
-	posIDs  *Buffer
-	params  *Buffer // the fused path's position (uint32)
+	w        map[*model.Tensor]*wbuf
+	vec      map[*model.Tensor]*Buffer
+	ids      *Buffer // token ids, then position ids
+	x, xn    *Buffer
+	qkv      *Buffer
+	q, k, v  *Buffer
+	scores   *Buffer
+	scores2  *Buffer // a copy of the scores before softmax, for hooks
+	att, o   *Buffer
+	ffA      *Buffer
+	ffB      *Buffer
+	gate     *Buffer // pre-activation copy, for hooks
+	last     *Buffer
+	logits   *Buffer
+	posIDs   *Buffer
+	params   *Buffer // the fused path's position (uint32)
+	posBytes [4]byte // what params is written from, kept so a step allocates nothing
 	// logitsHost receives a decode step's logits inside its recorded
 	// command buffer when logits is not mapped (a discrete GPU), so a step
 	// is one submission, not a second for the readback
