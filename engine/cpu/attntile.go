@@ -134,10 +134,10 @@ func (a *attnTiles) tileB(worker int, it tileItem) {
 	}
 	j := 0
 	for ; j+8 <= vis; j += 8 {
-		gemmKernelsT[1](&keys[j*KVD+kvo], KVD, &qT[0], tileRows, HD, &S[j], vis, 0xffff)
+		gemmKernelsT[1](&keys[j*KVD+kvo], KVD, &qT[0], tileRows, HD, &S[j], vis)
 	}
 	if mm := vis - j; mm > 0 {
-		gemmKernels[1][mm](&keys[j*KVD+kvo], KVD, &qT[0], tileRows, HD, &edge[0], tileRows, 0xffff)
+		gemmKernels[1][mm](&keys[j*KVD+kvo], KVD, &qT[0], tileRows, HD, &edge[0], tileRows)
 		for jj := range mm {
 			for i := range rows {
 				S[i*vis+j+jj] = edge[jj*tileRows+i]

@@ -2,8 +2,8 @@
 
 #include "textflag.h"
 
-// func gemm1_1_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
-TEXT ·gemm1_1_R(SB), NOSPLIT, $0-58
+// func gemm1_1_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
+TEXT ·gemm1_1_R(SB), NOSPLIT, $0-56
 	MOVQ a+0(FP), R8
 	MOVQ lda+8(FP), R9
 	SHLQ $2, R9
@@ -32,14 +32,12 @@ gemm1_1_R_store:
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), SI
 	SHLQ $2, SI
-	MOVWQZX mask+56(FP), AX
-	KMOVW AX, K1
-	VMOVUPS Z0, K1, 0(DX)
+	VMOVUPS Z0, 0(DX)
 	VZEROUPPER
 	RET
 
-// func gemm2_1_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
-TEXT ·gemm2_1_R(SB), NOSPLIT, $0-58
+// func gemm2_1_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
+TEXT ·gemm2_1_R(SB), NOSPLIT, $0-56
 	MOVQ a+0(FP), R8
 	MOVQ lda+8(FP), R9
 	SHLQ $2, R9
@@ -71,17 +69,14 @@ gemm2_1_R_store:
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), SI
 	SHLQ $2, SI
-	MOVWQZX mask+56(FP), AX
-	KMOVW AX, K1
-	VMOVUPS Z0, K1, 0(DX)
+	VMOVUPS Z0, 0(DX)
 	ADDQ SI, DX
-	KMOVW AX, K1
-	VMOVUPS Z1, K1, 0(DX)
+	VMOVUPS Z1, 0(DX)
 	VZEROUPPER
 	RET
 
-// func gemm3_1_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
-TEXT ·gemm3_1_R(SB), NOSPLIT, $0-58
+// func gemm3_1_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
+TEXT ·gemm3_1_R(SB), NOSPLIT, $0-56
 	MOVQ a+0(FP), R8
 	MOVQ lda+8(FP), R9
 	SHLQ $2, R9
@@ -116,20 +111,16 @@ gemm3_1_R_store:
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), SI
 	SHLQ $2, SI
-	MOVWQZX mask+56(FP), AX
-	KMOVW AX, K1
-	VMOVUPS Z0, K1, 0(DX)
+	VMOVUPS Z0, 0(DX)
 	ADDQ SI, DX
-	KMOVW AX, K1
-	VMOVUPS Z1, K1, 0(DX)
+	VMOVUPS Z1, 0(DX)
 	ADDQ SI, DX
-	KMOVW AX, K1
-	VMOVUPS Z2, K1, 0(DX)
+	VMOVUPS Z2, 0(DX)
 	VZEROUPPER
 	RET
 
-// func gemm4_1_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
-TEXT ·gemm4_1_R(SB), NOSPLIT, $0-58
+// func gemm4_1_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
+TEXT ·gemm4_1_R(SB), NOSPLIT, $0-56
 	MOVQ a+0(FP), R8
 	MOVQ lda+8(FP), R9
 	SHLQ $2, R9
@@ -167,23 +158,18 @@ gemm4_1_R_store:
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), SI
 	SHLQ $2, SI
-	MOVWQZX mask+56(FP), AX
-	KMOVW AX, K1
-	VMOVUPS Z0, K1, 0(DX)
+	VMOVUPS Z0, 0(DX)
 	ADDQ SI, DX
-	KMOVW AX, K1
-	VMOVUPS Z1, K1, 0(DX)
+	VMOVUPS Z1, 0(DX)
 	ADDQ SI, DX
-	KMOVW AX, K1
-	VMOVUPS Z2, K1, 0(DX)
+	VMOVUPS Z2, 0(DX)
 	ADDQ SI, DX
-	KMOVW AX, K1
-	VMOVUPS Z3, K1, 0(DX)
+	VMOVUPS Z3, 0(DX)
 	VZEROUPPER
 	RET
 
-// func gemm5_1_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
-TEXT ·gemm5_1_R(SB), NOSPLIT, $0-58
+// func gemm5_1_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
+TEXT ·gemm5_1_R(SB), NOSPLIT, $0-56
 	MOVQ a+0(FP), R8
 	MOVQ lda+8(FP), R9
 	SHLQ $2, R9
@@ -224,26 +210,20 @@ gemm5_1_R_store:
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), SI
 	SHLQ $2, SI
-	MOVWQZX mask+56(FP), AX
-	KMOVW AX, K1
-	VMOVUPS Z0, K1, 0(DX)
+	VMOVUPS Z0, 0(DX)
 	ADDQ SI, DX
-	KMOVW AX, K1
-	VMOVUPS Z1, K1, 0(DX)
+	VMOVUPS Z1, 0(DX)
 	ADDQ SI, DX
-	KMOVW AX, K1
-	VMOVUPS Z2, K1, 0(DX)
+	VMOVUPS Z2, 0(DX)
 	ADDQ SI, DX
-	KMOVW AX, K1
-	VMOVUPS Z3, K1, 0(DX)
+	VMOVUPS Z3, 0(DX)
 	ADDQ SI, DX
-	KMOVW AX, K1
-	VMOVUPS Z4, K1, 0(DX)
+	VMOVUPS Z4, 0(DX)
 	VZEROUPPER
 	RET
 
-// func gemm6_1_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
-TEXT ·gemm6_1_R(SB), NOSPLIT, $0-58
+// func gemm6_1_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
+TEXT ·gemm6_1_R(SB), NOSPLIT, $0-56
 	MOVQ a+0(FP), R8
 	MOVQ lda+8(FP), R9
 	SHLQ $2, R9
@@ -287,29 +267,22 @@ gemm6_1_R_store:
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), SI
 	SHLQ $2, SI
-	MOVWQZX mask+56(FP), AX
-	KMOVW AX, K1
-	VMOVUPS Z0, K1, 0(DX)
+	VMOVUPS Z0, 0(DX)
 	ADDQ SI, DX
-	KMOVW AX, K1
-	VMOVUPS Z1, K1, 0(DX)
+	VMOVUPS Z1, 0(DX)
 	ADDQ SI, DX
-	KMOVW AX, K1
-	VMOVUPS Z2, K1, 0(DX)
+	VMOVUPS Z2, 0(DX)
 	ADDQ SI, DX
-	KMOVW AX, K1
-	VMOVUPS Z3, K1, 0(DX)
+	VMOVUPS Z3, 0(DX)
 	ADDQ SI, DX
-	KMOVW AX, K1
-	VMOVUPS Z4, K1, 0(DX)
+	VMOVUPS Z4, 0(DX)
 	ADDQ SI, DX
-	KMOVW AX, K1
-	VMOVUPS Z5, K1, 0(DX)
+	VMOVUPS Z5, 0(DX)
 	VZEROUPPER
 	RET
 
-// func gemm7_1_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
-TEXT ·gemm7_1_R(SB), NOSPLIT, $0-58
+// func gemm7_1_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
+TEXT ·gemm7_1_R(SB), NOSPLIT, $0-56
 	MOVQ a+0(FP), R8
 	MOVQ lda+8(FP), R9
 	SHLQ $2, R9
@@ -356,32 +329,24 @@ gemm7_1_R_store:
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), SI
 	SHLQ $2, SI
-	MOVWQZX mask+56(FP), AX
-	KMOVW AX, K1
-	VMOVUPS Z0, K1, 0(DX)
+	VMOVUPS Z0, 0(DX)
 	ADDQ SI, DX
-	KMOVW AX, K1
-	VMOVUPS Z1, K1, 0(DX)
+	VMOVUPS Z1, 0(DX)
 	ADDQ SI, DX
-	KMOVW AX, K1
-	VMOVUPS Z2, K1, 0(DX)
+	VMOVUPS Z2, 0(DX)
 	ADDQ SI, DX
-	KMOVW AX, K1
-	VMOVUPS Z3, K1, 0(DX)
+	VMOVUPS Z3, 0(DX)
 	ADDQ SI, DX
-	KMOVW AX, K1
-	VMOVUPS Z4, K1, 0(DX)
+	VMOVUPS Z4, 0(DX)
 	ADDQ SI, DX
-	KMOVW AX, K1
-	VMOVUPS Z5, K1, 0(DX)
+	VMOVUPS Z5, 0(DX)
 	ADDQ SI, DX
-	KMOVW AX, K1
-	VMOVUPS Z6, K1, 0(DX)
+	VMOVUPS Z6, 0(DX)
 	VZEROUPPER
 	RET
 
-// func gemm8_1_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
-TEXT ·gemm8_1_R(SB), NOSPLIT, $0-58
+// func gemm8_1_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
+TEXT ·gemm8_1_R(SB), NOSPLIT, $0-56
 	MOVQ a+0(FP), R8
 	MOVQ lda+8(FP), R9
 	SHLQ $2, R9
@@ -431,35 +396,26 @@ gemm8_1_R_store:
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), SI
 	SHLQ $2, SI
-	MOVWQZX mask+56(FP), AX
-	KMOVW AX, K1
-	VMOVUPS Z0, K1, 0(DX)
+	VMOVUPS Z0, 0(DX)
 	ADDQ SI, DX
-	KMOVW AX, K1
-	VMOVUPS Z1, K1, 0(DX)
+	VMOVUPS Z1, 0(DX)
 	ADDQ SI, DX
-	KMOVW AX, K1
-	VMOVUPS Z2, K1, 0(DX)
+	VMOVUPS Z2, 0(DX)
 	ADDQ SI, DX
-	KMOVW AX, K1
-	VMOVUPS Z3, K1, 0(DX)
+	VMOVUPS Z3, 0(DX)
 	ADDQ SI, DX
-	KMOVW AX, K1
-	VMOVUPS Z4, K1, 0(DX)
+	VMOVUPS Z4, 0(DX)
 	ADDQ SI, DX
-	KMOVW AX, K1
-	VMOVUPS Z5, K1, 0(DX)
+	VMOVUPS Z5, 0(DX)
 	ADDQ SI, DX
-	KMOVW AX, K1
-	VMOVUPS Z6, K1, 0(DX)
+	VMOVUPS Z6, 0(DX)
 	ADDQ SI, DX
-	KMOVW AX, K1
-	VMOVUPS Z7, K1, 0(DX)
+	VMOVUPS Z7, 0(DX)
 	VZEROUPPER
 	RET
 
-// func gemm8_1_T(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
-TEXT ·gemm8_1_T(SB), NOSPLIT, $0-58
+// func gemm8_1_T(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
+TEXT ·gemm8_1_T(SB), NOSPLIT, $0-56
 	MOVQ a+0(FP), R8
 	MOVQ lda+8(FP), R9
 	SHLQ $2, R9
@@ -509,7 +465,6 @@ gemm8_1_T_store:
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), SI
 	SHLQ $2, SI
-	MOVWQZX mask+56(FP), AX
 	LEAQ (SI)(SI*2), BX
 	VUNPCKLPS Z1, Z0, Z24
 	VUNPCKHPS Z1, Z0, Z25
@@ -566,8 +521,8 @@ gemm8_1_T_store:
 	VZEROUPPER
 	RET
 
-// func gemm1_2_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
-TEXT ·gemm1_2_R(SB), NOSPLIT, $0-58
+// func gemm1_2_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
+TEXT ·gemm1_2_R(SB), NOSPLIT, $0-56
 	MOVQ a+0(FP), R8
 	MOVQ lda+8(FP), R9
 	SHLQ $2, R9
@@ -599,15 +554,13 @@ gemm1_2_R_store:
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), SI
 	SHLQ $2, SI
-	MOVWQZX mask+56(FP), AX
 	VMOVUPS Z0, 0(DX)
-	KMOVW AX, K1
-	VMOVUPS Z1, K1, 64(DX)
+	VMOVUPS Z1, 64(DX)
 	VZEROUPPER
 	RET
 
-// func gemm2_2_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
-TEXT ·gemm2_2_R(SB), NOSPLIT, $0-58
+// func gemm2_2_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
+TEXT ·gemm2_2_R(SB), NOSPLIT, $0-56
 	MOVQ a+0(FP), R8
 	MOVQ lda+8(FP), R9
 	SHLQ $2, R9
@@ -644,19 +597,16 @@ gemm2_2_R_store:
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), SI
 	SHLQ $2, SI
-	MOVWQZX mask+56(FP), AX
 	VMOVUPS Z0, 0(DX)
-	KMOVW AX, K1
-	VMOVUPS Z1, K1, 64(DX)
+	VMOVUPS Z1, 64(DX)
 	ADDQ SI, DX
 	VMOVUPS Z2, 0(DX)
-	KMOVW AX, K1
-	VMOVUPS Z3, K1, 64(DX)
+	VMOVUPS Z3, 64(DX)
 	VZEROUPPER
 	RET
 
-// func gemm3_2_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
-TEXT ·gemm3_2_R(SB), NOSPLIT, $0-58
+// func gemm3_2_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
+TEXT ·gemm3_2_R(SB), NOSPLIT, $0-56
 	MOVQ a+0(FP), R8
 	MOVQ lda+8(FP), R9
 	SHLQ $2, R9
@@ -698,23 +648,19 @@ gemm3_2_R_store:
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), SI
 	SHLQ $2, SI
-	MOVWQZX mask+56(FP), AX
 	VMOVUPS Z0, 0(DX)
-	KMOVW AX, K1
-	VMOVUPS Z1, K1, 64(DX)
+	VMOVUPS Z1, 64(DX)
 	ADDQ SI, DX
 	VMOVUPS Z2, 0(DX)
-	KMOVW AX, K1
-	VMOVUPS Z3, K1, 64(DX)
+	VMOVUPS Z3, 64(DX)
 	ADDQ SI, DX
 	VMOVUPS Z4, 0(DX)
-	KMOVW AX, K1
-	VMOVUPS Z5, K1, 64(DX)
+	VMOVUPS Z5, 64(DX)
 	VZEROUPPER
 	RET
 
-// func gemm4_2_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
-TEXT ·gemm4_2_R(SB), NOSPLIT, $0-58
+// func gemm4_2_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
+TEXT ·gemm4_2_R(SB), NOSPLIT, $0-56
 	MOVQ a+0(FP), R8
 	MOVQ lda+8(FP), R9
 	SHLQ $2, R9
@@ -761,27 +707,22 @@ gemm4_2_R_store:
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), SI
 	SHLQ $2, SI
-	MOVWQZX mask+56(FP), AX
 	VMOVUPS Z0, 0(DX)
-	KMOVW AX, K1
-	VMOVUPS Z1, K1, 64(DX)
+	VMOVUPS Z1, 64(DX)
 	ADDQ SI, DX
 	VMOVUPS Z2, 0(DX)
-	KMOVW AX, K1
-	VMOVUPS Z3, K1, 64(DX)
+	VMOVUPS Z3, 64(DX)
 	ADDQ SI, DX
 	VMOVUPS Z4, 0(DX)
-	KMOVW AX, K1
-	VMOVUPS Z5, K1, 64(DX)
+	VMOVUPS Z5, 64(DX)
 	ADDQ SI, DX
 	VMOVUPS Z6, 0(DX)
-	KMOVW AX, K1
-	VMOVUPS Z7, K1, 64(DX)
+	VMOVUPS Z7, 64(DX)
 	VZEROUPPER
 	RET
 
-// func gemm5_2_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
-TEXT ·gemm5_2_R(SB), NOSPLIT, $0-58
+// func gemm5_2_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
+TEXT ·gemm5_2_R(SB), NOSPLIT, $0-56
 	MOVQ a+0(FP), R8
 	MOVQ lda+8(FP), R9
 	SHLQ $2, R9
@@ -833,31 +774,25 @@ gemm5_2_R_store:
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), SI
 	SHLQ $2, SI
-	MOVWQZX mask+56(FP), AX
 	VMOVUPS Z0, 0(DX)
-	KMOVW AX, K1
-	VMOVUPS Z1, K1, 64(DX)
+	VMOVUPS Z1, 64(DX)
 	ADDQ SI, DX
 	VMOVUPS Z2, 0(DX)
-	KMOVW AX, K1
-	VMOVUPS Z3, K1, 64(DX)
+	VMOVUPS Z3, 64(DX)
 	ADDQ SI, DX
 	VMOVUPS Z4, 0(DX)
-	KMOVW AX, K1
-	VMOVUPS Z5, K1, 64(DX)
+	VMOVUPS Z5, 64(DX)
 	ADDQ SI, DX
 	VMOVUPS Z6, 0(DX)
-	KMOVW AX, K1
-	VMOVUPS Z7, K1, 64(DX)
+	VMOVUPS Z7, 64(DX)
 	ADDQ SI, DX
 	VMOVUPS Z8, 0(DX)
-	KMOVW AX, K1
-	VMOVUPS Z9, K1, 64(DX)
+	VMOVUPS Z9, 64(DX)
 	VZEROUPPER
 	RET
 
-// func gemm6_2_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
-TEXT ·gemm6_2_R(SB), NOSPLIT, $0-58
+// func gemm6_2_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
+TEXT ·gemm6_2_R(SB), NOSPLIT, $0-56
 	MOVQ a+0(FP), R8
 	MOVQ lda+8(FP), R9
 	SHLQ $2, R9
@@ -914,35 +849,28 @@ gemm6_2_R_store:
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), SI
 	SHLQ $2, SI
-	MOVWQZX mask+56(FP), AX
 	VMOVUPS Z0, 0(DX)
-	KMOVW AX, K1
-	VMOVUPS Z1, K1, 64(DX)
+	VMOVUPS Z1, 64(DX)
 	ADDQ SI, DX
 	VMOVUPS Z2, 0(DX)
-	KMOVW AX, K1
-	VMOVUPS Z3, K1, 64(DX)
+	VMOVUPS Z3, 64(DX)
 	ADDQ SI, DX
 	VMOVUPS Z4, 0(DX)
-	KMOVW AX, K1
-	VMOVUPS Z5, K1, 64(DX)
+	VMOVUPS Z5, 64(DX)
 	ADDQ SI, DX
 	VMOVUPS Z6, 0(DX)
-	KMOVW AX, K1
-	VMOVUPS Z7, K1, 64(DX)
+	VMOVUPS Z7, 64(DX)
 	ADDQ SI, DX
 	VMOVUPS Z8, 0(DX)
-	KMOVW AX, K1
-	VMOVUPS Z9, K1, 64(DX)
+	VMOVUPS Z9, 64(DX)
 	ADDQ SI, DX
 	VMOVUPS Z10, 0(DX)
-	KMOVW AX, K1
-	VMOVUPS Z11, K1, 64(DX)
+	VMOVUPS Z11, 64(DX)
 	VZEROUPPER
 	RET
 
-// func gemm7_2_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
-TEXT ·gemm7_2_R(SB), NOSPLIT, $0-58
+// func gemm7_2_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
+TEXT ·gemm7_2_R(SB), NOSPLIT, $0-56
 	MOVQ a+0(FP), R8
 	MOVQ lda+8(FP), R9
 	SHLQ $2, R9
@@ -1004,39 +932,31 @@ gemm7_2_R_store:
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), SI
 	SHLQ $2, SI
-	MOVWQZX mask+56(FP), AX
 	VMOVUPS Z0, 0(DX)
-	KMOVW AX, K1
-	VMOVUPS Z1, K1, 64(DX)
+	VMOVUPS Z1, 64(DX)
 	ADDQ SI, DX
 	VMOVUPS Z2, 0(DX)
-	KMOVW AX, K1
-	VMOVUPS Z3, K1, 64(DX)
+	VMOVUPS Z3, 64(DX)
 	ADDQ SI, DX
 	VMOVUPS Z4, 0(DX)
-	KMOVW AX, K1
-	VMOVUPS Z5, K1, 64(DX)
+	VMOVUPS Z5, 64(DX)
 	ADDQ SI, DX
 	VMOVUPS Z6, 0(DX)
-	KMOVW AX, K1
-	VMOVUPS Z7, K1, 64(DX)
+	VMOVUPS Z7, 64(DX)
 	ADDQ SI, DX
 	VMOVUPS Z8, 0(DX)
-	KMOVW AX, K1
-	VMOVUPS Z9, K1, 64(DX)
+	VMOVUPS Z9, 64(DX)
 	ADDQ SI, DX
 	VMOVUPS Z10, 0(DX)
-	KMOVW AX, K1
-	VMOVUPS Z11, K1, 64(DX)
+	VMOVUPS Z11, 64(DX)
 	ADDQ SI, DX
 	VMOVUPS Z12, 0(DX)
-	KMOVW AX, K1
-	VMOVUPS Z13, K1, 64(DX)
+	VMOVUPS Z13, 64(DX)
 	VZEROUPPER
 	RET
 
-// func gemm8_2_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
-TEXT ·gemm8_2_R(SB), NOSPLIT, $0-58
+// func gemm8_2_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
+TEXT ·gemm8_2_R(SB), NOSPLIT, $0-56
 	MOVQ a+0(FP), R8
 	MOVQ lda+8(FP), R9
 	SHLQ $2, R9
@@ -1103,43 +1023,34 @@ gemm8_2_R_store:
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), SI
 	SHLQ $2, SI
-	MOVWQZX mask+56(FP), AX
 	VMOVUPS Z0, 0(DX)
-	KMOVW AX, K1
-	VMOVUPS Z1, K1, 64(DX)
+	VMOVUPS Z1, 64(DX)
 	ADDQ SI, DX
 	VMOVUPS Z2, 0(DX)
-	KMOVW AX, K1
-	VMOVUPS Z3, K1, 64(DX)
+	VMOVUPS Z3, 64(DX)
 	ADDQ SI, DX
 	VMOVUPS Z4, 0(DX)
-	KMOVW AX, K1
-	VMOVUPS Z5, K1, 64(DX)
+	VMOVUPS Z5, 64(DX)
 	ADDQ SI, DX
 	VMOVUPS Z6, 0(DX)
-	KMOVW AX, K1
-	VMOVUPS Z7, K1, 64(DX)
+	VMOVUPS Z7, 64(DX)
 	ADDQ SI, DX
 	VMOVUPS Z8, 0(DX)
-	KMOVW AX, K1
-	VMOVUPS Z9, K1, 64(DX)
+	VMOVUPS Z9, 64(DX)
 	ADDQ SI, DX
 	VMOVUPS Z10, 0(DX)
-	KMOVW AX, K1
-	VMOVUPS Z11, K1, 64(DX)
+	VMOVUPS Z11, 64(DX)
 	ADDQ SI, DX
 	VMOVUPS Z12, 0(DX)
-	KMOVW AX, K1
-	VMOVUPS Z13, K1, 64(DX)
+	VMOVUPS Z13, 64(DX)
 	ADDQ SI, DX
 	VMOVUPS Z14, 0(DX)
-	KMOVW AX, K1
-	VMOVUPS Z15, K1, 64(DX)
+	VMOVUPS Z15, 64(DX)
 	VZEROUPPER
 	RET
 
-// func gemm8_2_T(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
-TEXT ·gemm8_2_T(SB), NOSPLIT, $0-58
+// func gemm8_2_T(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
+TEXT ·gemm8_2_T(SB), NOSPLIT, $0-56
 	MOVQ a+0(FP), R8
 	MOVQ lda+8(FP), R9
 	SHLQ $2, R9
@@ -1206,7 +1117,6 @@ gemm8_2_T_store:
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), SI
 	SHLQ $2, SI
-	MOVWQZX mask+56(FP), AX
 	LEAQ (SI)(SI*2), BX
 	VUNPCKLPS Z2, Z0, Z24
 	VUNPCKHPS Z2, Z0, Z25
@@ -1316,8 +1226,8 @@ gemm8_2_T_store:
 	VZEROUPPER
 	RET
 
-// func gemm1_3_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
-TEXT ·gemm1_3_R(SB), NOSPLIT, $0-58
+// func gemm1_3_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
+TEXT ·gemm1_3_R(SB), NOSPLIT, $0-56
 	MOVQ a+0(FP), R8
 	MOVQ lda+8(FP), R9
 	SHLQ $2, R9
@@ -1352,16 +1262,14 @@ gemm1_3_R_store:
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), SI
 	SHLQ $2, SI
-	MOVWQZX mask+56(FP), AX
 	VMOVUPS Z0, 0(DX)
 	VMOVUPS Z1, 64(DX)
-	KMOVW AX, K1
-	VMOVUPS Z2, K1, 128(DX)
+	VMOVUPS Z2, 128(DX)
 	VZEROUPPER
 	RET
 
-// func gemm2_3_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
-TEXT ·gemm2_3_R(SB), NOSPLIT, $0-58
+// func gemm2_3_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
+TEXT ·gemm2_3_R(SB), NOSPLIT, $0-56
 	MOVQ a+0(FP), R8
 	MOVQ lda+8(FP), R9
 	SHLQ $2, R9
@@ -1403,21 +1311,18 @@ gemm2_3_R_store:
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), SI
 	SHLQ $2, SI
-	MOVWQZX mask+56(FP), AX
 	VMOVUPS Z0, 0(DX)
 	VMOVUPS Z1, 64(DX)
-	KMOVW AX, K1
-	VMOVUPS Z2, K1, 128(DX)
+	VMOVUPS Z2, 128(DX)
 	ADDQ SI, DX
 	VMOVUPS Z3, 0(DX)
 	VMOVUPS Z4, 64(DX)
-	KMOVW AX, K1
-	VMOVUPS Z5, K1, 128(DX)
+	VMOVUPS Z5, 128(DX)
 	VZEROUPPER
 	RET
 
-// func gemm3_3_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
-TEXT ·gemm3_3_R(SB), NOSPLIT, $0-58
+// func gemm3_3_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
+TEXT ·gemm3_3_R(SB), NOSPLIT, $0-56
 	MOVQ a+0(FP), R8
 	MOVQ lda+8(FP), R9
 	SHLQ $2, R9
@@ -1466,26 +1371,22 @@ gemm3_3_R_store:
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), SI
 	SHLQ $2, SI
-	MOVWQZX mask+56(FP), AX
 	VMOVUPS Z0, 0(DX)
 	VMOVUPS Z1, 64(DX)
-	KMOVW AX, K1
-	VMOVUPS Z2, K1, 128(DX)
+	VMOVUPS Z2, 128(DX)
 	ADDQ SI, DX
 	VMOVUPS Z3, 0(DX)
 	VMOVUPS Z4, 64(DX)
-	KMOVW AX, K1
-	VMOVUPS Z5, K1, 128(DX)
+	VMOVUPS Z5, 128(DX)
 	ADDQ SI, DX
 	VMOVUPS Z6, 0(DX)
 	VMOVUPS Z7, 64(DX)
-	KMOVW AX, K1
-	VMOVUPS Z8, K1, 128(DX)
+	VMOVUPS Z8, 128(DX)
 	VZEROUPPER
 	RET
 
-// func gemm4_3_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
-TEXT ·gemm4_3_R(SB), NOSPLIT, $0-58
+// func gemm4_3_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
+TEXT ·gemm4_3_R(SB), NOSPLIT, $0-56
 	MOVQ a+0(FP), R8
 	MOVQ lda+8(FP), R9
 	SHLQ $2, R9
@@ -1541,31 +1442,26 @@ gemm4_3_R_store:
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), SI
 	SHLQ $2, SI
-	MOVWQZX mask+56(FP), AX
 	VMOVUPS Z0, 0(DX)
 	VMOVUPS Z1, 64(DX)
-	KMOVW AX, K1
-	VMOVUPS Z2, K1, 128(DX)
+	VMOVUPS Z2, 128(DX)
 	ADDQ SI, DX
 	VMOVUPS Z3, 0(DX)
 	VMOVUPS Z4, 64(DX)
-	KMOVW AX, K1
-	VMOVUPS Z5, K1, 128(DX)
+	VMOVUPS Z5, 128(DX)
 	ADDQ SI, DX
 	VMOVUPS Z6, 0(DX)
 	VMOVUPS Z7, 64(DX)
-	KMOVW AX, K1
-	VMOVUPS Z8, K1, 128(DX)
+	VMOVUPS Z8, 128(DX)
 	ADDQ SI, DX
 	VMOVUPS Z9, 0(DX)
 	VMOVUPS Z10, 64(DX)
-	KMOVW AX, K1
-	VMOVUPS Z11, K1, 128(DX)
+	VMOVUPS Z11, 128(DX)
 	VZEROUPPER
 	RET
 
-// func gemm5_3_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
-TEXT ·gemm5_3_R(SB), NOSPLIT, $0-58
+// func gemm5_3_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
+TEXT ·gemm5_3_R(SB), NOSPLIT, $0-56
 	MOVQ a+0(FP), R8
 	MOVQ lda+8(FP), R9
 	SHLQ $2, R9
@@ -1628,36 +1524,30 @@ gemm5_3_R_store:
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), SI
 	SHLQ $2, SI
-	MOVWQZX mask+56(FP), AX
 	VMOVUPS Z0, 0(DX)
 	VMOVUPS Z1, 64(DX)
-	KMOVW AX, K1
-	VMOVUPS Z2, K1, 128(DX)
+	VMOVUPS Z2, 128(DX)
 	ADDQ SI, DX
 	VMOVUPS Z3, 0(DX)
 	VMOVUPS Z4, 64(DX)
-	KMOVW AX, K1
-	VMOVUPS Z5, K1, 128(DX)
+	VMOVUPS Z5, 128(DX)
 	ADDQ SI, DX
 	VMOVUPS Z6, 0(DX)
 	VMOVUPS Z7, 64(DX)
-	KMOVW AX, K1
-	VMOVUPS Z8, K1, 128(DX)
+	VMOVUPS Z8, 128(DX)
 	ADDQ SI, DX
 	VMOVUPS Z9, 0(DX)
 	VMOVUPS Z10, 64(DX)
-	KMOVW AX, K1
-	VMOVUPS Z11, K1, 128(DX)
+	VMOVUPS Z11, 128(DX)
 	ADDQ SI, DX
 	VMOVUPS Z12, 0(DX)
 	VMOVUPS Z13, 64(DX)
-	KMOVW AX, K1
-	VMOVUPS Z14, K1, 128(DX)
+	VMOVUPS Z14, 128(DX)
 	VZEROUPPER
 	RET
 
-// func gemm6_3_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
-TEXT ·gemm6_3_R(SB), NOSPLIT, $0-58
+// func gemm6_3_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
+TEXT ·gemm6_3_R(SB), NOSPLIT, $0-56
 	MOVQ a+0(FP), R8
 	MOVQ lda+8(FP), R9
 	SHLQ $2, R9
@@ -1727,41 +1617,34 @@ gemm6_3_R_store:
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), SI
 	SHLQ $2, SI
-	MOVWQZX mask+56(FP), AX
 	VMOVUPS Z0, 0(DX)
 	VMOVUPS Z1, 64(DX)
-	KMOVW AX, K1
-	VMOVUPS Z2, K1, 128(DX)
+	VMOVUPS Z2, 128(DX)
 	ADDQ SI, DX
 	VMOVUPS Z3, 0(DX)
 	VMOVUPS Z4, 64(DX)
-	KMOVW AX, K1
-	VMOVUPS Z5, K1, 128(DX)
+	VMOVUPS Z5, 128(DX)
 	ADDQ SI, DX
 	VMOVUPS Z6, 0(DX)
 	VMOVUPS Z7, 64(DX)
-	KMOVW AX, K1
-	VMOVUPS Z8, K1, 128(DX)
+	VMOVUPS Z8, 128(DX)
 	ADDQ SI, DX
 	VMOVUPS Z9, 0(DX)
 	VMOVUPS Z10, 64(DX)
-	KMOVW AX, K1
-	VMOVUPS Z11, K1, 128(DX)
+	VMOVUPS Z11, 128(DX)
 	ADDQ SI, DX
 	VMOVUPS Z12, 0(DX)
 	VMOVUPS Z13, 64(DX)
-	KMOVW AX, K1
-	VMOVUPS Z14, K1, 128(DX)
+	VMOVUPS Z14, 128(DX)
 	ADDQ SI, DX
 	VMOVUPS Z15, 0(DX)
 	VMOVUPS Z16, 64(DX)
-	KMOVW AX, K1
-	VMOVUPS Z17, K1, 128(DX)
+	VMOVUPS Z17, 128(DX)
 	VZEROUPPER
 	RET
 
-// func gemm7_3_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
-TEXT ·gemm7_3_R(SB), NOSPLIT, $0-58
+// func gemm7_3_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
+TEXT ·gemm7_3_R(SB), NOSPLIT, $0-56
 	MOVQ a+0(FP), R8
 	MOVQ lda+8(FP), R9
 	SHLQ $2, R9
@@ -1838,46 +1721,38 @@ gemm7_3_R_store:
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), SI
 	SHLQ $2, SI
-	MOVWQZX mask+56(FP), AX
 	VMOVUPS Z0, 0(DX)
 	VMOVUPS Z1, 64(DX)
-	KMOVW AX, K1
-	VMOVUPS Z2, K1, 128(DX)
+	VMOVUPS Z2, 128(DX)
 	ADDQ SI, DX
 	VMOVUPS Z3, 0(DX)
 	VMOVUPS Z4, 64(DX)
-	KMOVW AX, K1
-	VMOVUPS Z5, K1, 128(DX)
+	VMOVUPS Z5, 128(DX)
 	ADDQ SI, DX
 	VMOVUPS Z6, 0(DX)
 	VMOVUPS Z7, 64(DX)
-	KMOVW AX, K1
-	VMOVUPS Z8, K1, 128(DX)
+	VMOVUPS Z8, 128(DX)
 	ADDQ SI, DX
 	VMOVUPS Z9, 0(DX)
 	VMOVUPS Z10, 64(DX)
-	KMOVW AX, K1
-	VMOVUPS Z11, K1, 128(DX)
+	VMOVUPS Z11, 128(DX)
 	ADDQ SI, DX
 	VMOVUPS Z12, 0(DX)
 	VMOVUPS Z13, 64(DX)
-	KMOVW AX, K1
-	VMOVUPS Z14, K1, 128(DX)
+	VMOVUPS Z14, 128(DX)
 	ADDQ SI, DX
 	VMOVUPS Z15, 0(DX)
 	VMOVUPS Z16, 64(DX)
-	KMOVW AX, K1
-	VMOVUPS Z17, K1, 128(DX)
+	VMOVUPS Z17, 128(DX)
 	ADDQ SI, DX
 	VMOVUPS Z18, 0(DX)
 	VMOVUPS Z19, 64(DX)
-	KMOVW AX, K1
-	VMOVUPS Z20, K1, 128(DX)
+	VMOVUPS Z20, 128(DX)
 	VZEROUPPER
 	RET
 
-// func gemm8_3_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
-TEXT ·gemm8_3_R(SB), NOSPLIT, $0-58
+// func gemm8_3_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
+TEXT ·gemm8_3_R(SB), NOSPLIT, $0-56
 	MOVQ a+0(FP), R8
 	MOVQ lda+8(FP), R9
 	SHLQ $2, R9
@@ -1961,51 +1836,42 @@ gemm8_3_R_store:
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), SI
 	SHLQ $2, SI
-	MOVWQZX mask+56(FP), AX
 	VMOVUPS Z0, 0(DX)
 	VMOVUPS Z1, 64(DX)
-	KMOVW AX, K1
-	VMOVUPS Z2, K1, 128(DX)
+	VMOVUPS Z2, 128(DX)
 	ADDQ SI, DX
 	VMOVUPS Z3, 0(DX)
 	VMOVUPS Z4, 64(DX)
-	KMOVW AX, K1
-	VMOVUPS Z5, K1, 128(DX)
+	VMOVUPS Z5, 128(DX)
 	ADDQ SI, DX
 	VMOVUPS Z6, 0(DX)
 	VMOVUPS Z7, 64(DX)
-	KMOVW AX, K1
-	VMOVUPS Z8, K1, 128(DX)
+	VMOVUPS Z8, 128(DX)
 	ADDQ SI, DX
 	VMOVUPS Z9, 0(DX)
 	VMOVUPS Z10, 64(DX)
-	KMOVW AX, K1
-	VMOVUPS Z11, K1, 128(DX)
+	VMOVUPS Z11, 128(DX)
 	ADDQ SI, DX
 	VMOVUPS Z12, 0(DX)
 	VMOVUPS Z13, 64(DX)
-	KMOVW AX, K1
-	VMOVUPS Z14, K1, 128(DX)
+	VMOVUPS Z14, 128(DX)
 	ADDQ SI, DX
 	VMOVUPS Z15, 0(DX)
 	VMOVUPS Z16, 64(DX)
-	KMOVW AX, K1
-	VMOVUPS Z17, K1, 128(DX)
+	VMOVUPS Z17, 128(DX)
 	ADDQ SI, DX
 	VMOVUPS Z18, 0(DX)
 	VMOVUPS Z19, 64(DX)
-	KMOVW AX, K1
-	VMOVUPS Z20, K1, 128(DX)
+	VMOVUPS Z20, 128(DX)
 	ADDQ SI, DX
 	VMOVUPS Z21, 0(DX)
 	VMOVUPS Z22, 64(DX)
-	KMOVW AX, K1
-	VMOVUPS Z23, K1, 128(DX)
+	VMOVUPS Z23, 128(DX)
 	VZEROUPPER
 	RET
 
-// func gemm8_3_T(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
-TEXT ·gemm8_3_T(SB), NOSPLIT, $0-58
+// func gemm8_3_T(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
+TEXT ·gemm8_3_T(SB), NOSPLIT, $0-56
 	MOVQ a+0(FP), R8
 	MOVQ lda+8(FP), R9
 	SHLQ $2, R9
@@ -2089,7 +1955,6 @@ gemm8_3_T_store:
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), SI
 	SHLQ $2, SI
-	MOVWQZX mask+56(FP), AX
 	LEAQ (SI)(SI*2), BX
 	VUNPCKLPS Z3, Z0, Z24
 	VUNPCKHPS Z3, Z0, Z25
@@ -2252,8 +2117,8 @@ gemm8_3_T_store:
 	VZEROUPPER
 	RET
 
-// func gemm1_4_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
-TEXT ·gemm1_4_R(SB), NOSPLIT, $0-58
+// func gemm1_4_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
+TEXT ·gemm1_4_R(SB), NOSPLIT, $0-56
 	MOVQ a+0(FP), R8
 	MOVQ lda+8(FP), R9
 	SHLQ $2, R9
@@ -2291,17 +2156,15 @@ gemm1_4_R_store:
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), SI
 	SHLQ $2, SI
-	MOVWQZX mask+56(FP), AX
 	VMOVUPS Z0, 0(DX)
 	VMOVUPS Z1, 64(DX)
 	VMOVUPS Z2, 128(DX)
-	KMOVW AX, K1
-	VMOVUPS Z3, K1, 192(DX)
+	VMOVUPS Z3, 192(DX)
 	VZEROUPPER
 	RET
 
-// func gemm2_4_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
-TEXT ·gemm2_4_R(SB), NOSPLIT, $0-58
+// func gemm2_4_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
+TEXT ·gemm2_4_R(SB), NOSPLIT, $0-56
 	MOVQ a+0(FP), R8
 	MOVQ lda+8(FP), R9
 	SHLQ $2, R9
@@ -2348,23 +2211,20 @@ gemm2_4_R_store:
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), SI
 	SHLQ $2, SI
-	MOVWQZX mask+56(FP), AX
 	VMOVUPS Z0, 0(DX)
 	VMOVUPS Z1, 64(DX)
 	VMOVUPS Z2, 128(DX)
-	KMOVW AX, K1
-	VMOVUPS Z3, K1, 192(DX)
+	VMOVUPS Z3, 192(DX)
 	ADDQ SI, DX
 	VMOVUPS Z4, 0(DX)
 	VMOVUPS Z5, 64(DX)
 	VMOVUPS Z6, 128(DX)
-	KMOVW AX, K1
-	VMOVUPS Z7, K1, 192(DX)
+	VMOVUPS Z7, 192(DX)
 	VZEROUPPER
 	RET
 
-// func gemm3_4_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
-TEXT ·gemm3_4_R(SB), NOSPLIT, $0-58
+// func gemm3_4_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
+TEXT ·gemm3_4_R(SB), NOSPLIT, $0-56
 	MOVQ a+0(FP), R8
 	MOVQ lda+8(FP), R9
 	SHLQ $2, R9
@@ -2420,29 +2280,25 @@ gemm3_4_R_store:
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), SI
 	SHLQ $2, SI
-	MOVWQZX mask+56(FP), AX
 	VMOVUPS Z0, 0(DX)
 	VMOVUPS Z1, 64(DX)
 	VMOVUPS Z2, 128(DX)
-	KMOVW AX, K1
-	VMOVUPS Z3, K1, 192(DX)
+	VMOVUPS Z3, 192(DX)
 	ADDQ SI, DX
 	VMOVUPS Z4, 0(DX)
 	VMOVUPS Z5, 64(DX)
 	VMOVUPS Z6, 128(DX)
-	KMOVW AX, K1
-	VMOVUPS Z7, K1, 192(DX)
+	VMOVUPS Z7, 192(DX)
 	ADDQ SI, DX
 	VMOVUPS Z8, 0(DX)
 	VMOVUPS Z9, 64(DX)
 	VMOVUPS Z10, 128(DX)
-	KMOVW AX, K1
-	VMOVUPS Z11, K1, 192(DX)
+	VMOVUPS Z11, 192(DX)
 	VZEROUPPER
 	RET
 
-// func gemm4_4_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
-TEXT ·gemm4_4_R(SB), NOSPLIT, $0-58
+// func gemm4_4_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
+TEXT ·gemm4_4_R(SB), NOSPLIT, $0-56
 	MOVQ a+0(FP), R8
 	MOVQ lda+8(FP), R9
 	SHLQ $2, R9
@@ -2507,35 +2363,30 @@ gemm4_4_R_store:
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), SI
 	SHLQ $2, SI
-	MOVWQZX mask+56(FP), AX
 	VMOVUPS Z0, 0(DX)
 	VMOVUPS Z1, 64(DX)
 	VMOVUPS Z2, 128(DX)
-	KMOVW AX, K1
-	VMOVUPS Z3, K1, 192(DX)
+	VMOVUPS Z3, 192(DX)
 	ADDQ SI, DX
 	VMOVUPS Z4, 0(DX)
 	VMOVUPS Z5, 64(DX)
 	VMOVUPS Z6, 128(DX)
-	KMOVW AX, K1
-	VMOVUPS Z7, K1, 192(DX)
+	VMOVUPS Z7, 192(DX)
 	ADDQ SI, DX
 	VMOVUPS Z8, 0(DX)
 	VMOVUPS Z9, 64(DX)
 	VMOVUPS Z10, 128(DX)
-	KMOVW AX, K1
-	VMOVUPS Z11, K1, 192(DX)
+	VMOVUPS Z11, 192(DX)
 	ADDQ SI, DX
 	VMOVUPS Z12, 0(DX)
 	VMOVUPS Z13, 64(DX)
 	VMOVUPS Z14, 128(DX)
-	KMOVW AX, K1
-	VMOVUPS Z15, K1, 192(DX)
+	VMOVUPS Z15, 192(DX)
 	VZEROUPPER
 	RET
 
-// func gemm5_4_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
-TEXT ·gemm5_4_R(SB), NOSPLIT, $0-58
+// func gemm5_4_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
+TEXT ·gemm5_4_R(SB), NOSPLIT, $0-56
 	MOVQ a+0(FP), R8
 	MOVQ lda+8(FP), R9
 	SHLQ $2, R9
@@ -2609,41 +2460,35 @@ gemm5_4_R_store:
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), SI
 	SHLQ $2, SI
-	MOVWQZX mask+56(FP), AX
 	VMOVUPS Z0, 0(DX)
 	VMOVUPS Z1, 64(DX)
 	VMOVUPS Z2, 128(DX)
-	KMOVW AX, K1
-	VMOVUPS Z3, K1, 192(DX)
+	VMOVUPS Z3, 192(DX)
 	ADDQ SI, DX
 	VMOVUPS Z4, 0(DX)
 	VMOVUPS Z5, 64(DX)
 	VMOVUPS Z6, 128(DX)
-	KMOVW AX, K1
-	VMOVUPS Z7, K1, 192(DX)
+	VMOVUPS Z7, 192(DX)
 	ADDQ SI, DX
 	VMOVUPS Z8, 0(DX)
 	VMOVUPS Z9, 64(DX)
 	VMOVUPS Z10, 128(DX)
-	KMOVW AX, K1
-	VMOVUPS Z11, K1, 192(DX)
+	VMOVUPS Z11, 192(DX)
 	ADDQ SI, DX
 	VMOVUPS Z12, 0(DX)
 	VMOVUPS Z13, 64(DX)
 	VMOVUPS Z14, 128(DX)
-	KMOVW AX, K1
-	VMOVUPS Z15, K1, 192(DX)
+	VMOVUPS Z15, 192(DX)
 	ADDQ SI, DX
 	VMOVUPS Z16, 0(DX)
 	VMOVUPS Z17, 64(DX)
 	VMOVUPS Z18, 128(DX)
-	KMOVW AX, K1
-	VMOVUPS Z19, K1, 192(DX)
+	VMOVUPS Z19, 192(DX)
 	VZEROUPPER
 	RET
 
-// func gemm6_4_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
-TEXT ·gemm6_4_R(SB), NOSPLIT, $0-58
+// func gemm6_4_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
+TEXT ·gemm6_4_R(SB), NOSPLIT, $0-56
 	MOVQ a+0(FP), R8
 	MOVQ lda+8(FP), R9
 	SHLQ $2, R9
@@ -2726,41 +2571,34 @@ gemm6_4_R_store:
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), SI
 	SHLQ $2, SI
-	MOVWQZX mask+56(FP), AX
 	VMOVUPS Z0, 0(DX)
 	VMOVUPS Z1, 64(DX)
 	VMOVUPS Z2, 128(DX)
-	KMOVW AX, K1
-	VMOVUPS Z3, K1, 192(DX)
+	VMOVUPS Z3, 192(DX)
 	ADDQ SI, DX
 	VMOVUPS Z4, 0(DX)
 	VMOVUPS Z5, 64(DX)
 	VMOVUPS Z6, 128(DX)
-	KMOVW AX, K1
-	VMOVUPS Z7, K1, 192(DX)
+	VMOVUPS Z7, 192(DX)
 	ADDQ SI, DX
 	VMOVUPS Z8, 0(DX)
 	VMOVUPS Z9, 64(DX)
 	VMOVUPS Z10, 128(DX)
-	KMOVW AX, K1
-	VMOVUPS Z11, K1, 192(DX)
+	VMOVUPS Z11, 192(DX)
 	ADDQ SI, DX
 	VMOVUPS Z12, 0(DX)
 	VMOVUPS Z13, 64(DX)
 	VMOVUPS Z14, 128(DX)
-	KMOVW AX, K1
-	VMOVUPS Z15, K1, 192(DX)
+	VMOVUPS Z15, 192(DX)
 	ADDQ SI, DX
 	VMOVUPS Z16, 0(DX)
 	VMOVUPS Z17, 64(DX)
 	VMOVUPS Z18, 128(DX)
-	KMOVW AX, K1
-	VMOVUPS Z19, K1, 192(DX)
+	VMOVUPS Z19, 192(DX)
 	ADDQ SI, DX
 	VMOVUPS Z20, 0(DX)
 	VMOVUPS Z21, 64(DX)
 	VMOVUPS Z22, 128(DX)
-	KMOVW AX, K1
-	VMOVUPS Z23, K1, 192(DX)
+	VMOVUPS Z23, 192(DX)
 	VZEROUPPER
 	RET

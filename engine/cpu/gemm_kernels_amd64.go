@@ -3,103 +3,103 @@
 package cpu
 
 //go:noescape
-func gemm1_1_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
+func gemm1_1_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
 
 //go:noescape
-func gemm2_1_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
+func gemm2_1_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
 
 //go:noescape
-func gemm3_1_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
+func gemm3_1_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
 
 //go:noescape
-func gemm4_1_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
+func gemm4_1_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
 
 //go:noescape
-func gemm5_1_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
+func gemm5_1_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
 
 //go:noescape
-func gemm6_1_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
+func gemm6_1_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
 
 //go:noescape
-func gemm7_1_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
+func gemm7_1_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
 
 //go:noescape
-func gemm8_1_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
+func gemm8_1_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
 
 //go:noescape
-func gemm8_1_T(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
+func gemm8_1_T(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
 
 //go:noescape
-func gemm1_2_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
+func gemm1_2_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
 
 //go:noescape
-func gemm2_2_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
+func gemm2_2_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
 
 //go:noescape
-func gemm3_2_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
+func gemm3_2_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
 
 //go:noescape
-func gemm4_2_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
+func gemm4_2_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
 
 //go:noescape
-func gemm5_2_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
+func gemm5_2_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
 
 //go:noescape
-func gemm6_2_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
+func gemm6_2_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
 
 //go:noescape
-func gemm7_2_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
+func gemm7_2_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
 
 //go:noescape
-func gemm8_2_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
+func gemm8_2_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
 
 //go:noescape
-func gemm8_2_T(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
+func gemm8_2_T(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
 
 //go:noescape
-func gemm1_3_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
+func gemm1_3_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
 
 //go:noescape
-func gemm2_3_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
+func gemm2_3_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
 
 //go:noescape
-func gemm3_3_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
+func gemm3_3_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
 
 //go:noescape
-func gemm4_3_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
+func gemm4_3_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
 
 //go:noescape
-func gemm5_3_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
+func gemm5_3_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
 
 //go:noescape
-func gemm6_3_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
+func gemm6_3_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
 
 //go:noescape
-func gemm7_3_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
+func gemm7_3_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
 
 //go:noescape
-func gemm8_3_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
+func gemm8_3_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
 
 //go:noescape
-func gemm8_3_T(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
+func gemm8_3_T(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
 
 //go:noescape
-func gemm1_4_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
+func gemm1_4_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
 
 //go:noescape
-func gemm2_4_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
+func gemm2_4_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
 
 //go:noescape
-func gemm3_4_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
+func gemm3_4_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
 
 //go:noescape
-func gemm4_4_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
+func gemm4_4_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
 
 //go:noescape
-func gemm5_4_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
+func gemm5_4_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
 
 //go:noescape
-func gemm6_4_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
+func gemm6_4_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
 
 // gemmKernels[z][m] is the kernel of m rows and z vectors of 16 columns.
 var gemmKernels = [5][9]gemmKernel{

@@ -20,7 +20,7 @@ import (
 //go:generate go run ./internal/gemmgen
 
 // gemmKernel is one micro-kernel: see internal/gemmgen.
-type gemmKernel func(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)
+type gemmKernel func(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
 
 // gemmRows is the most rows a kernel of z vector columns holds.
 func gemmRows(z int) int { return min(8, 24/z) }
@@ -39,7 +39,7 @@ func gemmAB(c []float32, ldc int, a []float32, lda int, b []float32, ldb int, m,
 		rows := gemmRows(z)
 		for i := 0; i < m; i += rows {
 			mm := min(rows, m-i)
-			gemmKernels[z][mm](&a[i*lda], lda, &b[j], ldb, k, &c[i*ldc+j], ldc, 0xffff)
+			gemmKernels[z][mm](&a[i*lda], lda, &b[j], ldb, k, &c[i*ldc+j], ldc)
 		}
 	}
 }
@@ -140,12 +140,12 @@ func gemmWeights(out []float32, w *model.Tensor, px *packedX, n int, lo, hi int,
 			i := 0
 			if nv == width { // whole registers: eight rows at a time, stored transposed
 				for ; i+8 <= mr; i += 8 {
-					gemmKernelsT[z](&a[i*cols], cols, &d[0], width, cols, &out[t0*rows+r0+i], rows, 0xffff)
+					gemmKernelsT[z](&a[i*cols], cols, &d[0], width, cols, &out[t0*rows+r0+i], rows)
 				}
 			}
 			for ; i < mr; i += 8 { // the edges: a tile of rows, copied out
 				mm := min(8, mr-i)
-				gemmKernels[z][mm](&a[i*cols], cols, &d[0], width, cols, &tile[0], gemmPanel, 0xffff)
+				gemmKernels[z][mm](&a[i*cols], cols, &d[0], width, cols, &tile[0], gemmPanel)
 				for ii := range mm {
 					for j := range nv {
 						out[(t0+j)*rows+r0+i+ii] = tile[ii*gemmPanel+j]

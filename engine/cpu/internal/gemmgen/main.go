@@ -7,8 +7,7 @@
 // C[i][j] = Σ_p A[i·lda + p] · B[p·ldb + j]. Each step of p loads Z vectors
 // of B's row p, broadcasts A[i][p] for each of the M rows and does M·Z fused
 // multiply-adds into M·Z accumulator registers (at most 24 of the 32). S is
-// how C is stored: "R" as rows (C[i·ldc + j]; the last register of a row
-// stores only the lanes in mask), "T" transposed (C[j·ldc + i], for
+// how C is stored: "R" as rows (C[i·ldc + j]), "T" transposed (C[j·ldc + i], for
 // products whose output is [vector][row]; eight rows and whole registers
 // only).
 //
@@ -53,7 +52,7 @@ func main() {
 				continue
 			}
 			kernel(&asm, s[0], s[1], st)
-			fmt.Fprintf(&decl, "\n//go:noescape\nfunc gemm%d_%d_%c(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)\n", s[0], s[1], st)
+			fmt.Fprintf(&decl, "\n//go:noescape\nfunc gemm%d_%d_%c(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)\n", s[0], s[1], st)
 		}
 	}
 	decl.WriteString("\n// gemmKernels[z][m] is the kernel of m rows and z vectors of 16 columns.\nvar gemmKernels = [5][9]gemmKernel{\n")
@@ -100,8 +99,8 @@ func rowAddr(i int) string {
 func kernel(b *bytes.Buffer, m, z int, st byte) {
 	name := fmt.Sprintf("gemm%d_%d_%c", m, z, st)
 	p := func(format string, args ...any) { fmt.Fprintf(b, "\t"+format+"\n", args...) }
-	fmt.Fprintf(b, "\n// func %s(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, mask uint16)\n", name)
-	fmt.Fprintf(b, "TEXT ·%s(SB), NOSPLIT, $0-58\n", name)
+	fmt.Fprintf(b, "\n// func %s(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)\n", name)
+	fmt.Fprintf(b, "TEXT ·%s(SB), NOSPLIT, $0-56\n", name)
 	p("MOVQ a+0(FP), R8")
 	p("MOVQ lda+8(FP), R9")
 	p("SHLQ $2, R9")
@@ -139,16 +138,10 @@ func kernel(b *bytes.Buffer, m, z int, st byte) {
 	p("MOVQ c+40(FP), DX")
 	p("MOVQ ldc+48(FP), SI")
 	p("SHLQ $2, SI")
-	p("MOVWQZX mask+56(FP), AX")
 	if st == 'R' {
 		for i := 0; i < m; i++ {
 			for j := 0; j < z; j++ {
-				if j == z-1 {
-					p("KMOVW AX, K1")
-					p("VMOVUPS Z%d, K1, %d(DX)", i*z+j, 64*j)
-				} else {
-					p("VMOVUPS Z%d, %d(DX)", i*z+j, 64*j)
-				}
+				p("VMOVUPS Z%d, %d(DX)", i*z+j, 64*j)
 			}
 			if i < m-1 {
 				p("ADDQ SI, DX")
