@@ -38,7 +38,7 @@ func runBench(ctx context.Context, env Env, args []string) error {
 	pp := fs.Int("p", 128, "prompt tokens per prompt-processing run (0: skip)")
 	tg := fs.Int("n", 64, "tokens per generation run (0: skip)")
 	reps := fs.Int("r", 3, "repetitions (after one warm-up)")
-	threads := fs.Int("t", 0, "CPU threads (0: all cores)")
+	threads := fs.Int("t", 0, "CPU threads (0: one per core)")
 	backend := backendFlag(fs)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	draftPath := fs.String("draft", "", "measure speculative decoding with this draft model `file` (or self:N, the model's own first N layers): greedy generation of -n tokens after -p, plain and with the draft")

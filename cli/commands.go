@@ -66,7 +66,7 @@ func runLogits(ctx context.Context, env Env, args []string) error {
 	path := fs.String("model", "", "GGUF model `file`")
 	prompt := fs.String("prompt", "", "prompt text (BOS added when the model asks for it)")
 	out := fs.String("out", "", "output `file`: little-endian float32 [prompt tokens][vocab]")
-	threads := fs.Int("t", 0, "CPU threads (0: all cores)")
+	threads := fs.Int("t", 0, "CPU threads (0: one per core)")
 	backend := backendFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
@@ -163,7 +163,7 @@ func runGenerate(ctx context.Context, env Env, args []string) error {
 	prompt := fs.String("prompt", "", "prompt text (BOS added when the model asks for it)")
 	n := fs.Int("n", 64, "tokens to generate")
 	ids := fs.Bool("ids", false, "print the generated token ids instead of text")
-	threads := fs.Int("t", 0, "CPU threads (0: all cores)")
+	threads := fs.Int("t", 0, "CPU threads (0: one per core)")
 	tracePath := fs.String("trace", "", "write a trace of every step to this `file` as JSON lines")
 	draftPath := fs.String("draft", "", "speculative decoding with this draft model `file` (same tokenizer), or self:N (the model's own first N layers): acceptance statistics on stderr")
 	draftK := fs.Int("draft-k", 4, "tokens the draft proposes per round (1 to 16)")

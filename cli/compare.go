@@ -25,7 +25,7 @@ func runCompare(ctx context.Context, env Env, args []string) error {
 	prompt := fs.String("prompt", "", "prompt text (BOS added when the model asks for it)")
 	n := fs.Int("n", 32, "tokens per lane")
 	seed := fs.String("seed", "", "seed shared by the lanes that set none (unset: each draws its own)")
-	threads := fs.Int("t", 0, "CPU threads (0: all cores)")
+	threads := fs.Int("t", 0, "CPU threads (0: one per core)")
 	backend := fs.String("backend", "auto", "auto, cpu or vulkan (every lane runs on it)")
 	asJSON := fs.Bool("json", false, "print the comparison as JSON")
 	var lanes laneFlags

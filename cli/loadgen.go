@@ -33,7 +33,7 @@ func runLoadgen(ctx context.Context, env Env, args []string) error {
 	kv := fs.Int("kv", 0, "KV-cache positions shared by running requests (0: max-seqs × context)")
 	kvKinds := fs.String("cache", "contiguous", "KV caches to run the load under, comma-separated: contiguous (each request reserves its prompt and longest reply), paged (blocks from one pool)")
 	blockSize := fs.Int("block-size", 16, "positions per block of the paged cache")
-	threads := fs.Int("t", 0, "CPU threads (0: all cores)")
+	threads := fs.Int("t", 0, "CPU threads (0: one per core)")
 	backend := backendFlag(fs)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	if err := parse(fs, args); err != nil {

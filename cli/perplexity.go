@@ -21,7 +21,7 @@ func runPerplexity(ctx context.Context, env Env, args []string) error {
 	held := fs.Int("lesson-heldout", 0, "measure on the first `bytes` of the lesson corpus's held-out split (documents never trained on) instead of a file")
 	base := fs.String("kl-base", "", "a base model `file` (the same model at a higher precision): KL divergence and same-top share against it")
 	n := fs.Int("ctx", 128, "chunk length in tokens (the second half of each chunk is scored, as llama-perplexity does)")
-	threads := fs.Int("t", 0, "CPU `threads` (0: all cores)")
+	threads := fs.Int("t", 0, "CPU `threads` (0: one per core)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	if err := parse(fs, args); err != nil {
 		return err

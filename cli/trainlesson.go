@@ -18,7 +18,7 @@ func runTrainLesson(ctx context.Context, env Env, args []string) error {
 	fs.IntVar(&o.MainSteps, "steps", o.MainSteps, "training steps of the main model")
 	fs.IntVar(&o.DraftSteps, "draft-steps", o.DraftSteps, "training steps of the draft model")
 	fs.Float64Var(&o.Scale, "scale", o.Scale, "corpus size factor")
-	fs.IntVar(&o.Threads, "t", 0, "CPU threads (0: all cores)")
+	fs.IntVar(&o.Threads, "t", 0, "CPU threads (0: one per core)")
 	fs.BoolVar(&o.Resume, "resume", false, "continue from the checkpoints in --out/checkpoints (written every 500 steps) instead of starting over")
 	readmeOnly := fs.Bool("readme-only", false, "only render README.md from the report.json of the last run")
 	evalOnly := fs.Bool("eval-only", false, "only measure the quality bars again on the models in --out (rewrites report.json and README.md)")

@@ -51,7 +51,7 @@ type Backend interface {
 
 // Options configure Load (and NewSession's private model).
 type Options struct {
-	Threads int    // CPU threads; 0 means all cores
+	Threads int    // CPU threads; 0: one per core; at most GOMAXPROCS (see cpu.Options)
 	Context int    // KV-cache positions; 0 means the model's, at most 2048
 	Backend string // "auto" (default), "cpu" or "vulkan"; see Load
 	// MaxBatch is the most tokens one pass takes (a prompt is cut into

@@ -9,6 +9,7 @@ package cpu
 import (
 	"runtime"
 	"sync/atomic"
+	"time"
 )
 
 // Task is work a Pool splits by index range. Tasks are long-lived values
@@ -18,20 +19,36 @@ type Task interface {
 }
 
 // Pool runs data-parallel work on a fixed set of goroutines. A decode step
-// dispatches dozens of small jobs, so workers spin briefly on an atomic
-// generation counter before parking: a parked goroutine costs a futex
-// wake-up (several microseconds) per job.
+// dispatches dozens of small jobs, so an idle worker spins (with the CPU's
+// pause hint) for a while before parking: a parked goroutine costs a futex
+// wake-up (several microseconds) per job. A worker counts that while from
+// the last job it helped with, so jobs too small to need it do not keep it
+// spinning, and many-core hosts are not kept busy by idle threads.
+//
+// A job is cut into chunks that workers claim from a shared ticket; the
+// caller waits for the chunks, not for every worker, so a worker the OS
+// has not scheduled yet holds nothing back: it finds the job gone and
+// takes nothing.
 type Pool struct {
 	n       int
 	workers []*poolWorker
+	// oversubscribed: more workers than Go runs at once (GOMAXPROCS), so
+	// a spinning goroutine must yield to let a working one run
+	oversubscribed bool
 	// state publishes a job: generation << 16 | number of parts. Workers
-	// read task, total and chunk only when their index is below the parts
-	// of the generation they saw, and those stay fixed until they finish.
-	state  atomic.Uint64
-	done   atomic.Int32
-	next   atomic.Int64 // the next chunk of the current job
-	closed atomic.Bool
+	// whose index is below the parts help with it.
+	state atomic.Uint64
+	// ticket hands out the current job's chunks: generation (low 32 bits)
+	// << 32 | chunks << 16 | next chunk. A chunk is claimed by advancing
+	// next while the generation is still the job's, so a late worker
+	// cannot take a chunk of a later job.
+	ticket   atomic.Uint64
+	finished atomic.Int64 // chunks of the current job done
+	closed   atomic.Bool
 
+	// the current job: written by Run before it publishes the ticket, read
+	// by a worker only after it claimed a chunk (so no later job's Run can
+	// be writing them: that waits for the chunk)
 	task         Task
 	total, chunk int
 
@@ -55,19 +72,33 @@ type poolWorker struct {
 	wake     chan struct{}
 }
 
-// spinIters is how long an idle worker polls before parking (~tens of µs).
-const spinIters = 20000
+// spinFor is how long a worker polls for a job after its last one before
+// parking. Decode steps post a job every few microseconds, and a worker
+// only some jobs need (the widest products) sees one every token, so
+// within a pass none parks; an idle server parks every worker within
+// this.
+const spinFor = time.Millisecond
 
-// NewPool starts a pool of n workers (n <= 0: one per CPU).
+// yieldEvery is how often a spinning worker lets other goroutines (the web
+// server's) run on its CPU when the pool has no more workers than CPUs;
+// rarely, because each yield takes the scheduler's global lock.
+const yieldEvery = 200 * time.Microsecond
+
+// chunksPerPart is how many chunks a job is cut into per worker, so that
+// a worker slowed by another tenant or a page fault does not hold the
+// rest back.
+const chunksPerPart = 4
+
+// NewPool starts a pool of n workers (n <= 0: DefaultThreads).
 func NewPool(n int) *Pool {
 	if n <= 0 {
-		n = runtime.NumCPU()
+		n = DefaultThreads()
 	}
-	n = min(n, 1024)
-	p := &Pool{n: n, workers: make([]*poolWorker, n)}
+	n = min(n, 1024) // chunksPerPart × 1024 chunks fit the ticket's 16 bits
+	p := &Pool{n: n, workers: make([]*poolWorker, n), oversubscribed: n > runtime.GOMAXPROCS(0)}
 	for w := 1; w < n; w++ {
 		p.workers[w] = &poolWorker{wake: make(chan struct{}, 1)}
-		go p.loop(w, 0) // generation 0: no job yet, even if one is posted before the goroutine runs
+		go p.loop(w)
 	}
 	return p
 }
@@ -87,41 +118,50 @@ func (p *Pool) Close() {
 	}
 }
 
-func (p *Pool) loop(id int, seen uint64) {
+// loop is worker id's life: wait for a job that needs it, help, repeat.
+func (p *Pool) loop(id int) {
 	w := p.workers[id]
-	for {
+	var seen uint64 // generation 0: no job yet, even if one is posted before this runs
+	idle := time.Now()
+	yielded := idle
+	for spins := 1; ; spins++ {
 		s := p.state.Load()
-		for i := 0; s>>16 == seen && i < spinIters; i++ {
-			if i&63 == 63 {
-				runtime.Gosched()
+		if g := s >> 16; g != seen {
+			seen = g
+			if p.closed.Load() {
+				return
 			}
-			s = p.state.Load()
-		}
-		if s>>16 == seen {
-			w.sleeping.Store(true)
-			if s = p.state.Load(); s>>16 == seen {
-				<-w.wake
+			if id < int(s&0xffff) {
+				p.work(id, uint32(g))
+				idle = time.Now()
 			}
-			w.sleeping.Store(false)
-			continue // re-read the state; a wake-up may be stale
+			continue
 		}
-		seen = s >> 16
-		if p.closed.Load() {
-			return
+		if spins&255 != 0 {
+			pause()
+			continue
 		}
-		if id < int(s&0xffff) {
-			p.work(id)
-			p.done.Add(1)
+		now := time.Now()
+		if p.oversubscribed || now.Sub(yielded) > yieldEvery {
+			runtime.Gosched()
+			yielded = now
 		}
+		if now.Sub(idle) < spinFor {
+			continue
+		}
+		w.sleeping.Store(true)
+		if p.state.Load()>>16 == seen { // Run stores state, then reads sleeping
+			<-w.wake
+		}
+		w.sleeping.Store(false)
+		idle = time.Now() // a wake-up may be stale: the loop re-reads the state
 	}
 }
 
 // Run splits [0, n) into chunks of at least grain and runs t on them with
-// up to one worker per chunk's worth of work, the caller among them. Each
-// worker takes the next chunk from a shared counter until none is left,
-// so a thread slowed by another tenant or a page fault does not hold the
-// rest back (about four chunks per worker). Calls must not overlap: a
-// pool serves one forward pass.
+// up to one worker per chunk's worth of work, the caller among them.
+// Workers claim chunks until none is left (about four a worker). Calls
+// must not overlap: a pool serves one forward pass.
 func (p *Pool) Run(n, grain int, t Task) {
 	parts := p.n
 	if grain < 1 {
@@ -136,11 +176,12 @@ func (p *Pool) Run(n, grain int, t Task) {
 		}
 		return
 	}
-	chunk := max(grain, (n+4*parts-1)/(4*parts))
+	chunk := max(grain, (n+chunksPerPart*parts-1)/(chunksPerPart*parts))
+	chunks := (n + chunk - 1) / chunk
 	p.task, p.total, p.chunk = t, n, chunk
-	p.next.Store(0)
-	p.done.Store(0)
+	p.finished.Store(0)
 	gen := p.state.Load()>>16 + 1
+	p.ticket.Store(uint64(uint32(gen))<<32 | uint64(chunks)<<16)
 	p.state.Store(gen<<16 | uint64(parts))
 	for _, w := range p.workers[1:parts] {
 		if w.sleeping.Load() {
@@ -150,23 +191,37 @@ func (p *Pool) Run(n, grain int, t Task) {
 			}
 		}
 	}
-	p.work(0)
-	for i := 0; p.done.Load() != int32(parts-1); i++ {
-		if i > 1000 {
+	p.work(0, uint32(gen))
+	// wait for the chunks others hold; yield now and then, so a worker
+	// just woken (queued to run on this goroutine's CPU) runs
+	for i := 1; p.finished.Load() != int64(chunks); i++ {
+		if i&1023 == 0 || p.oversubscribed && i&63 == 0 {
 			runtime.Gosched()
+		} else {
+			pause()
 		}
 	}
 	p.task = nil
 }
 
-// work runs chunks of the current job as worker id until none is left.
-func (p *Pool) work(id int) {
+// work claims and runs chunks of job gen as worker id until none is
+// left, and counts what it ran into p.finished.
+func (p *Pool) work(id int, gen uint32) {
+	done := 0
 	for {
-		lo := int(p.next.Add(1)-1) * p.chunk
-		if lo >= p.total {
-			return
+		t := p.ticket.Load()
+		if uint32(t>>32) != gen || uint16(t) >= uint16(t>>16) {
+			break
 		}
+		if !p.ticket.CompareAndSwap(t, t+1) {
+			continue
+		}
+		lo := int(uint16(t)) * p.chunk
 		p.task.Run(id, lo, min(p.total, lo+p.chunk))
+		done++
+	}
+	if done > 0 {
+		p.finished.Add(int64(done))
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"time"
 
 	"stepthrough/engine/hooks"
@@ -15,7 +16,10 @@ import (
 
 // Options configure a Loaded model (and NewRunner's private one).
 type Options struct {
-	Threads  int // 0: one per CPU
+	// Threads is the worker count: 0 means DefaultThreads (one per core);
+	// more than GOMAXPROCS are lowered to it, since goroutines beyond the
+	// CPUs Go runs at once would only take turns.
+	Threads  int
 	Context  int // the most KV-cache positions a Runner may hold; 0: the model's context length, at most 2048
 	MaxBatch int // tokens per forward chunk; 0: 512
 }
@@ -114,7 +118,7 @@ func newFwd(m *model.Model, opt Options) (*fwd, error) {
 	if b := int64(c.Layers) * int64(ctx) * int64(c.KVDim()) * 8; b > kv.MaxBytes {
 		return nil, fmt.Errorf("context %d: a KV cache of %d layers × %d positions × %d values needs %d MiB, over the %d MiB limit", ctx, c.Layers, ctx, c.KVDim(), b>>20, kv.MaxBytes>>20)
 	}
-	pool := NewPool(opt.Threads)
+	pool := NewPool(min(opt.Threads, runtime.GOMAXPROCS(0)))
 	r := &fwd{m: m, cfg: c, pool: pool, batch: batch, ctx: ctx}
 	widest := max(c.Embd, c.QDim(), c.FFN)
 	r.x = make([]float32, batch*c.Embd)

@@ -292,7 +292,7 @@ func evalLoss(m *train.Model, toks []int32, T int) float64 {
 
 // Reevaluate measures the quality bars again on the models in dir and
 // updates its report.json (training figures are kept).
-// threads are the CPU threads to use (0: all cores).
+// threads are the CPU threads to use (0: one per core).
 func Reevaluate(ctx context.Context, dir string, threads int) (*Report, error) {
 	rep, err := ReadReport(filepath.Join(dir, "report.json"))
 	if err != nil {
