@@ -3,9 +3,10 @@
 # that builds, runs the Vulkan op suite and model parity under validation,
 # measures the fused decode path against the unfused one (dispatches a
 # token, time a token), then the Vulkan backend beside the CPU backend on
-# the same host (all cores and 2 threads) for the 110M shape (F32, Q8_0)
-# and a 1B-parameter shape (Q8_0), and prints one table. About 5 minutes
-# on a GPU host; the model files are synthesized into $BENCHDIR once.
+# the same host (all cores and 2 threads: more threads must not decode
+# slower) for the 15M and 110M shapes (F32; Q8_0) and a 1B-parameter shape
+# (Q8_0), and prints one table. About 5 minutes on a GPU host; the model
+# files are synthesized into $BENCHDIR once.
 #
 #   sh .gpu/check.sh build      # here: build .gpu/bin (carry it to a host without Go)
 #   sh .gpu/check.sh            # the full check (builds first where Go is installed)
@@ -49,7 +50,7 @@ else
 	synth suite-110M-f32 --embd 768 --layers 12 --heads 12 --ffn 2048 --vocab 32000 --type f32 --seed 1
 	synth suite-110M-q8_0 --embd 768 --layers 12 --heads 12 --ffn 2048 --vocab 32000 --type q8_0 --seed 1
 	synth shape-1B-q8_0 --embd 2048 --layers 22 --heads 32 --kv-heads 4 --ffn 5632 --vocab 32000 --type q8_0 --seed 4
-	MODELS="suite-110M-f32 suite-110M-q8_0 shape-1B-q8_0"
+	MODELS="suite-15M-f32 suite-110M-f32 suite-110M-q8_0 shape-1B-q8_0"
 	P=512 N=64 R=3
 fi
 
@@ -68,8 +69,8 @@ bench() {
 }
 
 echo "== Vulkan beside the CPU, pp$P and tg$N tokens/s (host: $T cores)"
-echo "| model | file MiB | Vulkan pp | Vulkan tg | CPU $T thr pp | CPU $T thr tg | CPU 2 thr tg | Vulkan÷CPU pp | Vulkan÷CPU tg | Vulkan tg × file (GB/s) |"
-echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+echo "| model | file MiB | Vulkan pp | Vulkan tg | CPU $T thr pp | CPU $T thr tg | CPU 2 thr tg | CPU tg $T÷2 thr | Vulkan÷CPU pp | Vulkan÷CPU tg | Vulkan tg × file (GB/s) |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 for m in $MODELS; do
 	size=$(stat -c %s "$B/$m.gguf")
 	vk=$(bench "$m" --backend vulkan)
@@ -78,6 +79,6 @@ for m in $MODELS; do
 	vp=$(echo "$vk" | field pp_tps); vt=$(echo "$vk" | field tg_tps)
 	cp=$(echo "$c" | field pp_tps); ct=$(echo "$c" | field tg_tps); c2t=$(echo "$c2" | field tg_tps)
 	awk -v m="$m" -v s="$size" -v vp="$vp" -v vt="$vt" -v cp="$cp" -v ct="$ct" -v c2t="$c2t" 'BEGIN {
-		printf "| %s | %.0f | %.1f | %.1f | %.1f | %.1f | %.1f | %.2f× | %.2f× | %.1f |\n", m, s/1048576, vp, vt, cp, ct, c2t, vp/cp, vt/ct, vt*s/1e9 }'
+		printf "| %s | %.0f | %.1f | %.1f | %.1f | %.1f | %.1f | %.2f× | %.2f× | %.2f× | %.1f |\n", m, s/1048576, vp, vt, cp, ct, c2t, ct/c2t, vp/cp, vt/ct, vt*s/1e9 }'
 done
 "$BIN" bench --model "$B/suite-15M-f32.gguf" -p 1 -n 1 -r 1 --backend vulkan --json 2>/dev/null | sed -n 's/.*"device":"\([^"]*\)".*/device: \1/p'
