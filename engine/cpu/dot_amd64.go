@@ -61,6 +61,9 @@ func dotQ8_0AVX512(row *byte, x *float32, blocks int, f16 *float32) float32
 func gemv4AVX512(a *float32, lda int, x *float32, k int, out *float32)
 
 //go:noescape
+func dot4Q8_0AVX512(row *byte, stride int, x *float32, blocks int, f16 *float32, out *float32)
+
+//go:noescape
 func gemv8AVX512(a *float32, lda int, x *float32, k int, out *float32)
 
 // gemv8 computes the dot products of eight rows of a (row stride lda)
@@ -114,6 +117,21 @@ func dot(a, b []float32) float32 {
 		return dotAVX2(a, b[:len(a)])
 	}
 	return dotGo(a, b)
+}
+
+// dot4Q8_0 computes out[i] = dotQ8_0(row i, x) for the four rows of
+// len(x)/32 blocks at raw[i*stride:], bit for bit, reporting false
+// (nothing done) without AVX-512 or a whole block. Four rows streamed at
+// once share x's loads.
+func dot4Q8_0(raw []byte, stride int, x []float32, out *[4]float32) bool {
+	nb := len(x) / 32 // x is one row's values
+	if !useAVX512 || nb == 0 {
+		return false
+	}
+	_ = raw[3*stride+nb*34-1]
+	_ = x[nb*32-1]
+	dot4Q8_0AVX512(&raw[0], stride, &x[0], nb, &f16Table[0], &out[0])
+	return true
 }
 
 // dotQ8_0 is the dot product of a Q8_0 row with x.

@@ -66,3 +66,6 @@ func addQ8Kernels(results map[string]float32, row []byte, x []float32, blocks in
 
 // gemv8 has no kernel here.
 func gemv8(a []float32, lda int, x []float32, out *[8]float32) bool { return false }
+
+// dot4Q8_0 has no kernel here.
+func dot4Q8_0(raw []byte, stride int, x []float32, out *[4]float32) bool { return false }

@@ -49,6 +49,30 @@ func TestDotKernels(t *testing.T) {
 	}
 }
 
+// The four-row Q8_0 kernel gives each row exactly what the one-row kernel
+// gives it (decode may take either path for a row), odd block counts
+// included; without the kernel it reports false and writes nothing.
+func TestDot4Q8_0(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, blocks := range []int{1, 2, 3, 9, 24, 64} {
+		raw, _ := quant.Quantize(quant.Q8_0, randFloats(r, 4*blocks*32))
+		x := randFloats(r, blocks*32)
+		stride := blocks * 34
+		out := [4]float32{-1, -1, -1, -1}
+		if !dot4Q8_0(raw, stride, x, &out) {
+			if out != [4]float32{-1, -1, -1, -1} {
+				t.Fatalf("blocks=%d: no kernel, yet out changed: %v", blocks, out)
+			}
+			t.Skip("no four-row Q8_0 kernel on this CPU")
+		}
+		for i := range 4 {
+			if want := dotQ8_0(raw[i*stride:(i+1)*stride], x); out[i] != want {
+				t.Errorf("blocks=%d row %d: %g, one-row kernel %g", blocks, i, out[i], want)
+			}
+		}
+	}
+}
+
 // The tile kernels agree with the reference loop, for k that are and are
 // not multiples of the vector width.
 func TestTileKernels(t *testing.T) {
