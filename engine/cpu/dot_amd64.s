@@ -852,11 +852,58 @@ g8reduce:
 	VZEROUPPER
 	RET
 
+// Q8PAIR: the next two Q8_0 blocks of the row at R (advanced past them)
+// times x's 64 values in Z16-Z19, into accumulators E (first block) and O
+// (second), as dotQ8_0AVX512 does for one row.
+#define Q8PAIR(R, E, O) \
+	MOVWLZX      (R), AX;            \
+	MOVWLZX      34(R), BX;          \
+	VBROADCASTSS (R8)(AX*4), Z20;    \
+	VBROADCASTSS (R8)(BX*4), Z21;    \
+	VPMOVSXBD    2(R), Z22;          \
+	VPMOVSXBD    18(R), Z23;         \
+	VPMOVSXBD    36(R), Z24;         \
+	VPMOVSXBD    52(R), Z25;         \
+	VCVTDQ2PS    Z22, Z22;           \
+	VCVTDQ2PS    Z23, Z23;           \
+	VCVTDQ2PS    Z24, Z24;           \
+	VCVTDQ2PS    Z25, Z25;           \
+	VMULPS       Z16, Z22, Z22;      \
+	VFMADD231PS  Z17, Z23, Z22;      \
+	VMULPS       Z18, Z24, Z24;      \
+	VFMADD231PS  Z19, Z25, Z24;      \
+	VFMADD231PS  Z22, Z20, E;        \
+	VFMADD231PS  Z24, Z21, O;        \
+	ADDQ         $68, R
+
+// Q8ONE: the row's last (odd) block times x's 32 values in Z16-Z17, into E.
+#define Q8ONE(R, E) \
+	MOVWLZX      (R), AX;            \
+	VBROADCASTSS (R8)(AX*4), Z20;    \
+	VPMOVSXBD    2(R), Z22;          \
+	VPMOVSXBD    18(R), Z23;         \
+	VCVTDQ2PS    Z22, Z22;           \
+	VCVTDQ2PS    Z23, Z23;           \
+	VMULPS       Z16, Z22, Z22;      \
+	VFMADD231PS  Z17, Z23, Z22;      \
+	VFMADD231PS  Z22, Z20, E
+
+// Q8SUM: the sum of accumulators E and O (ZE, ZO; YE, XE the same
+// register's halves) stored at OFF(DX), in dotQ8_0AVX512's order.
+#define Q8SUM(ZE, ZO, YE, XE, OFF) \
+	VADDPS        ZO, ZE, ZE;        \
+	VEXTRACTF32X8 $1, ZE, Y8;        \
+	VADDPS        Y8, YE, YE;        \
+	VEXTRACTF128  $1, YE, X8;        \
+	VADDPS        X8, XE, XE;        \
+	VHADDPS       XE, XE, XE;        \
+	VHADDPS       XE, XE, XE;        \
+	MOVSS         XE, OFF(DX)
+
 // func dot4Q8_0AVX512(row *byte, stride int, x *float32, blocks int, f16 *float32, out *float32)
 // out[i] = dotQ8_0AVX512(row+i*stride, x, blocks) for i < 4, bit for bit:
 // each row keeps the single-row kernel's two accumulators and order, and x
-// is loaded once for the four rows (four weight streams at once, as gemv8
-// reads eight F32 rows).
+// is loaded once for the four rows.
 TEXT ·dot4Q8_0AVX512(SB), NOSPLIT, $0-48
 	MOVQ   row+0(FP), SI
 	MOVQ   stride+8(FP), AX
@@ -882,161 +929,29 @@ q84pair:
 	VMOVUPS 64(DI), Z17
 	VMOVUPS 128(DI), Z18
 	VMOVUPS 192(DI), Z19
-	MOVWLZX      (SI), AX
-	MOVWLZX      34(SI), BX
-	VBROADCASTSS (R8)(AX*4), Z20
-	VBROADCASTSS (R8)(BX*4), Z21
-	VPMOVSXBD    2(SI), Z22
-	VPMOVSXBD    18(SI), Z23
-	VPMOVSXBD    36(SI), Z24
-	VPMOVSXBD    52(SI), Z25
-	VCVTDQ2PS    Z22, Z22
-	VCVTDQ2PS    Z23, Z23
-	VCVTDQ2PS    Z24, Z24
-	VCVTDQ2PS    Z25, Z25
-	VMULPS       Z16, Z22, Z22
-	VFMADD231PS  Z17, Z23, Z22
-	VMULPS       Z18, Z24, Z24
-	VFMADD231PS  Z19, Z25, Z24
-	VFMADD231PS  Z22, Z20, Z0
-	VFMADD231PS  Z24, Z21, Z1
-	ADDQ         $68, SI
-	MOVWLZX      (R9), AX
-	MOVWLZX      34(R9), BX
-	VBROADCASTSS (R8)(AX*4), Z20
-	VBROADCASTSS (R8)(BX*4), Z21
-	VPMOVSXBD    2(R9), Z22
-	VPMOVSXBD    18(R9), Z23
-	VPMOVSXBD    36(R9), Z24
-	VPMOVSXBD    52(R9), Z25
-	VCVTDQ2PS    Z22, Z22
-	VCVTDQ2PS    Z23, Z23
-	VCVTDQ2PS    Z24, Z24
-	VCVTDQ2PS    Z25, Z25
-	VMULPS       Z16, Z22, Z22
-	VFMADD231PS  Z17, Z23, Z22
-	VMULPS       Z18, Z24, Z24
-	VFMADD231PS  Z19, Z25, Z24
-	VFMADD231PS  Z22, Z20, Z2
-	VFMADD231PS  Z24, Z21, Z3
-	ADDQ         $68, R9
-	MOVWLZX      (R10), AX
-	MOVWLZX      34(R10), BX
-	VBROADCASTSS (R8)(AX*4), Z20
-	VBROADCASTSS (R8)(BX*4), Z21
-	VPMOVSXBD    2(R10), Z22
-	VPMOVSXBD    18(R10), Z23
-	VPMOVSXBD    36(R10), Z24
-	VPMOVSXBD    52(R10), Z25
-	VCVTDQ2PS    Z22, Z22
-	VCVTDQ2PS    Z23, Z23
-	VCVTDQ2PS    Z24, Z24
-	VCVTDQ2PS    Z25, Z25
-	VMULPS       Z16, Z22, Z22
-	VFMADD231PS  Z17, Z23, Z22
-	VMULPS       Z18, Z24, Z24
-	VFMADD231PS  Z19, Z25, Z24
-	VFMADD231PS  Z22, Z20, Z4
-	VFMADD231PS  Z24, Z21, Z5
-	ADDQ         $68, R10
-	MOVWLZX      (R11), AX
-	MOVWLZX      34(R11), BX
-	VBROADCASTSS (R8)(AX*4), Z20
-	VBROADCASTSS (R8)(BX*4), Z21
-	VPMOVSXBD    2(R11), Z22
-	VPMOVSXBD    18(R11), Z23
-	VPMOVSXBD    36(R11), Z24
-	VPMOVSXBD    52(R11), Z25
-	VCVTDQ2PS    Z22, Z22
-	VCVTDQ2PS    Z23, Z23
-	VCVTDQ2PS    Z24, Z24
-	VCVTDQ2PS    Z25, Z25
-	VMULPS       Z16, Z22, Z22
-	VFMADD231PS  Z17, Z23, Z22
-	VMULPS       Z18, Z24, Z24
-	VFMADD231PS  Z19, Z25, Z24
-	VFMADD231PS  Z22, Z20, Z6
-	VFMADD231PS  Z24, Z21, Z7
-	ADDQ         $68, R11
-	ADDQ $256, DI
-	SUBQ $2, CX
-	JMP  q84pair
+	Q8PAIR(SI, Z0, Z1)
+	Q8PAIR(R9, Z2, Z3)
+	Q8PAIR(R10, Z4, Z5)
+	Q8PAIR(R11, Z6, Z7)
+	ADDQ    $256, DI
+	SUBQ    $2, CX
+	JMP     q84pair
 
 q84one:
 	CMPQ    CX, $0
 	JE      q84reduce
 	VMOVUPS (DI), Z16
 	VMOVUPS 64(DI), Z17
-	MOVWLZX      (SI), AX
-	VBROADCASTSS (R8)(AX*4), Z20
-	VPMOVSXBD    2(SI), Z22
-	VPMOVSXBD    18(SI), Z23
-	VCVTDQ2PS    Z22, Z22
-	VCVTDQ2PS    Z23, Z23
-	VMULPS       Z16, Z22, Z22
-	VFMADD231PS  Z17, Z23, Z22
-	VFMADD231PS  Z22, Z20, Z0
-	MOVWLZX      (R9), AX
-	VBROADCASTSS (R8)(AX*4), Z20
-	VPMOVSXBD    2(R9), Z22
-	VPMOVSXBD    18(R9), Z23
-	VCVTDQ2PS    Z22, Z22
-	VCVTDQ2PS    Z23, Z23
-	VMULPS       Z16, Z22, Z22
-	VFMADD231PS  Z17, Z23, Z22
-	VFMADD231PS  Z22, Z20, Z2
-	MOVWLZX      (R10), AX
-	VBROADCASTSS (R8)(AX*4), Z20
-	VPMOVSXBD    2(R10), Z22
-	VPMOVSXBD    18(R10), Z23
-	VCVTDQ2PS    Z22, Z22
-	VCVTDQ2PS    Z23, Z23
-	VMULPS       Z16, Z22, Z22
-	VFMADD231PS  Z17, Z23, Z22
-	VFMADD231PS  Z22, Z20, Z4
-	MOVWLZX      (R11), AX
-	VBROADCASTSS (R8)(AX*4), Z20
-	VPMOVSXBD    2(R11), Z22
-	VPMOVSXBD    18(R11), Z23
-	VCVTDQ2PS    Z22, Z22
-	VCVTDQ2PS    Z23, Z23
-	VMULPS       Z16, Z22, Z22
-	VFMADD231PS  Z17, Z23, Z22
-	VFMADD231PS  Z22, Z20, Z6
+	Q8ONE(SI, Z0)
+	Q8ONE(R9, Z2)
+	Q8ONE(R10, Z4)
+	Q8ONE(R11, Z6)
 
 q84reduce:
 	MOVQ out+40(FP), DX
-	VADDPS        Z1, Z0, Z0
-	VEXTRACTF32X8 $1, Z0, Y8
-	VADDPS        Y8, Y0, Y0
-	VEXTRACTF128  $1, Y0, X8
-	VADDPS        X8, X0, X0
-	VHADDPS       X0, X0, X0
-	VHADDPS       X0, X0, X0
-	MOVSS         X0, 0(DX)
-	VADDPS        Z3, Z2, Z2
-	VEXTRACTF32X8 $1, Z2, Y8
-	VADDPS        Y8, Y2, Y2
-	VEXTRACTF128  $1, Y2, X8
-	VADDPS        X8, X2, X2
-	VHADDPS       X2, X2, X2
-	VHADDPS       X2, X2, X2
-	MOVSS         X2, 4(DX)
-	VADDPS        Z5, Z4, Z4
-	VEXTRACTF32X8 $1, Z4, Y8
-	VADDPS        Y8, Y4, Y4
-	VEXTRACTF128  $1, Y4, X8
-	VADDPS        X8, X4, X4
-	VHADDPS       X4, X4, X4
-	VHADDPS       X4, X4, X4
-	MOVSS         X4, 8(DX)
-	VADDPS        Z7, Z6, Z6
-	VEXTRACTF32X8 $1, Z6, Y8
-	VADDPS        Y8, Y6, Y6
-	VEXTRACTF128  $1, Y6, X8
-	VADDPS        X8, X6, X6
-	VHADDPS       X6, X6, X6
-	VHADDPS       X6, X6, X6
-	MOVSS         X6, 12(DX)
+	Q8SUM(Z0, Z1, Y0, X0, 0)
+	Q8SUM(Z2, Z3, Y2, X2, 4)
+	Q8SUM(Z4, Z5, Y4, X4, 8)
+	Q8SUM(Z6, Z7, Y6, X6, 12)
 	VZEROUPPER
 	RET
