@@ -43,14 +43,15 @@ func dequantQ6KAVX2(b *byte, ds *float32, y *float32)
 //go:noescape
 func dequantQ8KAVX2(q *int8, d *float32, out *float32, blocks int)
 
-// dequantQ8K is z.dequantize by the kernel: out[i] = d[i/256]·q[i].
-func dequantQ8K(z *q8K, out []float32) bool {
-	nb := len(z.q) / 256
+// dequantQ8K is z.dequantizeFrom by the kernel: out[i] = d·q of value
+// b0·256 + i.
+func dequantQ8K(z *q8K, out []float32, b0 int) bool {
+	nb := len(out) / 256
 	if !useAVX2 || nb == 0 {
 		return false
 	}
-	_, _ = out[nb*256-1], z.d[nb-1]
-	dequantQ8KAVX2(&z.q[0], &z.d[0], &out[0], nb)
+	_, _ = z.q[(b0+nb)*256-1], z.d[b0+nb-1]
+	dequantQ8KAVX2(&z.q[b0*256], &z.d[b0], &out[0], nb)
 	return true
 }
 

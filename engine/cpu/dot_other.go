@@ -59,7 +59,7 @@ func decodeRowInto(t quant.Type, raw []byte, out []float32) { quant.Dequantize(t
 func packGather16(x []float32, cols int, d []float32, w int) bool { return false }
 
 // dequantQ8K has no kernel here: the caller decodes in Go.
-func dequantQ8K(z *q8K, out []float32) bool { return false }
+func dequantQ8K(z *q8K, out []float32, b0 int) bool { return false }
 
 // addQ8Kernels adds nothing: there is only the Go kernel here.
 func addQ8Kernels(results map[string]float32, row []byte, x []float32, blocks int) {}

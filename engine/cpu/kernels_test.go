@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -496,6 +497,49 @@ func TestTiledAttentionMatchesNaiveForward(t *testing.T) {
 			}
 			if worst > 1e-4 {
 				t.Errorf("%s chunks of %d: max |runner - float64 oracle| = %g", tc.Arch, chunk, worst)
+			}
+		}
+	}
+}
+
+// MatMuls over matrices of mixed K-quant types (as Q4_K_M's Q, K and V)
+// gives each product exactly what MatMul alone gives it, for one vector,
+// a few and a tile's worth; and a buffer rewritten in place between calls
+// is quantized again (the quantized x is shared only within one call).
+func TestMatMulsSharesQuantizedX(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	pool := NewPool(3)
+	defer pool.Close()
+	cols := 512
+	var ws []*model.Tensor
+	for i, typ := range []quant.Type{quant.Q4_K, quant.Q6_K, quant.Q4_K} {
+		raw, err := quant.Quantize(typ, randFloats(r, (40+8*i)*cols))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws = append(ws, &model.Tensor{Name: "w", Type: typ, Dims: []int{cols, 40 + 8*i}, Data: raw})
+	}
+	scratch := make([][]float32, 3)
+	for i := range scratch {
+		scratch[i] = make([]float32, ScratchFloats(cols))
+	}
+	for _, n := range []int{1, 3, 20} {
+		x := randFloats(r, n*cols)
+		for round := range 2 {
+			outs := make([][]float32, len(ws))
+			for i, w := range ws {
+				outs[i] = make([]float32, n*w.Rows())
+			}
+			pool.MatMuls(outs, ws, x, n, scratch)
+			for i, w := range ws {
+				want := make([]float32, n*w.Rows())
+				pool.MatMul(want, w, x, n, scratch)
+				if !slices.Equal(outs[i], want) {
+					t.Fatalf("n=%d round %d: MatMuls product %d differs from MatMul alone", n, round, i)
+				}
+			}
+			for i := range x { // the same buffer, new values
+				x[i] = -x[i] * 0.5
 			}
 		}
 	}

@@ -1,8 +1,6 @@
 package cpu
 
 import (
-	"slices"
-
 	"stepthrough/engine/model"
 	"stepthrough/engine/quant"
 )
@@ -77,11 +75,8 @@ func (p *Pool) prepare(out []float32, w *model.Tensor, x []float32, n int, scrat
 			// many vectors: decoded rows through the tile kernels, with x
 			// rounded to the same 8 bits, so a vector's products are the
 			// int8 kernel's (up to float summation order) whatever the batch
-			if cap(p.xr) < n*w.Cols() {
-				p.xr = make([]float32, n*w.Cols())
-			}
+			p.roundX(n, w.Cols())
 			p.mm.x, p.mm.z = p.xr[:n*w.Cols()], nil
-			p.q8.dequantize(p.mm.x)
 		}
 	} else if g := kGroup(w.Type); g > 0 && n <= kSmallBatch && w.Cols()%g == 0 {
 		cols := w.Cols()
@@ -288,15 +283,53 @@ func RowF32(w *model.Tensor, r int, dst []float32) {
 	copy(dst, decodeRow(w.Type, w.Row(r), dst))
 }
 
-// quantizeX quantizes x (n vectors of cols) into p.q8 unless it holds
+// quantizeX quantizes x (n vectors of cols) into p.q8 unless, within one
+// MatMuls call, it holds that x already. Many vectors are split across
+// the pool.
 // that x already: the products reading one input (Q, K and V; gate and
 // up) quantize it once.
 func (p *Pool) quantizeX(x []float32, n, cols int) {
-	if p.q8n == n && p.q8cols == cols && slices.Equal(p.q8src, x) {
+	if len(x) == 0 || p.keepX && p.q8For == &x[0] && p.q8n == n && p.q8cols == cols {
 		return
 	}
 	p.q8.resize(n, cols)
-	quantizeQ8K(x, &p.q8, 0)
-	p.q8src = append(p.q8src[:0], x...)
-	p.q8n, p.q8cols = n, cols
+	p.qx = quantizeXTask{x: x, z: &p.q8, cols: cols}
+	p.Run(n, max(1, quantizeGrain/cols), &p.qx)
+	p.qx = quantizeXTask{}
+	p.q8For, p.q8n, p.q8cols, p.xrOK = &x[0], n, cols, false
+}
+
+// roundX sets p.xr to p.q8's n vectors of cols back as floats (x rounded
+// to 8 bits), unless it holds them already.
+func (p *Pool) roundX(n, cols int) {
+	if p.xrOK {
+		return
+	}
+	if cap(p.xr) < n*cols {
+		p.xr = make([]float32, n*cols)
+	}
+	p.qx = quantizeXTask{x: p.xr[:n*cols], z: &p.q8, cols: cols, back: true}
+	p.Run(n, max(1, quantizeGrain/cols), &p.qx)
+	p.qx = quantizeXTask{}
+	p.xrOK = true
+}
+
+// quantizeGrain is the least values a thread quantizes (or rounds back).
+const quantizeGrain = 4096
+
+// quantizeXTask quantizes vectors of x into z (back: sets x from z).
+type quantizeXTask struct {
+	x    []float32
+	z    *q8K
+	cols int
+	back bool
+}
+
+func (q *quantizeXTask) Run(_, lo, hi int) {
+	x := q.x[lo*q.cols : hi*q.cols]
+	if q.back {
+		q.z.dequantizeFrom(x, lo*q.cols/256)
+		return
+	}
+	quantizeQ8K(x, q.z, lo*q.cols/256)
 }

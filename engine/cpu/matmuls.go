@@ -14,9 +14,11 @@ func (p *Pool) MatMuls(outs [][]float32, ws []*model.Tensor, x []float32, n int,
 		same = same && w.Type == ws[0].Type && w.Cols() == ws[0].Cols()
 	}
 	if !same {
+		p.q8For, p.keepX = nil, true // x is quantized (and rounded) once for all of them
 		for i, w := range ws {
 			p.MatMul(outs[i], w, x, n, scratch)
 		}
+		p.keepX, p.q8For = false, nil
 		return
 	}
 	p.prepare(outs[0], ws[0], x, n, scratch)

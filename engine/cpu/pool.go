@@ -61,10 +61,13 @@ type Pool struct {
 	xs   []float32 // MatMul's sums of x for the legacy kernels, reused
 	q8   q8K       // MatMul's x quantized for the Q4_K and Q6_K kernels, reused
 	xr   []float32 // that x rounded back to floats (many vectors), reused
-	// q8src is the x p.q8 holds (n vectors of cols), so a product with
-	// the same input does not quantize it again
-	q8src       []float32
+	qx   quantizeXTask
+	// q8For is the x p.q8 holds (and p.xr, when xrOK). It is trusted only
+	// while keepX: a MatMuls call running its products one after the
+	// other, with x unchanged, quantizes it once
+	q8For       *float32
 	q8n, q8cols int
+	xrOK, keepX bool
 }
 
 type poolWorker struct {

@@ -124,12 +124,16 @@ func dotQ6_KQ8Go(row []byte, z *q8K, b0 int) float32 {
 }
 
 // dequantize writes d·q for every value (x as the int8 kernels see it).
-func (z *q8K) dequantize(out []float32) {
-	if dequantQ8K(z, out) {
+func (z *q8K) dequantize(out []float32) { z.dequantizeFrom(out[:len(z.q)], 0) }
+
+// dequantizeFrom writes d·q for the len(out) values (whole blocks) from
+// block b0 on.
+func (z *q8K) dequantizeFrom(out []float32, b0 int) {
+	if dequantQ8K(z, out, b0) {
 		return
 	}
-	for i, v := range z.q {
-		out[i] = z.d[i/256] * float32(v)
+	for i, v := range z.q[b0*256 : b0*256+len(out)] {
+		out[i] = z.d[b0+i/256] * float32(v)
 	}
 }
 
