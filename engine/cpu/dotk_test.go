@@ -148,3 +148,6 @@ func TestQuantizeQ8K(t *testing.T) {
 		}
 	}
 }
+
+// dequantize writes d·q for every value of z (for tests).
+func (z *q8K) dequantize(out []float32) { z.dequantizeFrom(out[:len(z.q)], 0) }

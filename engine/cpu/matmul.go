@@ -284,10 +284,8 @@ func RowF32(w *model.Tensor, r int, dst []float32) {
 }
 
 // quantizeX quantizes x (n vectors of cols) into p.q8 unless, within one
-// MatMuls call, it holds that x already. Many vectors are split across
-// the pool.
-// that x already: the products reading one input (Q, K and V; gate and
-// up) quantize it once.
+// MatMuls call (the products reading one input: Q, K and V; gate and up),
+// it holds that x already. Many vectors are split across the pool.
 func (p *Pool) quantizeX(x []float32, n, cols int) {
 	if len(x) == 0 || p.keepX && p.q8For == &x[0] && p.q8n == n && p.q8cols == cols {
 		return
@@ -296,7 +294,10 @@ func (p *Pool) quantizeX(x []float32, n, cols int) {
 	p.qx = quantizeXTask{x: x, z: &p.q8, cols: cols}
 	p.Run(n, max(1, quantizeGrain/cols), &p.qx)
 	p.qx = quantizeXTask{}
-	p.q8For, p.q8n, p.q8cols, p.xrOK = &x[0], n, cols, false
+	p.q8n, p.q8cols, p.xrOK = n, cols, false
+	if p.keepX {
+		p.q8For = &x[0]
+	}
 }
 
 // roundX sets p.xr to p.q8's n vectors of cols back as floats (x rounded

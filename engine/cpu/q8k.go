@@ -123,11 +123,8 @@ func dotQ6_KQ8Go(row []byte, z *q8K, b0 int) float32 {
 	return sum
 }
 
-// dequantize writes d·q for every value (x as the int8 kernels see it).
-func (z *q8K) dequantize(out []float32) { z.dequantizeFrom(out[:len(z.q)], 0) }
-
-// dequantizeFrom writes d·q for the len(out) values (whole blocks) from
-// block b0 on.
+// dequantizeFrom writes d·q (x as the int8 kernels see it) for the
+// len(out) values (whole blocks) from block b0 on.
 func (z *q8K) dequantizeFrom(out []float32, b0 int) {
 	if dequantQ8K(z, out, b0) {
 		return
