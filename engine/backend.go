@@ -52,6 +52,9 @@ type Loaded struct {
 // device, a build without cgo) the CPU runs instead and the BackendInfo's
 // Note says why: the app never fails to start for lack of a GPU.
 func Load(m *model.Model, opt Options) (*Loaded, error) {
+	if opt.Threads < 0 {
+		return nil, fmt.Errorf("threads %d: want 0 (one per core) or more", opt.Threads)
+	}
 	var note string
 	switch opt.Backend {
 	case "", "auto", "vulkan":

@@ -77,3 +77,25 @@ func TestGreedyMatchesLlama2c(t *testing.T) {
 		t.Errorf("greedy text:\n got  %q\n want %q", got, want)
 	}
 }
+
+// Load refuses what it cannot run: a negative thread count, an unknown
+// backend — one line naming the value.
+func TestLoadRefusesBadOptions(t *testing.T) {
+	m := stories(t)
+	for _, tc := range []struct {
+		opt  Options
+		want string
+	}{
+		{Options{Threads: -1, Backend: "cpu"}, "threads -1"},
+		{Options{Backend: "gpu"}, `unknown backend "gpu"`},
+	} {
+		l, err := Load(m, tc.opt)
+		if err == nil {
+			l.Close()
+			t.Fatalf("%+v: loaded", tc.opt)
+		}
+		if !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want it to name %q", tc.opt, err, tc.want)
+		}
+	}
+}
