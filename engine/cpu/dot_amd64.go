@@ -35,10 +35,10 @@ func packGather16(x []float32, cols int, d []float32, w int) bool {
 }
 
 //go:noescape
-func dequantQ4KAVX2(q *byte, dm *float32, y *float32)
+func dequantQ6KAVX2(b *byte, ds *float32, y *float32)
 
 //go:noescape
-func dequantQ6KAVX2(b *byte, ds *float32, y *float32)
+func dequantQ4KRowAVX2(raw *byte, blocks int, y *float32, f16 *float32)
 
 //go:noescape
 func dequantQ8KAVX2(q *int8, d *float32, out *float32, blocks int)
@@ -159,16 +159,9 @@ func decodeRowInto(t quant.Type, raw []byte, out []float32) {
 		return
 	}
 	if t == quant.Q4_K && useAVX2 && len(out)%256 == 0 && len(out) > 0 {
-		var dm [16]float32
-		for b := range len(out) / 256 {
-			blk := raw[b*144 : b*144+144]
-			d, dmin := half16(blk), half16(blk[2:])
-			sc, mn := scalesK4(blk[4:16])
-			for i := range 8 {
-				dm[2*i], dm[2*i+1] = d*float32(sc[i]), dmin*float32(mn[i])
-			}
-			dequantQ4KAVX2(&blk[16], &dm[0], &out[b*256])
-		}
+		nb := len(out) / 256
+		_ = raw[nb*144-1]
+		dequantQ4KRowAVX2(&raw[0], nb, &out[0], &f16Table[0])
 		return
 	}
 	if t == quant.Q6_K && useAVX2 && len(out)%256 == 0 && len(out) > 0 {

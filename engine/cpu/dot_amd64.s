@@ -562,49 +562,6 @@ g5reduce:
 	VZEROUPPER
 	RET
 
-// func dequantQ4KAVX2(q *byte, dm *float32, y *float32)
-// One Q4_K block's 256 values from its 128 bytes of nibbles: pair p of
-// 32 bytes holds sub-block 2p in its low nibbles and 2p+1 in its high;
-// y = d·q − m with dm = d0, m0, d1, m1, … (multiply, then subtract, as
-// quant.Dequantize rounds).
-TEXT ·dequantQ4KAVX2(SB), NOSPLIT, $0-24
-	MOVQ q+0(FP), SI
-	MOVQ dm+8(FP), R8
-	MOVQ y+16(FP), DI
-	VPCMPEQD Y15, Y15, Y15
-	VPSRLD   $28, Y15, Y15
-	MOVQ     $4, CX
-
-q4kpair:
-	VBROADCASTSS (R8), Y11
-	VBROADCASTSS 4(R8), Y12
-	VBROADCASTSS 8(R8), Y13
-	VBROADCASTSS 12(R8), Y14
-	MOVQ         $4, DX
-
-q4kgroup:
-	VPMOVZXBD (SI), Y0
-	VPAND     Y15, Y0, Y1
-	VPSRLD    $4, Y0, Y2
-	VCVTDQ2PS Y1, Y1
-	VCVTDQ2PS Y2, Y2
-	VMULPS    Y11, Y1, Y1
-	VSUBPS    Y12, Y1, Y1
-	VMULPS    Y13, Y2, Y2
-	VSUBPS    Y14, Y2, Y2
-	VMOVUPS   Y1, (DI)
-	VMOVUPS   Y2, 128(DI)
-	ADDQ      $8, SI
-	ADDQ      $32, DI
-	DECQ      DX
-	JNE       q4kgroup
-	ADDQ      $128, DI
-	ADDQ      $16, R8
-	DECQ      CX
-	JNE       q4kpair
-	VZEROUPPER
-	RET
-
 // func dequantQ8KAVX2(q *int8, d *float32, out *float32, blocks int)
 // out[i] = d[i/256]·q[i]: x quantized for the K-quant kernels, back to
 // floats.
@@ -953,5 +910,104 @@ q84reduce:
 	Q8SUM(Z2, Z3, Y2, X2, 4)
 	Q8SUM(Z4, Z5, Y4, X4, 8)
 	Q8SUM(Z6, Z7, Y6, X6, 12)
+	VZEROUPPER
+	RET
+
+// func dequantQ4KRowAVX2(raw *byte, blocks int, y *float32, f16 *float32)
+// Whole Q4_K blocks (144 bytes: d, dmin, 12 bytes of six-bit scales and
+// mins, 128 bytes of nibbles) to floats, y = d·sc·q − dmin·m per
+// sub-block, as quant.Dequantize rounds. The scales are unpacked four at
+// a time in 32-bit registers and scaled as vectors into the frame (d·sc
+// at 16(SP), dmin·m at 48(SP)), from which the nibble loop broadcasts
+// them for each pair of sub-blocks.
+TEXT ·dequantQ4KRowAVX2(SB), NOSPLIT, $80-32
+	MOVQ     raw+0(FP), SI
+	MOVQ     blocks+8(FP), BX
+	MOVQ     y+16(FP), DI
+	MOVQ     f16+24(FP), R8
+	VPCMPEQD Y15, Y15, Y15
+	VPSRLD   $28, Y15, Y15
+
+q4krow:
+	CMPQ         BX, $0
+	JE           q4krowdone
+	MOVWLZX      (SI), AX
+	VBROADCASTSS (R8)(AX*4), Y6
+	MOVWLZX      2(SI), AX
+	VBROADCASTSS (R8)(AX*4), Y7
+
+	// scales 0-3 = u0 & 0x3f…, mins 0-3 = u1 & 0x3f…; scales 4-7 =
+	// u2 & 0x0f… | (u0 >> 6 & 0x03…) << 4; mins 4-7 = u2 >> 4 & 0x0f… |
+	// (u1 >> 6 & 0x03…) << 4 (bytewise, as scalesK4)
+	MOVL 4(SI), AX
+	MOVL 8(SI), CX
+	MOVL 12(SI), DX
+	MOVL AX, R9
+	ANDL $0x3f3f3f3f, R9
+	MOVL R9, 0(SP)
+	MOVL CX, R9
+	ANDL $0x3f3f3f3f, R9
+	MOVL R9, 8(SP)
+	SHRL $6, AX
+	ANDL $0x03030303, AX
+	SHLL $4, AX
+	MOVL DX, R9
+	ANDL $0x0f0f0f0f, R9
+	ORL  R9, AX
+	MOVL AX, 4(SP)
+	SHRL $6, CX
+	ANDL $0x03030303, CX
+	SHLL $4, CX
+	SHRL $4, DX
+	ANDL $0x0f0f0f0f, DX
+	ORL  DX, CX
+	MOVL CX, 12(SP)
+
+	VPMOVZXBD 0(SP), Y0
+	VCVTDQ2PS Y0, Y0
+	VMULPS    Y6, Y0, Y0
+	VMOVUPS   Y0, 16(SP)
+	VPMOVZXBD 8(SP), Y1
+	VCVTDQ2PS Y1, Y1
+	VMULPS    Y7, Y1, Y1
+	VMOVUPS   Y1, 48(SP)
+
+	LEAQ 16(SP), R13
+	LEAQ 16(SI), R14
+	MOVQ $4, CX
+
+q4krowpair:
+	VBROADCASTSS (R13), Y11
+	VBROADCASTSS 32(R13), Y12
+	VBROADCASTSS 4(R13), Y13
+	VBROADCASTSS 36(R13), Y14
+	MOVQ         $4, DX
+
+q4krowgroup:
+	VPMOVZXBD (R14), Y0
+	VPAND     Y15, Y0, Y1
+	VPSRLD    $4, Y0, Y2
+	VCVTDQ2PS Y1, Y1
+	VCVTDQ2PS Y2, Y2
+	VMULPS    Y11, Y1, Y1
+	VSUBPS    Y12, Y1, Y1
+	VMULPS    Y13, Y2, Y2
+	VSUBPS    Y14, Y2, Y2
+	VMOVUPS   Y1, (DI)
+	VMOVUPS   Y2, 128(DI)
+	ADDQ      $8, R14
+	ADDQ      $32, DI
+	DECQ      DX
+	JNE       q4krowgroup
+	ADDQ      $128, DI
+	ADDQ      $8, R13
+	DECQ      CX
+	JNE       q4krowpair
+
+	ADDQ $144, SI
+	DECQ BX
+	JMP  q4krow
+
+q4krowdone:
 	VZEROUPPER
 	RET

@@ -146,6 +146,25 @@ func TestDecodeRow(t *testing.T) {
 			}
 		}
 	}
+	// random bytes: every bit pattern of the six-bit scales and mins (and
+	// of Q6_K's), with finite f16 scales
+	for _, typ := range []quant.Type{quant.Q4_K, quant.Q6_K} {
+		raw := make([]byte, 8*typ.BlockBytes())
+		for i := range raw {
+			raw[i] = byte(rng.IntN(256))
+		}
+		fixScales(typ, raw)
+		want, got := make([]float32, 8*256), make([]float32, 8*256)
+		if err := quant.Dequantize(typ, raw, want); err != nil {
+			t.Fatal(err)
+		}
+		decodeRowInto(typ, raw, got)
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%s random bytes: value %d = %g, want %g", typ, i, got[i], want[i])
+			}
+		}
+	}
 	var z q8K
 	z.resize(3, 512)
 	quantizeQ8K(randVec(rng, 3*512), &z, 0)
