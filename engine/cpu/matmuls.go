@@ -15,10 +15,10 @@ func (p *Pool) MatMuls(outs [][]float32, ws []*model.Tensor, x []float32, n int,
 	}
 	if !same {
 		p.q8For, p.keepX = nil, true // x is quantized (and rounded) once for all of them
+		defer func() { p.keepX, p.q8For = false, nil }()
 		for i, w := range ws {
 			p.MatMul(outs[i], w, x, n, scratch)
 		}
-		p.keepX, p.q8For = false, nil
 		return
 	}
 	p.prepare(outs[0], ws[0], x, n, scratch)

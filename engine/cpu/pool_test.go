@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"runtime"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"testing/fstest"
@@ -98,7 +99,7 @@ func TestCountCores(t *testing.T) {
 	}
 	// 4 cores with two threads each (0/4, 1/5, 2/6, 3/7), and cpu 12-13 as one core's range
 	for c, s := range []string{"0,4", "1,5", "2,6", "3,7", "0,4", "1,5", "2,6", "3,7"} {
-		set(itoa(c), s)
+		set(strconv.Itoa(c), s)
 	}
 	set("12", "12-13")
 	set("13", "12-13")

@@ -3,6 +3,7 @@ package cpu
 import (
 	"io/fs"
 	"runtime"
+	"strconv"
 	"strings"
 )
 
@@ -26,19 +27,11 @@ func DefaultThreads() int {
 func countCores(sys fs.FS, cpus []int) int {
 	cores := make(map[string]bool, len(cpus))
 	for _, c := range cpus {
-		b, err := fs.ReadFile(sys, "cpu"+itoa(c)+"/topology/thread_siblings_list")
+		b, err := fs.ReadFile(sys, "cpu"+strconv.Itoa(c)+"/topology/thread_siblings_list")
 		if err != nil {
 			return 0
 		}
 		cores[strings.TrimSpace(string(b))] = true
 	}
 	return len(cores)
-}
-
-// itoa formats a small non-negative int (no strconv for one call site).
-func itoa(v int) string {
-	if v < 10 {
-		return string(rune('0' + v))
-	}
-	return itoa(v/10) + string(rune('0'+v%10))
 }

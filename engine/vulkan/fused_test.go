@@ -96,12 +96,7 @@ func TestFusedPass(t *testing.T) {
 // unfused (re-recorded each step) and fused (recorded once, replayed),
 // with the dispatches a step takes.
 func BenchmarkDecodeVulkan(b *testing.B) {
-	d := openTest(b, false)
-	m := synth(b, model.SynthOptions{Arch: "llama", Embd: 288, Layers: 6, Heads: 6, FFN: 768, Vocab: 32000, Context: 256, Type: quant.F32})
-	l, err := Load(d, m, 256)
-	if err != nil {
-		b.Fatal(err)
-	}
+	l := loadStories15MShape(b)
 	defer l.Close()
 	for _, unfused := range []bool{true, false} {
 		name := map[bool]string{true: "unfused", false: "fused"}[unfused]
@@ -133,12 +128,7 @@ func BenchmarkDecodeVulkan(b *testing.B) {
 // shape with the matrix products in 32 × 32 tiles and, for comparison, a
 // row per workgroup.
 func BenchmarkPrefillVulkan(b *testing.B) {
-	d := openTest(b, false)
-	m := synth(b, model.SynthOptions{Arch: "llama", Embd: 288, Layers: 6, Heads: 6, FFN: 768, Vocab: 32000, Context: 256, Type: quant.F32})
-	l, err := Load(d, m, 256)
-	if err != nil {
-		b.Fatal(err)
-	}
+	l := loadStories15MShape(b)
 	defer l.Close()
 	ids := make([]int32, 128)
 	for i := range ids {
@@ -164,4 +154,16 @@ func BenchmarkPrefillVulkan(b *testing.B) {
 			b.ReportMetric(float64(len(ids)*b.N)/b.Elapsed().Seconds(), "tok/s")
 		})
 	}
+}
+
+// loadStories15MShape loads a random-weight model of the stories15M shape
+// (F32, 256 positions) on the test device, for the benchmarks.
+func loadStories15MShape(b *testing.B) *Loaded {
+	d := openTest(b, false)
+	m := synth(b, model.SynthOptions{Arch: "llama", Embd: 288, Layers: 6, Heads: 6, FFN: 768, Vocab: 32000, Context: 256, Type: quant.F32})
+	l, err := Load(d, m, 256)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return l
 }
