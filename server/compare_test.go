@@ -90,10 +90,26 @@ func TestCompareInBrowser(t *testing.T) {
 	if n := eval[int](t, ctx, `document.querySelectorAll('[data-testid="lane"]').length`, false); n != 4 {
 		t.Fatalf("%d lanes", n)
 	}
+	// Stepping swaps the lanes in place: the page is not reloaded (a mark
+	// on window survives) and the view does not jump (the step link stays
+	// where the pointer is, so the next click lands on it).
+	eval[any](t, ctx, `(() => { window.stepMark = 1; return null; })()`, false)
+	linkTop := `Math.round(document.querySelector('[data-action="step"]').getBoundingClientRect().top)`
+	var tops []int
 	for i := 0; i < 7; i++ {
 		before := attr(t, ctx, "#state", "data-url")
 		click(t, ctx, `[data-action="step"]`)
 		waitChange(t, ctx, "#state", "data-url", before)
+		tops = append(tops, eval[int](t, ctx, linkTop, false))
+	}
+	if eval[int](t, ctx, `window.stepMark || 0`, false) != 1 {
+		t.Error("a step reloaded the whole page instead of swapping the lanes")
+	}
+	for _, top := range tops[1:] {
+		if top != tops[0] {
+			t.Errorf("the step link moved as the lanes grew: its top at each step %v", tops)
+			break
+		}
 	}
 	if d := attr(t, ctx, `[data-testid="divergence"]`, "data-step"); d == "-1" || d == "" {
 		t.Errorf("no divergence marker after 8 steps (%s)", d)
