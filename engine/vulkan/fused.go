@@ -51,14 +51,7 @@ func (r *fwd) canFuse() bool {
 // passFused runs tokens through the fused path (no hooks).
 func (r *fwd) passFused(tokens []int32, all bool, host []float32) error {
 	n, pos0, cur := len(tokens), r.cur.pos, r.cur
-	if cap(r.idBytes) < 4*n {
-		r.idBytes = make([]byte, 4*r.batch)
-	}
-	ib := r.idBytes[:4*n]
-	for i, id := range tokens {
-		binary.LittleEndian.PutUint32(ib[4*i:], uint32(id))
-	}
-	if err := r.d.Write(r.ids, 0, ib); err != nil {
+	if err := r.writeIDs(tokens); err != nil {
 		return err
 	}
 	binary.LittleEndian.PutUint32(r.posBytes[:], uint32(pos0))

@@ -52,21 +52,27 @@ func (p *passState) readF32(b *Buffer, off, n int) []float32 {
 	return out
 }
 
+// writeIDs uploads the pass's token ids (at most r.batch of them).
+func (r *fwd) writeIDs(tokens []int32) error {
+	if cap(r.idBytes) < 4*len(tokens) {
+		r.idBytes = make([]byte, 4*r.batch)
+	}
+	ib := r.idBytes[:4*len(tokens)]
+	for i, id := range tokens {
+		binary.LittleEndian.PutUint32(ib[4*i:], uint32(id))
+	}
+	return r.d.Write(r.ids, 0, ib)
+}
+
 func (r *fwd) pass(tokens []int32, all bool, host []float32) error {
 	c, W := r.cfg, r.m.Weights
 	n, pos0 := len(tokens), r.cur.pos
 	E, V := c.Embd, c.Vocab
-	if cap(r.idBytes) < 4*n {
-		r.idBytes = make([]byte, 4*r.batch)
-	}
-	ib := r.idBytes[:4*n]
-	for i, id := range tokens {
-		binary.LittleEndian.PutUint32(ib[4*i:], uint32(id))
-	}
-	if err := r.d.Write(r.ids, 0, ib); err != nil {
+	if err := r.writeIDs(tokens); err != nil {
 		return err
 	}
-	if W.PosEmbd != nil {
+	if W.PosEmbd != nil { // the positions reuse the ids' bytes, already written
+		ib := r.idBytes[:4*n]
 		for i := range tokens {
 			binary.LittleEndian.PutUint32(ib[4*i:], uint32(pos0+i))
 		}
