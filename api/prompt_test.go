@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"testing"
 
 	"stepthrough/engine/gguf"
@@ -28,7 +29,7 @@ func lessonTokenizer(t *testing.T) *tokenizer.Tokenizer {
 func TestBuildLesson(t *testing.T) {
 	tk := lessonTokenizer(t)
 	req := func(body string) *Request {
-		r, e := DecodeChat([]byte(body), DefaultLimits)
+		r, e := DecodeChat(context.Background(), []byte(body), DefaultLimits)
 		if e != nil {
 			t.Fatal(e)
 		}

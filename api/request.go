@@ -2,14 +2,13 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"regexp"
 	"strings"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"stepthrough/engine/chattemplate"
 	"stepthrough/engine/sample"
@@ -106,13 +105,19 @@ type wireTool struct {
 
 var functionName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
-// DecodeChat parses and validates a /v1/chat/completions body.
-func DecodeChat(body []byte, lim Limits) (*Request, *Error) { return decode(body, lim, true) }
+// DecodeChat parses and validates a /v1/chat/completions body. Its work
+// is bounded by the body's size and the schema bounds; it stops between
+// tools' schemas when ctx ends.
+func DecodeChat(ctx context.Context, body []byte, lim Limits) (*Request, *Error) {
+	return decode(ctx, body, lim, true)
+}
 
 // DecodeCompletion parses and validates a /v1/completions body.
-func DecodeCompletion(body []byte, lim Limits) (*Request, *Error) { return decode(body, lim, false) }
+func DecodeCompletion(ctx context.Context, body []byte, lim Limits) (*Request, *Error) {
+	return decode(ctx, body, lim, false)
+}
 
-func decode(body []byte, lim Limits, chat bool) (*Request, *Error) {
+func decode(ctx context.Context, body []byte, lim Limits, chat bool) (*Request, *Error) {
 	var w wire
 	d := json.NewDecoder(bytes.NewReader(body))
 	if err := d.Decode(&w); err != nil {
@@ -134,10 +139,13 @@ func decode(body []byte, lim Limits, chat bool) (*Request, *Error) {
 	if e != nil {
 		return nil, e
 	}
-	for _, f := range []func(wire, Limits) *Error{r.counts, r.stop, r.logprobs, r.sampling, r.tools} {
+	for _, f := range []func(wire, Limits) *Error{r.counts, r.stop, r.logprobs, r.sampling} {
 		if e := f(w, lim); e != nil {
 			return nil, e
 		}
+	}
+	if e := r.tools(ctx, w, lim); e != nil {
+		return nil, e
 	}
 	return r, nil
 }
@@ -345,7 +353,7 @@ func (r *Request) sampling(w wire, _ Limits) *Error {
 	return nil
 }
 
-func (r *Request) tools(w wire, lim Limits) *Error {
+func (r *Request) tools(ctx context.Context, w wire, lim Limits) *Error {
 	if len(w.Tools) > lim.MaxTools {
 		return invalid("tools", "%d tools; the limit is %d", len(w.Tools), lim.MaxTools)
 	}
@@ -353,6 +361,9 @@ func (r *Request) tools(w wire, lim Limits) *Error {
 		param := fmt.Sprintf("tools[%d]", i)
 		if t.Type != "function" || !functionName.MatchString(t.Function.Name) {
 			return invalid(param, "a tool is {\"type\": \"function\", \"function\": {\"name\": ...}}, its name 1 to 64 letters, digits, _ or -")
+		}
+		if ctx.Err() != nil {
+			return &Error{Status: 499, Message: "The request was cancelled", Type: "invalid_request_error"}
 		}
 		tool := chattemplate.Tool{Name: t.Function.Name, Description: t.Function.Description}
 		if len(t.Function.Parameters) > 0 && string(t.Function.Parameters) != "null" {
@@ -393,23 +404,4 @@ func (r *Request) tools(w wire, lim Limits) *Error {
 		return invalid("tool_choice", "tool_choice %q needs tools", r.ToolChoice)
 	}
 	return nil
-}
-
-// validSchema compiles a tool's parameters as a JSON Schema (checked
-// against the draft 2020-12 metaschema); it must describe an object.
-func validSchema(raw json.RawMessage) error {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
-		return err
-	}
-	if _, ok := doc.(map[string]any); !ok {
-		return errors.New("it must be an object")
-	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	if err := c.AddResource("tool.json", doc); err != nil {
-		return err
-	}
-	_, err = c.Compile("tool.json")
-	return err
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"strings"
 	"testing"
 )
@@ -37,7 +38,7 @@ func TestDecode(t *testing.T) {
 		{"echo", `{"prompt": "x", "echo": true}`, "echo", false},
 	}
 	for _, b := range bad {
-		_, e := decode([]byte(b.body), DefaultLimits, b.chat)
+		_, e := decode(context.Background(), []byte(b.body), DefaultLimits, b.chat)
 		if e == nil || e.Status != 400 || e.Type != "invalid_request_error" {
 			t.Errorf("%s: %+v", b.name, e)
 			continue
@@ -54,7 +55,7 @@ func TestDecode(t *testing.T) {
 			t.Errorf("%s: error body %s", b.name, e.JSON())
 		}
 	}
-	r, e := DecodeChat([]byte(`{"model": "lesson.gguf", "messages": [{"role": "developer", "content": [{"type": "text", "text": "Be brief."}]}, {"role": "user", "content": "Hi"}],
+	r, e := DecodeChat(context.Background(), []byte(`{"model": "lesson.gguf", "messages": [{"role": "developer", "content": [{"type": "text", "text": "Be brief."}]}, {"role": "user", "content": "Hi"}],
 		"temperature": 0.5, "top_p": 0.9, "seed": 7, "stop": "x", "n": 2, "logprobs": true, "top_logprobs": 3, "max_tokens": 9,
 		"presence_penalty": 0.5, "top_k": 5, "min_p": 0.1, "repeat_penalty": 1.1, "stream": true, "stream_options": {"include_usage": true},
 		"tools": [{"type": "function", "function": {"name": "calculator", "parameters": {"type": "object", "properties": {"expression": {"type": "string"}}}}}],
@@ -74,7 +75,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"messages": [{"role": "user", "content": "x"}], "stop": ["a"], "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]}`), true)
 	f.Add([]byte(`{"prompt": ["x"], "logprobs": 2, "seed": 3}`), false)
 	f.Fuzz(func(t *testing.T, body []byte, chat bool) {
-		r, e := decode(body, DefaultLimits, chat)
+		r, e := decode(context.Background(), body, DefaultLimits, chat)
 		if (r == nil) == (e == nil) {
 			t.Fatalf("request %v, error %v", r, e)
 		}
