@@ -27,7 +27,7 @@ type Registry struct {
 	loaded   map[string]*model.Model
 	engines  map[string]*engine.Loaded // by model name and requested backend
 	drafts   map[string]error          // a draft's check against a target, by both names
-	quants   map[string]*Quantized     // models converted in memory, by name and type
+	convs    convCache                 // models converted in memory (NAME@TYPE)
 }
 
 // Quantized is a model converted to another type in memory.
@@ -41,28 +41,6 @@ type Quantized struct {
 // larger one: quantize it with the command and offer the files).
 const MaxQuantizeBytes = 64 << 20
 
-// converted is model base converted to target in memory ("lesson.gguf@Q4_0"),
-// loaded once like a file.
-func (r *Registry) converted(name, base, target string) (*model.Model, error) {
-	t, err := quantize.ParseTarget(target)
-	if err != nil {
-		return nil, fmt.Errorf("model %s: %w", name, err)
-	}
-	m, err := r.get(base)
-	if err != nil {
-		return nil, err
-	}
-	if err := fitsInMemory(base, m); err != nil {
-		return nil, err
-	}
-	qm, _, _, err := quantize.InMemory(m.File, t)
-	if err != nil {
-		return nil, fmt.Errorf("model %s: %w", name, err)
-	}
-	r.loaded[name] = qm
-	return qm, nil
-}
-
 // fitsInMemory refuses to convert a model larger than MaxQuantizeBytes.
 func fitsInMemory(name string, m *model.Model) error {
 	var size uint64
@@ -75,37 +53,26 @@ func fitsInMemory(name string, m *model.Model) error {
 	return nil
 }
 
-// Quantize returns the model converted to target in memory, once (CPU).
+// Quantize returns the model converted to target in memory, once (CPU):
+// the same conversion that the name NAME@TYPE opens.
 func (r *Registry) Quantize(name, target string) (*Quantized, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	key := name + "#" + target
-	if q, ok := r.quants[key]; ok {
-		return q, nil
-	}
-	m, err := r.get(name)
+	c, err := r.conversion(name + "@" + target)
 	if err != nil {
 		return nil, err
 	}
-	if err := fitsInMemory(name, m); err != nil {
-		return nil, err
-	}
-	qm, rep, bytes, err := quantize.InMemory(m.File, target)
-	if err != nil {
-		return nil, fmt.Errorf("%s as %s: %w", name, target, err)
-	}
-	l, err := engine.Load(qm, engine.Options{Backend: "cpu", Context: min(qm.Config.ContextLen, maxContext)})
+	l, err := r.engine(c.name, "cpu")
 	if err != nil {
 		return nil, err
 	}
-	q := &Quantized{Loaded: l, Report: rep, Bytes: bytes}
-	r.quants[key] = q
-	return q, nil
+	return &Quantized{Loaded: l, Report: c.report, Bytes: c.bytes}, nil
 }
 
 // NewRegistry scans dirs (missing ones are skipped).
 func NewRegistry(dirs []string) *Registry {
-	r := &Registry{paths: map[string]string{}, embedded: map[string][]byte{}, loaded: map[string]*model.Model{}, engines: map[string]*engine.Loaded{}, drafts: map[string]error{}, quants: map[string]*Quantized{}}
+	r := &Registry{paths: map[string]string{}, embedded: map[string][]byte{}, loaded: map[string]*model.Model{}, engines: map[string]*engine.Loaded{}, drafts: map[string]error{},
+		convs: convCache{budget: DefaultConversionBudget}}
 	for _, d := range dirs {
 		files, _ := filepath.Glob(filepath.Join(d, "*.gguf"))
 		for _, f := range files {
@@ -158,6 +125,10 @@ func (r *Registry) Default() string {
 func (r *Registry) Get(name string) (*model.Model, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	name, err := canonicalName(name)
+	if err != nil {
+		return nil, err
+	}
 	return r.get(name)
 }
 
@@ -167,6 +138,15 @@ func (r *Registry) Get(name string) (*model.Model, error) {
 func (r *Registry) Engine(name, backend string) (*engine.Loaded, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	name, err := canonicalName(name)
+	if err != nil {
+		return nil, err
+	}
+	return r.engine(name, backend)
+}
+
+// engine is Engine for a canonical name, with r.mu held.
+func (r *Registry) engine(name, backend string) (*engine.Loaded, error) {
 	key := name + "|" + backend
 	if l, ok := r.engines[key]; ok {
 		return l, nil
@@ -192,7 +172,13 @@ func (r *Registry) Draft(target, draft, backend string) (*engine.Loaded, error) 
 	if err != nil {
 		return nil, err
 	}
+	if target, err = canonicalName(target); err != nil {
+		return nil, err
+	}
 	if !self {
+		if draft, err = canonicalName(draft); err != nil {
+			return nil, err
+		}
 		if err := r.checkDraft(target, draft); err != nil {
 			return nil, err
 		}
@@ -250,8 +236,12 @@ func (r *Registry) get(name string) (*model.Model, error) {
 	if m, ok := r.loaded[name]; ok {
 		return m, nil
 	}
-	if base, target, ok := strings.Cut(name, "@"); ok {
-		return r.converted(name, base, target)
+	if strings.Contains(name, "@") {
+		c, err := r.conversion(name)
+		if err != nil {
+			return nil, err
+		}
+		return c.model, nil
 	}
 	if data, ok := r.embedded[name]; ok {
 		f, err := gguf.Parse(data)
@@ -285,10 +275,7 @@ func (r *Registry) Close() {
 		l.Close()
 	}
 	r.engines = map[string]*engine.Loaded{}
-	for _, q := range r.quants {
-		q.Loaded.Close()
-	}
-	r.quants = map[string]*Quantized{}
+	r.convs.clear()
 	for _, m := range r.loaded {
 		m.Close()
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 
 	"stepthrough/engine/kv"
@@ -28,7 +29,12 @@ func Load(m *model.Model, opt Options) (*Loaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Loaded{f: f}, nil
+	l := &Loaded{f: f}
+	// A Loaded dropped without Close (a cache that let go of a model
+	// some runner may still use) stops its threads once it and its
+	// runners are unreachable. Closing the pool twice is harmless.
+	runtime.AddCleanup(l, func(p *Pool) { p.Close() }, f.pool)
+	return l, nil
 }
 
 // Model is the model this was loaded from.
