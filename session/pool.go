@@ -103,14 +103,8 @@ func (p *Pool) tryAdd(client string, dropOwn bool) (*Session, *Session, error) {
 		}
 		return nil, leastRecent(mine), nil
 	}
-	if len(p.sessions) >= p.cfg.MaxSessions {
-		all := make([]*Session, 0, len(p.sessions))
-		for _, s := range p.sessions {
-			all = append(all, s)
-		}
-		if !p.dropLRU(all, time.Minute) {
-			return nil, nil, ErrBusy
-		}
+	if len(p.sessions) >= p.cfg.MaxSessions && !p.makeRoom(len(mine)) {
+		return nil, nil, ErrBusy
 	}
 	var b [12]byte
 	rand.Read(b[:])
@@ -131,15 +125,59 @@ func leastRecent(list []*Session) *Session {
 	return lru
 }
 
-// dropLRU closes the least recently used of list if it has been idle at
-// least minIdle and no action holds it. p.mu is held.
-func (p *Pool) dropLRU(list []*Session, minIdle time.Duration) bool {
-	lru := leastRecent(list)
-	if lru == nil || !lru.expireIfIdle(time.Now(), minIdle) {
-		return false
+// Idle times after which a full pool takes a session for a newcomer: one
+// no tab holds (a page load whose WebSocket never came, or a closed tab)
+// soon, since a page connects within a second; one a tab holds only from
+// a client with more sessions than the newcomer, and later; failing
+// both, anyone's session idle a minute.
+const (
+	detachedGrace = 3 * time.Second
+	attachedGrace = 30 * time.Second
+	staleGrace    = time.Minute // anyone's, least recently used first
+)
+
+// makeRoom closes one session for a newcomer holding own sessions, so a
+// few addresses filling the pool cannot lock everyone else out: the
+// victim comes from the client holding the most sessions (the heaviest
+// user pays), detached sessions first. p.mu is held.
+func (p *Pool) makeRoom(own int) bool {
+	counts := map[string]int{}
+	for _, s := range p.sessions {
+		counts[s.client]++
 	}
-	p.forget(lru)
-	return true
+	now := time.Now()
+	var detached, heavy, stale *Session
+	for _, s := range p.sessions {
+		idle := now.Sub(s.LastUsed())
+		if s.conns.Load() == 0 && idle >= detachedGrace && heavier(s, detached, counts) {
+			detached = s
+		}
+		if counts[s.client] > own+1 && idle >= attachedGrace && heavier(s, heavy, counts) {
+			heavy = s
+		}
+		if idle >= staleGrace && (stale == nil || s.LastUsed().Before(stale.LastUsed())) {
+			stale = s
+		}
+	}
+	for _, v := range []*Session{detached, heavy, stale} {
+		if v != nil && v.expireIfIdle(now, 0) {
+			p.forget(v)
+			return true
+		}
+	}
+	return false
+}
+
+// heavier reports whether s is a better victim than cur: its client holds
+// more sessions, or as many and s was used less recently.
+func heavier(s, cur *Session, counts map[string]int) bool {
+	if cur == nil {
+		return true
+	}
+	if a, b := counts[s.client], counts[cur.client]; a != b {
+		return a > b
+	}
+	return s.LastUsed().Before(cur.LastUsed())
 }
 
 // forget removes s and its reservation. p.mu is held.
