@@ -249,7 +249,7 @@ func (s *Server) roomWS(c echo.Context) error {
 			return c.String(statusOf(err), err.Error())
 		}
 	}
-	conn, err := wsconn.Upgrade(c.Response(), c.Request(), wsconn.Options{Compression: true, Note: classroom.Note, Log: s.log, Base: s.base})
+	conn, err := wsconn.Upgrade(c.Response(), c.Request(), wsconn.Options{Compression: true, Note: classroom.Note, Log: s.log, Base: s.base, PongWait: s.cfg.PongWait})
 	if err != nil {
 		return nil // the upgrader has answered
 	}

@@ -81,6 +81,9 @@ type Config struct {
 	TLSCert, TLSKey string
 	// API configures the OpenAI-compatible API (/v1/...).
 	API APIConfig
+	// PongWait is how long a WebSocket client may leave a ping
+	// unanswered before it is dropped (0: wsconn.DefaultPongWait).
+	PongWait time.Duration
 }
 
 // Server serves the Explorer, Compare, the lessons and the classroom.
@@ -102,6 +105,7 @@ type Server struct {
 	hosts    map[string]bool // nil: any host
 	secret   []byte          // signs student cookies
 	serving  servingRuns     // the serving floor's load runs
+	streams  streamLimits    // open event streams
 }
 
 // New builds a server over the models found in cfg.ModelsDirs. It fails

@@ -130,21 +130,30 @@ func (s *Server) servingEvents(c echo.Context) error {
 	if r == nil {
 		return c.String(http.StatusNotFound, "no such run")
 	}
+	release, ok := s.streams.acquire(clientOf(c))
+	if !ok {
+		return c.String(http.StatusTooManyRequests, "too many open event streams: close another page of runs and reload")
+	}
+	defer release()
 	w := c.Response()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w.Writer)
 	ctx := c.Request().Context()
 	next := 0
 	for {
 		evs, done, changed := r.since(next)
+		rc.SetWriteDeadline(time.Now().Add(streamWriteWait)) // a client that stops reading is let go
 		for _, e := range evs {
 			if _, err := fmt.Fprintf(w, "data: %s\n\n", e); err != nil {
 				return nil
 			}
 		}
 		next += len(evs)
-		w.Flush()
+		if rc.Flush() != nil {
+			return nil
+		}
 		if done {
 			fmt.Fprint(w, "event: close\ndata: {}\n\n")
 			w.Flush()
@@ -188,7 +197,7 @@ func (s *Server) servingWS(c echo.Context) error {
 	if c.QueryParam("from") != "" && (err != nil || next < 0) {
 		return c.String(http.StatusBadRequest, "from: a count of events already received")
 	}
-	conn, err := wsconn.Upgrade(c.Response(), c.Request(), wsconn.Options{Queue: 4096, Log: s.log, Base: s.base})
+	conn, err := wsconn.Upgrade(c.Response(), c.Request(), wsconn.Options{Queue: 4096, Log: s.log, Base: s.base, PongWait: s.cfg.PongWait})
 	if err != nil {
 		return nil // the upgrader has answered
 	}

@@ -25,7 +25,7 @@ func (s *Server) ws(c echo.Context) error {
 			return c.String(http.StatusServiceUnavailable, err.Error())
 		}
 	}
-	conn, err := wsconn.Upgrade(c.Response(), c.Request(), wsconn.Options{Note: explorerNote, Log: s.log, Base: s.base})
+	conn, err := wsconn.Upgrade(c.Response(), c.Request(), wsconn.Options{Note: explorerNote, Log: s.log, Base: s.base, PongWait: s.cfg.PongWait})
 	if err != nil {
 		return nil // the upgrader has answered
 	}

@@ -34,8 +34,10 @@ const (
 	DefaultRate       = 30       // messages per second (burst the same)
 	DefaultQueue      = 32       // messages waiting for a slow client
 	writeWait         = 10 * time.Second
-	pongWait          = 60 * time.Second
-	pingPeriod        = 50 * time.Second
+	// DefaultPongWait is how long a client may leave a ping unanswered:
+	// a tab that stops reading stops answering pings, so it is dropped
+	// within this time whatever the socket buffers still hold.
+	DefaultPongWait = 25 * time.Second
 )
 
 // Close codes the server uses (RFC 6455 and the registry).
@@ -55,7 +57,10 @@ type Options struct {
 	Queue      int // queued messages before a slow client is dropped; 0: DefaultQueue
 	// WriteWait is how long one write may take before the client counts
 	// as gone; 0: 10 s.
-	WriteWait   time.Duration
+	WriteWait time.Duration
+	// PongWait is how long a ping may go unanswered (pings go every
+	// PongWait × 2/5); 0: DefaultPongWait.
+	PongWait    time.Duration
 	Compression bool
 	// Note renders a short message for the client (a rejected message, a
 	// warning). Notes are dropped, not queued, when the client is behind.
@@ -112,6 +117,9 @@ func Upgrade(w http.ResponseWriter, r *http.Request, opt Options) (*Conn, error)
 	}
 	if opt.WriteWait == 0 {
 		opt.WriteWait = writeWait
+	}
+	if opt.PongWait == 0 {
+		opt.PongWait = DefaultPongWait
 	}
 	if opt.Note == nil {
 		opt.Note = func(msg string) []byte { return []byte(msg) }
@@ -214,8 +222,10 @@ func (c *Conn) Serve(handle Handler) {
 		c.cancel() // the reader is done: so is the writer (it sends the close frame)
 		<-done
 	}()
-	c.ws.SetReadDeadline(time.Now().Add(pongWait))
-	c.ws.SetPongHandler(func(string) error { c.ws.SetReadDeadline(time.Now().Add(pongWait)); return nil })
+	// Only a pong moves the read deadline: a client that sends but never
+	// reads (its pings unread behind its backlog) is dropped all the same.
+	c.ws.SetReadDeadline(time.Now().Add(c.opt.PongWait))
+	c.ws.SetPongHandler(func(string) error { return c.ws.SetReadDeadline(time.Now().Add(c.opt.PongWait)) })
 	lim := newLimiter(c.opt.Rate)
 	warned := false
 	for c.ctx.Err() == nil {
@@ -228,7 +238,6 @@ func (c *Conn) Serve(handle Handler) {
 		if err != nil {
 			return
 		}
-		c.ws.SetReadDeadline(time.Now().Add(pongWait))
 		if !lim.allow(time.Now()) {
 			if !warned { // once per flood, not per message
 				c.Note("too many messages: slow down")
@@ -280,7 +289,7 @@ func (c *Conn) handle(h Handler, msg []byte) (ok bool) {
 func (c *Conn) writer() {
 	defer c.ws.Close() // a failed or finished writer ends the reader too
 	defer c.cancel()
-	ping := time.NewTicker(pingPeriod)
+	ping := time.NewTicker(c.opt.PongWait * 2 / 5)
 	defer ping.Stop()
 	for {
 		select {
