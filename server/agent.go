@@ -44,6 +44,9 @@ var localTools = map[string]func(args string) (string, error){
 }
 
 func (s *Server) agentPage(c echo.Context) error {
+	if !s.keyOK(c) { // the page runs API requests: the API's key guards it too
+		return s.askKey(c, "")
+	}
 	q := strings.TrimSpace(c.QueryParam("q"))
 	if q == "" {
 		q = "What is 347 + 85?"

@@ -5,8 +5,11 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"mime"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -15,6 +18,7 @@ import (
 
 	"stepthrough/api"
 	"stepthrough/engine"
+	"stepthrough/wsconn"
 )
 
 // APIConfig configures the OpenAI-compatible API (/v1/...).
@@ -24,6 +28,10 @@ type APIConfig struct {
 	MaxBody       int64  // request body bytes (default 1 MiB)
 	Limits        api.Limits
 	Keep          int // requests kept for "Watch this request" (default 32)
+	KeepBytes     int // the bytes those may hold together (default 16 MiB)
+	// BodyWait is how long a client may take to send a request's body
+	// (default 10 s); no generation slot is held meanwhile.
+	BodyWait time.Duration
 }
 
 func (c *APIConfig) defaults() {
@@ -38,6 +46,12 @@ func (c *APIConfig) defaults() {
 	}
 	if c.Keep <= 0 {
 		c.Keep = 32
+	}
+	if c.KeepBytes <= 0 {
+		c.KeepBytes = 16 << 20
+	}
+	if c.BodyWait <= 0 {
+		c.BodyWait = 10 * time.Second
 	}
 }
 
@@ -58,9 +72,21 @@ func apiError(c echo.Context, e *api.Error) error {
 	return c.JSONBlob(e.Status, e.JSON())
 }
 
-// apiAuth checks the API key when the server has one.
+// apiAuth checks the API key when the server has one, and refuses what
+// only another website's page would send (even without a key): a browser
+// lets any page POST text/plain across sites without asking, so a body
+// must be declared JSON, and an Origin, when sent, must be this host's.
 func (s *Server) apiAuth(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
+		r := c.Request()
+		if !wsconn.SameOrigin(r) {
+			return apiError(c, &api.Error{Status: http.StatusForbidden, Message: "Requests from another website's pages are refused (the Origin header names another host)", Type: "invalid_request_error"})
+		}
+		if r.Method == http.MethodPost {
+			if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+				return apiError(c, &api.Error{Status: http.StatusUnsupportedMediaType, Message: "Send the body as JSON, with Content-Type: application/json", Type: "invalid_request_error"})
+			}
+		}
 		if key := s.cfg.API.Key; key != "" {
 			got, ok := strings.CutPrefix(c.Request().Header.Get("Authorization"), "Bearer ")
 			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(key)) != 1 {
@@ -80,29 +106,27 @@ func (s *Server) apiModels(c echo.Context) error {
 }
 
 // apiGenerate serves /v1/chat/completions (chat) and /v1/completions.
+// The body is read in full, within apiBodyWait, before a generation slot
+// is taken: a client trickling its body holds no slot.
 func (s *Server) apiGenerate(chat bool) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		select {
-		case s.apiSlots <- struct{}{}:
-			defer func() { <-s.apiSlots }()
-		default:
-			return apiError(c, api.TooMany(s.cfg.API.MaxConcurrent))
-		}
-		body, err := io.ReadAll(http.MaxBytesReader(c.Response(), c.Request().Body, s.cfg.API.MaxBody))
-		if err != nil {
-			var tooBig *http.MaxBytesError
-			if errors.As(err, &tooBig) {
-				return apiError(c, api.TooLarge(s.cfg.API.MaxBody))
-			}
-			return apiError(c, &api.Error{Status: http.StatusBadRequest, Message: "reading the body: " + err.Error(), Type: "invalid_request_error"})
+		body, e := s.apiBody(c)
+		if e != nil {
+			return apiError(c, e)
 		}
 		decode := api.DecodeCompletion
 		if chat {
 			decode = api.DecodeChat
 		}
-		req, e := decode(body, s.cfg.API.Limits)
+		req, e := decode(c.Request().Context(), body, s.cfg.API.Limits)
 		if e != nil {
 			return apiError(c, e)
+		}
+		select {
+		case s.apiSlots <- struct{}{}:
+			defer func() { <-s.apiSlots }()
+		default:
+			return apiError(c, api.TooMany(s.cfg.API.MaxConcurrent))
 		}
 		x, e := s.prepare(c.Request().Context(), req)
 		if e != nil {
@@ -111,7 +135,7 @@ func (s *Server) apiGenerate(chat bool) echo.HandlerFunc {
 		defer x.es.Close()
 		x.watch.Raw = string(body[:min(len(body), maxWatchedBody)])
 		var werr error
-		err = s.withWork(c, func() error {
+		err := s.withWork(c, func() error {
 			if req.Stream {
 				werr = s.stream(c, x)
 			} else {
@@ -124,6 +148,28 @@ func (s *Server) apiGenerate(chat bool) echo.HandlerFunc {
 		}
 		return werr
 	}
+}
+
+// apiBody reads the request's body within BodyWait and MaxBody bytes. A
+// body that fails ends the connection after the answer (the server would
+// otherwise wait, with no deadline, for the rest of it).
+func (s *Server) apiBody(c echo.Context) ([]byte, *api.Error) {
+	rc := http.NewResponseController(c.Response().Writer)
+	rc.SetReadDeadline(time.Now().Add(s.cfg.API.BodyWait)) // unsupported (a recorder in tests): the server's read timeout holds
+	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), c.Request().Body, s.cfg.API.MaxBody))
+	if err == nil {
+		rc.SetReadDeadline(time.Time{})
+		return body, nil
+	}
+	c.Response().Header().Set("Connection", "close")
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		return nil, api.TooLarge(s.cfg.API.MaxBody)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return nil, &api.Error{Status: http.StatusRequestTimeout, Message: fmt.Sprintf("The request body did not arrive within %s", s.cfg.API.BodyWait), Type: "invalid_request_error"}
+	}
+	return nil, &api.Error{Status: http.StatusBadRequest, Message: "reading the body: " + err.Error(), Type: "invalid_request_error"}
 }
 
 // maxWatchedBody caps the request body a watched request keeps.
@@ -148,8 +194,9 @@ func (s *Server) prepare(ctx context.Context, req *api.Request) (*apiExchange, *
 	if name == "" {
 		name = s.reg.Default()
 	}
-	if !slices.Contains(s.reg.Names(), name) {
-		return nil, api.NotFoundModel(name, s.reg.Names())
+	name, err := s.reg.Resolve(name) // NAME@TYPE too: that model converted in memory
+	if err != nil {
+		return nil, api.NotFoundModel(req.Model, s.reg.Names())
 	}
 	lm, err := s.reg.Engine(name, "auto")
 	if err != nil {
@@ -242,7 +289,7 @@ func (s *Server) complete(ctx context.Context, x *apiExchange) ([]byte, *api.Cha
 	if err != nil {
 		return nil, nil, err
 	}
-	s.watched.add(x.watch.finish(choices, u, string(b)), s.cfg.API.Keep)
+	s.watched.add(x.watch.finish(choices, u, string(b)), s.cfg.API.Keep, s.cfg.API.KeepBytes)
 	return b, cc, nil
 }
 
@@ -250,7 +297,7 @@ func (s *Server) complete(ctx context.Context, x *apiExchange) ([]byte, *api.Cha
 // (recorded for watching), for the server's own pages; the caller holds
 // a work slot.
 func (s *Server) chatInProcess(ctx context.Context, body []byte) (*api.ChatCompletion, string, *api.Error) {
-	req, e := api.DecodeChat(body, s.cfg.API.Limits)
+	req, e := api.DecodeChat(ctx, body, s.cfg.API.Limits)
 	if e != nil {
 		return nil, "", e
 	}
@@ -277,7 +324,7 @@ func (s *Server) stream(c echo.Context, x *apiExchange) error {
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	var transcript strings.Builder
+	var transcript boundedText
 	send := func(v any) error {
 		b, err := json.Marshal(v)
 		if err != nil {
@@ -339,7 +386,7 @@ func (s *Server) stream(c echo.Context, x *apiExchange) error {
 	io.WriteString(w, "data: [DONE]\n\n")
 	transcript.WriteString("data: [DONE]\n\n")
 	w.Flush()
-	s.watched.add(x.watch.finish(choices, u, transcript.String()), s.cfg.API.Keep)
+	s.watched.add(x.watch.finish(choices, u, transcript.String()), s.cfg.API.Keep, s.cfg.API.KeepBytes)
 	return nil
 }
 

@@ -2,11 +2,9 @@ package server
 
 import (
 	"bytes"
-	"crypto/subtle"
 	"encoding/json"
 	"math"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 
@@ -21,34 +19,20 @@ import (
 func (s *Server) requestRoutes(e *echo.Echo) {
 	e.GET("/requests", s.requestList)
 	e.GET("/requests/:id", s.requestDetail)
-}
-
-// keyOK reports whether a request page may be shown: always without an
-// API key; with one, when the page's link carries it (?key=).
-func (s *Server) keyOK(c echo.Context) bool {
-	key := s.cfg.API.Key
-	return key == "" || subtle.ConstantTimeCompare([]byte(c.QueryParam("key")), []byte(key)) == 1
-}
-
-func (s *Server) keyQuery(c echo.Context) string {
-	if s.cfg.API.Key == "" {
-		return ""
-	}
-	return "?key=" + url.QueryEscape(c.QueryParam("key"))
+	e.POST("/api-key", s.apiKeySubmit)
 }
 
 func (s *Server) requestList(c echo.Context) error {
 	l := views.RequestList{}
 	if !s.keyOK(c) {
-		l.KeyNote = "This server asks for its API key: open /requests?key=KEY."
-		return renderPageStatus(c, http.StatusUnauthorized, views.RequestListPage(l))
+		return s.askKey(c, "")
 	}
 	for _, w := range s.watched.list() {
 		summary := w.Prompt
 		if len(summary) > 80 {
 			summary = summary[:80] + "…"
 		}
-		l.Items = append(l.Items, views.RequestItem{ID: w.ID, URL: "/requests/" + w.ID + s.keyQuery(c), Endpoint: endpoint(w.Chat), Model: w.Model,
+		l.Items = append(l.Items, views.RequestItem{ID: w.ID, URL: "/requests/" + w.ID, Endpoint: endpoint(w.Chat), Model: w.Model,
 			Time: w.Time.Format("15:04:05"), Summary: summary, Tokens: w.Usage.TotalTokens})
 	}
 	return renderPage(c, views.RequestListPage(l))
@@ -63,7 +47,7 @@ func endpoint(chat bool) string {
 
 func (s *Server) requestDetail(c echo.Context) error {
 	if !s.keyOK(c) {
-		return c.String(http.StatusUnauthorized, "this server asks for its API key: add ?key=KEY")
+		return s.askKey(c, "")
 	}
 	w := s.watched.get(c.Param("id"))
 	if w == nil {

@@ -2,8 +2,13 @@ package views
 
 // RequestList is the page of the API requests kept for watching.
 type RequestList struct {
-	Items   []RequestItem
-	KeyNote string // set when the pages need the API key
+	Items []RequestItem
+}
+
+// APIKeyForm asks for the server's API key before a page behind it.
+type APIKeyForm struct {
+	Next string // the page to return to
+	Note string // why the form is shown again
 }
 
 // RequestItem is one line of the list.
