@@ -103,3 +103,55 @@ func BenchmarkSchemaWorst(b *testing.B) {
 		validSchema(json.RawMessage(s))
 	}
 }
+
+// FuzzToolSchema: any parameters either compile within the bounds or are
+// refused with a sentence; a reference outside the schema is never
+// accepted (nothing is loaded), and nothing panics.
+func FuzzToolSchema(f *testing.F) {
+	for _, s := range []string{
+		`{"type": "object", "properties": {"a": {"$ref": "#/$defs/n"}}, "$defs": {"n": {"type": "number"}}}`,
+		`{"$ref": "file:///etc/passwd"}`, `{"$schema": "http://json-schema.org/draft-07/schema#", "$ref": "x.json"}`,
+		`{"allOf": [{"$ref": "#"}], "$id": "urn:x"}`, `{"properties": {"p": {"pattern": "a{1000}"}}}`, `[]`, `{`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		err := validSchema(json.RawMessage(raw))
+		if err == nil && (len(raw) > MaxSchemaBytes || externalRef(raw)) {
+			t.Fatalf("accepted %s", raw)
+		}
+		if err != nil && err.Error() == "" {
+			t.Fatal("an empty error")
+		}
+	})
+}
+
+// externalRef reports a $ref in raw that does not start with "#".
+func externalRef(raw []byte) bool {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return false
+	}
+	var walk func(any) bool
+	walk = func(v any) bool {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, x := range v {
+				if s, ok := x.(string); ok && (k == "$ref" || k == "$dynamicRef") && !strings.HasPrefix(s, "#") {
+					return true
+				}
+				if walk(x) {
+					return true
+				}
+			}
+		case []any:
+			for _, x := range v {
+				if walk(x) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return walk(v)
+}

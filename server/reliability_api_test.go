@@ -337,3 +337,76 @@ func TestReliabilityTabThatStopsReading(t *testing.T) {
 		t.Errorf("a client that reads (and so answers pings) was dropped: %v", err)
 	}
 }
+
+// Finding 5, the Explorer: 200 page loads from ten addresses filled the
+// session pool and new visitors got 503 for 40–60 s. Now a full pool
+// takes a detached session of the heaviest address for a newcomer.
+func TestReliabilityFewAddressesFillThePool(t *testing.T) {
+	a := newAbuseServer(t, Config{})
+	for i := range 200 {
+		from := fmt.Sprintf("198.51.100.%d", i%10)
+		if st, _ := a.get(t, "/", from); st != 200 {
+			t.Fatalf("load %d from %s: %d", i, from, st)
+		}
+	}
+	if n := a.s.sessions.Len(); n < 200 {
+		t.Fatalf("the pool holds %d sessions after 200 loads; the test means to fill it", n)
+	}
+	start := time.Now()
+	var st int
+	for time.Since(start) < 15*time.Second {
+		if st, _ = a.get(t, "/", "192.0.2.50"); st == 200 {
+			break
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	if st != 200 {
+		t.Fatalf("a new visitor still got %d after %v", st, time.Since(start))
+	}
+	t.Logf("after 200 page loads from 10 addresses (the pool full), a new visitor was served after %v", time.Since(start).Round(10*time.Millisecond))
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("a new visitor waited %v", d)
+	}
+}
+
+// Finding 8, event streams: clients that never read /serving's events
+// stayed connected for good, with no cap. Now streams are capped per
+// address (and in all), and each write must go out within a deadline.
+func TestReliabilityEventStreamCaps(t *testing.T) {
+	a := newAbuseServer(t, Config{})
+	form := servingForm(64, 32, 48, 64, 4, "continuous", "paged", "on", "")
+	form.Set("ignore_eos", "on")
+	path, code, msg := postServing(t, a.ts, form, a.ts.URL)
+	if code != http.StatusSeeOther {
+		t.Fatalf("start a load: %d %s", code, msg)
+	}
+	var open []*http.Response
+	defer func() {
+		for _, r := range open {
+			r.Body.Close()
+		}
+	}()
+	statuses := map[int]int{}
+	for range maxStreamsPerClient + 2 {
+		req, _ := http.NewRequest("GET", a.ts.URL+path+"/events", nil)
+		req.Header = as("203.0.113.9")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		statuses[resp.StatusCode]++
+		open = append(open, resp)
+	}
+	if statuses[200] != maxStreamsPerClient || statuses[429] != 2 {
+		t.Errorf("%d streams from one address: statuses %v, want %d × 200 and 2 × 429", maxStreamsPerClient+2, statuses, maxStreamsPerClient)
+	}
+	req, _ := http.NewRequest("GET", a.ts.URL+path+"/events", nil)
+	req.Header = as("192.0.2.1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Errorf("another address's stream: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	t.Logf("event streams from one address during a run: %v", statuses)
+}

@@ -127,9 +127,10 @@ func leastRecent(list []*Session) *Session {
 
 // Idle times after which a full pool takes a session for a newcomer: one
 // no tab holds (a page load whose WebSocket never came, or a closed tab)
+// at once from a client holding more sessions than the newcomer, else
 // soon, since a page connects within a second; one a tab holds only from
-// a client with more sessions than the newcomer, and later; failing
-// both, anyone's session idle a minute.
+// such a client, and later; failing those, anyone's session idle a
+// minute.
 const (
 	detachedGrace = 3 * time.Second
 	attachedGrace = 30 * time.Second
@@ -146,20 +147,21 @@ func (p *Pool) makeRoom(own int) bool {
 		counts[s.client]++
 	}
 	now := time.Now()
-	var detached, heavy, stale *Session
+	var detached, attached, stale *Session
 	for _, s := range p.sessions {
 		idle := now.Sub(s.LastUsed())
-		if s.conns.Load() == 0 && idle >= detachedGrace && heavier(s, detached, counts) {
+		heavy := counts[s.client] > own+1
+		if s.conns.Load() == 0 && (idle >= detachedGrace || heavy) && heavier(s, detached, counts) {
 			detached = s
 		}
-		if counts[s.client] > own+1 && idle >= attachedGrace && heavier(s, heavy, counts) {
-			heavy = s
+		if heavy && idle >= attachedGrace && heavier(s, attached, counts) {
+			attached = s
 		}
 		if idle >= staleGrace && (stale == nil || s.LastUsed().Before(stale.LastUsed())) {
 			stale = s
 		}
 	}
-	for _, v := range []*Session{detached, heavy, stale} {
+	for _, v := range []*Session{detached, attached, stale} {
 		if v != nil && v.expireIfIdle(now, 0) {
 			p.forget(v)
 			return true
