@@ -55,7 +55,7 @@ func (s *Server) askKey(c echo.Context, note string) error {
 	if c.Request().URL.RawQuery != "" && c.QueryParam("key") == "" {
 		next += "?" + c.Request().URL.RawQuery
 	}
-	return renderPageStatus(c, http.StatusUnauthorized, views.APIKeyPage(views.APIKeyForm{Next: next, Note: note}))
+	return renderPageStatus(c, http.StatusUnauthorized, views.APIKeyPage(views.APIKeyForm{Next: next, Note: note, Nav: navOf(next)}))
 }
 
 // apiKeySubmit checks the key posted by the form and sets the cookie.
@@ -69,7 +69,7 @@ func (s *Server) apiKeySubmit(c echo.Context) error {
 		return c.Redirect(http.StatusSeeOther, next)
 	}
 	if subtle.ConstantTimeCompare([]byte(c.FormValue("key")), []byte(key)) != 1 {
-		return renderPageStatus(c, http.StatusUnauthorized, views.APIKeyPage(views.APIKeyForm{Next: next, Note: "That is not this server's API key."}))
+		return renderPageStatus(c, http.StatusUnauthorized, views.APIKeyPage(views.APIKeyForm{Next: next, Note: "That is not this server's API key.", Nav: navOf(next)}))
 	}
 	c.SetCookie(s.cookie(apiKeyCookie, s.apiKeyToken(), "/", apiKeyTTL, http.SameSiteStrictMode, c))
 	return c.Redirect(http.StatusSeeOther, next)
@@ -85,4 +85,14 @@ func localPage(p string) bool {
 		}
 	}
 	return false
+}
+
+// navOf is the site navigation's entry for a page behind the key.
+func navOf(page string) string {
+	for _, k := range keyPages {
+		if strings.HasPrefix(page, k) {
+			return k
+		}
+	}
+	return "/requests"
 }

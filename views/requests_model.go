@@ -8,6 +8,7 @@ type RequestList struct {
 // APIKeyForm asks for the server's API key before a page behind it.
 type APIKeyForm struct {
 	Next string // the page to return to
+	Nav  string // the site navigation's current page
 	Note string // why the form is shown again
 }
 

@@ -639,7 +639,7 @@ func APIKeyPage(f APIKeyForm) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = siteNav("/requests").Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = siteNav(f.Nav).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
