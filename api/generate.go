@@ -3,8 +3,6 @@ package api
 import (
 	"context"
 	"fmt"
-	"math"
-	"slices"
 
 	"stepthrough/engine"
 	"stepthrough/engine/chattemplate"
@@ -133,45 +131,14 @@ func (g *Generator) Choice(ctx context.Context, s *engine.Session, logits []floa
 
 // token is id's log-probability and the top alternatives at logits.
 func (g *Generator) token(logits []float32, id int32) Token {
-	lp := logSoftmax(logits)
+	lp := sample.LogSoftmax(logits)
 	t := Token{ID: id, Text: g.Tok.Display(id), Logprob: lp[id]}
 	t.Bytes = []byte(t.Text)
 	if n := g.Req.TopLogprobs; n > 0 {
-		idx := make([]int32, len(lp))
-		for i := range idx {
-			idx[i] = int32(i)
-		}
-		slices.SortStableFunc(idx, func(a, b int32) int {
-			switch {
-			case lp[a] > lp[b]:
-				return -1
-			case lp[a] < lp[b]:
-				return 1
-			}
-			return 0
-		})
-		for _, j := range idx[:min(n, len(idx))] {
+		for _, j := range sample.TopN(lp, n) {
 			text := g.Tok.Display(j)
 			t.Top = append(t.Top, TopLogprob{ID: j, Text: text, Bytes: []byte(text), Logprob: lp[j]})
 		}
 	}
 	return t
-}
-
-// logSoftmax is log softmax(logits) in float64.
-func logSoftmax(logits []float32) []float64 {
-	m := math.Inf(-1)
-	for _, v := range logits {
-		m = math.Max(m, float64(v))
-	}
-	var sum float64
-	for _, v := range logits {
-		sum += math.Exp(float64(v) - m)
-	}
-	lse := m + math.Log(sum)
-	out := make([]float64, len(logits))
-	for i, v := range logits {
-		out[i] = float64(v) - lse
-	}
-	return out
 }

@@ -184,16 +184,9 @@ func (s *Session) EvalAll(ctx context.Context, ids []int32) ([]float32, error) {
 	return logits, nil
 }
 
-// Argmax returns the index of the largest value; the first one wins ties.
-func Argmax(x []float32) int32 {
-	best := 0
-	for i, v := range x {
-		if v > x[best] {
-			best = i
-		}
-	}
-	return int32(best)
-}
+// Argmax returns the index of the largest logit; the first one wins ties
+// (0 when every one is NaN).
+func Argmax(x []float32) int32 { return int32(max(0, sample.Argmax(x))) }
 
 // Sample runs the sampler chain over logits, reporting each step and the
 // draw to the hooks in ctx.

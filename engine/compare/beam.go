@@ -9,6 +9,8 @@ package compare
 import (
 	"math"
 	"slices"
+
+	"stepthrough/engine/sample"
 )
 
 // Beams is the state beam search drives: one decoding state per beam slot.
@@ -72,7 +74,7 @@ func BeamSearch(b Beams, width, n int, alpha float64, isEnd func(int32) bool) (B
 		var cands []BeamCandidate
 		for i, h := range beams {
 			lp := b.LogProbs(i)
-			for _, tok := range topIndices(lp, width) {
+			for _, tok := range sample.TopN(lp, width) {
 				cands = append(cands, BeamCandidate{Parent: i, Token: int32(tok), LogProb: h.LogProb + lp[tok]})
 			}
 		}
@@ -184,41 +186,4 @@ func reorder(b Beams, parents []int, scratch int) error {
 		}
 	}
 	return nil
-}
-
-// topIndices returns the k largest entries' indices, best first (ties:
-// lower index).
-func topIndices(x []float64, k int) []int {
-	idx := make([]int, len(x))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortStableFunc(idx, func(a, b int) int {
-		if x[a] != x[b] {
-			if x[a] > x[b] {
-				return -1
-			}
-			return 1
-		}
-		return a - b
-	})
-	return idx[:min(k, len(idx))]
-}
-
-// LogSoftmax returns log p of every token under logits at temperature 1.
-func LogSoftmax(logits []float32) []float64 {
-	m := math.Inf(-1)
-	for _, l := range logits {
-		m = math.Max(m, float64(l))
-	}
-	var sum float64
-	for _, l := range logits {
-		sum += math.Exp(float64(l) - m)
-	}
-	lse := m + math.Log(sum)
-	out := make([]float64, len(logits))
-	for i, l := range logits {
-		out[i] = float64(l) - lse
-	}
-	return out
 }

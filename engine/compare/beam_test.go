@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"stepthrough/engine/sample"
 )
 
 // tableModel is a tiny synthetic language model: next-token log-probs are
@@ -35,7 +37,7 @@ func (m *tableModel) dist(seq []int32) []float64 {
 	for i := range logits {
 		logits[i] = float32(m.rng.NormFloat64() * 2)
 	}
-	d := LogSoftmax(logits)
+	d := sample.LogSoftmax(logits)
 	m.table[key] = d
 	return d
 }
@@ -86,7 +88,7 @@ func TestBeamMatchesBruteForce(t *testing.T) {
 		res1, _ := BeamSearch(g, 1, 3, 0, never)
 		var greedy []int32
 		for len(greedy) < 3 {
-			greedy = append(greedy, int32(topIndices(m.dist(greedy), 1)[0]))
+			greedy = append(greedy, sample.TopN(m.dist(greedy), 1)[0])
 		}
 		if !slices.Equal(res1.Best.Tokens, greedy) {
 			t.Fatalf("seed %d: width 1 %v, greedy %v", seed, res1.Best.Tokens, greedy)

@@ -316,7 +316,7 @@ func runLane(ctx context.Context, base *engine.Session, st Strategy, prompt []in
 			}
 			id, step.Forced = st.Force[i], true
 		}
-		step.Token, step.LogProb = id, LogSoftmax(logits)[id]
+		step.Token, step.LogProb = id, sample.LogSoftmax(logits)[id]
 		smp.Accept(id)
 		lane.Tokens, lane.Steps = append(lane.Tokens, id), append(lane.Steps, step)
 		if eog(id) {
@@ -349,7 +349,7 @@ type sessionBeams struct {
 	logits [][]float32
 }
 
-func (b *sessionBeams) LogProbs(i int) []float64 { return LogSoftmax(b.logits[i]) }
+func (b *sessionBeams) LogProbs(i int) []float64 { return sample.LogSoftmax(b.logits[i]) }
 func (b *sessionBeams) Fork(dst, src int) error {
 	b.logits[dst] = slices.Clone(b.logits[src])
 	return b.slots[dst].CopyFrom(b.slots[src])
@@ -396,7 +396,7 @@ func beamLane(ctx context.Context, base *engine.Session, st Strategy, first []fl
 	}
 	logits := first
 	for i, tok := range lane.Tokens {
-		lane.Steps = append(lane.Steps, Step{Token: tok, LogProb: LogSoftmax(logits)[tok], Greedy: true})
+		lane.Steps = append(lane.Steps, Step{Token: tok, LogProb: sample.LogSoftmax(logits)[tok], Greedy: true})
 		if i < len(lane.Tokens)-1 {
 			l, err := r.Eval(ctx, []int32{tok})
 			if err != nil {

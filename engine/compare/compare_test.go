@@ -97,7 +97,7 @@ func TestLanes(t *testing.T) {
 		if id := smp.Sample(logits, nil); id != tok {
 			t.Fatalf("step %d: lane %d, independent run %d", i, tok, id)
 		}
-		if math.Abs(LogSoftmax(logits)[tok]-res.Lanes[2].Steps[i].LogProb) != 0 {
+		if math.Abs(sample.LogSoftmax(logits)[tok]-res.Lanes[2].Steps[i].LogProb) != 0 {
 			t.Fatalf("step %d: log-prob differs from an independent run", i)
 		}
 		smp.Accept(tok)

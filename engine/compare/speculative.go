@@ -67,7 +67,7 @@ func specLane(ctx context.Context, base *engine.Session, st Strategy, prompt []i
 	id := smp.Sample(first, &sample.Observer{Draw: func(d sample.DrawResult) {
 		step.U, step.Greedy, step.Top = d.U, d.Greedy, drawTop(d)
 	}})
-	step.Token, step.LogProb = id, LogSoftmax(first)[id]
+	step.Token, step.LogProb = id, sample.LogSoftmax(first)[id]
 	lane.Tokens, lane.Steps = append(lane.Tokens, id), append(lane.Steps, step)
 	firstMS := ms(time.Since(start))
 	stats := &SpecStats{}

@@ -16,6 +16,7 @@ import (
 	"slices"
 
 	"stepthrough/engine"
+	"stepthrough/engine/sample"
 )
 
 // Options configure a measurement.
@@ -85,14 +86,14 @@ func Run(ctx context.Context, lm *engine.Loaded, tokens []int32, opt Options) (*
 			}
 		}
 		for i := n / 2; i < n-1; i++ {
-			lp := logSoftmax(logits[i*V : (i+1)*V])
+			lp := sample.LogSoftmax(logits[i*V : (i+1)*V])
 			l := -lp[chunk[i+1]]
 			nll, nll2 = nll+l, nll2+l*l
 			if base != nil {
-				bp := logSoftmax(base[i*V : (i+1)*V])
+				bp := sample.LogSoftmax(base[i*V : (i+1)*V])
 				baseNLL -= bp[chunk[i+1]]
 				kls = append(kls, kl(bp, lp))
-				if argmax(bp) == argmax(lp) {
+				if sample.Argmax(bp) == sample.Argmax(lp) {
 					same++
 				}
 			}
@@ -133,23 +134,6 @@ func evalAll(ctx context.Context, s *engine.Session, chunk []int32) ([]float32, 
 	return slices.Clone(out), nil
 }
 
-func logSoftmax(x []float32) []float64 {
-	m := math.Inf(-1)
-	for _, v := range x {
-		m = math.Max(m, float64(v))
-	}
-	var sum float64
-	for _, v := range x {
-		sum += math.Exp(float64(v) - m)
-	}
-	lse := m + math.Log(sum)
-	out := make([]float64, len(x))
-	for i, v := range x {
-		out[i] = float64(v) - lse
-	}
-	return out
-}
-
 // kl is KL(p ‖ q) for log-probabilities.
 func kl(lp, lq []float64) float64 {
 	var s float64
@@ -159,14 +143,4 @@ func kl(lp, lq []float64) float64 {
 		}
 	}
 	return math.Max(0, s)
-}
-
-func argmax(x []float64) int {
-	best := 0
-	for i, v := range x {
-		if v > x[best] {
-			best = i
-		}
-	}
-	return best
 }

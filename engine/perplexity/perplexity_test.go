@@ -8,6 +8,7 @@ import (
 	"stepthrough/engine"
 	"stepthrough/engine/model"
 	"stepthrough/engine/quant"
+	"stepthrough/engine/sample"
 )
 
 func loaded(t *testing.T, typ quant.Type) *engine.Loaded {
@@ -51,7 +52,7 @@ func TestPerplexity(t *testing.T) {
 				t.Fatal(err)
 			}
 			if i >= 16 {
-				nll -= logSoftmax(logits)[chunk[i+1]]
+				nll -= sample.LogSoftmax(logits)[chunk[i+1]]
 				n++
 			}
 		}

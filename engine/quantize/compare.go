@@ -10,6 +10,7 @@ import (
 	"stepthrough/engine"
 	"stepthrough/engine/gguf"
 	"stepthrough/engine/model"
+	"stepthrough/engine/sample"
 )
 
 // Variant is one precision of a model to compare.
@@ -146,20 +147,29 @@ func teacherForced(ctx context.Context, l *engine.Loaded, prompt, ref []int32) (
 	var out [][]float64
 	for step := range ref {
 		row := all[(len(prompt)-1+step)*V : (len(prompt)+step)*V]
-		out = append(out, logSoftmax(row))
+		out = append(out, sample.LogSoftmax(row))
 	}
 	return out, nil
 }
 
+// topCandidates is the TopK likeliest tokens of log-probabilities lp.
+func topCandidates(lp []float64) []Candidate {
+	var out []Candidate
+	for _, id := range sample.TopN(lp, TopK) {
+		out = append(out, Candidate{ID: id, P: math.Exp(lp[id])})
+	}
+	return out
+}
+
 func stat(ref, q []float64) StepStat {
-	st := StepStat{Top: topK(q)}
+	st := StepStat{Top: topCandidates(q)}
 	for i, a := range ref {
 		if p := math.Exp(a); p > 0 {
 			st.KL += p * (a - q[i])
 		}
 	}
 	st.KL = math.Max(0, st.KL)
-	rt := topK(ref)
+	rt := topCandidates(ref)
 	st.Flipped = rt[0].ID != st.Top[0].ID
 	for _, a := range rt {
 		for _, b := range st.Top {
@@ -169,44 +179,6 @@ func stat(ref, q []float64) StepStat {
 		}
 	}
 	return st
-}
-
-func topK(lp []float64) []Candidate {
-	var out []Candidate
-	for i, v := range lp {
-		c := Candidate{ID: int32(i), P: math.Exp(v)}
-		j, _ := slices.BinarySearchFunc(out, c, func(a, b Candidate) int {
-			if a.P != b.P {
-				if a.P > b.P {
-					return -1
-				}
-				return 1
-			}
-			return int(a.ID - b.ID)
-		})
-		if j < TopK {
-			out = slices.Insert(out, j, c)
-			out = out[:min(len(out), TopK)]
-		}
-	}
-	return out
-}
-
-func logSoftmax(x []float32) []float64 {
-	m := math.Inf(-1)
-	for _, v := range x {
-		m = math.Max(m, float64(v))
-	}
-	var sum float64
-	for _, v := range x {
-		sum += math.Exp(float64(v) - m)
-	}
-	lse := m + math.Log(sum)
-	out := make([]float64, len(x))
-	for i, v := range x {
-		out[i] = float64(v) - lse
-	}
-	return out
 }
 
 // InMemory converts a parsed model to target without writing a file and

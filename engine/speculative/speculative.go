@@ -290,26 +290,12 @@ func logProb(row []float32, t int32) float64 {
 const topN = 6
 
 // top lists the n most likely tokens of a distribution, most likely first
-// (ties by id).
+// (ties by id), leaving out those it gives no probability.
 func top(dist []float32, n int) []sample.Candidate {
 	var out []sample.Candidate
-	for t, v := range dist {
-		if v <= 0 {
-			continue
-		}
-		c := sample.Candidate{ID: int32(t), P: v}
-		i, _ := slices.BinarySearchFunc(out, c, func(a, b sample.Candidate) int {
-			if a.P != b.P {
-				if a.P > b.P {
-					return -1
-				}
-				return 1
-			}
-			return int(a.ID - b.ID)
-		})
-		if i < n {
-			out = slices.Insert(out, i, c)
-			out = out[:min(len(out), n)]
+	for _, id := range sample.TopN(dist, n) {
+		if dist[id] > 0 {
+			out = append(out, sample.Candidate{ID: id, P: dist[id]})
 		}
 	}
 	return out

@@ -1,7 +1,6 @@
 package tokenizer
 
 import (
-	"container/heap"
 	"sync"
 )
 
@@ -18,22 +17,12 @@ type bpeBigram struct {
 	result      int32
 }
 
-type bpeQueue []bpeBigram
-
-func (q bpeQueue) Len() int { return len(q) }
-func (q bpeQueue) Less(i, j int) bool {
-	if q[i].rank != q[j].rank {
-		return q[i].rank < q[j].rank
+// bpeFirst orders BPE's merges: the lowest rank, then the leftmost.
+func bpeFirst(a, b *bpeBigram) bool {
+	if a.rank != b.rank {
+		return a.rank < b.rank
 	}
-	return q[i].left < q[j].left
-}
-func (q bpeQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *bpeQueue) Push(x any)   { *q = append(*q, x.(bpeBigram)) }
-func (q *bpeQueue) Pop() any {
-	old := *q
-	x := old[len(old)-1]
-	*q = old[:len(old)-1]
-	return x
+	return a.left < b.left
 }
 
 const (
@@ -101,20 +90,20 @@ func (t *Tokenizer) encodeWord(text string, w span, out []Token) []Token {
 		syms[i] = bpeSymbol{id: t.byteTok[word[i]], start: i, end: i + 1, prev: i - 1, next: i + 1}
 	}
 	syms[len(syms)-1].next = -1
-	q := make(bpeQueue, 0, len(syms))
+	q := mergeQueue[bpeBigram]{items: make([]bpeBigram, 0, len(syms)), less: bpeFirst}
 	tryAdd := func(l, r int) {
 		if l < 0 || r < 0 || syms[l].id < 0 || syms[r].id < 0 {
 			return
 		}
 		if m, ok := t.merges[[2]int32{syms[l].id, syms[r].id}]; ok {
-			heap.Push(&q, bpeBigram{left: l, right: r, lid: syms[l].id, rid: syms[r].id, rank: m.rank, result: m.result})
+			q.push(bpeBigram{left: l, right: r, lid: syms[l].id, rid: syms[r].id, rank: m.rank, result: m.result})
 		}
 	}
 	for i := 1; i < len(syms); i++ {
 		tryAdd(i-1, i)
 	}
-	for q.Len() > 0 {
-		bg := heap.Pop(&q).(bpeBigram)
+	for q.len() > 0 {
+		bg := q.pop()
 		l, r := &syms[bg.left], &syms[bg.right]
 		if l.end == l.start || r.end == r.start || l.next != bg.right || l.id != bg.lid || r.id != bg.rid {
 			continue

@@ -1,7 +1,5 @@
 package tokenizer
 
-import "container/heap"
-
 // utf8Len is llama.cpp's unicode_len_utf8: the length a lead byte announces
 // (stray continuation bytes count as one).
 func utf8Len(b byte) int {
@@ -19,22 +17,13 @@ type spmBigram struct {
 	size        int
 }
 
-type spmQueue []spmBigram
-
-func (q spmQueue) Len() int { return len(q) }
-func (q spmQueue) Less(i, j int) bool {
-	if q[i].score != q[j].score {
-		return q[i].score > q[j].score
+// spmFirst orders SentencePiece's merges: the best score, then the
+// leftmost.
+func spmFirst(a, b *spmBigram) bool {
+	if a.score != b.score {
+		return a.score > b.score
 	}
-	return q[i].left < q[j].left
-}
-func (q spmQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *spmQueue) Push(x any)   { *q = append(*q, x.(spmBigram)) }
-func (q *spmQueue) Pop() any {
-	old := *q
-	x := old[len(old)-1]
-	*q = old[:len(old)-1]
-	return x
+	return a.left < b.left
 }
 
 // encodeSPM follows llama.cpp's llm_tokenizer_spm: escape spaces as ▁ (with
@@ -98,7 +87,7 @@ func (t *Tokenizer) spmSegment(esc []byte, srcStart, srcEnd []int, from, to int,
 		off += n
 	}
 	syms[len(syms)-1].next = -1
-	q := &spmQueue{}
+	q := mergeQueue[spmBigram]{less: spmFirst}
 	tryAdd := func(l, r int) {
 		if l < 0 || r < 0 {
 			return
@@ -111,13 +100,13 @@ func (t *Tokenizer) spmSegment(esc []byte, srcStart, srcEnd []int, from, to int,
 		if t.v.Scores != nil {
 			score = t.v.Scores[id]
 		}
-		heap.Push(q, spmBigram{left: l, right: r, score: score, size: syms[r].end - syms[l].start})
+		q.push(spmBigram{left: l, right: r, score: score, size: syms[r].end - syms[l].start})
 	}
 	for i := 1; i < len(syms); i++ {
 		tryAdd(i-1, i)
 	}
-	for q.Len() > 0 {
-		bg := heap.Pop(q).(spmBigram)
+	for q.len() > 0 {
+		bg := q.pop()
 		l, r := &syms[bg.left], &syms[bg.right]
 		if l.end == l.start || r.end == r.start || (l.end-l.start)+(r.end-r.start) != bg.size || l.next != bg.right {
 			continue

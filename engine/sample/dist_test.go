@@ -1,0 +1,48 @@
+package sample
+
+import (
+	"math"
+	"slices"
+	"testing"
+)
+
+func TestLogSoftmax(t *testing.T) {
+	got := LogSoftmax([]float32{1, 2, 3})
+	z := math.Exp(1) + math.Exp(2) + math.Exp(3)
+	for i, v := range []float64{1, 2, 3} {
+		if want := v - math.Log(z); math.Abs(got[i]-want) > 1e-12 {
+			t.Errorf("log p[%d] = %v, want %v", i, got[i], want)
+		}
+	}
+	if big := LogSoftmax([]float32{1000, 1000}); math.Abs(big[0]-math.Log(0.5)) > 1e-12 {
+		t.Errorf("large logits: %v", big)
+	}
+}
+
+func TestArgmaxAndTopN(t *testing.T) {
+	nan := float32(math.NaN())
+	cases := []struct {
+		name   string
+		x      []float32
+		n      int
+		argmax int
+		top    []int32
+	}{
+		{"empty", nil, 3, -1, []int32{}},
+		{"ties by index", []float32{0.1, 0, 0.4, 0.2, 0.2, 0.1}, 3, 2, []int32{2, 3, 4}},
+		{"n beyond the length", []float32{3, 1, 2}, 5, 0, []int32{0, 2, 1}},
+		{"first of equals", []float32{5, 5, 5}, 2, 0, []int32{0, 1}},
+		{"NaN skipped", []float32{nan, 1, 2}, 2, 2, []int32{2, 1}},
+		{"none", []float32{1}, 0, 0, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := Argmax(c.x); got != c.argmax {
+				t.Errorf("Argmax = %d, want %d", got, c.argmax)
+			}
+			if got := TopN(c.x, c.n); !slices.Equal(got, c.top) {
+				t.Errorf("TopN = %v, want %v", got, c.top)
+			}
+		})
+	}
+}
