@@ -31,8 +31,9 @@ func rows(t *testing.T, ctx context.Context) [][3]float64 {
 
 // The softmax and sampler pictures in a real browser: the first page's
 // examples, bars on one 0–100% scale whose ratios are the engine's
-// logits at the slider's T, the top-p slider moving the cut by the
-// cumulative column with no forward pass, the slider writing into the
+// logits at the slider's T, the top-p slider moving the cut where the
+// run's sampler chain makes it (the model map's count at the run's own
+// settings) with no forward pass, the slider writing into the
 // settings form, and the sampler's funnel and cumulative column.
 func TestSoftmaxAndSamplerPicturesInBrowser(t *testing.T) {
 	ctx, base := browserWith(t, Config{Embedded: lessonModels()})
@@ -99,6 +100,28 @@ func TestSoftmaxAndSamplerPicturesInBrowser(t *testing.T) {
 	if !strings.Contains(eval[string](t, ctx, `document.querySelector('[data-testid="chain-order"]').textContent`, false), "temperature") {
 		t.Error("the softmax panel does not say where temperature sits in the chain")
 	}
+	// at the run's own settings the panel keeps what the model map's
+	// sampler chain keeps ("1024 → N candidates")
+	nums := eval[string](t, ctx, `(document.querySelector('details.map') || {dataset: {}}).dataset.nums || document.querySelector('#map-state').dataset.nums`, false)
+	var mapKept string // O<n> for the chain's last step n: "{I1} → {On} candidates"
+	for n := 1; ; n++ {
+		v, ok := "", false
+		for _, kv := range strings.Split(nums, ";") {
+			if x, found := strings.CutPrefix(kv, fmt.Sprintf("O%d=", n)); found {
+				v, ok = x, true
+			}
+		}
+		if !ok {
+			break
+		}
+		mapKept = v
+	}
+	if k := attr(t, ctx, `[data-testid="nucleus"]`, "data-kept"); mapKept == "" || k != mapKept {
+		t.Errorf("the softmax panel keeps %s tokens, the model map's chain %q (nums %q)", k, mapKept, nums)
+	}
+	if s := eval[string](t, ctx, `document.querySelector('[data-testid="slider-effect"]').textContent`, false); !strings.Contains(s, "does not change which tokens are kept") {
+		t.Errorf("in llama.cpp's order the panel must say the temperature slider does not change the kept tokens: %q", s)
+	}
 	forwards := attr(t, ctx, "#state", "data-forwards")
 	for _, p := range []string{"0.5", "0.8", "0.3"} {
 		before := attr(t, ctx, `[data-testid="nucleus"]`, "data-top-p")
@@ -110,8 +133,14 @@ func TestSoftmaxAndSamplerPicturesInBrowser(t *testing.T) {
 		if kept < 1 || kept > len(r) {
 			t.Fatalf("top-p %s keeps %d of %d listed", p, kept, len(r))
 		}
-		if r[kept-1][1] < want-1e-9 || (kept > 1 && r[kept-2][1] >= want) {
-			t.Errorf("top-p %s: the cut after row %d, cumulative %g then %g", p, kept, r[max(kept-2, 0)][1], r[kept-1][1])
+		out := eval[[]bool](t, ctx, `[...document.querySelectorAll('[data-testid="prob"]')].map(r => r.classList.contains('out'))`, false)
+		for i, o := range out { // the chain (top-k, top-p, min-p at T = 1) keeps a prefix of these bars
+			if o != (i >= kept) {
+				t.Errorf("top-p %s, %d kept: row %d greyed out = %v", p, kept, i+1, o)
+			}
+		}
+		if want >= 1 || kept >= len(r) {
+			continue
 		}
 		if a := attr(t, ctx, `[data-testid="topp-cut"]`, "data-after"); a != strconv.Itoa(kept) {
 			t.Errorf("top-p %s: the cut line after row %s, want %d", p, a, kept)

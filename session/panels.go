@@ -314,20 +314,26 @@ func (s *Session) softmaxPanel(st *trace.Step, _ trace.Stage) views.Panel {
 	idx := byValueDesc(probs)
 	n := min(topN, len(probs))
 	p := &views.SoftmaxPanel{Temperature: t, RunT: Form(s.run).Temperature, Greedy: s.run.Sampler.Temperature <= 0, Vocab: len(probs),
-		TopP: s.softmaxTopP(), TempAt: -1}
+		TopP: s.softmaxTopP(), ChainT: s.chainTemperature(), TempAt: -1}
+	kept, err := s.chainKept(st, p.ChainT, p.TopP, &p.Funnel)
+	if err != nil {
+		p.ChainErr = err.Error()
+	}
+	p.Kept, p.Prefix = len(kept), err == nil
 	var cum float64
 	for k, i := range idx {
 		cum += float64(probs[i])
-		if p.Kept == 0 && cum >= p.TopP-1e-9 {
-			p.Kept, p.KeptP = k+1, cum
+		in := kept[int32(i)]
+		if in {
+			p.KeptP += float64(probs[i])
+		}
+		if in != (k < p.Kept) {
+			p.Prefix = false // typical-p keeps by surprisal, not by rank
 		}
 		if k < n {
 			p.Top = append(p.Top, views.Bar{ID: int32(i), Piece: s.piece(int32(i)), Value: float64(probs[i]), Width: 100 * float64(probs[i]),
-				Logit: float64(st.Logits.Logits[i]), Cum: cum, Out: p.Kept != 0 && k >= p.Kept})
+				Logit: float64(st.Logits.Logits[i]), Cum: cum, Out: err == nil && !in})
 		}
-	}
-	if p.Kept == 0 { // rounding: the whole vocabulary
-		p.Kept, p.KeptP = len(idx), cum
 	}
 	for _, x := range probs {
 		p.Sum += float64(x)
@@ -344,6 +350,66 @@ func (s *Session) softmaxPanel(st *trace.Step, _ trace.Stage) views.Panel {
 	}
 	p.ZMax, p.Norm = normaliser(st.Logits.Logits, t)
 	return p
+}
+
+// chainTemperature is the temperature the softmax panel runs the chain
+// at: the slider's once the viewer moved it, else the run's (0: greedy).
+func (s *Session) chainTemperature() float64 {
+	if s.view.Temperature > 0 {
+		return s.view.Temperature
+	}
+	return s.run.Sampler.Temperature
+}
+
+// chainKept runs the run's own sampler chain (the engine's sampler: the
+// run's settings, order and penalty history, with temperature t and
+// top-p p) over a step's logits and returns the tokens it keeps for the
+// draw; funnel receives each step's counts. It draws from a scratch
+// sampler: the run's is untouched.
+func (s *Session) chainKept(st *trace.Step, t, p float64, funnel *[]views.MapFilter) (map[int32]bool, error) {
+	sp := s.run.Sampler
+	sp.Temperature, sp.TopP = t, p
+	sp.Seed, sp.SeedSet = 0, true // which tokens are kept does not depend on the draw's number
+	smp, err := sample.New(sp)
+	if err != nil {
+		return nil, fmt.Errorf("the sampler chain at T = %g, top-p = %g: %w", t, p, err)
+	}
+	smp.Accept(s.historyBefore(st)...)
+	kept := map[int32]bool{}
+	smp.Sample(st.Logits.Logits, &sample.Observer{
+		Step: func(r sample.StepResult) {
+			*funnel = append(*funnel, views.MapFilter{Name: string(r.Step), Setting: chainSetting(s, r.Step, t, p), In: len(r.Before), Out: len(r.After), Skipped: r.Skipped})
+		},
+		Draw: func(d sample.DrawResult) {
+			for _, c := range d.Candidates {
+				kept[c.ID] = true
+			}
+		},
+	})
+	return kept, nil
+}
+
+// chainSetting is a step's setting as chainKept runs it.
+func chainSetting(s *Session, step sample.Step, t, p float64) string {
+	switch step {
+	case sample.Temperature:
+		return "T = " + strconv.FormatFloat(t, 'g', -1, 64)
+	case sample.TopP:
+		return "p = " + strconv.FormatFloat(p, 'g', -1, 64)
+	}
+	return s.setting(step)
+}
+
+// historyBefore is what the run's sampler had accepted (for its
+// penalties) when it sampled at step st: the prompt, then each token
+// generated before it with what the runtime wrote after it.
+func (s *Session) historyBefore(st *trace.Step) []int32 {
+	step := slices.Index(s.cur.Steps, st)
+	h := slices.Clone(s.promptIDs)
+	for i := range min(s.genBefore(step), len(s.gen)) {
+		h = append(append(h, s.gen[i]), s.inserts[i]...)
+	}
+	return h
 }
 
 // normaliser is the largest logit and Σ exp((z − max)/T): the softmax's

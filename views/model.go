@@ -228,22 +228,27 @@ type LogitsPanel struct {
 }
 
 // SoftmaxPanel is probabilities at a temperature, before any sampler step,
-// with the nucleus a top-p slider cuts from them.
+// with the tokens the run's sampler chain keeps for the draw at the
+// sliders' temperature and top-p (the engine's chain, in the run's order).
 type SoftmaxPanel struct {
-	Temperature float64 // the slider's
+	Temperature float64 // the slider's: the bars' T
 	RunT        string  // the run's temperature, as the form shows it
 	Greedy      bool    // the run samples at T = 0 (the argmax)
-	Top         []Bar   // Value: p at Temperature; Cum: cumulative
+	Top         []Bar   // Value: p at Temperature; Cum: cumulative; Out: the chain removes it
 	Rest        int     // tokens not listed
 	RestP       float64 // their total probability
 	Sum         float64 // over the whole vocabulary
 	Vocab       int
-	TopP        float64  // the slider's top-p
-	Kept        int      // tokens in the nucleus at TopP
-	KeptP       float64  // their probability
-	Chain       []string // the run's sampler chain in order
-	TempAt      int      // the temperature step's index in Chain (-1: none)
-	ZMax, Norm  float64  // the largest logit and Σ exp((z − ZMax)/T): p = exp((z − ZMax)/T) / Norm
+	TopP        float64     // the slider's top-p
+	ChainT      float64     // the temperature the chain ran at (0: greedy)
+	Funnel      []MapFilter // the chain's steps at ChainT and TopP, in order, with their counts
+	ChainErr    string      // why the chain could not run ("" when it ran)
+	Kept        int         // tokens the chain keeps for the draw
+	KeptP       float64     // their probability in these bars
+	Prefix      bool        // the kept are the Kept most likely bars (a cut line can mark them)
+	Chain       []string    // the run's sampler chain in order
+	TempAt      int         // the temperature step's index in Chain (-1: none)
+	ZMax, Norm  float64     // the largest logit and Σ exp((z − ZMax)/T): p = exp((z − ZMax)/T) / Norm
 }
 
 // SamplerPanel is one step of the chain.

@@ -129,9 +129,9 @@ func (l *LogitsPanel) svg(d *svgDoc) {
 func (s *SoftmaxPanel) svg(d *svgDoc) {
 	d.y += 6
 	d.text(16, d.y, 13, "normal", fmt.Sprintf("Probabilities BEFORE sampling: softmax at T = %s over %d tokens (sum %s), bars on one 0–100%% scale", fx(s.Temperature), s.Vocab, f(s.Sum)))
-	if s.TopP < 1 {
+	if s.ChainErr == "" {
 		d.y += 16
-		d.text(16, d.y, 12, "normal", fmt.Sprintf("top-p %s over these bars keeps the %d most likely (%s); the line marks the cut", fx(s.TopP), s.Kept, pct(s.KeptP)))
+		d.text(16, d.y, 12, "normal", fmt.Sprintf("at %s and top-p %s the run's sampler chain keeps %d for the draw (%s): %s", chainT(s), fx(s.TopP), s.Kept, pct(s.KeptP), chainCounts(s)))
 	}
 	for i, b := range s.Top {
 		d.bars([]Bar{b}, func(b Bar) string { return fmt.Sprintf("p %s · cum %s", pct(b.Value), pct(b.Cum)) }, func(b Bar) string {
@@ -140,7 +140,7 @@ func (s *SoftmaxPanel) svg(d *svgDoc) {
 			}
 			return "#d08a2c"
 		})
-		if s.TopP < 1 && i == s.Kept-1 {
+		if s.Prefix && i == s.Kept-1 && s.Kept < s.Vocab {
 			fmt.Fprintf(&d.b, `<line x1="16" x2="%d" y1="%d" y2="%d" stroke="#b00020" stroke-width="2" stroke-dasharray="6 3"/>`, svgW-16, d.y+5, d.y+5)
 		}
 	}

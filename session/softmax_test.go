@@ -1,0 +1,115 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"stepthrough/engine/sample"
+	"stepthrough/engine/spec"
+	"stepthrough/views"
+)
+
+// softmaxAt opens r at a token step's softmax stage and returns the panel
+// and the sampler steps the run recorded there.
+func softmaxAt(t *testing.T, se *Session, r spec.Run, step int) *views.SoftmaxPanel {
+	t.Helper()
+	r.View = spec.View{Token: step, StageName: "softmax", Layer: -1}
+	if err := se.Open(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	sm, ok := se.Explorer().Panel.(*views.SoftmaxPanel)
+	if !ok {
+		t.Fatalf("step %d: the panel is %T, not the softmax panel", step, se.Explorer().Panel)
+	}
+	return sm
+}
+
+// sameKept checks the panel's kept set against what the run's chain kept
+// at a token step: the count, and every listed bar in or out as the
+// recorded survivors say.
+func sameKept(t *testing.T, sm *views.SoftmaxPanel, se *Session, step int) {
+	t.Helper()
+	chain := se.cur.Steps[step].Sampler
+	last := chain[len(chain)-1]
+	if sm.Kept != last.AfterCount {
+		t.Errorf("the softmax panel keeps %d tokens, the run's chain %d", sm.Kept, last.AfterCount)
+	}
+	all := len(last.After) == last.AfterCount // else the trace recorded the likeliest only
+	kept := map[int32]bool{}
+	for _, c := range last.After {
+		kept[c.ID] = true
+	}
+	for _, b := range sm.Top {
+		if (all || kept[b.ID]) && b.Out == kept[b.ID] {
+			t.Errorf("token %s: the panel has it out = %v, the chain kept = %v", b.Piece, b.Out, kept[b.ID])
+		}
+	}
+}
+
+// The softmax panel's kept set is the one the run's sampler chain keeps
+// (llama.cpp's order and Hugging Face's), at the run's own temperature and
+// top-p, and, with the sliders moved, at theirs: the same as a run made
+// with the sliders' settings.
+func TestSoftmaxPanelKeepsWhatTheChainKeeps(t *testing.T) {
+	reg := registry(t)
+	se := New("sm", "", reg)
+	defer se.Close()
+	settings := []struct {
+		name   string
+		change func(*sample.Params)
+	}{
+		{"defaults", func(*sample.Params) {}},
+		{"top-p only", func(p *sample.Params) { p.TopK, p.MinP = 0, 0 }},
+		{"penalties", func(p *sample.Params) { p.RepeatPenalty, p.TopP = 1.5, 0.6 }},
+	}
+	for _, order := range []string{"llama.cpp", "transformers"} {
+		for _, set := range settings {
+			for _, temp := range []float64{0.3, 0.8, 1.5, 3, 100} {
+				t.Run(fmt.Sprintf("%s/%s/T=%g", order, set.name, temp), func(t *testing.T) {
+					r := run("She was very")
+					r.Sampler.Seed, r.Sampler.SeedSet = 3, true
+					o, err := sample.ParseOrder(order)
+					if err != nil {
+						t.Fatal(err)
+					}
+					r.Sampler.Order = o
+					set.change(&r.Sampler)
+					r.Sampler.Temperature = temp
+					// the run's own settings, at a step after generated tokens
+					sameKept(t, softmaxAt(t, se, r, 2), se, 2)
+					if temp > 3 {
+						return // beyond the slider's range
+					}
+					// the sliders moved to temp and 0.7 on a run at T = 0.8
+					// (the prompt's step: its logits do not depend on the
+					// sampler) keep what a run at those settings keeps
+					want := r
+					want.Sampler.TopP = 0.7
+					sameKeptAsRun := softmaxAt(t, se, want, 0)
+					sameKept(t, sameKeptAsRun, se, 0)
+					slid := r
+					slid.Sampler.Temperature = 0.8
+					softmaxAt(t, se, slid, 0)
+					for _, a := range []struct{ action, field, value string }{
+						{"temperature", "view_temperature", fmt.Sprint(temp)},
+						{"top_p", "view_top_p", "0.7"},
+					} {
+						if err := se.Act(context.Background(), a.action, getter(map[string]string{a.field: a.value})); err != nil {
+							t.Fatal(err)
+						}
+					}
+					sm := se.Explorer().Panel.(*views.SoftmaxPanel)
+					if sm.Kept != sameKeptAsRun.Kept {
+						t.Errorf("sliders at T = %g, top-p 0.7 keep %d tokens; a run at those settings keeps %d", temp, sm.Kept, sameKeptAsRun.Kept)
+					}
+					for i, b := range sm.Top {
+						if w := sameKeptAsRun.Top[i]; b.ID != w.ID || b.Out != w.Out {
+							t.Errorf("bar %d: slid %s out = %v, the run's %s out = %v", i, b.Piece, b.Out, w.Piece, w.Out)
+						}
+					}
+				})
+			}
+		}
+	}
+}
