@@ -66,6 +66,10 @@ type Step struct {
 	Narration  string
 	Notes      string // instructor only
 	Question   *Question
+	// After is the narration written after the question: shown once the
+	// question is answered (in a room, once the instructor reveals), so
+	// the text that explains the answer does not give it away.
+	After string
 	// Claims are the facts the narration states, verified against the
 	// engine (claims.go).
 	Claims []Claim
@@ -235,6 +239,10 @@ func (p *parser) feed(line string) error {
 	}
 	if k, v, ok := strings.Cut(trimmed, ":"); ok && isKey(k) {
 		return p.setting(strings.TrimSpace(k), strings.TrimSpace(v))
+	}
+	if s.Question != nil {
+		s.After = strings.TrimSpace(s.After + "\n" + line)
+		return nil
 	}
 	s.Narration = strings.TrimSpace(s.Narration + "\n" + line)
 	return nil

@@ -47,7 +47,7 @@ func TestREADMEExample(t *testing.T) {
 	if s1.Run.Prompt != s0.Run.Prompt || s1.Stage != "logits" || s1.Highlight[0] != " Par" || s1.Question.Kind != "next-token" || len(s1.Question.Choices) != 3 {
 		t.Errorf("step 2 %+v %+v", s1, s1.Question)
 	}
-	if s2.Question.Kind != "choice" || s2.Question.Answer != "Spreads probability over more tokens" || !strings.Contains(s2.Narration, "sum to 1") {
+	if s2.Question.Kind != "choice" || s2.Question.Answer != "Spreads probability over more tokens" || !strings.Contains(s2.Narration, "sum to 1") || !strings.Contains(s2.After, "closer") || strings.Contains(s2.Narration, "closer") {
 		t.Errorf("step 3 %+v", s2.Question)
 	}
 	if err := Check(l, lessonModel(t)); err != nil {

@@ -68,7 +68,7 @@ func TestBuiltinNarrationIsClaimed(t *testing.T) {
 		}
 		for i, st := range l.Steps {
 			settings := st.Run.Query().Encode() + " " + st.Run.Prompt
-			text := st.Narration + "\n" + st.Notes
+			text := st.Narration + "\n" + st.After + "\n" + st.Notes
 			for _, q := range quotedToken.FindAllStringSubmatch(text, -1) {
 				if !stated(q[1]) {
 					t.Errorf("%s step %d: the narration or a note names %q, which no claim states", l.File, i+1, q[1])

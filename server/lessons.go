@@ -64,6 +64,9 @@ func (s *Server) lessonStep(c echo.Context) error {
 		}
 		p.Highlight = se.Highlights(st)
 		p.Question = question(c, se, st)
+		if p.Question == nil || p.Question.Answered { // the text that explains the answer waits for it
+			p.After = classroom.Paragraphs(st.After)
+		}
 		if q := p.Question; q != nil {
 			p.Prompt = se.Spec().Prompt
 			if !q.Answered && !st.PanelShown { // the engine's numbers would give the answer away

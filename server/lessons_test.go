@@ -69,6 +69,9 @@ func TestBuiltinLessonsPlay(t *testing.T) {
 				if doc.Find(`[data-testid="question"]`).Length() != 1 {
 					t.Fatalf("%s step %d: question missing", name, i+1)
 				}
+				if doc.Find(`[data-testid="after-answer"]`).Length() != 0 {
+					t.Errorf("%s step %d: the text after the question shows before it is answered", name, i+1)
+				}
 				right, wrong := expectedAnswers(t, s, l, i)
 				for _, a := range []struct {
 					ans  string
@@ -81,6 +84,9 @@ func TestBuiltinLessonsPlay(t *testing.T) {
 					}
 					if got, _ := page.Find(`section[data-stage]`).Attr("data-stage"); got != st.Stage {
 						t.Errorf("%s step %d: after answering, stage %q, want %q", name, i+1, got, st.Stage)
+					}
+					if st.After != "" && !strings.Contains(page.Find(`[data-testid="after-answer"]`).Text(), strings.Fields(st.After)[0]) {
+						t.Errorf("%s step %d: the text after the question is missing once it is answered", name, i+1)
 					}
 					if c, _ := fb.Attr("data-correct"); c != a.want {
 						t.Errorf("%s step %d (%s): answer %q marked %q, want %s", name, i+1, q.Kind, a.ans, c, a.want)

@@ -22,6 +22,7 @@ type LessonPage struct {
 	Step, Steps int
 	StepTitle   string
 	Narration   []string // paragraphs
+	After       []string // paragraphs written after the question, once it is answered
 	Prev, Next  string   // links, empty at the ends
 	ExplorerURL string
 	Error       string
