@@ -232,3 +232,15 @@ func kvRowHover(k *KVPanel) string {
 
 // g6 is a number for a data attribute: six significant digits.
 func g6(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
+
+// branches are the draw's other likeliest tokens that have a "what if?"
+// link (at most 8 considered); none: the panel offers no branch sentence.
+func branches(s *SamplePanel) []CDFBar {
+	var out []CDFBar
+	for _, c := range s.CDF[:min(len(s.CDF), 8)] {
+		if c.Branch != "" && !c.Chosen {
+			out = append(out, c)
+		}
+	}
+	return out
+}

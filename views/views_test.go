@@ -142,3 +142,28 @@ func TestModelMapShapes(t *testing.T) {
 		}
 	}
 }
+
+// The sample panel's "what if?" sentence appears only with a branch to
+// open: a sentence ending in a colon with nothing after it is a bug.
+func TestSampleBranchSentence(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		cdf   []CDFBar
+		links int
+	}{
+		{"greedy", []CDFBar{{ID: 42, To: 1, Chosen: true, Branch: "/compare?x"}}, 0},
+		{"no links", []CDFBar{{ID: 42, To: 0.6, Chosen: true}, {ID: 3, From: 0.6, To: 1}}, 0},
+		{"two links", []CDFBar{{ID: 42, To: 0.5, Chosen: true, Branch: "/compare?a"}, {ID: 3, From: 0.5, To: 0.8, Branch: "/compare?b"}, {ID: 4, From: 0.8, To: 1, Branch: "/compare?c"}}, 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			doc := render(t, SampleView(&SamplePanel{U: 0.3, Chosen: Bar{ID: 42}, CDF: tt.cdf}))
+			sentence := doc.Find(`[data-testid="branches"]`)
+			if got := sentence.Find(`[data-testid="branch"]`).Length(); got != tt.links {
+				t.Errorf("%d branch links, want %d", got, tt.links)
+			}
+			if (sentence.Length() == 1) != (tt.links > 0) || strings.Contains(doc.Text(), "Open a branch") != (tt.links > 0) {
+				t.Errorf("the branch sentence shown: %v, with %d links", sentence.Length() == 1, tt.links)
+			}
+		})
+	}
+}
