@@ -14,8 +14,9 @@ import (
 	"stepthrough/engine/trace"
 )
 
-// MaxAnswerBytes caps a student's answer.
-const MaxAnswerBytes = 64
+// MaxAnswerBytes caps a student's answer; a lesson's choices are at most
+// this long (Parse refuses longer ones), so every choice can be picked.
+const MaxAnswerBytes = 200
 
 // EngineAnswer is the engine's answer to q at a trace step (its logits
 // and sampler steps), and the sentence that reveals it. Choice questions

@@ -174,7 +174,7 @@ func (p *parser) feed(line string) error {
 		if !ok {
 			return p.errf("front matter lines are key: value, got %q", trimmed)
 		}
-		v = strings.TrimSpace(v)
+		v = unquote(strings.TrimSpace(v)) // title: "A: b" keeps its colon, not its quotes
 		switch strings.TrimSpace(k) {
 		case "title":
 			p.l.Title = v
@@ -233,6 +233,9 @@ func (p *parser) feed(line string) error {
 		}
 		if len(s.Question.Choices) >= MaxChoices {
 			return p.errf("more than %d choices", MaxChoices)
+		}
+		if n := len(unquote(c)); n > MaxAnswerBytes {
+			return p.errf("a choice of %d bytes: students' answers are at most %d bytes, so it could not be picked", n, MaxAnswerBytes)
 		}
 		s.Question.Choices = append(s.Question.Choices, unquote(c))
 		return nil

@@ -78,6 +78,7 @@ func TestParseErrors(t *testing.T) {
 		{head + "## S\nprompt: x\n? guess: what\n", 7, "kind one of"},
 		{head + "## S\nprompt: x\n? choice: what\n- a\n- b\n", 5, "marked"},
 		{head + "## S\nprompt: x\n? choice: q\n- (x) a\n- (x) b\n", 9, "two answers"},
+		{head + "## S\nprompt: x\n? choice: q\n- (x) a\n- " + strings.Repeat("b", MaxAnswerBytes+1) + "\n", 9, "could not be picked"},
 		{head + "## S\nprompt: x\n? choice: q\n? choice: r\n", 8, "at most one question"},
 		{head + "## S\nprompt: x\ntemperature:\n", 7, "no value"},
 		{head + "## S\nprompt: x\ntemperature: hot\n", 7, "invalid temperature hot"},
@@ -221,5 +222,40 @@ func TestSuggestedPath(t *testing.T) {
 		if !seen[k] {
 			t.Errorf("built-in lesson %s is not on the suggested path", k)
 		}
+	}
+}
+
+// Every choice of every built-in lesson can be picked (CheckAnswer
+// accepts it as itself), and no title or summary keeps the quotes that
+// protect a colon in the front matter.
+func TestBuiltinChoicesAndTitles(t *testing.T) {
+	all, err := Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk := lessonModel(t).Tokenizer
+	for _, name := range Names(all) {
+		l := all[name]
+		t.Run(name, func(t *testing.T) {
+			for _, v := range []string{l.Title, l.Summary} {
+				if strings.HasPrefix(v, `"`) || strings.HasSuffix(v, `"`) {
+					t.Errorf("front matter value %s shows its quotes", v)
+				}
+			}
+			for i, st := range l.Steps {
+				if st.Question == nil {
+					continue
+				}
+				for _, c := range st.Question.Choices {
+					if got, err := CheckAnswer(tk, st.Question, c); err != nil || got != c {
+						t.Errorf("step %d: choice %q (%d bytes) picked as %q, %v", i+1, c, len(c), got, err)
+					}
+				}
+			}
+		})
+	}
+	l, err := Parse("q.md", []byte("---\ntitle: \"Many users, one model: batching\"\nmodel: lesson.gguf\n---\n## S\nprompt: x\n"))
+	if err != nil || l.Title != "Many users, one model: batching" {
+		t.Errorf("quoted title parsed as %q, %v", l.Title, err)
 	}
 }
