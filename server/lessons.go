@@ -49,6 +49,8 @@ func (s *Server) lessonStep(c echo.Context) error {
 	}
 	if i+1 < len(l.Steps) {
 		p.Next = link(i + 1)
+	} else {
+		p.NextLesson, p.NextLessonTitle = s.nextLesson(name)
 	}
 	se := session.New("lesson", "", s.reg)
 	defer se.Close()
@@ -98,4 +100,17 @@ func question(c echo.Context, se *session.Session, st lessons.Step) *views.Lesso
 	want, q.Reveal = lessons.EngineAnswer(step, tk, lq)
 	q.Correct, q.Right = lessons.Judge(lq.Kind, want, q.Answer), want
 	return q
+}
+
+// nextLesson is the lesson after name in the lessons' order (the
+// suggested path, then the rest): its link and title; after the last
+// one, the list of lessons.
+func (s *Server) nextLesson(name string) (href, title string) {
+	names := lessons.Names(s.lessons)
+	for i, n := range names {
+		if n == name && i+1 < len(names) {
+			return "/lessons/" + names[i+1], s.lessons[names[i+1]].Title
+		}
+	}
+	return "/lessons", ""
 }

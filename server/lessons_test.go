@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -53,6 +54,20 @@ func TestBuiltinLessonsPlay(t *testing.T) {
 			}
 			if (i+1 < len(l.Steps)) != (doc.Find(`a[data-action="step"]`).Length() == 1) {
 				t.Errorf("%s step %d: next link wrong", name, i+1)
+			}
+			if i+1 == len(l.Steps) { // the last step leads on to the next lesson in order
+				names := lessons.Names(all)
+				want := "/lessons"
+				if k := slices.Index(names, name); k+1 < len(names) {
+					want = "/lessons/" + names[k+1]
+				}
+				next := doc.Find(`a[data-testid="next-lesson"]`)
+				if href, _ := next.Attr("href"); href != want || (want != "/lessons" && !strings.Contains(next.Text(), "Next lesson: "+all[names[slices.Index(names, name)+1]].Title)) {
+					t.Errorf("%s's last step: next lesson link %q (%q), want %s", name, href, next.Text(), want)
+				}
+			}
+			if strings.Contains(st.Narration, "Serving page") && doc.Find(`a[data-testid="page-link"][href="/serving"]`).Length() == 0 {
+				t.Errorf("%s step %d names the Serving page without linking it", name, i+1)
 			}
 			if !predict && len(st.Highlight) > 0 {
 				hl := doc.Find(`[data-testid="highlight"] [data-token-id]`)

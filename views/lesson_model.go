@@ -24,19 +24,22 @@ type LessonPage struct {
 	Narration   []string // paragraphs
 	After       []string // paragraphs written after the question, once it is answered
 	Prev, Next  string   // links, empty at the ends
-	ExplorerURL string
-	Error       string
-	Question    *LessonQuestion
-	Current     Stage
-	Panel       Panel
-	Timing      Timing     // measured while playing this step
-	BackendInfo string     // where the engine ran
-	BackendNote string     // why the CPU ran instead of a GPU, if it did
-	Generated   []GenToken // tokens generated up to this step
-	Notice      string     // what the runtime did at this step (a tool's result), or why the view moved
-	Hidden      bool       // the panel waits for the student's answer
-	Prompt      string     // the step's prompt, shown with its question
-	Highlight   []GenToken // tokens the step points at, with their ids
+	// NextLesson links the last step to the next lesson (its title
+	// NextLessonTitle), or to the list after the last lesson
+	NextLesson, NextLessonTitle string
+	ExplorerURL                 string
+	Error                       string
+	Question                    *LessonQuestion
+	Current                     Stage
+	Panel                       Panel
+	Timing                      Timing     // measured while playing this step
+	BackendInfo                 string     // where the engine ran
+	BackendNote                 string     // why the CPU ran instead of a GPU, if it did
+	Generated                   []GenToken // tokens generated up to this step
+	Notice                      string     // what the runtime did at this step (a tool's result), or why the view moved
+	Hidden                      bool       // the panel waits for the student's answer
+	Prompt                      string     // the step's prompt, shown with its question
+	Highlight                   []GenToken // tokens the step points at, with their ids
 }
 
 // LessonQuestion is a question and, once answered, the feedback.
