@@ -43,6 +43,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // Step names a sampler step.
@@ -117,7 +118,8 @@ func Defaults() Params {
 	return Params{Temperature: 0.8, TopK: 40, TopP: 0.95, MinP: 0.05, TypicalP: 1, RepeatPenalty: 1, RepeatLastN: 64, Order: append([]Step(nil), OrderLlamaCpp...)}
 }
 
-// ParamError names an invalid parameter and what is allowed.
+// ParamError is an invalid parameter: its name, the value given and what
+// is allowed. Its message is one line, whatever was typed.
 type ParamError struct {
 	Param   string
 	Value   string
@@ -125,7 +127,17 @@ type ParamError struct {
 }
 
 func (e *ParamError) Error() string {
-	return fmt.Sprintf("invalid %s %s: %s", e.Param, e.Value, e.Allowed)
+	if e.Value == "" {
+		return fmt.Sprintf("%s: %s", e.Param, e.Allowed)
+	}
+	v := e.Value
+	if len(v) > 40 {
+		v = strings.ToValidUTF8(v[:40], "") + "…"
+	}
+	if strings.ContainsFunc(v, func(r rune) bool { return !unicode.IsPrint(r) || unicode.IsSpace(r) }) {
+		v = strconv.Quote(v)
+	}
+	return fmt.Sprintf("invalid %s %s: %s", e.Param, v, e.Allowed)
 }
 
 // Validate reports the first invalid parameter. Values are never clamped.

@@ -186,7 +186,7 @@ func flag01(name string, dst *bool, v string) error {
 	case "0", "false", "off", "no", "":
 		*dst = false
 	default:
-		return &Error{name, v, "write 1 (on) or 0 (off)"}
+		return &Error{Param: name, Value: v, Allowed: "write 1 (on) or 0 (off)"}
 	}
 	return nil
 }
@@ -216,7 +216,7 @@ func SetLesson(r *Run, key, value string) error {
 	case "tools":
 		r.Tools = toolName(value)
 		if !slices.Contains(ToolNames, r.Tools) {
-			return &Error{"tools", value, "choose calc or none"}
+			return &Error{Param: "tools", Value: value, Allowed: "choose calc or none"}
 		}
 	case "draft":
 		r.Draft = draftName(value)
@@ -226,12 +226,12 @@ func SetLesson(r *Run, key, value string) error {
 			return err
 		}
 		if r.DraftK < 1 || r.DraftK > MaxDraftK {
-			return &Error{"draft k", value, fmt.Sprintf("choose 1 to %d", MaxDraftK)}
+			return &Error{Param: "draft k", Value: value, Allowed: fmt.Sprintf("choose 1 to %d", MaxDraftK)}
 		}
 	default:
 		p, ok := byKey(key)
 		if !ok {
-			return &Error{key, "", "not a setting (" + strings.Join(LessonKeys(), ", ") + ")"}
+			return &Error{Param: key, Value: "", Allowed: "not a setting (" + strings.Join(LessonKeys(), ", ") + ")"}
 		}
 		return p.set(&r.Sampler, value)
 	}
@@ -331,7 +331,7 @@ func viewFrom(get Getter, w *View) error {
 			}
 		} else {
 			if len(v) > 16 || strings.Trim(v, "abcdefghijklmnopqrstuvwxyz") != "" {
-				return &Error{"stage", strconv.Quote(v), "a stage name such as attention, softmax or sampler"}
+				return &Error{Param: "stage", Value: strconv.Quote(v), Allowed: "a stage name such as attention, softmax or sampler"}
 			}
 			w.StageName, w.Layer = v, -1
 		}
@@ -346,7 +346,7 @@ func viewFrom(get Getter, w *View) error {
 				return err
 			}
 			if n < 1 {
-				return &Error{f.key, v, "counts from 1, as on the page"}
+				return &Error{Param: f.key, Value: v, Allowed: "counts from 1, as on the page"}
 			}
 			*f.dst = n - 1
 			if f.key == "filter" {

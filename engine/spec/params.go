@@ -30,7 +30,7 @@ func fstr(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 func number(name string, dst *float64, v string) error {
 	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-		return &Error{name, v, "not a number"}
+		return &Error{Param: name, Value: v, Allowed: "not a number"}
 	}
 	*dst = f
 	return nil
@@ -39,7 +39,7 @@ func number(name string, dst *float64, v string) error {
 func whole(name string, dst *int, v string) error {
 	n, err := strconv.Atoi(strings.TrimSpace(v))
 	if err != nil {
-		return &Error{name, v, "not a whole number"}
+		return &Error{Param: name, Value: v, Allowed: "not a whole number"}
 	}
 	*dst = n
 	return nil
@@ -101,7 +101,7 @@ func setSeed(p *sample.Params, v string) error {
 	}
 	n, err := strconv.ParseUint(v, 10, 64)
 	if err != nil {
-		return &Error{"seed", v, "a whole number from 0 to 18446744073709551615, or empty (-1) for a fresh one"}
+		return &Error{Param: "seed", Value: v, Allowed: "a whole number from 0 to 18446744073709551615, or empty (-1) for a fresh one"}
 	}
 	p.Seed, p.SeedSet = n, true
 	return nil

@@ -14,9 +14,6 @@ package spec
 import (
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"stepthrough/engine/sample"
@@ -93,62 +90,44 @@ func Default(model string) Run {
 }
 
 // Error is an invalid parameter: its name, the value given and what is
-// allowed. Its message is one line.
-type Error struct {
-	Param   string
-	Value   string
-	Allowed string
-}
-
-func (e *Error) Error() string {
-	if e.Value == "" {
-		return fmt.Sprintf("%s: %s", e.Param, e.Allowed)
-	}
-	v := e.Value
-	if len(v) > 40 {
-		v = v[:40] + "…"
-	}
-	if strings.ContainsFunc(v, func(r rune) bool { return !unicode.IsPrint(r) || unicode.IsSpace(r) }) {
-		v = strconv.Quote(v) // one line, whatever was typed
-	}
-	return fmt.Sprintf("invalid %s %s: %s", e.Param, v, e.Allowed)
-}
+// allowed (the sampler's type: one parameter error in the engine).
+type Error = sample.ParamError
 
 // Validate reports the first invalid field of r.
 func (r *Run) Validate() error {
 	switch {
 	case len(r.Prompt) > MaxPromptBytes:
-		return &Error{"prompt", "", fmt.Sprintf("%d bytes; the limit is %d", len(r.Prompt), MaxPromptBytes)}
+		return &Error{Param: "prompt", Value: "", Allowed: fmt.Sprintf("%d bytes; the limit is %d", len(r.Prompt), MaxPromptBytes)}
 	case !utf8.ValidString(r.Prompt):
-		return &Error{"prompt", "", "not valid UTF-8"}
+		return &Error{Param: "prompt", Value: "", Allowed: "not valid UTF-8"}
 	case len(r.Model) > 255 || !utf8.ValidString(r.Model):
-		return &Error{"model", "", "not a model file name"}
+		return &Error{Param: "model", Value: "", Allowed: "not a model file name"}
 	case !slices.Contains(Backends, r.Backend):
-		return &Error{"backend", r.Backend, "choose auto, cpu or vulkan"}
+		return &Error{Param: "backend", Value: r.Backend, Allowed: "choose auto, cpu or vulkan"}
 	case !slices.Contains(ToolNames, r.Tools):
-		return &Error{"tools", r.Tools, "choose calc or none"}
+		return &Error{Param: "tools", Value: r.Tools, Allowed: "choose calc or none"}
 	case len(r.Draft) > 255 || !utf8.ValidString(r.Draft):
-		return &Error{"draft", "", "not a model file name"}
+		return &Error{Param: "draft", Value: "", Allowed: "not a model file name"}
 	case r.Draft != "" && (r.DraftK < 1 || r.DraftK > MaxDraftK):
-		return &Error{"draft k", fmt.Sprint(r.DraftK), fmt.Sprintf("choose 1 to %d", MaxDraftK)}
+		return &Error{Param: "draft k", Value: fmt.Sprint(r.DraftK), Allowed: fmt.Sprintf("choose 1 to %d", MaxDraftK)}
 	case r.Draft != "" && r.Tools != "":
-		return &Error{"draft", r.Draft, "speculative decoding runs without tools: choose one"}
+		return &Error{Param: "draft", Value: r.Draft, Allowed: "speculative decoding runs without tools: choose one"}
 	case r.MaxTokens < 1 || r.MaxTokens > MaxNewTokens:
-		return &Error{"max tokens", fmt.Sprint(r.MaxTokens), fmt.Sprintf("choose 1 to %d", MaxNewTokens)}
+		return &Error{Param: "max tokens", Value: fmt.Sprint(r.MaxTokens), Allowed: fmt.Sprintf("choose 1 to %d", MaxNewTokens)}
 	case r.View.Token < 0 || r.View.Token > MaxTokenStep:
-		return &Error{"step", fmt.Sprint(r.View.Token), fmt.Sprintf("a token step from 0 to %d", MaxTokenStep)}
+		return &Error{Param: "step", Value: fmt.Sprint(r.View.Token), Allowed: fmt.Sprintf("a token step from 0 to %d", MaxTokenStep)}
 	case r.View.Stage < 0 || r.View.Stage > 1<<16:
-		return &Error{"stage", fmt.Sprint(r.View.Stage), "a stage index from 0"}
+		return &Error{Param: "stage", Value: fmt.Sprint(r.View.Stage), Allowed: "a stage index from 0"}
 	case r.View.Head < 0 || r.View.Head > 1<<16:
-		return &Error{"head", fmt.Sprint(r.View.Head), "a head index from 0"}
+		return &Error{Param: "head", Value: fmt.Sprint(r.View.Head), Allowed: "a head index from 0"}
 	case r.View.Filter < 0 || r.View.Filter > 64:
-		return &Error{"filter", fmt.Sprint(r.View.Filter), "a sampler step from 1"}
+		return &Error{Param: "filter", Value: fmt.Sprint(r.View.Filter), Allowed: "a sampler step from 1"}
 	case r.View.Layer < -1 || r.View.Layer > 1<<16:
-		return &Error{"layer", fmt.Sprint(r.View.Layer), "a layer from 1"}
+		return &Error{Param: "layer", Value: fmt.Sprint(r.View.Layer), Allowed: "a layer from 1"}
 	case r.View.Temperature != 0 && !(r.View.Temperature >= 0.05 && r.View.Temperature <= 3):
-		return &Error{"view temperature", fmt.Sprint(r.View.Temperature), "choose 0.05 to 3"}
+		return &Error{Param: "view temperature", Value: fmt.Sprint(r.View.Temperature), Allowed: "choose 0.05 to 3"}
 	case r.View.TopP != 0 && !(r.View.TopP >= 0.01 && r.View.TopP <= 1):
-		return &Error{"view top-p", fmt.Sprint(r.View.TopP), "choose 0.01 to 1"}
+		return &Error{Param: "view top-p", Value: fmt.Sprint(r.View.TopP), Allowed: "choose 0.01 to 1"}
 	}
 	return r.Sampler.Validate()
 }
