@@ -34,7 +34,7 @@ func (s *Server) lessonStep(c echo.Context) error {
 	name := c.Param("name")
 	l, ok := s.lessons[name]
 	if !ok {
-		return c.String(http.StatusNotFound, fmt.Sprintf("no lesson %q", name))
+		return renderPageStatus(c, http.StatusNotFound, views.LessonNotFoundPage(truncate(name, 40)))
 	}
 	i, err := strconv.Atoi(c.QueryParam("step"))
 	if err != nil || i < 0 || i >= len(l.Steps) {

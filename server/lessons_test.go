@@ -295,3 +295,20 @@ func TestLessonsDoNotSpoilTheNextQuestion(t *testing.T) {
 	}
 	t.Logf("%d question steps checked against the step before", pairs)
 }
+
+// TestUnknownLessonIsAPage: a lesson name that does not exist answers 404
+// with the site's page (navigation, the name, a way to the list), not a bare
+// line of text.
+func TestUnknownLessonIsAPage(t *testing.T) {
+	_, ts := testServer(t)
+	doc := getStatus(t, ts.URL+"/lessons/no-such-lesson", 404)
+	if got := doc.Find(`[data-testid="error"] code`).Text(); got != "no-such-lesson" {
+		t.Errorf("error names %q", got)
+	}
+	if href, _ := doc.Find(`[data-testid="lesson-list-link"]`).Attr("href"); href != "/lessons" {
+		t.Errorf("list link %q", href)
+	}
+	if doc.Find("nav a").Length() == 0 {
+		t.Error("no site navigation")
+	}
+}

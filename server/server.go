@@ -267,8 +267,10 @@ func (s *Server) index(c echo.Context) error {
 	if q.Get("prompt") != "" {
 		if run, err := spec.FromQuery(q, settings); err != nil {
 			runErr = err
+			settings.Prompt = q.Get("prompt") // the box keeps what the viewer asked for
+		} else if runErr = se.Open(c.Request().Context(), run); runErr != nil {
+			settings = run // the viewer's settings, to fix and run again
 		} else {
-			runErr = se.Open(c.Request().Context(), run)
 			settings = se.Settings()
 		}
 	} else if len(s.reg.Names()) == 0 {

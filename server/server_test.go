@@ -284,3 +284,26 @@ func TestExplorerOnVulkan(t *testing.T) {
 func lessonModels() map[string][]byte {
 	return map[string][]byte{"lesson.gguf": models.Lesson, "lesson-draft.gguf": models.LessonDraft}
 }
+
+// TestIndexKeepsThePromptAfterAnError: a run that cannot start shows why and
+// leaves the viewer's prompt in the box to fix, whether the settings did not
+// parse or the run did not open.
+func TestIndexKeepsThePromptAfterAnError(t *testing.T) {
+	_, ts := testServer(t)
+	for _, tc := range []struct{ name, key, value string }{
+		{"settings that do not parse", "temperature", "warm"},
+		{"a model that is not there", "model", "nope.gguf"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := url.Values{"prompt": {"A cat sat on the mat"}, "model": {"stories260K.gguf"}}
+			q.Set(tc.key, tc.value)
+			doc := getStatus(t, ts.URL+"/?"+q.Encode(), http.StatusBadRequest)
+			if got := doc.Find("textarea#prompt").Text(); got != "A cat sat on the mat" {
+				t.Errorf("prompt box holds %q after the error", got)
+			}
+			if doc.Find(`[data-testid="error"], [role="alert"]`).Length() == 0 {
+				t.Error("no error shown")
+			}
+		})
+	}
+}
