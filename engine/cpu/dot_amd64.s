@@ -1,3 +1,5 @@
+//go:build !purego
+
 #include "textflag.h"
 
 // func dotAVX2(a, b []float32) float32

@@ -1,3 +1,5 @@
+//go:build !purego
+
 #include "textflag.h"
 
 // shifts5<>: lane shift counts for reading Q5's fifth bits from the 32-bit

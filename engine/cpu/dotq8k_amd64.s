@@ -1,3 +1,5 @@
+//go:build !purego
+
 #include "textflag.h"
 
 // Q4Q8_PAIR multiplies one pair of Q4_K sub-blocks (32 bytes of nibbles

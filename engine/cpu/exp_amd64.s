@@ -1,3 +1,5 @@
+//go:build !purego
+
 #include "textflag.h"
 
 // Vector kernels built on expf's steps (exp.go), eight values at a time.
