@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"stepthrough/engine/spec"
@@ -65,9 +66,11 @@ func (r *Room) Attach(conn *wsconn.Conn, addr, student string, role Role) {
 		conn.Send(r.follow)
 		switch {
 		case instructor:
+			r.setExpiry(time.Now().Add(r.cl.cfg.RoomTTL)) // kept while its instructor is here
+			r.persist(conn.Context())
 			conn.SendBytes(r.teachExtras())
-			if r.state.Broken != "" {
-				conn.Note(r.state.Broken)
+			if msg := strings.TrimSpace(r.damage + " " + r.state.Broken); msg != "" {
+				conn.Note(msg)
 			}
 		case c.projector: // it follows, nothing more
 		default:
@@ -97,6 +100,10 @@ func (r *Room) Attach(conn *wsconn.Conn, addr, student string, role Role) {
 			r.nclients.Add(-1)
 		}
 		r.release(c)
+		if instructor && !r.closed && r.instructors() == 0 {
+			r.setExpiry(time.Now().Add(r.cl.cfg.InstructorGone)) // ends unless an instructor comes back
+			r.persist(r.engineCtx())
+		}
 		r.teachSoon()
 	})
 	conn.Serve(func(ctx context.Context, raw []byte) {
@@ -115,6 +122,17 @@ func (r *Room) Attach(conn *wsconn.Conn, addr, student string, role Role) {
 			r.studentAct(ctx, c, msg)
 		}
 	})
+}
+
+// instructors counts connected instructor pages.
+func (r *Room) instructors() int {
+	n := 0
+	for c := range r.clients {
+		if c.instructor {
+			n++
+		}
+	}
+	return n
 }
 
 // students counts connected student tabs.
@@ -144,12 +162,8 @@ func (r *Room) instructorAct(ctx context.Context, c *client, msg wsconn.Message)
 			return
 		}
 		r.setExpiry(time.Now().Add(r.cl.cfg.RoomTTL))
-		if err := r.save(ctx); err != nil {
-			r.cl.log.Error("saving a room", "room", r.code, "err", err)
-			c.conn.Note("the room's state could not be saved: " + err.Error())
-		} else {
-			c.conn.Note("")
-		}
+		c.conn.Note("")
+		r.persist(ctx)
 		r.broadcast()
 	})
 }
@@ -292,18 +306,48 @@ func (r *Room) answer(ctx context.Context, c *client, v string) {
 		c.conn.Note(err.Error())
 		return
 	}
+	if !r.admitVoter(c) {
+		r.refused++
+		c.conn.Note(fmt.Sprintf("your answer was not counted: %d students have already answered from your network address (the room's limit); tell your instructor", r.cl.cfg.StudentsPerAddress))
+		r.teachSoon()
+		return
+	}
 	if r.answers[i] == nil {
 		r.answers[i] = map[string]string{}
 	}
 	r.answers[i][c.student] = a
-	if r.cl.store != nil {
-		if err := r.cl.store.SaveAnswer(context.WithoutCancel(ctx), r.code, i, c.student, a); err != nil {
-			r.cl.log.Error("saving an answer", "room", r.code, "err", err)
-		}
-	}
+	r.persistAnswer(ctx, i, c.student, a)
 	c.conn.SendBytes(r.pollMine(c.student))
 	c.conn.Note("")
 	r.teachSoon()
+}
+
+// admitVoter reports whether a student may answer: one who has answered
+// before may, and a new one while fewer than StudentsPerAddress students
+// have answered from the same address. A student id costs a page load,
+// so without this one address could cast any number of votes.
+func (r *Room) admitVoter(c *client) bool {
+	if r.voters == nil {
+		r.voters = map[string]map[string]bool{}
+	}
+	ids := r.voters[c.addr]
+	if ids[c.student] {
+		return true
+	}
+	for _, m := range r.answers { // answered before this server started
+		if _, ok := m[c.student]; ok {
+			return true
+		}
+	}
+	if len(ids) >= r.cl.cfg.StudentsPerAddress {
+		return false
+	}
+	if ids == nil {
+		ids = map[string]bool{}
+		r.voters[c.addr] = ids
+	}
+	ids[c.student] = true
+	return true
 }
 
 // release ends a client's branch, if it has one.

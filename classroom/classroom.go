@@ -30,15 +30,19 @@ import (
 	"stepthrough/views"
 )
 
-// Limits (Config overrides the first four).
+// Limits (Config overrides the first eight).
 const (
-	DefaultMaxRooms       = 100
-	DefaultMaxStudents    = 300 // per room
-	DefaultRoomTTL        = 12 * time.Hour
-	DefaultRoomsPerClient = 10
-	JoinFailures          = 20 // unknown codes a client may try per minute
-	IdleUnload            = 30 * time.Minute
-	instructorEvery       = 150 * time.Millisecond
+	DefaultMaxRooms           = 100
+	DefaultMaxStudents        = 300 // per room
+	DefaultRoomTTL            = 12 * time.Hour
+	DefaultRoomsPerClient     = 10
+	DefaultLiveRoomsPerClient = 5
+	DefaultInstructorGone     = time.Hour
+	DefaultStudentsPerAddress = 8
+	DefaultRetryEvery         = 5 * time.Second
+	JoinFailures              = 20 // unknown codes a client may try per minute
+	IdleUnload                = 30 * time.Minute
+	instructorEvery           = 150 * time.Millisecond
 )
 
 // Errors a classroom answers with; each is a sentence for the user.
@@ -46,6 +50,7 @@ var (
 	ErrRoomGone     = errors.New("this room has ended or never existed: check the code")
 	ErrRoomsFull    = errors.New("the server has as many rooms as it can hold: try again later")
 	ErrRoomLimit    = errors.New("you have started too many rooms in the last hour")
+	ErrLiveRooms    = errors.New("you already have as many open rooms as one address may: end one (its instructor page has the button) or wait for it to expire")
 	ErrTooManyTries = errors.New("too many wrong codes: wait a minute and try again")
 	ErrRoomFull     = errors.New("this room is full")
 	ErrJoinsTooFast = errors.New("too many connections to this room in the last minute: try again shortly")
@@ -58,8 +63,22 @@ type Config struct {
 	MaxStudents    int           // connected student tabs per room (default 300)
 	RoomTTL        time.Duration // a room expires this long after the instructor's last action (default 12 h)
 	RoomsPerClient int           // rooms one address may start per hour (default 10)
-	Store          Store         // nil: rooms live in memory only (a restart ends them)
-	Engines        session.Engines
+	// LiveRoomsPerClient is how many unexpired rooms one address may hold
+	// (default 5): a few addresses cannot fill MaxRooms.
+	LiveRoomsPerClient int
+	// InstructorGone ends a room this long after its last instructor page
+	// closed, or after it started if none ever opened (default 1 h).
+	InstructorGone time.Duration
+	// StudentsPerAddress is how many student ids from one address may
+	// answer a room's polls (default 8): clearing cookies does not buy
+	// more votes. Raise it when a class reaches the server through one
+	// shared address.
+	StudentsPerAddress int
+	// RetryEvery is how often a room retries writes the store refused
+	// (default 5 s).
+	RetryEvery time.Duration
+	Store      Store // nil: rooms live in memory only (a restart ends them)
+	Engines    session.Engines
 	// Sessions admits students' own branches ("explore on my own") by the
 	// same limits as Explorer tabs; nil: a pool of its own.
 	Sessions *session.Pool
@@ -86,6 +105,10 @@ func New(cfg Config) *Classroom {
 	cfg.MaxStudents = cmp.Or(cfg.MaxStudents, DefaultMaxStudents)
 	cfg.RoomTTL = cmp.Or(cfg.RoomTTL, DefaultRoomTTL)
 	cfg.RoomsPerClient = cmp.Or(cfg.RoomsPerClient, DefaultRoomsPerClient)
+	cfg.LiveRoomsPerClient = cmp.Or(cfg.LiveRoomsPerClient, DefaultLiveRoomsPerClient)
+	cfg.InstructorGone = cmp.Or(cfg.InstructorGone, DefaultInstructorGone)
+	cfg.StudentsPerAddress = cmp.Or(cfg.StudentsPerAddress, DefaultStudentsPerAddress)
+	cfg.RetryEvery = cmp.Or(cfg.RetryEvery, DefaultRetryEvery)
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
@@ -95,6 +118,9 @@ func New(cfg Config) *Classroom {
 	return &Classroom{cfg: cfg, store: cfg.Store, log: cfg.Log, rooms: map[string]*Room{},
 		creators: map[string][]time.Time{}, failures: map[string][]time.Time{}}
 }
+
+// InstructorGone is how long a room outlives its instructor's page.
+func (cl *Classroom) InstructorGone() time.Duration { return cl.cfg.InstructorGone }
 
 // Store is the classroom's store (nil when rooms live in memory only).
 func (cl *Classroom) Store() Store { return cl.store }
@@ -136,11 +162,19 @@ func (cl *Classroom) reserve(ctx context.Context, client string, now time.Time) 
 	if len(recent) >= cl.cfg.RoomsPerClient {
 		return nil, "", ErrRoomLimit
 	}
-	live := len(cl.rooms)
-	if cl.store != nil {
-		if n, err := cl.store.CountRooms(ctx, now); err == nil {
-			live = max(live, n)
+	live, mine := len(cl.rooms), 0
+	for _, r := range cl.rooms {
+		if r.creator == client && !r.ended() && now.Before(r.expiry()) {
+			mine++
 		}
+	}
+	if cl.store != nil {
+		if all, stored, err := cl.store.CountRooms(ctx, now, client); err == nil {
+			live, mine = max(live, all), max(mine, stored)
+		}
+	}
+	if mine >= cl.cfg.LiveRoomsPerClient {
+		return nil, "", ErrLiveRooms
 	}
 	if live >= cl.cfg.MaxRooms {
 		return nil, "", ErrRoomsFull
@@ -152,8 +186,8 @@ func (cl *Classroom) reserve(ctx context.Context, client string, now time.Time) 
 	cl.creators[client] = append(recent, now)
 	secret := newSecret()
 	r := cl.newRoom(code)
-	r.secretHash, r.created = hashSecret(secret), now
-	r.setExpiry(now.Add(cl.cfg.RoomTTL))
+	r.secretHash, r.created, r.creator = hashSecret(secret), now, client
+	r.setExpiry(now.Add(cl.cfg.InstructorGone)) // until its instructor's page opens
 	cl.rooms[code] = r
 	return r, secret, nil
 }
@@ -254,7 +288,7 @@ func (cl *Classroom) sweepable(now time.Time) []*Room {
 			continue
 		}
 		expired := r.ended() || now.After(r.expiry())
-		idle := cl.store != nil && r.nclients.Load() == 0 && now.Sub(r.idleSince()) > IdleUnload
+		idle := cl.store != nil && r.nclients.Load() == 0 && now.Sub(r.idleSince()) > IdleUnload && !r.dirty.Load()
 		if expired || idle {
 			delete(cl.rooms, code)
 			drop = append(drop, r)
@@ -306,11 +340,10 @@ func (r *Room) StudentPage(ctx context.Context) (views.StudentPage, error) {
 }
 
 // Teach is what the instructor's page shows: its controls and views,
-// when the room expires, and the settings of a room started from the
+// and the settings of a room started from the
 // Explorer (nil for a lesson room).
 type Teach struct {
 	Page     views.TeachPage
-	Expires  time.Time
 	Settings *views.Settings
 }
 
@@ -320,7 +353,6 @@ func (r *Room) TeachPage(ctx context.Context) (Teach, error) {
 	err := r.do(ctx, func() {
 		t.Page = r.teachControls()
 		t.Page.Room, t.Page.Status = r.view(), r.statusView()
-		t.Expires = r.expiry()
 		if r.lesson == nil {
 			f := session.Form(r.state.Run)
 			t.Settings = &f

@@ -85,7 +85,7 @@ func Paragraphs(text string) []string {
 }
 
 func (r *Room) statusView() views.RoomStatus {
-	st := views.RoomStatus{Where: r.se.Where()}
+	st := views.RoomStatus{Where: r.se.Where(), Unsaved: r.unsaved.err != nil}
 	if r.lesson != nil {
 		st.LessonStep, st.LessonSteps = r.state.LessonStep, len(r.lesson.Steps)
 	}
@@ -181,6 +181,8 @@ func (r *Room) teachStats() views.TeachStats {
 		}
 	}
 	st.Connected, st.Following = len(seen), len(following)
+	st.Unsaved = r.unsaved.pending()
+	st.Refused, st.PerAddress = r.refused, r.cl.cfg.StudentsPerAddress
 	if r.lesson != nil {
 		if lq := r.lesson.Steps[r.state.LessonStep].Question; lq != nil {
 			st.Question = true

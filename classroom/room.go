@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"runtime/debug"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -29,6 +30,7 @@ type Room struct {
 	// set before ready is closed, then read-only
 	secretHash string
 	created    time.Time
+	creator    string // the client address that started it; set under the classroom's lock, before the room is in its map (a loaded room's stays in the store)
 	lesson     *lessons.Lesson
 	err        error // the room could not start or load
 	ready      chan struct{}
@@ -40,6 +42,7 @@ type Room struct {
 	expires    atomic.Int64 // unix nanoseconds
 	lastActive atomic.Int64
 	nclients   atomic.Int32
+	dirty      atomic.Bool // writes the store refused wait in memory: not unloaded while set
 
 	// owned by the room's goroutine
 	state   State
@@ -52,6 +55,10 @@ type Room struct {
 	due     bool                       // an instructor refresh is scheduled
 	joins   []time.Time                // student connections in the last minute
 	closed  bool                       // ended or unloaded: the goroutine stops after this change
+	unsaved unsaved                    // writes the store refused, retried
+	damage  string                     // what was wrong with the stored state, told to the instructor
+	voters  map[string]map[string]bool // address → the student ids that answered from it
+	refused int                        // answers refused by the per-address limit
 }
 
 // client is one connected tab.
@@ -218,12 +225,21 @@ func (r *Room) load(ctx context.Context) error {
 	}
 	r.secretHash, r.created, r.state, r.answers = sr.SecretHash, sr.Created, sr.State, sr.Answers
 	r.setExpiry(sr.Expires)
+	damage := sr.Damage
 	if r.state.Lesson != "" {
 		if r.lesson = r.cl.cfg.Lessons[r.state.Lesson]; r.lesson == nil {
 			r.cl.log.Error("a stored room names a lesson this server lacks", "room", r.code, "lesson", r.state.Lesson)
 			return ErrRoomGone
 		}
-		r.state.LessonStep = min(max(r.state.LessonStep, 0), len(r.lesson.Steps)-1)
+		if n := len(r.lesson.Steps); r.state.LessonStep >= n {
+			damage = append(damage, fmt.Sprintf("its lesson step %d is past the lesson's last (%d)", r.state.LessonStep+1, n))
+			r.state.LessonStep = n - 1
+		}
+	}
+	if len(damage) > 0 {
+		r.damage = "This room's saved state was damaged: " + strings.Join(damage, "; ") +
+			". The room was restored from what could be read (its answers are kept): check the lesson step and the run before going on."
+		r.cl.log.Error("a stored room's state is damaged", "room", r.code, "damage", strings.Join(damage, "; "))
 	}
 	if r.state.Revealed == nil {
 		r.state.Revealed = map[int]bool{}
@@ -271,7 +287,8 @@ func (r *Room) save(ctx context.Context) error {
 	if r.cl.store == nil {
 		return nil
 	}
-	return r.cl.store.SaveRoom(context.WithoutCancel(ctx), r.code, r.secretHash, r.state, r.created, r.expiry())
+	rec := Record{Code: r.code, SecretHash: r.secretHash, Creator: r.creator, Created: r.created, Expires: r.expiry()}
+	return r.cl.store.SaveRoom(context.WithoutCancel(ctx), rec, r.state)
 }
 
 // shutdown drops every connection (shutdown, expiry, unload: clients
@@ -279,6 +296,10 @@ func (r *Room) save(ctx context.Context) error {
 // goroutine.
 func (r *Room) shutdown() {
 	r.post(func() {
+		if !r.flush(r.engineCtx()) {
+			r.cl.log.Error("the room closes with writes the store refused: they are lost", "room", r.code,
+				"pending", r.unsaved.pending(), "err", r.unsaved.err)
+		}
 		for c := range r.clients {
 			c.conn.Close(wsconn.CloseRestart, "reconnect")
 			r.release(c)

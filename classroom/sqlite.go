@@ -27,7 +27,9 @@ CREATE TABLE IF NOT EXISTS rooms (
 	secret_hash TEXT NOT NULL,
 	state       TEXT NOT NULL,
 	created     INTEGER NOT NULL,
-	expires     INTEGER NOT NULL
+	expires     INTEGER NOT NULL,
+	state_sum   TEXT NOT NULL DEFAULT '',
+	creator     TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS answers (
 	code    TEXT NOT NULL,
@@ -39,7 +41,16 @@ CREATE TABLE IF NOT EXISTS answers (
 );`
 
 // schemaVersion is the store's layout, kept in SQLite's user_version.
-const schemaVersion = 1
+// Version 2 added rooms.state_sum (the state's SHA-256: damage is
+// noticed) and rooms.creator (the address that started the room: its
+// live-room cap holds across restarts).
+const schemaVersion = 2
+
+// migrations bring a store of version i+1 up to i+2.
+var migrations = []string{
+	`ALTER TABLE rooms ADD COLUMN state_sum TEXT NOT NULL DEFAULT '';
+	 ALTER TABLE rooms ADD COLUMN creator TEXT NOT NULL DEFAULT '';`,
+}
 
 // OpenSQLite opens (creating if needed) dir/rooms.db. A damaged file is
 // refused in one line, after a copy of it is kept beside it; a file made
@@ -67,15 +78,63 @@ func OpenSQLite(dir string, log *slog.Logger) (*SQLite, error) {
 		db.Close()
 		return nil, fmt.Errorf("open %s: journal mode %q (%v), want wal", path, mode, err)
 	}
-	if _, err := db.Exec(storeSchema); err != nil {
+	if err := migrate(db); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("create tables in %s: %w", path, err)
-	}
-	if _, err := db.Exec(fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("set the schema version of %s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return &SQLite{db: db}, nil
+}
+
+// migrate creates the tables, or brings an older store's up to
+// schemaVersion, in one transaction.
+func migrate(db *sql.DB) error {
+	var version int
+	if err := db.QueryRow("PRAGMA user_version").Scan(&version); err != nil {
+		return fmt.Errorf("read the schema version: %w", err)
+	}
+	tx, err := db.Begin()
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var tables int
+	if err := tx.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'rooms'`).Scan(&tables); err != nil {
+		return fmt.Errorf("read the tables: %w", err)
+	}
+	if tables == 0 {
+		version = schemaVersion // a new store: the tables below are the current ones
+	}
+	if _, err := tx.Exec(storeSchema); err != nil {
+		return fmt.Errorf("create tables: %w", err)
+	}
+	for v := max(version, 1); v < schemaVersion; v++ {
+		if _, err := tx.Exec(migrations[v-1]); err != nil {
+			return fmt.Errorf("upgrade the store from schema %d to %d: %w", v, v+1, err)
+		}
+	}
+	if _, err := tx.Exec(fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {
+		return fmt.Errorf("set the schema version: %w", err)
+	}
+	return tx.Commit()
+}
+
+// SetQuota caps the store's file at about bytes (SQLite's
+// max_page_count; 0 lifts the cap): writes past it fail as on a full disk,
+// and the classroom keeps what it could not write until it can.
+func (st *SQLite) SetQuota(ctx context.Context, bytes int64) error {
+	var pageSize int64
+	if err := st.db.QueryRowContext(ctx, "PRAGMA page_size").Scan(&pageSize); err != nil {
+		return fmt.Errorf("read the page size: %w", err)
+	}
+	pages := int64(0xfffffffe) // SQLite's largest
+	if bytes > 0 {
+		pages = max(bytes/pageSize, 1)
+	}
+	var got int64
+	if err := st.db.QueryRowContext(ctx, fmt.Sprintf("PRAGMA max_page_count = %d", pages)).Scan(&got); err != nil {
+		return fmt.Errorf("set the store's quota: %w", err)
+	}
+	return nil
 }
 
 // checkStore refuses a file that is not an SQLite database, is damaged, or
@@ -131,15 +190,17 @@ func damaged(path, why string) error {
 // Close closes the database.
 func (st *SQLite) Close() error { return st.db.Close() }
 
-// SaveRoom inserts or updates a room's state and expiry.
-func (st *SQLite) SaveRoom(ctx context.Context, code, secretHash string, state State, created, expires time.Time) error {
+// SaveRoom inserts or updates a room's state (with its checksum) and
+// expiry; the secret, creator and start time are written once.
+func (st *SQLite) SaveRoom(ctx context.Context, rec Record, state State) error {
+	code := rec.Code
 	b, err := state.Marshal()
 	if err != nil {
 		return fmt.Errorf("room %s: encode state: %w", code, err)
 	}
-	_, err = st.db.ExecContext(ctx, `INSERT INTO rooms (code, secret_hash, state, created, expires) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT(code) DO UPDATE SET state = excluded.state, expires = excluded.expires`,
-		code, secretHash, string(b), created.Unix(), expires.Unix())
+	_, err = st.db.ExecContext(ctx, `INSERT INTO rooms (code, secret_hash, state, created, expires, state_sum, creator) VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT(code) DO UPDATE SET state = excluded.state, expires = excluded.expires, state_sum = excluded.state_sum`,
+		code, rec.SecretHash, string(b), rec.Created.Unix(), rec.Expires.Unix(), stateSum(b), rec.Creator)
 	if err != nil {
 		return fmt.Errorf("room %s: save: %w", code, err)
 	}
@@ -159,20 +220,18 @@ func (st *SQLite) SaveAnswer(ctx context.Context, code string, step int, student
 
 // LoadRoom reads a room and its answers; ErrNoRoom when there is none.
 func (st *SQLite) LoadRoom(ctx context.Context, code string) (*Stored, error) {
-	r := &Stored{Code: code, Answers: map[int]map[string]string{}}
-	var state string
+	r := &Stored{Record: Record{Code: code}, Answers: map[int]map[string]string{}}
+	var state, sum string
 	var created, expires int64
-	err := st.db.QueryRowContext(ctx, `SELECT secret_hash, state, created, expires FROM rooms WHERE code = ?`, code).
-		Scan(&r.SecretHash, &state, &created, &expires)
+	err := st.db.QueryRowContext(ctx, `SELECT secret_hash, state, created, expires, state_sum, creator FROM rooms WHERE code = ?`, code).
+		Scan(&r.SecretHash, &state, &created, &expires, &sum, &r.Creator)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNoRoom
 	}
 	if err != nil {
 		return nil, fmt.Errorf("room %s: load: %w", code, err)
 	}
-	if r.State, err = UnmarshalState([]byte(state)); err != nil {
-		return nil, fmt.Errorf("room %s: %w", code, err)
-	}
+	r.State, r.Damage = ReadStored([]byte(state), sum)
 	r.Created, r.Expires = time.Unix(created, 0), time.Unix(expires, 0)
 	rows, err := st.db.QueryContext(ctx, `SELECT step, student, answer FROM answers WHERE code = ?`, code)
 	if err != nil {
@@ -196,11 +255,12 @@ func (st *SQLite) LoadRoom(ctx context.Context, code string) (*Stored, error) {
 	return r, nil
 }
 
-// CountRooms counts rooms that have not expired.
-func (st *SQLite) CountRooms(ctx context.Context, now time.Time) (int, error) {
-	var n int
-	err := st.db.QueryRowContext(ctx, `SELECT count(*) FROM rooms WHERE expires > ?`, now.Unix()).Scan(&n)
-	return n, err
+// CountRooms counts rooms that have not expired: all of them, and those
+// a creator (a client address) started.
+func (st *SQLite) CountRooms(ctx context.Context, now time.Time, creator string) (all, mine int, err error) {
+	err = st.db.QueryRowContext(ctx, `SELECT count(*), count(CASE WHEN creator = ? THEN 1 END) FROM rooms WHERE expires > ?`,
+		creator, now.Unix()).Scan(&all, &mine)
+	return all, mine, err
 }
 
 // DeleteExpired removes rooms (and their answers) that expired before now.

@@ -1,9 +1,15 @@
 package classroom
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
+	"strings"
 
 	"stepthrough/engine/spec"
 )
@@ -17,7 +23,7 @@ const stateVersion = 2
 // instructor action.
 type State struct {
 	Version    int    `json:"version"`
-	Lesson     string `json:"lesson,omitempty"` // empty: a room started from the Explorer
+	Lesson     string `json:"lesson"` // empty: a room started from the Explorer
 	LessonStep int    `json:"lesson_step"`
 	// Run is the room's run with the seed actually drawn and the view
 	// (token step, stage, head, scores, slider): opening it rebuilds the
@@ -38,29 +44,114 @@ func (s State) Marshal() ([]byte, error) {
 }
 
 // UnmarshalState reads a stored state (this version or the first) and
-// validates its run.
+// validates its run; any damage ReadStored would name is an error.
 func UnmarshalState(b []byte) (State, error) {
-	var probe struct {
-		Version int `json:"version"`
-	}
-	if err := json.Unmarshal(b, &probe); err != nil {
-		return State{}, fmt.Errorf("stored room state is corrupt: %w", err)
-	}
-	switch {
-	case probe.Version == 0:
-		return legacyState(b)
-	case probe.Version > stateVersion:
-		return State{}, fmt.Errorf("stored room state has version %d, newer than this server's %d", probe.Version, stateVersion)
-	}
-	var s State
-	if err := json.Unmarshal(b, &s); err != nil {
-		return State{}, fmt.Errorf("stored room state is corrupt: %w", err)
-	}
-	if err := s.Run.Validate(); err != nil {
-		return State{}, fmt.Errorf("stored room state is corrupt: %w", err)
+	s, damage := ReadStored(b, "")
+	if len(damage) > 0 {
+		return State{}, fmt.Errorf("stored room state is corrupt: %s", strings.Join(damage, "; "))
 	}
 	return s, nil
 }
+
+// stateSum is the checksum stored beside a state (hex SHA-256).
+func stateSum(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+// requiredKeys are the fields every stored state of this version has.
+var requiredKeys = []string{"version", "lesson_step", "run"}
+
+// ReadStored decodes a stored state against its checksum (empty: saved
+// before checksums) and names each thing wrong with it: a checksum that
+// does not match, JSON that does not parse, fields missing, unknown or of
+// the wrong type, a run out of range. It returns what could be read; a
+// state whose run cannot be trusted comes back with the default run and
+// Broken set, so it is not replayed.
+func ReadStored(b []byte, sum string) (State, []string) {
+	var damage []string
+	if sum != "" && stateSum(b) != sum {
+		damage = append(damage, "its checksum does not match the one saved with it (the state was changed or damaged on disk)")
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(b, &fields); err != nil {
+		return brokenState(append(damage, "it is not readable JSON ("+clip(err.Error())+")"))
+	}
+	var version int
+	if err := json.Unmarshal(fields["version"], &version); fields["version"] != nil && err != nil {
+		return brokenState(append(damage, "its version is not a number"))
+	}
+	switch {
+	case fields["version"] == nil && fields["run"] == nil && fields["settings"] != nil: // the first classroom's state
+		s, err := legacyState(b)
+		if err != nil {
+			return brokenState(append(damage, clip(err.Error())))
+		}
+		return s, damage
+	case version > stateVersion:
+		return brokenState(append(damage, fmt.Sprintf("it has version %d, newer than this server's %d", version, stateVersion)))
+	}
+	required := requiredKeys
+	if sum != "" { // saved with a checksum: by a server that always writes the lesson
+		required = append(required[:len(required):len(required)], "lesson")
+	}
+	for _, k := range required {
+		if fields[k] == nil {
+			damage = append(damage, "the field "+strconv.Quote(k)+" is missing")
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		if !slices.Contains(stateKeys, k) {
+			damage = append(damage, "it has an unknown field "+strconv.Quote(clip(k)))
+		}
+	}
+	var s State
+	if err := json.Unmarshal(b, &s); err != nil {
+		damage = append(damage, clip(err.Error()))
+	}
+	if err := strictRun(fields["run"], &s.Run); err != nil {
+		damage = append(damage, "its run is damaged ("+clip(err.Error())+")")
+		s.Run = spec.Default("")
+		s.Broken = "the saved run was damaged: choose a lesson step or run a new prompt"
+	}
+	if s.LessonStep < 0 {
+		damage = append(damage, fmt.Sprintf("its lesson step %d is negative", s.LessonStep))
+		s.LessonStep = 0
+	}
+	s.Version = stateVersion
+	return s, damage
+}
+
+// stateKeys are State's JSON field names.
+var stateKeys = []string{"version", "lesson", "lesson_step", "run", "revealed", "broken"}
+
+// strictRun decodes a stored run refusing unknown fields, and validates it.
+func strictRun(raw json.RawMessage, r *spec.Run) error {
+	if raw == nil {
+		return fmt.Errorf("missing")
+	}
+	var run spec.Run
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&run); err != nil {
+		return err
+	}
+	if err := run.Validate(); err != nil {
+		return err
+	}
+	*r = run
+	return nil
+}
+
+// brokenState is a state that could not be read: the default run, not
+// replayed, with what was wrong.
+func brokenState(damage []string) (State, []string) {
+	return State{Version: stateVersion, Run: spec.Default(""),
+		Broken: "the saved state could not be read: choose a lesson step or run a new prompt"}, damage
+}
+
+// clip keeps a decoder's message short enough for one line.
+func clip(s string) string { return truncate(strings.Join(strings.Fields(s), " "), 120) }
 
 // legacyState converts the first classroom's state (form strings).
 func legacyState(b []byte) (State, error) {

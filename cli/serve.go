@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"stepthrough/api"
+	"stepthrough/classroom"
 	"stepthrough/models"
 	"stepthrough/server"
 	"stepthrough/static"
@@ -16,7 +17,7 @@ import (
 
 // runServe runs the web app until ctx is done (Ctrl-C, SIGTERM).
 func runServe(ctx context.Context, env Env, args []string) error {
-	fs := newFlags(env, "serve", "[--addr HOST:PORT] [--models-dir DIRS] [--data-dir DIR] [--allowed-hosts HOSTS] [--trusted-proxies CIDRS] [--tls-cert FILE --tls-key FILE] [--memory-budget MiB] [--api-key KEY] [--api-max-concurrent N] [--api-max-tokens N]")
+	fs := newFlags(env, "serve", "[--addr HOST:PORT] [--models-dir DIRS] [--data-dir DIR] [--allowed-hosts HOSTS] [--trusted-proxies CIDRS] [--tls-cert FILE --tls-key FILE] [--memory-budget MiB] [--api-key KEY] [--api-max-concurrent N] [--api-max-tokens N] [--students-per-address N]")
 	addr := fs.String("addr", "127.0.0.1:8080", "listen `address` (0.0.0.0:8080 serves a LAN)")
 	hosts := fs.String("allowed-hosts", "", "comma-separated `names` this server answers to (default: the listen host and localhost; any host on 0.0.0.0)")
 	proxies := fs.String("trusted-proxies", "", "comma-separated `CIDRs` of reverse proxies whose X-Forwarded-For is believed (default: none, the socket's peer is the client)")
@@ -28,8 +29,12 @@ func runServe(ctx context.Context, env Env, args []string) error {
 	apiKey := fs.String("api-key", os.Getenv("STEPTHROUGH_API_KEY"), "require this `key` on the OpenAI-compatible API (Authorization: Bearer KEY) and its request pages (default: $STEPTHROUGH_API_KEY; empty: no key)")
 	apiConc := fs.Int("api-max-concurrent", 4, "API requests generating at once; more are answered 429")
 	apiMax := fs.Int("api-max-tokens", api.DefaultLimits.MaxTokens, "the most tokens an API request may generate per choice (max_tokens above it is refused)")
+	perAddr := fs.Int("students-per-address", classroom.DefaultStudentsPerAddress, "student `ids` from one network address that may answer a room's polls (raise it when a class reaches the server through one shared address)")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if *perAddr < 1 || *perAddr > classroom.DefaultMaxStudents {
+		return usageError{fmt.Errorf("--students-per-address must be 1 to %d, got %d", classroom.DefaultMaxStudents, *perAddr)}
 	}
 	if *budget < 16 || *budget > 1<<20 {
 		return usageError{fmt.Errorf("--memory-budget must be 16 to 1048576 MiB, got %d", *budget)}
@@ -62,7 +67,8 @@ func runServe(ctx context.Context, env Env, args []string) error {
 	s, err := server.New(server.Config{Addr: *addr, ModelsDirs: modelDirs, Logger: log, DataDir: *data,
 		Embedded:     map[string][]byte{"lesson.gguf": models.Lesson, "lesson-draft.gguf": models.LessonDraft},
 		AllowedHosts: allowed, TrustedProxies: trusted, TLSCert: *cert, TLSKey: *key, MemoryBudget: int64(*budget) << 20,
-		API: server.APIConfig{Key: *apiKey, MaxConcurrent: *apiConc, Limits: apiLimits(*apiMax)}})
+		StudentsPerAddress: *perAddr,
+		API:                server.APIConfig{Key: *apiKey, MaxConcurrent: *apiConc, Limits: apiLimits(*apiMax)}})
 	if err != nil {
 		return err
 	}

@@ -38,7 +38,7 @@ func TestLoadHarness(t *testing.T) {
 // steps b.N times; p95 is the broadcast latency students see. Run it on
 // two cores: go test -run '^$' -bench ClassroomBroadcast -cpu 2 ./loadtest
 func BenchmarkClassroomBroadcast(b *testing.B) {
-	s := mustNew(b, server.Config{Embedded: map[string][]byte{"lesson.gguf": models.Lesson}, RoomsPerClient: 1000})
+	s := mustNew(b, server.Config{Embedded: map[string][]byte{"lesson.gguf": models.Lesson}, RoomsPerClient: 1000, LiveRoomsPerClient: 1000})
 	ts := httptest.NewServer(s.Handler())
 	b.Cleanup(ts.Close)
 	b.ResetTimer()

@@ -31,6 +31,13 @@ func browser(t *testing.T) (context.Context, string) {
 // browserWith is browser over a server built from cfg.
 func browserWith(t *testing.T, cfg Config) (context.Context, string) {
 	t.Helper()
+	ctx, base, _ := browserServer(t, cfg)
+	return ctx, base
+}
+
+// browserServer is browserWith, also returning the server.
+func browserServer(t *testing.T, cfg Config) (context.Context, string, *Server) {
+	t.Helper()
 	actx := chromeAlloc(t)
 	s := mustNew(t, cfg)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -43,7 +50,7 @@ func browserWith(t *testing.T, cfg Config) (context.Context, string) {
 	ctx, cancelC := chromedp.NewContext(actx)
 	ctx, cancelT := context.WithTimeout(ctx, 120*time.Second)
 	t.Cleanup(func() { cancelT(); cancelC() })
-	return ctx, "http://" + ln.Addr().String()
+	return ctx, "http://" + ln.Addr().String(), s
 }
 
 // chromeAlloc is the allocator of a headless Chromium; without chromium

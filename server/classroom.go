@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -101,7 +102,7 @@ func (s *Server) join(c echo.Context) error {
 
 func statusOf(err error) int {
 	switch {
-	case errors.Is(err, classroom.ErrTooManyTries), errors.Is(err, classroom.ErrRoomLimit):
+	case errors.Is(err, classroom.ErrTooManyTries), errors.Is(err, classroom.ErrRoomLimit), errors.Is(err, classroom.ErrLiveRooms):
 		return http.StatusTooManyRequests
 	case errors.Is(err, classroom.ErrRoomsFull), errors.Is(err, classroom.ErrStore):
 		return http.StatusServiceUnavailable
@@ -199,12 +200,20 @@ func (s *Server) teachRoom(c echo.Context) error {
 	p.Join = s.joinDetails(c, r.Code())
 	p.InstructURL = "/rooms/" + r.Code() + "/teach?key=" + key
 	p.CSVURL = "/rooms/" + r.Code() + "/poll.csv"
-	p.Expires = "at " + t.Expires.Format("15:04 MST") + " unless you keep teaching"
+	p.Expires = hoursOrMinutes(s.class.InstructorGone()) + " after its instructor's page closes, or " + hoursOrMinutes(s.roomTTL()) + " after your last action"
 	if t.Settings != nil {
 		p.Settings = views.Page{Models: s.reg.Names(), Settings: *t.Settings}
 	}
 	c.Response().Header().Set("Cache-Control", "no-store")
 	return c.HTMLBlob(http.StatusOK, renderBytes(c.Request().Context(), views.TeachRoomPage(p)))
+}
+
+// hoursOrMinutes says a duration in hours or minutes.
+func hoursOrMinutes(d time.Duration) string {
+	if d >= time.Hour && d%time.Hour == 0 {
+		return strconv.Itoa(int(d/time.Hour)) + " h"
+	}
+	return strconv.Itoa(int(d.Round(time.Minute)/time.Minute)) + " min"
 }
 
 // pollCSV exports every answer given in the room.

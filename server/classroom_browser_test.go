@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -192,4 +193,35 @@ func TestClassroomInBrowser(t *testing.T) {
 	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "image/svg+xml" {
 		t.Errorf("export %s: %s", href, resp.Status)
 	}
+}
+
+// A student on a phone sees the room's "not saved" warning when the
+// store cannot write, without the page growing wider than the screen,
+// and the warning goes once the store takes the kept answers.
+func TestClassroomStoreWarningInBrowser(t *testing.T) {
+	dir := t.TempDir()
+	ctx, base, s := browserServer(t, Config{Embedded: lessonModels(), DataDir: dir, StudentsPerAddress: 300})
+	code, key := startRoom(t, base, url.Values{"lesson": {"logits-and-softmax"}})
+	teach := dialRoom(t, base, code, "key="+key)
+	teach.wait(`id="teach-extras"`)
+	teach.send(map[string]string{"action": "lesson-step", "to": "1"})
+	teach.wait(`data-lesson-step="1"`)
+	do(t, ctx, chromedp.EmulateViewport(375, 740), chromedp.Navigate(base+"/rooms/"+code),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="poll-option"]`)))
+
+	st := fillStore(t, s, dir)
+	for i := range 100 { // more answers than the store's pages hold
+		c := dialRoom(t, base, code, newStudent(t, base, code))
+		c.send(map[string]string{"action": "answer", "answer": []string{" Par", " L", " B"}[i%3]})
+		c.wait(`id="room-note"`)
+	}
+	waitJS(t, ctx, "the warning on the student's phone", `document.querySelector('[data-testid="store-warning"]')?.offsetHeight > 0`)
+	if w := eval[int](t, ctx, `document.documentElement.scrollWidth`, false); w > 377 {
+		t.Errorf("with the warning the page is %d px wide on a 375 px phone", w)
+	}
+	screenshot(t, ctx, "classroom-store-warning-phone")
+	if err := st.SetQuota(t.Context(), 0); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, ctx, "the warning to go once the store writes", `!document.querySelector('[data-testid="store-warning"]')`)
 }

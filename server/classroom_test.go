@@ -59,14 +59,19 @@ type wsClient struct {
 // cookie (from newStudent) as that student.
 func dialRoom(t *testing.T, base, code, who string) *wsClient {
 	t.Helper()
+	return dialRoomWith(t, base, code, who, http.Header{})
+}
+
+// dialRoomWith is dialRoom with more request headers (X-Forwarded-For).
+func dialRoomWith(t *testing.T, base, code, who string, h http.Header) *wsClient {
+	t.Helper()
 	u := "ws" + strings.TrimPrefix(base, "http") + "/rooms/" + code + "/ws"
-	h := http.Header{}
 	switch {
 	case strings.HasPrefix(who, "key="):
 		u += "?as=instructor&" + who
 	case who == "projector":
 		u += "?as=projector"
-	default:
+	case who != "":
 		h.Set("Cookie", who)
 	}
 	conn, resp, err := websocket.DefaultDialer.Dial(u, h)

@@ -53,6 +53,7 @@ type PollRow struct {
 type RoomStatus struct {
 	LessonStep, LessonSteps int
 	Where                   string
+	Unsaved                 bool // the store refuses writes: the room's changes wait in memory
 }
 
 // StudentBar is one student's own state: following or exploring.
@@ -66,6 +67,9 @@ type TeachStats struct {
 	Question             bool
 	Answered             int
 	Live                 []PollRow // answer counts so far (no model numbers: the screen may be projected)
+	Unsaved              int       // writes waiting for the store (the room's state counts as one)
+	Refused              int       // answers refused: more student ids from one address than the room allows
+	PerAddress           int       // that limit
 }
 
 // StudentPage is a student's page in a room.
