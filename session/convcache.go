@@ -87,38 +87,55 @@ func (c *convCache) add(x *conversion) []*conversion {
 
 func (c *convCache) clear() { c.items, c.used = nil, 0 }
 
-// conversion returns the model base@TYPE (a canonical name) converted in
-// memory, converting it on first use; r.mu is held. A conversion pushed
-// out of the cache leaves the registry's maps with every engine prepared
-// from it: sessions that hold one keep it, and the memory goes with them.
+// has reports whether a conversion is kept (without touching its place).
+func (c *convCache) has(name string) bool {
+	return slices.ContainsFunc(c.items, func(x *conversion) bool { return x.name == name })
+}
+
+// conversion returns the model base@TYPE converted in memory, converting
+// it once on first use, outside the lock. A conversion pushed out of the
+// cache leaves the registry's maps with every engine prepared from it:
+// sessions that hold one keep it, and the memory goes with them.
 func (r *Registry) conversion(name string) (*conversion, error) {
 	name, err := canonicalName(name)
 	if err != nil {
 		return nil, err
 	}
-	if c := r.convs.get(name); c != nil {
+	r.mu.Lock()
+	c := r.convs.get(name)
+	r.mu.Unlock()
+	if c != nil {
 		return c, nil
 	}
-	base, target, _ := strings.Cut(name, "@")
-	m, err := r.get(base)
+	v, err, _ := r.flights.Do("conversion "+name, func() (any, error) {
+		base, target, _ := strings.Cut(name, "@")
+		m, err := r.get(base)
+		if err != nil {
+			return nil, err
+		}
+		if err := fitsInMemory(base, m); err != nil {
+			return nil, err
+		}
+		qm, rep, bytes, err := quantize.InMemory(m.File, target)
+		if err != nil {
+			return nil, fmt.Errorf("model %s: %w", name, err)
+		}
+		c := &conversion{name: name, model: qm, report: rep, bytes: bytes}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for _, old := range r.convs.add(c) {
+			r.forget(old.name)
+		}
+		return c, nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	if err := fitsInMemory(base, m); err != nil {
-		return nil, err
-	}
-	qm, rep, bytes, err := quantize.InMemory(m.File, target)
-	if err != nil {
-		return nil, fmt.Errorf("model %s: %w", name, err)
-	}
-	c := &conversion{name: name, model: qm, report: rep, bytes: bytes}
-	for _, old := range r.convs.add(c) {
-		r.forget(old.name)
-	}
-	return c, nil
+	return v.(*conversion), nil
 }
 
-// forget drops what the registry prepared from a model name.
+// forget drops what the registry prepared from a model name; r.mu is
+// held.
 func (r *Registry) forget(name string) {
 	for key := range r.engines {
 		n, _, _ := strings.Cut(key, "|")

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 
+	"golang.org/x/sync/singleflight"
+
 	"stepthrough/engine"
 	"stepthrough/engine/gguf"
 	"stepthrough/engine/model"
@@ -20,7 +22,12 @@ import (
 // loading each on first use and sharing it (models are read-only), and
 // prepares each model once per backend (engine.Load) for every session
 // that runs it.
+//
+// The lock guards the maps only: loads, conversions and backend uploads
+// run outside it, once per key (a singleflight group), so a slow one
+// blocks only the sessions waiting for that same model.
 type Registry struct {
+	flights  singleflight.Group
 	mu       sync.Mutex
 	paths    map[string]string
 	embedded map[string][]byte
@@ -56,8 +63,6 @@ func fitsInMemory(name string, m *model.Model) error {
 // Quantize returns the model converted to target in memory, once (CPU):
 // the same conversion that the name NAME@TYPE opens.
 func (r *Registry) Quantize(name, target string) (*Quantized, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	c, err := r.conversion(name + "@" + target)
 	if err != nil {
 		return nil, err
@@ -123,8 +128,6 @@ func (r *Registry) Default() string {
 
 // Get loads (once) and returns a model by file name.
 func (r *Registry) Get(name string) (*model.Model, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	name, err := canonicalName(name)
 	if err != nil {
 		return nil, err
@@ -136,8 +139,6 @@ func (r *Registry) Get(name string) (*model.Model, error) {
 // "vulkan"), loading it once: every session of that model and backend
 // shares its weights (and, on Vulkan, its device).
 func (r *Registry) Engine(name, backend string) (*engine.Loaded, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	name, err := canonicalName(name)
 	if err != nil {
 		return nil, err
@@ -145,22 +146,48 @@ func (r *Registry) Engine(name, backend string) (*engine.Loaded, error) {
 	return r.engine(name, backend)
 }
 
-// engine is Engine for a canonical name, with r.mu held.
+// engine is Engine for a canonical name.
 func (r *Registry) engine(name, backend string) (*engine.Loaded, error) {
 	key := name + "|" + backend
-	if l, ok := r.engines[key]; ok {
+	return r.prepare(key, name, func() (*engine.Loaded, error) {
+		m, err := r.get(name)
+		if err != nil {
+			return nil, err
+		}
+		l, err := engine.Load(m, engine.Options{Backend: backend, Context: min(m.Config.ContextLen, maxContext)})
+		if err != nil {
+			return nil, fmt.Errorf("model %s: %w", name, err)
+		}
+		return l, nil
+	})
+}
+
+// prepare returns the engine kept under key, or runs load once (outside
+// the lock; callers of the same key wait for it) and keeps what it gives,
+// unless the model it came from (a conversion) was let go meanwhile.
+func (r *Registry) prepare(key, model string, load func() (*engine.Loaded, error)) (*engine.Loaded, error) {
+	r.mu.Lock()
+	l, ok := r.engines[key]
+	r.mu.Unlock()
+	if ok {
 		return l, nil
 	}
-	m, err := r.get(name)
+	v, err, _ := r.flights.Do("engine "+key, func() (any, error) {
+		l, err := load()
+		if err != nil {
+			return nil, err
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if !strings.Contains(model, "@") || r.convs.has(model) {
+			r.engines[key] = l
+		}
+		return l, nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	l, err := engine.Load(m, engine.Options{Backend: backend, Context: min(m.Config.ContextLen, maxContext)})
-	if err != nil {
-		return nil, fmt.Errorf("model %s: %w", name, err)
-	}
-	r.engines[key] = l
-	return l, nil
+	return v.(*engine.Loaded), nil
 }
 
 // Draft returns the draft model for a target, prepared on a backend and
@@ -184,34 +211,31 @@ func (r *Registry) Draft(target, draft, backend string) (*engine.Loaded, error) 
 		}
 		return r.Engine(draft, backend)
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	key := target + "#" + draft + "|" + backend
-	if l, ok := r.engines[key]; ok {
+	return r.prepare(key, target, func() (*engine.Loaded, error) {
+		tm, err := r.get(target)
+		if err != nil {
+			return nil, err
+		}
+		dm, err := tm.FirstLayers(n)
+		if err != nil {
+			return nil, fmt.Errorf("draft %s: %w", draft, err)
+		}
+		l, err := engine.Load(dm, engine.Options{Backend: backend, Context: min(dm.Config.ContextLen, maxContext)})
+		if err != nil {
+			return nil, fmt.Errorf("draft %s: %w", draft, err)
+		}
 		return l, nil
-	}
-	tm, err := r.get(target)
-	if err != nil {
-		return nil, err
-	}
-	dm, err := tm.FirstLayers(n)
-	if err != nil {
-		return nil, fmt.Errorf("draft %s: %w", draft, err)
-	}
-	l, err := engine.Load(dm, engine.Options{Backend: backend, Context: min(dm.Config.ContextLen, maxContext)})
-	if err != nil {
-		return nil, fmt.Errorf("draft %s: %w", draft, err)
-	}
-	r.engines[key] = l
-	return l, nil
+	})
 }
 
 // checkDraft compares a draft file's vocabulary with the target's, once.
 func (r *Registry) checkDraft(target, draft string) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	key := target + "|" + draft
-	if err, ok := r.drafts[key]; ok {
+	r.mu.Lock()
+	err, ok := r.drafts[key]
+	r.mu.Unlock()
+	if ok {
 		return err
 	}
 	tm, err := r.get(target)
@@ -225,17 +249,18 @@ func (r *Registry) checkDraft(target, draft string) error {
 	if err = speculative.SameVocabulary(tm.Tokenizer, dm.Tokenizer); err != nil {
 		err = fmt.Errorf("draft %s for %s: %w", draft, target, err)
 	}
+	r.mu.Lock()
 	r.drafts[key] = err
+	r.mu.Unlock()
 	return err
 }
 
 // maxContext caps the KV-cache positions of a web session.
 const maxContext = 1024
 
+// get returns a model by canonical name, loading (or converting) it once,
+// outside the lock.
 func (r *Registry) get(name string) (*model.Model, error) {
-	if m, ok := r.loaded[name]; ok {
-		return m, nil
-	}
 	if strings.Contains(name, "@") {
 		c, err := r.conversion(name)
 		if err != nil {
@@ -243,27 +268,50 @@ func (r *Registry) get(name string) (*model.Model, error) {
 		}
 		return c.model, nil
 	}
-	if data, ok := r.embedded[name]; ok {
-		f, err := gguf.Parse(data)
-		if err != nil {
-			return nil, fmt.Errorf("embedded model %s: %w", name, err)
-		}
-		m, err := model.FromFile(f)
-		if err != nil {
-			return nil, fmt.Errorf("embedded model %s: %w", name, err)
-		}
-		r.loaded[name] = m
+	r.mu.Lock()
+	m, ok := r.loaded[name]
+	data, embedded := r.embedded[name]
+	p, onDisk := r.paths[name]
+	r.mu.Unlock()
+	if ok {
 		return m, nil
 	}
-	p, ok := r.paths[name]
-	if !ok || strings.ContainsAny(name, `/\`) {
+	if !embedded && (!onDisk || strings.ContainsAny(name, `/\`)) {
 		return nil, fmt.Errorf("no model named %q (offered: %s)", name, strings.Join(r.Names(), ", "))
 	}
-	m, err := model.Load(p)
+	v, err, _ := r.flights.Do("model "+name, func() (any, error) {
+		m, err := loadModel(name, data, embedded, p)
+		if err != nil {
+			return nil, err
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.loaded[name] = m
+		return m, nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("model %s failed to load: %w", name, err)
+		return nil, err
 	}
-	r.loaded[name] = m
+	return v.(*model.Model), nil
+}
+
+// loadModel parses an embedded model or loads a file.
+func loadModel(name string, data []byte, embedded bool, path string) (*model.Model, error) {
+	if !embedded {
+		m, err := model.Load(path)
+		if err != nil {
+			return nil, fmt.Errorf("model %s failed to load: %w", name, err)
+		}
+		return m, nil
+	}
+	f, err := gguf.Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("embedded model %s: %w", name, err)
+	}
+	m, err := model.FromFile(f)
+	if err != nil {
+		return nil, fmt.Errorf("embedded model %s: %w", name, err)
+	}
 	return m, nil
 }
 
