@@ -62,40 +62,51 @@ type Session struct {
 	m     *model.Model
 	es    *engine.Session
 	esKey string // model and backend es was made for
-	smp   *sample.Sampler
-	rec   *trace.Recorder
-	cur   trace.Cursor
-	gen   []int32
+	// speculative decoding (spec.Run.Draft): the draft's engine session
+	des         *engine.Session
+	desKey      string
+	plainStepMS float64 // a plain decode step of the target, measured at the run's start
+	in          []int32 // the next pass's input, reused
+	forwards    int
+	runs        int // runs started: with the token step, names the model map drawn
+
+	runState // what the current run produced: replaced whole, never field by field
+
+	notice   string
+	pool     *Pool        // nil: not counted against any limit (scratch sessions)
+	reserved int64        // bytes reserved in the pool for the current run
+	expired  bool         // the pool closed this session for good
+	conns    atomic.Int32 // connections attached (Attach)
+}
+
+// runState is everything one run produces and the viewer's place in it.
+// A new run replaces it whole (newRunState); a reset, an expiry, a failed
+// pass and a rebuild do too, so no field outlives its run.
+type runState struct {
+	smp *sample.Sampler
+	rec *trace.Recorder
+	cur trace.Cursor
+	gen []int32
 	// genAt[i] is how many tokens were generated after token step i (a
 	// speculative round emits several)
 	genAt []int
-	// speculative decoding (spec.Run.Draft): the draft's engine session
-	// and the decoder running rounds over both
-	des         *engine.Session
-	desKey      string
-	dec         *speculative.Decoder
-	plainStepMS float64 // a plain decode step of the target, measured at the run's start
+	dec   *speculative.Decoder // the decoder running rounds over target and draft
 	// inserts are the tokens the runtime wrote after gen[i] (a tool's
 	// result), read by the pass of token step i+1
 	inserts   map[int][]int32
 	calls     []string // the calculator calls the runtime executed
 	calcID    int32    // the token closing a calculator call when the run executes them, else -1
-	in        []int32  // the next pass's input, reused
 	promptIDs []int32
-	done      bool // end of generation reached
-	forwards  int
-	runs      int // runs started: with the token step, names the model map drawn
+	done      bool      // end of generation reached
+	view      spec.View // head, scores and the softmax slider
 
-	view              spec.View // head, scores and the softmax slider
-	notice            string
-	pool              *Pool        // nil: not counted against any limit (scratch sessions)
-	reserved          int64        // bytes reserved in the pool for the current run
-	expired           bool         // the pool closed this session for good
-	conns             atomic.Int32 // connections attached (Attach)
 	prefillMS, ttftMS float64
 	decodeMS          []float64
 	decodeTokens      int // tokens the timed decode steps emitted
 }
+
+// newRunState is the state before any pass.
+func newRunState() runState { return runState{calcID: -1, view: spec.View{Layer: -1}} }
 
 // Attach counts a connection holding the session until the returned
 // function is called (when it goes): a session no connection holds is
@@ -113,7 +124,7 @@ func (s *Session) Attach() (detach func()) {
 // New makes an empty session for a client (an address; empty for rooms
 // and scratch sessions).
 func New(id, client string, eng Engines) *Session {
-	s := &Session{id: id, client: client, eng: eng, run: spec.Default(eng.Default())}
+	s := &Session{id: id, client: client, eng: eng, run: spec.Default(eng.Default()), runState: newRunState()}
 	s.touch()
 	return s
 }
@@ -156,7 +167,7 @@ func (s *Session) expireIfIdle(now time.Time, idle time.Duration) bool {
 func (s *Session) expire() {
 	s.close()
 	s.expired = true
-	s.rec, s.cur, s.gen = nil, trace.Cursor{}, nil
+	s.runState = newRunState()
 }
 
 func (s *Session) close() {
@@ -268,14 +279,12 @@ func (s *Session) start(ctx context.Context, r spec.Run) error {
 	start := time.Now()
 	logits, err := s.es.Eval(hctx, ids)
 	if err != nil {
-		s.rec, s.cur, s.gen = nil, trace.Cursor{}, nil // the engine's state is gone with the failed pass
+		s.runState = newRunState() // the engine's state is gone with the failed pass
 		return fmt.Errorf("the engine failed: %w", err)
 	}
-	s.run, s.smp, s.rec = r, smp, rec
+	s.run, s.runState = r, newRunState()
+	s.smp, s.rec, s.promptIDs, s.calcID = smp, rec, ids, calcID
 	s.runs++
-	s.gen, s.genAt, s.done, s.decodeMS, s.decodeTokens, s.inserts, s.calls, s.dec = nil, nil, false, nil, 0, nil, nil, nil
-	s.promptIDs, s.calcID = ids, calcID
-	s.view = spec.View{Layer: -1}
 	s.forwards++
 	s.prefillMS = ms(time.Since(start))
 	s.smp.Accept(ids...)
@@ -283,7 +292,7 @@ func (s *Session) start(ctx context.Context, r spec.Run) error {
 	s.ttftMS = ms(time.Since(start))
 	s.cur = trace.Cursor{Steps: s.rec.Steps()}
 	if err := s.startDraft(ctx); err != nil {
-		s.rec, s.cur, s.gen = nil, trace.Cursor{}, nil
+		s.runState = newRunState()
 		return err
 	}
 	if r.Backend == "vulkan" { // auto falling back to the CPU is expected, not news
@@ -474,7 +483,7 @@ func (s *Session) Act(ctx context.Context, action string, get spec.Getter) error
 		}
 	case "reset":
 		s.notice = ""
-		s.rec, s.gen, s.genAt, s.cur, s.done, s.dec = nil, nil, nil, trace.Cursor{}, false, nil
+		s.runState = newRunState()
 	case "temperature":
 		v, _ := get("view_temperature")
 		t, err := strconv.ParseFloat(v, 64)
@@ -532,7 +541,7 @@ func (s *Session) Rebuild(ctx context.Context) error {
 	}
 	r := s.spec()
 	s.close()
-	s.rec, s.cur, s.gen = nil, trace.Cursor{}, nil
+	s.runState = newRunState()
 	return s.open(ctx, r)
 }
 

@@ -62,6 +62,15 @@ func TestCalculatorRunsLive(t *testing.T) {
 	if st := se.cur.Steps[after]; st.N < 2 {
 		t.Errorf("the pass after the call reads %d tokens", st.N)
 	}
+
+	// A reset leaves nothing of the run: no calls, inserts or timings
+	// carried into the next one.
+	if err := se.Act(ctx, "reset", func(string) (string, bool) { return "", false }); err != nil {
+		t.Fatal(err)
+	}
+	if se.calls != nil || se.inserts != nil || se.decodeMS != nil || se.decodeTokens != 0 || se.gen != nil || se.rec != nil {
+		t.Errorf("after a reset: calls %q, inserts %v, %d decode timings, %d tokens, %d generated", se.calls, se.inserts, len(se.decodeMS), se.decodeTokens, len(se.gen))
+	}
 }
 
 // Without special=1 the chat markup is plain text; tools=calc on a model
