@@ -101,10 +101,7 @@ func (r *Registry) conversion(name string) (*conversion, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
-	c := r.convs.get(name)
-	r.mu.Unlock()
-	if c != nil {
+	if c, ok := locked(&r.mu, func() (*conversion, bool) { c := r.convs.get(name); return c, c != nil }); ok {
 		return c, nil
 	}
 	v, err, _ := r.flights.Do("conversion "+name, func() (any, error) {

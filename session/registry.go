@@ -166,10 +166,7 @@ func (r *Registry) engine(name, backend string) (*engine.Loaded, error) {
 // the lock; callers of the same key wait for it) and keeps what it gives,
 // unless the model it came from (a conversion) was let go meanwhile.
 func (r *Registry) prepare(key, model string, load func() (*engine.Loaded, error)) (*engine.Loaded, error) {
-	r.mu.Lock()
-	l, ok := r.engines[key]
-	r.mu.Unlock()
-	if ok {
+	if l, ok := locked(&r.mu, func() (*engine.Loaded, bool) { l, ok := r.engines[key]; return l, ok }); ok {
 		return l, nil
 	}
 	v, err, _ := r.flights.Do("engine "+key, func() (any, error) {
@@ -232,10 +229,7 @@ func (r *Registry) Draft(target, draft, backend string) (*engine.Loaded, error) 
 // checkDraft compares a draft file's vocabulary with the target's, once.
 func (r *Registry) checkDraft(target, draft string) error {
 	key := target + "|" + draft
-	r.mu.Lock()
-	err, ok := r.drafts[key]
-	r.mu.Unlock()
-	if ok {
+	if err, ok := locked(&r.mu, func() (error, bool) { err, ok := r.drafts[key]; return err, ok }); ok {
 		return err
 	}
 	tm, err := r.get(target)
@@ -249,9 +243,7 @@ func (r *Registry) checkDraft(target, draft string) error {
 	if err = speculative.SameVocabulary(tm.Tokenizer, dm.Tokenizer); err != nil {
 		err = fmt.Errorf("draft %s for %s: %w", draft, target, err)
 	}
-	r.mu.Lock()
-	r.drafts[key] = err
-	r.mu.Unlock()
+	locked(&r.mu, func() (error, bool) { r.drafts[key] = err; return err, true })
 	return err
 }
 
@@ -268,14 +260,11 @@ func (r *Registry) get(name string) (*model.Model, error) {
 		}
 		return c.model, nil
 	}
-	r.mu.Lock()
-	m, ok := r.loaded[name]
-	data, embedded := r.embedded[name]
-	p, onDisk := r.paths[name]
-	r.mu.Unlock()
-	if ok {
+	if m, ok := locked(&r.mu, func() (*model.Model, bool) { m, ok := r.loaded[name]; return m, ok }); ok {
 		return m, nil
 	}
+	data, embedded := r.embedded[name] // set before serving: read without the lock
+	p, onDisk := r.paths[name]
 	if !embedded && (!onDisk || strings.ContainsAny(name, `/\`)) {
 		return nil, fmt.Errorf("no model named %q (offered: %s)", name, strings.Join(r.Names(), ", "))
 	}
@@ -293,6 +282,13 @@ func (r *Registry) get(name string) (*model.Model, error) {
 		return nil, err
 	}
 	return v.(*model.Model), nil
+}
+
+// locked runs f holding mu (a map lookup or store, never slow work).
+func locked[T any](mu *sync.Mutex, f func() (T, bool)) (T, bool) {
+	mu.Lock()
+	defer mu.Unlock()
+	return f()
 }
 
 // loadModel parses an embedded model or loads a file.
