@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"os"
 	"slices"
 	"sync"
@@ -162,5 +163,29 @@ func TestSessionsConcurrent(t *testing.T) {
 	close(errs)
 	for e := range errs {
 		t.Error(e)
+	}
+}
+
+// Both backends answer a pass past the context and a pass on a closed
+// model with the engine's own errors.
+func TestBackendErrors(t *testing.T) {
+	m := stories(t)
+	for _, backend := range []string{"cpu", "vulkan"} {
+		t.Run(backend, func(t *testing.T) {
+			l := loadOn(t, m, backend)
+			s := newSession(t, l, 8)
+			ids := make([]int32, 9)
+			for i := range ids {
+				ids[i] = int32(i + 1)
+			}
+			if _, err := s.Eval(context.Background(), ids); !errors.Is(err, ErrContextFull) {
+				t.Errorf("a pass past the context: %v, want ErrContextFull", err)
+			}
+			s2 := newSession(t, l, 0)
+			l.Close()
+			if _, err := s2.Eval(context.Background(), ids[:2]); !errors.Is(err, ErrClosed) {
+				t.Errorf("a pass on a closed model: %v, want ErrClosed", err)
+			}
+		})
 	}
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"stepthrough/engine/kv"
+	"stepthrough/engine/model"
 )
 
 // Seq is one sequence's share of a batched pass: the runner whose cache it
@@ -40,7 +43,7 @@ func (l *Loaded) ForwardBatch(ctx context.Context, seqs []Seq, out [][]float32) 
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		return ErrClosed
+		return model.ErrClosed
 	}
 	f := l.f
 	if err := f.plan(seqs); err != nil {
@@ -84,7 +87,7 @@ func (f *fwd) plan(seqs []Seq) error {
 		}
 		c := s.Runner.cache
 		if c.Len()+len(s.Tokens) > c.Cap() {
-			return fmt.Errorf("forward batch: sequence %d: %d tokens at position %d: %w (%d positions)", i, len(s.Tokens), c.Len(), ErrContextFull, c.Cap())
+			return fmt.Errorf("forward batch: sequence %d: %d tokens at position %d: %w (%d positions)", i, len(s.Tokens), c.Len(), kv.ErrContextFull, c.Cap())
 		}
 		total += len(s.Tokens)
 	}

@@ -224,7 +224,7 @@ func TestForwardBatchErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = l.ForwardBatch(ctx, []Seq{{Runner: a, Tokens: make([]int32, 3)}, {Runner: b, Tokens: []int32{1}}}, out)
-	if !errors.Is(err, ErrContextFull) || a.Pos() != 6 || b.Pos() != 0 {
+	if !errors.Is(err, kv.ErrContextFull) || a.Pos() != 6 || b.Pos() != 0 {
 		t.Errorf("past the context: %v (positions %d, %d)", err, a.Pos(), b.Pos())
 	}
 }

@@ -56,9 +56,6 @@ func (l *Loaded) Close() {
 	}
 }
 
-// ErrClosed is returned by a Runner whose Loaded model was closed.
-var ErrClosed = errors.New("the loaded model was closed")
-
 // NewRunner makes a runner with an empty KV cache of ctx positions (0: the
 // Loaded's context). Its cache takes memory only as positions fill.
 func (l *Loaded) NewRunner(ctx int) (*Runner, error) {
@@ -220,7 +217,7 @@ func (r *Runner) Forward(ctx context.Context, tokens []int32, all bool) ([]float
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		return nil, ErrClosed
+		return nil, model.ErrClosed
 	}
 	l.f.cache, l.f.logits = r.cache, r.logits
 	defer func() { l.f.cache, l.f.logits = nil, nil }()

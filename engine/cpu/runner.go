@@ -24,9 +24,6 @@ type Options struct {
 	MaxBatch int // tokens per forward chunk; 0: 512
 }
 
-// ErrContextFull is returned when a forward pass would exceed the cache.
-var ErrContextFull = errors.New("context is full")
-
 // fwd computes forward passes of one model on the CPU. It is the shared
 // part of a Loaded model: one at a time, over the KV cache and logits
 // buffer of the Runner whose pass it is.
@@ -171,7 +168,7 @@ func (r *fwd) forward(ctx context.Context, tokens []int32, all bool) ([]float32,
 		return nil, errors.New("forward: no tokens")
 	}
 	if r.pos()+len(tokens) > r.cache.Cap() {
-		return nil, fmt.Errorf("forward: %d tokens at position %d: %w (%d positions)", len(tokens), r.pos(), ErrContextFull, r.cache.Cap())
+		return nil, fmt.Errorf("forward: %d tokens at position %d: %w (%d positions)", len(tokens), r.pos(), kv.ErrContextFull, r.cache.Cap())
 	}
 	if err := r.cache.Reserve(r.pos() + len(tokens)); err != nil {
 		r.cache.Truncate(r.pos())

@@ -9,6 +9,10 @@ import (
 // ErrNoBlocks is returned when a pool has no free block left.
 var ErrNoBlocks = errors.New("kv cache: no free block in the pool")
 
+// ErrContextFull is returned, wrapped, by every backend when a pass would
+// write past the cache's positions.
+var ErrContextFull = errors.New("context is full")
+
 // Pool is the paged KV memory of one model shared by many sequences
 // (PagedAttention, Kwon et al. 2023): fixed-size blocks of BlockSize
 // positions, each holding those positions' keys and values for every

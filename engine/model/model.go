@@ -1,6 +1,7 @@
 package model
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -114,3 +115,7 @@ func (m *Model) Params() uint64 {
 func (m *Model) KVBytesPerToken() int {
 	return 2 * m.Config.Layers * m.Config.KVDim() * 4
 }
+
+// ErrClosed is returned by every backend's runner whose loaded model was
+// closed.
+var ErrClosed = errors.New("the loaded model was closed")

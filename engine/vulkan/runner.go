@@ -13,6 +13,7 @@ import (
 	vk "github.com/vulkan-go/vulkan"
 
 	"stepthrough/engine/hooks"
+	"stepthrough/engine/kv"
 	"stepthrough/engine/model"
 	"stepthrough/engine/quant"
 )
@@ -26,10 +27,11 @@ import (
 // are read back, so observers see the numbers the GPU computed. Passes of
 // one Loaded's runners take turns.
 type Loaded struct {
-	mu     sync.Mutex
-	own    bool // close the device with the model
-	closed bool
-	f      *fwd
+	mu      sync.Mutex
+	own     bool // close the device with the model
+	closed  bool
+	f       *fwd
+	runners map[*Runner]bool // open runners: Close frees their caches before the device goes
 }
 
 // fwd is the shared part of a Loaded model: weights, activations and the
@@ -291,8 +293,9 @@ func (r *fwd) free() {
 	}
 }
 
-// Close frees the device buffers (and the device when Load's caller gave
-// it up with Own). Runners made from l must not be used after.
+// Close frees the device buffers, every open runner's cache included (and
+// the device when Load's caller gave it up with Own). Runners made from l
+// answer model.ErrClosed after.
 func (l *Loaded) Close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -300,6 +303,10 @@ func (l *Loaded) Close() {
 		return
 	}
 	l.closed = true
+	for r := range l.runners {
+		r.free()
+	}
+	l.runners = nil
 	l.f.free()
 	if l.own {
 		l.f.d.Close()
@@ -318,16 +325,13 @@ func (l *Loaded) Model() *model.Model { return l.f.m }
 // Context is the most positions one of its runners may hold.
 func (l *Loaded) Context() int { return l.f.ctx }
 
-// ErrClosed is returned by a Runner whose Loaded model was closed.
-var ErrClosed = errors.New("the loaded model was closed")
-
 // NewRunner makes a runner with an empty KV cache of ctx positions (0: the
 // Loaded's context) on the device.
 func (l *Loaded) NewRunner(ctx int) (*Runner, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		return nil, ErrClosed
+		return nil, model.ErrClosed
 	}
 	f := l.f
 	if ctx <= 0 {
@@ -352,6 +356,10 @@ func (l *Loaded) NewRunner(ctx int) (*Runner, error) {
 		}
 		r.vc = append(r.vc, v)
 	}
+	if l.runners == nil {
+		l.runners = map[*Runner]bool{}
+	}
+	l.runners[r] = true
 	return r, nil
 }
 
@@ -377,7 +385,8 @@ func (r *Runner) Close() {
 	func() {
 		r.l.mu.Lock()
 		defer r.l.mu.Unlock()
-		if !r.l.closed {
+		if !r.l.closed && r.l.runners[r] {
+			delete(r.l.runners, r)
 			r.free()
 		}
 	}()
@@ -413,7 +422,7 @@ func (r *Runner) CopyStateFrom(src *Runner) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		return ErrClosed
+		return model.ErrClosed
 	}
 	if src.pos > 0 {
 		c, err := l.f.d.Begin()
@@ -447,9 +456,6 @@ func (r *Runner) Fork() (*Runner, error) {
 	return f, nil
 }
 
-// ErrContextFull is returned when a pass would exceed the cache.
-var ErrContextFull = errors.New("context is full")
-
 // Forward implements engine.Backend. Hooks in ctx are called while the
 // pass holds the Loaded model, so they must not run passes themselves.
 func (r *Runner) Forward(ctx context.Context, tokens []int32, all bool) ([]float32, error) {
@@ -457,7 +463,7 @@ func (r *Runner) Forward(ctx context.Context, tokens []int32, all bool) ([]float
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		return nil, ErrClosed
+		return nil, model.ErrClosed
 	}
 	f := l.f
 	f.cur = r
@@ -471,7 +477,7 @@ func (r *fwd) forward(ctx context.Context, tokens []int32, all bool) ([]float32,
 		return nil, errors.New("forward: no tokens")
 	}
 	if cur.pos+len(tokens) > cur.ctx {
-		return nil, fmt.Errorf("forward: %d tokens at position %d: %w (%d positions)", len(tokens), cur.pos, ErrContextFull, cur.ctx)
+		return nil, fmt.Errorf("forward: %d tokens at position %d: %w (%d positions)", len(tokens), cur.pos, kv.ErrContextFull, cur.ctx)
 	}
 	for i, id := range tokens {
 		if id < 0 || int(id) >= r.cfg.Vocab {
