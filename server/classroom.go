@@ -200,7 +200,7 @@ func (s *Server) teachRoom(c echo.Context) error {
 	p.Join = s.joinDetails(c, r.Code())
 	p.InstructURL = "/rooms/" + r.Code() + "/teach?key=" + key
 	p.CSVURL = "/rooms/" + r.Code() + "/poll.csv"
-	p.Expires = hoursOrMinutes(s.class.InstructorGone()) + " after its instructor's page closes, or " + hoursOrMinutes(s.roomTTL()) + " after your last action"
+	p.Expires = hoursOrMinutes(s.class.InstructorGone()) + " after you close this page (unless you come back), or " + hoursOrMinutes(s.roomTTL()) + " after your last action"
 	if t.Settings != nil {
 		p.Settings = views.Page{Models: s.reg.Names(), Settings: *t.Settings}
 	}
