@@ -2,10 +2,10 @@ package api
 
 import (
 	"bytes"
-	"unicode/utf8"
 
 	"stepthrough/engine/chat"
 	"stepthrough/engine/chattemplate"
+	"stepthrough/engine/stop"
 )
 
 // The parts of a reply, in order: reasoning (when the reply opens with
@@ -76,16 +76,7 @@ func (sp *splitter) flush() Delta { return sp.advance(true) }
 
 // stopAt is where the first stop sequence starts in the unreleased
 // bytes, or -1.
-func (sp *splitter) stopAt() int {
-	best := -1
-	for _, s := range sp.stops {
-		from := max(0, sp.sent)
-		if k := bytes.Index(sp.out[from:], s); k >= 0 && (best < 0 || from+k < best) {
-			best = from + k
-		}
-	}
-	return best
-}
+func (sp *splitter) stopAt() int { return stop.First(sp.out, sp.sent, sp.stops) }
 
 // held is how many bytes at the end must wait: the longest end of out
 // that begins a marker of this phase (a stop sequence, a tag), or an
@@ -102,24 +93,7 @@ func (sp *splitter) held() int {
 			markers = append(markers[:len(markers):len(markers)], []byte(sp.dialect.Open))
 		}
 	}
-	h := 0
-	for _, m := range markers {
-		for n := min(len(m)-1, len(sp.out)-sp.sent); n > h; n-- {
-			if bytes.HasSuffix(sp.out, m[:n]) {
-				h = n
-				break
-			}
-		}
-	}
-	for n := 1; n <= min(utf8.UTFMax, len(sp.out)-sp.sent); n++ { // an unfinished character
-		if utf8.RuneStart(sp.out[len(sp.out)-n]) {
-			if !utf8.FullRune(sp.out[len(sp.out)-n:]) {
-				h = max(h, n)
-			}
-			break
-		}
-	}
-	return h
+	return stop.Held(sp.out, sp.sent, markers)
 }
 
 // advance releases the bytes that are final (all of them when final).

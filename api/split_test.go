@@ -3,6 +3,8 @@ package api
 import (
 	"strings"
 	"testing"
+
+	"stepthrough/engine/stop"
 )
 
 // The splitter's releases, token by token, for replies cut at every byte:
@@ -68,4 +70,43 @@ func TestSplitter(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzSplitter: whatever the reply and the token boundaries, neither the
+// content nor the reasoning the splitter releases holds a stop sequence;
+// a plain reply (no reasoning, no dialect) is
+// released exactly as the engine's stop matcher releases it.
+func FuzzSplitter(f *testing.F) {
+	f.Add("<think>a</think>b\n\nc", "\n\n", 3, true)
+	f.Add("Paris. France", " France", 1, false)
+	f.Add("héllo", "l", 2, true)
+	f.Fuzz(func(t *testing.T, reply, stopText string, n int, reasoning bool) {
+		if n < 1 || n > 64 || len(reply) > 512 || stopText == "" {
+			return
+		}
+		sp := newSplitter([]string{stopText}, &Prompt{Reasoning: reasoning})
+		m := stop.New([]string{stopText})
+		var reasoningText, got, want strings.Builder
+		add := func(d Delta) { reasoningText.WriteString(d.Reasoning); got.WriteString(d.Content) }
+		ended := false
+		for i := 0; i < len(reply) && !ended; i += n {
+			piece := []byte(reply[i:min(len(reply), i+n)])
+			d, done := sp.push(piece)
+			add(d)
+			w, _ := m.Push(piece)
+			want.WriteString(w)
+			ended = done
+		}
+		if !ended {
+			add(sp.flush())
+			want.WriteString(m.Flush())
+		}
+		out := got.String()
+		if strings.Contains(out, stopText) || strings.Contains(reasoningText.String(), stopText) {
+			t.Fatalf("released %q and reasoning %q: one holds the stop %q", out, reasoningText.String(), stopText)
+		}
+		if !reasoning && (out != want.String() || reasoningText.Len() > 0) {
+			t.Fatalf("splitter %q, matcher %q", out, want.String())
+		}
+	})
 }

@@ -11,6 +11,7 @@ import (
 	"stepthrough/engine/memcalc"
 	"stepthrough/engine/quant"
 	"stepthrough/engine/serve"
+	"stepthrough/engine/stop"
 	"stepthrough/lessons"
 )
 
@@ -121,7 +122,7 @@ func (s *Session) checkStop(ctx context.Context, c lessons.Claim) (string, error
 		}
 	}
 	spans := last - first + 1
-	st := serve.NewStopper([]string{c.Text})
+	st := stop.New([]string{c.Text})
 	var released strings.Builder
 	stopped := false
 	for _, id := range s.gen {

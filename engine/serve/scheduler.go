@@ -9,6 +9,7 @@ import (
 	"stepthrough/engine"
 	"stepthrough/engine/kv"
 	"stepthrough/engine/sample"
+	"stepthrough/engine/stop"
 )
 
 // Scheduler serves requests on one loaded model; Run drives it.
@@ -45,7 +46,7 @@ type seq struct {
 	req       Request
 	sess      *engine.Session
 	smp       *sample.Sampler
-	stop      *Stopper
+	stop      *stop.Matcher
 	events    chan Event
 	feed      []int32  // tokens to read: the prompt, or after a preemption the prompt and the reply so far
 	out       []int32  // tokens generated
@@ -159,7 +160,7 @@ func (s *Scheduler) Submit(r Request) (*Handle, error) {
 		return nil, ErrClosed
 	}
 	s.nextID++
-	q := &seq{id: s.nextID, req: r, feed: r.Prompt, smp: smp, stop: NewStopper(r.Stop), events: make(chan Event, r.MaxTokens+2), need: need}
+	q := &seq{id: s.nextID, req: r, feed: r.Prompt, smp: smp, stop: stop.New(r.Stop), events: make(chan Event, r.MaxTokens+2), need: need}
 	q.times = Times{ID: q.id, Arrived: time.Now(), PromptTokens: len(r.Prompt)}
 	s.queue = append(s.queue, q)
 	s.signal()

@@ -1,4 +1,4 @@
-package serve
+package stop
 
 import (
 	"strings"
@@ -8,7 +8,7 @@ import (
 // feed pushes text in pieces of size n and returns what was released and
 // whether a stop ended it.
 func feed(stops []string, text string, n int) (string, bool) {
-	st := NewStopper(stops)
+	st := New(stops)
 	var out strings.Builder
 	for i := 0; i < len(text); i += n {
 		t, done := st.Push([]byte(text[i:min(len(text), i+n)]))
@@ -23,7 +23,7 @@ func feed(stops []string, text string, n int) (string, bool) {
 
 // Stop strings are found wherever the token boundaries fall, and no byte
 // of one is ever released; half a UTF-8 character waits for its rest.
-func TestStopperAcrossTokens(t *testing.T) {
+func TestAcrossTokens(t *testing.T) {
 	cases := []struct {
 		stops      []string
 		text, want string
@@ -46,7 +46,7 @@ func TestStopperAcrossTokens(t *testing.T) {
 			}
 		}
 	}
-	st := NewStopper([]string{"STOP"})
+	st := New([]string{"STOP"})
 	if got, _ := st.Push([]byte("abc ST")); got != "abc " {
 		t.Errorf("released %q while a stop may be forming", got)
 	}
@@ -60,7 +60,7 @@ func TestStopperAcrossTokens(t *testing.T) {
 
 // Whatever the text and the pieces, the released text is the text up to
 // the first stop (or all of it) and never holds a stop string.
-func FuzzStopper(f *testing.F) {
+func FuzzMatcher(f *testing.F) {
 	f.Add("hello\n\nworld", "\n\n", 3)
 	f.Add("aaaab", "aab", 1)
 	f.Fuzz(func(t *testing.T, text, stop string, n int) {
@@ -78,16 +78,4 @@ func FuzzStopper(f *testing.F) {
 			t.Fatalf("%q stop %q pieces %d: %q %v, want %q %v", text, stop, n, got, stopped, want, hasStop)
 		}
 	})
-}
-
-// The fit recovers an exact line, and a measured sweep rises with length.
-func TestSweepFit(t *testing.T) {
-	sw := Sweep{Points: []SweepPoint{{8, 3_000_000}, {16, 5_000_000}, {32, 9_000_000}}}
-	sw.fit()
-	if sw.Slope != 250_000 || sw.Intercept != 1_000_000 || sw.R2 < 0.999999 {
-		t.Errorf("fit %+v", sw)
-	}
-	if got := SweepLengths(100); len(got) != 4 || got[3] != 64 {
-		t.Errorf("lengths %v", got)
-	}
 }
