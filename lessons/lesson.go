@@ -279,8 +279,8 @@ func (p *parser) setting(k, v string) error {
 	switch k {
 	case "prompt":
 		s.Run.Prompt = unquote(v)
-		if len(s.Run.Prompt) > spec.MaxPromptBytes {
-			return p.errf("prompt longer than %d bytes", spec.MaxPromptBytes)
+		if err := spec.CheckPrompt(s.Run.Prompt); err != nil {
+			return p.errf("%v", err)
 		}
 	case "token":
 		n, err := strconv.Atoi(v)

@@ -98,8 +98,8 @@ func parseCompareQuery(c echo.Context, def string) (compareQuery, error) {
 		}
 		q.step = s
 	}
-	if len(q.prompt) > spec.MaxPromptBytes {
-		return q, fmt.Errorf("the prompt is %d bytes; the limit is %d", len(q.prompt), spec.MaxPromptBytes)
+	if err := spec.CheckPrompt(q.prompt); err != nil {
+		return q, err
 	}
 	return q, nil
 }

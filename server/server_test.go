@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -98,9 +99,20 @@ func TestIndexOpensWithSettings(t *testing.T) {
 			t.Errorf("%s: error %q, want it to mention %q", bad, msg, want)
 		}
 	}
-	long := strings.Repeat("x", spec.MaxPromptBytes+1)
+	long := strings.Repeat("x", spec.MaxPromptChars+1)
 	if msg := getStatus(t, ts.URL+"/?prompt="+long, 400).Find(`[data-testid="error"]`).Text(); !strings.Contains(msg, "limit") {
 		t.Errorf("long prompt: %q", msg)
+	}
+	// the box counts characters, and so does the server: 700 Chinese
+	// characters (2,100 bytes) fit the box and are not refused for length
+	resp, err := http.Get(ts.URL + "/?max_tokens=1&prompt=" + url.QueryEscape(strings.Repeat("猫", 700)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if strings.Contains(string(body), "the limit is") {
+		t.Errorf("700 characters (2,100 bytes) refused for length: %s", resp.Status)
 	}
 }
 

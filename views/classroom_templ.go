@@ -997,7 +997,7 @@ func pollView(q *RoomQuestion) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			} else {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 82, "<form class=\"controls\" ws-send hx-vals='{\"action\":\"answer\"}'><input type=\"text\" name=\"answer\" maxlength=\"64\" required aria-label=\"your answer\" data-testid=\"poll-input\"> <button type=\"submit\" data-testid=\"poll-option\">Send answer</button></form>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 82, "<form class=\"controls\" ws-send hx-vals='{\"action\":\"answer\"}'><input type=\"text\" name=\"answer\" maxlength=\"200\" required aria-label=\"your answer\" data-testid=\"poll-input\"> <button type=\"submit\" data-testid=\"poll-option\">Send answer</button></form>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

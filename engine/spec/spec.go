@@ -26,7 +26,9 @@ const Version = 3
 
 // Limits on what a run may ask for.
 const (
-	MaxPromptBytes = 2000
+	// MaxPromptChars is the longest prompt in characters, as the prompt
+	// box counts them (its maxlength), whatever their UTF-8 length.
+	MaxPromptChars = 2000
 	MaxNewTokens   = 512
 	MaxTokenStep   = 512
 	// MaxDraftK is the most tokens a draft may propose per round
@@ -93,11 +95,23 @@ func Default(model string) Run {
 // allowed (the sampler's type: one parameter error in the engine).
 type Error = sample.ParamError
 
+// CheckPrompt refuses a prompt longer than MaxPromptChars characters
+// (counted without allocating; a byte that is not UTF-8 counts as one).
+func CheckPrompt(p string) error {
+	if len(p) <= MaxPromptChars {
+		return nil
+	}
+	if n := utf8.RuneCountInString(p); n > MaxPromptChars {
+		return &Error{Param: "prompt", Value: "", Allowed: fmt.Sprintf("%d characters; the limit is %d", n, MaxPromptChars)}
+	}
+	return nil
+}
+
 // Validate reports the first invalid field of r.
 func (r *Run) Validate() error {
 	switch {
-	case len(r.Prompt) > MaxPromptBytes:
-		return &Error{Param: "prompt", Value: "", Allowed: fmt.Sprintf("%d bytes; the limit is %d", len(r.Prompt), MaxPromptBytes)}
+	case CheckPrompt(r.Prompt) != nil:
+		return CheckPrompt(r.Prompt)
 	case !utf8.ValidString(r.Prompt):
 		return &Error{Param: "prompt", Value: "", Allowed: "not valid UTF-8"}
 	case len(r.Model) > 255 || !utf8.ValidString(r.Model):

@@ -145,6 +145,18 @@ func TestStoredRoundTrip(t *testing.T) {
 
 // Every invalid value is refused with one line naming the parameter, and
 // the base run is returned unchanged.
+// The prompt's limit counts characters, as the prompt box does: 2,000
+// two-byte characters fit, one more is refused naming the count.
+func TestPromptLimitInCharacters(t *testing.T) {
+	if err := CheckPrompt(strings.Repeat("é", MaxPromptChars)); err != nil {
+		t.Errorf("%d characters (%d bytes): %v", MaxPromptChars, 2*MaxPromptChars, err)
+	}
+	err := CheckPrompt(strings.Repeat("猫", MaxPromptChars+1))
+	if err == nil || !strings.Contains(err.Error(), "2001 characters; the limit is 2000") {
+		t.Errorf("one character over: %v", err)
+	}
+}
+
 func TestValidationNamesTheParameter(t *testing.T) {
 	base := Default("m")
 	tests := []struct{ key, value, name string }{
@@ -162,7 +174,8 @@ func TestValidationNamesTheParameter(t *testing.T) {
 		{"backend", "gpu", "backend"},
 		{"max_tokens", "0", "max tokens"},
 		{"max_tokens", "100000", "max tokens"},
-		{"prompt", strings.Repeat("x", MaxPromptBytes+1), "prompt"},
+		{"prompt", strings.Repeat("x", MaxPromptChars+1), "prompt"},
+		{"prompt", strings.Repeat("é", MaxPromptChars+1), "prompt"},
 		{"prompt", "\xff", "prompt"},
 		{"step", "-1", "step"},
 		{"head", "x", "head"},
