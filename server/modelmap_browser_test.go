@@ -83,8 +83,8 @@ func TestModelMapInBrowser(t *testing.T) {
 	waitChange(t, ctx, "[data-current-stage]", "data-current-stage", "kv")
 	click(t, ctx, `[data-testid="map-kv"]`)
 	waitChange(t, ctx, "[data-current-stage]", "data-current-stage", "embed")
-	if ids := eval[string](t, ctx, `document.querySelector('[data-testid="model-map"] [data-tpl="{T} ids"]').textContent`, false); ids != "1 ids" {
-		t.Errorf("the map's numbers on a decode step: %q, want 1 ids", ids)
+	if ids := eval[string](t, ctx, `document.querySelector('[data-testid="model-map"] [data-tpl="token ids: {T}"]').textContent`, false); ids != "token ids: 1" {
+		t.Errorf("the map's numbers on a decode step: %q, want token ids: 1", ids)
 	}
 	kv := eval[[]string](t, ctx, `[...document.querySelectorAll('[data-testid="kv-row"]')].map(r => r.dataset.pos + ':' + r.dataset.new)`, false)
 	if len(kv) < 2 || kv[len(kv)-1] != fmt.Sprintf("%d:true", len(kv)-1) || strings.Count(strings.Join(kv, " "), "true") != 1 {

@@ -69,7 +69,7 @@ func TestModelMapFromTheModel(t *testing.T) {
 	}
 	for i, f := range st.Sampler {
 		p := parts[fmt.Sprintf("sampler-%d", i+1)]
-		if !f.Skipped && !strings.Contains(L.Fill(p.Title), fmt.Sprintf("%d candidates in, %d kept", f.BeforeCount, f.AfterCount)) {
+		if !f.Skipped && !strings.Contains(L.Fill(p.Title), fmt.Sprintf("candidates %d in, %d kept", f.BeforeCount, f.AfterCount)) {
 			t.Errorf("sampler %d title %q, engine %d → %d", i+1, L.Fill(p.Title), f.BeforeCount, f.AfterCount)
 		}
 	}

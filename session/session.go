@@ -603,8 +603,8 @@ func (s *Session) Where() string {
 		return ""
 	}
 	step, _ := s.cur.Position()
-	_, stage := s.cur.Current()
-	return fmt.Sprintf("token step %d, stage %s", step+1, stageOf(stage.Name).label(stage))
+	st, stage := s.cur.Current()
+	return fmt.Sprintf("token step %d, stage %s", step+1, labelOf(st, stage))
 }
 
 // HasRun reports whether a run's trace is there to show.

@@ -204,3 +204,47 @@ func TestConvertedModelNames(t *testing.T) {
 		}
 	}
 }
+
+// The stage strip and the status line name each sampler step by the
+// filter it ran, in the run's order, never "sampler 3".
+func TestSamplerStagesNamedByFilter(t *testing.T) {
+	reg := registry(t)
+	ctx := context.Background()
+	se := New("strip", "", reg)
+	defer se.Close()
+	for _, order := range []string{"llama.cpp", "transformers"} {
+		r := run("Lily saw a big")
+		r.Sampler.Order = nil
+		q, err := spec.FromQuery(map[string][]string{"order": {order}}, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := se.Run(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+		e := se.Explorer()
+		st, _, _ := se.Current()
+		var got, want []string
+		for _, x := range e.Stages {
+			if x.Name == string(trace.StageSampler) {
+				got = append(got, x.Label)
+			}
+		}
+		for _, f := range st.Sampler {
+			want = append(want, string(f.Step))
+		}
+		if len(want) == 0 || !reflect.DeepEqual(got, want) {
+			t.Errorf("%s order: strip %q, chain %q", order, got, want)
+		}
+	}
+	if err := se.Act(ctx, "goto", func(k string) (string, bool) {
+		v, ok := map[string]string{"stage": "sampler", "filter": "2"}[k]
+		return v, ok
+	}); err != nil {
+		t.Fatal(err)
+	}
+	st, _, _ := se.Current()
+	if w, want := se.Where(), "stage "+string(st.Sampler[1].Step); !strings.HasSuffix(w, want) {
+		t.Errorf("status line %q, want it to end %q", w, want)
+	}
+}

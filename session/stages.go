@@ -53,6 +53,16 @@ func stageOf(k trace.Kind) stage {
 		build: func(*Session, *trace.Step, trace.Stage) views.Panel { return nil }}
 }
 
+// labelOf is a stage's short label (the stage strip, the status line): a
+// sampler step is named by the filter it ran (top-k, min-p, …) when the
+// step recorded its chain.
+func labelOf(st *trace.Step, x trace.Stage) string {
+	if x.Name == trace.StageSampler && st != nil && x.SamplerStep >= 0 && x.SamplerStep < len(st.Sampler) {
+		return string(st.Sampler[x.SamplerStep].Step)
+	}
+	return stageOf(x.Name).label(x)
+}
+
 // Title is a stage's heading on a handout.
 func Title(x views.Stage) string {
 	return stageOf(trace.Kind(x.Name)).title(trace.Stage{Name: trace.Kind(x.Name), Layer: x.Layer, SamplerStep: x.SamplerStep})

@@ -45,7 +45,7 @@ func (s *Session) explorer() views.Explorer {
 	st, stage := s.cur.Current()
 	stages := trace.Stages(st)
 	for i, x := range stages {
-		e.Stages = append(e.Stages, views.Stage{Index: i, Name: string(x.Name), Label: stageOf(x.Name).label(x), Layer: x.Layer, SamplerStep: x.SamplerStep, Current: i == si, Done: i < si})
+		e.Stages = append(e.Stages, views.Stage{Index: i, Name: string(x.Name), Label: labelOf(st, x), Layer: x.Layer, SamplerStep: x.SamplerStep, Current: i == si, Done: i < si})
 	}
 	e.Current = e.Stages[si]
 	e.Step, e.Steps = step, len(s.cur.Steps)

@@ -144,6 +144,19 @@ func qrPath(m [][]bool) string {
 }
 
 // plural writes "1 answer", "2 answers".
+// notDrawn says which positions the embed panel leaves out.
+func notDrawn(hidden, shown int) string {
+	first := "The first position is not drawn"
+	if hidden > 1 {
+		first = "The first " + strconv.Itoa(hidden) + " positions are not drawn"
+	}
+	last := "this is the last"
+	if shown > 1 {
+		last = "these are the last " + strconv.Itoa(shown)
+	}
+	return first + "; " + last + "."
+}
+
 func plural(n int, noun string) string {
 	if n == 1 {
 		return "1 " + noun

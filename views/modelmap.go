@@ -105,7 +105,7 @@ func (m *ModelMap) Layout() MapLayout {
 		embTitle += " The learned position row is added to it."
 	}
 	L.add(m, MapPart{Key: "embed", Label: "embed", X: 108, Y: boxY, W: 80, H: boxH, Stage: "embed", Inline: true, Title: embTitle})
-	L.Edges = append(L.Edges, MapEdge{X1: 88, Y1: streamY, X2: 108, Y2: streamY, Label: "{T} ids", LX: 98, LY: kvY + 12})
+	L.Edges = append(L.Edges, MapEdge{X1: 88, Y1: streamY, X2: 108, Y2: streamY, Label: "token ids: {T}", LX: 98, LY: kvY + 12})
 	L.Stream = MapEdge{X1: 188, Y1: streamY, X2: 745, Y2: streamY, Label: fmt.Sprintf("[{T} × %d]", m.Embd), LX: 225, LY: streamY - 8}
 	m.layoutBlocks(&L)
 	m.layoutHead(&L)
@@ -241,15 +241,15 @@ func (m *ModelMap) layoutChain(L *MapLayout, x0, w float64) {
 	}
 	fw := w / float64(len(m.Filters))
 	for i, f := range m.Filters {
-		title := fmt.Sprintf("Sampler step %d, %s (%s): {I%d} candidates in, {O%d} kept.", i+1, f.Name, f.Setting, i+1, i+1)
+		title := fmt.Sprintf("Sampler step %d, %s (%s): candidates {I%d} in, {O%d} kept.", i+1, f.Name, f.Setting, i+1, i+1)
 		if f.Skipped {
-			title = fmt.Sprintf("Sampler step %d, %s (%s): off at this setting; all {I%d} candidates pass.", i+1, f.Name, f.Setting, i+1)
+			title = fmt.Sprintf("Sampler step %d, %s (%s): off at this setting; every candidate passes ({I%d}).", i+1, f.Name, f.Setting, i+1)
 		}
 		h := m.sliceHeight(f.Out)
 		L.add(m, MapPart{Key: fmt.Sprintf("sampler-%d", i+1), Label: fmt.Sprintf("{O%d}", i+1), Short: fmt.Sprintf("sampler step %d, %s", i+1, f.Name),
 			X: x0 + float64(i)*fw + 1, Y: streamY - h/2, W: fw - 2, H: h, Stage: "sampler", Filter: i + 1, Inline: fw >= 40, Title: title})
 	}
-	L.Texts = append(L.Texts, MapEdge{X1: x0 + w/2, Y1: boxY - 8, Label: "sampler chain"}, MapEdge{X1: x0 + w/2, Y1: kvY + 12, Label: fmt.Sprintf("{I1} → {O%d} candidates", len(m.Filters))})
+	L.Texts = append(L.Texts, MapEdge{X1: x0 + w/2, Y1: boxY - 8, Label: "sampler chain"}, MapEdge{X1: x0 + w/2, Y1: kvY + 12, Label: fmt.Sprintf("candidates: {I1} → {O%d}", len(m.Filters))})
 }
 
 // center is a part's middle.

@@ -167,3 +167,32 @@ func TestSampleBranchSentence(t *testing.T) {
 		})
 	}
 }
+
+// Counts read as English whatever the number: "1 candidate", "the first
+// position is not drawn", never "1 candidates" or "the first 1 positions".
+func TestCountsReadAsEnglish(t *testing.T) {
+	tests := []struct {
+		name string
+		c    templ.Component
+		want string
+	}{
+		{"one candidate kept", SamplerView(&SamplerPanel{Name: "top-k", Before: 1, After: 1}), "1 candidate in, 1 kept, 0 removed"},
+		{"many candidates", SamplerView(&SamplerPanel{Name: "top-k", Before: 40, After: 3, RemovedCount: 37}), "40 candidates in, 3 kept, 37 removed"},
+		{"a no-op on one", SamplerView(&SamplerPanel{Name: "min-p", Skipped: true, Before: 1}), "every candidate passes (1 candidate)"},
+		{"one position hidden", EmbedView(&EmbedPanel{NotDrawn: 1, Rows: make([]VecRow, 2)}), "The first position is not drawn; these are the last 2."},
+		{"many positions hidden", EmbedView(&EmbedPanel{NotDrawn: 30, Rows: make([]VecRow, 64)}), "The first 30 positions are not drawn; these are the last 64."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			text := strings.Join(strings.Fields(render(t, tt.c).Text()), " ")
+			if !strings.Contains(text, tt.want) {
+				t.Errorf("%q lacks %q", text, tt.want)
+			}
+			for _, bad := range []string{" 1 candidates", "first 1 positions", "1 ids"} {
+				if strings.Contains(text, bad) {
+					t.Errorf("%q says %q", text, bad)
+				}
+			}
+		})
+	}
+}
