@@ -284,7 +284,9 @@ func (s *Server) projectorPage(c echo.Context) error {
 	if err != nil {
 		return s.classroomHomeWith(c, statusOf(err), err.Error(), "")
 	}
-	return c.HTMLBlob(http.StatusOK, renderBytes(c.Request().Context(), views.ProjectorRoomPage(p, s.joinDetails(c, r.Code()))))
+	j := s.joinDetails(c, r.Code())
+	j.Projected = true
+	return c.HTMLBlob(http.StatusOK, renderBytes(c.Request().Context(), views.ProjectorRoomPage(p, j)))
 }
 
 // joinDetails is how students reach a room: its link and QR code for an

@@ -173,4 +173,7 @@ type Join struct {
 	AllInterfaces bool     // the server listens on every interface
 	LAN           []string // join links on this machine's network addresses
 	Command       string   // how to serve on the network
+	// Projected: the view the room sees; advice for the instructor (the
+	// address students cannot reach) stays on the instructor's page.
+	Projected bool
 }

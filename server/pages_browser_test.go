@@ -1,0 +1,117 @@
+package server
+
+import (
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+)
+
+// Every page, at a phone's width, a laptop's and a projector's: nothing
+// is wider than the screen (a table too wide scrolls inside its panel),
+// and each page and size is screenshotted (STEPTHROUGH_SCREENSHOTS keeps
+// them) to be looked at.
+func TestEveryPageFitsEveryScreen(t *testing.T) {
+	ctx, base, s := browserServer(t, Config{Embedded: lessonModels(), StudentsPerAddress: 300})
+	code, key := startRoom(t, base, url.Values{"lesson": {"logits-and-softmax"}})
+	teach := dialRoom(t, base, code, "key="+key)
+	teach.wait(`id="teach-extras"`)
+	teach.send(map[string]string{"action": "lesson-step", "to": "1"})
+	teach.wait(`data-lesson-step="1"`)
+	st := dialRoom(t, base, code, newStudent(t, base, code))
+	st.send(map[string]string{"action": "answer", "answer": " Par"})
+	st.wait(`id="room-note"`)
+	teach.send(map[string]string{"action": "reveal"})
+	teach.wait(`data-testid="reveal"`)
+
+	pages := []struct{ name, path string }{
+		{"explorer", "/?prompt=" + url.QueryEscape("Once upon a time") + "&max_tokens=4&seed=3"},
+		{"lessons", "/lessons"},
+		{"classroom", "/classroom"},
+		{"compare", "/compare?prompt=" + url.QueryEscape("Lily saw a") + "&lanes=" + url.QueryEscape("greedy,temperature=1 top-p=0.9,beam=2") + "&max_tokens=4"},
+		{"quantization", "/quantization"},
+		{"memory", "/memory"},
+		{"serving", "/serving"},
+		{"requests", "/requests"},
+		{"agent", "/agent"},
+		{"room-student", "/rooms/" + code},
+		{"room-projector", "/rooms/" + code + "/projector"},
+		{"room-teach", "/rooms/" + code + "/teach?key=" + key},
+	}
+	names := slices.Sorted(func(yield func(string) bool) {
+		for n := range s.lessons {
+			if !yield(n) {
+				return
+			}
+		}
+	})
+	for _, n := range names {
+		for i, step := range s.lessons[n].Steps {
+			if i == 0 || step.Question != nil { // the opening and every question
+				pages = append(pages, struct{ name, path string }{fmt.Sprintf("lesson-%s-%d", n, i+1), fmt.Sprintf("/lessons/%s?step=%d", n, i)})
+			}
+		}
+	}
+	for _, size := range []struct {
+		name string
+		w, h int64
+	}{{"phone", 390, 844}, {"laptop", 1280, 800}, {"projector", 1920, 1080}} {
+		do(t, ctx, chromedp.EmulateViewport(size.w, size.h))
+		for _, p := range pages {
+			do(t, ctx, chromedp.Navigate(base+p.path), chromedp.WaitReady(chromedp.CSS(`main`)))
+			if w := eval[int](t, ctx, `document.documentElement.scrollWidth`, false); w > int(size.w)+1 {
+				wide := eval[[]string](t, ctx, fmt.Sprintf(`[...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > %d && getComputedStyle(e).position !== 'fixed').slice(-4).map(e => e.tagName + '.' + e.className + (e.dataset.testid ? '[' + e.dataset.testid + ']' : '') + ' ' + Math.round(e.getBoundingClientRect().right))`, size.w+1), false)
+				t.Errorf("%s on a %s (%d px): %d px wide: %v", p.name, size.name, size.w, w, wide)
+			}
+			if strings.HasPrefix(p.name, "lesson-") && size.name != "phone" {
+				continue // lessons: their phone screenshots
+			}
+			screenshot(t, ctx, p.name+"-"+size.name)
+		}
+	}
+}
+
+// The projector view is made for a room: at 1920×1080 its text is at
+// least 28 px, the class's view spans the width, the join code sits
+// large in a corner and opens full-screen on demand, and nothing meant
+// for the instructor (the unreachable-address advice) is on it.
+func TestProjectorViewForARoom(t *testing.T) {
+	ctx, base, _ := browserServer(t, Config{Embedded: lessonModels()})
+	code, _ := startRoom(t, base, url.Values{"lesson": {"logits-and-softmax"}})
+	for _, size := range []struct {
+		name string
+		w, h int64
+	}{{"720p", 1280, 720}, {"1080p", 1920, 1080}} {
+		do(t, ctx, chromedp.EmulateViewport(size.w, size.h), chromedp.Navigate(base+"/rooms/"+code+"/projector"),
+			chromedp.WaitVisible(chromedp.CSS(`#room-view`)))
+		px := eval[float64](t, ctx, `parseFloat(getComputedStyle(document.querySelector('#room-view p, #room-view')).fontSize)`, false)
+		if want := 28 * float64(size.w) / 1920; px < want-0.5 {
+			t.Errorf("%s: text %.1f px, want at least %.1f", size.name, px, want)
+		}
+		if w := eval[float64](t, ctx, `document.querySelector('#room-main').getBoundingClientRect().width`, false); w < 0.9*float64(size.w) {
+			t.Errorf("%s: the class's view is %.0f px of %d", size.name, w, size.w)
+		}
+		badge := eval[[]float64](t, ctx, `(r => [r.right, r.top, r.width])(document.querySelector('[data-testid="projector-join"]').getBoundingClientRect())`, false)
+		if badge[0] < float64(size.w)-20 || badge[1] > 20 || badge[2] > float64(size.w)/3 {
+			t.Errorf("%s: the join badge at right %.0f, top %.0f, %.0f wide: want a corner", size.name, badge[0], badge[1], badge[2])
+		}
+		if eval[bool](t, ctx, `!!document.querySelector('[data-testid="lan-help"]')`, false) {
+			t.Errorf("%s: the instructor's address advice is on the projected screen", size.name)
+		}
+		if hit := eval[string](t, ctx, `(b => { const r = b.getBoundingClientRect(); const e = document.elementFromPoint(r.left - 8, r.top + r.height / 2); return e ? e.tagName + ' ' + e.textContent.slice(0, 20) : '' })(document.querySelector('[data-testid="projector-join"]'))`, false); strings.Contains(hit, "Projector") {
+			t.Errorf("%s: the badge sits against the header's button", size.name)
+		}
+		screenshot(t, ctx, "projector-"+size.name)
+		click(t, ctx, `[data-testid="projector-join"] summary`)
+		full := eval[[]float64](t, ctx, `(r => [r.width, r.height])(document.querySelector('[data-testid="projector-join"]').getBoundingClientRect())`, false)
+		qr := eval[float64](t, ctx, `document.querySelector('[data-testid="projector-join"] [data-testid="qr"]').getBoundingClientRect().height`, false)
+		if full[0] < float64(size.w)-2 || full[1] < float64(size.h)-2 || qr < 0.4*float64(size.h) {
+			t.Errorf("%s: opened, the join details are %.0f×%.0f with a %.0f px QR code: want the whole screen", size.name, full[0], full[1], qr)
+		}
+		screenshot(t, ctx, "projector-join-"+size.name)
+		click(t, ctx, `[data-testid="projector-join"] summary`)
+	}
+}
