@@ -226,6 +226,23 @@ func TestAttentionRowArithmetic(t *testing.T) {
 		if sum < 0.9999 || sum > 1.0001 {
 			t.Errorf("layer %s: weights sum to %g", layer, sum)
 		}
+		// one colour scale for weights in every view: a weight of 0.15
+		// is the same colour on layer 1 and layer 3
+		if a.Min != 0 || a.Max != 1 {
+			t.Errorf("layer %s: the heatmap's weights scale %g to %g, want 0 to 1", layer, a.Min, a.Max)
+		}
+	}
+	// a decode step has one row, whose largest weight is below 1: the
+	// scale stays 0 to 1
+	if err := se.Act(ctx, "next-token", getter(nil)); err != nil {
+		t.Fatal(err)
+	}
+	if err := se.Act(ctx, "goto", getter(map[string]string{"stage": "attention", "layer": "2"})); err != nil {
+		t.Fatal(err)
+	}
+	a := se.Explorer().Panel.(*views.AttentionPanel)
+	if len(a.Cells) != 1 || a.Min != 0 || a.Max != 1 {
+		t.Errorf("decode step: %d rows, scale %g to %g, want one row and 0 to 1", len(a.Cells), a.Min, a.Max)
 	}
 }
 

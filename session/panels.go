@@ -219,7 +219,7 @@ func (s *Session) attentionPanel(st *trace.Step, stage trace.Stage) views.Panel 
 		v.QueryLabels = append(v.QueryLabels, labels[st.First+t])
 	}
 	if !s.view.Scores {
-		v.Min = 0
+		v.Min, v.Max = 0, 1 // weights: one scale for every view, so colours compare
 	}
 	v.Current = len(v.Cells) - 1
 	s.attentionRow(v, a, head, labels)

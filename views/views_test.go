@@ -11,6 +11,7 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/a-h/templ"
+	"github.com/google/go-cmp/cmp"
 )
 
 func render(t *testing.T, c templ.Component) *goquery.Document {
@@ -163,6 +164,32 @@ func TestSampleBranchSentence(t *testing.T) {
 			}
 			if (sentence.Length() == 1) != (tt.links > 0) || strings.Contains(doc.Text(), "Open a branch") != (tt.links > 0) {
 				t.Errorf("the branch sentence shown: %v, with %d links", sentence.Length() == 1, tt.links)
+			}
+		})
+	}
+}
+
+// The attention heatmap carries its colour scale: weights 0 to 1, scores
+// their view's range, each end labelled.
+func TestHeatLegend(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		a        AttentionPanel
+		min, max string
+		caption  string
+	}{
+		{"weights", AttentionPanel{Min: 0, Max: 1}, "0.0000", "1.0000", "0 to 1 in every view"},
+		{"scores", AttentionPanel{Min: -3.5, Max: 2.25, ShowScores: true}, "-3.5000", "2.2500", "this view's range"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			doc := render(t, heatLegend(&tt.a))
+			lg := doc.Find(`[data-testid="heat-legend"]`)
+			texts := lg.Find("text").Map(func(_ int, s *goquery.Selection) string { return s.Text() })
+			if diff := cmp.Diff([]string{tt.min, tt.max}, texts); diff != "" {
+				t.Errorf("legend ends (-want +got):\n%s", diff)
+			}
+			if !strings.Contains(lg.Find("figcaption").Text(), tt.caption) {
+				t.Errorf("caption %q", lg.Find("figcaption").Text())
 			}
 		})
 	}
