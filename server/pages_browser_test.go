@@ -29,6 +29,9 @@ func TestEveryPageFitsEveryScreen(t *testing.T) {
 
 	pages := []struct{ name, path string }{
 		{"explorer", "/?prompt=" + url.QueryEscape("Once upon a time") + "&max_tokens=4&seed=3"},
+		{"explorer-embed", "/?prompt=" + url.QueryEscape("The little dog ran to the park and the cat sat") + "&max_tokens=4&seed=3&stage=embed"},
+		{"explorer-attention", "/?prompt=" + url.QueryEscape("Once upon a time") + "&max_tokens=4&seed=3&step=2&stage=attention&layer=2"},
+		{"explorer-sampler", "/?prompt=" + url.QueryEscape("Once upon a time") + "&max_tokens=4&seed=3&stage=sampler&filter=2"},
 		{"lessons", "/lessons"},
 		{"classroom", "/classroom"},
 		{"compare", "/compare?prompt=" + url.QueryEscape("Lily saw a") + "&lanes=" + url.QueryEscape("greedy,temperature=1 top-p=0.9,beam=2") + "&max_tokens=4"},
