@@ -49,6 +49,7 @@ type MapPart struct {
 	Layer, Filter  int    // 1-based where they apply, else 0
 	Here, Done     bool
 	Absent, Inline bool // Absent: not in this step; Inline: label drawn inside
+	Tag            string // a name slanted above the part (a sampler filter's)
 }
 
 // MapEdge is a connection, with the shape of the data on it.
@@ -247,16 +248,17 @@ func (m *ModelMap) layoutChain(L *MapLayout, x0, w float64) {
 		}
 		h := m.sliceHeight(f.Out)
 		L.add(m, MapPart{Key: fmt.Sprintf("sampler-%d", i+1), Label: fmt.Sprintf("{O%d}", i+1), Short: fmt.Sprintf("sampler step %d, %s", i+1, f.Name),
-			X: x0 + float64(i)*fw + 1, Y: streamY - h/2, W: fw - 2, H: h, Stage: "sampler", Filter: i + 1, Inline: fw >= 40, Title: title})
+			X: x0 + float64(i)*fw + 1, Y: streamY - h/2, W: fw - 2, H: h, Stage: "sampler", Filter: i + 1, Inline: fw >= 40, Title: title, Tag: f.Name})
 	}
-	L.Texts = append(L.Texts, MapEdge{X1: x0 + w/2, Y1: boxY - 8, Label: "sampler chain"}, MapEdge{X1: x0 + w/2, Y1: kvY + 12, Label: fmt.Sprintf("candidates: {I1} → {O%d}", len(m.Filters))})
+	L.Texts = append(L.Texts, MapEdge{X1: x0 + w/2, Y1: kvY + 12, Label: fmt.Sprintf("sampler chain: {I1} → {O%d}", len(m.Filters))})
 }
 
 // center is a part's middle.
 func (p MapPart) center() (float64, float64) { return p.X + p.W/2, p.Y + p.H/2 }
 
 // flow is the path the data takes from the previous stage to this one:
-// along the stream, then up or down into the part.
+// out of the bottom of the one, along a lane under the stream's parts,
+// into the bottom of the other, so it crosses no part or label.
 func (m *ModelMap) flow(L *MapLayout) string {
 	if !m.HasPrev {
 		return ""
@@ -274,10 +276,24 @@ func (m *ModelMap) flow(L *MapLayout) string {
 	if from == nil || to == nil {
 		return ""
 	}
-	x1, y1 := from.center()
-	x2, y2 := to.center()
-	return fmt.Sprintf("M%.1f %.1f L%.1f %.1f L%.1f %.1f L%.1f %.1f", x1, y1, x1, streamY, x2, streamY, x2, y2)
+	x1, _ := from.center()
+	x2, _ := to.center()
+	return fmt.Sprintf("M%.1f %.1f L%.1f %.1f L%.1f %.1f L%.1f %.1f", x1, from.edgeToLane(), x1, flowY, x2, flowY, x2, to.edgeToLane())
 }
+
+// edgeToLane is where a part meets the flow's lane: its bottom edge when
+// it is above the lane (the stream's parts, the layers), its top when
+// below (the KV cache).
+func (p MapPart) edgeToLane() float64 {
+	if p.Y > flowY {
+		return p.Y
+	}
+	return p.Y + p.H
+}
+
+// flowY is the lane the lit path runs along: just under the parts on the
+// stream, so it crosses no part and no label.
+const flowY = boxY + boxH + 8
 
 // where says in words where the viewer is, for the collapsed map.
 func (m *ModelMap) where() string {

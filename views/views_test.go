@@ -3,6 +3,7 @@ package views
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -141,6 +142,15 @@ func TestModelMapShapes(t *testing.T) {
 		if n != 2*layers || labels > 11 || labels == 0 {
 			t.Errorf("%d layers: %d block parts, %d layer labels", layers, n, labels)
 		}
+		var tags []string
+		for _, p := range L.Parts {
+			if p.Stage == "sampler" {
+				tags = append(tags, p.Tag)
+			}
+		}
+		if diff := cmp.Diff([]string{"top-k", "temperature"}, tags); diff != "" {
+			t.Errorf("%d layers: the sampler chain's names (-want +got):\n%s", layers, diff)
+		}
 	}
 }
 
@@ -221,5 +231,50 @@ func TestCountsReadAsEnglish(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The lit path from one stage to the next crosses no part of the map
+// (and so no part's label): it leaves and enters through the parts'
+// edges and runs between them.
+func TestMapFlowCrossesNoPart(t *testing.T) {
+	stages := []Stage{{Name: "tokenize", Layer: -1, SamplerStep: -1}, {Name: "embed", Layer: -1, SamplerStep: -1}}
+	for l := range 4 {
+		stages = append(stages, Stage{Name: "attention", Layer: l, SamplerStep: -1}, Stage{Name: "mlp", Layer: l, SamplerStep: -1})
+	}
+	stages = append(stages, Stage{Name: "logits", Layer: -1, SamplerStep: -1}, Stage{Name: "softmax", Layer: -1, SamplerStep: -1})
+	for f := range 3 {
+		stages = append(stages, Stage{Name: "sampler", Layer: -1, SamplerStep: f})
+	}
+	stages = append(stages, Stage{Name: "sample", Layer: -1, SamplerStep: -1}, Stage{Name: "kv", Layer: -1, SamplerStep: -1})
+	for i := 1; i < len(stages); i++ {
+		m := &ModelMap{Arch: "gpt2", Layers: 4, Embd: 192, FFN: 768, Heads: 4, KVHeads: 4, HeadDim: 48, Vocab: 1024, Tokens: 7,
+			Filters: []MapFilter{{Name: "top-k", In: 1024, Out: 40}, {Name: "top-p", In: 40, Out: 12}, {Name: "temperature", In: 12, Out: 12}},
+			Present: map[string]bool{}, Prev: stages[i-1], Here: stages[i], HasPrev: true}
+		L := m.Layout()
+		var pts [][2]float64
+		for _, f := range strings.Fields(strings.NewReplacer("M", " ", "L", " ").Replace(L.Flow)) {
+			pts = append(pts, [2]float64{})
+			fmt.Sscan(f, &pts[len(pts)-1][0])
+		}
+		var xy [][2]float64
+		for j := 0; j+1 < len(pts); j += 2 {
+			xy = append(xy, [2]float64{pts[j][0], pts[j+1][0]})
+		}
+		if len(xy) < 2 {
+			t.Fatalf("%s → %s: no path (%q)", stages[i-1].Name, stages[i].Name, L.Flow)
+		}
+		for j := 1; j < len(xy); j++ {
+			a, b := xy[j-1], xy[j]
+			for _, p := range L.Parts {
+				// a segment crossing the part's inside (a point strictly in it)
+				for s := 0.05; s < 1; s += 0.05 {
+					x, y := a[0]+s*(b[0]-a[0]), a[1]+s*(b[1]-a[1])
+					if x > p.X+0.5 && x < p.X+p.W-0.5 && y > p.Y+0.5 && y < p.Y+p.H-0.5 {
+						t.Fatalf("%s → %s: the path crosses %s at (%.0f, %.0f): %s", stages[i-1].Name, stages[i].Name, p.Key, x, y, L.Flow)
+					}
+				}
+			}
+		}
 	}
 }
