@@ -48,7 +48,7 @@ type MapPart struct {
 	Stage          string // the stage it opens; "" when it opens none
 	Layer, Filter  int    // 1-based where they apply, else 0
 	Here, Done     bool
-	Absent, Inline bool // Absent: not in this step; Inline: label drawn inside
+	Absent, Inline bool   // Absent: not in this step; Inline: label drawn inside
 	Tag            string // a name slanted above the part (a sampler filter's)
 }
 
