@@ -28,7 +28,7 @@ import (
 //	expect: accepts 2            this token step's speculative round keeps
 //	                             this many of its draft's guesses (0 allowed)
 //	expect: rejects " ut"        its first rejected guess is this token
-//	expect: weights "70B (the seed's example)" F16 140
+//	expect: weights "Round 70B (Llama 2 70B shape)" F16 140
 //	                             the memory calculator puts that shape's
 //	                             weights at this type in this many GB (10^9
 //	                             bytes, to 2 decimals)
@@ -177,7 +177,7 @@ func parseClaim(line int, v string) (Claim, error) {
 	case "weights":
 		f := strings.Fields(rest)
 		if len(f) < 3 {
-			return c, fmt.Errorf("expect weights: write weights \"70B (the seed's example)\" F16 140 (a preset, a type, GB)")
+			return c, fmt.Errorf("expect weights: write weights \"Round 70B (Llama 2 70B shape)\" F16 140 (a preset, a type, GB)")
 		}
 		gb, err := strconv.ParseFloat(f[len(f)-1], 64)
 		if err != nil || gb <= 0 {

@@ -125,8 +125,8 @@ func TestCheckAgainstModel(t *testing.T) {
 	if err := Check(l, m); err != nil {
 		t.Errorf("a self:3 draft on a 4-layer model: %v", err)
 	}
-	l, err = Parse("t.md", []byte("---\ntitle: T\nmodel: lesson.gguf\n---\n## S\nprompt: x\nexpect: weights \"70B (the seed's example)\" Q4_0 39.38\n"))
-	if err != nil || l.Steps[0].Claims[0].Text != "70B (the seed's example)" || l.Steps[0].Claims[0].Type != "Q4_0" || l.Steps[0].Claims[0].Value != 39.38 {
+	l, err = Parse("t.md", []byte("---\ntitle: T\nmodel: lesson.gguf\n---\n## S\nprompt: x\nexpect: weights \"Round 70B (Llama 2 70B shape)\" Q4_0 39.38\n"))
+	if err != nil || l.Steps[0].Claims[0].Text != "Round 70B (Llama 2 70B shape)" || l.Steps[0].Claims[0].Type != "Q4_0" || l.Steps[0].Claims[0].Value != 39.38 {
 		t.Errorf("a weights claim: %+v %v", l, err)
 	}
 	if _, err := Parse("t.md", []byte("---\ntitle: T\nmodel: lesson.gguf\n---\n## S\nprompt: x\nexpect: weights 70B\n")); err == nil {

@@ -8,7 +8,7 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// The memory and cost calculator in a real browser: the seed's 70 B at
+// The memory and cost calculator in a real browser: the round 70 B at
 // 2 bytes is 140 GB before any cache, shown with its working; a model
 // file's throughput is measured on the spot and priced; a bad value is
 // one line.

@@ -100,7 +100,7 @@ func (s *Server) fillMemory(ctx context.Context, p *views.MemoryPage) error {
 			p.Measured = fmt.Sprintf("Throughput measured now: %s decoded %d tokens (after 8 untimed) at %.1f tokens/s on this server (one user, its weights as stored).", p.Source, memoryMeasureTokens, tps)
 		}
 	}
-	p.Shape = []views.Metric{{Name: "parameters", Value: fmt.Sprintf("%.4g", shape.Params)}, {Name: "layers", Value: strconv.Itoa(shape.Layers)},
+	p.Shape = []views.Metric{{Name: "parameters", Value: memcalc.Count(shape.Params)}, {Name: "layers", Value: strconv.Itoa(shape.Layers)},
 		{Name: "query heads / KV heads", Value: fmt.Sprintf("%d / %d", shape.Heads, shape.KVHeads)}, {Name: "head size", Value: strconv.Itoa(shape.HeadDim)},
 		{Name: "vocabulary", Value: strconv.Itoa(shape.Vocab)}, {Name: "trained context", Value: strconv.Itoa(shape.Context)}}
 	for _, f := range memcalc.Calculate(shape, in) {

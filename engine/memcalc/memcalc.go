@@ -10,6 +10,7 @@ package memcalc
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"stepthrough/engine/model"
@@ -25,9 +26,10 @@ type Shape struct {
 }
 
 // Presets are well-known public model shapes (their published
-// configurations), and the seed documents' round 70 B.
+// configurations), and a round 70 B parameters on Llama 2 70B's shape
+// (the arithmetic's easy example: 140 GB at F16).
 var Presets = []Shape{
-	{Name: "70B (the seed's example)", Params: 70e9, Layers: 80, Heads: 64, KVHeads: 8, HeadDim: 128, Vocab: 32000, Context: 4096},
+	{Name: "Round 70B (Llama 2 70B shape)", Params: 70e9, Layers: 80, Heads: 64, KVHeads: 8, HeadDim: 128, Vocab: 32000, Context: 4096},
 	{Name: "Llama 2 7B", Params: 6.74e9, Layers: 32, Heads: 32, KVHeads: 32, HeadDim: 128, Vocab: 32000, Context: 4096},
 	{Name: "Llama 2 13B", Params: 13.0e9, Layers: 40, Heads: 40, KVHeads: 40, HeadDim: 128, Vocab: 32000, Context: 4096},
 	{Name: "Llama 2 70B", Params: 68.98e9, Layers: 80, Heads: 64, KVHeads: 8, HeadDim: 128, Vocab: 32000, Context: 4096},
@@ -38,6 +40,9 @@ var Presets = []Shape{
 
 // Preset finds a preset by name.
 func Preset(name string) (Shape, bool) {
+	if strings.EqualFold(name, "70B (the seed's example)") { // its first name, in older links
+		name = Presets[0].Name
+	}
 	for _, p := range Presets {
 		if strings.EqualFold(p.Name, name) {
 			return p, true
@@ -91,7 +96,7 @@ func Calculate(s Shape, in Inputs) []Figure {
 		{"weights", weights, "bytes", fmt.Sprintf("%s parameters × %s bits (%s) ÷ 8 = %s", count(s.Params), num(bits), in.Weights, gb(weights))},
 		{"KV cache per token", kvTok, "bytes", fmt.Sprintf("2 (K and V) × %d layers × %d KV heads × %d head size × %s bytes = %s", s.Layers, s.KVHeads, s.HeadDim, num(in.KVBytes), size(kvTok))},
 		{"KV cache per user", kvUser, "bytes", fmt.Sprintf("%s per token × %d tokens of context = %s", size(kvTok), in.Context, gb(kvUser))},
-		{"KV cache of the batch", kvBatch, "bytes", fmt.Sprintf("%s per user × %d users = %s", gb(kvUser), max(in.Batch, 1), gb(kvBatch))},
+		{"KV cache of the batch", kvBatch, "bytes", fmt.Sprintf("%s per user × %s = %s", gb(kvUser), users(max(in.Batch, 1)), gb(kvBatch))},
 		{"memory in use", weights + kvBatch, "bytes", fmt.Sprintf("%s of weights + %s of cache = %s", gb(weights), gb(kvBatch), gb(weights+kvBatch))},
 	}
 	if s.KVHeads < s.Heads {
@@ -164,5 +169,17 @@ func size(b float64) string {
 	}
 	return fmt.Sprintf("%s bytes (%.0f KiB)", count(b), b/1024)
 }
+
+// users is a count of users in English.
+func users(n int) string {
+	if n == 1 {
+		return "1 user"
+	}
+	return strconv.Itoa(n) + " users"
+}
+
+// Count writes a parameter count in full with thousands separators
+// (70,000,000,000), as the arithmetic does.
+func Count(v float64) string { return count(v) }
 
 func money(v float64) string { return fmt.Sprintf("%.4g", v) }

@@ -8,10 +8,10 @@ import (
 	"stepthrough/engine/quant"
 )
 
-// The seed's example: 70 B parameters at 2 bytes are 140 GB before any
+// The round 70 B: 70 B parameters at 2 bytes are 140 GB before any
 // cache; at 8 and 4 bits (with their block scales) proportionally less.
 func TestSeventyB(t *testing.T) {
-	s, ok := Preset("70B (the seed's example)")
+	s, ok := Preset("Round 70B (Llama 2 70B shape)")
 	if !ok {
 		t.Fatal("no 70B preset")
 	}
@@ -64,5 +64,21 @@ func TestCost(t *testing.T) {
 	}
 	if BitsPerWeight(quant.Q4_K) != 4.5 || BitsPerWeight(quant.Q6_K) != 6.5625 || BitsPerWeight(quant.F32) != 32 {
 		t.Error("bits per weight")
+	}
+}
+
+// The preset's old name (in links made before its rename) still opens
+// it; the arithmetic's counts read as English.
+func TestPresetOldNameAndWords(t *testing.T) {
+	old, ok := Preset("70B (the seed's example)")
+	if !ok || old.Name != Presets[0].Name {
+		t.Errorf("the old name: %+v, %v", old, ok)
+	}
+	one := Find(Calculate(old, Inputs{Weights: quant.F16, KVBytes: 2, Context: 4096, Batch: 1}), "KV cache of the batch").Formula
+	if !strings.Contains(one, "× 1 user =") {
+		t.Errorf("one user: %q", one)
+	}
+	if got := Count(70e9); got != "70,000,000,000" {
+		t.Errorf("Count(70e9) = %q", got)
 	}
 }
