@@ -157,6 +157,9 @@ func TestSoftmaxAndSamplerPicturesInBrowser(t *testing.T) {
 	// top-p the cumulative column the cut follows
 	click(t, ctx, `[data-testid="map-sampler-4"]`)
 	waitChange(t, ctx, "[data-current-stage]", "data-current-stage", "softmax")
+	if lit := eval[[]string](t, ctx, `[...document.querySelectorAll('[data-testid="model-map"] text.tag.here')].map(x => x.dataset.tagOf + ' ' + x.textContent)`, false); len(lit) != 1 || !strings.HasPrefix(lit[0], "sampler-4 ") {
+		t.Errorf("the sampler chain's lit name: %q, want sampler step 4's alone", lit)
+	}
 	steps := eval[[][]string](t, ctx, `[...document.querySelectorAll('[data-testid="funnel-step"]')].map(g => [g.dataset.in, g.dataset.out])`, false)
 	chips := eval[int](t, ctx, `document.querySelectorAll('.strip li[data-goto-stage="sampler"]').length`, false)
 	if len(steps) != chips {

@@ -19,7 +19,7 @@ import (
 func (s *Server) exportSVG(c echo.Context) error {
 	q := c.QueryParams()
 	if q.Get("prompt") == "" {
-		return c.String(http.StatusBadRequest, "export needs an Explorer view: ?prompt=…&seed=…&step=…&stage=…")
+		return c.String(http.StatusBadRequest, "export needs an Explorer view: ?prompt=…&seed=…&token=…&stage=…")
 	}
 	run, err := spec.FromQuery(q, spec.Default(s.reg.Default()))
 	if err != nil {

@@ -242,6 +242,7 @@
       g.setAttribute("role", live ? "button" : "img");
       if (/\bhere\b/.test(c)) g.setAttribute("aria-current", "step"); else g.removeAttribute("aria-current");
     });
+    map.querySelectorAll("text.tag").forEach((t) => t.classList.toggle("here", /\bhere\b/.test(cls.get(t.dataset.tagOf) || "")));
     const nums = parseNums(st.dataset.nums);
     map.dataset.nums = st.dataset.nums || "";
     map.querySelectorAll("[data-tpl]").forEach((t) => { if (t.dataset.tpl) t.textContent = fillNums(t.dataset.tpl, nums); });

@@ -315,11 +315,21 @@ func Unmarshal(data []byte) (Run, error) {
 	return r, nil
 }
 
-// viewFrom reads where a link stands: step; stage by name ("attention"
-// with a 1-based layer, "sampler" with a 1-based filter) or, in older
-// links, by index; and the 1-based head.
+// viewFrom reads where a link stands: the token step counted from 1 as
+// on the page (token=; older links wrote step= from 0); stage by name
+// ("attention" with a 1-based layer, "sampler" with a 1-based filter)
+// or, in older links, by index; and the 1-based head.
 func viewFrom(get Getter, w *View) error {
-	if v, ok := get("step"); ok && v != "" {
+	if v, ok := get("token"); ok && v != "" {
+		var n int
+		if err := whole("token", &n, v); err != nil {
+			return err
+		}
+		if n < 1 {
+			return &Error{Param: "token", Value: v, Allowed: "counts from 1, as on the page"}
+		}
+		w.Token = n - 1
+	} else if v, ok := get("step"); ok && v != "" {
 		if err := whole("step", &w.Token, v); err != nil {
 			return err
 		}
@@ -360,7 +370,7 @@ func viewFrom(get Getter, w *View) error {
 // query writes the view: the stage by name, so a link lands on the same
 // stage whichever token step it names.
 func (w View) query(v url.Values) {
-	v.Set("step", strconv.Itoa(w.Token))
+	v.Set("token", strconv.Itoa(w.Token+1))
 	if w.StageName != "" {
 		v.Set("stage", w.StageName)
 		if w.Layer >= 0 && (w.StageName == "attention" || w.StageName == "mlp") {

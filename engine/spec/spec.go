@@ -129,7 +129,7 @@ func (r *Run) Validate() error {
 	case r.MaxTokens < 1 || r.MaxTokens > MaxNewTokens:
 		return &Error{Param: "max tokens", Value: fmt.Sprint(r.MaxTokens), Allowed: fmt.Sprintf("choose 1 to %d", MaxNewTokens)}
 	case r.View.Token < 0 || r.View.Token > MaxTokenStep:
-		return &Error{Param: "step", Value: fmt.Sprint(r.View.Token), Allowed: fmt.Sprintf("a token step from 0 to %d", MaxTokenStep)}
+		return &Error{Param: "token", Value: fmt.Sprint(r.View.Token + 1), Allowed: fmt.Sprintf("a token step from 1 to %d", MaxTokenStep+1)}
 	case r.View.Stage < 0 || r.View.Stage > 1<<16:
 		return &Error{Param: "stage", Value: fmt.Sprint(r.View.Stage), Allowed: "a stage index from 0"}
 	case r.View.Head < 0 || r.View.Head > 1<<16:

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"net/url"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -177,7 +178,9 @@ func TestValidationNamesTheParameter(t *testing.T) {
 		{"prompt", strings.Repeat("x", MaxPromptChars+1), "prompt"},
 		{"prompt", strings.Repeat("é", MaxPromptChars+1), "prompt"},
 		{"prompt", "\xff", "prompt"},
-		{"step", "-1", "step"},
+		{"step", "-1", "token"},
+		{"token", "0", "token"},
+		{"token", "x", "token"},
 		{"head", "x", "head"},
 		{"tools", "shell", "tools"},
 		{"special", "maybe", "special"},
@@ -224,4 +227,33 @@ func FuzzQuery(f *testing.F) {
 			t.Fatalf("round trip of %q: %+v, %v; want %+v", raw, back, err, r)
 		}
 	})
+}
+
+// Links count token steps from 1, as the page does ("token step 3 of 5"
+// is token=3); older links' step= counted from 0 and still open the same
+// view.
+func TestTokenStepCountsFromOne(t *testing.T) {
+	for _, tt := range []struct {
+		query string
+		token int // View.Token, from 0
+	}{
+		{"token=3", 2},
+		{"step=2", 2},
+		{"token=1&step=7", 0}, // token wins
+	} {
+		t.Run(tt.query, func(t *testing.T) {
+			q, _ := url.ParseQuery(tt.query)
+			r, err := FromQuery(q, Default(""))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.View.Token != tt.token {
+				t.Errorf("View.Token %d, want %d", r.View.Token, tt.token)
+			}
+			back := r.Query()
+			if got, want := back.Get("token"), strconv.Itoa(tt.token+1); got != want || back.Has("step") {
+				t.Errorf("the link writes token=%q (step %q), want token=%s", got, back.Get("step"), want)
+			}
+		})
+	}
 }
