@@ -224,6 +224,7 @@ func compareView(r *compare.Result, m *model.Model, q compareQuery) *views.Compa
 			st := l.Steps[step]
 			cur := &views.LaneStepView{Greedy: st.Greedy, Forced: st.Forced, U: st.U, Chosen: st.Token, ChosenPiece: piece(st.Token),
 				Round: l.Strategy.Kind == "speculative" && step > 0}
+			cur.Dist = laneDist(cur)
 			for _, c := range st.Top { // on one 0–100% scale
 				cur.Top = append(cur.Top, views.Bar{ID: c.ID, Piece: piece(c.ID), Value: float64(c.P), Width: 100 * float64(c.P), Chosen: c.ID == st.Token})
 			}
@@ -244,6 +245,23 @@ func compareView(r *compare.Result, m *model.Model, q compareQuery) *views.Compa
 		v.Lanes = append(v.Lanes, lv)
 	}
 	return v
+}
+
+// laneDist names the distribution a lane's candidates column shows, which
+// differs from lane to lane: a plain lane's probabilities after its own
+// chain (greedy: all on the argmax), a speculative round's the target's
+// (what the draft's guesses were checked against; greedy: the raw model
+// at temperature 1, whose argmax the round keeps).
+func laneDist(c *views.LaneStepView) string {
+	switch {
+	case c.Round && c.Greedy:
+		return "the target model's p at temperature 1 (the round keeps its argmax)"
+	case c.Round:
+		return "the target's p after this lane's sampler chain (the draft's guesses are checked against it)"
+	case c.Greedy:
+		return "p after this lane's chain: greedy puts it all on the argmax"
+	}
+	return "p after this lane's sampler chain"
 }
 
 // beamTree lays out the kept hypotheses of steps 0..upto: one column per

@@ -98,6 +98,12 @@ func TestSpeculativeInBrowser(t *testing.T) {
 	if len(lanes) != 2 || lanes[0] != lanes[1] || lanes[0] == "" {
 		t.Errorf("greedy and speculative lanes: %q", lanes)
 	}
+	// the same token shows different probabilities in the two lanes: each
+	// column says which distribution it is
+	dists := eval[[]string](t, ctx, `[...document.querySelectorAll('[data-testid="lane-dist"]')].map(e => e.textContent)`, false)
+	if len(dists) != 2 || !strings.Contains(dists[0], "greedy puts it all on the argmax") || !strings.Contains(dists[1], "target model's p at temperature 1") {
+		t.Errorf("the lanes' probability columns: %q", dists)
+	}
 	text := eval[string](t, ctx, `document.body.textContent`, false)
 	if strings.Count(text, "t/s (") != 2 || !strings.Contains(text, "kept, ") {
 		t.Errorf("Compare shows no measured speed per lane or no draft figures")

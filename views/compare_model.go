@@ -53,7 +53,8 @@ type LaneStepView struct {
 	U              float64
 	Chosen         int32
 	ChosenPiece    string
-	Top            []Bar // probabilities after the lane's own chain
+	Top            []Bar  // the distribution Dist names
+	Dist           string // which distribution Top is (its column's header)
 }
 
 // Metric is a named per-lane figure.
