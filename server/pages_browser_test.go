@@ -1,13 +1,18 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"net/url"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
+
+	"stepthrough/views"
 )
 
 // Every page, at a phone's width, a laptop's and a projector's: nothing
@@ -117,5 +122,39 @@ func TestProjectorViewForARoom(t *testing.T) {
 		}
 		screenshot(t, ctx, "projector-join-"+size.name)
 		click(t, ctx, `[data-testid="projector-join"] summary`)
+	}
+}
+
+// The jargon a page shows is explained where it appears: each term is a
+// glossary word with its sentence on hover, and a tap (focus) shows it
+// under the word — on a phone too, without widening the page.
+func TestJargonIsExplained(t *testing.T) {
+	ctx, base, _ := browserServer(t, Config{Embedded: lessonModels()})
+	do(t, ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error { // :focus as in a focused window
+		_, err := cdp.Call(ctx, tg, emulation.SetFocusEmulationEnabled, emulation.SetFocusEmulationEnabledParams{Enabled: true})
+		return err
+	}))
+	explorer := "/?" + url.Values{"prompt": {"The little dog ran to the park"}, "max_tokens": {"4"}, "seed": {"3"}}.Encode()
+	for _, tt := range []struct {
+		path  string
+		terms []string
+	}{
+		{explorer + "&stage=sampler&filter=3", []string{"typical-p", "prefill", "TTFT", "TPOT"}},
+		{explorer + "&stage=embed", []string{"PCA"}},
+		{"/compare?" + url.Values{"prompt": {"Lily saw a"}, "n": {"4"}, "lane": {"greedy", "temperature=1,seed=2"}}.Encode(), []string{"perplexity"}},
+		{"/quantization", []string{"KL"}},
+	} {
+		do(t, ctx, chromedp.EmulateViewport(390, 844), chromedp.Navigate(base+tt.path), chromedp.WaitReady(chromedp.CSS(`main`)))
+		for _, term := range tt.terms {
+			sel := fmt.Sprintf(`dfn.term[data-term=%q]`, term)
+			if n := eval[int](t, ctx, `document.querySelectorAll('`+sel+`').length`, false); n == 0 {
+				t.Errorf("%s: %s is not explained on the page", tt.path, term)
+				continue
+			}
+			tip := eval[string](t, ctx, `(e => { e.focus(); return document.activeElement === e ? getComputedStyle(e, '::after').content : 'not focused: ' + (document.activeElement && document.activeElement.outerHTML.slice(0, 80)) })(document.querySelector('`+sel+`'))`, false)
+			if !strings.Contains(tip, strings.SplitN(views.Glossary[term], " ", 2)[0]) {
+				t.Errorf("%s: tapping %s shows %q", tt.path, term, tip)
+			}
+		}
 	}
 }

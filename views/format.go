@@ -244,3 +244,20 @@ func branches(s *SamplePanel) []CDFBar {
 	}
 	return out
 }
+
+// normNote explains how the stream's length changed across a layer: the
+// blocks add to the stream and nothing rescales it, so it may grow many
+// times over; each block reads it through its own norm.
+func normNote(before, after float32) string {
+	if before <= 0 || after <= 0 {
+		return ""
+	}
+	r := float64(after / before)
+	switch {
+	case r >= 2:
+		return fmt.Sprintf("The stream is %.1f× longer after this layer: each block adds its output to the stream and nothing scales the stream back down. Each block reads it through its own norm, so a longer stream does not mean a louder input; the final norm rescales it before the logits.", r)
+	case r <= 0.5:
+		return fmt.Sprintf("The stream is %.1f× shorter after this layer: this layer's blocks added vectors pointing largely against it.", 1/r)
+	}
+	return "Each block adds its output to the stream; the norms show how much the length changed."
+}

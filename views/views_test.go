@@ -278,3 +278,37 @@ func TestMapFlowCrossesNoPart(t *testing.T) {
 		}
 	}
 }
+
+// The glossary explains each term in one sentence; Term shows it on the
+// word and leaves a word the glossary lacks as plain text.
+func TestGlossary(t *testing.T) {
+	for term, s := range Glossary {
+		if s == "" || !strings.HasSuffix(s, ".") || strings.Count(strings.TrimSuffix(s, "."), ". ") > 0 || len(s) > 260 {
+			t.Errorf("%s: %q is not one short sentence", term, s)
+		}
+	}
+	doc := render(t, Term("TTFT"))
+	if d := doc.Find(`dfn.term[data-term="TTFT"]`); d.Length() != 1 || d.AttrOr("title", "") != Glossary["TTFT"] || d.AttrOr("tabindex", "") != "0" {
+		t.Errorf("a known term: %s", doc.Text())
+	}
+	if doc := render(t, Term("flux capacitor")); doc.Find("dfn").Length() != 0 || strings.TrimSpace(doc.Text()) != "flux capacitor" {
+		t.Errorf("an unknown word: %q", doc.Text())
+	}
+}
+
+// The residual stream's growth across a layer is explained beside the
+// norms, naming the factor.
+func TestNormNote(t *testing.T) {
+	for _, tt := range []struct {
+		before, after float32
+		want          string
+	}{
+		{1.83, 71.5, "39.1× longer"},
+		{10, 4, "2.5× shorter"},
+		{10, 12, "how much the length changed"},
+	} {
+		if got := normNote(tt.before, tt.after); !strings.Contains(got, tt.want) {
+			t.Errorf("%g → %g: %q, want %q", tt.before, tt.after, got, tt.want)
+		}
+	}
+}
