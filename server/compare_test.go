@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/chromedp/chromedp"
+	"github.com/google/go-cmp/cmp"
 )
 
 func compareURL(base string, n, step int, lanes ...string) string {
@@ -192,4 +194,46 @@ func TestCompareReadsAsText(t *testing.T) {
 	if title := doc.Find(`[data-testid="lane"][data-lane-index="1"] [data-testid="lane-title"]`).Text(); !strings.Contains(title, "what if step 3 were") || !strings.Contains(title, "lane 1's tokens before it") {
 		t.Errorf("branch title %q", strings.Join(strings.Fields(title), " "))
 	}
+}
+
+// Lanes are chosen from forms: a strategy and its settings become the
+// lane's text (what links and the command line use), and a link's text
+// fills the forms back, keeping the settings they lack.
+func TestCompareLanesFromForms(t *testing.T) {
+	ctx, base := browserWith(t, Config{Embedded: lessonModels()})
+	q := url.Values{"prompt": {"Lily saw a"}, "n": {"4"}, "lane": {"greedy", "temperature=0.7,top-k=20,seed=1"}}
+	do(t, ctx, chromedp.EmulateViewport(390, 844), chromedp.Navigate(base+"/compare?"+q.Encode()), chromedp.WaitVisible(chromedp.CSS(`[data-testid="lane"]`)))
+	row := func(i int, field string) string {
+		return fmt.Sprintf(`[data-lane-form="%d"] [data-lane-field=%q]`, i, field)
+	}
+	val := func(sel string) string { return eval[string](t, ctx, `document.querySelector('`+sel+`').value`, false) }
+	if k, temp, seed := val(row(1, "kind")), val(row(1, "temperature")), val(row(1, "seed")); k != "sample" || temp != "0.7" || seed != "1" {
+		t.Errorf("lane 2's form from its link: %s, temperature %s, seed %s", k, temp, seed)
+	}
+	if vis := eval[bool](t, ctx, `document.querySelector('`+row(1, "beam")+`').closest('label').hidden`, false); !vis {
+		t.Error("a sampling lane shows the beam width")
+	}
+	// lane 2 at temperature 1.2 (top-k=20 kept); lane 3 a beam of 3; lane 4 speculative, greedy
+	set := func(sel, v string) {
+		eval[any](t, ctx, fmt.Sprintf(`(e => { e.value = %q; e.dispatchEvent(new Event(e.tagName === "SELECT" ? "change" : "input", {bubbles: true})); return null })(document.querySelector('%s'))`, v, sel), false)
+	}
+	set(row(1, "temperature"), "1.2")
+	set(row(2, "kind"), "beam")
+	set(row(2, "beam"), "3")
+	set(row(3, "kind"), "speculative")
+	set(row(3, "k"), "3")
+	texts := eval[[]string](t, ctx, `[...document.querySelectorAll('input[name="lane"]')].map(e => e.value)`, false)
+	want := []string{"greedy", "temperature=1.2,seed=1,top-k=20", "beam=3", "greedy,spec=lesson-draft.gguf,k=3", "", ""}
+	if diff := cmp.Diff(want, texts); diff != "" {
+		t.Fatalf("the lanes' texts (-want +got):\n%s", diff)
+	}
+	do(t, ctx, chromedp.Click(chromedp.CSS(`button[data-action="compare"]`)), chromedp.WaitVisible(chromedp.CSS(`[data-testid="lane"][data-lane-index="3"]`)))
+	titles := eval[[]string](t, ctx, `[...document.querySelectorAll('[data-testid="lane-title"]')].map(e => e.textContent.replace(/\s+/g, " ").trim())`, false)
+	if len(titles) != 4 || !strings.Contains(titles[2], "beam=3") || !strings.Contains(titles[3], "spec=lesson-draft.gguf") {
+		t.Errorf("the compared lanes: %q", titles)
+	}
+	if w := eval[int](t, ctx, `document.documentElement.scrollWidth`, false); w > 391 {
+		t.Errorf("the compare page is %d px wide on a phone", w)
+	}
+	screenshot(t, ctx, "compare-lane-forms-phone")
 }

@@ -288,6 +288,70 @@
     if (window.innerWidth > 900) document.querySelectorAll("details.advanced").forEach((d) => { d.open = true; });
     foldForProjector();
   });
+  // Compare's lanes from forms: a row's strategy and settings are written
+  // as the lane's text (the syntax links use); a lane's text fills its
+  // row on load. Settings the form lacks (top-k, min-p, …) stay in the
+  // text as they were.
+  const laneKeys = ["temperature", "top-p", "seed", "beam", "spec", "k"];
+  function parseLane(text) {
+    const parts = text.split(",").map((s) => s.trim()).filter(Boolean);
+    const f = { kind: "", extra: [] };
+    let greedy = false;
+    for (const p of parts) {
+      const [k, v] = p.split("=", 2);
+      if (p === "greedy") greedy = true;
+      else if (laneKeys.includes(k) && v !== undefined) f[k] = v;
+      else f.extra.push(p);
+    }
+    if (f.spec) f.kind = "speculative";
+    else if (f.beam) { f.kind = "beam"; }
+    else if (greedy) f.kind = "greedy";
+    else if (parts.length) f.kind = "sample";
+    if (f.kind === "beam") { f.extra = f.extra.filter((p) => p.startsWith("length-penalty=")); }
+    return f;
+  }
+  function composeLane(row) {
+    const val = (k) => { const e = row.querySelector(`[data-lane-field="${k}"]`); return e ? e.value.trim() : ""; };
+    const extra = (row.dataset.extra || "").split(",").filter(Boolean);
+    const sampler = () => ["temperature", "top-p", "seed"].filter((k) => val(k) !== "").map((k) => `${k}=${val(k)}`);
+    switch (val("kind")) {
+      case "greedy": return "greedy";
+      case "sample": return [...sampler(), ...extra].join(",") || "temperature=0.8";
+      case "beam": return [`beam=${val("beam") || 3}`, ...extra].join(",");
+      case "speculative": {
+        const s = sampler();
+        const base = s.length && val("temperature") !== "0" ? [...s, ...extra] : ["greedy"];
+        return [...base, `spec=${val("spec")}`, ...(val("k") ? [`k=${val("k")}`] : [])].join(",");
+      }
+    }
+    return "";
+  }
+  function showLaneFields(row) {
+    const kind = row.querySelector('[data-lane-field="kind"]').value;
+    row.querySelectorAll("[data-for-kinds]").forEach((l) => { l.hidden = !l.dataset.forKinds.split(" ").includes(kind); });
+  }
+  function fillLaneRow(row) {
+    const text = row.querySelector('input[name="lane"]');
+    const f = parseLane(text.value);
+    row.dataset.extra = f.extra.join(",");
+    for (const k of ["kind", ...laneKeys]) {
+      const e = row.querySelector(`[data-lane-field="${k}"]`);
+      if (e && f[k] !== undefined && f[k] !== "") e.value = f[k];
+    }
+    showLaneFields(row);
+  }
+  document.addEventListener("input", (e) => {
+    const row = e.target.closest && e.target.closest("[data-lane-form]");
+    if (!row) return;
+    if (e.target.name === "lane") { fillLaneRow(row); return; }
+    showLaneFields(row);
+    row.querySelector('input[name="lane"]').value = composeLane(row);
+  });
+  document.addEventListener("change", (e) => {
+    const row = e.target.closest && e.target.closest("[data-lane-form]");
+    if (row && e.target.tagName === "SELECT") { showLaneFields(row); row.querySelector('input[name="lane"]').value = composeLane(row); }
+  });
+  document.addEventListener("DOMContentLoaded", () => document.querySelectorAll("[data-lane-form]").forEach(fillLaneRow));
   // In a classroom the page's own address stays (it is the room's).
   const inRoom = () => document.body && document.body.dataset.room;
   // The server puts the shareable URL of the current view on #state.
