@@ -158,3 +158,27 @@ func TestJargonIsExplained(t *testing.T) {
 		}
 	}
 }
+
+// The tour: the first page's "Take the tour" steps the first token
+// through its stages on its own, each with its sentence in a caption;
+// a key stops it and stepping by hand goes on.
+func TestTour(t *testing.T) {
+	ctx, base, _ := browserServer(t, Config{Embedded: lessonModels()})
+	do(t, ctx, chromedp.EmulateViewport(1280, 800), chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="tour"]`)))
+	click(t, ctx, `[data-testid="tour"]`)
+	caption := `(c => c ? c.textContent : "")(document.querySelector('[data-testid="tour-caption"]'))`
+	waitJS(t, ctx, "the tour's caption", `document.querySelector('[data-testid="tour-caption"]') !== null`)
+	if c := eval[string](t, ctx, caption, false); !strings.Contains(c, "tokenize") || !strings.Contains(c, views.Glossary["token"]) {
+		t.Errorf("the first caption: %q", c)
+	}
+	screenshot(t, ctx, "tour-start")
+	waitJS(t, ctx, "the tour to step to embed", `document.querySelector('[data-current-stage]').dataset.currentStage === "embed"`)
+	if c := eval[string](t, ctx, caption, false); !strings.Contains(c, views.Glossary["embedding"]) {
+		t.Errorf("the embed caption: %q", c)
+	}
+	do(t, ctx, chromedp.KeyEvent("x"))
+	waitJS(t, ctx, "the tour to stop on a key", `document.querySelector('[data-testid="tour-caption"]').textContent.includes("stopped")`)
+	before := attr(t, ctx, "[data-current-stage]", "data-current-stage")
+	click(t, ctx, `#action-step`)
+	waitChange(t, ctx, "[data-current-stage]", "data-current-stage", before)
+}

@@ -352,6 +352,35 @@
     if (row && e.target.tagName === "SELECT") { showLaneFields(row); row.querySelector('input[name="lane"]').value = composeLane(row); }
   });
   document.addEventListener("DOMContentLoaded", () => document.querySelectorAll("[data-lane-form]").forEach(fillLaneRow));
+  // The tour (?tour=1): steps through the first token's stages on its own,
+  // paced for reading, with each stage's sentence in a caption; any key
+  // or the caption's button stops it, and stepping by hand still works.
+  const tour = { timer: null, box: null };
+  function tourCaption() {
+    const s = document.getElementById("state");
+    if (!tour.box || !s) return;
+    tour.box.querySelector("strong").textContent = s.dataset.stageLabel || "";
+    tour.box.querySelector("span").textContent = s.dataset.stageGloss || "";
+    if (Number(s.dataset.tokenStep) > 1 || s.dataset.end === "true") stopTour("The first token has been through every stage. Step on, or run your own prompt.");
+  }
+  function stopTour(last) {
+    if (tour.timer) clearInterval(tour.timer);
+    tour.timer = null;
+    if (tour.box && last) { tour.box.querySelector("span").textContent = last; tour.box.querySelector("button").textContent = "Close"; }
+  }
+  function startTour() {
+    if (!new URLSearchParams(location.search).has("tour") || !document.getElementById("action-step")) return;
+    tour.box = document.createElement("aside");
+    tour.box.className = "tour-caption"; tour.box.dataset.testid = "tour-caption"; tour.box.setAttribute("role", "status");
+    tour.box.innerHTML = "<p><strong></strong> <span></span></p><button type=\"button\">Stop the tour</button>";
+    tour.box.querySelector("button").addEventListener("click", () => { stopTour(); tour.box.remove(); tour.box = null; });
+    document.body.append(tour.box);
+    tourCaption();
+    tour.timer = setInterval(() => send("step"), 5000);
+    document.addEventListener("keydown", () => stopTour("Tour stopped: you are stepping now."), { once: true });
+  }
+  document.addEventListener("htmx:oobAfterSwap", tourCaption);
+  document.addEventListener("DOMContentLoaded", startTour);
   // In a classroom the page's own address stays (it is the room's).
   const inRoom = () => document.body && document.body.dataset.room;
   // The server puts the shareable URL of the current view on #state.

@@ -27,8 +27,22 @@ var Glossary = map[string]string{
 	"perplexity":        "exp of the average negative log-probability the model gave the tokens: how many equally likely choices it was, on average, torn between.",
 	"p/q":               "In speculative decoding, p is the target model's probability of a drafted token and q the draft's; the guess is kept with probability min(1, p/q).",
 	"quantization":      "Storing the weights in fewer bits (8, 5, 4, …) with a scale per small block, so the model takes less memory and reads faster, at a small cost in accuracy.",
+	"sample":            "The draw: a random number between 0 and 1 picks one of the kept tokens, each with a chance equal to its probability.",
 	"speculative round": "A small draft model guesses a few tokens, the target model checks them all in one pass, and the guesses it agrees with are kept.",
 }
 
 // gloss is the explanation of a term ("" for a word the glossary lacks).
 func gloss(term string) string { return Glossary[term] }
+
+// stageTerms is the glossary word that explains each stage, for the tour.
+var stageTerms = map[string]string{"tokenize": "token", "embed": "embedding", "attention": "attention", "mlp": "MLP",
+	"logits": "logits", "softmax": "softmax", "sample": "sample", "kv": "KV cache"}
+
+// StageGloss is the sentence that explains the stage x: its glossary
+// word's (a sampler step's, its filter's).
+func StageGloss(x Stage) string {
+	if x.Name == "sampler" {
+		return Glossary[x.Label]
+	}
+	return Glossary[stageTerms[x.Name]]
+}
