@@ -182,3 +182,31 @@ func TestTour(t *testing.T) {
 	click(t, ctx, `#action-step`)
 	waitChange(t, ctx, "[data-current-stage]", "data-current-stage", before)
 }
+
+// On a phone with a run open the stage comes first and the prompt form
+// follows it, a link at the top leading there; before a run the form and
+// the examples lead.
+func TestPhoneShowsTheStageFirst(t *testing.T) {
+	ctx, base, _ := browserServer(t, Config{Embedded: lessonModels()})
+	top := func(sel string) float64 {
+		return eval[float64](t, ctx, `document.querySelector('`+sel+`').getBoundingClientRect().top + scrollY`, false)
+	}
+	do(t, ctx, chromedp.EmulateViewport(390, 844), chromedp.Navigate(base+"/?prompt=Once+upon+a+time&max_tokens=4&seed=3"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-current-stage]`)))
+	if strip, form := top(`[data-current-stage]`), top(`form.settings`); strip > 844 || form < strip {
+		t.Errorf("a phone: the stage strip at %.0f px, the form at %.0f: want the stage on the first screen, before the form", strip, form)
+	}
+	if !eval[bool](t, ctx, `document.querySelector('[data-testid="to-prompt"]').offsetHeight > 0`, false) {
+		t.Error("no link to the prompt on a phone")
+	}
+	screenshot(t, ctx, "explorer-phone-stage-first")
+	do(t, ctx, chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="start-here"]`)))
+	if form, start := top(`form.settings`), top(`[data-testid="start-here"]`); form > start {
+		t.Errorf("before a run the form (%.0f px) should lead the examples (%.0f)", form, start)
+	}
+	do(t, ctx, chromedp.EmulateViewport(1280, 800), chromedp.Navigate(base+"/?prompt=Once+upon+a+time&max_tokens=4&seed=3"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-current-stage]`)))
+	if eval[bool](t, ctx, `document.querySelector('[data-testid="to-prompt"]').offsetHeight > 0`, false) {
+		t.Error("the phone's prompt link shows on a laptop, where the form is beside the stage")
+	}
+}
