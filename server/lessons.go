@@ -36,14 +36,12 @@ func (s *Server) lessonStep(c echo.Context) error {
 	if !ok {
 		return renderPageStatus(c, http.StatusNotFound, views.LessonNotFoundPage(truncate(name, 40)))
 	}
-	i, err := strconv.Atoi(c.QueryParam("step"))
-	if err != nil || i < 0 || i >= len(l.Steps) {
-		i = 0
-	}
+	i := lessonStepIndex(c, len(l.Steps))
 	st := l.Steps[i]
 	p := views.LessonPage{Name: name, Title: l.Title, Step: i, Steps: len(l.Steps), StepTitle: st.Title}
 	p.Narration = classroom.Paragraphs(st.Narration)
-	link := func(k int) string { return fmt.Sprintf("/lessons/%s?step=%d", name, k) }
+	link := func(k int) string { return lessonLink(name, k) }
+	p.Self = link(i)
 	if i > 0 {
 		p.Prev = link(i - 1)
 	}
@@ -77,6 +75,25 @@ func (s *Server) lessonStep(c echo.Context) error {
 		}
 	}
 	return renderPage(c, views.LessonStepPage(p))
+}
+
+// lessonLink is lesson step k's address: /lessons/NAME/N with N counted
+// from 1, as the page numbers its steps.
+func lessonLink(name string, k int) string { return fmt.Sprintf("/lessons/%s/%d", name, k+1) }
+
+// lessonStepIndex is the step a request names: /lessons/NAME/N (from 1),
+// or ?step= (from 0) in links made before; the first step when neither
+// names one that exists.
+func lessonStepIndex(c echo.Context, steps int) int {
+	i, err := strconv.Atoi(c.QueryParam("step"))
+	if n := c.Param("n"); n != "" {
+		k, perr := strconv.Atoi(n)
+		i, err = k-1, perr
+	}
+	if err != nil || i < 0 || i >= steps {
+		return 0
+	}
+	return i
 }
 
 // question renders a step's question; after an answer, the engine reveals

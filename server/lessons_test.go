@@ -155,7 +155,7 @@ func TestLessonPlayerInBrowser(t *testing.T) {
 	}
 	// Progress is in the URL: a reload stays on this step.
 	url := eval[string](t, ctx, `location.href`, false)
-	if !strings.Contains(url, "step=1") {
+	if !strings.HasSuffix(strings.SplitN(url, "?", 2)[0], "/lessons/logits-and-softmax/2") {
 		t.Errorf("URL %q does not keep the step", url)
 	}
 	screenshot(t, ctx, "lesson-player")
@@ -310,5 +310,38 @@ func TestUnknownLessonIsAPage(t *testing.T) {
 	}
 	if doc.Find("nav a").Length() == 0 {
 		t.Error("no site navigation")
+	}
+}
+
+// Lesson steps are numbered from 1 in their address as on the page
+// (/lessons/NAME/2 is "step 2 of 3"); links made before, ?step= from 0,
+// still open the same step; a step that does not exist opens the first.
+func TestLessonStepAddresses(t *testing.T) {
+	_, ts := classServer(t, "")
+	for _, tt := range []struct {
+		path string
+		step string // data-lesson-step on the page, from 0
+	}{
+		{"/lessons/logits-and-softmax/2", "1"},
+		{"/lessons/logits-and-softmax?step=1", "1"},
+		{"/lessons/logits-and-softmax/1", "0"},
+		{"/lessons/logits-and-softmax/0", "0"},
+		{"/lessons/logits-and-softmax/99", "0"},
+		{"/lessons/logits-and-softmax/x", "0"},
+	} {
+		t.Run(tt.path, func(t *testing.T) {
+			doc := get(t, ts.URL+tt.path)
+			got, _ := doc.Find(`[data-testid="lesson-step"]`).Attr("data-step")
+			if got != tt.step {
+				t.Errorf("step %q, want %q", got, tt.step)
+			}
+		})
+	}
+	doc := get(t, ts.URL+"/lessons/logits-and-softmax/2")
+	if next, _ := doc.Find(`a[data-action="step"]`).Attr("href"); next != "/lessons/logits-and-softmax/3" {
+		t.Errorf("the next step's link %q", next)
+	}
+	if action, _ := doc.Find(`[data-testid="question"]`).Attr("action"); action != "/lessons/logits-and-softmax/2" {
+		t.Errorf("the answer form goes to %q", action)
 	}
 }

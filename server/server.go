@@ -161,6 +161,7 @@ func New(cfg Config) (*Server, error) {
 	e.GET("/compare", s.comparePage)
 	e.GET("/lessons", s.lessonList)
 	e.GET("/lessons/:name", s.lessonStep)
+	e.GET("/lessons/:name/:n", s.lessonStep)
 	e.GET("/compare.json", s.compareExport("json"))
 	e.GET("/compare.csv", s.compareExport("csv"))
 	s.classroomRoutes(e)

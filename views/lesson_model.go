@@ -24,6 +24,7 @@ type LessonPage struct {
 	Narration   []string // paragraphs
 	After       []string // paragraphs written after the question, once it is answered
 	Prev, Next  string   // links, empty at the ends
+	Self        string   // this step's link (the answer form submits to it)
 	// NextLesson links the last step to the next lesson (its title
 	// NextLessonTitle), or to the list after the last lesson
 	NextLesson, NextLessonTitle string
