@@ -312,3 +312,30 @@ func TestNormNote(t *testing.T) {
 		}
 	}
 }
+
+// Lesson narration explains its words from the glossary: each term's
+// first use in a paragraph (a capital or a plural too), whole words only,
+// site pages still linked.
+func TestGlossedNarration(t *testing.T) {
+	segs := Glossed("Logits become probabilities through softmax, then softmax again; the tokenizer's tokens and the Serving page.")
+	var got []string
+	for _, s := range segs {
+		switch {
+		case s.Term != "":
+			got = append(got, "["+s.Term+":"+s.Text+"]")
+		case s.Href != "":
+			got = append(got, "<"+s.Text+">")
+		}
+	}
+	want := []string{"[logits:Logits]", "[softmax:softmax]", "[token:tokens]", "<Serving page>"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("marked (-want +got):\n%s", diff)
+	}
+	var all strings.Builder
+	for _, s := range segs {
+		all.WriteString(s.Text)
+	}
+	if all.String() != "Logits become probabilities through softmax, then softmax again; the tokenizer's tokens and the Serving page." {
+		t.Errorf("the text changed: %q", all.String())
+	}
+}
