@@ -2,7 +2,6 @@ package classroom
 
 import (
 	"fmt"
-	"slices"
 	"sort"
 
 	"stepthrough/engine/sample"
@@ -49,7 +48,7 @@ func PollRows(st *trace.Step, tk *tokenizer.Tokenizer, q *lessons.Question, answ
 		}
 		if q.Kind == "next-token" && st.Logits != nil {
 			probs = sample.Probabilities(st.Logits.Logits, 1)
-			for _, id := range topIDs(probs, 5) {
+			for _, id := range sample.TopN(probs, 5) {
 				if p := string(tk.Bytes(id)); counts[p] == 0 {
 					counts[p] = 0
 				}
@@ -106,21 +105,3 @@ func probabilityBin(a string) string {
 }
 
 func binLabel(b int) string { return fmt.Sprintf("%d–%d%%", 10*b, 10*b+10) }
-
-// topIDs returns the ids of the n largest probabilities.
-func topIDs(p []float32, n int) []int32 {
-	ids := make([]int32, 0, n+1)
-	for i, v := range p {
-		k := len(ids)
-		for k > 0 && p[ids[k-1]] < v {
-			k--
-		}
-		if k < n {
-			ids = slices.Insert(ids, k, int32(i))
-			if len(ids) > n {
-				ids = ids[:n]
-			}
-		}
-	}
-	return ids
-}
