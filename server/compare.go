@@ -169,7 +169,7 @@ func (s *Server) runCompare(c echo.Context, q compareQuery) (*compare.Result, *m
 // comparePage serves /compare.
 func (s *Server) comparePage(c echo.Context) error {
 	q, err := parseCompareQuery(c, s.reg.Default())
-	page := views.ComparePage{Models: s.reg.Names(), Prompt: q.prompt, Model: q.model, N: strconv.Itoa(q.n), Seed: q.seed}
+	page := views.ComparePage{PromptMax: spec.MaxPromptChars, Models: s.reg.Names(), Prompt: q.prompt, Model: q.model, N: strconv.Itoa(q.n), Seed: q.seed}
 	if len(q.lanes) == 0 && err == nil && q.prompt == "" {
 		page.Prompt = "Once upon a time"
 		page.LaneSpecs = []string{"greedy", "temperature=0.8,seed=1", "temperature=1.5,top-p=0.9,seed=1", "beam=3"}

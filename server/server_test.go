@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -317,5 +318,18 @@ func TestIndexKeepsThePromptAfterAnError(t *testing.T) {
 				t.Error("no error shown")
 			}
 		})
+	}
+}
+
+// The prompt boxes take the limit the server enforces, from engine/spec:
+// what the box lets a user type, the server accepts.
+func TestPromptBoxesTakeTheServersLimit(t *testing.T) {
+	_, ts := testServer(t)
+	want := strconv.Itoa(spec.MaxPromptChars)
+	for _, path := range []string{"/", "/compare"} {
+		doc := getStatus(t, ts.URL+path, 200)
+		if got, _ := doc.Find(`textarea[name="prompt"]`).Attr("maxlength"); got != want {
+			t.Errorf("%s: the prompt box's maxlength %q, the server's limit %s", path, got, want)
+		}
 	}
 }

@@ -98,7 +98,7 @@ func (s *Session) url(stage trace.Stage) string {
 // Form is the run's settings as the Explorer's form shows them.
 func Form(r spec.Run) views.Settings {
 	f := r.Form()
-	return views.Settings{Prompt: f["prompt"], Model: f["model"], Backend: f["backend"], Temperature: f["temperature"], TopK: f["top_k"],
+	return views.Settings{PromptMax: spec.MaxPromptChars, Prompt: f["prompt"], Model: f["model"], Backend: f["backend"], Temperature: f["temperature"], TopK: f["top_k"],
 		TopP: f["top_p"], MinP: f["min_p"], TypicalP: f["typical_p"], RepeatPenalty: f["repeat_penalty"], RepeatLastN: f["repeat_last_n"],
 		FreqPen: f["frequency_penalty"], PresPen: f["presence_penalty"], Seed: f["seed"], Order: f["order"], MaxTokens: f["max_tokens"],
 		Special: f["special"], Tools: f["tools"], Draft: f["draft"], DraftK: f["draft_k"]}

@@ -16,6 +16,7 @@ type Page struct {
 
 // Settings are the Explorer's form values, as the user gave them.
 type Settings struct {
+	PromptMax                                    int // the prompt's limit in characters (engine/spec's)
 	Prompt, Model, Backend                       string
 	Temperature, TopK, TopP, MinP, TypicalP      string
 	RepeatPenalty, RepeatLastN, FreqPen, PresPen string
