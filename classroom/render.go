@@ -57,7 +57,7 @@ func (r *Room) question() (*views.RoomQuestion, bool) {
 		return nil, false
 	}
 	revealed := r.state.Revealed[i]
-	q := &views.RoomQuestion{Kind: lq.Kind, Text: lq.Text, Revealed: revealed, Total: len(r.answers[i])}
+	q := &views.RoomQuestion{AnswerMax: lessons.MaxAnswerBytes, Kind: lq.Kind, Text: lq.Text, Revealed: revealed, Total: len(r.answers[i])}
 	for _, c := range lq.Choices {
 		b, _ := json.Marshal(map[string]string{"action": "answer", "answer": c})
 		label := c

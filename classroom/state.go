@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -122,8 +123,17 @@ func ReadStored(b []byte, sum string) (State, []string) {
 	return s, damage
 }
 
-// stateKeys are State's JSON field names.
-var stateKeys = []string{"version", "lesson", "lesson_step", "run", "revealed", "broken"}
+// stateKeys are State's JSON field names, read from its tags: a field
+// added to State is known here without a second list to keep.
+var stateKeys = func() []string {
+	t := reflect.TypeFor[State]()
+	keys := make([]string, 0, t.NumField())
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		keys = append(keys, name)
+	}
+	return keys
+}()
 
 // strictRun decodes a stored run refusing unknown fields, and validates it.
 func strictRun(raw json.RawMessage, r *spec.Run) error {

@@ -25,6 +25,7 @@ type RoomView struct {
 
 // RoomQuestion is a lesson question asked of the class as a poll.
 type RoomQuestion struct {
+	AnswerMax  int // the longest answer the server takes, in bytes (package lessons')
 	Kind, Text string
 	Choices    []PollChoice // empty: a free-text answer
 	Revealed   bool

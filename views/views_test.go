@@ -339,3 +339,11 @@ func TestGlossedNarration(t *testing.T) {
 		t.Errorf("the text changed: %q", all.String())
 	}
 }
+
+// A free-text poll's box takes the answer length the server allows.
+func TestPollInputTakesTheServersLimit(t *testing.T) {
+	doc := render(t, pollView(&RoomQuestion{AnswerMax: 200, Kind: "next-token", Text: "Which token?"}))
+	if got, _ := doc.Find(`[data-testid="poll-input"]`).Attr("maxlength"); got != "200" {
+		t.Errorf("maxlength %q, want 200", got)
+	}
+}
