@@ -148,7 +148,7 @@ func TestJargonIsExplained(t *testing.T) {
 		{explorer + "&stage=embed", []string{"PCA"}},
 		{"/compare?" + url.Values{"prompt": {"Lily saw a"}, "n": {"4"}, "lane": {"greedy", "temperature=1,seed=2"}}.Encode(), []string{"perplexity"}},
 		{"/quantization", []string{"KL"}},
-		{"/lessons/logits-and-softmax/2", []string{"token"}}, // a lesson's narration, from the same glossary
+		{"/lessons/logits-and-softmax/2?answer=%20Par", []string{"token"}}, // a lesson's narration once answered, from the same glossary
 	} {
 		do(t, ctx, chromedp.EmulateViewport(390, 844), chromedp.Navigate(base+tt.path), chromedp.WaitReady(chromedp.CSS(`main`)))
 		for _, term := range tt.terms {

@@ -748,7 +748,7 @@ func RoomViewC(v RoomView) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = narration(para).Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = narration(para, v.Question == nil || v.Question.Revealed).Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

@@ -121,3 +121,12 @@ func findWord(s, term string) (int, int) {
 func isWordByte(b byte) bool {
 	return b == '_' || b == '-' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z'
 }
+
+// narrationSegments is Glossed, or LinkPages alone when the paragraph
+// must not be glossed.
+func narrationSegments(para string, gloss bool) []Segment {
+	if gloss {
+		return Glossed(para)
+	}
+	return LinkPages(para)
+}

@@ -347,3 +347,23 @@ func TestPollInputTakesTheServersLimit(t *testing.T) {
 		t.Errorf("maxlength %q, want 200", got)
 	}
 }
+
+// Narration above an unanswered question carries no glossary sentence
+// (one could answer it); once answered, or with no question, it does.
+func TestNarrationGlossedOnlyWhenItCannotSpoil(t *testing.T) {
+	para := "The softmax panel has a temperature slider. Before you move it, predict what it does."
+	q := &LessonQuestion{Kind: "choice", Text: "What does temperature do to the ranking of tokens?"}
+	for _, tt := range []struct {
+		name     string
+		answered bool
+		terms    int
+	}{{"unanswered", false, 0}, {"answered", true, 2}} {
+		t.Run(tt.name, func(t *testing.T) {
+			q.Answered = tt.answered
+			doc := render(t, LessonStepPage(LessonPage{Name: "t", Title: "T", Steps: 1, Narration: []string{para}, Question: q}))
+			if n := doc.Find(`main p dfn.term`).Length(); n != tt.terms {
+				t.Errorf("%d glossed terms in the narration, want %d", n, tt.terms)
+			}
+		})
+	}
+}
