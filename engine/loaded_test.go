@@ -5,10 +5,12 @@ import (
 	"errors"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
 	"stepthrough/engine/model"
+	"stepthrough/engine/quant"
 	"stepthrough/engine/vulkan"
 )
 
@@ -187,5 +189,32 @@ func TestBackendErrors(t *testing.T) {
 				t.Errorf("a pass on a closed model: %v, want ErrClosed", err)
 			}
 		})
+	}
+}
+
+// A family the Vulkan passes do not compute yet runs on the CPU, and the
+// note names what Vulkan lacks (when a device was there to refuse it).
+func TestVulkanRefusesFamilyItLacks(t *testing.T) {
+	m, err := model.Random(model.SynthOptions{Arch: "qwen3", Embd: 32, Layers: 1, Heads: 2, HeadDim: 16, FFN: 64, Vocab: 600, Context: 32, Type: quant.F32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := Load(m, Options{Threads: 2, Backend: "vulkan", Context: 32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	b := l.Backend()
+	if b.Name != "cpu" {
+		t.Fatalf("backend %s; want the CPU", b.Name)
+	}
+	d, err := vulkan.Open(vulkan.Options{AllowCPU: true})
+	if err == nil {
+		d.Close()
+	}
+	if err == nil || os.Getenv("REQUIRE_VULKAN") == "1" {
+		if !strings.Contains(b.Note, "query and key RMS-normed") {
+			t.Errorf("note %q; want it to name the Q/K norm", b.Note)
+		}
 	}
 }

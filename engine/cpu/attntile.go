@@ -1,8 +1,6 @@
 package cpu
 
 import (
-	"math"
-
 	"stepthrough/engine/kv"
 )
 
@@ -72,28 +70,19 @@ func (a *attnTiles) tile(worker int, it tileItem) {
 	vis := s.pos0 + it.i0 + rows // keys the tile's last row sees
 	keys, vals := s.cache.Rows(a.l, 0, s.pos0+s.n)
 	kvo := (it.head / (c.Heads / c.KVHeads)) * HD
-	scale := float32(1 / math.Sqrt(float64(HD)))
 	S := r.tileS[worker][:rows*vis]
 	q := r.q[(s.row0+it.i0)*QD+it.head*HD:]
 	GemmABT(S, vis, q, QD, keys[kvo:], KVD, rows, vis, HD)
 	for i := range rows {
 		row := S[i*vis : (i+1)*vis]
-		own := s.pos0 + it.i0 + i + 1 // this row's visible keys
-		for j := range own {
-			row[j] *= scale
+		pos := s.pos0 + it.i0 + i
+		first, own := r.firstKey(a.l, pos), pos+1 // this row's visible keys: [first, own)
+		for j := first; j < own; j++ {
+			row[j] *= c.AttnScale
 		}
-		hk := -1
-		if a.watch { // the hook's layout: one sequence, row t, head h
-			hk = ((it.i0+i)*c.Heads + it.head) * (s.pos0 + s.n)
-			copy(r.hk.scores[hk:], row[:own])
-		}
-		Softmax(row[:own])
-		for j := own; j < vis; j++ {
-			row[j] = 0
-		}
-		if hk >= 0 {
-			copy(r.hk.weights[hk:], row[:own])
-		}
+		a.softmaxRow(row, first, own, 1, s, it.i0+i, it.head)
+		clear(row[:first])
+		clear(row[own:vis])
 	}
 	vT := r.tileV[worker][:HD*vis]
 	for j := range vis {
@@ -118,7 +107,6 @@ func (a *attnTiles) tileB(worker int, it tileItem) {
 	vis := s.pos0 + it.i0 + rows
 	keys, vals := s.cache.Rows(a.l, 0, s.pos0+s.n)
 	kvo := (it.head / (c.Heads / c.KVHeads)) * HD
-	scale := float32(1 / math.Sqrt(float64(HD)))
 	S := r.tileS[worker][:tileRows*vis] // rows past the tile's are scratch
 	buf := r.tileV[worker]
 	qT, edge := buf[:HD*tileRows], buf[HD*tileRows:HD*tileRows+8*tileRows]
@@ -146,19 +134,40 @@ func (a *attnTiles) tileB(worker int, it tileItem) {
 	}
 	for i := range rows {
 		row := S[i*vis : (i+1)*vis]
-		own := s.pos0 + it.i0 + i + 1
-		hk := -1
-		if a.watch {
-			hk = ((it.i0+i)*c.Heads + it.head) * (s.pos0 + s.n)
-			for j, v := range row[:own] {
-				r.hk.scores[hk+j] = v * scale
-			}
-		}
-		softmaxScaled(row[:own], scale)
+		pos := s.pos0 + it.i0 + i
+		first, own := r.firstKey(a.l, pos), pos+1
+		a.softmaxRow(row, first, own, c.AttnScale, s, it.i0+i, it.head)
+		clear(row[:first])
 		clear(row[own:])
-		if hk >= 0 {
-			copy(r.hk.weights[hk:], row[:own])
-		}
 	}
 	gemmAB(r.att[(s.row0+it.i0)*QD+it.head*HD:], QD, S, vis, vals[kvo:], KVD, rows, HD, vis)
+}
+
+// softmaxRow turns one query row's raw scores row[first:own] into
+// weights: ×scale (folded into the exponent when there is no soft cap),
+// the soft cap, the softmax; and copies scores and weights for a hook
+// watching (query t of the segment, head h).
+func (a *attnTiles) softmaxRow(row []float32, first, own int, scale float32, s *seg, t, h int) {
+	r, c := a.r, a.r.cfg
+	sc := row[first:own]
+	if c.AttnSoftcap != 0 {
+		if scale != 1 {
+			for j := range sc {
+				sc[j] *= scale
+			}
+			scale = 1
+		}
+		softcap(sc, c.AttnSoftcap)
+	}
+	hk := -1
+	if a.watch { // the hook's layout: one sequence, row t, head h
+		hk = (t*c.Heads+h)*(s.pos0+s.n) + first
+		for j, v := range sc {
+			r.hk.scores[hk+j] = v * scale
+		}
+	}
+	softmaxScaled(sc, scale)
+	if hk >= 0 {
+		copy(r.hk.weights[hk:], sc)
+	}
 }

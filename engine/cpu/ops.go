@@ -1,6 +1,10 @@
 package cpu
 
-import "math"
+import (
+	"math"
+
+	"stepthrough/engine/model"
+)
 
 // RMSNorm writes x / sqrt(mean(x²) + eps) * w into out, accumulating in
 // float64 as ggml does.
@@ -40,7 +44,7 @@ func LayerNorm(out, x, w, b []float32, eps float32) {
 // values by pos·base^(-i/dims), as llama.cpp's NORM mode does for GGUF
 // llama models. x holds heads×headDim values.
 func RopeNorm(x []float32, heads, headDim, dims, pos int, base float32, cache []float32) {
-	ropeTable(cache, dims, pos, base)
+	ropeTable(cache, dims, pos, &model.RopeParams{Base: base, FreqScale: 1, AttnFactor: 1}, nil)
 	ropeNorm(x, heads, headDim, dims, cache)
 }
 
@@ -59,7 +63,7 @@ func ropeNorm(x []float32, heads, headDim, dims int, cache []float32) {
 
 // RopeNeoX rotates (x[i], x[i+dims/2]) pairs (NEOX mode, e.g. qwen2).
 func RopeNeoX(x []float32, heads, headDim, dims, pos int, base float32, cache []float32) {
-	ropeTable(cache, dims, pos, base)
+	ropeTable(cache, dims, pos, &model.RopeParams{Base: base, FreqScale: 1, AttnFactor: 1}, nil)
 	ropeNeoX(x, heads, headDim, dims, cache)
 }
 
@@ -77,33 +81,76 @@ func ropeNeoX(x []float32, heads, headDim, dims int, cache []float32) {
 	}
 }
 
-// ropeTable fills cache with cos, sin of θ_i = pos · base^(-2i/dims) for
-// each pair, computing θ incrementally in float32 like ggml's CPU kernel.
-func ropeTable(cache []float32, dims, pos int, base float32) {
-	thetaScale := float32(math.Pow(float64(base), -2.0/float64(dims)))
+// ropeTable fills cache with cos, sin of each pair's angle at pos, as
+// ggml's rope cache does: θ_i = pos·base^(−2i/dims) computed
+// incrementally in float32, divided by the pair's frequency factor (when
+// the model has them), then scaled (ropeYarn).
+func ropeTable(cache []float32, dims, pos int, p *model.RopeParams, factors []float32) {
+	thetaScale := float32(math.Pow(float64(p.Base), -2.0/float64(dims)))
 	theta := float32(pos)
 	for i := 0; i < dims; i += 2 {
-		s, c := math.Sincos(float64(theta))
-		cache[i], cache[i+1] = float32(c), float32(s)
+		t := theta
+		if factors != nil {
+			t /= factors[i/2]
+		}
+		cache[i], cache[i+1] = ropeYarn(t, p, i)
 		theta *= thetaScale
 	}
 }
 
+// ropeYarn is ggml's rope_yarn: the angle interpolated by FreqScale, mixed
+// back toward the unscaled one by YaRN's ramp over the correction
+// dimensions, and cos and sin scaled by the attention factor (and YaRN's
+// magnitude term). Unscaled models take the first line only.
+func ropeYarn(extrap float32, p *model.RopeParams, i0 int) (cos, sin float32) {
+	theta, mscale := p.FreqScale*extrap, p.AttnFactor
+	if p.ExtFactor != 0 {
+		y := (float32(i0/2) - p.Corr[0]) / max(0.001, p.Corr[1]-p.Corr[0])
+		ramp := (1 - min(1, max(0, y))) * p.ExtFactor
+		theta = theta*(1-ramp) + extrap*ramp
+		mscale *= 1 + 0.1*float32(math.Log(float64(1/p.FreqScale)))
+	}
+	s, c := math.Sincos(float64(theta))
+	return float32(c) * mscale, float32(s) * mscale
+}
+
+// softcap sets x[i] = cap·tanh(x[i]/cap): scores and logits bounded to
+// (−cap, cap), as gemma's soft caps.
+func softcap(x []float32, cap float32) {
+	for i, v := range x {
+		x[i] = cap * float32(math.Tanh(float64(v/cap)))
+	}
+}
+
 // actTask applies the MLP's nonlinearity to a on every worker: SiLU(a)·b
-// when b is set (SwiGLU), else GELU(a).
-type actTask struct{ a, b []float32 }
+// when b is set (SwiGLU), else GELU(a), times b when set and geglu.
+type actTask struct {
+	a, b  []float32
+	geglu bool
+}
 
 func (t *actTask) Run(_, lo, hi int) {
-	if t.b != nil {
+	switch {
+	case t.geglu:
+		gelu(t.a[lo:hi])
+		mul(t.a[lo:hi], t.b[lo:hi])
+	case t.b != nil:
 		siluMul(t.a[lo:hi], t.b[lo:hi])
-		return
+	default:
+		gelu(t.a[lo:hi])
 	}
-	gelu(t.a[lo:hi])
+}
+
+func mul(dst, src []float32) {
+	src = src[:len(dst)]
+	for i := range dst {
+		dst[i] *= src[i]
+	}
 }
 
 // activate runs actTask over a (and b) split across the pool.
 func (r *fwd) activate(a, b []float32) {
-	r.act = actTask{a, b}
+	r.act = actTask{a, b, r.m.Spec.FFN == model.GeGLU}
 	r.pool.Run(len(a), 8192, &r.act)
 	r.act = actTask{}
 }

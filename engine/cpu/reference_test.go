@@ -45,15 +45,7 @@ func TestStoriesLogitsMatchLlamaCpp(t *testing.T) {
 	}
 	for _, threads := range []int{1, 2, 3} {
 		for _, batch := range []int{512, 2} { // one prefill batch, and chunks
-			r, err := NewRunner(m, Options{Threads: threads, MaxBatch: batch})
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := r.Forward(context.Background(), ids, true)
-			r.Close()
-			if err != nil {
-				t.Fatal(err)
-			}
+			got := forwardAll(t, m, Options{Threads: threads, MaxBatch: batch}, ids)
 			if len(got) != len(want) {
 				t.Fatalf("%d logits, want %d", len(got), len(want))
 			}

@@ -8,7 +8,7 @@ import "stepthrough/engine/model"
 
 const (
 	rowNorm  = iota // out[t] = norm(x[t]) with vecs v
-	rowRope         // rotate q[t] and k[t] by the row's table
+	rowRope         // norm each head of q[t] and k[t] (QKNorm), then rotate them by the row's table
 	rowTable        // fill the rows' rotation tables
 )
 
@@ -16,6 +16,7 @@ const (
 type rowTask struct {
 	r      *fwd
 	op     int
+	l      int // rowRope: the layer
 	x, out []float32
 	v      *vecs
 }
@@ -28,10 +29,20 @@ func (o *rowTask) Run(_, lo, hi int) {
 		case rowNorm:
 			r.norm(o.out[t*E:(t+1)*E], o.x[t*E:(t+1)*E], *o.v)
 		case rowTable:
-			ropeTable(r.ropeTab[t*dims:(t+1)*dims], dims, r.rowPos[t], c.RopeBase)
+			ropeTable(r.ropeTab[t*dims:(t+1)*dims], dims, r.rowPos[t], &c.Rope, r.ropeFactors)
+			if r.ropeTabL != nil {
+				ropeTable(r.ropeTabL[t*dims:(t+1)*dims], dims, r.rowPos[t], &c.RopeLocal, r.ropeFactors)
+			}
 		case rowRope:
 			tab := r.ropeTab[t*dims : (t+1)*dims]
+			if r.ropeTabL != nil && c.IsLocal(o.l) {
+				tab = r.ropeTabL[t*dims : (t+1)*dims]
+			}
 			q, k := r.q[t*QD:(t+1)*QD], r.k[t*KVD:(t+1)*KVD]
+			if nv := &r.norms[o.l]; nv.qNorm != nil {
+				headNorms(q, nv.qNorm, c.NormEps)
+				headNorms(k, nv.kNorm, c.NormEps)
+			}
 			if r.m.Spec.Rope == model.RopeNeoX {
 				ropeNeoX(q, c.Heads, HD, dims, tab)
 				ropeNeoX(k, c.KVHeads, HD, dims, tab)
@@ -50,4 +61,14 @@ func (r *fwd) rows(n, perRow int, op rowTask) {
 	r.rowOp = op
 	r.pool.Run(n, max(1, minWorkPerPart/max(1, perRow)), &r.rowOp)
 	r.rowOp = rowTask{}
+}
+
+// headNorms RMS-normalises each head of x (len(w) values each) with
+// weight w: qwen3's and gemma3's Q/K norms.
+func headNorms(x, w []float32, eps float32) {
+	hd := len(w)
+	for h := 0; h < len(x)/hd; h++ {
+		v := x[h*hd : (h+1)*hd]
+		RMSNorm(v, v, w, eps)
+	}
 }

@@ -45,7 +45,9 @@ type fwd struct {
 	rowOp                            rowTask
 	outs3                            [3][]float32 // MatMuls' arguments, kept so they do not escape per call
 	ws3                              [3]*model.Tensor
-	ropeTab                          []float32 // per row of the chunk: its rotation table (cos, sin pairs)
+	ropeTab, ropeTabL                []float32 // per row of the chunk: its rotation table (cos, sin pairs) for global and (when they differ) local layers
+	ropeFactors                      []float32 // RoPE frequency factors (nil: none)
+	ffUp                             []float32 // a fused gate-up product (SwiGLUFused), 2×FFN a row
 	tiles                            attnTiles
 	tileS, tileV                     [][]float32 // per worker: a tile's scores and its head's values transposed
 
@@ -93,8 +95,9 @@ func grow(b []float32, n int) []float32 {
 type vecs struct{ w, b []float32 }
 
 type layerVecs struct {
-	attnNorm, ffnNorm                       vecs
+	attnNorm, ffnNorm, attnPost, ffnPost    vecs
 	qb, kb, vb, qkvb, ob, gateb, upb, downb []float32
+	qNorm, kNorm                            []float32 // per head dimension (QKNorm)
 }
 
 // newFwd prepares the activation buffers and decoded vectors for m.
@@ -128,6 +131,13 @@ func newFwd(m *model.Model, opt Options) (*fwd, error) {
 	r.ffA = make([]float32, batch*c.FFN)
 	r.ffB = make([]float32, batch*c.FFN)
 	r.ropeTab = make([]float32, batch*c.RopeDims)
+	if c.Local != nil && c.RopeLocal != c.Rope {
+		r.ropeTabL = make([]float32, batch*c.RopeDims)
+	}
+	r.ropeFactors = decodeVec(m.Weights.RopeFactors(c, ctx))
+	if m.Spec.FFN == model.SwiGLUFused {
+		r.ffUp = make([]float32, batch*2*c.FFN)
+	}
 	r.rowPos, r.rowSeg = make([]int, 0, batch), make([]int, 0, batch)
 	r.outRows = make([]int, 0, batch)
 	for w := 0; w < pool.Threads(); w++ {
@@ -143,7 +153,9 @@ func newFwd(m *model.Model, opt Options) (*fwd, error) {
 		r.norms = append(r.norms, layerVecs{
 			attnNorm: vecs{decodeVec(L.AttnNorm), decodeVec(L.AttnNormB)},
 			ffnNorm:  vecs{decodeVec(L.FFNNorm), decodeVec(L.FFNNormB)},
-			qb:       decodeVec(L.QB), kb: decodeVec(L.KB), vb: decodeVec(L.VB), qkvb: decodeVec(L.QKVB),
+			attnPost: vecs{w: decodeVec(L.PostNorm)}, ffnPost: vecs{w: decodeVec(L.FFNPost)},
+			qNorm: decodeVec(L.QNorm), kNorm: decodeVec(L.KNorm),
+			qb: decodeVec(L.QB), kb: decodeVec(L.KB), vb: decodeVec(L.VB), qkvb: decodeVec(L.QKVB),
 			ob: decodeVec(L.OutB), gateb: decodeVec(L.GateB), upb: decodeVec(L.UpB), downb: decodeVec(L.DownB),
 		})
 	}
@@ -240,11 +252,22 @@ func (r *fwd) run(tokens []int32) {
 			add(x[t*E:(t+1)*E], row)
 		}
 	}
+	var tokRows []float32 // the rows as looked up, when they are then scaled
+	if r.m.Spec.EmbedScale {
+		if h != nil && h.OnEmbed != nil {
+			r.hk.tokRows = append(r.hk.tokRows[:0], x...)
+			tokRows = r.hk.tokRows
+		}
+		scale(x, float32(math.Sqrt(float64(E)))) // gemma: ×√width (sqrtf, as ggml)
+	}
 	if h != nil && h.OnEmbed != nil {
 		r.hk.tokens = append(r.hk.tokens[:0], tokens...) // a copy, so callers' token slices do not escape
 		ev := hooks.Embed{Pos0: pos0, N: n, Embd: E, Tokens: r.hk.tokens, TokenRows: x, Input: x}
 		if W.PosEmbd != nil {
 			ev.TokenRows, ev.PosRows = r.hk.tokRows[:n*E], r.hk.posRows[:n*E]
+		}
+		if tokRows != nil {
+			ev.TokenRows = tokRows
 		}
 		h.OnEmbed(ev)
 	}
@@ -291,6 +314,9 @@ func (r *fwd) output(x []float32) {
 		dst = r.outBuf
 	}
 	r.pool.MatMul(dst, W.OutputMatrix(), xn, rows, r.scratch)
+	if c.FinalSoftcap != 0 {
+		softcap(dst[:rows*c.Vocab], c.FinalSoftcap)
+	}
 	if h := r.h; h != nil && h.OnLogits != nil {
 		h.OnLogits(hooks.Logits{First: r.rowPos[r.outRows[0]], Rows: rows, Vocab: c.Vocab, Logits: dst[:rows*c.Vocab]})
 	}
@@ -379,7 +405,7 @@ func (r *fwd) layer(l, n, pos0 int) {
 		if l == 0 { // the rows' angles, for every layer of the chunk
 			r.rows(n, 4*c.RopeDims, rowTask{op: rowTable})
 		}
-		r.rows(n, QD+KVD, rowTask{op: rowRope})
+		r.rows(n, QD+KVD, rowTask{op: rowRope, l: l})
 	}
 	for t := 0; t < n; t++ {
 		r.segs[r.rowSeg[t]].cache.Put(l, r.rowPos[t], k[t*KVD:(t+1)*KVD], v[t*KVD:(t+1)*KVD])
@@ -396,8 +422,11 @@ func (r *fwd) layer(l, n, pos0 int) {
 	addBias(o, nv.ob, n)
 	if h != nil && h.OnAttention != nil {
 		h.OnAttention(hooks.Attention{Layer: l, Pos0: pos0, N: n, Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: HD,
-			Ctx: pos0 + n, Scale: float32(1 / math.Sqrt(float64(HD))), Normed: xn, Q: q, K: k, V: v,
+			Ctx: pos0 + n, Scale: c.AttnScale, Normed: xn, Q: q, K: k, V: v,
 			Scores: r.hk.scores, Weights: r.hk.weights, Context: r.att[:n*QD], Out: o})
+	}
+	if nv.attnPost.w != nil {
+		r.rows(n, E, rowTask{op: rowNorm, x: o, out: o, v: &nv.attnPost})
 	}
 	add(x, o)
 	r.timing("attention", l, pos0, n, start)
@@ -409,17 +438,30 @@ func (r *fwd) layer(l, n, pos0 int) {
 	a, b := r.ffA[:n*F], r.ffB[:n*F]
 	watch := h != nil && h.OnMLP != nil
 	ev := hooks.MLP{Layer: l, Pos0: pos0, N: n, Normed: xn}
-	if r.m.Spec.FFN == model.SwiGLU {
-		r.outs3, r.ws3 = [3][]float32{a, b}, [3]*model.Tensor{L.Gate, L.Up}
-		r.pool.MatMuls(r.outs3[:2], r.ws3[:2], xn, n, r.scratch)
-		addBias(a, nv.gateb, n)
-		addBias(b, nv.upb, n)
+	switch r.m.Spec.FFN {
+	case model.SwiGLU, model.GeGLU, model.SwiGLUFused:
+		if L.Gate != nil {
+			r.outs3, r.ws3 = [3][]float32{a, b}, [3]*model.Tensor{L.Gate, L.Up}
+			r.pool.MatMuls(r.outs3[:2], r.ws3[:2], xn, n, r.scratch)
+			addBias(a, nv.gateb, n)
+			addBias(b, nv.upb, n)
+		} else { // one product of 2×FFN rows: [gate | up]
+			up := r.ffUp[:n*2*F]
+			r.pool.MatMul(up, L.Up, xn, n, r.scratch)
+			for t := 0; t < n; t++ {
+				copy(a[t*F:(t+1)*F], up[t*2*F:t*2*F+F])
+				copy(b[t*F:(t+1)*F], up[t*2*F+F:(t+1)*2*F])
+			}
+		}
 		if watch {
 			r.hk.gate = append(r.hk.gate[:0], a...)
 			ev.Kind, ev.Gate, ev.Up = "swiglu", r.hk.gate, b
+			if r.m.Spec.FFN == model.GeGLU {
+				ev.Kind = "geglu"
+			}
 		}
 		r.activate(a, b)
-	} else {
+	default:
 		r.pool.MatMul(a, L.Up, xn, n, r.scratch)
 		addBias(a, nv.upb, n)
 		if watch {
@@ -430,6 +472,9 @@ func (r *fwd) layer(l, n, pos0 int) {
 	}
 	r.pool.MatMul(o, L.Down, a, n, r.scratch)
 	addBias(o, nv.downb, n)
+	if nv.ffnPost.w != nil {
+		r.rows(n, E, rowTask{op: rowNorm, x: o, out: o, v: &nv.ffnPost})
+	}
 	if watch {
 		ev.Act, ev.Out = a, o
 		h.OnMLP(ev)
@@ -481,7 +526,7 @@ func (a *attnTask) Run(worker, lo, hi int) {
 	r, c := a.r, a.r.cfg
 	QD, KVD, HD := c.QDim(), c.KVDim(), c.HeadDim
 	group := c.Heads / c.KVHeads
-	scale := float32(1 / math.Sqrt(float64(HD)))
+	scale := c.AttnScale
 	for idx := lo; idx < hi; idx++ {
 		t, h := idx/c.Heads, idx%c.Heads
 		s := &r.segs[r.rowSeg[t]]
@@ -489,17 +534,22 @@ func (a *attnTask) Run(worker, lo, hi int) {
 			continue // done in tiles
 		}
 		visible := r.rowPos[t] + 1
+		first := r.firstKey(a.l, r.rowPos[t])
 		q := r.q[t*QD+h*HD : t*QD+(h+1)*HD]
 		kvo := (h / group) * HD
 		sc := r.scores[worker][:visible]
-		for j := 0; j < visible; { // run by run (a paged cache's blocks)
+		for j := first; j < visible; { // run by run (a paged cache's blocks)
 			keys, _ := s.cache.Rows(a.l, j, visible)
 			for i := range len(keys) / KVD {
 				sc[j+i] = dot(q, keys[i*KVD+kvo:i*KVD+kvo+HD]) * scale
 			}
 			j += len(keys) / KVD
 		}
-		row := idx * (a.pos0 + a.n) // the hook's layout (one sequence)
+		sc = sc[first:]
+		if c.AttnSoftcap != 0 {
+			softcap(sc, c.AttnSoftcap)
+		}
+		row := idx*(a.pos0+a.n) + first // the hook's layout (one sequence)
 		if a.watch {
 			copy(r.hk.scores[row:], sc)
 		}
@@ -509,14 +559,23 @@ func (a *attnTask) Run(worker, lo, hi int) {
 		}
 		out := r.att[t*QD+h*HD : t*QD+(h+1)*HD]
 		clear(out)
-		for j := 0; j < visible; {
+		for j := first; j < visible; {
 			_, vals := s.cache.Rows(a.l, j, visible)
 			for i := range len(vals) / KVD {
-				axpy(out, sc[j+i], vals[i*KVD+kvo:i*KVD+kvo+HD])
+				axpy(out, sc[j-first+i], vals[i*KVD+kvo:i*KVD+kvo+HD])
 			}
 			j += len(vals) / KVD
 		}
 	}
+}
+
+// firstKey is the first position a query at pos sees in layer l: 0, or
+// the start of the sliding window on a local layer.
+func (r *fwd) firstKey(l, pos int) int {
+	if r.cfg.IsLocal(l) {
+		return max(0, pos-r.cfg.Window+1)
+	}
+	return 0
 }
 
 func add(dst, src []float32) {

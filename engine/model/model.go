@@ -48,7 +48,7 @@ func FromFile(f *gguf.File) (*Model, error) {
 	if !ok {
 		return nil, fmt.Errorf("architecture %q is not supported (supported: %s)", arch, strings.Join(Architectures(), ", "))
 	}
-	cfg, err := readConfig(f, spec)
+	cfg, err := readConfig(&metadata{f: f, arch: arch, read: map[string]bool{}}, spec)
 	if err != nil {
 		return nil, err
 	}

@@ -1,8 +1,11 @@
 package model
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"stepthrough/engine/gguf"
 	"stepthrough/engine/quant"
@@ -46,6 +49,16 @@ func TestLoadRejects(t *testing.T) {
 		{"fewer layers", func(w *gguf.Writer) { w.MustSet("llama.block_count", uint32(1)) }, "belongs to layer 1"},
 		{"ffn", func(w *gguf.Writer) { w.MustSet("llama.feed_forward_length", uint32(32)) }, "shape"},
 		{"rope dims", func(w *gguf.Writer) { w.MustSet("llama.rope.dimension_count", uint32(17)) }, "rope.dimension_count"},
+		{"unknown key", func(w *gguf.Writer) { w.MustSet("llama.attention.key_length_swa", uint32(8)) }, "llama.attention.key_length_swa = 8: not supported"},
+		{"experts", func(w *gguf.Writer) { w.MustSet("llama.expert_count", uint32(8)) }, "llama.expert_count = 8: not supported"},
+		{"scaling", func(w *gguf.Writer) { w.MustSet("llama.rope.scaling.type", "su") }, "rope.scaling.type"},
+		{"value length", func(w *gguf.Writer) { w.MustSet("llama.attention.value_length", uint32(8)) }, "value head size"},
+		{"unknown tensor", func(w *gguf.Writer) {
+			w.AddF32("blk.0.attn_q_norm.weight", quant.F32, []uint64{16}, make([]float32, 16))
+		}, "blk.0.attn_q_norm.weight is not part of a llama model"},
+		{"stray tensor", func(w *gguf.Writer) {
+			w.AddF32("vision.patch_embd.weight", quant.F32, []uint64{16}, make([]float32, 16))
+		}, "vision.patch_embd.weight is not part of a llama model"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -61,6 +74,57 @@ func TestLoadRejects(t *testing.T) {
 			_, err = FromFile(f)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error %v, want it to mention %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// Neutral values of keys the engine does not compute from are accepted.
+func TestNeutralKeys(t *testing.T) {
+	w, _ := Synthesize(small("llama"))
+	w.MustSet("llama.expert_count", uint32(0))
+	w.MustSet("llama.attention.causal", true)
+	w.MustSet("llama.rope.scaling.finetuned", true)
+	f, _ := gguf.Parse(w.Bytes())
+	if _, err := FromFile(f); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Each family reads its own keys: windows and the layers that use them,
+// soft caps with their defaults, head sizes, local RoPE bases.
+func TestFamilyConfigs(t *testing.T) {
+	tests := []struct {
+		o    SynthOptions
+		want func(c *Config) string
+	}{
+		{SynthOptions{Arch: "gemma2", Embd: 32, Layers: 4, Heads: 2, FFN: 64, Vocab: 700, Context: 16, Type: quant.F32, Tied: true}, func(c *Config) string {
+			return fmt.Sprintf("window %d local %v caps %g/%g base %g/%g", c.Window, c.Local, c.AttnSoftcap, c.FinalSoftcap, c.Rope.Base, c.RopeLocal.Base)
+		}},
+		{SynthOptions{Arch: "gemma3", Embd: 32, Layers: 7, Heads: 2, HeadDim: 8, FFN: 64, Vocab: 700, Context: 16, Type: quant.F32, Tied: true, Window: 4, RopeBase: 1e6}, func(c *Config) string {
+			return fmt.Sprintf("window %d local %v caps %g/%g base %g/%g hd %d scale %.4f", c.Window, c.Local, c.AttnSoftcap, c.FinalSoftcap, c.Rope.Base, c.RopeLocal.Base, c.HeadDim, c.AttnScale)
+		}},
+		{SynthOptions{Arch: "gemma3", Embd: 32, Layers: 2, Heads: 2, FFN: 64, Vocab: 700, Context: 16, Type: quant.F32, Tied: true}, func(c *Config) string {
+			return fmt.Sprintf("window %d local %v", c.Window, c.Local)
+		}},
+		{SynthOptions{Arch: "qwen3", Embd: 32, Layers: 1, Heads: 4, KVHeads: 2, HeadDim: 16, FFN: 64, Vocab: 600, Context: 16, Type: quant.F32}, func(c *Config) string {
+			return fmt.Sprintf("q %d kv %d scale %.4f", c.QDim(), c.KVDim(), c.AttnScale)
+		}},
+	}
+	want := []string{
+		"window 4096 local [true false true false] caps 50/30 base 10000/10000",
+		"window 4 local [true true true true true false true] caps 0/0 base 1e+06/10000 hd 8 scale 0.3536",
+		"window 0 local []",
+		"q 64 kv 32 scale 0.2500",
+	}
+	for i, tt := range tests {
+		t.Run(tt.o.Arch, func(t *testing.T) {
+			m, err := Random(tt.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want[i], tt.want(m.Config)); diff != "" {
+				t.Error(diff)
 			}
 		})
 	}
@@ -94,6 +158,9 @@ func FuzzLoadModel(f *testing.F) {
 		{Arch: "llama", Embd: 32, Layers: 1, Heads: 2, KVHeads: 1, FFN: 32, Vocab: 40, Context: 8, Type: quant.Q8_0, Tiny: true},
 		{Arch: "gpt2", Embd: 8, Layers: 1, Heads: 2, FFN: 8, Vocab: 40, Context: 8, Type: quant.F16, Tiny: true},
 		{Arch: "llama", Embd: 8, Layers: 2, Heads: 2, FFN: 8, Vocab: 40, Context: 8, Type: quant.F32, Tiny: true, Tied: true},
+		{Arch: "qwen3", Embd: 8, Layers: 1, Heads: 2, HeadDim: 8, FFN: 8, Vocab: 300, Context: 8, Type: quant.F32, Tiny: true, Tied: true},
+		{Arch: "gemma3", Embd: 8, Layers: 2, Heads: 2, FFN: 8, Vocab: 40, Context: 8, Type: quant.F32, Tiny: true, Tied: true, Window: 2, FinalSoftcap: 30},
+		{Arch: "phi3", Embd: 8, Layers: 1, Heads: 2, FFN: 8, Vocab: 40, Context: 8, Type: quant.F32, Tiny: true, FusedQKV: true, RopeFactors: true},
 	} {
 		w, err := Synthesize(o)
 		if err != nil {

@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 
 	"stepthrough/engine/gguf"
@@ -12,8 +13,9 @@ import (
 // SynthOptions describe a random-weight model: the shape of a real one
 // without its training, for benchmarks and tests.
 type SynthOptions struct {
-	Arch                              string // "llama" or "gpt2"
+	Arch                              string // a registered architecture: llama, gpt2, qwen2, qwen3, gemma2, gemma3, phi3
 	Embd, Layers, Heads, KVHeads, FFN int
+	HeadDim                           int // attention.key_length (0: Embd/Heads, and no key written)
 	Vocab, Context                    int
 	Type                              quant.Type // type of the weight matrices
 	Tied                              bool       // no separate output matrix
@@ -26,6 +28,19 @@ type SynthOptions struct {
 	// VocabFrom copies another model's tokenizer (every tokenizer.* key;
 	// Vocab becomes its size): a random draft for a real target.
 	VocabFrom *gguf.File
+
+	// Family options, written only when set.
+	FusedQKV     bool    // phi3: attn_qkv instead of attn_q/k/v
+	RopeFactors  bool    // phi3: LongRoPE long and short factors
+	RopeBase     float32 // rope.freq_base
+	LocalBase    float32 // rope.freq_base_swa
+	Window       int     // attention.sliding_window
+	SWAPeriod    int     // attention.sliding_window_pattern
+	AttnSoftcap  float32 // attn_logit_softcapping
+	FinalSoftcap float32 // final_logit_softcapping
+	RopeScaling  string  // rope.scaling.type
+	RopeFactor   float32 // rope.scaling.factor
+	RopeOrigCtx  int     // rope.scaling.original_context_length
 }
 
 // Synthesize builds a GGUF file with random weights (normal, std 0.02;
@@ -47,7 +62,7 @@ func Synthesize(o SynthOptions) (*gguf.Writer, error) {
 		}
 		o.Vocab = arr.Len()
 	}
-	if o.Heads < 1 || o.Embd%o.Heads != 0 || o.Heads%o.KVHeads != 0 || o.Layers < 1 || o.FFN < 1 || o.Context < 1 {
+	if o.Heads < 1 || o.HeadDim == 0 && o.Embd%o.Heads != 0 || o.Heads%o.KVHeads != 0 || o.Layers < 1 || o.FFN < 1 || o.Context < 1 {
 		return nil, fmt.Errorf("synth: inconsistent shape (embd %d, heads %d/%d, layers %d, ffn %d, context %d)", o.Embd, o.Heads, o.KVHeads, o.Layers, o.FFN, o.Context)
 	}
 	if o.Name == "" {
@@ -65,17 +80,17 @@ func Synthesize(o SynthOptions) (*gguf.Writer, error) {
 	w.MustSet(a+".attention.head_count_kv", uint32(o.KVHeads))
 	if spec.Norm == RMSNorm {
 		w.MustSet(a+".attention.layer_norm_rms_epsilon", float32(1e-5))
-		w.MustSet(a+".rope.dimension_count", uint32(o.Embd/o.Heads))
 	} else {
 		w.MustSet(a+".attention.layer_norm_epsilon", float32(1e-5))
 	}
+	synthFamilyKeys(w, o, spec)
 	if o.VocabFrom != nil {
 		for _, kv := range o.VocabFrom.KV {
 			if strings.HasPrefix(kv.Key, "tokenizer.") {
 				w.SetValue(kv.Key, kv.Value)
 			}
 		}
-	} else if err := synthVocab(w, o); err != nil {
+	} else if err := synthVocab(w, o, spec); err != nil {
 		return nil, err
 	}
 	rng := rand.New(rand.NewPCG(o.Seed, 0x5717))
@@ -98,45 +113,85 @@ func Synthesize(o SynthOptions) (*gguf.Writer, error) {
 		}
 	}
 	hd := o.Embd / o.Heads
+	if o.HeadDim != 0 {
+		hd = o.HeadDim
+	}
 	q, kv := o.Heads*hd, o.KVHeads*hd
+	fused := spec.QKV == QKVFused || spec.QKV == QKVEither && o.FusedQKV
+	ln := spec.Norm == LayerNorm
 	matrix("token_embd.weight", o.Embd, o.Vocab)
 	if spec.PosEmbd {
 		matrix("position_embd.weight", o.Embd, o.Context)
 	}
+	if spec.LongRoPE && o.RopeFactors {
+		factors := func(name string, lo float64) {
+			v := make([]float32, hd/2)
+			for i := range v {
+				v[i] = float32(lo + (lo+2)*float64(i)/float64(len(v))) // rising, as LongRoPE's are
+			}
+			if err == nil {
+				err = w.AddF32(name, quant.F32, []uint64{uint64(len(v))}, v)
+			}
+		}
+		factors("rope_factors_long.weight", 1)
+		factors("rope_factors_short.weight", 0.5)
+	}
 	for l := 0; l < o.Layers; l++ {
 		p := fmt.Sprintf("blk.%d.", l)
 		vector(p+"attn_norm.weight", o.Embd, 1, 0.1)
-		if spec.Norm == LayerNorm {
+		if ln {
 			vector(p+"attn_norm.bias", o.Embd, 0, 0.02)
 		}
-		if spec.FusedQKV {
+		if fused {
 			matrix(p+"attn_qkv.weight", o.Embd, q+2*kv)
-			vector(p+"attn_qkv.bias", q+2*kv, 0, 0.02)
+			if ln {
+				vector(p+"attn_qkv.bias", q+2*kv, 0, 0.02)
+			}
 		} else {
 			matrix(p+"attn_q.weight", o.Embd, q)
 			matrix(p+"attn_k.weight", o.Embd, kv)
 			matrix(p+"attn_v.weight", o.Embd, kv)
+			if slices.Contains(spec.Required, "attn_q.bias") {
+				vector(p+"attn_q.bias", q, 0, 0.5) // large, so a missing bias shows
+				vector(p+"attn_k.bias", kv, 0, 0.5)
+				vector(p+"attn_v.bias", kv, 0, 0.5)
+			}
+		}
+		if spec.QKNorm {
+			vector(p+"attn_q_norm.weight", hd, 1, 0.3)
+			vector(p+"attn_k_norm.weight", hd, 1, 0.3)
 		}
 		matrix(p+"attn_output.weight", q, o.Embd)
-		if spec.FusedQKV {
+		if ln {
 			vector(p+"attn_output.bias", o.Embd, 0, 0.02)
 		}
+		if spec.PostNorms {
+			vector(p+"post_attention_norm.weight", o.Embd, 1, 0.1)
+		}
 		vector(p+"ffn_norm.weight", o.Embd, 1, 0.1)
-		if spec.Norm == LayerNorm {
+		if ln {
 			vector(p+"ffn_norm.bias", o.Embd, 0, 0.02)
 		}
-		if spec.FFN == SwiGLU {
+		switch spec.FFN {
+		case SwiGLU, GeGLU:
 			matrix(p+"ffn_gate.weight", o.Embd, o.FFN)
-		}
-		matrix(p+"ffn_up.weight", o.Embd, o.FFN)
-		matrix(p+"ffn_down.weight", o.FFN, o.Embd)
-		if spec.FFN == GELU {
+			matrix(p+"ffn_up.weight", o.Embd, o.FFN)
+		case SwiGLUFused:
+			matrix(p+"ffn_up.weight", o.Embd, 2*o.FFN)
+		case GELU:
+			matrix(p+"ffn_up.weight", o.Embd, o.FFN)
 			vector(p+"ffn_up.bias", o.FFN, 0, 0.02)
+		}
+		matrix(p+"ffn_down.weight", o.FFN, o.Embd)
+		if ln {
 			vector(p+"ffn_down.bias", o.Embd, 0, 0.02)
+		}
+		if spec.PostNorms {
+			vector(p+"post_ffw_norm.weight", o.Embd, 1, 0.1)
 		}
 	}
 	vector("output_norm.weight", o.Embd, 1, 0.1)
-	if spec.Norm == LayerNorm {
+	if ln {
 		vector("output_norm.bias", o.Embd, 0, 0.02)
 	}
 	if !o.Tied {
@@ -145,11 +200,46 @@ func Synthesize(o SynthOptions) (*gguf.Writer, error) {
 	return w, err
 }
 
+// synthFamilyKeys writes the head size, RoPE and family keys the options set.
+func synthFamilyKeys(w *gguf.Writer, o SynthOptions, spec *Spec) {
+	a := o.Arch
+	hd := o.Embd / max(1, o.Heads)
+	if o.HeadDim != 0 {
+		hd = o.HeadDim
+		w.MustSet(a+".attention.key_length", uint32(hd))
+		w.MustSet(a+".attention.value_length", uint32(hd))
+	}
+	if spec.Rope != RopeNone {
+		w.MustSet(a+".rope.dimension_count", uint32(hd))
+	}
+	setF := func(key string, v float32) {
+		if v != 0 {
+			w.MustSet(a+"."+key, v)
+		}
+	}
+	setU := func(key string, v int) {
+		if v != 0 {
+			w.MustSet(a+"."+key, uint32(v))
+		}
+	}
+	setF("rope.freq_base", o.RopeBase)
+	setF("rope.freq_base_swa", o.LocalBase)
+	setU("attention.sliding_window", o.Window)
+	setU("attention.sliding_window_pattern", o.SWAPeriod)
+	setF("attn_logit_softcapping", o.AttnSoftcap)
+	setF("final_logit_softcapping", o.FinalSoftcap)
+	if o.RopeScaling != "" {
+		w.MustSet(a+".rope.scaling.type", o.RopeScaling)
+	}
+	setF("rope.scaling.factor", o.RopeFactor)
+	setU("rope.scaling.original_context_length", o.RopeOrigCtx)
+}
+
 var synthWords = strings.Fields(`the a and to of in was it he she they is on for with his her that
 at as had but said day one there little big time once upon cat dog Lily Tom saw play park ball happy sad
 red blue tree house mom friend went very not so what who when this then`)
 
-func synthVocab(w *gguf.Writer, o SynthOptions) error {
+func synthVocab(w *gguf.Writer, o SynthOptions, spec *Spec) error {
 	var tokens []string
 	var types []int32
 	var scores []float32
@@ -168,10 +258,14 @@ func synthVocab(w *gguf.Writer, o SynthOptions) error {
 	if o.Tiny {
 		words = []string{"fuzz", "me"}
 	}
-	if o.Arch == "llama" {
+	spm := spec.Rope == RopeNorm || strings.HasPrefix(o.Arch, "gemma") || o.Arch == "phi3"
+	if spm {
 		addTok("<unk>", 2)
 		addTok("<s>", 3)
 		addTok("</s>", 3)
+		if o.Arch == "phi3" {
+			addTok("<|endoftext|>", 3) // llama.cpp looks it up in phi3 vocabularies
+		}
 		for b := 0; b < 256 && !o.Tiny; b++ {
 			addTok(fmt.Sprintf("<0x%02X>", b), 6)
 		}
@@ -211,12 +305,12 @@ func synthVocab(w *gguf.Writer, o SynthOptions) error {
 	for i := len(tokens); i < o.Vocab; i++ {
 		addTok(fmt.Sprintf("<unused%d>", i), 5)
 	}
-	if o.Arch == "llama" {
+	if spm {
 		w.MustSet("tokenizer.ggml.model", "llama")
 		w.MustSet("tokenizer.ggml.scores", scores)
 	} else {
 		w.MustSet("tokenizer.ggml.model", "gpt2")
-		w.MustSet("tokenizer.ggml.pre", "gpt-2")
+		w.MustSet("tokenizer.ggml.pre", map[bool]string{false: "gpt-2", true: "qwen2"}[strings.HasPrefix(o.Arch, "qwen")])
 		w.MustSet("tokenizer.ggml.merges", merges)
 	}
 	w.MustSet("tokenizer.ggml.tokens", tokens)

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
-	"strings"
 
 	"stepthrough/engine/gguf"
 	"stepthrough/engine/quant"
@@ -42,7 +41,13 @@ type Weights struct {
 	OutNorm  *Tensor `gguf:"output_norm.weight"`
 	OutNormB *Tensor `gguf:"output_norm.bias"`
 	Output   *Tensor `gguf:"output.weight"` // nil: tied to TokEmbd
-	Layers   []Layer `gguf:"blk"`
+	// RoPE frequency factors (θ_i is divided by factor i): llama 3's
+	// rope_freqs, or phi3's LongRoPE pair, long for contexts beyond the
+	// trained one and short otherwise.
+	RopeFreqs *Tensor `gguf:"rope_freqs.weight"`
+	RopeLong  *Tensor `gguf:"rope_factors_long.weight"`
+	RopeShort *Tensor `gguf:"rope_factors_short.weight"`
+	Layers    []Layer `gguf:"blk"`
 }
 
 // Layer holds one transformer block's tensors.
@@ -57,8 +62,11 @@ type Layer struct {
 	VB        *Tensor `gguf:"attn_v.bias"`
 	QKV       *Tensor `gguf:"attn_qkv.weight"`
 	QKVB      *Tensor `gguf:"attn_qkv.bias"`
+	QNorm     *Tensor `gguf:"attn_q_norm.weight"` // per head dimension (QKNorm)
+	KNorm     *Tensor `gguf:"attn_k_norm.weight"`
 	Out       *Tensor `gguf:"attn_output.weight"`
 	OutB      *Tensor `gguf:"attn_output.bias"`
+	PostNorm  *Tensor `gguf:"post_attention_norm.weight"` // the attention output's norm (PostNorms)
 	FFNNorm   *Tensor `gguf:"ffn_norm.weight"`
 	FFNNormB  *Tensor `gguf:"ffn_norm.bias"`
 	Gate      *Tensor `gguf:"ffn_gate.weight"`
@@ -67,6 +75,19 @@ type Layer struct {
 	UpB       *Tensor `gguf:"ffn_up.bias"`
 	Down      *Tensor `gguf:"ffn_down.weight"`
 	DownB     *Tensor `gguf:"ffn_down.bias"`
+	FFNPost   *Tensor `gguf:"post_ffw_norm.weight"` // the MLP output's norm (PostNorms)
+}
+
+// RopeFactors are the frequency factors a context of ctx positions uses
+// (nil: none), as llama.cpp chooses them.
+func (w *Weights) RopeFactors(c *Config, ctx int) *Tensor {
+	switch {
+	case w.RopeFreqs != nil:
+		return w.RopeFreqs
+	case ctx > c.RopeOrigCtx:
+		return w.RopeLong
+	}
+	return w.RopeShort
 }
 
 // OutputMatrix is the output projection: Output, or the token embedding
@@ -91,6 +112,9 @@ func bind(f *gguf.File, dst reflect.Value, prefix string, spec *Spec, used map[s
 		}
 		name := prefix + tag
 		ti, ok := f.Tensor(name)
+		if ok && !spec.allows(tag) {
+			return fmt.Errorf("tensor %s is not part of a %s model (ignoring it would give wrong numbers)", name, spec.Name)
+		}
 		if !ok {
 			if slices.Contains(spec.Required, tag) {
 				return fmt.Errorf("%s model: tensor %s is missing", spec.Name, name)
@@ -119,12 +143,14 @@ func bindWeights(f *gguf.File, spec *Spec, cfg *Config) (*Weights, error) {
 		}
 	}
 	for _, ti := range f.Tensors {
-		if strings.HasPrefix(ti.Name, "blk.") && !used[ti.Name] {
-			var n int
-			if _, err := fmt.Sscanf(ti.Name, "blk.%d.", &n); err == nil && n >= cfg.Layers {
-				return nil, fmt.Errorf("tensor %s belongs to layer %d but the model has %d layers", ti.Name, n, cfg.Layers)
-			}
+		if used[ti.Name] {
+			continue
 		}
+		var n int
+		if _, err := fmt.Sscanf(ti.Name, "blk.%d.", &n); err == nil && n >= cfg.Layers {
+			return nil, fmt.Errorf("tensor %s belongs to layer %d but the model has %d layers", ti.Name, n, cfg.Layers)
+		}
+		return nil, fmt.Errorf("tensor %s is not part of a %s model as this engine runs it (ignoring it would give wrong numbers)", ti.Name, spec.Name)
 	}
 	if cfg.Vocab == 0 {
 		cfg.Vocab = w.TokEmbd.Rows()
@@ -153,11 +179,28 @@ func checkShapes(w *Weights, spec *Spec, c *Config) error {
 		}
 		return nil
 	}
-	e, q, kv, ff := c.Embd, c.QDim(), c.KVDim(), c.FFN
+	e, q, kv, ff, hd := c.Embd, c.QDim(), c.KVDim(), c.FFN, c.HeadDim
+	factors := func(t *Tensor) error {
+		if err := check(t, c.RopeDims/2); err != nil {
+			return err
+		}
+		if t != nil && t.Type != quant.F32 {
+			return fmt.Errorf("tensor %s is %s; RoPE factors must be F32", t.Name, t.Type)
+		}
+		return nil
+	}
 	errs := []error{
 		check(w.TokEmbd, e, c.Vocab),
 		check(w.Output, e, c.Vocab),
 		vec(w.OutNorm, e), vec(w.OutNormB, e),
+		factors(w.RopeFreqs), factors(w.RopeLong), factors(w.RopeShort),
+	}
+	if (w.RopeLong == nil) != (w.RopeShort == nil) {
+		errs = append(errs, fmt.Errorf("rope_factors_long and rope_factors_short: a file has both or neither"))
+	}
+	up := ff
+	if spec.FFN == SwiGLUFused {
+		up = 2 * ff
 	}
 	if spec.PosEmbd {
 		errs = append(errs, check(w.PosEmbd, e, c.ContextLen))
@@ -168,19 +211,41 @@ func checkShapes(w *Weights, spec *Spec, c *Config) error {
 			vec(L.AttnNorm, e), vec(L.AttnNormB, e),
 			check(L.Q, e, q), vec(L.QB, q), check(L.K, e, kv), vec(L.KB, kv), check(L.V, e, kv), vec(L.VB, kv),
 			check(L.QKV, e, q+2*kv), vec(L.QKVB, q+2*kv),
-			check(L.Out, q, e), vec(L.OutB, e),
+			vec(L.QNorm, hd), vec(L.KNorm, hd),
+			check(L.Out, q, e), vec(L.OutB, e), vec(L.PostNorm, e),
 			vec(L.FFNNorm, e), vec(L.FFNNormB, e),
-			check(L.Gate, e, ff), vec(L.GateB, ff), check(L.Up, e, ff), vec(L.UpB, ff),
-			check(L.Down, ff, e), vec(L.DownB, e),
+			check(L.Gate, e, ff), vec(L.GateB, ff), check(L.Up, e, up), vec(L.UpB, up),
+			check(L.Down, ff, e), vec(L.DownB, e), vec(L.FFNPost, e),
+			checkLayout(i, L, spec),
 		)
-		if spec.FusedQKV && L.QKV == nil || !spec.FusedQKV && (L.Q == nil || L.K == nil || L.V == nil) {
-			errs = append(errs, fmt.Errorf("layer %d: attention projections missing", i))
-		}
 	}
 	for _, err := range errs {
 		if err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// checkLayout requires the projections a family's layout names, and
+// nothing the forward pass would not read.
+func checkLayout(i int, L *Layer, spec *Spec) error {
+	sep := L.Q != nil && L.K != nil && L.V != nil
+	partial := (L.Q != nil || L.K != nil || L.V != nil) && !sep
+	fused := L.QKV != nil
+	ok := !partial && (sep != fused)
+	switch spec.QKV {
+	case QKVSeparate:
+		ok = ok && sep
+	case QKVFused:
+		ok = ok && fused
+	}
+	if !ok {
+		return fmt.Errorf("layer %d: attention projections missing or mixed (a %s model has %s)", i, spec.Name, map[QKVLayout]string{
+			QKVSeparate: "attn_q, attn_k and attn_v", QKVFused: "attn_qkv", QKVEither: "attn_qkv, or attn_q, attn_k and attn_v"}[spec.QKV])
+	}
+	if spec.FFN == SwiGLUFused && L.Gate != nil || spec.FFN == GELU && L.Gate != nil {
+		return fmt.Errorf("layer %d: a %s model has no ffn_gate", i, spec.Name)
 	}
 	return nil
 }

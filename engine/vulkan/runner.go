@@ -99,8 +99,14 @@ type wbuf struct {
 	row0 int
 }
 
+// supported are the ways a model may differ from llama (model.Features)
+// that the Vulkan passes compute; Load refuses a model with any other.
+var supported = map[string]bool{"learned-positions": true, "layernorm": true, "fused-qkv": true, "qkv-bias": true,
+	"head-size": true, "neox-rope": true, "gelu": true, "tied-output": true}
+
 // Load uploads m's weights to d and allocates the activations of a pass
 // for runners of at most ctxLen positions (0: the model's, at most 2048).
+
 func Load(d *Device, m *model.Model, ctxLen int) (*Loaded, error) {
 	c := m.Config
 	if ctxLen <= 0 {
@@ -108,6 +114,11 @@ func Load(d *Device, m *model.Model, ctxLen int) (*Loaded, error) {
 	}
 	if m.Spec.PosEmbd && ctxLen > c.ContextLen {
 		return nil, fmt.Errorf("context %d exceeds the model's %d learned positions", ctxLen, c.ContextLen)
+	}
+	for _, ft := range m.Features() {
+		if !supported[ft.Key] {
+			return nil, fmt.Errorf("this %s model has %s, which the Vulkan backend does not compute yet", c.Arch, ft.Name)
+		}
 	}
 	f := &fwd{d: d, m: m, cfg: c, ctx: ctxLen, batch: min(128, ctxLen), w: map[*model.Tensor]*wbuf{}, vec: map[*model.Tensor]*Buffer{}, sets: map[site]vk.DescriptorSet{}}
 	l := &Loaded{f: f}
