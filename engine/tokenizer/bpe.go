@@ -1,7 +1,9 @@
 package tokenizer
 
 import (
+	"strings"
 	"sync"
+	"unicode/utf8"
 )
 
 type bpeSymbol struct {
@@ -63,10 +65,57 @@ func (c *wordCache) store(word string, w cachedWord) {
 // character) and apply the lowest-ranked merge, leftmost first, until none
 // applies.
 func (t *Tokenizer) encodeBPE(text string, from, to int, out []Token) []Token {
+	if t.rawUTF8 {
+		return t.encodeEscaped(text[from:to], from, out)
+	}
 	for _, w := range t.pre.split(text[from:to]) {
 		out = t.encodeWord(text, span{w.start + from, w.end + from}, out)
 	}
 	return out
+}
+
+// encodeEscaped is encodeBPE for SentencePiece-style BPE (gemma4): every
+// space becomes ▁ first, as llama.cpp's escape_whitespace, and the
+// tokens' spans are mapped back to the input's bytes.
+func (t *Tokenizer) encodeEscaped(src string, from int, out []Token) []Token {
+	esc := strings.ReplaceAll(src, " ", "▁")
+	orig := make([]int, 0, len(esc)+1) // esc byte → src byte
+	for i := 0; i < len(src); i++ {
+		orig = append(orig, i)
+		if src[i] == ' ' {
+			orig = append(orig, i, i)
+		}
+	}
+	orig = append(orig, len(src))
+	first := len(out)
+	for _, w := range t.pre.split(esc) {
+		out = t.encodeWord(esc, w, out)
+	}
+	for i := first; i < len(out); i++ {
+		out[i].Start, out[i].End = from+orig[out[i].Start], from+orig[out[i].End]
+	}
+	return out
+}
+
+// symbols splits a word into BPE's starting symbols: one per byte (GPT-2's
+// byte runes), or per UTF-8 character for rawUTF8 vocabularies, each with
+// its token or -1.
+func (t *Tokenizer) symbols(word string) []bpeSymbol {
+	syms := make([]bpeSymbol, 0, len(word))
+	for i := 0; i < len(word); {
+		n, id := 1, t.byteTok[word[i]]
+		if t.rawUTF8 {
+			_, n = utf8.DecodeRuneInString(word[i:])
+			id = -1
+			if tok, ok := t.toID[word[i:i+n]]; ok {
+				id = tok
+			}
+		}
+		syms = append(syms, bpeSymbol{id: id, start: i, end: i + n, prev: len(syms) - 1, next: len(syms) + 1})
+		i += n
+	}
+	syms[len(syms)-1].next = -1
+	return syms
 }
 
 func (t *Tokenizer) encodeWord(text string, w span, out []Token) []Token {
@@ -85,11 +134,12 @@ func (t *Tokenizer) encodeWord(text string, w span, out []Token) []Token {
 			return append(out, Token{ID: id, Start: w.start, End: w.end})
 		}
 	}
-	syms := make([]bpeSymbol, len(word))
-	for i := range syms {
-		syms[i] = bpeSymbol{id: t.byteTok[word[i]], start: i, end: i + 1, prev: i - 1, next: i + 1}
+	if t.rawUTF8 && strings.Trim(word, "\n") == "" { // a run of newlines: looked up whole (llama.cpp's gemma4 fix)
+		if id, ok := t.toID[word]; ok {
+			return append(out, Token{ID: id, Start: w.start, End: w.end})
+		}
 	}
-	syms[len(syms)-1].next = -1
+	syms := t.symbols(word)
 	q := mergeQueue[bpeBigram]{items: make([]bpeBigram, 0, len(syms)), less: bpeFirst}
 	tryAdd := func(l, r int) {
 		if l < 0 || r < 0 || syms[l].id < 0 || syms[r].id < 0 {

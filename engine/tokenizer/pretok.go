@@ -89,6 +89,7 @@ var preTokenizers = map[string]struct {
 	"refact":         {regexes: []string{`\p{N}`, reGPT2}},
 	"command-r":      {regexes: []string{`\p{N}`, reGPT2}},
 	"smollm":         {regexes: []string{`\p{N}`, reGPT2}},
+	"gemma4":         {regexes: []string{`[^\n]+|[\n]+`}}, // spaces already ▁; BPE over whole lines
 	"deepseek-coder": {regexes: []string{`[\r\n]`, `\s?\p{L}+`, `\s?\p{P}+`, reCJK, `\p{N}`}},
 	"deepseek-llm": {regexes: []string{
 		`[\r\n]`,

@@ -43,6 +43,7 @@ type Tokenizer struct {
 	merges       map[[2]int32]merge
 	pre          *preTokenizer
 	ignoreMerges bool
+	rawUTF8      bool // gemma4: spaces escaped to ▁, symbols are UTF-8 characters, not GPT-2 byte runes
 
 	cache wordCache // both kinds: recent words and their tokens
 }
@@ -66,25 +67,24 @@ func New(v *Vocab) (*Tokenizer, error) {
 	switch v.Model {
 	case "llama":
 		t.spmSplittable = true
+		for b := 0; b < 256; b++ {
+			t.byteTok[b] = t.byteToken(byte(b))
+		}
 		for _, tok := range v.Tokens {
 			if i := strings.Index(tok, "▁"); i >= 0 && strings.TrimLeft(tok, "▁") != "" && strings.Contains(strings.TrimLeft(tok, "▁"), "▁") {
 				t.spmSplittable = false
 				break
 			}
 		}
+	case "gpt2", "gemma4":
 		for b := 0; b < 256; b++ {
-			if id, ok := t.toID[fmt.Sprintf("<0x%02X>", b)]; ok {
-				t.byteTok[b] = id
-			} else if id, ok := t.toID[string([]byte{byte(b)})]; ok {
+			if v.Model == "gemma4" { // raw UTF-8 symbols; bytes fall back to <0xXX>
+				t.byteTok[b] = t.byteToken(byte(b))
+			} else if id, ok := t.toID[string(byteToRune[b])]; ok {
 				t.byteTok[b] = id
 			}
 		}
-	case "gpt2":
-		for b := 0; b < 256; b++ {
-			if id, ok := t.toID[string(byteToRune[b])]; ok {
-				t.byteTok[b] = id
-			}
-		}
+		t.rawUTF8 = v.Model == "gemma4"
 		pre, ignore, err := newPreTokenizer(v.Pre)
 		if err != nil {
 			return nil, err
@@ -133,6 +133,18 @@ func New(v *Vocab) (*Tokenizer, error) {
 		t.pieces[i] = t.decodePiece(int32(i))
 	}
 	return t, nil
+}
+
+// byteToken is the token of byte b by SentencePiece's convention: its
+// <0xXX> token, else a token of that one byte (-1: none).
+func (t *Tokenizer) byteToken(b byte) int32 {
+	if id, ok := t.toID[fmt.Sprintf("<0x%02X>", b)]; ok {
+		return id
+	}
+	if id, ok := t.toID[string([]byte{b})]; ok {
+		return id
+	}
+	return -1
 }
 
 // FromGGUF builds the tokenizer described by a model file's metadata.
@@ -224,11 +236,11 @@ func (t *Tokenizer) decodePiece(id int32) []byte {
 			}
 		}
 	case TypeUserDefined:
-		if t.v.Model == "gpt2" {
+		if t.v.Model != "llama" {
 			return []byte(s)
 		}
 	}
-	if t.v.Model == "llama" {
+	if t.v.Model != "gpt2" {
 		return []byte(strings.ReplaceAll(s, "▁", " "))
 	}
 	out := make([]byte, 0, len(s))

@@ -113,13 +113,16 @@ func VocabFromGGUF(f *gguf.File) (*Vocab, error) {
 	case "llama":
 		v.BOS, v.EOS, v.UNK = 1, 2, 0
 		v.AddBOS, v.AddSpacePrefix = true, true
-	case "gpt2":
+	case "gpt2", "gemma4":
 		v.BOS, v.EOS = 11, 11
 		if v.Merges == nil {
-			return nil, fmt.Errorf("tokenizer.ggml.merges: missing for a gpt2 tokenizer")
+			return nil, fmt.Errorf("tokenizer.ggml.merges: missing for a %s tokenizer", model)
+		}
+		if model == "gemma4" {
+			v.Pre = "gemma4" // llama.cpp sets it from the model name
 		}
 	default:
-		return nil, fmt.Errorf("tokenizer.ggml.model %q is not supported (llama and gpt2 are)", model)
+		return nil, fmt.Errorf("tokenizer.ggml.model %q is not supported (llama, gpt2 and gemma4 are)", model)
 	}
 	for _, id := range []struct {
 		key string
@@ -172,6 +175,9 @@ func VocabFromGGUF(f *gguf.File) (*Vocab, error) {
 			return nil, fmt.Errorf("%s must be a bool, got %s", b.key, val.Type)
 		}
 		*b.dst = x
+	}
+	if model == "gemma4" {
+		v.AddBOS = true // llama.cpp overrides a false add_bos_token for gemma4
 	}
 	if v.ChatTemplate, err = getString(f, "tokenizer.chat_template", false); err != nil {
 		return nil, err
