@@ -122,6 +122,27 @@ func TestSynthThenRun(t *testing.T) {
 	}
 }
 
+// synth writes a real model's shape (here cut to two layers), and inspect
+// names the family and how it differs from llama.
+func TestSynthShapeThenInspect(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "g.gguf")
+	if _, e, code := run(t, "synth", "--shape", "gemma3-270m", "--layers", "2", "--vocab", "1000", "--out", p); code != 0 {
+		t.Fatalf("synth: %s", e)
+	}
+	out, e, code := run(t, "inspect", "--model", p)
+	for _, want := range []string{"architecture:  gemma3", "head size 256", "family:        gemma3; differs from llama in:", "2 of 2 layers attend to only the last 512 positions", "embedding × √640"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("inspect: no %q in\n%s%s", want, out, e)
+		}
+	}
+	if out, e, code := run(t, "generate", "--model", p, "--prompt", "the cat", "-n", "2", "--ids"); code != 0 || len(strings.Fields(out)) != 2 {
+		t.Errorf("generate on a gemma3 shape: %q %q", out, e)
+	}
+	if _, e, code := run(t, "synth", "--shape", "gemma9", "--out", p); code != 2 || !strings.Contains(e, "qwen3-0.6b") {
+		t.Errorf("unknown shape: exit %d, %q", code, e)
+	}
+}
+
 // Errors are one line on stderr with a non-zero exit status.
 func TestErrors(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "bad.gguf")

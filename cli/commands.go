@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -281,18 +282,24 @@ func generateSpeculative(ctx context.Context, env Env, s *engine.Session, draftP
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 func runSynth(ctx context.Context, env Env, args []string) error {
-	fs := newFlags(env, "synth", "--arch llama|gpt2 --out FILE [shape flags]")
+	fs := newFlags(env, "synth", "--arch FAMILY --out FILE [shape flags] | --shape NAME --out FILE")
 	o := model.SynthOptions{}
-	arch := fs.String("arch", "llama", "architecture: llama or gpt2")
+	shape := fs.String("shape", "", "a real model's shape: "+strings.Join(sortedKeys(model.Shapes), ", ")+" (other flags given override it)")
+	arch := fs.String("arch", "llama", "family: "+strings.Join(model.Architectures(), ", "))
 	out := fs.String("out", "", "output GGUF `file`")
 	fs.IntVar(&o.Embd, "embd", 288, "embedding width")
 	fs.IntVar(&o.Layers, "layers", 6, "layers")
 	fs.IntVar(&o.Heads, "heads", 6, "attention heads")
 	fs.IntVar(&o.KVHeads, "kv-heads", 0, "key/value heads (0: same as heads)")
+	fs.IntVar(&o.HeadDim, "head-dim", 0, "head size (0: width ÷ heads)")
 	fs.IntVar(&o.FFN, "ffn", 768, "feed-forward width")
 	fs.IntVar(&o.Vocab, "vocab", 32000, "vocabulary size")
 	fs.IntVar(&o.Context, "ctx", 256, "context length")
-	typ := fs.String("type", "f32", "weight matrix type: f32, f16, bf16, q8_0, q4_0")
+	fs.IntVar(&o.Window, "window", 0, "sliding window of the local layers (gemma; 0: none)")
+	fs.IntVar(&o.SWAPeriod, "swa-period", 0, "every Nth layer global, the rest local (gemma; 0: the family's)")
+	rope := fs.Float64("rope-base", 0, "RoPE base (0: the family's default)")
+	local := fs.Float64("local-base", 0, "RoPE base of local layers (gemma3)")
+	typ := fs.String("type", "f32", "weight matrix type: f32, f16, bf16, q8_0, q4_0, q4_k, …")
 	tied := fs.Bool("tied", false, "tie the output matrix to the token embedding")
 	seed := fs.Uint64("seed", 1, "random seed")
 	vocabFrom := fs.String("vocab-from", "", "copy the tokenizer of this GGUF `file` (its size replaces --vocab): a random draft for a real model")
@@ -301,6 +308,22 @@ func runSynth(ctx context.Context, env Env, args []string) error {
 	}
 	if err := required("out", *out); err != nil {
 		return err
+	}
+	o.RopeBase, o.LocalBase = float32(*rope), float32(*local)
+	if *shape != "" {
+		s, ok := model.Shapes[*shape]
+		if !ok {
+			return usageError{fmt.Errorf("--shape %q: want one of %s", *shape, strings.Join(sortedKeys(model.Shapes), ", "))}
+		}
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		o = overrideShape(s, o, set)
+		if !set["arch"] {
+			*arch = s.Arch
+		}
+		if !set["tied"] {
+			*tied = s.Tied
+		}
 	}
 	if *vocabFrom != "" {
 		vf, err := model.LoadVocab(*vocabFrom)
@@ -320,4 +343,34 @@ func runSynth(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	return w.WriteFile(*out)
+}
+
+// overrideShape is shape s with the flags given on the command line taken
+// from o.
+func overrideShape(s, o model.SynthOptions, set map[string]bool) model.SynthOptions {
+	for name, pair := range map[string][2]*int{
+		"embd": {&s.Embd, &o.Embd}, "layers": {&s.Layers, &o.Layers}, "heads": {&s.Heads, &o.Heads}, "kv-heads": {&s.KVHeads, &o.KVHeads},
+		"head-dim": {&s.HeadDim, &o.HeadDim}, "ffn": {&s.FFN, &o.FFN}, "vocab": {&s.Vocab, &o.Vocab}, "ctx": {&s.Context, &o.Context},
+		"window": {&s.Window, &o.Window}, "swa-period": {&s.SWAPeriod, &o.SWAPeriod},
+	} {
+		if set[name] {
+			*pair[0] = *pair[1]
+		}
+	}
+	if set["rope-base"] {
+		s.RopeBase = o.RopeBase
+	}
+	if set["local-base"] {
+		s.LocalBase = o.LocalBase
+	}
+	return s
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

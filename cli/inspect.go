@@ -26,6 +26,8 @@ type Inspection struct {
 	KVBytesPerTok int                `json:"kv_bytes_per_token"`
 	Tensors       []TensorSummary    `json:"tensors"`
 	Backend       engine.BackendInfo `json:"backend"`
+	// Features are how the model's forward pass differs from llama's.
+	Features []model.Feature `json:"differences_from_llama"`
 	// VocabOnly says why only the tokenizer was read (a vocabulary-only
 	// file, or an architecture the engine cannot run); empty otherwise.
 	VocabOnly string `json:"vocab_only,omitempty"`
@@ -79,6 +81,7 @@ func runInspect(ctx context.Context, env Env, args []string) error {
 		Tokenizer:     summarize(m.Tokenizer),
 		BytesByType:   map[string]uint64{},
 		KVBytesPerTok: m.KVBytesPerToken(),
+		Features:      m.Features(),
 	}
 	for t, b := range m.TypeBytes() {
 		in.BytesByType[t.String()] = b
@@ -105,10 +108,23 @@ func runInspect(ctx context.Context, env Env, args []string) error {
 	if c.RopeDims > 0 {
 		fmt.Fprintf(w, "RoPE:          %d dims, base %g\n", c.RopeDims, c.RopeBase)
 	}
+	printFeatures(w, m.Spec.Name, in.Features)
 	printTokenizer(w, m.Tokenizer)
 	fmt.Fprintf(w, "KV cache:      %d bytes per token (F32 K and V, all layers); %.1f MiB at %d tokens\n", in.KVBytesPerTok, float64(in.KVBytesPerTok*c.ContextLen)/(1<<20), c.ContextLen)
 	printBackendAndTensors(w, in)
 	return nil
+}
+
+// printFeatures lists how the family differs from llama, and why.
+func printFeatures(w io.Writer, arch string, fs []model.Feature) {
+	if len(fs) == 0 {
+		fmt.Fprintf(w, "family:        %s, the llama block as is\n", arch)
+		return
+	}
+	fmt.Fprintf(w, "family:        %s; differs from llama in:\n", arch)
+	for _, f := range fs {
+		fmt.Fprintf(w, "  - %s: %s\n", f.Name, f.Why)
+	}
 }
 
 func summarize(tk *tokenizer.Tokenizer) TokenizerSummary {

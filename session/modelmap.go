@@ -1,9 +1,12 @@
 package session
 
 import (
+	"fmt"
+	"math"
 	"slices"
 	"strconv"
 
+	"stepthrough/engine/model"
 	"stepthrough/engine/spec"
 
 	"stepthrough/engine/trace"
@@ -13,12 +16,16 @@ import (
 // modelMap fills the model map from the loaded model's configuration and
 // the current step: its token count, cache, sampler counts and draw.
 func (s *Session) modelMap(st *trace.Step, stages []views.Stage, si int) *views.ModelMap {
-	c := s.m.Config
+	c, sp := s.m.Config, s.m.Spec
 	m := &views.ModelMap{Arch: c.Arch, Layers: c.Layers, Embd: c.Embd, FFN: c.FFN, Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: c.HeadDim,
-		Vocab: c.Vocab, Tokens: st.N, Norm: "RMSNorm", MLPKind: "SwiGLU: silu(gate) · up",
+		Vocab: c.Vocab, Tokens: st.N, Norm: "RMSNorm", MLPKind: mlpKinds[sp.FFN], PosEmbed: sp.PosEmbd,
+		Local: c.Local, Window: c.Window, Score: scoreFormula(c),
 		Temperature: Form(s.run).Temperature, Present: map[string]bool{}, Here: stages[si]}
-	if c.Arch == "gpt2" {
-		m.PosEmbed, m.Norm, m.MLPKind = true, "LayerNorm", "GELU"
+	if sp.Norm == model.LayerNorm {
+		m.Norm = "LayerNorm"
+	}
+	for _, f := range s.m.Features() {
+		m.Family = append(m.Family, views.MapFeature{Key: f.Key, Name: f.Name, Why: f.Why})
 	}
 	if si > 0 {
 		m.Prev, m.HasPrev = stages[si-1], true
@@ -33,6 +40,25 @@ func (s *Session) modelMap(st *trace.Step, stages []views.Stage, si int) *views.
 		m.Filters = append(m.Filters, views.MapFilter{Name: string(r.Step), Setting: s.setting(r.Step), In: r.BeforeCount, Out: r.AfterCount, Skipped: r.Skipped})
 	}
 	return m
+}
+
+// mlpKinds are the MLP formulas the map names.
+var mlpKinds = map[model.FFNKind]string{
+	model.SwiGLU: "SwiGLU: silu(gate) · up", model.GELU: "GELU", model.GeGLU: "GeGLU: gelu(gate) · up",
+	model.SwiGLUFused: "SwiGLU: silu(gate) · up, one gate-up matrix",
+}
+
+// scoreFormula is how the model forms an attention score, as the map's
+// hovers write it.
+func scoreFormula(c *model.Config) string {
+	f := fmt.Sprintf("q·k/√%d", c.HeadDim)
+	if c.AttnScale != float32(1/math.Sqrt(float64(c.HeadDim))) {
+		f = fmt.Sprintf("q·k × %.4g", c.AttnScale)
+	}
+	if c.AttnSoftcap != 0 {
+		f = fmt.Sprintf("%g·tanh((%s)/%g)", c.AttnSoftcap, f, c.AttnSoftcap)
+	}
+	return f
 }
 
 // stageIndex is the index of the first stage of kind k, or -1.

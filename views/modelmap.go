@@ -17,20 +17,31 @@ type ModelMap struct {
 	Layers, Embd, FFN, Heads, KVHeads, HeadDim int
 	Vocab                                      int
 	PosEmbed                                   bool   // learned position embeddings (GPT-2)
-	Norm, MLPKind                              string // "RMSNorm"/"LayerNorm"; "SwiGLU"/"GELU"
-	Tokens                                     int    // positions this step's pass computes
-	Cached                                     int    // positions in the cache after this step
-	KVBytes                                    int    // the cache's bytes in use after this step
-	Temperature                                string // the sampler's, as the form shows it
-	Filters                                    []MapFilter
-	Present                                    map[string]bool // stage keys this step has (see mapKey)
-	Here                                       Stage
-	Prev                                       Stage // the stage before Here in this step (for the flow)
-	HasPrev                                    bool
+	Norm, MLPKind                              string // "RMSNorm"/"LayerNorm"; the MLP's formula
+	// Family lists how this model's pass differs from llama's, each with
+	// why it is there (the map's hover); Local marks the layers that
+	// attend through a sliding Window; Score is how a score is formed
+	// ("q·k/√d", a different scale, a soft cap).
+	Family      []MapFeature
+	Local       []bool
+	Window      int
+	Score       string
+	Tokens      int    // positions this step's pass computes
+	Cached      int    // positions in the cache after this step
+	KVBytes     int    // the cache's bytes in use after this step
+	Temperature string // the sampler's, as the form shows it
+	Filters     []MapFilter
+	Present     map[string]bool // stage keys this step has (see mapKey)
+	Here        Stage
+	Prev        Stage // the stage before Here in this step (for the flow)
+	HasPrev     bool
 	// Key names the drawing: the same for every step of a run, so a page
 	// that has it gets only the state (MapStateView) as it steps.
 	Key string
 }
+
+// MapFeature is one way the family differs from llama.
+type MapFeature struct{ Key, Name, Why string }
 
 // MapFilter is one sampler step as the map shows it.
 type MapFilter struct {
@@ -49,6 +60,7 @@ type MapPart struct {
 	Layer, Filter  int    // 1-based where they apply, else 0
 	Here, Done     bool
 	Absent, Inline bool   // Absent: not in this step; Inline: label drawn inside
+	Local          bool   // a sliding-window attention layer
 	Tag            string // a name slanted above the part (a sampler filter's)
 }
 
@@ -190,8 +202,14 @@ func (m *ModelMap) layoutBlocks(L *MapLayout) {
 	for i := range n {
 		x := blockX0 + float64(i)*lw
 		ax, mx, w := x+lw*0.06, x+lw*0.53, lw*0.40
-		L.add(m, MapPart{Key: fmt.Sprintf("attention-%d", i+1), Label: "attn", X: ax, Y: blkY, W: w, H: blkH, Stage: "attention", Layer: i + 1, Inline: inline,
-			Short: fmt.Sprintf("layer %d attention", i+1)})
+		attn := MapPart{Key: fmt.Sprintf("attention-%d", i+1), Label: "attn", X: ax, Y: blkY, W: w, H: blkH, Stage: "attention", Layer: i + 1, Inline: inline,
+			Short: fmt.Sprintf("layer %d attention", i+1)}
+		if i < len(m.Local) && m.Local[i] {
+			attn.Label, attn.Local, attn.Short = "local", true, fmt.Sprintf("layer %d attention (local, last %d positions)", i+1, m.Window)
+			attn.Title = fmt.Sprintf("Layer %d attention, local: each of the {T} new positions sees only the last %d positions (a sliding window); %d query heads (%d K/V heads) of %d values, scores %s.",
+				i+1, m.Window, m.Heads, m.KVHeads, m.HeadDim, m.Score)
+		}
+		L.add(m, attn)
 		L.add(m, MapPart{Key: fmt.Sprintf("mlp-%d", i+1), Label: "MLP", X: mx, Y: blkY, W: w, H: blkH, Stage: "mlp", Layer: i + 1, Inline: inline,
 			Short: fmt.Sprintf("layer %d MLP", i+1)})
 		for _, bx := range []float64{ax, mx} {
@@ -206,8 +224,12 @@ func (m *ModelMap) layoutBlocks(L *MapLayout) {
 		}
 	}
 	L.Texts = append(L.Texts, MapEdge{X1: (blockX0 + blockX1) / 2, Y1: 12, Label: fmt.Sprintf("%d layers, each attention + MLP added to the residual stream", n)})
-	L.AttnTitle = fmt.Sprintf("Layer {L} attention: %d query heads (%d K/V heads) of %d values; each of the {T} new positions weighs the visible keys by softmax(q·k/√%d).",
-		m.Heads, m.KVHeads, m.HeadDim, m.HeadDim)
+	global := ""
+	if len(m.Local) > 0 {
+		global = ", global"
+	}
+	L.AttnTitle = fmt.Sprintf("Layer {L} attention%s: %d query heads (%d K/V heads) of %d values; each of the {T} new positions weighs the visible keys by softmax(%s).",
+		global, m.Heads, m.KVHeads, m.HeadDim, m.Score)
 	L.MLPTitle = fmt.Sprintf("Layer {L} MLP (%s): [{T} × %d] → [{T} × %d] → [{T} × %d].", m.MLPKind, m.Embd, m.FFN, m.Embd)
 	L.add(m, MapPart{Key: "kv", Short: "KV cache", Label: fmt.Sprintf("KV cache: {C} positions × %d layers × (K, V)", n), X: blockX0, Y: kvY, W: blockX1 - blockX0, H: kvH, Stage: "kv", Inline: true,
 		Title: fmt.Sprintf("KV cache: every layer keeps each position's keys and values (%d K/V heads × %d values each); {C} positions cached, {B} bytes in use after this step.",
@@ -331,6 +353,9 @@ func (p MapPart) Class() string {
 	}
 	if p.Absent || p.Stage == "" {
 		c += " inert"
+	}
+	if p.Local {
+		c += " local"
 	}
 	return c
 }

@@ -9,9 +9,9 @@ import (
 // `inspect` prints, what the model map draws, and what a backend checks it
 // can compute before it takes the model.
 type Feature struct {
-	Key  string // stable id: "qk-norm", "sliding-window", …
-	Name string // what it is, with this model's numbers
-	Why  string // why a family has it, in a sentence
+	Key  string `json:"key"`  // stable id: "qk-norm", "sliding-window", …
+	Name string `json:"name"` // what it is, with this model's numbers
+	Why  string `json:"why"`  // why a family has it, in a sentence
 }
 
 // Features lists how m's forward pass differs from llama's, in the order

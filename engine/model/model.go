@@ -48,6 +48,9 @@ func FromFile(f *gguf.File) (*Model, error) {
 	if !ok {
 		return nil, fmt.Errorf("architecture %q is not supported (supported: %s)", arch, strings.Join(Architectures(), ", "))
 	}
+	if len(f.Tensors) == 0 {
+		return nil, fmt.Errorf("the file has no weight tensors (a vocabulary-only file: tokenize and inspect read it, but it cannot run)")
+	}
 	cfg, err := readConfig(&metadata{f: f, arch: arch, read: map[string]bool{}}, spec)
 	if err != nil {
 		return nil, err

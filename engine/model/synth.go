@@ -43,6 +43,16 @@ type SynthOptions struct {
 	RopeOrigCtx  int     // rope.scaling.original_context_length
 }
 
+// Shapes are real models' shapes, for random-weight files of the same
+// size and cost (benchmarks beside llama.cpp): F32 weights, seed 1.
+var Shapes = map[string]SynthOptions{
+	"smollm2-135m": {Arch: "llama", Embd: 576, Layers: 30, Heads: 9, KVHeads: 3, FFN: 1536, Vocab: 49152, Context: 8192, Tied: true, RopeBase: 1e5},
+	"qwen2.5-0.5b": {Arch: "qwen2", Embd: 896, Layers: 24, Heads: 14, KVHeads: 2, FFN: 4864, Vocab: 151936, Context: 32768, Tied: true, RopeBase: 1e6},
+	"qwen3-0.6b":   {Arch: "qwen3", Embd: 1024, Layers: 28, Heads: 16, KVHeads: 8, HeadDim: 128, FFN: 3072, Vocab: 151936, Context: 40960, Tied: true, RopeBase: 1e6},
+	"gemma3-270m": {Arch: "gemma3", Embd: 640, Layers: 18, Heads: 4, KVHeads: 1, HeadDim: 256, FFN: 2048, Vocab: 262144, Context: 32768, Tied: true,
+		Window: 512, RopeBase: 1e6, LocalBase: 1e4},
+}
+
 // Synthesize builds a GGUF file with random weights (normal, std 0.02;
 // norms near 1) and a small real tokenizer: SentencePiece-style for llama,
 // byte-level BPE for gpt2, padded with unused control tokens to Vocab.
