@@ -1,11 +1,16 @@
 // Package vulkan is the engine's GPU backend: compute shaders (GLSL in
 // shaders/, compiled to SPIR-V by shaders/build.sh, committed and embedded)
-// run every op of the llama and gpt2 forward passes — matrix products and
-// embedding lookups over F32, F16, Q8_0 and Q4_0 weights dequantized in the
-// shader (other weight types are decoded to F32 once, at upload), RMSNorm,
-// LayerNorm, RoPE, scaled attention scores with the causal mask, softmax,
-// the attention-weighted sum over the KV cache, SwiGLU, GELU, adds, and
-// KV-cache appends.
+// run every op of the families' forward passes (llama, gpt2, qwen2,
+// qwen3, gemma2, gemma3, phi3) — matrix products and embedding lookups
+// over F32, F16, Q8_0 and Q4_0 weights dequantized in the shader (other
+// weight types are decoded to F32 once, at upload), RMSNorm (per row, per
+// head for Q/K norms, after a sub-layer for post-norms), LayerNorm, RoPE
+// (NORM and NEOX, linear and YaRN scaling, a base per layer kind), scaled
+// attention scores with the causal mask and sliding windows, soft caps,
+// softmax, the attention-weighted sum over the KV cache, SwiGLU, GeGLU,
+// GELU, scales, adds, and KV-cache appends. A model with a feature the
+// passes lack (RoPE frequency factors) is refused at Load, and the engine
+// runs it on the CPU with a note saying why.
 //
 // It drives Vulkan through github.com/vulkan-go/vulkan with its own small
 // loader (dlopen of libvulkan.so.1, so a machine without Vulkan still runs

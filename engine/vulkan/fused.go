@@ -22,13 +22,19 @@ import (
 // is recorded once per Runner and replayed for every token.
 
 // canFuse reports whether the model's passes can take the fused path:
-// RMSNorm, SwiGLU, no biases, Q, K and V end to end in one buffer (one
+// llama's block (RMSNorm, SwiGLU, no biases, none of the families' extra
+// norms, caps or windows), Q, K and V end to end in one buffer (one
 // weight type; so gate and up), contexts that fit attn_fused's shared memory, and a device
 // with subgroup arithmetic.
 func (r *fwd) canFuse() bool {
 	s, W := r.m.Spec, r.m.Weights
 	if !r.d.Info.SubgroupArith || s.Norm != model.RMSNorm || s.FFN != model.SwiGLU || W.PosEmbd != nil || r.ctx > maxFusedCtx || W.OutNorm == nil || W.OutNormB != nil {
 		return false
+	}
+	for _, f := range r.m.Features() { // the fused kernels compute llama's block, NEOX RoPE, a tied output
+		if f.Key != "neox-rope" && f.Key != "tied-output" {
+			return false
+		}
 	}
 	for i := range W.Layers {
 		L := &W.Layers[i]

@@ -8,6 +8,7 @@ import (
 
 	vk "github.com/vulkan-go/vulkan"
 
+	"stepthrough/engine/model"
 	"stepthrough/engine/quant"
 )
 
@@ -79,9 +80,15 @@ func (c *Cmd) LayerNorm(set vk.DescriptorSet, n, cols int, eps float32) {
 	c.Dispatch("layernorm", set, []uint32{uint32(cols), math.Float32bits(eps)}, uint32(n), 1, 1)
 }
 
-// Rope: set (X), in place; mode 0 NORM, 1 NEOX.
-func (c *Cmd) Rope(set vk.DescriptorSet, heads, headDim, dims, pos0, n int, base float32, mode, rowStride int) {
-	c.Dispatch("rope", set, []uint32{uint32(heads), uint32(headDim), uint32(dims), uint32(pos0), uint32(n), math.Float32bits(base), uint32(mode), uint32(rowStride)},
+// Rope: set (X), in place; mode 0 NORM, 1 NEOX; rp's base and scaling
+// (nil: base 10000, unscaled).
+func (c *Cmd) Rope(set vk.DescriptorSet, heads, headDim, dims, pos0, n int, rp *model.RopeParams, mode, rowStride int) {
+	if rp == nil {
+		rp = &model.RopeParams{Base: 10000, FreqScale: 1, AttnFactor: 1}
+	}
+	f := math.Float32bits
+	c.Dispatch("rope", set, []uint32{uint32(heads), uint32(headDim), uint32(dims), uint32(pos0), uint32(n), f(rp.Base), uint32(mode), uint32(rowStride),
+		f(rp.FreqScale), f(rp.ExtFactor), f(rp.AttnFactor), f(rp.Corr[0]), f(rp.Corr[1])},
 		groups(n*heads*dims/2, 64), 1, 1)
 }
 
@@ -90,12 +97,13 @@ type Attn struct {
 	Heads, KVHeads, HeadDim, Ctx, Pos0, N int
 	Scale                                 float32
 	QStride, KVDim, OutStride             int
+	Window                                int // a local layer's sliding window (0: none)
 }
 
 // AttnScores: set (Q, Kcache, S).
 func (c *Cmd) AttnScores(set vk.DescriptorSet, a Attn) {
 	c.Dispatch("attn_scores", set, []uint32{uint32(a.Heads), uint32(a.KVHeads), uint32(a.HeadDim), uint32(a.Ctx), uint32(a.Pos0), uint32(a.N),
-		math.Float32bits(a.Scale), uint32(a.QStride), uint32(a.KVDim)}, groups(a.N*a.Heads*a.Ctx, 64), 1, 1)
+		math.Float32bits(a.Scale), uint32(a.QStride), uint32(a.KVDim), uint32(a.Window)}, groups(a.N*a.Heads*a.Ctx, 64), 1, 1)
 }
 
 // Softmax: set (S), rows of rowLen, in place.
@@ -117,6 +125,21 @@ func (c *Cmd) SwiGLU(set vk.DescriptorSet, count int) {
 // GELU: set (A); A = gelu(A).
 func (c *Cmd) GELU(set vk.DescriptorSet, count int) {
 	c.Dispatch("gelu", set, []uint32{uint32(count)}, groups(count, 256), 1, 1)
+}
+
+// GeGLU: set (A, B); A = gelu(A)·B.
+func (c *Cmd) GeGLU(set vk.DescriptorSet, count int) {
+	c.Dispatch("geglu", set, []uint32{uint32(count)}, groups(count, 256), 1, 1)
+}
+
+// Scale: set (X); X *= s.
+func (c *Cmd) Scale(set vk.DescriptorSet, count int, s float32) {
+	c.Dispatch("scale", set, []uint32{uint32(count), math.Float32bits(s)}, groups(count, 256), 1, 1)
+}
+
+// Softcap: set (X); X = cap·tanh(X/cap), −∞ kept.
+func (c *Cmd) Softcap(set vk.DescriptorSet, count int, cap float32) {
+	c.Dispatch("softcap", set, []uint32{uint32(count), math.Float32bits(cap)}, groups(count, 256), 1, 1)
 }
 
 // Add: set (X, Y); X[i] += Y[i % ylen].

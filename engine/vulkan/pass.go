@@ -100,6 +100,12 @@ func (r *fwd) pass(tokens []int32, all bool, host []float32) error {
 		p.c.GetRows(r.set(site{-1, "pos"}, pe.b, r.posIDs, r.o), pe.typ, E, n, false)
 		p.c.Add(r.set(site{-1, "x+o"}, r.x, r.o), n*E, n*E)
 	}
+	if r.m.Spec.EmbedScale {
+		if watchEmbed {
+			p.flush("", -1, pos0, n, func() { tokRows = p.readF32(r.x, 0, n*E) })
+		}
+		p.c.Scale(r.set(site{-1, "embed scale"}, r.x), n*E, float32(math.Sqrt(float64(E))))
+	}
 	if watchEmbed {
 		p.flush("embed", -1, pos0, n, func() {
 			in := p.readF32(r.x, 0, n*E)
@@ -107,6 +113,9 @@ func (r *fwd) pass(tokens []int32, all bool, host []float32) error {
 			if W.PosEmbd != nil {
 				posRows = p.readF32(r.o, 0, n*E)
 				ev.TokenRows, ev.PosRows = tokRows, posRows
+			}
+			if r.m.Spec.EmbedScale {
+				ev.TokenRows = tokRows
 			}
 			h.OnEmbed(ev)
 		})
@@ -129,6 +138,9 @@ func (r *fwd) pass(tokens []int32, all bool, host []float32) error {
 		name = "output all"
 	}
 	p.c.MatMul(r.set(site{-1, name}, out.b, src, r.logits), out.typ, V, E, rows, out.row0)
+	if c.FinalSoftcap != 0 {
+		p.c.Softcap(r.set(site{-1, "final softcap"}, r.logits), rows*V, c.FinalSoftcap)
+	}
 	if p.err != nil {
 		return p.err
 	}
@@ -190,13 +202,17 @@ func (r *fwd) layer(p *passState, l, n, pos0 int) {
 		r.bias(p, l, "k", r.k, vec(L.KB), n, KVD)
 		r.bias(p, l, "v", r.v, vec(L.VB), n, KVD)
 	}
+	if L.QNorm != nil { // each head's RMS norm: rows of one head
+		p.c.RMSNorm(r.set(site{l, "q norm"}, r.q, vec(L.QNorm), r.q), n*c.Heads, HD, c.NormEps)
+		p.c.RMSNorm(r.set(site{l, "k norm"}, r.k, vec(L.KNorm), r.k), n*c.KVHeads, HD, c.NormEps)
+	}
 	if r.m.Spec.Rope != model.RopeNone {
 		mode := 0
 		if r.m.Spec.Rope == model.RopeNeoX {
 			mode = 1
 		}
-		p.c.Rope(r.set(site{l, "rope q"}, r.q), c.Heads, HD, c.RopeDims, pos0, n, c.RopeBase, mode, QD)
-		p.c.Rope(r.set(site{l, "rope k"}, r.k), c.KVHeads, HD, c.RopeDims, pos0, n, c.RopeBase, mode, KVD)
+		p.c.Rope(r.set(site{l, "rope q"}, r.q), c.Heads, HD, c.RopeDims, pos0, n, c.RopeFor(l), mode, QD)
+		p.c.Rope(r.set(site{l, "rope k"}, r.k), c.KVHeads, HD, c.RopeDims, pos0, n, c.RopeFor(l), mode, KVD)
 	}
 	// KV-cache append
 	p.c.CopyRows(r.set(site{l, "kv k"}, r.k, r.cur.kc[l]), KVD, n, 0, KVD, pos0*KVD, KVD)
@@ -208,8 +224,14 @@ func (r *fwd) layer(p *passState, l, n, pos0 int) {
 		})
 	}
 	ctx := pos0 + n
-	a := Attn{Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: HD, Ctx: ctx, Pos0: pos0, N: n, Scale: float32(1 / math.Sqrt(float64(HD))), QStride: QD, KVDim: KVD, OutStride: QD}
+	a := Attn{Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: HD, Ctx: ctx, Pos0: pos0, N: n, Scale: c.AttnScale, QStride: QD, KVDim: KVD, OutStride: QD}
+	if c.IsLocal(l) {
+		a.Window = c.Window
+	}
 	p.c.AttnScores(r.set(site{l, "scores"}, r.q, r.cur.kc[l], r.scores), a)
+	if c.AttnSoftcap != 0 {
+		p.c.Softcap(r.set(site{l, "scores cap"}, r.scores), n*c.Heads*ctx, c.AttnSoftcap)
+	}
 	watchAttn := h != nil && h.OnAttention != nil
 	if watchAttn {
 		p.c.CopyRows(r.set(site{l, "scores copy"}, r.scores, r.scores2), n*c.Heads*ctx, 1, 0, 0, 0, 0)
@@ -218,6 +240,9 @@ func (r *fwd) layer(p *passState, l, n, pos0 int) {
 	p.c.AttnOut(r.set(site{l, "attn out"}, r.scores, r.cur.vc[l], r.att), a)
 	r.matmul(p, l, "wo", L.Out, r.att, r.o, n)
 	r.bias(p, l, "wo", r.o, vec(L.OutB), n, E)
+	if L.PostNorm != nil {
+		p.c.RMSNorm(r.set(site{l, "attn post norm"}, r.o, vec(L.PostNorm), r.o), n, E, c.NormEps)
+	}
 	if watchAttn {
 		p.flush("", l, pos0, n, func() {
 			h.OnAttention(hooks.Attention{Layer: l, Pos0: pos0, N: n, Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: HD, Ctx: ctx, Scale: a.Scale,
@@ -233,16 +258,27 @@ func (r *fwd) layer(p *passState, l, n, pos0 int) {
 	F := c.FFN
 	watchMLP := h != nil && h.OnMLP != nil
 	ev := hooks.MLP{Layer: l, Pos0: pos0, N: n}
-	if r.m.Spec.FFN == model.SwiGLU {
-		r.matmul(p, l, "gate", L.Gate, r.xn, r.ffA, n)
-		r.matmul(p, l, "up", L.Up, r.xn, r.ffB, n)
-		r.bias(p, l, "gate", r.ffA, vec(L.GateB), n, F)
-		r.bias(p, l, "up", r.ffB, vec(L.UpB), n, F)
+	if fk := r.m.Spec.FFN; fk != model.GELU {
+		if L.Gate != nil {
+			r.matmul(p, l, "gate", L.Gate, r.xn, r.ffA, n)
+			r.matmul(p, l, "up", L.Up, r.xn, r.ffB, n)
+			r.bias(p, l, "gate", r.ffA, vec(L.GateB), n, F)
+			r.bias(p, l, "up", r.ffB, vec(L.UpB), n, F)
+		} else { // one product of 2×FFN rows: [gate | up]
+			r.matmul(p, l, "gate up", L.Up, r.xn, r.ffUp, n)
+			p.c.CopyRows(r.set(site{l, "split gate"}, r.ffUp, r.ffA), F, n, 0, 2*F, 0, F)
+			p.c.CopyRows(r.set(site{l, "split up"}, r.ffUp, r.ffB), F, n, F, 2*F, 0, F)
+		}
 		if watchMLP {
 			p.c.CopyRows(r.set(site{l, "gate copy"}, r.ffA, r.gate), n*F, 1, 0, 0, 0, 0)
 			ev.Kind = "swiglu"
 		}
-		p.c.SwiGLU(r.set(site{l, "swiglu"}, r.ffA, r.ffB), n*F)
+		if fk == model.GeGLU {
+			ev.Kind = "geglu"
+			p.c.GeGLU(r.set(site{l, "geglu"}, r.ffA, r.ffB), n*F)
+		} else {
+			p.c.SwiGLU(r.set(site{l, "swiglu"}, r.ffA, r.ffB), n*F)
+		}
 	} else {
 		r.matmul(p, l, "up", L.Up, r.xn, r.ffA, n)
 		r.bias(p, l, "up", r.ffA, vec(L.UpB), n, F)
@@ -254,10 +290,13 @@ func (r *fwd) layer(p *passState, l, n, pos0 int) {
 	}
 	r.matmul(p, l, "down", L.Down, r.ffA, r.o, n)
 	r.bias(p, l, "down", r.o, vec(L.DownB), n, E)
+	if L.FFNPost != nil {
+		p.c.RMSNorm(r.set(site{l, "mlp post norm"}, r.o, vec(L.FFNPost), r.o), n, E, c.NormEps)
+	}
 	if watchMLP {
 		p.flush("", l, pos0, n, func() {
 			ev.Normed, ev.Act, ev.Out = p.readF32(r.xn, 0, n*E), p.readF32(r.ffA, 0, n*F), p.readF32(r.o, 0, n*E)
-			if ev.Kind == "swiglu" {
+			if ev.Kind != "gelu" {
 				ev.Gate, ev.Up = p.readF32(r.gate, 0, n*F), p.readF32(r.ffB, 0, n*F)
 			} else {
 				ev.Up = p.readF32(r.gate, 0, n*F)

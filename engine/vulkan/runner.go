@@ -56,6 +56,7 @@ type fwd struct {
 	att, o   *Buffer
 	ffA      *Buffer
 	ffB      *Buffer
+	ffUp     *Buffer // a fused gate-up product (phi3), 2×FFN a row; nil otherwise
 	gate     *Buffer // pre-activation copy, for hooks
 	last     *Buffer
 	logits   *Buffer
@@ -102,7 +103,9 @@ type wbuf struct {
 // supported are the ways a model may differ from llama (model.Features)
 // that the Vulkan passes compute; Load refuses a model with any other.
 var supported = map[string]bool{"learned-positions": true, "layernorm": true, "fused-qkv": true, "qkv-bias": true,
-	"head-size": true, "neox-rope": true, "gelu": true, "tied-output": true}
+	"head-size": true, "neox-rope": true, "gelu": true, "tied-output": true,
+	"embed-scale": true, "qk-norm": true, "rope-scaling": true, "sliding-window": true, "local-rope": true, "attn-scale": true,
+	"attn-softcap": true, "post-norms": true, "geglu": true, "fused-gate-up": true, "final-softcap": true}
 
 // Load uploads m's weights to d and allocates the activations of a pass
 // for runners of at most ctxLen positions (0: the model's, at most 2048).
@@ -148,6 +151,9 @@ func (r *fwd) alloc() (err error) {
 	r.scores, r.scores2 = nb(B*c.Heads*r.ctx), nb(B*c.Heads*r.ctx)
 	r.att, r.o = nb(B*QD), nb(B*E)
 	r.ffA, r.ffB, r.gate = nb(B*F), nb(B*F), nb(B*F)
+	if r.m.Spec.FFN == model.SwiGLUFused {
+		r.ffUp = nb(B * 2 * F)
+	}
 	r.last = nb(E)
 	r.logits = nb(B * c.Vocab)
 	r.params = nb(4)
@@ -243,7 +249,8 @@ func (r *fwd) alloc() (err error) {
 				return err
 			}
 		}
-		for _, t := range []*model.Tensor{L.AttnNorm, L.AttnNormB, L.FFNNorm, L.FFNNormB, L.QB, L.KB, L.VB, L.QKVB, L.OutB, L.GateB, L.UpB, L.DownB} {
+		for _, t := range []*model.Tensor{L.AttnNorm, L.AttnNormB, L.FFNNorm, L.FFNNormB, L.QB, L.KB, L.VB, L.QKVB, L.OutB, L.GateB, L.UpB, L.DownB,
+			L.QNorm, L.KNorm, L.PostNorm, L.FFNPost} {
 			if err := vector(t); err != nil {
 				return err
 			}
@@ -299,7 +306,7 @@ func (r *fwd) free() {
 	for _, b := range r.vec {
 		b.Free()
 	}
-	for _, b := range []*Buffer{r.ids, r.posIDs, r.x, r.xn, r.qkv, r.q, r.k, r.v, r.scores, r.scores2, r.att, r.o, r.ffA, r.ffB, r.gate, r.last, r.logits, r.params, r.logitsHost} {
+	for _, b := range []*Buffer{r.ids, r.posIDs, r.x, r.xn, r.qkv, r.q, r.k, r.v, r.scores, r.scores2, r.att, r.o, r.ffA, r.ffB, r.ffUp, r.gate, r.last, r.logits, r.params, r.logitsHost} {
 		b.Free()
 	}
 }

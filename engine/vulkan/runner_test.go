@@ -4,6 +4,7 @@ package vulkan
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -255,5 +256,34 @@ func TestTraceParity(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// Every family runs on Vulkan with the CPU's numbers: Q/K norms, post
+// norms, the scaled embedding, GeGLU, the fused gate-up, sliding windows
+// shorter than the prompt with their own RoPE base, soft caps that bite,
+// a head size apart from width ÷ heads, scaled RoPE.
+func TestFamilyParity(t *testing.T) {
+	d := openTest(t, false)
+	for _, o := range []model.SynthOptions{
+		{Arch: "qwen2", Embd: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 96, Vocab: 600, Context: 64, Type: quant.Q8_0, Tied: true, RopeBase: 1e6},
+		{Arch: "qwen3", Embd: 64, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 32, FFN: 96, Vocab: 600, Context: 64, Type: quant.F32, RopeBase: 1e6},
+		{Arch: "gemma2", Embd: 64, Layers: 3, Heads: 4, KVHeads: 2, HeadDim: 16, FFN: 128, Vocab: 700, Context: 64, Type: quant.F16, Tied: true,
+			Window: 5, AttnSoftcap: 0.05, FinalSoftcap: 0.2},
+		{Arch: "gemma3", Embd: 64, Layers: 4, Heads: 2, KVHeads: 1, HeadDim: 32, FFN: 128, Vocab: 700, Context: 64, Type: quant.Q8_0, Tied: true,
+			Window: 6, SWAPeriod: 3, RopeBase: 1e6, LocalBase: 100, FinalSoftcap: 0.2},
+		{Arch: "phi3", Embd: 64, Layers: 2, Heads: 4, FFN: 96, Vocab: 700, Context: 64, Type: quant.F32, FusedQKV: true},
+		{Arch: "phi3", Embd: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 96, Vocab: 700, Context: 64, Type: quant.F32},
+		{Arch: "llama", Embd: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 96, Vocab: 700, Context: 64, Type: quant.F32, RopeScaling: "yarn", RopeFactor: 4, RopeOrigCtx: 16},
+	} {
+		o.Name = fmt.Sprintf("%s %s", o.Arch, o.Type)
+		t.Run(o.Name, func(t *testing.T) {
+			m := synth(t, o)
+			prompt := m.Tokenizer.EncodeIDs("once upon a time the little cat saw a big red ball and the dog was happy so they went to the park with mom", true)
+			if o.Window > 0 && len(prompt) < 3*o.Window {
+				t.Fatalf("prompt of %d tokens: too short for the window %d", len(prompt), o.Window)
+			}
+			parity(t, d, m, prompt, 8)
+		})
 	}
 }

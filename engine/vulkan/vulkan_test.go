@@ -237,7 +237,7 @@ func testOps(t *testing.T, staging bool) {
 				}
 			}
 			xb := buf(t, d, x)
-			run(t, d, func(cm *Cmd) { cm.Rope(set(t, d, xb), c.heads, c.hd, c.dims, c.pos0, c.n, 10000, c.mode, stride) })
+			run(t, d, func(cm *Cmd) { cm.Rope(set(t, d, xb), c.heads, c.hd, c.dims, c.pos0, c.n, nil, c.mode, stride) })
 			expectNMSE(t, fmt.Sprintf("rope %+v", c), ref, read(t, d, xb, len(x)), 1e-3)
 		}
 	})
