@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 
@@ -192,29 +191,19 @@ func TestBackendErrors(t *testing.T) {
 	}
 }
 
-// A family the Vulkan passes do not compute yet runs on the CPU, and the
-// note names what Vulkan lacks (when a device was there to refuse it).
-func TestVulkanRefusesFamilyItLacks(t *testing.T) {
-	m, err := model.Random(model.SynthOptions{Arch: "phi3", Embd: 32, Layers: 1, Heads: 2, FFN: 64, Vocab: 600, Context: 32, Type: quant.F32, RopeFactors: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := Load(m, Options{Threads: 2, Backend: "vulkan", Context: 32})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	b := l.Backend()
-	if b.Name != "cpu" {
-		t.Fatalf("backend %s; want the CPU", b.Name)
-	}
-	d, err := vulkan.Open(vulkan.Options{AllowCPU: true})
-	if err == nil {
-		d.Close()
-	}
-	if err == nil || os.Getenv("REQUIRE_VULKAN") == "1" {
-		if !strings.Contains(b.Note, "RoPE frequency factors") {
-			t.Errorf("note %q; want it to name the RoPE factors", b.Note)
-		}
+// Every family loads on Vulkan (no fallback to the CPU).
+func TestFamiliesLoadOnVulkan(t *testing.T) {
+	for _, o := range []model.SynthOptions{
+		{Arch: "qwen3", Embd: 32, Layers: 1, Heads: 2, HeadDim: 16, FFN: 64, Vocab: 600, Context: 32, Type: quant.F32},
+		{Arch: "gemma3", Embd: 32, Layers: 2, Heads: 2, FFN: 64, Vocab: 600, Context: 32, Type: quant.F32, Tied: true, Window: 4, FinalSoftcap: 30},
+		{Arch: "phi3", Embd: 32, Layers: 1, Heads: 2, FFN: 64, Vocab: 600, Context: 32, Type: quant.F32, RopeFactors: true},
+	} {
+		t.Run(o.Arch, func(t *testing.T) {
+			m, err := model.Random(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			loadOn(t, m, "vulkan") // fails under REQUIRE_VULKAN=1 if it fell back
+		})
 	}
 }

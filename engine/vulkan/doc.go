@@ -5,12 +5,13 @@
 // over F32, F16, Q8_0 and Q4_0 weights dequantized in the shader (other
 // weight types are decoded to F32 once, at upload), RMSNorm (per row, per
 // head for Q/K norms, after a sub-layer for post-norms), LayerNorm, RoPE
-// (NORM and NEOX, linear and YaRN scaling, a base per layer kind), scaled
+// (NORM and NEOX, linear and YaRN scaling, frequency factors, a base per
+// layer kind), scaled
 // attention scores with the causal mask and sliding windows, soft caps,
 // softmax, the attention-weighted sum over the KV cache, SwiGLU, GeGLU,
 // GELU, scales, adds, and KV-cache appends. A model with a feature the
-// passes lack (RoPE frequency factors) is refused at Load, and the engine
-// runs it on the CPU with a note saying why.
+// passes lack (model.Features not in supported) is refused at Load, and
+// the engine runs it on the CPU with a note saying why.
 //
 // It drives Vulkan through github.com/vulkan-go/vulkan with its own small
 // loader (dlopen of libvulkan.so.1, so a machine without Vulkan still runs

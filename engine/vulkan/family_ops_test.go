@@ -69,19 +69,27 @@ func TestFamilyOps(t *testing.T) {
 		}
 	})
 	t.Run("scaled rope", func(t *testing.T) {
-		for _, rp := range []model.RopeParams{
+		for k, rp := range []model.RopeParams{
 			{Base: 1e6, FreqScale: 1, AttnFactor: 1},
 			{Base: 10000, FreqScale: 0.125, AttnFactor: 1},
 			{Base: 10000, FreqScale: 0.25, ExtFactor: 1, AttnFactor: 0.9, Corr: [2]float32{3, 11}},
+			{Base: 10000, FreqScale: 1, AttnFactor: 1.2}, // with frequency factors
 		} {
 			heads, hd, n, pos0 := 3, 32, 4, 40
+			factors := make([]float32, hd/2)
+			for i := range factors {
+				factors[i] = 1
+				if k == 3 {
+					factors[i] = 1 + float32(i)/3
+				}
+			}
 			stride := heads * hd
 			x := randVec(r, n*stride, 1)
 			ref := append([]float32(nil), x...)
 			for t0 := 0; t0 < n; t0++ {
 				for h := 0; h < heads; h++ {
 					for i := 0; i < hd/2; i++ {
-						extrap := float64(pos0+t0) * math.Pow(float64(rp.Base), -2*float64(i)/float64(hd))
+						extrap := float64(pos0+t0) * math.Pow(float64(rp.Base), -2*float64(i)/float64(hd)) / float64(factors[i])
 						theta, m := float64(rp.FreqScale)*extrap, float64(rp.AttnFactor)
 						if rp.ExtFactor != 0 {
 							y := (float64(i) - float64(rp.Corr[0])) / math.Max(0.001, float64(rp.Corr[1]-rp.Corr[0]))
@@ -96,8 +104,8 @@ func TestFamilyOps(t *testing.T) {
 					}
 				}
 			}
-			xb := buf(t, d, x)
-			run(t, d, func(cm *Cmd) { cm.Rope(set(t, d, xb), heads, hd, hd, pos0, n, &rp, 1, stride) })
+			xb, fb := buf(t, d, x), buf(t, d, factors)
+			run(t, d, func(cm *Cmd) { cm.Rope(set(t, d, xb, fb), heads, hd, hd, pos0, n, &rp, k == 3, 1, stride) })
 			expectNMSE(t, fmt.Sprintf("rope %+v", rp), ref, read(t, d, xb, len(x)), 1e-3)
 		}
 	})

@@ -80,15 +80,20 @@ func (c *Cmd) LayerNorm(set vk.DescriptorSet, n, cols int, eps float32) {
 	c.Dispatch("layernorm", set, []uint32{uint32(cols), math.Float32bits(eps)}, uint32(n), 1, 1)
 }
 
-// Rope: set (X), in place; mode 0 NORM, 1 NEOX; rp's base and scaling
-// (nil: base 10000, unscaled).
-func (c *Cmd) Rope(set vk.DescriptorSet, heads, headDim, dims, pos0, n int, rp *model.RopeParams, mode, rowStride int) {
+// Rope: set (X, F), X in place; mode 0 NORM, 1 NEOX; rp's base and
+// scaling (nil: base 10000, unscaled); F the pairs' frequency factors when
+// factors is set (else any buffer).
+func (c *Cmd) Rope(set vk.DescriptorSet, heads, headDim, dims, pos0, n int, rp *model.RopeParams, factors bool, mode, rowStride int) {
 	if rp == nil {
 		rp = &model.RopeParams{Base: 10000, FreqScale: 1, AttnFactor: 1}
 	}
 	f := math.Float32bits
+	has := uint32(0)
+	if factors {
+		has = 1
+	}
 	c.Dispatch("rope", set, []uint32{uint32(heads), uint32(headDim), uint32(dims), uint32(pos0), uint32(n), f(rp.Base), uint32(mode), uint32(rowStride),
-		f(rp.FreqScale), f(rp.ExtFactor), f(rp.AttnFactor), f(rp.Corr[0]), f(rp.Corr[1])},
+		f(rp.FreqScale), f(rp.ExtFactor), f(rp.AttnFactor), f(rp.Corr[0]), f(rp.Corr[1]), has},
 		groups(n*heads*dims/2, 64), 1, 1)
 }
 

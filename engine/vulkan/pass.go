@@ -211,8 +211,9 @@ func (r *fwd) layer(p *passState, l, n, pos0 int) {
 		if r.m.Spec.Rope == model.RopeNeoX {
 			mode = 1
 		}
-		p.c.Rope(r.set(site{l, "rope q"}, r.q), c.Heads, HD, c.RopeDims, pos0, n, c.RopeFor(l), mode, QD)
-		p.c.Rope(r.set(site{l, "rope k"}, r.k), c.KVHeads, HD, c.RopeDims, pos0, n, c.RopeFor(l), mode, KVD)
+		factors := r.ropeF != r.params // params stands in when there are none
+		p.c.Rope(r.set(site{l, "rope q"}, r.q, r.ropeF), c.Heads, HD, c.RopeDims, pos0, n, c.RopeFor(l), factors, mode, QD)
+		p.c.Rope(r.set(site{l, "rope k"}, r.k, r.ropeF), c.KVHeads, HD, c.RopeDims, pos0, n, c.RopeFor(l), factors, mode, KVD)
 	}
 	// KV-cache append
 	p.c.CopyRows(r.set(site{l, "kv k"}, r.k, r.cur.kc[l]), KVD, n, 0, KVD, pos0*KVD, KVD)

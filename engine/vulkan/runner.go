@@ -57,6 +57,7 @@ type fwd struct {
 	ffA      *Buffer
 	ffB      *Buffer
 	ffUp     *Buffer // a fused gate-up product (phi3), 2×FFN a row; nil otherwise
+	ropeF    *Buffer // RoPE frequency factors; params when the model has none
 	gate     *Buffer // pre-activation copy, for hooks
 	last     *Buffer
 	logits   *Buffer
@@ -103,7 +104,7 @@ type wbuf struct {
 // supported are the ways a model may differ from llama (model.Features)
 // that the Vulkan passes compute; Load refuses a model with any other.
 var supported = map[string]bool{"learned-positions": true, "layernorm": true, "fused-qkv": true, "qkv-bias": true,
-	"head-size": true, "neox-rope": true, "gelu": true, "tied-output": true,
+	"head-size": true, "neox-rope": true, "gelu": true, "tied-output": true, "rope-factors": true,
 	"embed-scale": true, "qk-norm": true, "rope-scaling": true, "sliding-window": true, "local-rope": true, "attn-scale": true,
 	"attn-softcap": true, "post-norms": true, "geglu": true, "fused-gate-up": true, "final-softcap": true}
 
@@ -241,6 +242,13 @@ func (r *fwd) alloc() (err error) {
 		if err := vector(t); err != nil {
 			return err
 		}
+	}
+	r.ropeF = r.params
+	if t := W.RopeFactors(c, r.ctx); t != nil {
+		if err := vector(t); err != nil {
+			return err
+		}
+		r.ropeF = r.vec[t]
 	}
 	for i := range W.Layers {
 		L := &W.Layers[i]

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"stepthrough/engine/cpu"
@@ -272,7 +273,7 @@ func TestFamilyParity(t *testing.T) {
 			Window: 5, AttnSoftcap: 0.05, FinalSoftcap: 0.2},
 		{Arch: "gemma3", Embd: 64, Layers: 4, Heads: 2, KVHeads: 1, HeadDim: 32, FFN: 128, Vocab: 700, Context: 64, Type: quant.Q8_0, Tied: true,
 			Window: 6, SWAPeriod: 3, RopeBase: 1e6, LocalBase: 100, FinalSoftcap: 0.2},
-		{Arch: "phi3", Embd: 64, Layers: 2, Heads: 4, FFN: 96, Vocab: 700, Context: 64, Type: quant.F32, FusedQKV: true},
+		{Arch: "phi3", Embd: 64, Layers: 2, Heads: 4, FFN: 96, Vocab: 700, Context: 64, Type: quant.F32, FusedQKV: true, RopeFactors: true, RopeOrigCtx: 32},
 		{Arch: "phi3", Embd: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 96, Vocab: 700, Context: 64, Type: quant.F32},
 		{Arch: "llama", Embd: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 96, Vocab: 700, Context: 64, Type: quant.F32, RopeScaling: "yarn", RopeFactor: 4, RopeOrigCtx: 16},
 	} {
@@ -285,5 +286,20 @@ func TestFamilyParity(t *testing.T) {
 			}
 			parity(t, d, m, prompt, 8)
 		})
+	}
+}
+
+// A model with a feature the passes lack is refused at Load, naming it
+// (the engine then runs it on the CPU with this note).
+func TestLoadRefusesWhatItLacks(t *testing.T) {
+	d := openTest(t, false)
+	m := synth(t, model.SynthOptions{Arch: "qwen3", Embd: 32, Layers: 1, Heads: 2, HeadDim: 16, FFN: 64, Vocab: 600, Context: 32, Type: quant.F32})
+	delete(supported, "qk-norm")
+	defer func() { supported["qk-norm"] = true }()
+	if l, err := Load(d, m, 32); err == nil {
+		l.Close()
+		t.Fatal("loaded a model with a feature the passes lack")
+	} else if !strings.Contains(err.Error(), "query and key RMS-normed") {
+		t.Errorf("error %v; want it to name the Q/K norm", err)
 	}
 }

@@ -236,8 +236,10 @@ func testOps(t *testing.T, staging bool) {
 					cpu.RopeNeoX(row, c.heads, c.hd, c.dims, c.pos0+t0, 10000, cache)
 				}
 			}
-			xb := buf(t, d, x)
-			run(t, d, func(cm *Cmd) { cm.Rope(set(t, d, xb), c.heads, c.hd, c.dims, c.pos0, c.n, nil, c.mode, stride) })
+			xb, fb := buf(t, d, x), buf(t, d, []float32{1})
+			run(t, d, func(cm *Cmd) {
+				cm.Rope(set(t, d, xb, fb), c.heads, c.hd, c.dims, c.pos0, c.n, nil, false, c.mode, stride)
+			})
 			expectNMSE(t, fmt.Sprintf("rope %+v", c), ref, read(t, d, xb, len(x)), 1e-3)
 		}
 	})

@@ -2,20 +2,23 @@
 // Rotary position embedding in place on n rows of `heads` heads. mode 0
 // (NORM) rotates (x[i], x[i+1]); mode 1 (NEOX) rotates (x[i], x[i+dims/2]).
 // theta = pos * base^(-2i/dims), computed directly (not incrementally),
-// then scaled as ggml's rope_yarn: interpolated by freqScale, mixed back
+// divided by pair i's frequency factor F[i] when there are factors, then
+// scaled as ggml's rope_yarn: interpolated by freqScale, mixed back
 // toward the unscaled angle by YaRN's ramp when ext != 0, cos and sin
 // times attnFactor (and YaRN's magnitude term).
 #include "common.glsl"
 layout(local_size_x = 64) in;
 layout(std430, binding = 0) buffer Xb { float X[]; };
+layout(std430, binding = 1) readonly buffer Fb { float F[]; };
 // pc: 0 heads, 1 headDim, 2 dims, 3 pos0, 4 n, 5 base, 6 mode, 7 rowStride,
-// 8 freqScale, 9 ext, 10 attnFactor, 11 corr0, 12 corr1
+// 8 freqScale, 9 ext, 10 attnFactor, 11 corr0, 12 corr1, 13 has factors
 void main() {
 	uint heads = PU(0), hd = PU(1), dims = PU(2), n = PU(4), half_ = dims / 2u;
 	uint i = gl_GlobalInvocationID.x;
 	if (i >= n * heads * half_) return;
 	uint t = i / (heads * half_), h = (i / half_) % heads, p = i % half_;
 	float extrap = float(PU(3) + t) * pow(PF(5), -2.0 * float(p) / float(dims));
+	if (PU(13) != 0u) extrap /= F[p];
 	float theta = PF(8) * extrap, mscale = PF(10);
 	if (PF(9) != 0.0) {
 		float y = (float(p) - PF(11)) / max(0.001, PF(12) - PF(11));
