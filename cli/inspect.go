@@ -101,7 +101,7 @@ func runInspect(ctx context.Context, env Env, args []string) error {
 	w := env.Stdout
 	fmt.Fprintf(w, "file:          %s\n", *path)
 	fmt.Fprintf(w, "architecture:  %s (%s)\n", m.Spec.Name, c.Name)
-	fmt.Fprintf(w, "parameters:    %s\n", humanCount(in.Params))
+	fmt.Fprintf(w, "parameters:    %s\n", model.HumanCount(in.Params))
 	fmt.Fprintf(w, "context:       %d\nembedding:     %d\nlayers:        %d\n", c.ContextLen, c.Embd, c.Layers)
 	fmt.Fprintf(w, "heads:         %d (KV heads %d, head size %d)\nfeed-forward:  %d\nvocabulary:    %d\n", c.Heads, c.KVHeads, c.HeadDim, c.FFN, c.Vocab)
 	fmt.Fprintf(w, "norm epsilon:  %g\n", c.NormEps)
@@ -195,14 +195,3 @@ func printBackendAndTensors(w io.Writer, in Inspection) {
 	}
 }
 
-func humanCount(n uint64) string {
-	switch {
-	case n >= 1e9:
-		return fmt.Sprintf("%.2f B", float64(n)/1e9)
-	case n >= 1e6:
-		return fmt.Sprintf("%.2f M", float64(n)/1e6)
-	case n >= 1e3:
-		return fmt.Sprintf("%.1f K", float64(n)/1e3)
-	}
-	return fmt.Sprint(n)
-}

@@ -37,7 +37,7 @@ func Builtin() (map[string]*Lesson, error) {
 // is first, then a token's way through the model, sampling, the chat
 // and tool formats, and the costs of serving.
 var Path = []string{
-	"what-is-inference", "tokens", "embeddings", "attention-copies-names", "prefill-and-decode", "kv-cache",
+	"what-is-inference", "the-lesson-model", "tokens", "embeddings", "attention-copies-names", "prefill-and-decode", "kv-cache",
 	"logits-and-softmax", "temperature", "samplers", "seeds",
 	"chat-and-stop-tokens", "stop-conditions", "tool-calls", "reasoning-tokens", "tool-loop-api", "api-vs-inference",
 	"speculative-decoding", "quantization", "cpu-and-gpu", "what-a-token-costs", "many-users-one-model", "continuous-batching-and-memory",

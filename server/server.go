@@ -295,7 +295,10 @@ func (s *Server) index(c echo.Context) error {
 			status = http.StatusServiceUnavailable
 		}
 	}
-	page := views.Page{Models: s.reg.Names(), Settings: session.Form(settings), AssetsMissing: static.Missing(), SessionID: se.ID(), Explorer: e}
+	page := views.Page{Models: s.reg.Names(), ModelLabels: map[string]string{}, Settings: session.Form(settings), AssetsMissing: static.Missing(), SessionID: se.ID(), Explorer: e}
+	for _, m := range page.Models {
+		page.ModelLabels[m] = s.reg.Label(m)
+	}
 	return renderPageStatus(c, status, views.ExplorerPage(page))
 }
 

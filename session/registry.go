@@ -35,6 +35,7 @@ type Registry struct {
 	engines  map[string]*engine.Loaded // by model name and requested backend
 	drafts   map[string]error          // a draft's check against a target, by both names
 	convs    convCache                 // models converted in memory (NAME@TYPE)
+	labels   map[string]string         // Label's answers, by name
 }
 
 // Quantized is a model converted to another type in memory.
@@ -109,6 +110,37 @@ func (r *Registry) Names() []string {
 	}
 	sort.Strings(n)
 	return n
+}
+
+// Label describes an offered model for a picker, from its header alone
+// ("qwen3 · 596.05 M parameters · Q4_K · context 40960"); "" when the
+// file cannot be read. Answers are kept: a folder of downloads is read
+// once.
+func (r *Registry) Label(name string) string {
+	if l, ok := locked(&r.mu, func() (string, bool) { l, ok := r.labels[name]; return l, ok }); ok {
+		return l
+	}
+	var f *gguf.File
+	var err error
+	if data, ok := r.embedded[name]; ok {
+		f, err = gguf.Parse(data)
+	} else if p, ok := r.paths[name]; ok {
+		f, err = gguf.Open(p)
+	} else {
+		return ""
+	}
+	label := ""
+	if err == nil {
+		label = model.Summarize(f).String()
+		f.Close()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.labels == nil {
+		r.labels = map[string]string{}
+	}
+	r.labels[name] = label
+	return label
 }
 
 // Default is the model a new session uses: lesson.gguf when present, else

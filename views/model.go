@@ -8,6 +8,7 @@ import "github.com/a-h/templ"
 // Page is the whole Explorer page.
 type Page struct {
 	Models        []string
+	ModelLabels   map[string]string // family, size, type, context of each (from the file's header)
 	Settings      Settings
 	AssetsMissing string
 	SessionID     string
@@ -391,4 +392,12 @@ type KVCell struct {
 	Pos   int
 	Piece string
 	State string // kept (before the round), new (appended and kept), dropped
+}
+
+// withLabel is a model's name with its description, when it has one.
+func withLabel(name, label string) string {
+	if label == "" {
+		return name
+	}
+	return name + " — " + label
 }
