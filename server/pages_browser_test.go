@@ -47,6 +47,7 @@ func TestEveryPageFitsEveryScreen(t *testing.T) {
 		{"compare", "/compare?" + url.Values{"prompt": {"Lily saw a"}, "n": {"6"}, "step": {"3"},
 			"lane": {"greedy", "temperature=1,top-p=0.9,seed=2", "beam=2", "greedy,spec=lesson-draft.gguf,k=4"}}.Encode()},
 		{"quantization", "/quantization"},
+		{"families", "/families"},
 		{"memory", "/memory"},
 		{"serving", "/serving"},
 		{"requests", "/requests"},

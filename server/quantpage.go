@@ -111,7 +111,7 @@ func (s *Server) fillQuantPage(c echo.Context, q quantQuery, p *views.QuantPage)
 	for _, t := range base.File.Tensors {
 		size += int64(t.Size)
 	}
-	variants := []quantize.Variant{{Type: "as stored (" + dominantType(base) + ")", Loaded: ref, Bytes: size}}
+	variants := []quantize.Variant{{Type: "as stored (" + model.Summarize(base.File).Type + ")", Loaded: ref, Bytes: size}}
 	reports := map[string]*quantize.Report{}
 	for _, t := range q.types {
 		qm, err := s.reg.Quantize(q.model, t)
@@ -165,17 +165,6 @@ func (s *Server) fillQuantPage(c echo.Context, q quantQuery, p *views.QuantPage)
 	return nil
 }
 
-// dominantType names the type holding most of a model's weight bytes.
-func dominantType(m *model.Model) string {
-	bytes := m.TypeBytes()
-	best := quant.F32
-	for t, b := range bytes {
-		if b > bytes[best] {
-			best = t
-		}
-	}
-	return best.String()
-}
 
 // histogram fills the page's before/after histogram of one block: the
 // first 256 values of the first matrix the conversion changed.

@@ -172,6 +172,7 @@ func New(cfg Config) (*Server, error) {
 	s.requestRoutes(e)
 	e.GET("/agent", s.agentPage)
 	e.GET("/quantization", s.quantPage)
+	e.GET("/families", s.familiesPage)
 	e.GET("/memory", s.memoryPage)
 	s.servingRoutes(e)
 	s.started = time.Now()

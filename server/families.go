@@ -1,0 +1,135 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"stepthrough/engine/sample"
+	"stepthrough/views"
+)
+
+// The families page: two offered models on one prompt, side by side.
+
+const (
+	maxFamiliesPrompt = 500
+	familiesTop       = 8
+)
+
+func (s *Server) familiesPage(c echo.Context) error {
+	qp := c.QueryParams()
+	p := views.FamiliesPage{Models: s.reg.Names(), A: qp.Get("a"), B: qp.Get("b"), Prompt: qp.Get("prompt")}
+	if p.A == "" {
+		p.A = s.reg.Default()
+	}
+	if p.B == "" {
+		p.B = otherModel(p.Models, p.A)
+	}
+	if p.Prompt == "" {
+		p.Prompt = "Once upon a time, there was a little"
+	}
+	if len(p.Prompt) > maxFamiliesPrompt {
+		p.Error = fmt.Sprintf("the prompt is %d bytes; the limit is %d", len(p.Prompt), maxFamiliesPrompt)
+		return renderPageStatus(c, http.StatusBadRequest, views.FamiliesPageView(p))
+	}
+	err := s.withWork(c, func() error {
+		for _, name := range []string{p.A, p.B} {
+			side, err := s.familySide(c.Request().Context(), name, p.Prompt)
+			if err != nil {
+				return err
+			}
+			p.Sides = append(p.Sides, side)
+		}
+		return nil
+	})
+	if err != nil {
+		p.Error, p.Sides = err.Error(), nil
+		return renderPageStatus(c, http.StatusBadRequest, views.FamiliesPageView(p))
+	}
+	markOnly(p.Sides)
+	p.SameTokenizer = sameTokens(p.Sides[0].Tokens, p.Sides[1].Tokens)
+	return renderPage(c, views.FamiliesPageView(p))
+}
+
+// otherModel is the first offered model other than a ("" when none).
+func otherModel(models []string, a string) string {
+	for _, m := range models {
+		if m != a {
+			return m
+		}
+	}
+	return a
+}
+
+// familySide runs one forward pass of model name over the prompt.
+func (s *Server) familySide(ctx context.Context, name, prompt string) (views.FamilySide, error) {
+	l, err := s.reg.Engine(name, "auto")
+	if err != nil {
+		return views.FamilySide{}, err
+	}
+	m, tk := l.Model, l.Model.Tokenizer
+	toks := tk.Encode(prompt, true)
+	if len(toks) == 0 {
+		return views.FamilySide{}, fmt.Errorf("%s: the prompt is empty after tokenizing", name)
+	}
+	if len(toks) > min(m.Config.ContextLen, 1024) {
+		return views.FamilySide{}, fmt.Errorf("%s: the prompt is %d tokens, more than the model's context", name, len(toks))
+	}
+	se, err := l.NewSession(len(toks))
+	if err != nil {
+		return views.FamilySide{}, err
+	}
+	defer se.Close()
+	ids := make([]int32, len(toks))
+	side := views.FamilySide{Model: name, Label: s.reg.Label(name), Backend: se.Backend().String()}
+	for i, t := range toks {
+		ids[i] = t.ID
+		side.Tokens = append(side.Tokens, views.FamilyToken{ID: t.ID, Piece: strconv.Quote(tk.Display(t.ID)), Added: t.Added})
+	}
+	logits, err := se.Eval(ctx, ids)
+	if err != nil {
+		return views.FamilySide{}, fmt.Errorf("%s: %w", name, err)
+	}
+	probs := sample.Probabilities(logits, 1)
+	top := sample.TopN(probs, familiesTop)
+	for _, id := range top {
+		side.Top = append(side.Top, views.Bar{ID: id, Piece: strconv.Quote(tk.Display(id)), Value: float64(probs[id]), Width: 100 * float64(probs[id]/probs[top[0]])})
+	}
+	for _, f := range m.Features() {
+		side.Features = append(side.Features, views.FamilyFeature{MapFeature: views.MapFeature{Key: f.Key, Name: f.Name, Why: f.Why}})
+	}
+	return side, nil
+}
+
+// markOnly marks each side's features the other side lacks.
+func markOnly(sides []views.FamilySide) {
+	has := func(s views.FamilySide, key string) bool {
+		for _, f := range s.Features {
+			if f.Key == key {
+				return true
+			}
+		}
+		return false
+	}
+	for i := range sides {
+		other := sides[1-i]
+		for j := range sides[i].Features {
+			sides[i].Features[j].Only = !has(other, sides[i].Features[j].Key)
+		}
+	}
+}
+
+func sameTokens(a, b []views.FamilyToken) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Piece != b[i].Piece {
+			return false
+		}
+	}
+	return true
+}

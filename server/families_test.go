@@ -1,0 +1,57 @@
+package server
+
+import (
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/PuerkitoBio/goquery"
+
+	"stepthrough/engine/reftest"
+)
+
+// The families page runs two models of two families on one prompt: each
+// column's tokens, next-token candidates from the engine, and the ways
+// only that model's pass differs from llama's; wrong input answers 400
+// with the page and the reason.
+func TestFamiliesPage(t *testing.T) {
+	s := mustNew(t, Config{ModelsDirs: []string{filepath.Dir(reftest.Path(t, "models", "stories260K.gguf"))}, Embedded: lessonModels()})
+	ts := httptest.NewServer(s.Handler())
+	defer ts.Close()
+	q := url.Values{"a": {"lesson.gguf"}, "b": {"stories260K.gguf"}, "prompt": {"Once upon a time, there was a little"}}
+	doc := get(t, ts.URL+"/families?"+q.Encode())
+	sides := doc.Find(`[data-testid^="family-side-"]`)
+	if sides.Length() != 2 {
+		t.Fatalf("%d columns", sides.Length())
+	}
+	only := func(i int) []string {
+		var keys []string
+		sides.Eq(i).Find(`li.only`).Each(func(_ int, s *goquery.Selection) { keys = append(keys, s.AttrOr("data-feature", "")) })
+		return keys
+	}
+	if got := strings.Join(only(0), ","); !strings.Contains(got, "layernorm") || !strings.Contains(got, "learned-positions") {
+		t.Errorf("gpt2's own differences %q", got)
+	}
+	if n := sides.Eq(1).Find(`[data-testid="family-features"]`).Length(); n != 0 {
+		t.Errorf("stories260K (llama) lists %d differences from llama", n)
+	}
+	for i := range 2 {
+		if n := sides.Eq(i).Find(`[data-testid="family-candidate"]`).Length(); n != familiesTop {
+			t.Errorf("column %d: %d candidates", i, n)
+		}
+		if n := sides.Eq(i).Find(`[data-testid="family-token"]`).Length(); n != 10 {
+			t.Errorf("column %d: %d tokens, want 10 (BOS and 9)", i, n)
+		}
+	}
+	if top := strings.TrimSpace(sides.Eq(0).Find(`[data-testid="family-candidate"] code`).First().Text()); top != `" pig"` {
+		t.Errorf("the lesson model's top candidate %s", top)
+	}
+	for _, bad := range []url.Values{{"a": {"nope.gguf"}}, {"b": {"../etc/passwd"}}, {"prompt": {strings.Repeat("x", 501)}}} {
+		d := getStatus(t, ts.URL+"/families?"+bad.Encode(), 400)
+		if d.Find(`[data-testid="error"]`).Length() != 1 {
+			t.Errorf("%v: no error shown", bad)
+		}
+	}
+}
