@@ -194,4 +194,3 @@ func printBackendAndTensors(w io.Writer, in Inspection) {
 		fmt.Fprintf(w, "%-32s %-5s %-16s %12d\n", t.Name, t.Type, shape, t.Bytes)
 	}
 }
-

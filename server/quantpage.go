@@ -165,7 +165,6 @@ func (s *Server) fillQuantPage(c echo.Context, q quantQuery, p *views.QuantPage)
 	return nil
 }
 
-
 // histogram fills the page's before/after histogram of one block: the
 // first 256 values of the first matrix the conversion changed.
 func histogram(p *views.QuantPage, base, conv *model.Model, rep *quantize.Report) {
