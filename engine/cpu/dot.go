@@ -95,3 +95,12 @@ func axpyGo(dst []float32, a float32, x []float32) {
 		dst[i] += a * x[i]
 	}
 }
+
+// dotF16Go is the dot product of an F16 row (len(x) values) with x.
+func dotF16Go(row []byte, x []float32) float32 {
+	var s float32
+	for i, v := range x {
+		s += quant.F16ToF32(uint16(row[2*i])|uint16(row[2*i+1])<<8) * v
+	}
+	return s
+}

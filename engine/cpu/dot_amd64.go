@@ -105,6 +105,25 @@ var useGemmB = useAVX512 && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512DQ
 
 var useAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 
+// useF16C: F16 rows are widened by F16C (VCVTPH2PS) in the kernels.
+var useF16C = useAVX2 && cpu.X86.HasF16C
+
+//go:noescape
+func dotF16AVX2(row *byte, x *float32, n int) float32
+
+//go:noescape
+func f16ToF32AVX2(src *byte, dst *float32, n int)
+
+// dotF16 is the dot product of an F16 row (len(x) values) with x.
+func dotF16(row []byte, x []float32) float32 {
+	n := len(x) &^ 31
+	if !useF16C || n == 0 {
+		return dotF16Go(row, x)
+	}
+	_ = row[2*len(x)-1]
+	return dotF16AVX2(&row[0], &x[0], n) + dotF16Go(row[2*n:], x[n:])
+}
+
 // f16Table is every binary16 pattern as float32, for the Q8_0 kernel's scales.
 var f16Table = func() []float32 {
 	t := make([]float32, 1<<16)
@@ -158,6 +177,13 @@ func decodeRowInto(t quant.Type, raw []byte, out []float32) {
 		nb := len(out) / 32
 		_ = raw[nb*34-1]
 		dequantQ8_0AVX2(&raw[0], &out[0], nb, &f16Table[0])
+		return
+	}
+	if t == quant.F16 && useF16C && len(out) >= 8 {
+		n := len(out) &^ 7
+		_ = raw[2*len(out)-1]
+		f16ToF32AVX2(&raw[0], &out[0], n)
+		quant.Dequantize(quant.F16, raw[2*n:], out[n:])
 		return
 	}
 	if t == quant.Q4_K && useAVX2 && len(out)%256 == 0 && len(out) > 0 {

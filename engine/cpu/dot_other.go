@@ -8,6 +8,8 @@ func dot(a, b []float32) float32 { return dotGo(a, b) }
 
 func dotQ8_0(row []byte, x []float32) float32 { return dotQ8_0Go(row, x) }
 
+func dotF16(row []byte, x []float32) float32 { return dotF16Go(row, x) }
+
 func gemv4(a []float32, lda int, x []float32, out *[4]float32) { gemv4Go(a, lda, x, out) }
 
 func gemm3x3(a []float32, lda int, x []float32, ldx, k int, out *[9]float32) {

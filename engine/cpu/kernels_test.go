@@ -34,6 +34,21 @@ func TestDotKernels(t *testing.T) {
 			}
 		}
 	}
+	for _, n := range []int{0, 1, 7, 8, 9, 31, 32, 33, 63, 64, 100, 576, 1000} { // F16 rows: the widening kernel, tails in Go
+		x := randFloats(r, n)
+		row, _ := quant.Quantize(quant.F16, randFloats(r, n))
+		deq := make([]float32, n)
+		quant.Dequantize(quant.F16, row, deq)
+		want := float64(dotRef(deq, x))
+		if got := dotF16(row, x); math.Abs(float64(got)-want) > 1e-5*math.Sqrt(float64(n)+1)*4 {
+			t.Errorf("dotF16 n=%d: %g, reference %g", n, got, want)
+		}
+		wide := make([]float32, n)
+		decodeRowInto(quant.F16, row, wide)
+		if !slices.Equal(wide, deq) {
+			t.Errorf("decodeRowInto F16 n=%d differs from quant.Dequantize", n)
+		}
+	}
 	for _, blocks := range []int{1, 2, 9, 24} {
 		x := randFloats(r, blocks*32)
 		row, _ := quant.Quantize(quant.Q8_0, randFloats(r, blocks*32))
