@@ -214,3 +214,38 @@ func BenchmarkDecodeStream(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkOutputProduct is gemma-3-270m's output product alone: its
+// 262,144-token vocabulary × width 640, one decode step's vector (the
+// largest product of that model's step; compare with its tg time).
+func BenchmarkOutputProduct(b *testing.B) {
+	const cols, rows = 640, 262144
+	src := make([]float32, cols*rows)
+	for i := range src {
+		src[i] = float32(i%97-48) / 1000
+	}
+	x := make([]float32, cols)
+	for i := range x {
+		x[i] = float32(i%13) / 13
+	}
+	for _, typ := range []quant.Type{quant.F16, quant.Q8_0} { // K-quants need rows of 256: llama.cpp writes this matrix Q8_0 for Q4_K_M
+		b.Run(typ.String(), func(b *testing.B) {
+			data, err := quant.Quantize(typ, src)
+			if err != nil {
+				b.Fatal(err)
+			}
+			w := &model.Tensor{Name: "output", Type: typ, Dims: []int{cols, rows}, Data: data}
+			pool := NewPool(0)
+			defer pool.Close()
+			out := make([]float32, rows)
+			scratch := [][]float32{}
+			for range pool.Threads() {
+				scratch = append(scratch, make([]float32, ScratchFloats(cols)))
+			}
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				pool.MatMul(out, w, x, 1, scratch)
+			}
+		})
+	}
+}
