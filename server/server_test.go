@@ -66,8 +66,13 @@ func getStatus(t *testing.T, u string, want int) *goquery.Document {
 func TestIndexOpensWithSettings(t *testing.T) {
 	_, ts := testServer(t)
 	doc := get(t, ts.URL+"/")
-	if doc.Find(`select[name="model"] option`).Text() != "stories260K.gguf" || doc.Find("[data-current-stage]").Length() != 0 {
-		t.Errorf("empty page: models %q", doc.Find(`select[name="model"] option`).Text())
+	opt := doc.Find(`select[name="model"] option`)
+	if v, _ := opt.Attr("value"); opt.Length() != 1 || v != "stories260K.gguf" || doc.Find("[data-current-stage]").Length() != 0 {
+		t.Errorf("empty page: models %q", opt.Text())
+	}
+	// the picker names the file's family, size, weight type and context, read from it
+	if got, want := opt.Text(), "stories260K.gguf — llama · 292.8 K parameters · F32 · context 2048"; got != want {
+		t.Errorf("model option %q, want %q", got, want)
 	}
 	q := url.Values{"prompt": {"Once upon a time"}, "temperature": {"0"}, "model": {"stories260K.gguf"}, "seed": {"5"}}
 	doc = get(t, ts.URL+"/?"+q.Encode())
