@@ -27,6 +27,7 @@ func TestForwardBatchEqualsAlone(t *testing.T) {
 		"llama q8_0":    synthModel(t, model.SynthOptions{Arch: "llama", Embd: 64, Layers: 2, Heads: 4, FFN: 96, Vocab: 700, Context: 64, Type: quant.Q8_0, Tied: true}),
 		"llama q4_k":    synthModel(t, model.SynthOptions{Arch: "llama", Embd: 256, Layers: 1, Heads: 4, FFN: 256, Vocab: 500, Context: 64, Type: quant.Q4_K}),
 		"gpt2 f16":      synthModel(t, model.SynthOptions{Arch: "gpt2", Embd: 64, Layers: 2, Heads: 2, FFN: 96, Vocab: 600, Context: 64, Type: quant.F16}),
+		"llama q5_0":    synthModel(t, model.SynthOptions{Arch: "llama", Embd: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 96, Vocab: 700, Context: 64, Type: quant.Q5_0}),
 		"qwen3":         synthModel(t, model.SynthOptions{Arch: "qwen3", Embd: 64, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 32, FFN: 96, Vocab: 600, Context: 64, Type: quant.F32}),
 		"gemma2 window caps": synthModel(t, model.SynthOptions{Arch: "gemma2", Embd: 64, Layers: 2, Heads: 2, KVHeads: 1, HeadDim: 32, FFN: 128, Vocab: 700, Context: 64,
 			Type: quant.Q8_0, Tied: true, Window: 4, AttnSoftcap: 0.05, FinalSoftcap: 0.3}),

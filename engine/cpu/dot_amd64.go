@@ -114,6 +114,23 @@ func dotF16AVX2(row *byte, x *float32, n int) float32
 //go:noescape
 func f16ToF32AVX2(src *byte, dst *float32, n int)
 
+//go:noescape
+func dotQ5_0Q80AVX2(row *byte, q *int8, d *float32, blocks int, f16 *float32) float32
+
+// hasQ80Kernel reports whether a Q5_0 matrix multiplies x rounded to
+// Q8_0 (q80) through the int8 kernel.
+func hasQ80Kernel(t quant.Type, cols int) bool { return useAVX2 && t == quant.Q5_0 && cols%32 == 0 }
+
+// dotQ5_0Q80 is a Q5_0 row times the rounded vector whose blocks start at b0.
+func dotQ5_0Q80(row []byte, z *q80, b0 int) float32 {
+	nb := len(row) / 22
+	if !useAVX2 || nb == 0 {
+		return dotQ5_0Q80Go(row, z, b0)
+	}
+	_ = z.q[(b0+nb)*32-1]
+	return dotQ5_0Q80AVX2(&row[0], &z.q[b0*32], &z.d[b0], nb, &f16Table[0])
+}
+
 // dotF16 is the dot product of an F16 row (len(x) values) with x.
 func dotF16(row []byte, x []float32) float32 {
 	n := len(x) &^ 31

@@ -65,6 +65,41 @@ func TestDotKernels(t *testing.T) {
 	}
 }
 
+// The Q5_0 int8 kernel equals its Go form and the float product of the
+// dequantized row with the rounded vector, for every block count, and
+// the rounding is llama.cpp's (d kept as binary16, halves to even).
+func TestQ5_0Q80Kernel(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, blocks := range []int{1, 2, 7, 28} {
+		cols := blocks * 32
+		row, _ := quant.Quantize(quant.Q5_0, randFloats(r, cols))
+		deq := make([]float32, cols)
+		quant.Dequantize(quant.Q5_0, row, deq)
+		var z q80
+		z.resize(2, cols)
+		x := randFloats(r, 2*cols)
+		z.quantize(x)
+		xr := make([]float32, 2*cols)
+		z.dequantize(xr)
+		for v := range 2 {
+			want := float64(dotRef(deq, xr[v*cols:(v+1)*cols]))
+			for name, got := range map[string]float32{"kernel": dotQ5_0Q80(row, &z, v*blocks), "go": dotQ5_0Q80Go(row, &z, v*blocks)} {
+				if math.Abs(float64(got)-want) > 1e-5*(1+math.Abs(want))*float64(blocks) {
+					t.Errorf("%s blocks=%d vector %d: %g, want %g", name, blocks, v, got, want)
+				}
+			}
+		}
+	}
+	var z q80
+	z.resize(1, 32)
+	x := make([]float32, 32)
+	x[0], x[1], x[2] = 127, 0.5, -1.5 // 0.5 and -1.5 halfway: to even
+	z.quantize(x)
+	if z.q[0] != 127 || z.q[1] != 0 || z.q[2] != -2 || z.d[0] != 1 {
+		t.Errorf("rounded %v, d %g", z.q[:3], z.d[0])
+	}
+}
+
 // The four-row Q8_0 kernel gives each row exactly what the one-row kernel
 // gives it (decode may take either path for a row), odd block counts
 // included; without the kernel it reports false and writes nothing.
@@ -170,11 +205,18 @@ func TestMatMulAllTypes(t *testing.T) {
 			}
 			scratch := [][]float32{make([]float32, ScratchFloats(cols)), make([]float32, ScratchFloats(cols)), make([]float32, ScratchFloats(cols))}
 			pool.MatMul(out, w, x, n, scratch)
-			xr := x // Q4_K and Q6_K multiply x rounded to 8 bits (q8K)
+			xr := x // Q4_K and Q6_K multiply x rounded to 8 bits (q8K), Q5_0 x rounded to Q8_0 (q80)
 			if hasQ8Kernel(typ, cols) {
 				var z q8K
 				z.resize(n, cols)
 				quantizeQ8K(x, &z, 0)
+				xr = make([]float32, n*cols)
+				z.dequantize(xr)
+			}
+			if hasQ80Kernel(typ, cols) {
+				var z q80
+				z.resize(n, cols)
+				z.quantize(x)
 				xr = make([]float32, n*cols)
 				z.dequantize(xr)
 			}

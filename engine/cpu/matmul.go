@@ -22,6 +22,7 @@ type matmulTask struct {
 	scratch [][]float32
 	xs      []float32 // the legacy kernels' sums of x over groups (kGroup), per vector
 	z       *q8K      // x quantized to int8 for the K-quant kernels
+	z80     *q80      // x rounded to Q8_0 for the Q5_0 kernel
 }
 
 // hasQ8Kernel reports whether a type multiplies int8-quantized x (q8K).
@@ -78,6 +79,24 @@ func (p *Pool) prepare(out []float32, w *model.Tensor, x []float32, n int, scrat
 			p.roundX(n, w.Cols())
 			p.mm.x, p.mm.z = p.xr[:n*w.Cols()], nil
 		}
+	} else if cols := w.Cols(); hasQ80Kernel(w.Type, cols) {
+		p.q80.resize(n, cols)
+		var back []float32
+		if n > kSmallBatch {
+			// many vectors: decoded rows through the tile kernels with x
+			// rounded as the kernel rounds it, so a vector's products are
+			// the int8 kernel's (up to float summation order) whatever the batch
+			p.xr80 = grow(p.xr80, n*cols)
+			back = p.xr80
+		}
+		p.q80t = q80Task{z: &p.q80, x: x[:n*cols], back: back, cols: cols}
+		p.Run(n, max(1, quantizeGrain/cols), &p.q80t)
+		p.q80t = q80Task{}
+		if back == nil {
+			p.mm.z80 = &p.q80
+		} else {
+			p.mm.x = back
+		}
 	} else if g := kGroup(w.Type); g > 0 && n <= kSmallBatch && w.Cols()%g == 0 {
 		cols := w.Cols()
 		if cap(p.xs) < n*cols/g {
@@ -101,6 +120,15 @@ func (m *matmulTask) Run(worker, lo, hi int) {
 			return
 		}
 		dotRowsKQ8Multi(w.Type, w.Data, rb, lo, hi, m.z, m.n, nb, m.out, rows)
+		return
+	}
+	if m.z80 != nil { // Q5_0: every vector through the int8 kernel
+		for r := lo; r < hi; r++ {
+			row := w.Data[r*rb : (r+1)*rb]
+			for t := range m.n {
+				m.out[t*rows+r] = dotQ5_0Q80(row, m.z80, t*cols/32)
+			}
+		}
 		return
 	}
 	if m.n == 1 {

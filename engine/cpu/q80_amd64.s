@@ -1,0 +1,76 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// byte j of the 32 takes byte j/8 of the Q5_0 block's fifth-bit word
+DATA q5shuf<>+0(SB)/8, $0x0000000000000000
+DATA q5shuf<>+8(SB)/8, $0x0101010101010101
+DATA q5shuf<>+16(SB)/8, $0x0202020202020202
+DATA q5shuf<>+24(SB)/8, $0x0303030303030303
+GLOBL q5shuf<>(SB), RODATA|NOPTR, $32
+
+// every bit but bit j%8 set in byte j: or-ed in, a byte is all ones iff its bit is
+DATA q5bits<>+0(SB)/8, $0x7fbfdfeff7fbfdfe
+DATA q5bits<>+8(SB)/8, $0x7fbfdfeff7fbfdfe
+DATA q5bits<>+16(SB)/8, $0x7fbfdfeff7fbfdfe
+DATA q5bits<>+24(SB)/8, $0x7fbfdfeff7fbfdfe
+GLOBL q5bits<>(SB), RODATA|NOPTR, $32
+
+// func dotQ5_0Q80AVX2(row *byte, q *int8, d *float32, blocks int, f16 *float32) float32
+// A Q5_0 row (22-byte blocks: binary16 d, 32 fifth bits, 16 bytes of
+// nibbles) times x rounded to Q8_0 (q, one d per 32), as llama.cpp's AVX2
+// Q5_0·Q8_0 dot: the 5-bit values widened to signed bytes (bit clear:
+// nibble − 16), |w|·(x·sign w) summed in pairs, then in fours, scaled
+// by d_w·d_x. blocks > 0.
+TEXT ·dotQ5_0Q80AVX2(SB), NOSPLIT, $0-44
+	MOVQ row+0(FP), SI
+	MOVQ q+8(FP), DI
+	MOVQ d+16(FP), DX
+	MOVQ blocks+24(FP), CX
+	MOVQ f16+32(FP), R8
+	VXORPS Y0, Y0, Y0
+	VMOVDQU q5shuf<>(SB), Y13
+	VMOVDQU q5bits<>(SB), Y12
+	VPCMPEQB Y11, Y11, Y11      // all ones
+	MOVL $0x0F0F0F0F, AX
+	VMOVD AX, X10
+	VPBROADCASTD X10, Y10       // low-nibble mask
+	VPSLLW $4, Y10, Y9          // 0xF0 bytes
+	MOVL $0x00010001, AX
+	VMOVD AX, X8
+	VPBROADCASTD X8, Y8         // int16 ones
+
+q5block:
+	MOVWLZX (SI), AX
+	VMOVSS (R8)(AX*4), X14      // d_w
+	VMULSS (DX), X14, X14       // · d_x
+	VBROADCASTSS X14, Y14
+	VMOVDQU 6(SI), X1           // 16 bytes of nibbles
+	VPSRLW $4, X1, X2
+	VINSERTI128 $1, X2, Y1, Y1  // low nibbles, then high ones
+	VPAND Y10, Y1, Y1
+	VPBROADCASTD 2(SI), Y3      // the fifth bits
+	VPSHUFB Y13, Y3, Y3
+	VPOR Y12, Y3, Y3
+	VPCMPEQB Y11, Y3, Y3        // 0xFF where the bit is set
+	VPANDN Y9, Y3, Y3           // 0xF0 where it is clear
+	VPOR Y3, Y1, Y1             // signed 5-bit values
+	VMOVDQU (DI), Y4            // x's 32 bytes
+	VPSIGNB Y1, Y1, Y5          // |w|
+	VPSIGNB Y1, Y4, Y6          // x · sign w
+	VPMADDUBSW Y6, Y5, Y5       // pairs, int16
+	VPMADDWD Y8, Y5, Y5         // fours, int32
+	VCVTDQ2PS Y5, Y5
+	VFMADD231PS Y5, Y14, Y0
+	ADDQ $22, SI
+	ADDQ $32, DI
+	ADDQ $4, DX
+	DECQ CX
+	JNZ  q5block
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	VZEROUPPER
+	MOVSS X0, ret+40(FP)
+	RET
