@@ -26,7 +26,7 @@ func (s *Server) familiesPage(c echo.Context) error {
 		p.A = s.reg.Default()
 	}
 	if p.B == "" {
-		p.B = otherModel(p.Models, p.A)
+		p.B = s.otherFamily(p.Models, p.A)
 	}
 	if p.Prompt == "" {
 		p.Prompt = "Once upon a time, there was a little"
@@ -54,14 +54,23 @@ func (s *Server) familiesPage(c echo.Context) error {
 	return renderPage(c, views.FamiliesPageView(p))
 }
 
-// otherModel is the first offered model other than a ("" when none).
-func otherModel(models []string, a string) string {
+// otherFamily is the first offered model of another family than a's,
+// else the first other model (a itself when it is the only one).
+func (s *Server) otherFamily(models []string, a string) string {
+	sa, _ := s.reg.Summary(a)
+	other := a
 	for _, m := range models {
-		if m != a {
+		if m == a {
+			continue
+		}
+		if sm, ok := s.reg.Summary(m); ok && sm.Arch != sa.Arch {
 			return m
 		}
+		if other == a {
+			other = m
+		}
 	}
-	return a
+	return other
 }
 
 // familySide runs one forward pass of model name over the prompt.

@@ -27,15 +27,15 @@ import (
 // run outside it, once per key (a singleflight group), so a slow one
 // blocks only the sessions waiting for that same model.
 type Registry struct {
-	flights  singleflight.Group
-	mu       sync.Mutex
-	paths    map[string]string
-	embedded map[string][]byte
-	loaded   map[string]*model.Model
-	engines  map[string]*engine.Loaded // by model name and requested backend
-	drafts   map[string]error          // a draft's check against a target, by both names
-	convs    convCache                 // models converted in memory (NAME@TYPE)
-	labels   map[string]string         // Label's answers, by name
+	flights   singleflight.Group
+	mu        sync.Mutex
+	paths     map[string]string
+	embedded  map[string][]byte
+	loaded    map[string]*model.Model
+	engines   map[string]*engine.Loaded // by model name and requested backend
+	drafts    map[string]error          // a draft's check against a target, by both names
+	convs     convCache                 // models converted in memory (NAME@TYPE)
+	summaries map[string]summaryAnswer  // Summary's answers, by name
 }
 
 // Quantized is a model converted to another type in memory.
@@ -114,11 +114,20 @@ func (r *Registry) Names() []string {
 
 // Label describes an offered model for a picker, from its header alone
 // ("qwen3 · 596.05 M parameters · Q4_K · context 40960"); "" when the
-// file cannot be read. Answers are kept: a folder of downloads is read
-// once.
+// file cannot be read.
 func (r *Registry) Label(name string) string {
-	if l, ok := locked(&r.mu, func() (string, bool) { l, ok := r.labels[name]; return l, ok }); ok {
-		return l
+	if s, ok := r.Summary(name); ok {
+		return s.String()
+	}
+	return ""
+}
+
+// Summary reads an offered model's header (family, size, type, context);
+// false when the file cannot be read. Answers are kept: a folder of
+// downloads is read once.
+func (r *Registry) Summary(name string) (model.Summary, bool) {
+	if a, ok := locked(&r.mu, func() (summaryAnswer, bool) { a, ok := r.summaries[name]; return a, ok }); ok {
+		return a.s, a.ok
 	}
 	var f *gguf.File
 	var err error
@@ -127,20 +136,26 @@ func (r *Registry) Label(name string) string {
 	} else if p, ok := r.paths[name]; ok {
 		f, err = gguf.Open(p)
 	} else {
-		return ""
+		return model.Summary{}, false
 	}
-	label := ""
+	a := summaryAnswer{}
 	if err == nil {
-		label = model.Summarize(f).String()
+		a = summaryAnswer{model.Summarize(f), true}
 		f.Close()
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.labels == nil {
-		r.labels = map[string]string{}
+	if r.summaries == nil {
+		r.summaries = map[string]summaryAnswer{}
 	}
-	r.labels[name] = label
-	return label
+	r.summaries[name] = a
+	return a.s, a.ok
+}
+
+// summaryAnswer is a file's summary, or that it could not be read.
+type summaryAnswer struct {
+	s  model.Summary
+	ok bool
 }
 
 // Default is the model a new session uses: lesson.gguf when present, else
