@@ -6,9 +6,10 @@ import (
 	"encoding/binary"
 	"flag"
 	"fmt"
+	"maps"
 	"math"
 	"os"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -284,7 +285,7 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 func runSynth(ctx context.Context, env Env, args []string) error {
 	fs := newFlags(env, "synth", "--arch FAMILY --out FILE [shape flags] | --shape NAME --out FILE")
 	o := model.SynthOptions{}
-	shape := fs.String("shape", "", "a real model's shape: "+strings.Join(sortedKeys(model.Shapes), ", ")+" (other flags given override it)")
+	shape := fs.String("shape", "", "a real model's shape: "+strings.Join(slices.Sorted(maps.Keys(model.Shapes)), ", ")+" (other flags given override it)")
 	arch := fs.String("arch", "llama", "family: "+strings.Join(model.Architectures(), ", "))
 	out := fs.String("out", "", "output GGUF `file`")
 	fs.IntVar(&o.Embd, "embd", 288, "embedding width")
@@ -313,7 +314,7 @@ func runSynth(ctx context.Context, env Env, args []string) error {
 	if *shape != "" {
 		s, ok := model.Shapes[*shape]
 		if !ok {
-			return usageError{fmt.Errorf("--shape %q: want one of %s", *shape, strings.Join(sortedKeys(model.Shapes), ", "))}
+			return usageError{fmt.Errorf("--shape %q: want one of %s", *shape, strings.Join(slices.Sorted(maps.Keys(model.Shapes)), ", "))}
 		}
 		set := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -364,13 +365,4 @@ func overrideShape(s, o model.SynthOptions, set map[string]bool) model.SynthOpti
 		s.LocalBase = o.LocalBase
 	}
 	return s
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

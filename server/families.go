@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/labstack/echo/v4"
@@ -115,30 +116,14 @@ func (s *Server) familySide(ctx context.Context, name, prompt string) (views.Fam
 
 // markOnly marks each side's features the other side lacks.
 func markOnly(sides []views.FamilySide) {
-	has := func(s views.FamilySide, key string) bool {
-		for _, f := range s.Features {
-			if f.Key == key {
-				return true
-			}
-		}
-		return false
-	}
 	for i := range sides {
-		other := sides[1-i]
-		for j := range sides[i].Features {
-			sides[i].Features[j].Only = !has(other, sides[i].Features[j].Key)
+		other := sides[1-i].Features
+		for j, f := range sides[i].Features {
+			sides[i].Features[j].Only = !slices.ContainsFunc(other, func(g views.FamilyFeature) bool { return g.Key == f.Key })
 		}
 	}
 }
 
 func sameTokens(a, b []views.FamilyToken) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i].Piece != b[i].Piece {
-			return false
-		}
-	}
-	return true
+	return slices.EqualFunc(a, b, func(x, y views.FamilyToken) bool { return x.Piece == y.Piece })
 }

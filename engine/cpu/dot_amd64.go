@@ -117,10 +117,6 @@ func f16ToF32AVX2(src *byte, dst *float32, n int)
 //go:noescape
 func dotQ5_0Q80AVX2(row *byte, q *int8, d *float32, blocks int, f16 *float32) float32
 
-// hasQ80Kernel reports whether a matrix multiplies x rounded to Q8_0
-// (q80): Q5_0, on every platform (dotQ5_0Q80 falls back to Go).
-func hasQ80Kernel(t quant.Type, cols int) bool { return t == quant.Q5_0 && cols%32 == 0 }
-
 // dotQ5_0Q80 is a Q5_0 row times the rounded vector whose blocks start at b0.
 func dotQ5_0Q80(row []byte, z *q80, b0 int) float32 {
 	nb := len(row) / 22

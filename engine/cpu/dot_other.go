@@ -72,8 +72,4 @@ func gemv8(a []float32, lda int, x []float32, out *[8]float32) bool { return fal
 // dot4Q8_0 has no kernel here.
 func dot4Q8_0(raw []byte, stride int, x []float32, out *[4]float32) bool { return false }
 
-// hasQ80Kernel: Q5_0 multiplies x rounded to Q8_0 here too (in Go), so
-// every platform computes llama.cpp's numbers.
-func hasQ80Kernel(t quant.Type, cols int) bool { return t == quant.Q5_0 && cols%32 == 0 }
-
 func dotQ5_0Q80(row []byte, z *q80, b0 int) float32 { return dotQ5_0Q80Go(row, z, b0) }

@@ -39,6 +39,11 @@ func (t *q80Task) Run(_, lo, hi int) {
 	}
 }
 
+// hasQ80Kernel reports whether a matrix multiplies x rounded to Q8_0
+// (q80): Q5_0, on every platform (off amd64 dotQ5_0Q80 is Go), so every
+// build computes llama.cpp's numbers.
+func hasQ80Kernel(t quant.Type, cols int) bool { return t == quant.Q5_0 && cols%32 == 0 }
+
 // quantize rounds x (a multiple of 32 values) into z.
 func (z *q80) quantize(x []float32) { z.quantizeRange(x, 0) }
 

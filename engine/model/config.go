@@ -181,7 +181,7 @@ func readConfig(m *metadata, spec *Spec) (*Config, error) {
 }
 
 // readSoftcaps reads the soft caps a family has (gemma2: both, with
-// defaults; gemma3: the final one when set).
+// defaults; gemma3: the final one when the file sets it).
 func readSoftcaps(m *metadata, spec *Spec, c *Config) error {
 	if spec.AttnSoftcap > 0 {
 		v, err := m.floatKey("attn_logit_softcapping", false, float64(spec.AttnSoftcap), 0, 1e6)
@@ -190,7 +190,7 @@ func readSoftcaps(m *metadata, spec *Spec, c *Config) error {
 		}
 		c.AttnSoftcap = float32(v)
 	}
-	if spec.FinalSoftcap > 0 || spec.Name == "gemma3" {
+	if spec.FinalSoftcap > 0 || spec.FinalSoftcapKey {
 		v, err := m.floatKey("final_logit_softcapping", false, float64(spec.FinalSoftcap), 0, 1e6)
 		if err != nil {
 			return err

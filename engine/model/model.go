@@ -97,9 +97,12 @@ func (m *Model) FirstLayers(n int) (*Model, error) {
 }
 
 // TypeBytes sums tensor bytes by type.
-func (m *Model) TypeBytes() map[quant.Type]uint64 {
+func (m *Model) TypeBytes() map[quant.Type]uint64 { return typeBytes(m.File) }
+
+// typeBytes sums a file's tensor bytes by type.
+func typeBytes(f *gguf.File) map[quant.Type]uint64 {
 	out := map[quant.Type]uint64{}
-	for _, t := range m.File.Tensors {
+	for _, t := range f.Tensors {
 		out[t.Type] += t.Size
 	}
 	return out

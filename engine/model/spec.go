@@ -76,6 +76,9 @@ type Spec struct {
 	// Soft caps (cap·tanh(x/cap)) on the attention scores and the final
 	// logits when the file does not set them (0: none unless it does).
 	AttnSoftcap, FinalSoftcap float32
+	// FinalSoftcapKey: the family reads final_logit_softcapping even with
+	// no default cap (gemma3: optional).
+	FinalSoftcapKey bool
 	// WidthScaleLayers: block counts at which the attention scale is
 	// 1/√(width/heads) instead of 1/√(head size), as llama.cpp decides for
 	// gemma's 27B shapes from the layer count.
@@ -136,7 +139,7 @@ func init() {
 	// gemma3: gemma2's block with Q/K norms instead of the score soft cap;
 	// five local layers to each global one, with their own RoPE base.
 	Register(&Spec{Name: "gemma3", Norm: RMSNorm, Rope: RopeNeoX, FFN: GeGLU, QKNorm: true, PostNorms: true, EmbedScale: true,
-		SWAPeriod: 6, LocalRopeBase: 10000, WidthScaleLayers: []int{62},
+		SWAPeriod: 6, LocalRopeBase: 10000, WidthScaleLayers: []int{62}, FinalSoftcapKey: true,
 		Required: with(llamaTensors, "post_attention_norm.weight", "post_ffw_norm.weight", "attn_q_norm.weight", "attn_k_norm.weight")})
 	// phi3: fused QKV and gate-up matrices; LongRoPE frequency factors.
 	Register(&Spec{Name: "phi3", Norm: RMSNorm, Rope: RopeNeoX, FFN: SwiGLUFused, QKV: QKVEither, LongRoPE: true,

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"stepthrough/engine/gguf"
-	"stepthrough/engine/quant"
 )
 
 // Summary is what a model picker shows of a file, read from its header
@@ -30,11 +29,10 @@ func Summarize(f *gguf.File) Summary {
 		n, _ := v.Uint()
 		s.Context = int(min(n, maxContext))
 	}
-	bytes := map[quant.Type]uint64{}
 	for i := range f.Tensors {
 		s.Params += f.Tensors[i].Elements()
-		bytes[f.Tensors[i].Type] += f.Tensors[i].Size
 	}
+	bytes := typeBytes(f)
 	var most uint64
 	for t, b := range bytes {
 		if b > most || b == most && t.String() < s.Type {
