@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"stepthrough/engine/registry"
 	"stepthrough/engine/sample"
 	"stepthrough/engine/spec"
 	"stepthrough/lessons"
@@ -125,7 +126,7 @@ func FuzzRoomMessage(f *testing.F) {
 
 func lessonSession(t *testing.T, run spec.Run) *session.Session {
 	t.Helper()
-	reg := session.NewRegistry(nil)
+	reg := registry.New(nil)
 	reg.AddEmbedded("lesson.gguf", models.Lesson)
 	t.Cleanup(reg.Close)
 	se := session.New("t", "", reg)
@@ -200,7 +201,7 @@ func TestPollRows(t *testing.T) {
 // FuzzCheckAnswer: a student's answer is validated against each kind of
 // question without panicking, and what is accepted is short, valid text.
 func FuzzCheckAnswer(f *testing.F) {
-	reg := session.NewRegistry(nil)
+	reg := registry.New(nil)
 	reg.AddEmbedded("lesson.gguf", models.Lesson)
 	m, err := reg.Get("lesson.gguf")
 	if err != nil {
@@ -231,7 +232,7 @@ func FuzzCheckAnswer(f *testing.F) {
 // Engine work in one room holds no lock another room needs: while room A's
 // goroutine is busy, room B serves its page and A can still be looked up.
 func TestBusyRoomBlocksNoOther(t *testing.T) {
-	reg := session.NewRegistry(nil)
+	reg := registry.New(nil)
 	reg.AddEmbedded("lesson.gguf", models.Lesson)
 	t.Cleanup(reg.Close)
 	all, err := lessons.Builtin()
@@ -335,7 +336,7 @@ func TestQuarantinedState(t *testing.T) {
 	if err := st.SaveRoom(t.Context(), Record{Code: "QQQQQQ", SecretHash: hashSecret("k"), Created: now, Expires: now.Add(time.Hour)}, State{Run: run}); err != nil {
 		t.Fatal(err)
 	}
-	reg := session.NewRegistry(nil)
+	reg := registry.New(nil)
 	reg.AddEmbedded("lesson.gguf", models.Lesson)
 	t.Cleanup(reg.Close)
 	cl := New(Config{Engines: reg, Store: st})

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 
+	"stepthrough/engine/registry"
 	"stepthrough/lessons"
 	"stepthrough/models"
 	"stepthrough/session"
@@ -28,7 +29,7 @@ func runCheckLesson(ctx context.Context, env Env, args []string) error {
 	if fs.NArg() == 0 {
 		return usageError{fmt.Errorf("check-lesson: name at least one lesson file")}
 	}
-	reg := session.NewRegistry([]string{*dir})
+	reg := registry.New([]string{*dir})
 	reg.AddEmbedded("lesson.gguf", models.Lesson)
 	reg.AddEmbedded("lesson-draft.gguf", models.LessonDraft)
 	failed, total := 0, 0

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"testing"
 
+	"stepthrough/engine/registry"
 	"stepthrough/engine/spec"
 	"stepthrough/session"
 )
@@ -19,7 +20,7 @@ import (
 func BenchmarkExplorerSessions(b *testing.B) {
 	const n = 50
 	for range b.N {
-		reg := session.NewRegistry([]string{"../models"})
+		reg := registry.New([]string{"../models"})
 		run := spec.Default("lesson.gguf")
 		run.Prompt, run.Backend, run.Sampler.Seed, run.Sampler.SeedSet = "The capital of France is", "cpu", 1, true
 		warm := session.New("warm", "c", reg) // the model itself, loaded once, is not a session's cost

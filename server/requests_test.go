@@ -14,6 +14,7 @@ import (
 	"github.com/PuerkitoBio/goquery"
 	"github.com/openai/openai-go/v3"
 
+	"stepthrough/engine/registry"
 	"stepthrough/engine/spec"
 	"stepthrough/models"
 	"stepthrough/session"
@@ -78,7 +79,7 @@ func TestWatchThisRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := session.NewRegistry(nil)
+	reg := registry.New(nil)
 	reg.AddEmbedded("lesson.gguf", models.Lesson)
 	defer reg.Close()
 	se := session.New("w", "", reg)

@@ -41,6 +41,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"stepthrough/classroom"
+	"stepthrough/engine/registry"
 	"stepthrough/engine/spec"
 	"stepthrough/lessons"
 	"stepthrough/session"
@@ -97,7 +98,7 @@ type Config struct {
 // Server serves the Explorer, Compare, the lessons and the classroom.
 type Server struct {
 	cfg      Config
-	reg      *session.Registry
+	reg      *registry.Registry
 	echo     *echo.Echo
 	log      *slog.Logger
 	sessions *session.Pool // Explorer tabs and students' branches
@@ -122,7 +123,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Server{cfg: cfg, reg: session.NewRegistry(cfg.ModelsDirs), log: cfg.Logger, work: make(chan struct{}, max(2, runtime.NumCPU()))}
+	s := &Server{cfg: cfg, reg: registry.New(cfg.ModelsDirs), log: cfg.Logger, work: make(chan struct{}, max(2, runtime.NumCPU()))}
 	s.sessions = session.NewPool(s.reg, session.PoolConfig{MaxSessions: cfg.MaxSessions, MaxPerClient: cfg.MaxPerClient,
 		IdleTimeout: cfg.IdleTimeout, MemoryBudget: cfg.MemoryBudget})
 	s.base, s.stop = context.WithCancel(context.Background())

@@ -11,7 +11,7 @@ import (
 // Each example prompt's claim about its first next-token distribution
 // holds on the lesson model (probabilities at T = 1 from the engine).
 func TestExamplesHoldOnTheModel(t *testing.T) {
-	reg := registry(t)
+	reg := testRegistry(t)
 	for _, x := range examples {
 		se := New("x", "", reg)
 		if err := se.Run(context.Background(), run(x.prompt)); err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"stepthrough/engine/model"
 	"stepthrough/engine/quant"
+	"stepthrough/engine/registry"
 	"stepthrough/engine/trace"
 	"stepthrough/views"
 )
@@ -35,7 +36,7 @@ func TestFamiliesStepThroughEveryStage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	reg := NewRegistry([]string{dir})
+	reg := registry.New([]string{dir})
 	t.Cleanup(reg.Close)
 	for _, o := range shapes {
 		t.Run(o.Arch, func(t *testing.T) {

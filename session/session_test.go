@@ -8,15 +8,16 @@ import (
 	"testing"
 	"time"
 
+	"stepthrough/engine/registry"
 	"stepthrough/engine/spec"
 	"stepthrough/engine/trace"
 	"stepthrough/lessons"
 	"stepthrough/models"
 )
 
-func registry(t *testing.T) *Registry {
+func testRegistry(t *testing.T) *registry.Registry {
 	t.Helper()
-	reg := NewRegistry(nil)
+	reg := registry.New(nil)
 	reg.AddEmbedded("lesson.gguf", models.Lesson)
 	reg.AddEmbedded("lesson-draft.gguf", models.LessonDraft)
 	t.Cleanup(reg.Close)
@@ -33,7 +34,7 @@ func run(prompt string) spec.Run {
 // same stage, the same generated tokens, the same link — and the seed it
 // carries is the one drawn.
 func TestSpecReproducesTheView(t *testing.T) {
-	reg := registry(t)
+	reg := testRegistry(t)
 	ctx := context.Background()
 	a := New("a", "", reg)
 	defer a.Close()
@@ -78,7 +79,7 @@ func TestStageRegistry(t *testing.T) {
 			t.Errorf("stage kind %q has no registry entry", k)
 		}
 	}
-	se := New("s", "", registry(t))
+	se := New("s", "", testRegistry(t))
 	defer se.Close()
 	plain, speculative := run("The capital of France is"), run("The capital of France is")
 	speculative.Draft, speculative.DraftK = "lesson-draft.gguf", 4
@@ -112,7 +113,7 @@ func TestStageRegistry(t *testing.T) {
 // Errors are typed, and a failed action leaves the session as it was.
 func TestErrorsAreTypedAndHarmless(t *testing.T) {
 	ctx := context.Background()
-	se := New("e", "", registry(t))
+	se := New("e", "", testRegistry(t))
 	defer se.Close()
 	if err := se.Act(ctx, "step", nil); err != nil {
 		t.Errorf("a step before any run: %v", err)
@@ -149,7 +150,7 @@ func TestPlayLesson(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	se := New("l", "", registry(t))
+	se := New("l", "", testRegistry(t))
 	defer se.Close()
 	for name, l := range all {
 		for i, st := range l.Steps {
@@ -168,7 +169,7 @@ func TestPlayLesson(t *testing.T) {
 // that is held only after IdleTimeout; an expired session answers so and
 // starts no engine.
 func TestPoolEviction(t *testing.T) {
-	p := NewPool(registry(t), PoolConfig{IdleTimeout: time.Hour, DetachedTimeout: time.Minute})
+	p := NewPool(testRegistry(t), PoolConfig{IdleTimeout: time.Hour, DetachedTimeout: time.Minute})
 	held, _ := p.New("a")
 	loose, _ := p.New("a")
 	detach := held.Attach()
@@ -189,7 +190,7 @@ func TestPoolEviction(t *testing.T) {
 // A model named NAME@TYPE is that model converted in memory: it runs, and
 // a bad type or a missing model is one line.
 func TestConvertedModelNames(t *testing.T) {
-	reg := registry(t)
+	reg := testRegistry(t)
 	se := New("q", "", reg)
 	defer se.Close()
 	r := run("The capital of France is")
@@ -208,7 +209,7 @@ func TestConvertedModelNames(t *testing.T) {
 // The stage strip and the status line name each sampler step by the
 // filter it ran, in the run's order, never "sampler 3".
 func TestSamplerStagesNamedByFilter(t *testing.T) {
-	reg := registry(t)
+	reg := testRegistry(t)
 	ctx := context.Background()
 	se := New("strip", "", reg)
 	defer se.Close()

@@ -52,7 +52,7 @@ func sameKept(t *testing.T, sm *views.SoftmaxPanel, se *Session, step int) {
 // top-p, and, with the sliders moved, at theirs: the same as a run made
 // with the sliders' settings.
 func TestSoftmaxPanelKeepsWhatTheChainKeeps(t *testing.T) {
-	reg := registry(t)
+	reg := testRegistry(t)
 	se := New("sm", "", reg)
 	defer se.Close()
 	settings := []struct {

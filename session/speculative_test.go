@@ -33,7 +33,7 @@ func generated(t *testing.T, se *Session, r spec.Run) []int32 {
 // tokens, whatever the draft; its rounds step through propose, the verify
 // batch, verify, accept and rollback.
 func TestSpeculativeExplorerGreedy(t *testing.T) {
-	reg := registry(t)
+	reg := testRegistry(t)
 	se := New("s", "", reg)
 	defer se.Close()
 	r := run("Once upon a time, there was a girl named")
@@ -76,7 +76,7 @@ func TestSpeculativeExplorerGreedy(t *testing.T) {
 // rejected one did not, and the tokens written are the kept proposals
 // and the next token.
 func TestSpeculativeExplorerSampling(t *testing.T) {
-	reg := registry(t)
+	reg := testRegistry(t)
 	ctx := context.Background()
 	a := New("a", "", reg)
 	defer a.Close()
@@ -147,7 +147,7 @@ func TestSpeculativeExplorerSampling(t *testing.T) {
 
 // Refusals are one clear line and leave the session as it was.
 func TestSpeculativeExplorerRefusals(t *testing.T) {
-	se := New("s", "", registry(t))
+	se := New("s", "", testRegistry(t))
 	defer se.Close()
 	ctx := context.Background()
 	if err := se.Run(ctx, run("Once upon a time")); err != nil {

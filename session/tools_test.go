@@ -15,7 +15,7 @@ import (
 // runtime computes it, and the next pass reads the result, shown as
 // inserted (not sampled); the reply then uses it.
 func TestCalculatorRunsLive(t *testing.T) {
-	reg := registry(t)
+	reg := testRegistry(t)
 	ctx := context.Background()
 	se := New("tools", "", reg)
 	defer se.Close()
@@ -77,7 +77,7 @@ func TestCalculatorRunsLive(t *testing.T) {
 // with no calculator token is refused in one line; a bad tools value is
 // refused by the spec.
 func TestToolsAndSpecialSettings(t *testing.T) {
-	reg := registry(t)
+	reg := testRegistry(t)
 	ctx := context.Background()
 	se := New("s", "", reg)
 	defer se.Close()

@@ -1,4 +1,4 @@
-package session
+package registry
 
 import (
 	"os"
@@ -21,7 +21,7 @@ func TestSlowLoadBlocksOnlyItsModel(t *testing.T) {
 	if err := syscall.Mkfifo(slow, 0o600); err != nil {
 		t.Skipf("no named pipes here: %v", err)
 	}
-	reg := NewRegistry([]string{dir})
+	reg := New([]string{dir})
 	reg.AddEmbedded("lesson.gguf", models.Lesson)
 	t.Cleanup(reg.Close)
 

@@ -1,8 +1,14 @@
-package session
+// Package registry offers the models a server runs: every .gguf file in
+// its folders and the embedded ones, each loaded once and shared, each
+// converted to another type in memory once (NAME@TYPE), and each
+// prepared once per backend (engine.Load) for every session that runs
+// it. Models are named by a typed Ref.
+package registry
 
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -18,10 +24,9 @@ import (
 
 // Registry offers every .gguf file in the model directories by file name
 // (and NAME@TYPE, that model converted to TYPE in memory by package
-// quantize),
-// loading each on first use and sharing it (models are read-only), and
-// prepares each model once per backend (engine.Load) for every session
-// that runs it.
+// quantize), loading each on first use and sharing it (models are
+// read-only), and prepares each model once per backend (engine.Load) for
+// every session that runs it.
 //
 // The lock guards the maps only: loads, conversions and backend uploads
 // run outside it, once per key (a singleflight group), so a slow one
@@ -31,11 +36,18 @@ type Registry struct {
 	mu        sync.Mutex
 	paths     map[string]string
 	embedded  map[string][]byte
-	loaded    map[string]*model.Model
-	engines   map[string]*engine.Loaded // by model name and requested backend
-	drafts    map[string]error          // a draft's check against a target, by both names
-	convs     convCache                 // models converted in memory (NAME@TYPE)
-	summaries map[string]summaryAnswer  // Summary's answers, by name
+	loaded    map[string]*model.Model      // by file name
+	engines   map[engineKey]*engine.Loaded // by model and requested backend
+	drafts    map[[2]Ref]error             // a draft file's check against a target
+	convs     convCache                    // models converted in memory (NAME@TYPE)
+	summaries map[string]summaryAnswer     // Summary's answers, by name
+}
+
+// engineKey is a model prepared on a backend as it was asked for ("auto"
+// and "cpu" are two keys even when auto chose the CPU).
+type engineKey struct {
+	ref     Ref
+	backend string
 }
 
 // Quantized is a model converted to another type in memory.
@@ -64,21 +76,25 @@ func fitsInMemory(name string, m *model.Model) error {
 // Quantize returns the model converted to target in memory, once (CPU):
 // the same conversion that the name NAME@TYPE opens.
 func (r *Registry) Quantize(name, target string) (*Quantized, error) {
-	c, err := r.conversion(name + "@" + target)
+	ref, err := r.ref(name + "@" + target)
 	if err != nil {
 		return nil, err
 	}
-	l, err := r.engine(c.name, "cpu")
+	c, err := r.conversion(ref)
+	if err != nil {
+		return nil, err
+	}
+	l, err := r.engine(ref, "cpu")
 	if err != nil {
 		return nil, err
 	}
 	return &Quantized{Loaded: l, Report: c.report, Bytes: c.bytes}, nil
 }
 
-// NewRegistry scans dirs (missing ones are skipped).
-func NewRegistry(dirs []string) *Registry {
-	r := &Registry{paths: map[string]string{}, embedded: map[string][]byte{}, loaded: map[string]*model.Model{}, engines: map[string]*engine.Loaded{}, drafts: map[string]error{},
-		convs: convCache{budget: DefaultConversionBudget}}
+// New scans dirs (missing ones are skipped).
+func New(dirs []string) *Registry {
+	r := &Registry{paths: map[string]string{}, embedded: map[string][]byte{}, loaded: map[string]*model.Model{},
+		engines: map[engineKey]*engine.Loaded{}, drafts: map[[2]Ref]error{}, convs: convCache{budget: DefaultConversionBudget}}
 	for _, d := range dirs {
 		files, _ := filepath.Glob(filepath.Join(d, "*.gguf"))
 		for _, f := range files {
@@ -173,37 +189,59 @@ func (r *Registry) Default() string {
 	return ""
 }
 
-// Get loads (once) and returns a model by file name.
+// ref parses a model reference for a whole model (a file or a
+// conversion; a self-draft only through Draft).
+func (r *Registry) ref(name string) (Ref, error) {
+	ref, err := ParseRef(name)
+	if err == nil && ref.SelfLayers > 0 {
+		err = fmt.Errorf("model %.80q: %s names a draft's layers; choose a model file", name, speculative.SelfPrefix+"N")
+	}
+	return ref, err
+}
+
+// Resolve returns the canonical form of a model name the registry offers:
+// a file's name, or NAME@TYPE for an offered NAME and a known TYPE.
+func (r *Registry) Resolve(name string) (string, error) {
+	ref, err := r.ref(name)
+	if err != nil {
+		return "", err
+	}
+	if !slices.Contains(r.Names(), ref.File) {
+		return "", fmt.Errorf("no model named %.80q (offered: %s)", ref.File, strings.Join(r.Names(), ", "))
+	}
+	return ref.String(), nil
+}
+
+// Get loads (once) and returns a model by name.
 func (r *Registry) Get(name string) (*model.Model, error) {
-	name, err := canonicalName(name)
+	ref, err := r.ref(name)
 	if err != nil {
 		return nil, err
 	}
-	return r.get(name)
+	return r.get(ref)
 }
 
 // Engine returns the model prepared on a backend ("auto", "cpu" or
 // "vulkan"), loading it once: every session of that model and backend
 // shares its weights (and, on Vulkan, its device).
 func (r *Registry) Engine(name, backend string) (*engine.Loaded, error) {
-	name, err := canonicalName(name)
+	ref, err := r.ref(name)
 	if err != nil {
 		return nil, err
 	}
-	return r.engine(name, backend)
+	return r.engine(ref, backend)
 }
 
-// engine is Engine for a canonical name.
-func (r *Registry) engine(name, backend string) (*engine.Loaded, error) {
-	key := name + "|" + backend
-	return r.prepare(key, name, func() (*engine.Loaded, error) {
-		m, err := r.get(name)
+// engine is Engine for a parsed whole model.
+func (r *Registry) engine(ref Ref, backend string) (*engine.Loaded, error) {
+	return r.prepare(engineKey{ref, backend}, func() (*engine.Loaded, error) {
+		m, err := r.get(ref)
 		if err != nil {
 			return nil, err
 		}
 		l, err := engine.Load(m, engine.Options{Backend: backend, Context: min(m.Config.ContextLen, maxContext)})
 		if err != nil {
-			return nil, fmt.Errorf("model %s: %w", name, err)
+			return nil, fmt.Errorf("model %s: %w", ref, err)
 		}
 		return l, nil
 	})
@@ -211,19 +249,19 @@ func (r *Registry) engine(name, backend string) (*engine.Loaded, error) {
 
 // prepare returns the engine kept under key, or runs load once (outside
 // the lock; callers of the same key wait for it) and keeps what it gives,
-// unless the model it came from (a conversion) was let go meanwhile.
-func (r *Registry) prepare(key, model string, load func() (*engine.Loaded, error)) (*engine.Loaded, error) {
+// unless the conversion it came from was let go meanwhile.
+func (r *Registry) prepare(key engineKey, load func() (*engine.Loaded, error)) (*engine.Loaded, error) {
 	if l, ok := locked(&r.mu, func() (*engine.Loaded, bool) { l, ok := r.engines[key]; return l, ok }); ok {
 		return l, nil
 	}
-	v, err, _ := r.flights.Do("engine "+key, func() (any, error) {
+	v, err, _ := r.flights.Do("engine "+key.ref.String()+" on "+key.backend, func() (any, error) {
 		l, err := load()
 		if err != nil {
 			return nil, err
 		}
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		if !strings.Contains(model, "@") || r.convs.has(model) {
+		if key.ref.Quant == "" || r.convs.has(key.ref.Model()) {
 			r.engines[key] = l
 		}
 		return l, nil
@@ -236,32 +274,33 @@ func (r *Registry) prepare(key, model string, load func() (*engine.Loaded, error
 
 // Draft returns the draft model for a target, prepared on a backend and
 // shared like Engine's: "self:N" is the target's own first N layers
-// (sharing its weights), any other name a model file, refused unless it
-// has the target's vocabulary.
+// (sharing its weights), any other name a model, refused unless it has
+// the target's vocabulary.
 func (r *Registry) Draft(target, draft, backend string) (*engine.Loaded, error) {
-	n, self, err := speculative.SelfLayers(draft)
+	t, err := r.ref(target)
 	if err != nil {
 		return nil, err
 	}
-	if target, err = canonicalName(target); err != nil {
+	d, err := ParseRef(draft)
+	if err != nil {
 		return nil, err
 	}
-	if !self {
-		if draft, err = canonicalName(draft); err != nil {
-			return nil, err
-		}
-		if err := r.checkDraft(target, draft); err != nil {
-			return nil, err
-		}
-		return r.Engine(draft, backend)
+	if d.File != "" && d.SelfLayers > 0 {
+		return nil, fmt.Errorf("draft %.80q: write self:N alone: it is made from the target", draft)
 	}
-	key := target + "#" + draft + "|" + backend
-	return r.prepare(key, target, func() (*engine.Loaded, error) {
-		tm, err := r.get(target)
+	if d.SelfLayers == 0 {
+		if err := r.checkDraft(t, d); err != nil {
+			return nil, err
+		}
+		return r.engine(d, backend)
+	}
+	d = d.On(t)
+	return r.prepare(engineKey{d, backend}, func() (*engine.Loaded, error) {
+		tm, err := r.get(t)
 		if err != nil {
 			return nil, err
 		}
-		dm, err := tm.FirstLayers(n)
+		dm, err := tm.FirstLayers(d.SelfLayers)
 		if err != nil {
 			return nil, fmt.Errorf("draft %s: %w", draft, err)
 		}
@@ -273,9 +312,9 @@ func (r *Registry) Draft(target, draft, backend string) (*engine.Loaded, error) 
 	})
 }
 
-// checkDraft compares a draft file's vocabulary with the target's, once.
-func (r *Registry) checkDraft(target, draft string) error {
-	key := target + "|" + draft
+// checkDraft compares a draft's vocabulary with the target's, once.
+func (r *Registry) checkDraft(target, draft Ref) error {
+	key := [2]Ref{target, draft}
 	if err, ok := locked(&r.mu, func() (error, bool) { err, ok := r.drafts[key]; return err, ok }); ok {
 		return err
 	}
@@ -297,23 +336,24 @@ func (r *Registry) checkDraft(target, draft string) error {
 // maxContext caps the KV-cache positions of a web session.
 const maxContext = 1024
 
-// get returns a model by canonical name, loading (or converting) it once,
-// outside the lock.
-func (r *Registry) get(name string) (*model.Model, error) {
-	if strings.Contains(name, "@") {
-		c, err := r.conversion(name)
+// get returns a whole model, loading (or converting) it once, outside the
+// lock.
+func (r *Registry) get(ref Ref) (*model.Model, error) {
+	if ref.Quant != "" {
+		c, err := r.conversion(ref)
 		if err != nil {
 			return nil, err
 		}
 		return c.model, nil
 	}
+	name := ref.File
 	if m, ok := locked(&r.mu, func() (*model.Model, bool) { m, ok := r.loaded[name]; return m, ok }); ok {
 		return m, nil
 	}
 	data, embedded := r.embedded[name] // set before serving: read without the lock
 	p, onDisk := r.paths[name]
 	if !embedded && (!onDisk || strings.ContainsAny(name, `/\`)) {
-		return nil, fmt.Errorf("no model named %q (offered: %s)", name, strings.Join(r.Names(), ", "))
+		return nil, fmt.Errorf("no model named %.80q (offered: %s)", name, strings.Join(r.Names(), ", "))
 	}
 	v, err, _ := r.flights.Do("model "+name, func() (any, error) {
 		m, err := loadModel(name, data, embedded, p)
@@ -365,7 +405,7 @@ func (r *Registry) Close() {
 	for _, l := range r.engines {
 		l.Close()
 	}
-	r.engines = map[string]*engine.Loaded{}
+	r.engines = map[engineKey]*engine.Loaded{}
 	r.convs.clear()
 	for _, m := range r.loaded {
 		m.Close()
