@@ -13,11 +13,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
 	"stepthrough/engine/hooks"
 	"stepthrough/engine/model"
 	"stepthrough/engine/quant"
 	"stepthrough/engine/reftest"
 	"stepthrough/engine/sample"
+	"stepthrough/engine/tokenizer"
 )
 
 // refTensors reads once-upon.tensors/index.tsv: (name, op) → float32 data.
@@ -232,6 +236,9 @@ func TestHooksCompose(t *testing.T) {
 	}
 }
 
+// The session's own hooks: the tokenize stage, every step of the sampler
+// chain, each draw, the generation's times and a timing event per stage of
+// every forward pass.
 func TestSamplerAndGenerationHooks(t *testing.T) {
 	m := stories(t)
 	s, _ := NewSession(m, Options{Threads: 2})
@@ -242,7 +249,14 @@ func TestSamplerAndGenerationHooks(t *testing.T) {
 	var timings int
 	var tok hooks.Tokenize
 	ctx := hooks.WithHooks(context.Background(), &hooks.Hooks{
-		OnTokenize:    func(e hooks.Tokenize) { tok = e },
+		OnTokenize: func(e hooks.Tokenize) {
+			tok = e
+			tok.Tokens = slices.Clone(e.Tokens)
+			tok.Bytes = nil
+			for _, b := range e.Bytes {
+				tok.Bytes = append(tok.Bytes, slices.Clone(b))
+			}
+		},
 		OnSamplerStep: func(r sample.StepResult) { steps = append(steps, r.Step) },
 		OnSample:      func(d sample.DrawResult) { d.Candidates = slices.Clone(d.Candidates); draws = append(draws, d) },
 		OnGeneration:  func(g hooks.Generation) { gen = g },
@@ -252,26 +266,83 @@ func TestSamplerAndGenerationHooks(t *testing.T) {
 	p.Seed, p.SeedSet = 5, true
 	smp, _ := sample.New(p)
 	ids := s.Tokenize(ctx, "Once upon a time", true)
-	if !tok.AddedBOS || len(tok.Tokens) != 5 || string(tok.Bytes[1]) != " Once" {
-		t.Errorf("tokenize event %+v", tok)
-	}
 	var out []int32
 	if err := s.Generate(ctx, ids, 4, smp, func(id int32) error { out = append(out, id); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if want := 4 * len(sample.OrderLlamaCpp); len(steps) != want {
-		t.Errorf("%d sampler steps, want %d", len(steps), want)
-	}
-	if len(draws) != 4 || draws[0].Chosen != out[0] || draws[0].Greedy || !(draws[0].U >= 0 && draws[0].U < 1) {
-		t.Errorf("draws %+v", draws)
-	}
-	if gen.PromptTokens != 5 || gen.Generated != 4 || gen.Prefill <= 0 || gen.TTFT < gen.Prefill || gen.TPOT <= 0 {
-		t.Errorf("generation timing %+v", gen)
-	}
-	// per forward pass: embed, attention and mlp per layer, output
-	if want := 4 * (2 + 2*m.Config.Layers); timings != want {
-		t.Errorf("%d timing events, want %d", timings, want)
-	}
+
+	t.Run("tokenize", func(t *testing.T) {
+		// an added BOS (no bytes, no span), then stories260K's four tokens
+		want := hooks.Tokenize{
+			Text: "Once upon a time",
+			Tokens: []tokenizer.Token{
+				{ID: 1, Added: true},
+				{ID: 403, Start: 0, End: 4},
+				{ID: 407, Start: 4, End: 9},
+				{ID: 261, Start: 9, End: 11},
+				{ID: 378, Start: 11, End: 16},
+			},
+			Bytes:    [][]byte{{}, []byte(" Once"), []byte(" upon"), []byte(" a"), []byte(" time")},
+			AddedBOS: true,
+		}
+		if diff := cmp.Diff(want, tok, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("tokenize event (-want +got):\n%s", diff)
+		}
+		var evIDs []int32
+		for _, tk := range tok.Tokens {
+			evIDs = append(evIDs, tk.ID)
+		}
+		if diff := cmp.Diff(ids, evIDs); diff != "" {
+			t.Errorf("the event's ids differ from Tokenize's (-returned +event):\n%s", diff)
+		}
+	})
+	t.Run("sampler steps", func(t *testing.T) {
+		var want []sample.Step
+		for range out {
+			want = append(want, sample.OrderLlamaCpp...)
+		}
+		if diff := cmp.Diff(want, steps); diff != "" {
+			t.Errorf("sampler steps, the chain once per token (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("draws", func(t *testing.T) {
+		var chosen []int32
+		for i, d := range draws {
+			chosen = append(chosen, d.Chosen)
+			if d.Greedy || !(d.U >= 0 && d.U < 1) {
+				t.Errorf("draw %d: greedy %v, u %v; want a random draw with u in [0, 1)", i, d.Greedy, d.U)
+			}
+		}
+		if diff := cmp.Diff(out, chosen); diff != "" {
+			t.Errorf("drawn tokens (-emitted +drawn):\n%s", diff)
+		}
+	})
+	t.Run("generation", func(t *testing.T) {
+		type counts struct{ PromptTokens, Generated, Emitted int }
+		if diff := cmp.Diff(counts{5, 4, 4}, counts{gen.PromptTokens, gen.Generated, len(out)}); diff != "" {
+			t.Errorf("generation counts (-want +got):\n%s", diff)
+		}
+		for _, c := range []struct {
+			bound string
+			ok    bool
+		}{
+			{"prefill > 0", gen.Prefill > 0},
+			{"TTFT ≥ prefill", gen.TTFT >= gen.Prefill},
+			{"TPOT > 0", gen.TPOT > 0},
+			{"total ≥ TTFT", gen.Total >= gen.TTFT},
+		} {
+			if !c.ok {
+				t.Errorf("generation times break %s: %+v", c.bound, gen)
+			}
+		}
+	})
+	t.Run("timing", func(t *testing.T) {
+		// per forward pass (the prompt, then 3 tokens): embed, attention
+		// and mlp per layer, output
+		if want := 4 * (2 + 2*m.Config.Layers); timings != want {
+			t.Errorf("%d timing events, want %d", timings, want)
+		}
+	})
 }
 
 // gpt2: the embed hook shows token rows, learned position rows and their sum.

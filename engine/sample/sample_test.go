@@ -5,6 +5,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 func logitsOf(probs ...float64) []float32 {
@@ -103,11 +106,27 @@ func TestReferenceVectors(t *testing.T) {
 	}
 }
 
+// llama.cpp's penalties on tokens already seen: the repeat penalty divides
+// a positive logit and multiplies a negative one; frequency and presence
+// subtract count×frequency + presence; unseen tokens keep their logits.
 func TestRepeatPenaltySign(t *testing.T) {
-	c := []Candidate{{ID: 0, Logit: 2}, {ID: 1, Logit: -2}, {ID: 2, Logit: 2}}
-	ApplyPenalties(c, map[int32]int{0: 1, 1: 2}, 2, 0, 0)
-	if c[0].Logit != 1 || c[1].Logit != -4 || c[2].Logit != 2 {
-		t.Errorf("repeat penalty: %+v (positive divided, negative multiplied, unseen unchanged)", c)
+	seen := map[int32]int{0: 1, 1: 2} // token 2 unseen
+	for _, tc := range []struct {
+		name                   string
+		repeat, freq, presence float32
+		want                   []Candidate
+	}{
+		{"repeat", 2, 0, 0, []Candidate{{ID: 0, Logit: 1}, {ID: 1, Logit: -4}, {ID: 2, Logit: 2}}},
+		{"frequency and presence", 1, 0.5, 0.25, []Candidate{{ID: 0, Logit: 2 - 0.5 - 0.25}, {ID: 1, Logit: -2 - 2*0.5 - 0.25}, {ID: 2, Logit: 2}}},
+		{"all three", 2, 0.5, 0.25, []Candidate{{ID: 0, Logit: 2/2 - 0.5 - 0.25}, {ID: 1, Logit: -2*2 - 2*0.5 - 0.25}, {ID: 2, Logit: 2}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := []Candidate{{ID: 0, Logit: 2}, {ID: 1, Logit: -2}, {ID: 2, Logit: 2}}
+			ApplyPenalties(c, seen, tc.repeat, tc.freq, tc.presence)
+			if diff := cmp.Diff(tc.want, c); diff != "" {
+				t.Errorf("penalised candidates (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 
@@ -136,9 +155,19 @@ func TestEdgeCases(t *testing.T) {
 		t.Errorf("single candidate: %d", id)
 	}
 	var draw DrawResult
-	s.Sample([]float32{inf, 2, inf, 2}, &Observer{Draw: func(r DrawResult) { draw = r }})
-	if len(draw.Candidates) != 2 || draw.Candidates[0].ID != 1 || math.Abs(draw.CDF[1]-1) > 1e-6 {
-		t.Errorf("-Inf logits must not survive: %+v", draw)
+	s.Sample([]float32{inf, 2, inf, 2}, &Observer{Draw: func(r DrawResult) {
+		draw = r
+		draw.Candidates, draw.CDF = slices.Clone(r.Candidates), slices.Clone(r.CDF)
+	}})
+	var survivors []int32
+	for _, c := range draw.Candidates {
+		survivors = append(survivors, c.ID)
+	}
+	if diff := cmp.Diff([]int32{1, 3}, survivors); diff != "" {
+		t.Errorf("-Inf logits must not survive (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]float64{0.5, 1}, draw.CDF, cmpopts.EquateApprox(0, 1e-6)); diff != "" {
+		t.Errorf("-Inf logits: the survivors' CDF (-want +got):\n%s", diff)
 	}
 	eq := make([]float32, 4)
 	got := runStep(t, only(TopP, func(p *Params) { p.TopP = 0.5 }), eq)
@@ -189,14 +218,31 @@ func TestDrawUsesU(t *testing.T) {
 	p := only(Temperature, func(p *Params) { p.Temperature = 1; p.Seed = 7 })
 	s, _ := New(p)
 	var d DrawResult
-	s.Sample(logitsOf(0.1, 0.2, 0.3, 0.4), &Observer{Draw: func(r DrawResult) { d = r }})
-	// descending: 0.4 (id 3), 0.3 (id 2), 0.2 (id 1), 0.1 (id 0)
-	want := 0
-	for want < 3 && d.CDF[want] <= d.U {
-		want++
+	s.Sample(logitsOf(0.1, 0.2, 0.3, 0.4), &Observer{Draw: func(r DrawResult) { d = r; d.Candidates, d.CDF = slices.Clone(r.Candidates), slices.Clone(r.CDF) }})
+	if !(d.U >= 0 && d.U < 1) {
+		t.Fatalf("u = %v, want it in [0, 1)", d.U)
 	}
-	if d.Greedy || d.Index != want || d.Chosen != d.Candidates[want].ID || !near(d.CDF, 0.4, 0.7, 0.9, 1) {
-		t.Errorf("draw %+v, want index %d", d, want)
+	// descending: 0.4 (id 3), 0.3 (id 2), 0.2 (id 1), 0.1 (id 0); the
+	// chosen one is the first whose cumulative probability exceeds u
+	order := []int32{3, 2, 1, 0}
+	idx := 0
+	for idx < 3 && d.CDF[idx] <= d.U {
+		idx++
+	}
+	want := DrawResult{
+		U: d.U,
+		Candidates: []Candidate{
+			{ID: 3, Logit: float32(math.Log(0.4)), P: 0.4},
+			{ID: 2, Logit: float32(math.Log(0.3)), P: 0.3},
+			{ID: 1, Logit: float32(math.Log(0.2)), P: 0.2},
+			{ID: 0, Logit: float32(math.Log(0.1)), P: 0.1},
+		},
+		CDF:    []float64{0.4, 0.7, 0.9, 1},
+		Index:  idx,
+		Chosen: order[idx],
+	}
+	if diff := cmp.Diff(want, d, cmpopts.EquateApprox(0, 1e-5)); diff != "" {
+		t.Errorf("draw (-want +got):\n%s", diff)
 	}
 }
 

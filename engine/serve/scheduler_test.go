@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
 	"stepthrough/engine"
 	"stepthrough/engine/model"
 	"stepthrough/engine/reftest"
@@ -306,19 +309,70 @@ func TestSubmitErrorsCancelAndKVAdmission(t *testing.T) {
 	}
 }
 
+// Summarize's every field, on loads whose numbers are worked out by hand.
 func TestSummaryPercentiles(t *testing.T) {
 	ms := time.Millisecond
 	t0 := time.Unix(0, 0)
-	var times []Times
+	// twenty requests arriving together: the i-th has its first token
+	// after i ms and its eleventh 10 ms later (1 ms per output token).
+	var twenty []Times
 	for i := 1; i <= 20; i++ {
-		times = append(times, Times{Arrived: t0, Admitted: t0, FirstToken: t0.Add(time.Duration(i) * ms), Finished: t0.Add(time.Duration(i)*ms + 10*ms), Generated: 11, PromptTokens: 5})
+		twenty = append(twenty, Times{Arrived: t0, Admitted: t0, FirstToken: t0.Add(time.Duration(i) * ms), Finished: t0.Add(time.Duration(i)*ms + 10*ms), Generated: 11, PromptTokens: 5})
 	}
-	sm := Summarize(times, []Step{{Dur: 3 * ms, Parts: []Part{{Prefill: true}, {}}}, {Dur: ms, Parts: []Part{{}}}})
-	if sm.TTFT.P50 != 10*ms || sm.TTFT.P95 != 19*ms || sm.TTFT.Max != 20*ms || sm.TPOT.P50 != ms || sm.Generated != 220 || sm.Wall != 30*ms {
-		t.Errorf("summary %+v", sm)
-	}
-	if sm.PrefillTime != 3*ms || sm.DecodeTime != ms || sm.MeanBatch != 1.5 {
-		t.Errorf("steps: %+v", sm)
+	for _, tc := range []struct {
+		name  string
+		times []Times
+		steps []Step
+		want  Summary
+	}{
+		{
+			name:  "twenty requests",
+			times: twenty,
+			steps: []Step{{Dur: 3 * ms, Parts: []Part{{Prefill: true}, {}}}, {Dur: ms, Parts: []Part{{}}}},
+			want: Summary{
+				Requests: 20, PromptTokens: 100, Generated: 220,
+				Wall:            30 * ms, // the last finish, 20 + 10 ms after the arrivals
+				TokensPerSecond: 220 / 0.030,
+				TTFT:            Percentiles{P50: 10 * ms, P95: 19 * ms, Max: 20 * ms, Mean: 10500 * time.Microsecond},
+				TPOT:            Percentiles{P50: ms, P95: ms, Max: ms, Mean: ms},
+				Queued:          Percentiles{}, // admitted on arrival
+				Steps:           2,
+				PrefillTime:     3 * ms, // a step with any prompt tokens counts as prefill
+				DecodeTime:      ms,
+				MeanBatch:       1.5,
+			},
+		},
+		{
+			name: "one step's peaks",
+			times: []Times{
+				{Arrived: t0, Admitted: t0.Add(2 * ms), FirstToken: t0.Add(5 * ms), Finished: t0.Add(5 * ms), Generated: 1, PromptTokens: 3},
+			},
+			steps: []Step{{Dur: 4 * ms, Parts: []Part{{Prefill: true, Last: true}, {Last: true}, {}}, Running: 1, KVUsed: 7, KVHeld: 16, Preempted: []int{4, 5}}},
+			want: Summary{
+				Requests: 1, PromptTokens: 3, Generated: 1,
+				Wall:            5 * ms,
+				TokensPerSecond: 1 / 0.005,
+				TTFT:            Percentiles{P50: 5 * ms, P95: 5 * ms, Max: 5 * ms, Mean: 5 * ms},
+				TPOT:            Percentiles{}, // needs two tokens
+				Queued:          Percentiles{P50: 2 * ms, P95: 2 * ms, Max: 2 * ms, Mean: 2 * ms},
+				Steps:           1,
+				PrefillTime:     4 * ms,
+				MeanBatch:       3,
+				PeakRunning:     3, // 1 still running and the 2 that finished in the step
+				PeakKVUsed:      7,
+				PeakKVHeld:      16,
+				Preemptions:     2,
+			},
+		},
+		{name: "nothing", want: Summary{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Summarize(tc.times, tc.steps)
+			// tokens per second is a float division: equal to the last bits
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateApprox(1e-12, 0)); diff != "" {
+				t.Errorf("Summarize (-want +got):\n%s", diff)
+			}
+		})
 	}
 	if Percentile(nil, 50) != 0 {
 		t.Error("empty percentile")

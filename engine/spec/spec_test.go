@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"stepthrough/engine/sample"
 )
 
@@ -33,29 +35,46 @@ func fullDraft() Run {
 	return r
 }
 
+// runs are the runs each round trip carries, by name.
+func runs() []struct {
+	name string
+	run  Run
+} {
+	return []struct {
+		name string
+		run  Run
+	}{{"every field set", full()}, {"speculative", fullDraft()}, {"defaults", Default("x.gguf")}}
+}
+
 func TestQueryRoundTrip(t *testing.T) {
-	for _, r := range []Run{full(), fullDraft(), Default("x.gguf")} {
-		got, err := FromQuery(r.Query(), Default(""))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !reflect.DeepEqual(got, r) {
-			t.Errorf("query round trip:\n got %+v\nwant %+v\n(query %s)", got, r, r.Query().Encode())
-		}
+	for _, tc := range runs() {
+		t.Run(tc.name, func(t *testing.T) {
+			r := tc.run
+			got, err := FromQuery(r.Query(), Default(""))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(r, got); diff != "" {
+				t.Errorf("query round trip of %s (-want +got):\n%s", r.Query().Encode(), diff)
+			}
+		})
 	}
 }
 
 func TestFormRoundTrip(t *testing.T) {
-	for _, r := range []Run{full(), fullDraft()} {
-		form := r.Form()
-		got, err := FromForm(func(k string) (string, bool) { v, ok := form[k]; return v, ok }, Default(""))
-		if err != nil {
-			t.Fatal(err)
-		}
-		r.View = Default("").View // the form carries settings, not the view
-		if !reflect.DeepEqual(got, r) {
-			t.Errorf("form round trip:\n got %+v\nwant %+v", got, r)
-		}
+	for _, tc := range runs() {
+		t.Run(tc.name, func(t *testing.T) {
+			r := tc.run
+			form := r.Form()
+			got, err := FromForm(func(k string) (string, bool) { v, ok := form[k]; return v, ok }, Default(""))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.View = Default("").View // the form carries settings, not the view
+			if diff := cmp.Diff(r, got); diff != "" {
+				t.Errorf("form round trip (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 

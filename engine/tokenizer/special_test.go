@@ -3,6 +3,8 @@ package tokenizer
 import (
 	"slices"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // Tokens the file types as normal or user-defined but llama.cpp treats as
@@ -66,26 +68,65 @@ func TestSpecialTokensAsLlamaCpp(t *testing.T) {
 // gpt-oss channel tokens are always user-defined; a metadata EOT wins over
 // text detection.
 func TestSpecialTokenExceptions(t *testing.T) {
-	mk := func(eot int32, tokens ...string) *Tokenizer {
-		t.Helper()
-		v := &Vocab{Model: "llama", Tokens: append([]string{"<unk>", "<s>", "x"}, tokens...), BOS: 1, EOS: -1, UNK: 0, EOT: eot, PAD: -1, EOM: -1,
-			FIM: [6]int32{-1, -1, -1, -1, -1, -1}}
-		tk, err := New(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tk
+	// what is checked of one token
+	type props struct {
+		EOG  bool
+		Type TokenType
 	}
-	h := mk(-1, "<|end|>", "<|return|>", "<|call|>", "<|channel|>")
-	if h.IsEOG(3) || !h.IsEOG(4) || !h.IsEOG(5) || h.Type(3) != TypeUserDefined || h.Type(6) != TypeUserDefined {
-		t.Errorf("harmony: eog %v %v %v, types %d %d", h.IsEOG(3), h.IsEOG(4), h.IsEOG(5), h.Type(3), h.Type(6))
-	}
-	g := mk(-1, "</s>", "<|tool_response>")
-	if g.IsEOG(3) || g.Type(3) != TypeNormal || !g.IsEOG(4) {
-		t.Errorf("gemma: </s> eog %v type %d", g.IsEOG(3), g.Type(3))
-	}
-	e := mk(2, "<|im_end|>")
-	if e.EOT() != 2 || !e.IsEOG(2) || !e.IsEOG(3) || e.Type(3) != TypeControl {
-		t.Errorf("metadata EOT: eot %d, eog %v %v", e.EOT(), e.IsEOG(2), e.IsEOG(3))
+	for _, tc := range []struct {
+		name   string
+		eot    int32    // the metadata's EOT (-1: none)
+		tokens []string // after "<unk>", "<s>", "x" (ids 0 to 2)
+		// want: the EOT and every token from id 2 on
+		wantEOT int32
+		want    map[string]props
+	}{
+		{
+			name: "harmony", eot: -1, tokens: []string{"<|end|>", "<|return|>", "<|call|>", "<|channel|>"},
+			wantEOT: 3, // <|end|> is still the EOT found by its text: it ends a message, not generation
+			want: map[string]props{
+				"x":           {false, TypeNormal},
+				"<|end|>":     {false, TypeUserDefined},
+				"<|return|>":  {true, TypeControl},
+				"<|call|>":    {true, TypeControl},
+				"<|channel|>": {false, TypeUserDefined},
+			},
+		},
+		{
+			name: "gemma", eot: -1, tokens: []string{"</s>", "<|tool_response>"},
+			wantEOT: -1,
+			want: map[string]props{
+				"x":                {false, TypeNormal},
+				"</s>":             {false, TypeNormal},
+				"<|tool_response>": {true, TypeControl},
+			},
+		},
+		{
+			name: "metadata EOT", eot: 2, tokens: []string{"<|im_end|>"},
+			wantEOT: 2,
+			want: map[string]props{
+				"x":          {true, TypeNormal}, // EOG because the metadata says it ends a turn
+				"<|im_end|>": {true, TypeControl},
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := &Vocab{Model: "llama", Tokens: append([]string{"<unk>", "<s>", "x"}, tc.tokens...), BOS: 1, EOS: -1, UNK: 0, EOT: tc.eot, PAD: -1, EOM: -1,
+				FIM: [6]int32{-1, -1, -1, -1, -1, -1}}
+			tk, err := New(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := tk.EOT(); got != tc.wantEOT {
+				t.Errorf("EOT %d, want %d", got, tc.wantEOT)
+			}
+			got := map[string]props{}
+			for id := int32(2); id < int32(len(v.Tokens)); id++ {
+				got[v.Tokens[id]] = props{tk.IsEOG(id), tk.Type(id)}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("tokens (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
