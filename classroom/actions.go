@@ -10,6 +10,7 @@ import (
 
 	"stepthrough/engine/spec"
 	"stepthrough/lessons"
+	"stepthrough/present"
 	"stepthrough/views"
 	"stepthrough/wsconn"
 )
@@ -245,7 +246,7 @@ func (r *Room) studentAct(ctx context.Context, c *client, msg wsconn.Message) {
 			return
 		}
 		err = b.Open(ctx, st.Run)
-		e := b.Explorer()
+		e := present.Explorer(b)
 		if err != nil {
 			e.Error = err.Error()
 		}
@@ -275,7 +276,7 @@ func (r *Room) studentAct(ctx context.Context, c *client, msg wsconn.Message) {
 			return
 		}
 		err := b.Act(ctx, msg.Action, spec.Getter(msg.Get))
-		e := b.Explorer()
+		e := present.Explorer(b)
 		if err != nil {
 			e.Error = err.Error()
 		}

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"stepthrough/lessons"
+	"stepthrough/present"
 	"stepthrough/session"
 	"stepthrough/views"
 )
@@ -354,7 +355,7 @@ func (r *Room) TeachPage(ctx context.Context) (Teach, error) {
 		t.Page = r.teachControls()
 		t.Page.Room, t.Page.Status = r.view(), r.statusView()
 		if r.lesson == nil {
-			f := session.Form(r.state.Run)
+			f := present.Form(r.state.Run)
 			t.Settings = &f
 		}
 	})

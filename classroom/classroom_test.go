@@ -11,11 +11,10 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"stepthrough/engine/registry"
+	"stepthrough/engine/registry/registrytest"
 	"stepthrough/engine/sample"
 	"stepthrough/engine/spec"
 	"stepthrough/lessons"
-	"stepthrough/models"
 	"stepthrough/session"
 	"stepthrough/views"
 )
@@ -126,9 +125,7 @@ func FuzzRoomMessage(f *testing.F) {
 
 func lessonSession(t *testing.T, run spec.Run) *session.Session {
 	t.Helper()
-	reg := registry.New(nil)
-	reg.AddEmbedded("lesson.gguf", models.Lesson)
-	t.Cleanup(reg.Close)
+	reg := registrytest.Lesson(t)
 	se := session.New("t", "", reg)
 	t.Cleanup(se.Close)
 	if err := se.Open(context.Background(), run); err != nil {
@@ -201,8 +198,7 @@ func TestPollRows(t *testing.T) {
 // FuzzCheckAnswer: a student's answer is validated against each kind of
 // question without panicking, and what is accepted is short, valid text.
 func FuzzCheckAnswer(f *testing.F) {
-	reg := registry.New(nil)
-	reg.AddEmbedded("lesson.gguf", models.Lesson)
+	reg := registrytest.Lesson(f)
 	m, err := reg.Get("lesson.gguf")
 	if err != nil {
 		f.Fatal(err)
@@ -232,9 +228,7 @@ func FuzzCheckAnswer(f *testing.F) {
 // Engine work in one room holds no lock another room needs: while room A's
 // goroutine is busy, room B serves its page and A can still be looked up.
 func TestBusyRoomBlocksNoOther(t *testing.T) {
-	reg := registry.New(nil)
-	reg.AddEmbedded("lesson.gguf", models.Lesson)
-	t.Cleanup(reg.Close)
+	reg := registrytest.Lesson(t)
 	all, err := lessons.Builtin()
 	if err != nil {
 		t.Fatal(err)
@@ -336,9 +330,7 @@ func TestQuarantinedState(t *testing.T) {
 	if err := st.SaveRoom(t.Context(), Record{Code: "QQQQQQ", SecretHash: hashSecret("k"), Created: now, Expires: now.Add(time.Hour)}, State{Run: run}); err != nil {
 		t.Fatal(err)
 	}
-	reg := registry.New(nil)
-	reg.AddEmbedded("lesson.gguf", models.Lesson)
-	t.Cleanup(reg.Close)
+	reg := registrytest.Lesson(t)
 	cl := New(Config{Engines: reg, Store: st})
 	t.Cleanup(cl.Close)
 	r, err := cl.Lookup(t.Context(), "QQQQQQ")

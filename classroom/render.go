@@ -12,6 +12,7 @@ import (
 	"github.com/a-h/templ"
 
 	"stepthrough/lessons"
+	"stepthrough/present"
 	"stepthrough/views"
 	"stepthrough/wsconn"
 )
@@ -32,13 +33,13 @@ func Note(msg string) []byte { return render(views.Note(msg)) }
 
 // view builds what followers see.
 func (r *Room) view() views.RoomView {
-	v := views.RoomView{Code: r.code, Explorer: r.se.Explorer(), Version: r.version}
+	v := views.RoomView{Code: r.code, Explorer: present.Explorer(r.se), Version: r.version}
 	if l := r.lesson; l != nil {
 		i := r.state.LessonStep
 		st := l.Steps[i]
 		v.LessonTitle, v.LessonStep, v.LessonSteps, v.StepTitle = l.Title, i, len(l.Steps), st.Title
 		v.Narration = Paragraphs(st.Narration)
-		v.Highlight = r.se.Highlights(st)
+		v.Highlight = present.Highlights(r.se.Tokenizer(), st)
 		v.Question, v.Hidden = r.question()
 	}
 	return v
@@ -85,7 +86,7 @@ func Paragraphs(text string) []string {
 }
 
 func (r *Room) statusView() views.RoomStatus {
-	st := views.RoomStatus{Where: r.se.Where(), Unsaved: r.unsaved.err != nil}
+	st := views.RoomStatus{Where: present.Where(new(r.se.Snapshot())), Unsaved: r.unsaved.err != nil}
 	if r.lesson != nil {
 		st.LessonStep, st.LessonSteps = r.state.LessonStep, len(r.lesson.Steps)
 	}

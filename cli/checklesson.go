@@ -11,6 +11,7 @@ import (
 	"stepthrough/lessons"
 	"stepthrough/models"
 	"stepthrough/session"
+	"stepthrough/verify"
 )
 
 // runCheckLesson reads lesson files, checks them against their models, and
@@ -52,7 +53,7 @@ func runCheckLesson(ctx context.Context, env Env, args []string) error {
 			continue
 		}
 		se := session.New("check", "cli", reg)
-		results := session.VerifyLesson(ctx, se, l)
+		results := verify.Lesson(ctx, se, l)
 		se.Close()
 		for _, r := range results {
 			mark := "ok  "

@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"stepthrough/engine/spec"
+	"stepthrough/present"
 	"stepthrough/session"
 	"stepthrough/views"
 )
@@ -33,13 +34,13 @@ func (s *Server) exportSVG(c echo.Context) error {
 		}
 		return c.String(http.StatusBadRequest, err.Error())
 	}
-	e := se.Explorer()
+	e := present.Explorer(se)
 	if e.Notice != "" {
 		return c.String(http.StatusNotFound, e.Notice)
 	}
-	form := session.Form(run)
+	form := present.Form(run)
 	x := views.StageExport{Current: e.Current, Panel: e.Panel,
-		Title: fmt.Sprintf("%s — token step %d of %d", session.Title(e.Current), e.Step+1, e.Steps),
+		Title: fmt.Sprintf("%s — token step %d of %d", present.Title(e.Current), e.Step+1, e.Steps),
 		Caption: []string{
 			"Prompt: " + strconv.Quote(run.Prompt),
 			fmt.Sprintf("Model %s · temperature %s · top-k %s · top-p %s · min-p %s · order %s · seed %s", run.Model, form.Temperature, form.TopK, form.TopP, form.MinP, form.Order, e.Seed),

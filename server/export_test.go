@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"stepthrough/engine/spec"
+	"stepthrough/present"
 	"stepthrough/session"
 	"stepthrough/views"
 )
@@ -30,7 +31,7 @@ func TestExportSVG(t *testing.T) {
 	if err := se.Run(t.Context(), run); err != nil {
 		t.Fatal(err)
 	}
-	n := len(se.Explorer().Stages)
+	n := len(present.Explorer(se).Stages)
 	kinds := map[string]bool{}
 	for i := range n {
 		if i > 0 {
@@ -38,7 +39,7 @@ func TestExportSVG(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		e := se.Explorer()
+		e := present.Explorer(se)
 		resp, err := http.Get(ts.URL + exportPath(e.URL))
 		if err != nil {
 			t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 
 	"stepthrough/classroom"
 	"stepthrough/lessons"
+	"stepthrough/present"
 	"stepthrough/session"
 	"stepthrough/views"
 )
@@ -56,13 +57,13 @@ func (s *Server) lessonStep(c echo.Context) error {
 	if err := s.withWork(c, func() error { return se.PlayLesson(ctx, l, i) }); err != nil {
 		p.Error = err.Error()
 	} else {
-		e := se.Explorer()
+		e := present.Explorer(se)
 		p.Current, p.Panel, p.ExplorerURL = e.Current, e.Panel, e.URL
 		p.Timing, p.BackendInfo, p.Generated, p.Notice = e.Timing, e.BackendInfo, e.Generated, e.Notice
 		if st.SetsBackend {
 			p.BackendNote = se.Backend().Note
 		}
-		p.Highlight = se.Highlights(st)
+		p.Highlight = present.Highlights(se.Tokenizer(), st)
 		p.Question = question(c, se, st)
 		if p.Question == nil || p.Question.Answered { // the text that explains the answer waits for it
 			p.After = classroom.Paragraphs(st.After)

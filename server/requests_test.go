@@ -14,9 +14,9 @@ import (
 	"github.com/PuerkitoBio/goquery"
 	"github.com/openai/openai-go/v3"
 
-	"stepthrough/engine/registry"
+	"stepthrough/engine/registry/registrytest"
 	"stepthrough/engine/spec"
-	"stepthrough/models"
+	"stepthrough/present"
 	"stepthrough/session"
 )
 
@@ -79,9 +79,7 @@ func TestWatchThisRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := registry.New(nil)
-	reg.AddEmbedded("lesson.gguf", models.Lesson)
-	defer reg.Close()
+	reg := registrytest.Lesson(t)
 	se := session.New("w", "", reg)
 	defer se.Close()
 	if err := se.Open(ctx, run); err != nil {
@@ -91,7 +89,7 @@ func TestWatchThisRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	var replay []int32
-	for _, g := range se.Explorer().Generated {
+	for _, g := range present.Explorer(se).Generated {
 		replay = append(replay, g.ID)
 	}
 	if !slices.Equal(replay, ids) {

@@ -44,6 +44,7 @@ import (
 	"stepthrough/engine/registry"
 	"stepthrough/engine/spec"
 	"stepthrough/lessons"
+	"stepthrough/present"
 	"stepthrough/session"
 	"stepthrough/static"
 	"stepthrough/views"
@@ -288,7 +289,7 @@ func (s *Server) index(c echo.Context) error {
 	} else if len(s.reg.Names()) == 0 {
 		runErr = errors.New("no models found: put a .gguf file in models/ or start with serve --models-dir DIR")
 	}
-	e := se.Explorer()
+	e := present.Explorer(se)
 	status := http.StatusOK
 	if runErr != nil {
 		e.Error = runErr.Error()
@@ -297,7 +298,7 @@ func (s *Server) index(c echo.Context) error {
 			status = http.StatusServiceUnavailable
 		}
 	}
-	page := views.Page{Models: s.reg.Names(), ModelLabels: map[string]string{}, Settings: session.Form(settings), AssetsMissing: static.Missing(), SessionID: se.ID(), Explorer: e}
+	page := views.Page{Models: s.reg.Names(), ModelLabels: map[string]string{}, Settings: present.Form(settings), AssetsMissing: static.Missing(), SessionID: se.ID(), Explorer: e}
 	for _, m := range page.Models {
 		page.ModelLabels[m] = s.reg.Label(m)
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"stepthrough/engine/spec"
+	"stepthrough/present"
 	"stepthrough/session"
 	"stepthrough/views"
 	"stepthrough/wsconn"
@@ -65,7 +66,7 @@ func explorerMessage(ctx context.Context, se *session.Session, raw []byte, drawn
 // explorerFragment renders the #explorer fragment, with err shown in it,
 // and the model map or its state (see explorerMessage).
 func explorerFragment(ctx context.Context, se *session.Session, err error, drawn *string) []byte {
-	e := se.Explorer()
+	e := present.Explorer(se)
 	if err != nil {
 		e.Error = err.Error()
 	}

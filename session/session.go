@@ -14,7 +14,6 @@ package session
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,7 +28,6 @@ import (
 	"stepthrough/engine/tokenizer"
 	"stepthrough/engine/trace"
 	"stepthrough/lessons"
-	"stepthrough/views"
 )
 
 // Engines gives sessions the models they run, each loaded once per
@@ -83,22 +81,14 @@ type Session struct {
 // A new run replaces it whole (newRunState); a reset, an expiry, a failed
 // pass and a rebuild do too, so no field outlives its run.
 type runState struct {
-	smp *sample.Sampler
-	rec *trace.Recorder
-	cur trace.Cursor
-	gen []int32
-	// genAt[i] is how many tokens were generated after token step i (a
-	// speculative round emits several)
-	genAt []int
-	dec   *speculative.Decoder // the decoder running rounds over target and draft
-	// inserts are the tokens the runtime wrote after gen[i] (a tool's
-	// result), read by the pass of token step i+1
-	inserts   map[int][]int32
-	calls     []string // the calculator calls the runtime executed
-	calcID    int32    // the token closing a calculator call when the run executes them, else -1
-	promptIDs []int32
-	done      bool      // end of generation reached
-	view      spec.View // head, scores and the softmax slider
+	Output // the prompt, the tokens generated and those the runtime inserted
+	smp    *sample.Sampler
+	rec    *trace.Recorder
+	cur    trace.Cursor
+	dec    *speculative.Decoder // the decoder running rounds over target and draft
+	calcID int32                // the token closing a calculator call when the run executes them, else -1
+	done   bool                 // end of generation reached
+	view   spec.View            // head, scores and the softmax slider
 
 	prefillMS, ttftMS float64
 	decodeMS          []float64
@@ -283,7 +273,7 @@ func (s *Session) start(ctx context.Context, r spec.Run) error {
 		return fmt.Errorf("the engine failed: %w", err)
 	}
 	s.run, s.runState = r, newRunState()
-	s.smp, s.rec, s.promptIDs, s.calcID = smp, rec, ids, calcID
+	s.smp, s.rec, s.Prompt, s.calcID = smp, rec, ids, calcID
 	s.runs++
 	s.forwards++
 	s.prefillMS = ms(time.Since(start))
@@ -310,31 +300,23 @@ func (s *Session) sampleNext(ctx context.Context, logits []float32) {
 	id := engine.Sample(ctx, s.smp, logits)
 	s.smp.Accept(id)
 	s.emit(id)
-	s.genAt = append(s.genAt, len(s.gen))
+	s.GenAt = append(s.GenAt, len(s.Gen))
 }
 
 // emit adds a generated token, ending generation at an end-of-generation
 // token or the run's length; it reports whether generation goes on.
 func (s *Session) emit(id int32) bool {
-	s.gen = append(s.gen, id)
-	if s.m.Tokenizer.IsEOG(id) || len(s.gen) >= s.run.MaxTokens {
+	s.Gen = append(s.Gen, id)
+	if s.m.Tokenizer.IsEOG(id) || len(s.Gen) >= s.run.MaxTokens {
 		s.done = true
 	}
 	return !s.done
 }
 
-// genBefore is how many tokens were generated before token step step.
-func (s *Session) genBefore(step int) int {
-	if step <= 0 || len(s.genAt) == 0 {
-		return 0
-	}
-	return s.genAt[min(step, len(s.genAt))-1]
-}
-
 // decode runs one more token; false when generation is over (or failed:
 // err then says why).
 func (s *Session) decode(ctx context.Context) (bool, error) {
-	if s.es == nil || s.done || len(s.gen) == 0 || s.rec == nil {
+	if s.es == nil || s.done || len(s.Gen) == 0 || s.rec == nil {
 		return false, nil
 	}
 	if err := ctx.Err(); err != nil { // the viewer left: stop working for them
@@ -485,33 +467,23 @@ func (s *Session) Act(ctx context.Context, action string, get spec.Getter) error
 		s.notice = ""
 		s.runState = newRunState()
 	case "temperature":
-		v, _ := get("view_temperature")
-		t, err := strconv.ParseFloat(v, 64)
-		if err != nil || !(t >= 0.05 && t <= 3) {
-			return &spec.Error{Param: "temperature", Value: strconv.Quote(v), Allowed: "choose 0.05 to 3"}
-		}
-		s.view.Temperature = t
+		return spec.SetSlider(get, "view_temperature", &s.view)
 	case "top_p":
-		v, _ := get("view_top_p")
-		p, err := strconv.ParseFloat(v, 64)
-		if err != nil || !(p >= 0.01 && p <= 1) {
-			return &spec.Error{Param: "top-p", Value: strconv.Quote(v), Allowed: "choose 0.01 to 1"}
-		}
-		s.view.TopP = p
+		return spec.SetSlider(get, "view_top_p", &s.view)
 	case "goto":
 		return s.gotoStage(get)
 	case "view":
-		if v, ok := get("layer"); ok { // jump to that layer's attention stage
-			if n, err := strconv.Atoi(v); err == nil {
-				s.seekStage(trace.StageAttention, n, -1)
-			}
+		p, err := spec.PickFrom(get)
+		if err != nil {
+			return err
 		}
-		if v, ok := get("head"); ok {
-			if n, err := strconv.Atoi(v); err == nil && s.m != nil && n >= 0 && n < s.m.Config.Heads {
-				s.view.Head = n
-			}
+		if p.Layer >= 0 { // jump to that layer's attention stage
+			s.seekStage(trace.StageAttention, p.Layer, -1)
 		}
-		_, s.view.Scores = get("scores")
+		if s.m != nil && p.Head >= 0 && p.Head < s.m.Config.Heads {
+			s.view.Head = p.Head
+		}
+		s.view.Scores = p.Scores
 	default:
 		return errorf("unknown action %q", action)
 	}
@@ -577,39 +549,32 @@ func (s *Session) Backend() engine.BackendInfo {
 	return s.es.Backend()
 }
 
-// Highlights are a lesson step's highlighted tokens with their ids
-// (lessons.Check keeps each a single token of the lesson's model).
-func (s *Session) Highlights(st lessons.Step) []views.GenToken {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.m == nil {
-		return nil
-	}
-	var out []views.GenToken
-	for _, h := range st.Highlight {
-		if ids := s.m.Tokenizer.EncodeIDs(h, false); len(ids) == 1 {
-			out = append(out, views.GenToken{ID: ids[0], Bytes: h})
-		}
-	}
-	return out
-}
-
-// Where says where the viewer is, for a status line: "token step 2,
-// stage L1 attn"; empty before a run.
-func (s *Session) Where() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.cur.Steps) == 0 {
-		return ""
-	}
-	step, _ := s.cur.Position()
-	st, stage := s.cur.Current()
-	return fmt.Sprintf("token step %d, stage %s", step+1, labelOf(st, stage))
-}
-
 // HasRun reports whether a run's trace is there to show.
 func (s *Session) HasRun() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.cur.Steps) > 0
 }
+
+// DecodeUntil generates on, as the Explorer's steps do (a tool's results
+// inserted), until until holds for where the session stands or the run
+// ends; until nil runs to the end.
+func (s *Session) DecodeUntil(ctx context.Context, until func(*Snapshot) bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.touch()
+	for {
+		if until != nil {
+			if sn := s.snapshot(); until(&sn) {
+				return nil
+			}
+		}
+		more, err := s.decode(ctx)
+		if err != nil || !more {
+			return err
+		}
+	}
+}
+
+// Engines is where the session gets its models.
+func (s *Session) Engines() Engines { return s.eng }

@@ -72,7 +72,7 @@ func (s *Session) startDraft(ctx context.Context) error {
 		return err
 	}
 	s.des.Reset()
-	if err := dec.Continue(ctx, append(append([]int32(nil), s.promptIDs...), s.gen...)); err != nil {
+	if err := dec.Continue(ctx, append(append([]int32(nil), s.Prompt...), s.Gen...)); err != nil {
 		return fmt.Errorf("the draft failed: %w", err)
 	}
 	s.dec = dec
@@ -95,7 +95,7 @@ func (s *Session) timePlainStep(ctx context.Context) error {
 	for i := range t {
 		rctx := hooks.WithHooks(hooks.Without(ctx), trace.NewRecorder(recording).Hooks())
 		start := time.Now()
-		if _, err := s.es.Eval(rctx, s.gen[:1]); err != nil {
+		if _, err := s.es.Eval(rctx, s.Gen[:1]); err != nil {
 			return fmt.Errorf("the engine failed: %w", err)
 		}
 		t[i] = ms(time.Since(start))
@@ -123,7 +123,7 @@ func (s *Session) decodeRound(hctx context.Context) (bool, error) {
 			break
 		}
 	}
-	s.genAt = append(s.genAt, len(s.gen))
+	s.GenAt = append(s.GenAt, len(s.Gen))
 	s.decodeMS = append(s.decodeMS, ms(time.Since(start)))
 	s.decodeTokens += n
 	s.cur.Steps = s.rec.Steps()

@@ -261,3 +261,12 @@ func normNote(before, after float32) string {
 	}
 	return "Each block adds its output to the stream; the norms show how much the length changed."
 }
+
+// DraftKOrDefault is the draft's k the form shows: the run's, or the
+// default.
+func (s Settings) DraftKOrDefault() string {
+	if s.DraftK == "" {
+		return s.DraftKDefault
+	}
+	return s.DraftK
+}

@@ -34,15 +34,6 @@ var Glossary = map[string]string{
 // gloss is the explanation of a term ("" for a word the glossary lacks).
 func gloss(term string) string { return Glossary[term] }
 
-// stageTerms is the glossary word that explains each stage, for the tour.
-var stageTerms = map[string]string{"tokenize": "token", "embed": "embedding", "attention": "attention", "mlp": "MLP",
-	"logits": "logits", "softmax": "softmax", "sample": "sample", "kv": "KV cache"}
-
 // StageGloss is the sentence that explains the stage x: its glossary
 // word's (a sampler step's, its filter's).
-func StageGloss(x Stage) string {
-	if x.Name == "sampler" {
-		return Glossary[x.Label]
-	}
-	return Glossary[stageTerms[x.Name]]
-}
+func StageGloss(x Stage) string { return Glossary[x.Term] }

@@ -24,6 +24,11 @@ type Settings struct {
 	Seed, Order, MaxTokens                       string
 	Special, Tools                               string
 	Draft, DraftK                                string
+	// what engine/spec allows: the backends, the most new tokens, the
+	// draft's k (the most, and the default the form offers)
+	Backends                []string
+	MaxTokensMax, DraftKMax int
+	DraftKDefault           string
 }
 
 // Explorer is the part of the page that changes as the user steps.
@@ -65,8 +70,10 @@ type Stage struct {
 	Index       int
 	Name        string // tokenize, embed, attention, mlp, logits, softmax, sampler, sample, kv
 	Label       string
-	Layer       int // -1 unless attention or mlp
-	SamplerStep int // -1 unless sampler
+	Layer       int    // -1 unless attention or mlp
+	SamplerStep int    // -1 unless sampler
+	Rank        int    // its place along the pipeline (package present's stage registry)
+	Term        string // the glossary word that explains it
 	Current     bool
 	Done        bool
 }
@@ -233,24 +240,26 @@ type LogitsPanel struct {
 // with the tokens the run's sampler chain keeps for the draw at the
 // sliders' temperature and top-p (the engine's chain, in the run's order).
 type SoftmaxPanel struct {
-	Temperature float64 // the slider's: the bars' T
-	RunT        string  // the run's temperature, as the form shows it
-	Greedy      bool    // the run samples at T = 0 (the argmax)
-	Top         []Bar   // Value: p at Temperature; Cum: cumulative; Out: the chain removes it
-	Rest        int     // tokens not listed
-	RestP       float64 // their total probability
-	Sum         float64 // over the whole vocabulary
-	Vocab       int
-	TopP        float64     // the slider's top-p
-	ChainT      float64     // the temperature the chain ran at (0: greedy)
-	Funnel      []MapFilter // the chain's steps at ChainT and TopP, in order, with their counts
-	ChainErr    string      // why the chain could not run ("" when it ran)
-	Kept        int         // tokens the chain keeps for the draw
-	KeptP       float64     // their probability in these bars
-	Prefix      bool        // the kept are the Kept most likely bars (a cut line can mark them)
-	Chain       []string    // the run's sampler chain in order
-	TempAt      int         // the temperature step's index in Chain (-1: none)
-	ZMax, Norm  float64     // the largest logit and Σ exp((z − ZMax)/T): p = exp((z − ZMax)/T) / Norm
+	// the sliders' ranges (engine/spec's)
+	TLo, THi, PLo, PHi float64
+	Temperature        float64 // the slider's: the bars' T
+	RunT               string  // the run's temperature, as the form shows it
+	Greedy             bool    // the run samples at T = 0 (the argmax)
+	Top                []Bar   // Value: p at Temperature; Cum: cumulative; Out: the chain removes it
+	Rest               int     // tokens not listed
+	RestP              float64 // their total probability
+	Sum                float64 // over the whole vocabulary
+	Vocab              int
+	TopP               float64     // the slider's top-p
+	ChainT             float64     // the temperature the chain ran at (0: greedy)
+	Funnel             []MapFilter // the chain's steps at ChainT and TopP, in order, with their counts
+	ChainErr           string      // why the chain could not run ("" when it ran)
+	Kept               int         // tokens the chain keeps for the draw
+	KeptP              float64     // their probability in these bars
+	Prefix             bool        // the kept are the Kept most likely bars (a cut line can mark them)
+	Chain              []string    // the run's sampler chain in order
+	TempAt             int         // the temperature step's index in Chain (-1: none)
+	ZMax, Norm         float64     // the largest logit and Σ exp((z − ZMax)/T): p = exp((z − ZMax)/T) / Norm
 }
 
 // SamplerPanel is one step of the chain.

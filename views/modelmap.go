@@ -31,7 +31,8 @@ type ModelMap struct {
 	KVBytes     int    // the cache's bytes in use after this step
 	Temperature string // the sampler's, as the form shows it
 	Filters     []MapFilter
-	Present     map[string]bool // stage keys this step has (see mapKey)
+	Present     map[string]int // the stage keys this step has (see mapKey), with their ranks along the pipeline
+	Where       string         // where the viewer is, in words, for the collapsed map
 	Here        Stage
 	Prev        Stage // the stage before Here in this step (for the flow)
 	HasPrev     bool
@@ -123,7 +124,7 @@ func (m *ModelMap) Layout() MapLayout {
 	m.layoutBlocks(&L)
 	m.layoutHead(&L)
 	L.Flow = m.flow(&L)
-	L.Where = m.where()
+	L.Where = m.Where
 	return L
 }
 
@@ -133,46 +134,16 @@ func (L *MapLayout) add(m *ModelMap, p MapPart) {
 		p.Short = p.Label
 	}
 	k := mapKey(p.Stage, p.Layer, p.Filter)
-	if p.Stage != "" && !m.Present[k] {
+	rank, present := m.Present[k]
+	if p.Stage != "" && !present {
 		p.Absent = true
 	}
 	if p.Stage != "" && k == mapKey(m.Here.Name, m.Here.Layer+1, m.Here.SamplerStep+1) {
 		p.Here = true
-	} else if p.Stage != "" && !p.Absent && m.before(p) {
+	} else if p.Stage != "" && !p.Absent && rank < m.Here.Rank {
 		p.Done = true
 	}
 	L.Parts = append(L.Parts, p)
-}
-
-// before reports whether part p comes before the current stage in the
-// pipeline (so it is done on this step).
-func (m *ModelMap) before(p MapPart) bool {
-	return stageRank(p.Stage, p.Layer-1, p.Filter-1) < stageRank(m.Here.Name, m.Here.Layer, m.Here.SamplerStep)
-}
-
-// stageRank orders stages along the pipeline (layer and filter 0-based).
-func stageRank(name string, layer, filter int) int {
-	switch name {
-	case "tokenize", "propose":
-		return 0
-	case "embed":
-		return 1
-	case "attention":
-		return 10 + 2*layer
-	case "mlp":
-		return 11 + 2*layer
-	case "logits", "verify":
-		return 1 << 20
-	case "softmax", "accept":
-		return 1<<20 + 1
-	case "sampler":
-		return 1<<20 + 2 + filter
-	case "sample", "rollback":
-		return 1<<20 + 1000
-	case "kv":
-		return 1<<20 + 1001
-	}
-	return -1
 }
 
 // mapKey names a stage as the map and its session agree on: name, then
@@ -316,22 +287,6 @@ func (p MapPart) edgeToLane() float64 {
 // flowY is the lane the lit path runs along: just under the parts on the
 // stream, so it crosses no part and no label.
 const flowY = boxY + boxH + 8
-
-// where says in words where the viewer is, for the collapsed map.
-func (m *ModelMap) where() string {
-	h := m.Here
-	switch h.Name {
-	case "attention", "mlp":
-		return fmt.Sprintf("layer %d of %d · %s", h.Layer+1, m.Layers, map[string]string{"attention": "attention", "mlp": "MLP"}[h.Name])
-	case "sampler":
-		if h.SamplerStep >= 0 && h.SamplerStep < len(m.Filters) {
-			return fmt.Sprintf("sampler step %d of %d · %s", h.SamplerStep+1, len(m.Filters), m.Filters[h.SamplerStep].Name)
-		}
-	case "kv":
-		return "KV cache append"
-	}
-	return h.Name
-}
 
 // GotoStage is the stage a part opens, for its data attribute ("" for
 // none: the part is not clickable).

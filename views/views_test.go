@@ -118,7 +118,7 @@ func TestHandoutColours(t *testing.T) {
 func TestModelMapShapes(t *testing.T) {
 	for _, layers := range []int{1, 4, 12, 32, 80} {
 		m := &ModelMap{Arch: "llama", Layers: layers, Embd: 4096, FFN: 11008, Heads: 32, KVHeads: 8, HeadDim: 128, Vocab: 32000, Tokens: 7,
-			Filters: []MapFilter{{Name: "top-k", In: 32000, Out: 40}, {Name: "temperature", In: 40, Out: 40}}, Present: map[string]bool{}, Here: Stage{Name: "mlp", Layer: 3, SamplerStep: -1}}
+			Filters: []MapFilter{{Name: "top-k", In: 32000, Out: 40}, {Name: "temperature", In: 40, Out: 40}}, Present: map[string]int{}, Here: Stage{Name: "mlp", Layer: 3, SamplerStep: -1}}
 		L := m.Layout()
 		n, labels := 0, 0
 		var prev MapPart
@@ -250,7 +250,7 @@ func TestMapFlowCrossesNoPart(t *testing.T) {
 	for i := 1; i < len(stages); i++ {
 		m := &ModelMap{Arch: "gpt2", Layers: 4, Embd: 192, FFN: 768, Heads: 4, KVHeads: 4, HeadDim: 48, Vocab: 1024, Tokens: 7,
 			Filters: []MapFilter{{Name: "top-k", In: 1024, Out: 40}, {Name: "top-p", In: 40, Out: 12}, {Name: "temperature", In: 12, Out: 12}},
-			Present: map[string]bool{}, Prev: stages[i-1], Here: stages[i], HasPrev: true}
+			Present: map[string]int{}, Prev: stages[i-1], Here: stages[i], HasPrev: true}
 		L := m.Layout()
 		var pts [][2]float64
 		for _, f := range strings.Fields(strings.NewReplacer("M", " ", "L", " ").Replace(L.Flow)) {

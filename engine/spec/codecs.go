@@ -79,15 +79,8 @@ func FromForm(get Getter, base Run) (Run, error) {
 	if _, ok := get("scores"); ok {
 		r.View.Scores = true
 	}
-	if v, ok := get("view_temperature"); ok && v != "" {
-		if err := number("view temperature", &r.View.Temperature, v); err != nil {
-			return base, err
-		}
-	}
-	if v, ok := get("view_top_p"); ok && v != "" {
-		if err := number("view top-p", &r.View.TopP, v); err != nil {
-			return base, err
-		}
+	if err := slidersFrom(get, &r.View); err != nil {
+		return base, err
 	}
 	if err := r.Validate(); err != nil {
 		return base, err

@@ -138,10 +138,9 @@ func (r *Run) Validate() error {
 		return &Error{Param: "filter", Value: fmt.Sprint(r.View.Filter), Allowed: "a sampler step from 1"}
 	case r.View.Layer < -1 || r.View.Layer > 1<<16:
 		return &Error{Param: "layer", Value: fmt.Sprint(r.View.Layer), Allowed: "a layer from 1"}
-	case r.View.Temperature != 0 && !(r.View.Temperature >= 0.05 && r.View.Temperature <= 3):
-		return &Error{Param: "view temperature", Value: fmt.Sprint(r.View.Temperature), Allowed: "choose 0.05 to 3"}
-	case r.View.TopP != 0 && !(r.View.TopP >= 0.01 && r.View.TopP <= 1):
-		return &Error{Param: "view top-p", Value: fmt.Sprint(r.View.TopP), Allowed: "choose 0.01 to 1"}
+	}
+	if err := checkSliders(r.View); err != nil {
+		return err
 	}
 	return r.Sampler.Validate()
 }

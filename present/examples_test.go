@@ -1,23 +1,25 @@
-package session
+package present
 
 import (
 	"context"
 	"slices"
 	"testing"
 
+	"stepthrough/engine/registry/registrytest"
 	"stepthrough/engine/sample"
+	"stepthrough/session"
 )
 
 // Each example prompt's claim about its first next-token distribution
 // holds on the lesson model (probabilities at T = 1 from the engine).
 func TestExamplesHoldOnTheModel(t *testing.T) {
-	reg := testRegistry(t)
+	reg := registrytest.Lesson(t)
 	for _, x := range examples {
-		se := New("x", "", reg)
+		se := session.New("x", "", reg)
 		if err := se.Run(context.Background(), run(x.prompt)); err != nil {
 			t.Fatal(err)
 		}
-		p := sample.Probabilities(se.cur.Steps[0].Logits.Logits, 1)
+		p := sample.Probabilities(snapOf(se).Cursor.Steps[0].Logits.Logits, 1)
 		top := float64(slices.Max(p))
 		if top < x.lo || top > x.hi {
 			t.Errorf("%q: the top token has p %.3f at T = 1; the page says %q", x.prompt, top, x.why)

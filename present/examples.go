@@ -1,4 +1,4 @@
-package session
+package present
 
 import (
 	"net/url"

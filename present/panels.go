@@ -1,4 +1,4 @@
-package session
+package present
 
 import (
 	"fmt"
@@ -10,19 +10,20 @@ import (
 	"unicode/utf8"
 
 	"stepthrough/engine/sample"
+	"stepthrough/engine/spec"
 	"stepthrough/engine/trace"
 	"stepthrough/views"
 )
 
 // The builders of the stage registry: each turns a trace step into its
-// stage's view model. s.mu is held.
+// stage's view model.
 
 // pieces labels every position the cache holds at step at (prompt and
 // generated tokens; a speculative round's rejected proposals hold their
 // positions until the next round writes over them).
-func (s *Session) pieces(at *trace.Step) []string {
+func (s *snap) pieces(at *trace.Step) []string {
 	var all []string
-	for _, st := range s.cur.Steps {
+	for _, st := range s.Cursor.Steps {
 		all = all[:min(len(all), st.Pos0)]
 		for _, id := range st.Tokens {
 			all = append(all, s.piece(id))
@@ -34,7 +35,7 @@ func (s *Session) pieces(at *trace.Step) []string {
 	return all
 }
 
-func (s *Session) piece(id int32) string { return strconv.Quote(s.m.Tokenizer.Display(id)) }
+func (s *snap) piece(id int32) string { return strconv.Quote(s.Model.Tokenizer.Display(id)) }
 
 func vecRow(label string, v []float32) views.VecRow {
 	var m float32
@@ -44,8 +45,8 @@ func vecRow(label string, v []float32) views.VecRow {
 	return views.VecRow{Label: label, Values: v, Max: m}
 }
 
-func (s *Session) tokenizePanel(st *trace.Step, _ trace.Stage) views.Panel {
-	tk := s.m.Tokenizer
+func (s *snap) tokenizePanel(st *trace.Step, _ trace.Stage) views.Panel {
+	tk := s.Model.Tokenizer
 	t := &views.TokenizePanel{Text: st.Tokenize.Text, BOS: st.Tokenize.AddedBOS}
 	var partial []byte // bytes of an unfinished character
 	for _, x := range st.Tokenize.Tokens {
@@ -76,7 +77,7 @@ func (s *Session) tokenizePanel(st *trace.Step, _ trace.Stage) views.Panel {
 	return t
 }
 
-func (s *Session) mlpPanel(st *trace.Step, stage trace.Stage) views.Panel {
+func (s *snap) mlpPanel(st *trace.Step, stage trace.Stage) views.Panel {
 	L := layerOf(st, stage.Layer)
 	last := len(L.MLP.Out) - 1
 	m := &views.MLPPanel{Layer: stage.Layer, Kind: L.MLP.Kind}
@@ -104,7 +105,7 @@ func (s *Session) mlpPanel(st *trace.Step, stage trace.Stage) views.Panel {
 // first maxUnits of them): GELU's input and output are the engine's; for
 // SwiGLU the engine records the gate and silu(gate)·up, and silu(gate) is
 // gate/(1+e^−gate), which TestMLPUnits checks against the engine's product.
-func (s *Session) mlpUnits(m *views.MLPPanel, x *trace.MLP, last int) {
+func (s *snap) mlpUnits(m *views.MLPPanel, x *trace.MLP, last int) {
 	act := x.Act[last]
 	m.FFN = len(act)
 	per := 2 // strips of hidden units: before and after (SwiGLU adds up and the product)
@@ -130,12 +131,12 @@ func (s *Session) mlpUnits(m *views.MLPPanel, x *trace.MLP, last int) {
 	}
 }
 
-func (s *Session) samplePanel(st *trace.Step, _ trace.Stage) views.Panel {
+func (s *snap) samplePanel(st *trace.Step, _ trace.Stage) views.Panel {
 	sm := st.Sample
 	chosen := sm.Candidates[sm.Index]
 	sp := &views.SamplePanel{Greedy: sm.Greedy, U: sm.U, Chosen: views.Bar{ID: chosen.ID, Piece: s.piece(chosen.ID), Value: float64(chosen.P), Chosen: true}}
 	from := 0.0
-	step, _ := s.cur.Position()
+	step, _ := s.Cursor.Position()
 	for i, c := range sm.Candidates {
 		sp.CDF = append(sp.CDF, views.CDFBar{ID: c.ID, Piece: s.piece(c.ID), P: float64(c.P), From: from, To: sm.CDF[i], Chosen: i == sm.Index, Branch: s.branchURL(step, c.ID)})
 		from = sm.CDF[i]
@@ -143,11 +144,11 @@ func (s *Session) samplePanel(st *trace.Step, _ trace.Stage) views.Panel {
 	return sp
 }
 
-func (s *Session) kvPanel(st *trace.Step, _ trace.Stage) views.Panel {
+func (s *snap) kvPanel(st *trace.Step, _ trace.Stage) views.Panel {
 	k := &views.KVPanel{Saved: st.Pos0}
 	for _, L := range st.Layers {
 		kl := views.KVLayer{Layer: L.Index, Len: L.KVLen}
-		if len(k.Layers) < min(maxKVLayers, max(1, stripBudget*2/3/(2*max(1, s.m.Config.KVDim())))) { // the table takes the rest
+		if len(k.Layers) < min(maxKVLayers, max(1, stripBudget*2/3/(2*max(1, s.Model.Config.KVDim())))) { // the table takes the rest
 			from := max(0, len(L.NewK)-1) // the newest row tells the story
 			kl.NotDrawn = from
 			for i, row := range L.NewK[from:] {
@@ -161,7 +162,7 @@ func (s *Session) kvPanel(st *trace.Step, _ trace.Stage) views.Panel {
 		k.Layers = append(k.Layers, kl)
 		k.BytesUsed, k.BytesAlloc, k.Len, k.Capacity = L.KVBytesUsed, L.KVBytesAll, L.KVLen, L.KVCapacity
 	}
-	k.Appended, k.KVDim = k.Len-st.Pos0, s.m.Config.KVDim()
+	k.Appended, k.KVDim = k.Len-st.Pos0, s.Model.Config.KVDim()
 	if n := len(k.Layers); n > 0 && k.Len > 0 {
 		k.RowBytes = k.BytesUsed / (n * k.Len)
 	}
@@ -195,15 +196,15 @@ func norm(v []float32) float32 {
 	return float32(math.Sqrt(ss))
 }
 
-func (s *Session) attentionPanel(st *trace.Step, stage trace.Stage) views.Panel {
+func (s *snap) attentionPanel(st *trace.Step, stage trace.Stage) views.Panel {
 	labels := s.pieces(st)
 	a := layerOf(st, stage.Layer).Attention
-	head := min(s.view.Head, a.Heads-1)
+	head := min(s.View.Head, a.Heads-1)
 	ctx := st.Pos0 + st.N
-	v := &views.AttentionPanel{Layer: stage.Layer, Layers: s.m.Config.Layers, Head: head, Heads: a.Heads, KVHead: head / (a.Heads / a.KVHeads),
-		ShowScores: s.view.Scores, First: st.First, KeyLabels: labels[:ctx], Min: float32(math.Inf(1)), Max: float32(math.Inf(-1))}
+	v := &views.AttentionPanel{Layer: stage.Layer, Layers: s.Model.Config.Layers, Head: head, Heads: a.Heads, KVHead: head / (a.Heads / a.KVHeads),
+		ShowScores: s.View.Scores, First: st.First, KeyLabels: labels[:ctx], Min: float32(math.Inf(1)), Max: float32(math.Inf(-1))}
 	src := a.Weights
-	if s.view.Scores {
+	if s.View.Scores {
 		src = a.Scores
 	}
 	for t, perHead := range src {
@@ -218,7 +219,7 @@ func (s *Session) attentionPanel(st *trace.Step, stage trace.Stage) views.Panel 
 		v.Cells = append(v.Cells, row)
 		v.QueryLabels = append(v.QueryLabels, labels[st.First+t])
 	}
-	if !s.view.Scores {
+	if !s.View.Scores {
 		v.Min, v.Max = 0, 1 // weights: one scale for every view, so colours compare
 	}
 	v.Current = len(v.Cells) - 1
@@ -229,7 +230,7 @@ func (s *Session) attentionPanel(st *trace.Step, stage trace.Stage) views.Panel 
 // attentionRow fills the current token's pictures: its weights as arcs,
 // every head's weights (the head grid), and the softmax of its scores as
 // arithmetic with the engine's numbers.
-func (s *Session) attentionRow(v *views.AttentionPanel, a *trace.Attention, head int, labels []string) {
+func (s *snap) attentionRow(v *views.AttentionPanel, a *trace.Attention, head int, labels []string) {
 	v.Scale, v.HeadDim = a.Scale, a.HeadDim
 	if n := len(a.Weights); n > 0 {
 		w := a.Weights[n-1]
@@ -280,7 +281,7 @@ func byValueDesc[T float32](x []T) []int {
 	return idx
 }
 
-func (s *Session) logitsPanel(st *trace.Step, _ trace.Stage) views.Panel {
+func (s *snap) logitsPanel(st *trace.Step, _ trace.Stage) views.Panel {
 	l := st.Logits.Logits
 	idx := byValueDesc(l)
 	n := min(topN, len(l))
@@ -297,10 +298,10 @@ func (s *Session) logitsPanel(st *trace.Step, _ trace.Stage) views.Panel {
 
 // softmaxTemperature is the slider's temperature: the sampler's unless the
 // viewer moved it; temperature 0 (greedy) is shown at T = 1.
-func (s *Session) softmaxTemperature() float64 {
-	t := s.view.Temperature
+func (s *snap) softmaxTemperature() float64 {
+	t := s.View.Temperature
 	if t == 0 {
-		t = s.run.Sampler.Temperature
+		t = s.Run.Sampler.Temperature
 	}
 	if t < 0.05 {
 		t = 1
@@ -308,13 +309,15 @@ func (s *Session) softmaxTemperature() float64 {
 	return t
 }
 
-func (s *Session) softmaxPanel(st *trace.Step, _ trace.Stage) views.Panel {
+func (s *snap) softmaxPanel(st *trace.Step, _ trace.Stage) views.Panel {
 	t := s.softmaxTemperature()
 	probs := sample.Probabilities(st.Logits.Logits, t)
 	idx := byValueDesc(probs)
 	n := min(topN, len(probs))
-	p := &views.SoftmaxPanel{Temperature: t, RunT: Form(s.run).Temperature, Greedy: s.run.Sampler.Temperature <= 0, Vocab: len(probs),
+	p := &views.SoftmaxPanel{Temperature: t, RunT: Form(s.Run).Temperature, Greedy: s.Run.Sampler.Temperature <= 0, Vocab: len(probs),
 		TopP: s.softmaxTopP(), ChainT: s.chainTemperature(), TempAt: -1}
+	p.TLo, p.THi = spec.SliderRange("view_temperature")
+	p.PLo, p.PHi = spec.SliderRange("view_top_p")
 	kept, err := s.chainKept(st, p.ChainT, p.TopP, &p.Funnel)
 	if err != nil {
 		p.ChainErr = err.Error()
@@ -354,11 +357,11 @@ func (s *Session) softmaxPanel(st *trace.Step, _ trace.Stage) views.Panel {
 
 // chainTemperature is the temperature the softmax panel runs the chain
 // at: the slider's once the viewer moved it, else the run's (0: greedy).
-func (s *Session) chainTemperature() float64 {
-	if s.view.Temperature > 0 {
-		return s.view.Temperature
+func (s *snap) chainTemperature() float64 {
+	if s.View.Temperature > 0 {
+		return s.View.Temperature
 	}
-	return s.run.Sampler.Temperature
+	return s.Run.Sampler.Temperature
 }
 
 // chainKept runs the run's own sampler chain (the engine's sampler: the
@@ -366,8 +369,8 @@ func (s *Session) chainTemperature() float64 {
 // top-p p) over a step's logits and returns the tokens it keeps for the
 // draw; funnel receives each step's counts. It draws from a scratch
 // sampler: the run's is untouched.
-func (s *Session) chainKept(st *trace.Step, t, p float64, funnel *[]views.MapFilter) (map[int32]bool, error) {
-	sp := s.run.Sampler
+func (s *snap) chainKept(st *trace.Step, t, p float64, funnel *[]views.MapFilter) (map[int32]bool, error) {
+	sp := s.Run.Sampler
 	sp.Temperature, sp.TopP = t, p
 	sp.Seed, sp.SeedSet = 0, true // which tokens are kept does not depend on the draw's number
 	smp, err := sample.New(sp)
@@ -390,7 +393,7 @@ func (s *Session) chainKept(st *trace.Step, t, p float64, funnel *[]views.MapFil
 }
 
 // chainSetting is a step's setting as chainKept runs it.
-func chainSetting(s *Session, step sample.Step, t, p float64) string {
+func chainSetting(s *snap, step sample.Step, t, p float64) string {
 	switch step {
 	case sample.Temperature:
 		return "T = " + strconv.FormatFloat(t, 'g', -1, 64)
@@ -403,11 +406,11 @@ func chainSetting(s *Session, step sample.Step, t, p float64) string {
 // historyBefore is what the run's sampler had accepted (for its
 // penalties) when it sampled at step st: the prompt, then each token
 // generated before it with what the runtime wrote after it.
-func (s *Session) historyBefore(st *trace.Step) []int32 {
-	step := slices.Index(s.cur.Steps, st)
-	h := slices.Clone(s.promptIDs)
-	for i := range min(s.genBefore(step), len(s.gen)) {
-		h = append(append(h, s.gen[i]), s.inserts[i]...)
+func (s *snap) historyBefore(st *trace.Step) []int32 {
+	step := slices.Index(s.Cursor.Steps, st)
+	h := slices.Clone(s.Prompt)
+	for i := range min(s.GenBefore(step), len(s.Gen)) {
+		h = append(append(h, s.Gen[i]), s.Inserts[i]...)
 	}
 	return h
 }
@@ -427,18 +430,18 @@ func normaliser(z []float32, t float64) (zmax, sum float64) {
 
 // softmaxTopP is the top-p slider's value: the sampler's unless the viewer
 // moved it (top-p 1, off, shows the whole vocabulary kept).
-func (s *Session) softmaxTopP() float64 {
-	if s.view.TopP > 0 {
-		return s.view.TopP
+func (s *snap) softmaxTopP() float64 {
+	if s.View.TopP > 0 {
+		return s.View.TopP
 	}
-	return s.run.Sampler.TopP
+	return s.Run.Sampler.TopP
 }
 
-func (s *Session) samplerPanel(st *trace.Step, stage trace.Stage) views.Panel {
+func (s *snap) samplerPanel(st *trace.Step, stage trace.Stage) views.Panel {
 	i := stage.SamplerStep
 	r := st.Sampler[i]
 	p := &views.SamplerPanel{Index: i, Count: len(st.Sampler), Name: string(r.Step), Skipped: r.Skipped, Setting: s.setting(r.Step),
-		RemovedCount: r.RemovedCount, Before: r.BeforeCount, After: r.AfterCount, TopP: s.run.Sampler.TopP}
+		RemovedCount: r.RemovedCount, Before: r.BeforeCount, After: r.AfterCount, TopP: s.Run.Sampler.TopP}
 	for j, x := range st.Sampler {
 		p.Funnel = append(p.Funnel, views.MapFilter{Name: string(x.Step), Setting: s.setting(x.Step), In: x.BeforeCount, Out: x.AfterCount, Skipped: x.Skipped})
 		if x.Step == sample.Temperature {
@@ -446,7 +449,7 @@ func (s *Session) samplerPanel(st *trace.Step, stage trace.Stage) views.Panel {
 		}
 	}
 	before := s.beforeProbs(st, i)
-	step, _ := s.cur.Position()
+	step, _ := s.Cursor.Position()
 	for k, c := range r.After[:min(len(r.After), maxKeptRows)] {
 		b := views.Bar{ID: c.ID, Piece: s.piece(c.ID), Value: float64(c.P), Width: 100 * float64(c.P), Before: lookup(before, c.ID)}
 		if k < maxBranches { // "what if?" for the likeliest; each link carries the whole run
@@ -478,7 +481,7 @@ func (s *Session) samplerPanel(st *trace.Step, stage trace.Stage) views.Panel {
 // beforeProbs is each candidate's probability going into sampler step i:
 // the previous step's renormalised probabilities, or the softmax of the
 // logits at T = 1 for the first step.
-func (s *Session) beforeProbs(st *trace.Step, i int) map[int32]float64 {
+func (s *snap) beforeProbs(st *trace.Step, i int) map[int32]float64 {
 	m := map[int32]float64{}
 	if i == 0 {
 		for id, p := range sample.Probabilities(st.Logits.Logits, 1) {
@@ -501,8 +504,8 @@ func lookup(m map[int32]float64, id int32) float64 {
 }
 
 // setting describes a sampler step's setting, as the form shows it.
-func (s *Session) setting(step sample.Step) string {
-	x := Form(s.run)
+func (s *snap) setting(step sample.Step) string {
+	x := Form(s.Run)
 	switch step {
 	case sample.Penalties:
 		return fmt.Sprintf("repeat %s over the last %s, frequency %s, presence %s", x.RepeatPenalty, x.RepeatLastN, x.FreqPen, x.PresPen)

@@ -1,4 +1,4 @@
-package session
+package present
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"stepthrough/engine/quant"
 	"stepthrough/engine/registry"
 	"stepthrough/engine/trace"
+	"stepthrough/session"
 	"stepthrough/views"
 )
 
@@ -40,17 +41,17 @@ func TestFamiliesStepThroughEveryStage(t *testing.T) {
 	t.Cleanup(reg.Close)
 	for _, o := range shapes {
 		t.Run(o.Arch, func(t *testing.T) {
-			se := New("s", "", reg)
+			se := session.New("s", "", reg)
 			defer se.Close()
 			r := run("the little cat saw a big red ball and the dog")
 			r.Model = o.Arch + ".gguf"
 			if err := se.Run(context.Background(), r); err != nil {
 				t.Fatal(err)
 			}
-			checkFamilyMap(t, o, se.Explorer().Map)
+			checkFamilyMap(t, o, Explorer(se).Map)
 			seen := map[string]bool{}
 			for i := 0; i < 200; i++ {
-				e := se.Explorer()
+				e := Explorer(se)
 				if e.Panel == nil || e.Current.Label == "" {
 					t.Fatalf("stage %+v: no panel or label", e.Current)
 				}

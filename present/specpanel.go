@@ -1,4 +1,4 @@
-package session
+package present
 
 import (
 	"fmt"
@@ -19,14 +19,14 @@ const (
 )
 
 // specPanel builds the view of a speculative round at one phase.
-func specPanel(phase string) func(*Session, *trace.Step, trace.Stage) views.Panel {
-	return func(s *Session, st *trace.Step, _ trace.Stage) views.Panel { return s.speculative(st, phase) }
+func specPanel(phase string) func(*snap, *trace.Step, trace.Stage) views.Panel {
+	return func(s *snap, st *trace.Step, _ trace.Stage) views.Panel { return s.speculative(st, phase) }
 }
 
-func (s *Session) speculative(st *trace.Step, phase string) views.Panel {
+func (s *snap) speculative(st *trace.Step, phase string) views.Panel {
 	sp := st.Speculative
 	labels := s.pieces(st)
-	p := &views.SpeculativePanel{Phase: phase, Draft: s.run.Draft, K: len(sp.Proposed), Greedy: s.run.Sampler.Temperature == 0, TopsRaw: sp.TopsRaw,
+	p := &views.SpeculativePanel{Phase: phase, Draft: s.Run.Draft, K: len(sp.Proposed), Greedy: s.Run.Sampler.Temperature == 0, TopsRaw: sp.TopsRaw,
 		Before: labels[max(0, sp.Pos-specContext):min(sp.Pos, len(labels))], Accepted: sp.Accepted, Bonus: sp.Bonus,
 		RolledBack: sp.RolledBack, DraftDropped: sp.DraftRolledBack, DraftMS: sp.DraftMS, VerifyMS: sp.VerifyMS,
 		ResidualCount: sp.ResidualCount, Residual: s.probBars(sp.Residual[:min(len(sp.Residual), specResidualShown)]), CompareURL: s.specCompareURL()}
@@ -57,8 +57,8 @@ func (s *Session) speculative(st *trace.Step, phase string) views.Panel {
 			}
 		}
 	}
-	step := slices.Index(s.cur.Steps, st)
-	p.Emitted = s.genBefore(step+1) - s.genBefore(step)
+	step := slices.Index(s.Cursor.Steps, st)
+	p.Emitted = s.GenBefore(step+1) - s.GenBefore(step)
 	kept := st.Pos0 + st.N - sp.RolledBack
 	for pos := max(0, st.Pos0-specKVBack); pos < st.Pos0+st.N && pos < len(labels); pos++ {
 		state := "kept"
@@ -70,21 +70,21 @@ func (s *Session) speculative(st *trace.Step, phase string) views.Panel {
 		}
 		p.Cells = append(p.Cells, views.KVCell{Pos: pos, Piece: labels[pos], State: state})
 	}
-	for i, x := range s.cur.Steps[:step+1] {
+	for i, x := range s.Cursor.Steps[:step+1] {
 		if x.Speculative != nil {
 			p.Rounds++
 			p.Proposed += len(x.Speculative.Proposed)
 			p.Kept += x.Speculative.Accepted
 			p.RunMS += x.Speculative.DraftMS + x.Speculative.VerifyMS
-			p.RunTokens += s.genBefore(i+1) - s.genBefore(i)
+			p.RunTokens += s.GenBefore(i+1) - s.GenBefore(i)
 		}
 	}
-	p.PlainStepMS = s.plainStepMS
+	p.PlainStepMS = s.PlainStepMS
 	return p
 }
 
 // probBars draws candidates by probability, the first the longest bar.
-func (s *Session) probBars(cs []trace.Candidate) []views.Bar {
+func (s *snap) probBars(cs []trace.Candidate) []views.Bar {
 	var out []views.Bar
 	for _, c := range cs {
 		w := 100.0
@@ -98,9 +98,9 @@ func (s *Session) probBars(cs []trace.Candidate) []views.Bar {
 
 // specCompareURL opens Compare with this run's prompt and sampler settings
 // as a plain lane and as a speculative one, to measure both side by side.
-func (s *Session) specCompareURL() string {
+func (s *snap) specCompareURL() string {
 	lane := s.laneSpec()
-	q := url.Values{"prompt": {s.run.Prompt}, "model": {s.run.Model}, "n": {strconv.Itoa(min(s.run.MaxTokens, 256))},
-		"lane": {lane, fmt.Sprintf("%s,spec=%s,k=%d", lane, s.run.Draft, s.run.DraftK)}}
+	q := url.Values{"prompt": {s.Run.Prompt}, "model": {s.Run.Model}, "n": {strconv.Itoa(min(s.Run.MaxTokens, 256))},
+		"lane": {lane, fmt.Sprintf("%s,spec=%s,k=%d", lane, s.Run.Draft, s.Run.DraftK)}}
 	return "/compare?" + q.Encode()
 }

@@ -1,4 +1,4 @@
-package server
+package verify
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"stepthrough/engine/registry/registrytest"
 	"stepthrough/lessons"
 	"stepthrough/session"
 )
@@ -15,15 +16,15 @@ import (
 // model, played as the Explorer plays it: a retrain that changes a fact a
 // lesson states fails here.
 func TestBuiltinLessonClaims(t *testing.T) {
-	s := mustNew(t, Config{Embedded: lessonModels()})
+	reg := registrytest.Lesson(t)
 	all, err := lessons.Builtin()
 	if err != nil {
 		t.Fatal(err)
 	}
 	total := 0
 	for _, name := range lessons.Names(all) {
-		se := session.New("claims", "test", s.reg)
-		for _, r := range session.VerifyLesson(context.Background(), se, all[name]) {
+		se := session.New("claims", "test", reg)
+		for _, r := range Lesson(context.Background(), se, all[name]) {
 			total++
 			if r.Err != nil {
 				t.Errorf("%s:%d (step %d) expect %s: %v", all[name].File, r.Claim.Line, r.Step+1, r.Claim, r.Err)
@@ -87,7 +88,7 @@ func TestBuiltinNarrationIsClaimed(t *testing.T) {
 // wrong number of tokens or absent, a cache size, a cost, a batched run
 // that is not the step's plain run.
 func TestServingClaimsCanFail(t *testing.T) {
-	s := mustNew(t, Config{Embedded: lessonModels()})
+	reg := registrytest.Lesson(t)
 	src := `---
 title: wrong on purpose
 model: lesson.gguf
@@ -119,10 +120,10 @@ Another.
 	if err != nil {
 		t.Fatal(err)
 	}
-	se := session.New("claims", "test", s.reg)
+	se := session.New("claims", "test", reg)
 	defer se.Close()
 	fails := map[string]bool{}
-	for _, r := range session.VerifyLesson(context.Background(), se, l) {
+	for _, r := range Lesson(context.Background(), se, l) {
 		fails[fmt.Sprintf("%d %s", r.Step, r.Claim)] = r.Err != nil
 	}
 	for claim, want := range map[string]bool{`0 stop ". The end" 2`: true, `0 stop "a purple elephant" 1`: true, "0 kvbytes 1280": true,

@@ -1,4 +1,4 @@
-package session
+package verify
 
 import (
 	"context"
@@ -8,58 +8,65 @@ import (
 	"strings"
 	"time"
 
+	"stepthrough/engine"
 	"stepthrough/engine/memcalc"
 	"stepthrough/engine/quant"
+	"stepthrough/engine/sample"
 	"stepthrough/engine/serve"
 	"stepthrough/engine/stop"
 	"stepthrough/lessons"
 )
 
 // Claims about serving: a run batched with others, a stop string, the KV
-// cache's bytes, the cost of tokens. s.mu is held.
+// cache's bytes, the cost of tokens.
 
 // finish decodes the run to its end (its max tokens or end of generation).
-func (s *Session) finish(ctx context.Context) error {
-	for {
-		more, err := s.decode(ctx)
-		if err != nil {
-			return err
-		}
-		if !more {
-			return nil
-		}
+func (s *checker) finish(ctx context.Context) error { return s.advance(ctx, nil) }
+
+// serving starts a scheduler on lm for a check, for at most a minute;
+// stop ends it.
+func serving(ctx context.Context, lm *engine.Loaded, o serve.Options) (sch *serve.Scheduler, stop func(), err error) {
+	if sch, err = serve.New(lm, o); err != nil {
+		return nil, nil, err
 	}
+	rctx, cancel := context.WithTimeout(ctx, time.Minute)
+	go sch.Run(rctx)
+	return sch, cancel, nil
+}
+
+// sampling is the run's sampler settings with its seed as drawn.
+func (s *checker) sampling() sample.Params {
+	p := s.Run.Sampler
+	p.Seed, p.SeedSet = s.Seed, true
+	return p
 }
 
 // checkBatched serves the step's run through the scheduler in one batch
 // with other requests and compares its tokens with the Explorer's.
-func (s *Session) checkBatched(ctx context.Context, c lessons.Claim) (string, error) {
-	if s.run.Tools != "" || s.run.Draft != "" {
+func (s *checker) checkBatched(ctx context.Context, c lessons.Claim) (string, error) {
+	if s.Run.Tools != "" || s.Run.Draft != "" {
 		return "", fmt.Errorf("a batched claim needs a plain run (no tools, no draft)")
 	}
 	if err := s.finish(ctx); err != nil {
 		return "", err
 	}
-	alone := slices.Clone(s.gen)
-	lm, err := s.eng.Engine(s.run.Model, s.run.Backend)
+	alone := slices.Clone(s.Gen)
+	lm, err := s.se.Engines().Engine(s.Run.Model, s.Run.Backend)
 	if err != nil {
 		return "", err
 	}
 	n := int(c.Value)
-	sch, err := serve.New(lm, serve.Options{MaxSeqs: n, ChunkedPrefill: true})
+	sch, stop, err := serving(ctx, lm, serve.Options{MaxSeqs: n, ChunkedPrefill: true})
 	if err != nil {
 		return "", err
 	}
-	rctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	go sch.Run(rctx)
-	p := s.run.Sampler
-	p.Seed, p.SeedSet = s.smp.Seed(), true
+	defer stop()
+	p := s.sampling()
 	others := serve.Load{PromptTokens: 24}
 	var ours *serve.Handle
 	for i := range n - 1 {
 		if i == (n-1)/2 { // ours in the middle of the batch
-			if ours, err = sch.Submit(serve.Request{Prompt: s.promptIDs, MaxTokens: len(alone), Sampling: p}); err != nil {
+			if ours, err = sch.Submit(serve.Request{Prompt: s.Prompt, MaxTokens: len(alone), Sampling: p}); err != nil {
 				return "", err
 			}
 		}
@@ -82,10 +89,10 @@ func (s *Session) checkBatched(ctx context.Context, c lessons.Claim) (string, er
 	return text, want(slices.Equal(got, alone), "batched with %d others it writes %q; alone %q", n-1, text, s.textOf(alone))
 }
 
-func (s *Session) textOf(ids []int32) string {
+func (s *checker) textOf(ids []int32) string {
 	var b strings.Builder
 	for _, id := range ids {
-		b.WriteString(s.m.Tokenizer.Display(id))
+		b.WriteString(s.Model.Tokenizer.Display(id))
 	}
 	return b.String()
 }
@@ -93,14 +100,14 @@ func (s *Session) textOf(ids []int32) string {
 // checkStop finds the stop string in the run's text, counts the tokens it
 // spans and checks that the stop matcher, fed the run token by token,
 // releases exactly the text before it.
-func (s *Session) checkStop(ctx context.Context, c lessons.Claim) (string, error) {
+func (s *checker) checkStop(ctx context.Context, c lessons.Claim) (string, error) {
 	if err := s.finish(ctx); err != nil {
 		return "", err
 	}
-	tk := s.m.Tokenizer
+	tk := s.Model.Tokenizer
 	var full []byte
 	var ends []int // where each token's bytes end
-	for _, id := range s.gen {
+	for _, id := range s.Gen {
 		full = append(full, tk.Bytes(id)...)
 		ends = append(ends, len(full))
 	}
@@ -125,7 +132,7 @@ func (s *Session) checkStop(ctx context.Context, c lessons.Claim) (string, error
 	st := stop.New([]string{c.Text})
 	var released strings.Builder
 	stopped := false
-	for _, id := range s.gen {
+	for _, id := range s.Gen {
 		t, done := st.Push(tk.Bytes(id))
 		released.WriteString(t)
 		if done {
@@ -141,8 +148,8 @@ func (s *Session) checkStop(ctx context.Context, c lessons.Claim) (string, error
 
 // checkKVBytes checks the KV cache's bytes per token: the step's model's
 // (F32 in this engine), or a preset's at 2 bytes a value.
-func (s *Session) checkKVBytes(c lessons.Claim) (string, error) {
-	got := float64(s.m.KVBytesPerToken())
+func (s *checker) checkKVBytes(c lessons.Claim) (string, error) {
+	got := float64(s.Model.KVBytesPerToken())
 	if c.Text != "" {
 		shape, ok := memcalc.Preset(c.Text)
 		if !ok {
@@ -162,27 +169,23 @@ func checkCost(c lessons.Claim) (string, error) {
 
 // checkBlocks serves the step's run alone through a paged scheduler and
 // counts the blocks it held at its fullest.
-func (s *Session) checkBlocks(ctx context.Context, c lessons.Claim) (string, error) {
-	if s.run.Tools != "" || s.run.Draft != "" {
+func (s *checker) checkBlocks(ctx context.Context, c lessons.Claim) (string, error) {
+	if s.Run.Tools != "" || s.Run.Draft != "" {
 		return "", fmt.Errorf("a blocks claim needs a plain run (no tools, no draft)")
 	}
 	if err := s.finish(ctx); err != nil {
 		return "", err
 	}
-	lm, err := s.eng.Engine(s.run.Model, "cpu") // the paged cache is the CPU's
+	lm, err := s.se.Engines().Engine(s.Run.Model, "cpu") // the paged cache is the CPU's
 	if err != nil {
 		return "", err
 	}
-	sch, err := serve.New(lm, serve.Options{MaxSeqs: 1, Paged: true, BlockSize: c.Block, ChunkedPrefill: true})
+	sch, stop, err := serving(ctx, lm, serve.Options{MaxSeqs: 1, Paged: true, BlockSize: c.Block, ChunkedPrefill: true})
 	if err != nil {
 		return "", err
 	}
-	rctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	go sch.Run(rctx)
-	p := s.run.Sampler
-	p.Seed, p.SeedSet = s.smp.Seed(), true
-	h, err := sch.Submit(serve.Request{Prompt: s.promptIDs, MaxTokens: len(s.gen), Sampling: p})
+	defer stop()
+	h, err := sch.Submit(serve.Request{Prompt: s.Prompt, MaxTokens: len(s.Gen), Sampling: s.sampling()})
 	if err != nil {
 		return "", err
 	}
@@ -192,14 +195,14 @@ func (s *Session) checkBlocks(ctx context.Context, c lessons.Claim) (string, err
 	for _, st := range sch.Steps() {
 		most = max(most, st.KVHeld/c.Block)
 	}
-	return fmt.Sprint(most), want(most == int(c.Value), "%d prompt and %d generated tokens held %d blocks of %d positions", len(s.promptIDs), len(s.gen), most, c.Block)
+	return fmt.Sprint(most), want(most == int(c.Value), "%d prompt and %d generated tokens held %d blocks of %d positions", len(s.Prompt), len(s.Gen), most, c.Block)
 }
 
 // checkShares prefills the step's prompt in a paged cache, then starts a
 // second request with the same prompt and more, and counts the blocks it
 // shares.
-func (s *Session) checkShares(ctx context.Context, c lessons.Claim) (string, error) {
-	lm, err := s.eng.Engine(s.run.Model, "cpu")
+func (s *checker) checkShares(ctx context.Context, c lessons.Claim) (string, error) {
+	lm, err := s.se.Engines().Engine(s.Run.Model, "cpu")
 	if err != nil {
 		return "", err
 	}
@@ -212,7 +215,7 @@ func (s *Session) checkShares(ctx context.Context, c lessons.Claim) (string, err
 		return "", err
 	}
 	defer first.Close()
-	if _, err := first.Eval(ctx, s.promptIDs); err != nil {
+	if _, err := first.Eval(ctx, s.Prompt); err != nil {
 		return "", err
 	}
 	first.RegisterPrefix()
@@ -221,10 +224,10 @@ func (s *Session) checkShares(ctx context.Context, c lessons.Claim) (string, err
 		return "", err
 	}
 	defer second.Close()
-	more := append(slices.Clone(s.promptIDs), s.m.Tokenizer.EncodeIDs(" And then", false)...)
+	more := append(slices.Clone(s.Prompt), s.Model.Tokenizer.EncodeIDs(" And then", false)...)
 	n, err := second.SharePrefix(more)
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprint(n / c.Block), want(n/c.Block == int(c.Value), "a second request shares %d blocks (%d positions) of the %d-token prompt", n/c.Block, n, len(s.promptIDs))
+	return fmt.Sprint(n / c.Block), want(n/c.Block == int(c.Value), "a second request shares %d blocks (%d positions) of the %d-token prompt", n/c.Block, n, len(s.Prompt))
 }

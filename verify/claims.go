@@ -1,9 +1,16 @@
-package session
+// Package verify checks a lesson's claims against the engine: each step
+// that declares claims is played as the Explorer shows it, and each claim
+// (the top token, a probability, what the run writes, what batching,
+// paging and stop strings do, the calculator's figures) is decided on that
+// run's trace or by running the engine's serving parts on it. It is a
+// consumer of session, as classroom is.
+package verify
 
 import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"stepthrough/engine"
@@ -12,6 +19,7 @@ import (
 	"stepthrough/engine/sample"
 	"stepthrough/engine/trace"
 	"stepthrough/lessons"
+	"stepthrough/session"
 )
 
 // ClaimResult is one claim of a lesson checked against the engine.
@@ -22,9 +30,9 @@ type ClaimResult struct {
 	Err   error  // nil: the claim holds
 }
 
-// VerifyLesson plays every step of l that declares claims in se, as the
+// Lesson plays every step of l that declares claims in se, as the
 // Explorer shows it, and checks each claim against that run's trace.
-func VerifyLesson(ctx context.Context, se *Session, l *lessons.Lesson) []ClaimResult {
+func Lesson(ctx context.Context, se *session.Session, l *lessons.Lesson) []ClaimResult {
 	var out []ClaimResult
 	for i, st := range l.Steps {
 		if len(st.Claims) == 0 {
@@ -37,17 +45,31 @@ func VerifyLesson(ctx context.Context, se *Session, l *lessons.Lesson) []ClaimRe
 			continue
 		}
 		for _, c := range st.Claims {
-			got, err := se.checkClaim(ctx, st, c)
+			s := &checker{se: se, Snapshot: se.Snapshot()}
+			got, err := s.claim(ctx, st, c)
 			out = append(out, ClaimResult{Step: i, Claim: c, Got: got, Err: err})
 		}
 	}
 	return out
 }
 
-func (s *Session) checkClaim(ctx context.Context, st lessons.Step, c lessons.Claim) (string, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	tk := s.m.Tokenizer
+// checker decides one claim on a played step: the session, and where it
+// stands (refreshed as the check generates on).
+type checker struct {
+	session.Snapshot
+	se *session.Session
+}
+
+// advance generates on until until holds (nil: to the end) and refreshes
+// the snapshot.
+func (s *checker) advance(ctx context.Context, until func(*session.Snapshot) bool) error {
+	err := s.se.DecodeUntil(ctx, until)
+	s.Snapshot = s.se.Snapshot()
+	return err
+}
+
+func (s *checker) claim(ctx context.Context, st lessons.Step, c lessons.Claim) (string, error) {
+	tk := s.Model.Tokenizer
 	show := func(id int32) string { return fmt.Sprintf("%q", tk.Display(id)) }
 	token := func() (int32, error) {
 		ids := tk.EncodeSpecial(c.Text, false)
@@ -72,7 +94,7 @@ func (s *Session) checkClaim(ctx context.Context, st lessons.Step, c lessons.Cla
 	case "stop":
 		return s.checkStop(ctx, c)
 	case "context":
-		got := s.es.Capacity()
+		got := s.Capacity
 		return fmt.Sprint(got), want(got == int(c.Value), "the model holds %d positions", got)
 	case "blocks":
 		return s.checkBlocks(ctx, c)
@@ -80,16 +102,16 @@ func (s *Session) checkClaim(ctx context.Context, st lessons.Step, c lessons.Cla
 		return s.checkShares(ctx, c)
 	}
 	if c.Kind == "tokens" {
-		got := len(s.promptIDs)
+		got := len(s.Prompt)
 		return fmt.Sprint(got), want(got == int(c.Value), "the prompt is %d tokens", got)
 	}
 	if c.Kind == "continues" || c.Kind == "calls" || c.Kind == "length" {
-		return s.checkRun(ctx, s.genBefore(st.Token), c)
+		return s.checkRun(ctx, s.GenBefore(st.Token), c)
 	}
-	if st.Token >= len(s.cur.Steps) {
+	if st.Token >= len(s.Cursor.Steps) {
 		return "", fmt.Errorf("the run has no token step %d", st.Token)
 	}
-	step := s.cur.Steps[st.Token]
+	step := s.Cursor.Steps[st.Token]
 	id := int32(-1)
 	if c.Kind != "accepts" {
 		var err error
@@ -110,11 +132,11 @@ func (s *Session) checkClaim(ctx context.Context, st lessons.Step, c lessons.Cla
 		p := float64(sample.Probabilities(logits, 1)[id])
 		return fmt.Sprintf("%.4f", p), want(c.Holds(p), "p = %.4f", p)
 	case "draws":
-		i := s.genBefore(st.Token)
-		if st.Token >= len(s.cur.Steps) || i >= len(s.gen) {
+		i := s.GenBefore(st.Token)
+		if st.Token >= len(s.Cursor.Steps) || i >= len(s.Gen) {
 			return "", fmt.Errorf("token step %d draws nothing", st.Token)
 		}
-		got := s.gen[i]
+		got := s.Gen[i]
 		return show(got), want(got == id, "the step draws %s", show(got))
 	case "accepts", "rejects":
 		return s.checkRound(step, st.Token, c, id, show)
@@ -123,7 +145,7 @@ func (s *Session) checkClaim(ctx context.Context, st lessons.Step, c lessons.Cla
 		if err != nil {
 			return "", err
 		}
-		got := s.written(-1)[k]
+		got := s.Written(-1)[k]
 		return show(got), want(got == id, "layer %d head %d looks hardest at %s (position %d)", st.Layer, st.Head, show(got), k)
 	}
 	return "", fmt.Errorf("unknown claim %q", c.Kind)
@@ -145,7 +167,7 @@ func checkWeights(c lessons.Claim) (string, error) {
 
 // checkRound checks a claim about a speculative round: how many guesses
 // it kept, or which it rejected first.
-func (s *Session) checkRound(step *trace.Step, token int, c lessons.Claim, id int32, show func(int32) string) (string, error) {
+func (s *checker) checkRound(step *trace.Step, token int, c lessons.Claim, id int32, show func(int32) string) (string, error) {
 	sp := step.Speculative
 	if sp == nil {
 		return "", fmt.Errorf("token step %d is not a speculative round", token)
@@ -169,7 +191,7 @@ func want(ok bool, format string, a ...any) error {
 
 // strongestKey is the position the step's last query looks at hardest in
 // the lesson step's layer and head.
-func (s *Session) strongestKey(step *trace.Step, st lessons.Step) (int, error) {
+func (s *checker) strongestKey(step *trace.Step, st lessons.Step) (int, error) {
 	if st.Layer < 1 || st.Head < 1 {
 		return 0, fmt.Errorf("an attends claim needs the step's layer: and head:")
 	}
@@ -192,47 +214,36 @@ func (s *Session) strongestKey(step *trace.Step, st lessons.Step) (int, error) {
 
 // checkRun generates on (as the Explorer does, the tool's results
 // inserted) until the claim can be decided.
-func (s *Session) checkRun(ctx context.Context, from int, c lessons.Claim) (string, error) {
-	tk := s.m.Tokenizer
-	text := func() string { // as the Explorer shows it: control tokens by name
+func (s *checker) checkRun(ctx context.Context, from int, c lessons.Claim) (string, error) {
+	tk := s.Model.Tokenizer
+	text := func(sn *session.Snapshot) string { // as the Explorer shows it: control tokens by name
 		var b strings.Builder
-		for _, id := range s.written(from) {
+		for _, id := range sn.Written(from) {
 			b.WriteString(tk.Display(id))
 		}
 		return b.String()
 	}
-	for {
-		done := c.Kind == "continues" && len(text()) >= len(c.Text) || c.Kind == "length" && s.done
-		if c.Kind == "calls" {
-			for _, e := range s.calls {
-				done = done || e == c.Text
-			}
+	decided := func(sn *session.Snapshot) bool {
+		switch c.Kind {
+		case "continues":
+			return len(text(sn)) >= len(c.Text)
+		case "length":
+			return sn.Done
 		}
-		if done {
-			break
-		}
-		more, err := s.decode(ctx)
-		if err != nil {
-			return "", err
-		}
-		if !more {
-			break
-		}
+		return slices.Contains(sn.Calls, c.Text)
+	}
+	if err := s.advance(ctx, decided); err != nil {
+		return "", err
 	}
 	if c.Kind == "length" {
-		n := len(s.gen)
-		ended := n > 0 && s.m.Tokenizer.IsEOG(s.gen[n-1])
+		n := len(s.Gen)
+		ended := n > 0 && s.Model.Tokenizer.IsEOG(s.Gen[n-1])
 		return fmt.Sprint(n), want(n == int(c.Value) && ended, "the run samples %d tokens (ending generation: %v)", n, ended)
 	}
 	if c.Kind == "calls" {
-		got := strings.Join(s.calls, ", ")
-		for _, e := range s.calls {
-			if e == c.Text {
-				return got, nil
-			}
-		}
-		return got, fmt.Errorf("the run calls the calculator with [%s]", got)
+		got := strings.Join(s.Calls, ", ")
+		return got, want(slices.Contains(s.Calls, c.Text), "the run calls the calculator with [%s]", got)
 	}
-	got := text()
+	got := text(&s.Snapshot)
 	return got, want(strings.HasPrefix(got, c.Text), "the run writes %q", got)
 }

@@ -1,4 +1,4 @@
-package session
+package present
 
 import (
 	"context"
@@ -10,8 +10,10 @@ import (
 
 	"stepthrough/engine/reftest"
 	"stepthrough/engine/registry"
+	"stepthrough/engine/registry/registrytest"
 	"stepthrough/engine/trace"
 	"stepthrough/models"
+	"stepthrough/session"
 	"stepthrough/views"
 )
 
@@ -25,23 +27,23 @@ func getter(m map[string]string) func(string) (string, bool) {
 // the engine's numbers (shape, cache bytes, candidate counts); a click
 // (goto) lands on the part's stage; a bad goto is refused in one line.
 func TestModelMapFromTheModel(t *testing.T) {
-	reg := testRegistry(t)
+	reg := registrytest.Lesson(t)
 	ctx := context.Background()
-	se := New("m", "", reg)
+	se := session.New("m", "", reg)
 	defer se.Close()
 	r := run("Once upon a time")
 	r.Sampler.Seed, r.Sampler.SeedSet = 3, true
 	if err := se.Run(ctx, r); err != nil {
 		t.Fatal(err)
 	}
-	c := se.m.Config
-	e := se.Explorer()
+	c := snapOf(se).Model.Config
+	e := Explorer(se)
 	L := e.Map.Layout()
 	parts := map[string]views.MapPart{}
 	for _, p := range L.Parts {
 		parts[p.Key] = p
 	}
-	st := se.cur.Steps[0]
+	st := snapOf(se).Cursor.Steps[0]
 	want := []string{"tokenize", "embed", "norm", "logits", "softmax", "sample", "kv"}
 	for i := range c.Layers {
 		want = append(want, fmt.Sprintf("attention-%d", i+1), fmt.Sprintf("mlp-%d", i+1))
@@ -91,7 +93,7 @@ func TestModelMapFromTheModel(t *testing.T) {
 		if err := se.Act(ctx, "goto", getter(tc.fields)); err != nil {
 			t.Fatalf("goto %v: %v", tc.fields, err)
 		}
-		e := se.Explorer()
+		e := Explorer(se)
 		L := e.Map.Layout()
 		if e.Current.Name != string(tc.stage) || e.Current.Layer != tc.layer || e.Current.SamplerStep != tc.sstep || L.Where != tc.where {
 			t.Errorf("goto %v: at %+v, map says %q", tc.fields, e.Current, L.Where)
@@ -110,9 +112,9 @@ func TestModelMapFromTheModel(t *testing.T) {
 // No spoilers: the token a step draws appears in the generated text only
 // from that step's sample stage on.
 func TestGeneratedTextWaitsForTheDraw(t *testing.T) {
-	reg := testRegistry(t)
+	reg := registrytest.Lesson(t)
 	ctx := context.Background()
-	se := New("g", "", reg)
+	se := session.New("g", "", reg)
 	defer se.Close()
 	r := run("Once upon a time")
 	r.Sampler.Seed, r.Sampler.SeedSet = 3, true
@@ -122,7 +124,7 @@ func TestGeneratedTextWaitsForTheDraw(t *testing.T) {
 	for range 2 { // the prompt's step, then one decode step
 		seen := false
 		for {
-			e := se.Explorer()
+			e := Explorer(se)
 			step := e.Step
 			if e.Current.Name == string(trace.StageSample) {
 				seen = true
@@ -151,9 +153,9 @@ func TestGeneratedTextWaitsForTheDraw(t *testing.T) {
 // recomputed; the bytes per position are the engine's bytes over its
 // rows.
 func TestKVTable(t *testing.T) {
-	reg := testRegistry(t)
+	reg := registrytest.Lesson(t)
 	ctx := context.Background()
-	se := New("k", "", reg)
+	se := session.New("k", "", reg)
 	defer se.Close()
 	r := run("Once upon a time")
 	r.Sampler.Seed, r.Sampler.SeedSet = 3, true
@@ -164,11 +166,11 @@ func TestKVTable(t *testing.T) {
 		if err := se.Act(ctx, "goto", getter(map[string]string{"stage": "kv"})); err != nil {
 			t.Fatal(err)
 		}
-		k, ok := se.Explorer().Panel.(*views.KVPanel)
+		k, ok := Explorer(se).Panel.(*views.KVPanel)
 		if !ok {
 			t.Fatalf("step %d: no KV panel", step)
 		}
-		st := se.cur.Steps[step]
+		st := snapOf(se).Cursor.Steps[step]
 		newRows := 0
 		for _, p := range k.Positions {
 			if p.New != (p.Pos >= st.Pos0) {
@@ -185,7 +187,7 @@ func TestKVTable(t *testing.T) {
 			t.Errorf("step %d: %d bytes per row × %d layers × %d positions ≠ %d bytes in use", step, k.RowBytes, len(k.Layers), k.Len, k.BytesUsed)
 		}
 		for _, l := range k.Layers[:k.LayersDrawn] {
-			if len(l.NewK) != 1 || len(l.NewV) != 1 || len(l.NewK[0].Values) != se.m.Config.KVDim() || len(l.NewV[0].Values) != se.m.Config.KVDim() {
+			if len(l.NewK) != 1 || len(l.NewV) != 1 || len(l.NewK[0].Values) != snapOf(se).Model.Config.KVDim() || len(l.NewV[0].Values) != snapOf(se).Model.Config.KVDim() {
 				t.Errorf("step %d layer %d: K rows %d, V rows %d", step, l.Layer, len(l.NewK), len(l.NewV))
 			}
 		}
@@ -199,9 +201,9 @@ func TestKVTable(t *testing.T) {
 // weight for every key; the arcs are that row; the head grid has a strip
 // per head.
 func TestAttentionRowArithmetic(t *testing.T) {
-	reg := testRegistry(t)
+	reg := registrytest.Lesson(t)
 	ctx := context.Background()
-	se := New("a", "", reg)
+	se := session.New("a", "", reg)
 	defer se.Close()
 	if err := se.Run(ctx, run("Tom had a big dog. The dog was")); err != nil {
 		t.Fatal(err)
@@ -210,8 +212,8 @@ func TestAttentionRowArithmetic(t *testing.T) {
 		if err := se.Act(ctx, "goto", getter(map[string]string{"stage": "attention", "layer": layer})); err != nil {
 			t.Fatal(err)
 		}
-		a := se.Explorer().Panel.(*views.AttentionPanel)
-		if len(a.Math) == 0 || len(a.Math) != len(a.Arcs) || len(a.HeadRows) != se.m.Config.Heads {
+		a := Explorer(se).Panel.(*views.AttentionPanel)
+		if len(a.Math) == 0 || len(a.Math) != len(a.Arcs) || len(a.HeadRows) != snapOf(se).Model.Config.Heads {
 			t.Fatalf("layer %s: %d terms, %d arcs, %d head rows", layer, len(a.Math), len(a.Arcs), len(a.HeadRows))
 		}
 		var sum float64
@@ -241,7 +243,7 @@ func TestAttentionRowArithmetic(t *testing.T) {
 	if err := se.Act(ctx, "goto", getter(map[string]string{"stage": "attention", "layer": "2"})); err != nil {
 		t.Fatal(err)
 	}
-	a := se.Explorer().Panel.(*views.AttentionPanel)
+	a := Explorer(se).Panel.(*views.AttentionPanel)
 	if len(a.Cells) != 1 || a.Min != 0 || a.Max != 1 {
 		t.Errorf("decode step: %d rows, scale %g to %g, want one row and 0 to 1", len(a.Cells), a.Min, a.Max)
 	}
@@ -250,13 +252,13 @@ func TestAttentionRowArithmetic(t *testing.T) {
 // The tokenized text: byte tokens that only together make a character are
 // one group under it; the added BOS is marked and named, not "".
 func TestTokenGroups(t *testing.T) {
-	reg := testRegistry(t)
-	se := New("t", "", reg)
+	reg := registrytest.Lesson(t)
+	se := session.New("t", "", reg)
 	defer se.Close()
 	if err := se.Run(context.Background(), run("a 猫 and 🐱!")); err != nil {
 		t.Fatal(err)
 	}
-	p := se.Explorer().Panel.(*views.TokenizePanel)
+	p := Explorer(se).Panel.(*views.TokenizePanel)
 	var chars []string
 	n := 0
 	for _, g := range p.Groups {
@@ -286,8 +288,8 @@ func TestTokenGroups(t *testing.T) {
 // looked up; on GPT-2 the input is that row plus the position row; the
 // map holds every distinct prompt token and neighbours from the table.
 func TestEmbedLookup(t *testing.T) {
-	reg := testRegistry(t)
-	se := New("e", "", reg)
+	reg := registrytest.Lesson(t)
+	se := session.New("e", "", reg)
 	defer se.Close()
 	if err := se.Run(context.Background(), run("Tom had a big dog. The dog was")); err != nil {
 		t.Fatal(err)
@@ -295,7 +297,7 @@ func TestEmbedLookup(t *testing.T) {
 	if err := se.Act(context.Background(), "goto", getter(map[string]string{"stage": "embed"})); err != nil {
 		t.Fatal(err)
 	}
-	e := se.Explorer().Panel.(*views.EmbedPanel)
+	e := Explorer(se).Panel.(*views.EmbedPanel)
 	lit := e.Table[e.Lit].Values
 	if len(lit) != len(e.TokenRow.Values) {
 		t.Fatalf("lit row %d values, looked-up row %d", len(lit), len(e.TokenRow.Values))
@@ -310,7 +312,7 @@ func TestEmbedLookup(t *testing.T) {
 			}
 		}
 	}
-	if se.m.Config.Arch == "gpt2" && len(e.PosRow.Values) == 0 {
+	if snapOf(se).Model.Config.Arch == "gpt2" && len(e.PosRow.Values) == 0 {
 		t.Error("GPT-2 without its position row")
 	}
 	prompt, other := 0, 0
@@ -322,20 +324,20 @@ func TestEmbedLookup(t *testing.T) {
 		}
 	}
 	ids := map[int32]bool{}
-	for _, id := range se.tokenIDs(se.cur.Steps[0]) {
+	for _, id := range snapOf(se).tokenIDs(snapOf(se).Cursor.Steps[0]) {
 		ids[id] = true
 	}
 	if prompt != min(len(ids), maxMapTokens) || other == 0 {
 		t.Errorf("map: %d prompt tokens (want %d), %d neighbours", prompt, min(len(ids), maxMapTokens), other)
 	}
 	// the first token's neighbours by brute force
-	q := se.tableRow(e.ID)
+	q := snapOf(se).tableRow(e.ID)
 	best, bestCos := int32(-1), -2.0
-	for j := range se.m.Config.Vocab {
+	for j := range snapOf(se).Model.Config.Vocab {
 		if int32(j) == e.ID {
 			continue
 		}
-		r := se.tableRow(int32(j))
+		r := snapOf(se).tableRow(int32(j))
 		var dot float64
 		for i := range r {
 			dot += float64(r[i]) * float64(q[i])
@@ -344,7 +346,7 @@ func TestEmbedLookup(t *testing.T) {
 			best, bestCos = int32(j), c
 		}
 	}
-	if got := se.nearest([]int32{e.ID}, 1); len(got) != 1 || len(got[0]) != 1 || got[0][0] != best {
+	if got := snapOf(se).nearest([]int32{e.ID}, 1); len(got) != 1 || len(got[0]) != 1 || got[0][0] != best {
 		t.Errorf("nearest to %d: %v, brute force %d", e.ID, got, best)
 	}
 }
@@ -352,27 +354,27 @@ func TestEmbedLookup(t *testing.T) {
 // The map's drawing is the run's (one key for every step), its numbers
 // the step's: the prompt's step feeds every prompt token, a decode step one.
 func TestModelMapKeyAndNumbers(t *testing.T) {
-	reg := testRegistry(t)
+	reg := registrytest.Lesson(t)
 	ctx := context.Background()
-	se := New("n", "", reg)
+	se := session.New("n", "", reg)
 	defer se.Close()
 	if err := se.Run(ctx, run("Once upon a time")); err != nil {
 		t.Fatal(err)
 	}
-	e0 := se.Explorer()
+	e0 := Explorer(se)
 	if err := se.Act(ctx, "next-token", nil); err != nil {
 		t.Fatal(err)
 	}
-	e1 := se.Explorer()
+	e1 := Explorer(se)
 	n0, n1 := e0.Map.Layout().Fill("{T} {C}"), e1.Map.Layout().Fill("{T} {C}")
-	st := se.cur.Steps[0]
+	st := snapOf(se).Cursor.Steps[0]
 	if e0.Map.Key != e1.Map.Key || n0 != fmt.Sprintf("%d %d", st.N, st.N) || n1 != fmt.Sprintf("1 %d", st.N+1) {
 		t.Errorf("keys %q, %q; numbers %q then %q", e0.Map.Key, e1.Map.Key, n0, n1)
 	}
 	if err := se.Run(ctx, run("Once upon a time")); err != nil {
 		t.Fatal(err)
 	}
-	if se.Explorer().Map.Key == e0.Map.Key {
+	if Explorer(se).Map.Key == e0.Map.Key {
 		t.Error("a new run kept the drawing's key")
 	}
 }
@@ -386,7 +388,7 @@ func TestMLPUnits(t *testing.T) {
 	reg.AddEmbedded("lesson.gguf", models.Lesson)
 	t.Cleanup(reg.Close)
 	for _, model := range []string{"stories260K.gguf", "lesson.gguf"} {
-		se := New("m", "", reg)
+		se := session.New("m", "", reg)
 		r := run("Once upon a time")
 		r.Model = model
 		if err := se.Run(context.Background(), r); err != nil {
@@ -395,8 +397,8 @@ func TestMLPUnits(t *testing.T) {
 		if err := se.Act(context.Background(), "goto", getter(map[string]string{"stage": "mlp", "layer": "1"})); err != nil {
 			t.Fatal(err)
 		}
-		m := se.Explorer().Panel.(*views.MLPPanel)
-		L := layerOf(se.cur.Steps[0], 0)
+		m := Explorer(se).Panel.(*views.MLPPanel)
+		L := layerOf(snapOf(se).Cursor.Steps[0], 0)
 		act := L.MLP.Act[len(L.MLP.Act)-1]
 		if len(m.Pre.Values) != m.Shown || m.Shown == 0 || m.FFN != len(act) {
 			t.Fatalf("%s: pre %d values, shown %d, ffn %d", model, len(m.Pre.Values), m.Shown, m.FFN)
@@ -424,9 +426,9 @@ func TestMLPUnits(t *testing.T) {
 // exp((z − max)/T) ÷ Σ is its probability; a filter's p after is p going
 // in ÷ the kept total; the KV row is 2 × values × bytes.
 func TestHoverArithmetic(t *testing.T) {
-	reg := testRegistry(t)
+	reg := registrytest.Lesson(t)
 	ctx := context.Background()
-	se := New("h", "", reg)
+	se := session.New("h", "", reg)
 	defer se.Close()
 	r := run("She was very")
 	r.Sampler.Seed, r.Sampler.SeedSet = 3, true
@@ -436,18 +438,18 @@ func TestHoverArithmetic(t *testing.T) {
 	if err := se.Act(ctx, "goto", getter(map[string]string{"stage": "softmax"})); err != nil {
 		t.Fatal(err)
 	}
-	sm := se.Explorer().Panel.(*views.SoftmaxPanel)
+	sm := Explorer(se).Panel.(*views.SoftmaxPanel)
 	for _, b := range sm.Top {
 		if p := math.Exp((b.Logit-sm.ZMax)/sm.Temperature) / sm.Norm; math.Abs(p-b.Value) > 1e-5 {
 			t.Errorf("%s: exp((%g − %g)/%g) ÷ %g = %g, the engine's p %g", b.Piece, b.Logit, sm.ZMax, sm.Temperature, sm.Norm, p, b.Value)
 		}
 	}
 	checked := 0
-	for i := range se.cur.Steps[0].Sampler {
+	for i := range snapOf(se).Cursor.Steps[0].Sampler {
 		if err := se.Act(ctx, "goto", getter(map[string]string{"stage": "sampler", "filter": fmt.Sprint(i + 1)})); err != nil {
 			t.Fatal(err)
 		}
-		sp := se.Explorer().Panel.(*views.SamplerPanel)
+		sp := Explorer(se).Panel.(*views.SamplerPanel)
 		if sp.KeptMass <= 0 {
 			continue
 		}
@@ -464,7 +466,7 @@ func TestHoverArithmetic(t *testing.T) {
 	if err := se.Act(ctx, "goto", getter(map[string]string{"stage": "sample"})); err != nil {
 		t.Fatal(err)
 	}
-	smp := se.Explorer().Panel.(*views.SamplePanel)
+	smp := Explorer(se).Panel.(*views.SamplePanel)
 	for _, c := range smp.CDF { // the draw's point lies in the chosen token's stretch
 		if c.Chosen && !(c.From <= smp.U && smp.U < c.To) {
 			t.Errorf("u %g outside the chosen token's %g–%g", smp.U, c.From, c.To)
@@ -473,7 +475,7 @@ func TestHoverArithmetic(t *testing.T) {
 	if err := se.Act(ctx, "goto", getter(map[string]string{"stage": "kv"})); err != nil {
 		t.Fatal(err)
 	}
-	kv := se.Explorer().Panel.(*views.KVPanel)
+	kv := Explorer(se).Panel.(*views.KVPanel)
 	if kv.KVDim == 0 || kv.RowBytes%(2*kv.KVDim) != 0 || kv.RowBytes/(2*kv.KVDim) < 1 {
 		t.Errorf("KV row: %d bytes for 2 × %d values", kv.RowBytes, kv.KVDim)
 	}

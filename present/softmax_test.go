@@ -1,26 +1,28 @@
-package session
+package present
 
 import (
 	"context"
 	"fmt"
 	"testing"
 
+	"stepthrough/engine/registry/registrytest"
 	"stepthrough/engine/sample"
 	"stepthrough/engine/spec"
+	"stepthrough/session"
 	"stepthrough/views"
 )
 
 // softmaxAt opens r at a token step's softmax stage and returns the panel
 // and the sampler steps the run recorded there.
-func softmaxAt(t *testing.T, se *Session, r spec.Run, step int) *views.SoftmaxPanel {
+func softmaxAt(t *testing.T, se *session.Session, r spec.Run, step int) *views.SoftmaxPanel {
 	t.Helper()
 	r.View = spec.View{Token: step, StageName: "softmax", Layer: -1}
 	if err := se.Open(context.Background(), r); err != nil {
 		t.Fatal(err)
 	}
-	sm, ok := se.Explorer().Panel.(*views.SoftmaxPanel)
+	sm, ok := Explorer(se).Panel.(*views.SoftmaxPanel)
 	if !ok {
-		t.Fatalf("step %d: the panel is %T, not the softmax panel", step, se.Explorer().Panel)
+		t.Fatalf("step %d: the panel is %T, not the softmax panel", step, Explorer(se).Panel)
 	}
 	return sm
 }
@@ -28,9 +30,9 @@ func softmaxAt(t *testing.T, se *Session, r spec.Run, step int) *views.SoftmaxPa
 // sameKept checks the panel's kept set against what the run's chain kept
 // at a token step: the count, and every listed bar in or out as the
 // recorded survivors say.
-func sameKept(t *testing.T, sm *views.SoftmaxPanel, se *Session, step int) {
+func sameKept(t *testing.T, sm *views.SoftmaxPanel, se *session.Session, step int) {
 	t.Helper()
-	chain := se.cur.Steps[step].Sampler
+	chain := snapOf(se).Cursor.Steps[step].Sampler
 	last := chain[len(chain)-1]
 	if sm.Kept != last.AfterCount {
 		t.Errorf("the softmax panel keeps %d tokens, the run's chain %d", sm.Kept, last.AfterCount)
@@ -52,8 +54,8 @@ func sameKept(t *testing.T, sm *views.SoftmaxPanel, se *Session, step int) {
 // top-p, and, with the sliders moved, at theirs: the same as a run made
 // with the sliders' settings.
 func TestSoftmaxPanelKeepsWhatTheChainKeeps(t *testing.T) {
-	reg := testRegistry(t)
-	se := New("sm", "", reg)
+	reg := registrytest.Lesson(t)
+	se := session.New("sm", "", reg)
 	defer se.Close()
 	settings := []struct {
 		name   string
@@ -99,7 +101,7 @@ func TestSoftmaxPanelKeepsWhatTheChainKeeps(t *testing.T) {
 							t.Fatal(err)
 						}
 					}
-					sm := se.Explorer().Panel.(*views.SoftmaxPanel)
+					sm := Explorer(se).Panel.(*views.SoftmaxPanel)
 					if sm.Kept != sameKeptAsRun.Kept {
 						t.Errorf("sliders at T = %g, top-p 0.7 keep %d tokens; a run at those settings keeps %d", temp, sm.Kept, sameKeptAsRun.Kept)
 					}

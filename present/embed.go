@@ -1,4 +1,4 @@
-package session
+package present
 
 import (
 	"fmt"
@@ -20,10 +20,10 @@ const (
 	maxTableSize = 4 << 20 // vocabulary × width searched for neighbours (a step stays quick)
 )
 
-func (s *Session) embedPanel(st *trace.Step, _ trace.Stage) views.Panel {
+func (s *snap) embedPanel(st *trace.Step, _ trace.Stage) views.Panel {
 	labels := s.pieces(st)
 	ids := s.tokenIDs(st)
-	c := s.m.Config
+	c := s.Model.Config
 	e := &views.EmbedPanel{Vocab: c.Vocab, Embd: c.Embd}
 	rows := min(maxEmbedRows, max(1, stripBudget/max(1, c.Embd)-(2*tableWindow+3))) // the table window and the sum first
 	from := max(0, len(st.Embed.Input)-rows)
@@ -53,9 +53,9 @@ func (s *Session) embedPanel(st *trace.Step, _ trace.Stage) views.Panel {
 }
 
 // tokenIDs is the token at each position up to step at.
-func (s *Session) tokenIDs(at *trace.Step) []int32 {
+func (s *snap) tokenIDs(at *trace.Step) []int32 {
 	var all []int32
-	for _, st := range s.cur.Steps {
+	for _, st := range s.Cursor.Steps {
 		all = append(all[:min(len(all), st.Pos0)], st.Tokens...)
 		if st == at {
 			break
@@ -65,8 +65,8 @@ func (s *Session) tokenIDs(at *trace.Step) []int32 {
 }
 
 // tableRow is row id of the token embedding table, as floats.
-func (s *Session) tableRow(id int32) []float32 {
-	t := s.m.Weights.TokEmbd
+func (s *snap) tableRow(id int32) []float32 {
+	t := s.Model.Weights.TokEmbd
 	row := make([]float32, t.Cols())
 	if err := quant.Dequantize(t.Type, t.Row(int(id)), row); err != nil {
 		return nil
@@ -77,8 +77,8 @@ func (s *Session) tableRow(id int32) []float32 {
 // vocabMap places the prompt's tokens among their nearest rows of the
 // embedding table (cosine similarity) on the table's two directions of
 // largest variance among those rows.
-func (s *Session) vocabMap(prompt []int32) ([]views.Point, string) {
-	c := s.m.Config
+func (s *snap) vocabMap(prompt []int32) ([]views.Point, string) {
+	c := s.Model.Config
 	if c.Vocab*c.Embd > maxTableSize {
 		return nil, fmt.Sprintf("The map of the embedding table is drawn for tables up to %d values; this one has %d.", maxTableSize, c.Vocab*c.Embd)
 	}
@@ -128,7 +128,7 @@ func l2(v []float32) float64 {
 // nearest is, for each of ids, the k rows of the embedding table most
 // similar to its row by cosine similarity, most similar first (itself
 // excluded). It reads the table a row at a time.
-func (s *Session) nearest(ids []int32, k int) [][]int32 {
+func (s *snap) nearest(ids []int32, k int) [][]int32 {
 	type hit struct {
 		id  int32
 		cos float64
@@ -140,9 +140,9 @@ func (s *Session) nearest(ids []int32, k int) [][]int32 {
 		qn[i] = l2(q[i])
 	}
 	best := make([][]hit, len(ids))
-	t := s.m.Weights.TokEmbd
+	t := s.Model.Weights.TokEmbd
 	row := make([]float32, t.Cols())
-	for j := range s.m.Config.Vocab {
+	for j := range s.Model.Config.Vocab {
 		if quant.Dequantize(t.Type, t.Row(j), row) != nil {
 			return nil
 		}

@@ -1,0 +1,18 @@
+package present
+
+import (
+	"stepthrough/engine/spec"
+	"stepthrough/session"
+)
+
+func run(prompt string) spec.Run {
+	r := spec.Default("lesson.gguf")
+	r.Prompt, r.Backend = prompt, "cpu"
+	return r
+}
+
+// snapOf is where se stands, as the builders read it.
+func snapOf(se *session.Session) *snap {
+	sn := se.Snapshot()
+	return &snap{&sn}
+}

@@ -1,0 +1,149 @@
+// Package present turns a session's snapshot into the view models the
+// templ components in views draw: the stage registry (each stage's
+// pipeline rank, label and panel builder), the panels, the model map and
+// the Explorer page. It only reads: every function here is over a
+// session.Snapshot, and no package below it switches on a stage name.
+package present
+
+import (
+	"fmt"
+	"net/url"
+	"slices"
+	"strconv"
+
+	"stepthrough/engine/spec"
+	"stepthrough/engine/trace"
+	"stepthrough/session"
+	"stepthrough/views"
+)
+
+// Rows drawn as heat strips at most (each value is a cell with its number
+// on hover); a long prompt's earlier rows are counted, not drawn.
+const (
+	maxEmbedRows = 4
+	// stripBudget is the values a panel's strips carry at most (about
+	// 16 KB as half floats): a wide model draws fewer rows, layers or units.
+	stripBudget    = 6000
+	maxKVLayers    = 6  // layers whose newest K and V rows are drawn
+	maxKVPositions = 24 // positions listed in the cache table
+)
+
+// snap is the session's snapshot the builders read.
+type snap struct{ *session.Snapshot }
+
+// Explorer builds the view model of where a session stands (without an
+// error: the caller shows the error its action returned).
+func Explorer(se *session.Session) views.Explorer {
+	sn := se.Snapshot()
+	return ExplorerOf(&sn)
+}
+
+// ExplorerOf builds the Explorer's view model of a snapshot.
+func ExplorerOf(sn *session.Snapshot) views.Explorer {
+	s := &snap{sn}
+	e := views.Explorer{Notice: s.Notice, Forwards: s.Forwards, BackendInfo: s.Backend}
+	if !s.HasRun() {
+		e.End = true
+		if s.Default == "lesson.gguf" { // the examples are checked on it
+			e.Examples = Examples()
+		}
+		return e
+	}
+	step, si := s.Cursor.Position()
+	st, stage := s.Cursor.Current()
+	stages := trace.Stages(st)
+	for i, x := range stages {
+		e.Stages = append(e.Stages, viewStage(st, i, x, si))
+	}
+	e.Current = e.Stages[si]
+	e.Step, e.Steps = step, len(s.Cursor.Steps)
+	e.Seed = strconv.FormatUint(s.Seed, 10)
+	e.URL = s.url(stage)
+	e.End = step == len(s.Cursor.Steps)-1 && si == len(stages)-1 && s.Done
+	tk := s.Model.Tokenizer
+	shown := s.GenBefore(step + 1)
+	if st.Speculative != nil && !slices.Contains([]trace.Kind{trace.StageAccept, trace.StageRollback}, stage.Name) {
+		shown = s.GenBefore(step) // a round's output is known from its verdicts on
+	} else if st.Speculative == nil && stageIndex(e.Stages, trace.StageSample) > si {
+		shown = s.GenBefore(step) // no spoilers: this step's token is not drawn yet
+	}
+	for i, id := range s.Gen[:shown] {
+		e.Generated = append(e.Generated, views.GenToken{ID: id, Bytes: tk.Display(id)})
+		if i < step {
+			for _, r := range s.Inserts[i] {
+				e.Generated = append(e.Generated, views.GenToken{ID: r, Bytes: tk.Display(r), Inserted: true})
+			}
+		}
+	}
+	if n := s.runtimeNote(step); n != "" && e.Notice == "" {
+		e.Notice = n
+	}
+	e.Timing = views.Timing{PrefillMS: s.PrefillMS, TTFTMS: s.TTFTMS, HaveGen: true}
+	if s.DecodeTokens > 0 {
+		var sum float64
+		for _, d := range s.DecodeMS {
+			sum += d
+		}
+		e.Timing.TPOTMS = sum / float64(s.DecodeTokens)
+	}
+	e.Panel = stageOf(stage.Name).build(s, st, stage)
+	e.Map = s.modelMap(st, e.Stages, si)
+	e.Map.Key = strconv.Itoa(s.Runs) // the drawing is the run's; each step sends its numbers
+	return e
+}
+
+// url is the Explorer link that reproduces this view: the settings with
+// the seed drawn, the step and stage, and the head shown at attention.
+func (s *snap) url(stage trace.Stage) string {
+	r := s.Spec
+	if stage.Name != trace.StageAttention {
+		r.View.Head = 0
+	}
+	r.View.Scores, r.View.Temperature, r.View.TopP = false, 0, 0
+	return "/?" + r.Query().Encode()
+}
+
+// Form is the run's settings as the Explorer's form shows them.
+func Form(r spec.Run) views.Settings {
+	f := r.Form()
+	return views.Settings{PromptMax: spec.MaxPromptChars, Prompt: f["prompt"], Model: f["model"], Backend: f["backend"], Temperature: f["temperature"], TopK: f["top_k"],
+		TopP: f["top_p"], MinP: f["min_p"], TypicalP: f["typical_p"], RepeatPenalty: f["repeat_penalty"], RepeatLastN: f["repeat_last_n"],
+		FreqPen: f["frequency_penalty"], PresPen: f["presence_penalty"], Seed: f["seed"], Order: f["order"], MaxTokens: f["max_tokens"],
+		Special: f["special"], Tools: f["tools"], Draft: f["draft"], DraftK: f["draft_k"],
+		Backends: spec.Backends, MaxTokensMax: spec.MaxNewTokens, DraftKMax: spec.MaxDraftK, DraftKDefault: strconv.Itoa(spec.DefaultDraftK)}
+}
+
+// laneSpec writes the run's sampler settings as a Compare lane, with the
+// seed actually used, so the lane reproduces this run.
+func (s *snap) laneSpec() string {
+	p := s.Run.Sampler
+	p.Seed, p.SeedSet = s.Seed, true
+	return spec.Lane(p)
+}
+
+// branchURL opens Compare with this run and a branch that takes the same
+// tokens up to step and then token instead.
+func (s *snap) branchURL(step int, token int32) string {
+	if step >= len(s.Gen) || s.Run.Draft != "" {
+		return "" // a speculative run's sample stage is its first token's only
+	}
+	force := ""
+	for _, id := range s.Gen[:step] {
+		force += strconv.Itoa(int(id)) + ">"
+	}
+	force += strconv.Itoa(int(token))
+	lane := s.laneSpec()
+	q := url.Values{"prompt": {s.Run.Prompt}, "model": {s.Run.Model}, "n": {strconv.Itoa(min(s.Run.MaxTokens, 256))},
+		"lane": {lane, lane + ",force=" + force}, "step": {strconv.Itoa(step)}}
+	return "/compare?" + q.Encode()
+}
+
+// runtimeNote says what the runtime inserted before token step step.
+func (s *snap) runtimeNote(step int) string {
+	res, ok := s.Inserts[step-1]
+	if !ok {
+		return ""
+	}
+	tk := s.Model.Tokenizer
+	return fmt.Sprintf("The model closed a calculator call, so the runtime computed it and wrote %s after it; this inference pass reads those %d tokens along with the call's last one.", tk.Decode(res), len(res))
+}
