@@ -87,34 +87,32 @@ func (g *Generator) Choice(ctx context.Context, s *engine.Session, logits []floa
 		c.Tokens = append(c.Tokens, d.Tokens...)
 		return emit(d)
 	}
-	for n := 0; n < g.Max; n++ {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		id := smp.Sample(logits, nil)
-		smp.Accept(id)
-		c.IDs = append(c.IDs, id) // usage counts every sampled token, an end of generation too
-		if g.Tok.IsEOG(id) {
-			c.Finish = "stop"
-			break
-		}
-		if g.Req.Logprobs || g.Watch && i == 0 { // logprobs cover the text's tokens
-			pending = append(pending, g.token(logits, id))
-		}
-		d, done := sp.push(g.Tok.Bytes(id))
-		if err := send(d); err != nil {
-			return nil, err
-		}
-		if done {
-			c.Finish = sp.finish
-			break
-		}
-		if n == g.Max-1 {
-			break
-		}
-		if logits, err = s.Eval(ctx, []int32{id}); err != nil {
-			return nil, err
-		}
+	finish, err := s.Continue(ctx, logits, engine.Gen{Limits: engine.Limits{MaxTokens: g.Max}, Sampler: smp,
+		Emit: func(id int32, logits []float32) error {
+			c.IDs = append(c.IDs, id) // usage counts every sampled token, an end of generation too
+			if g.Tok.IsEOG(id) {
+				return nil // the loop ends here (FinishEOS); its text is not the reply's
+			}
+			if g.Req.Logprobs || g.Watch && i == 0 { // logprobs cover the text's tokens
+				pending = append(pending, g.token(logits, id))
+			}
+			d, done := sp.push(g.Tok.Bytes(id))
+			if err := send(d); err != nil {
+				return err
+			}
+			if done {
+				return engine.ErrStop
+			}
+			return nil
+		}})
+	if err != nil {
+		return nil, err
+	}
+	switch finish {
+	case engine.FinishEOS:
+		c.Finish = "stop"
+	case engine.FinishCaller:
+		c.Finish = sp.finish
 	}
 	if err := send(sp.flush()); err != nil {
 		return nil, err

@@ -74,9 +74,10 @@ func benchSpeculative(ctx context.Context, env Env, target *model.Model, draftPa
 		// speculative loop below generates them
 		start := time.Now()
 		logits, err := s.Eval(ctx, prompt[len(prompt)-1:])
-		for i := 1; i < n && err == nil; i++ {
-			logits, err = s.Eval(ctx, []int32{engine.Argmax(logits)})
+		if err != nil {
+			return 0, err
 		}
+		_, err = s.Continue(ctx, logits, engine.Gen{Limits: engine.Limits{MaxTokens: n, IgnoreEOS: true}, Choose: engine.Argmax})
 		return time.Since(start), err
 	}
 	var st speculative.Stats

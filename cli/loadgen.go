@@ -16,7 +16,7 @@ import (
 type LoadgenResult = serve.Benchmark
 
 func runLoadgen(ctx context.Context, env Env, args []string) error {
-	fs := newFlags(env, "loadgen", "--model PATH [--users 16] [--rate 0] [--prompt-tokens 32] [--max-tokens 32] [--min-tokens N] [--policy continuous,static] [--chunked on,off] [--max-seqs 16] [--budget 0] [--cache contiguous,paged] [--json]")
+	fs := newFlags(env, "loadgen", "--model PATH [--users 16] [--rate 0] [--prompt-tokens 32] [--max-tokens 32] [--min-tokens N] [--policy continuous,static] [--chunked on,off] [--max-seqs 16] [--budget 0] [--cache contiguous,paged] [--rounds 1] [--json]")
 	path := fs.String("model", "", "GGUF model `file`")
 	users := fs.Int("users", 16, "simulated users, one request each (1 to 256)")
 	rate := fs.Float64("rate", 0, "arrivals per second, a Poisson process (0: all at once)")
@@ -36,6 +36,7 @@ func runLoadgen(ctx context.Context, env Env, args []string) error {
 	threads := fs.Int("t", 0, "CPU threads (0: one per core)")
 	backend := backendFlag(fs)
 	asJSON := fs.Bool("json", false, "print one JSON object")
+	rounds := fs.Int("rounds", 1, "runs of every setting, alternating (1 to 16): the spread between runs of one setting shows the machine's noise")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -80,13 +81,9 @@ func runLoadgen(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	defer l.Close()
-	res := LoadgenResult{Model: filepath.Base(*path), Hardware: serve.Hardware(), Backend: l.Backend().String(), KVBytesPerToken: m.KVBytesPerToken(), Context: l.Context()}
-	for _, o := range settings {
-		rep, err := serve.RunLoad(ctx, l, o, ld, nil, nil)
-		if err != nil {
-			return usageError{err}
-		}
-		res.Runs = append(res.Runs, rep)
+	res, err := serve.Measure(ctx, filepath.Base(*path), l, settings, ld, *rounds)
+	if err != nil {
+		return usageError{err}
 	}
 	if *asJSON {
 		return json.NewEncoder(env.Stdout).Encode(res)

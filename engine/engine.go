@@ -20,8 +20,6 @@ package engine
 
 import (
 	"context"
-	"fmt"
-	"time"
 
 	"stepthrough/engine/hooks"
 	"stepthrough/engine/model"
@@ -196,58 +194,6 @@ func Sample(ctx context.Context, s *sample.Sampler, logits []float32) int32 {
 		return s.Sample(logits, nil)
 	}
 	return s.Sample(logits, &sample.Observer{Step: h.OnSamplerStep, Draw: h.OnSample})
-}
-
-// Generate processes prompt, then samples up to n tokens with smp (which
-// it feeds the prompt and each chosen token), calling emit with each. It
-// stops early at an end-of-generation token (which is emitted), or when
-// ctx is done. The OnGeneration hook receives prefill time, TTFT and TPOT.
-func (s *Session) Generate(ctx context.Context, prompt []int32, n int, smp *sample.Sampler, emit func(id int32) error) error {
-	if len(prompt) == 0 {
-		return fmt.Errorf("generate: empty prompt")
-	}
-	if len(s.tokens)+len(prompt)+max(n-1, 0) > s.Capacity() {
-		return fmt.Errorf("generate: %d prompt tokens and %d new ones exceed the context of %d positions", len(prompt), n, s.Capacity()-len(s.tokens))
-	}
-	start := time.Now()
-	logits, err := s.Eval(ctx, prompt)
-	if err != nil {
-		return err
-	}
-	g := hooks.Generation{PromptTokens: len(prompt), Prefill: time.Since(start)}
-	smp.Accept(prompt...)
-	var firstAt time.Time
-	for i := 0; i < n; i++ {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		id := Sample(ctx, smp, logits)
-		smp.Accept(id)
-		g.Generated++
-		if i == 0 {
-			firstAt = time.Now()
-			g.TTFT = firstAt.Sub(start)
-		}
-		if err := emit(id); err != nil {
-			return err
-		}
-		if s.Model.Tokenizer.IsEOG(id) || i == n-1 {
-			break
-		}
-		s.one[0] = id
-		if logits, err = s.Eval(ctx, s.one[:]); err != nil {
-			return err
-		}
-	}
-	end := time.Now()
-	g.Total = end.Sub(start)
-	if g.Generated > 1 {
-		g.TPOT = end.Sub(firstAt) / time.Duration(g.Generated-1)
-	}
-	if h := hooks.From(ctx); h != nil && h.OnGeneration != nil {
-		h.OnGeneration(g)
-	}
-	return nil
 }
 
 // Greedy is Generate with temperature 0: always the most likely token.

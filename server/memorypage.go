@@ -135,16 +135,20 @@ func (s *Server) measureDecode(ctx context.Context, name string) (float64, error
 	if err != nil {
 		return 0, err
 	}
-	for range 8 { // warm-up: the first passes after a load are slower
-		if logits, err = es.Eval(ctx, []int32{engine.Argmax(logits)}); err != nil {
-			return 0, err
-		}
-	}
-	start := time.Now()
-	for range memoryMeasureTokens {
-		if logits, err = es.Eval(ctx, []int32{engine.Argmax(logits)}); err != nil {
-			return 0, err
-		}
+	// greedy tokens past any end of generation: 8 passes of warm-up (the
+	// first after a load are slower), then memoryMeasureTokens timed
+	const warm = 8
+	var start time.Time
+	emitted := 0
+	_, err = es.Continue(ctx, logits, engine.Gen{Limits: engine.Limits{MaxTokens: warm + 1 + memoryMeasureTokens, IgnoreEOS: true}, Choose: engine.Argmax,
+		Emit: func(int32, []float32) error {
+			if emitted++; emitted == warm+1 {
+				start = time.Now()
+			}
+			return nil
+		}})
+	if err != nil {
+		return 0, err
 	}
 	return memoryMeasureTokens / time.Since(start).Seconds(), nil
 }

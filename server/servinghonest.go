@@ -40,7 +40,7 @@ func (s *Server) honestPage(c echo.Context) error {
 		model = s.reg.Default()
 	}
 	p := views.HonestPage{Model: model, Checklist: honestChecklist,
-		Command: fmt.Sprintf("stepthrough loadgen --model %s --users %d --rate %g --prompt-tokens %d --min-tokens %d --max-tokens %d --max-seqs 8 --policy continuous,static   # each setting twice",
+		Command: fmt.Sprintf("stepthrough loadgen --model %s --users %d --rate %g --prompt-tokens %d --min-tokens %d --max-tokens %d --max-seqs 8 --policy continuous,static --rounds 2",
 			model, honestLoad.Users, honestLoad.Rate, honestLoad.PromptTokens, honestLoad.MinTokens, honestLoad.MaxTokens)}
 	if !slices.Contains(s.reg.Names(), model) {
 		p.Error = fmt.Sprintf("model %q: not one of the models here", truncate(model, 60))
@@ -67,15 +67,6 @@ func (s *Server) runHonest(c echo.Context, model string) (serve.Benchmark, error
 	if err != nil {
 		return b, err
 	}
-	b = serve.Benchmark{Model: model, Hardware: serve.Hardware(), Backend: lm.Backend().String(), KVBytesPerToken: lm.Model.KVBytesPerToken(), Context: lm.Context()}
-	for range 2 {
-		for _, pol := range []serve.Policy{serve.Continuous, serve.Static} {
-			rep, err := serve.RunLoad(c.Request().Context(), lm, serve.Options{Policy: pol, MaxSeqs: 8, ChunkedPrefill: true}, honestLoad, nil, nil)
-			if err != nil {
-				return b, err
-			}
-			b.Runs = append(b.Runs, rep)
-		}
-	}
-	return b, nil
+	settings := []serve.Options{{Policy: serve.Continuous, MaxSeqs: 8, ChunkedPrefill: true}, {Policy: serve.Static, MaxSeqs: 8, ChunkedPrefill: true}}
+	return serve.Measure(c.Request().Context(), model, lm, settings, honestLoad, 2)
 }

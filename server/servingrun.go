@@ -12,6 +12,7 @@ import (
 
 	"stepthrough/engine"
 	"stepthrough/engine/serve"
+	"stepthrough/present"
 	"stepthrough/views"
 	"stepthrough/wsconn"
 )
@@ -108,7 +109,7 @@ func (s *Server) servingView(r *servingRun) *views.ServingRun {
 		v.Users = append(v.Users, u)
 	}
 	for k, rep := range r.reports {
-		v.Results = append(v.Results, servingResult(r.names[k], rep, r.ctxLen, r.kvBytes))
+		v.Results = append(v.Results, present.ServingResult(r.names[k], rep, r.ctxLen, r.kvBytes))
 	}
 	if len(r.reports) == 2 {
 		v.Verdict = servingVerdict(r.names, r.reports)

@@ -25,6 +25,7 @@ import (
 	"stepthrough/engine/sample"
 	"stepthrough/engine/spec"
 	"stepthrough/engine/speculative"
+	"stepthrough/engine/stop"
 	"stepthrough/engine/tokenizer"
 	"stepthrough/engine/trace"
 	"stepthrough/lessons"
@@ -87,6 +88,7 @@ type runState struct {
 	cur    trace.Cursor
 	dec    *speculative.Decoder // the decoder running rounds over target and draft
 	calcID int32                // the token closing a calculator call when the run executes them, else -1
+	end    *stop.End            // where generation ends (the engine's stop rule)
 	done   bool                 // end of generation reached
 	view   spec.View            // head, scores and the softmax slider
 
@@ -274,6 +276,7 @@ func (s *Session) start(ctx context.Context, r spec.Run) error {
 	}
 	s.run, s.runState = r, newRunState()
 	s.smp, s.rec, s.Prompt, s.calcID = smp, rec, ids, calcID
+	s.end = stop.NewEnd(s.m.Tokenizer, stop.Limits{MaxTokens: r.MaxTokens})
 	s.runs++
 	s.forwards++
 	s.prefillMS = ms(time.Since(start))
@@ -303,11 +306,12 @@ func (s *Session) sampleNext(ctx context.Context, logits []float32) {
 	s.GenAt = append(s.GenAt, len(s.Gen))
 }
 
-// emit adds a generated token, ending generation at an end-of-generation
-// token or the run's length; it reports whether generation goes on.
+// emit adds a generated token, ending generation where the engine's stop
+// rule says (an end-of-generation token, the run's length); it reports
+// whether generation goes on.
 func (s *Session) emit(id int32) bool {
 	s.Gen = append(s.Gen, id)
-	if s.m.Tokenizer.IsEOG(id) || len(s.Gen) >= s.run.MaxTokens {
+	if _, finish := s.end.Push(id); finish != "" {
 		s.done = true
 	}
 	return !s.done

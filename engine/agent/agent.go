@@ -7,7 +7,6 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"stepthrough/engine"
@@ -35,8 +34,6 @@ type Options struct {
 	// Sampler makes each pass's sampler (nil: greedy).
 	Sampler func() (*sample.Sampler, error)
 }
-
-var errStop = errors.New("stop at the call")
 
 // Loop runs prompt (already tokenized, e.g. a rendered chat) on s and
 // returns the passes. It stops when a pass ends without a call, at
@@ -69,11 +66,11 @@ func Loop(ctx context.Context, s *engine.Session, prompt []int32, o Options) ([]
 		err = s.Generate(ctx, input, o.MaxTokens, smp, func(id int32) error {
 			p.Output = append(p.Output, id)
 			if id == closeID {
-				return errStop
+				return engine.ErrStop // stop at the call
 			}
 			return nil
 		})
-		if err != nil && !errors.Is(err, errStop) {
+		if err != nil {
 			return passes, err
 		}
 		text = append(append(text, input[overlap:]...), p.Output...)

@@ -266,7 +266,7 @@ func Run(ctx context.Context, lm *engine.Loaded, prompt []int32, lanes []Strateg
 		var copyMS float64
 		var err error
 		if st.Kind == "speculative" {
-			lane, copyMS, err = specLane(ctx, base, st, prompt, first, opt, eog)
+			lane, copyMS, err = specLane(ctx, base, st, prompt, first, opt)
 		} else {
 			lane, copyMS, err = runLane(ctx, base, st, prompt, first, opt.N, eog)
 		}
@@ -301,37 +301,35 @@ func runLane(ctx context.Context, base *engine.Session, st Strategy, prompt []in
 	}
 	lane.Seed = smp.Seed()
 	smp.Accept(prompt...)
-	logits := first
-	one := make([]int32, 1)
 	start := time.Now()
 	defer func() { lane.DecodeMS = ms(time.Since(start)) }()
-	for i := 0; i < n; i++ {
-		var step Step
+	var step Step
+	var bad error
+	choose := func(logits []float32) int32 {
+		step = Step{}
 		id := smp.Sample(logits, &sample.Observer{Draw: func(d sample.DrawResult) {
 			step.U, step.Greedy, step.Top = d.U, d.Greedy, drawTop(d)
 		}})
-		if i < len(st.Force) { // the sampler still ran (its generator advanced), but the branch takes the forced token
+		if i := len(lane.Tokens); i < len(st.Force) { // the sampler still ran (its generator advanced), but the branch takes the forced token
 			if int(st.Force[i]) >= len(logits) {
-				return lane, copyMS, fmt.Errorf("lane %q: forced token %d is outside the vocabulary", st.Spec, st.Force[i])
+				bad = fmt.Errorf("lane %q: forced token %d is outside the vocabulary", st.Spec, st.Force[i])
+				return id
 			}
 			id, step.Forced = st.Force[i], true
 		}
-		step.Token, step.LogProb = id, sample.LogSoftmax(logits)[id]
-		smp.Accept(id)
-		lane.Tokens, lane.Steps = append(lane.Tokens, id), append(lane.Steps, step)
-		if eog(id) {
-			lane.ended = true
-			break
-		}
-		if i == n-1 {
-			break
-		}
-		one[0] = id
-		if logits, err = r.Eval(ctx, one); err != nil {
-			return lane, copyMS, err
-		}
+		return id
 	}
-	return lane, copyMS, nil
+	finish, err := r.Continue(ctx, first, engine.Gen{Limits: engine.Limits{MaxTokens: n}, Sampler: smp, Choose: choose,
+		Emit: func(id int32, logits []float32) error {
+			if bad != nil {
+				return bad
+			}
+			step.Token, step.LogProb = id, sample.LogSoftmax(logits)[id]
+			lane.Tokens, lane.Steps = append(lane.Tokens, id), append(lane.Steps, step)
+			return nil
+		}})
+	lane.ended = finish == engine.FinishEOS
+	return lane, copyMS, err
 }
 
 // fork copies the shared prefill's session for a lane, timing the copy.

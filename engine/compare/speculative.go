@@ -10,6 +10,7 @@ import (
 	"stepthrough/engine/hooks"
 	"stepthrough/engine/sample"
 	"stepthrough/engine/speculative"
+	"stepthrough/engine/stop"
 )
 
 // SpecStats are what a speculative lane's draft achieved.
@@ -31,7 +32,7 @@ type SpecStats struct {
 // proposes and the lane's fork of the target verifies. Steps record each
 // token's log-probability under the model's raw logits and the target's
 // top candidates after its chain.
-func specLane(ctx context.Context, base *engine.Session, st Strategy, prompt []int32, first []float32, opt Options, eog func(int32) bool) (lane Lane, copyMS float64, err error) {
+func specLane(ctx context.Context, base *engine.Session, st Strategy, prompt []int32, first []float32, opt Options) (lane Lane, copyMS float64, err error) {
 	lane = Lane{Strategy: st}
 	if opt.Draft == nil {
 		return lane, 0, fmt.Errorf("lane %q: speculative lanes are not offered here", st.Spec)
@@ -72,8 +73,9 @@ func specLane(ctx context.Context, base *engine.Session, st Strategy, prompt []i
 	firstMS := ms(time.Since(start))
 	stats := &SpecStats{}
 	lane.Speculative = stats
-	if eog(id) || opt.N == 1 {
-		lane.ended = eog(id)
+	end := stop.NewEnd(base.Model.Tokenizer, stop.Limits{MaxTokens: opt.N})
+	if finish := end.Next(id); finish != "" {
+		lane.ended = finish == stop.EOS
 		lane.DecodeMS = firstMS
 		return lane, copyMS, nil
 	}
@@ -85,7 +87,7 @@ func specLane(ctx context.Context, base *engine.Session, st Strategy, prompt []i
 	var rounds []hooks.Speculative
 	hctx := hooks.WithHooks(ctx, &hooks.Hooks{OnSpeculative: func(e hooks.Speculative) { rounds = append(rounds, e) }})
 	start = time.Now()
-	for len(lane.Tokens) < opt.N && !lane.ended {
+	for finish := ""; finish == ""; {
 		n := len(rounds)
 		toks, err := dec.Step(hctx)
 		if err != nil {
@@ -94,10 +96,8 @@ func specLane(ctx context.Context, base *engine.Session, st Strategy, prompt []i
 		for i, t := range toks {
 			lane.Tokens = append(lane.Tokens, t)
 			lane.Steps = append(lane.Steps, roundStep(rounds[n], i, t))
-			if eog(t) {
-				lane.ended = true
-			}
-			if lane.ended || len(lane.Tokens) == opt.N {
+			if finish = end.Next(t); finish != "" {
+				lane.ended = finish == stop.EOS
 				break
 			}
 		}

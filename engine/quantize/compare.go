@@ -116,15 +116,10 @@ func generate(ctx context.Context, v Variant, prompt []int32, n int) (Result, er
 	}
 	r.PrefillMS = float64(time.Since(start).Microseconds()) / 1000
 	start = time.Now()
-	for i := 0; i < n; i++ {
-		id := engine.Argmax(logits)
-		r.Own = append(r.Own, id)
-		if i == n-1 || v.Loaded.Model.Tokenizer.IsEOG(id) {
-			break
-		}
-		if logits, err = s.Eval(ctx, []int32{id}); err != nil {
-			return r, err
-		}
+	_, err = s.Continue(ctx, logits, engine.Gen{Limits: engine.Limits{MaxTokens: n}, Choose: engine.Argmax,
+		Emit: func(id int32, _ []float32) error { r.Own = append(r.Own, id); return nil }})
+	if err != nil {
+		return r, err
 	}
 	r.DecodeMS = float64(time.Since(start).Microseconds()) / 1000 / float64(len(r.Own))
 	return r, nil

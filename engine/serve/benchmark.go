@@ -1,9 +1,12 @@
 package serve
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"time"
+
+	"stepthrough/engine"
 )
 
 // Benchmark is one load measured under one or more settings on one
@@ -62,3 +65,23 @@ func genText(ld Load) string {
 }
 
 func mib(b int) string { return fmt.Sprintf("%.2f MiB", float64(b)/(1<<20)) }
+
+// Measure runs the load ld under each setting in turn, rounds times over
+// (alternating: every round runs every setting once, so a noisy machine
+// weighs on them alike), and gathers the reports in the order they ran.
+func Measure(ctx context.Context, model string, l *engine.Loaded, settings []Options, ld Load, rounds int) (Benchmark, error) {
+	b := Benchmark{Model: model, Hardware: Hardware(), Backend: l.Backend().String(), KVBytesPerToken: l.Model.KVBytesPerToken(), Context: l.Context()}
+	if rounds < 1 || rounds > 16 {
+		return b, fmt.Errorf("rounds: %d, want 1 to 16", rounds)
+	}
+	for range rounds {
+		for _, o := range settings {
+			rep, err := RunLoad(ctx, l, o, ld, nil, nil)
+			if err != nil {
+				return b, err
+			}
+			b.Runs = append(b.Runs, rep)
+		}
+	}
+	return b, nil
+}

@@ -46,7 +46,7 @@ type seq struct {
 	req       Request
 	sess      *engine.Session
 	smp       *sample.Sampler
-	stop      *stop.Matcher
+	end       *stop.End // the request's stop rule
 	events    chan Event
 	feed      []int32  // tokens to read: the prompt, or after a preemption the prompt and the reply so far
 	out       []int32  // tokens generated
@@ -160,7 +160,7 @@ func (s *Scheduler) Submit(r Request) (*Handle, error) {
 		return nil, ErrClosed
 	}
 	s.nextID++
-	q := &seq{id: s.nextID, req: r, feed: r.Prompt, smp: smp, stop: stop.New(r.Stop), events: make(chan Event, r.MaxTokens+2), need: need}
+	q := &seq{id: s.nextID, req: r, feed: r.Prompt, smp: smp, end: stop.NewEnd(s.l.Model.Tokenizer, stop.Limits{MaxTokens: r.MaxTokens, Stops: r.Stop, IgnoreEOS: r.IgnoreEOS}), events: make(chan Event, r.MaxTokens+2), need: need}
 	q.times = Times{ID: q.id, Arrived: time.Now(), PromptTokens: len(r.Prompt)}
 	s.queue = append(s.queue, q)
 	s.signal()

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"stepthrough/engine/sample"
+	"stepthrough/engine/stop"
 )
 
 // Policy is how requests join a batch.
@@ -80,9 +81,9 @@ type Request struct {
 
 // Finish reasons.
 const (
-	FinishEOS       = "eos"       // the model ended its turn
-	FinishLength    = "length"    // MaxTokens reached
-	FinishStop      = "stop"      // a stop string (not included in the text)
+	FinishEOS       = stop.EOS    // the model ended its turn
+	FinishLength    = stop.Length // MaxTokens reached
+	FinishStop      = stop.Stop   // a stop string (not included in the text)
 	FinishCancelled = "cancelled" // the caller cancelled, or the scheduler stopped
 	FinishError     = "error"
 )

@@ -182,26 +182,13 @@ func (s *Scheduler) emit(q *seq, logits []float32, now time.Time) bool {
 	if q.generated == 1 {
 		q.times.FirstToken = now
 	}
-	tok := s.l.Model.Tokenizer
-	if tok.IsEOG(id) && !q.req.IgnoreEOS {
-		q.events <- Event{Token: id, Text: s.keep(q, q.stop.Flush())}
-		s.end(q, Event{Done: true, Finish: FinishEOS})
-		return true
-	}
-	text, stopped := q.stop.Push(tok.Bytes(id))
+	text, finish := q.end.Push(id)
 	q.events <- Event{Token: id, Text: s.keep(q, text)}
-	switch {
-	case stopped:
-		s.end(q, Event{Done: true, Finish: FinishStop})
-	case q.generated >= q.req.MaxTokens:
-		if rest := q.stop.Flush(); rest != "" {
-			q.events <- Event{Token: -1, Text: s.keep(q, rest)}
-		}
-		s.end(q, Event{Done: true, Finish: FinishLength})
-	default:
+	if finish == "" {
 		q.one[0] = id
 		return false
 	}
+	s.end(q, Event{Done: true, Finish: finish})
 	return true
 }
 

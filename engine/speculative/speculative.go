@@ -33,6 +33,7 @@ import (
 	"stepthrough/engine"
 	"stepthrough/engine/hooks"
 	"stepthrough/engine/sample"
+	"stepthrough/engine/stop"
 	"stepthrough/engine/tokenizer"
 )
 
@@ -407,8 +408,11 @@ func (d *Decoder) Generate(ctx context.Context, prompt []int32, n int, emit func
 	if err := d.Start(ctx, prompt); err != nil {
 		return err
 	}
-	eog := d.target.Model.Tokenizer.IsEOG
-	for done := 0; done < n; {
+	if n < 1 {
+		return nil
+	}
+	end := stop.NewEnd(d.target.Model.Tokenizer, stop.Limits{MaxTokens: n})
+	for {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -420,11 +424,9 @@ func (d *Decoder) Generate(ctx context.Context, prompt []int32, n int, emit func
 			if err := emit(t); err != nil {
 				return err
 			}
-			done++
-			if eog(t) || done == n {
+			if end.Next(t) != "" {
 				return nil
 			}
 		}
 	}
-	return nil
 }

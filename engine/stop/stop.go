@@ -36,27 +36,38 @@ func New(stops []string) *Matcher {
 // whether a stop string ended the reply (then the text is everything
 // before it).
 func (s *Matcher) Push(b []byte) (string, bool) {
+	lo, hi, stopped := s.push(b)
+	return string(s.out[lo:hi]), stopped
+}
+
+// push is Push giving the released text as a range of s.out (no copy).
+func (s *Matcher) push(b []byte) (lo, hi int, stopped bool) {
 	s.out = append(s.out, b...)
 	if k := s.stopAt(); k >= 0 {
 		s.out = s.out[:k]
-		return s.release(len(s.out)), true
+		lo, hi = s.release(len(s.out))
+		return lo, hi, true
 	}
-	return s.release(len(s.out) - s.held()), false
+	lo, hi = s.release(len(s.out) - s.held())
+	return lo, hi, false
 }
 
 // Flush releases what is still held when the reply ends otherwise.
-func (s *Matcher) Flush() string { return s.release(len(s.out)) }
+func (s *Matcher) Flush() string {
+	lo, hi := s.release(len(s.out))
+	return string(s.out[lo:hi])
+}
 
 // Text is everything released so far.
 func (s *Matcher) Text() string { return string(s.out[:s.sent]) }
 
-func (s *Matcher) release(upto int) string {
+// release makes s.out up to upto final and returns the range it released.
+func (s *Matcher) release(upto int) (lo, hi int) {
 	if upto <= s.sent {
-		return ""
+		return s.sent, s.sent
 	}
-	t := string(s.out[s.sent:upto])
-	s.sent = upto
-	return t
+	lo, s.sent = s.sent, upto
+	return lo, upto
 }
 
 // stopAt is where the first stop string starts, or -1. Released bytes

@@ -1,4 +1,4 @@
-package server
+package present
 
 import (
 	"fmt"
@@ -9,12 +9,12 @@ import (
 	"stepthrough/views"
 )
 
-// The serving page's pictures, drawn from measured data: where each
+// The serving page's view models and pictures, drawn from measured data: where each
 // user's time went, what each step held, and the latency every user saw.
 
 const chartW = 640
 
-func servingResult(name string, rep *serve.Report, ctxLen, kvBytes int) views.ServingResult {
+func ServingResult(name string, rep *serve.Report, ctxLen, kvBytes int) views.ServingResult {
 	s := rep.Summary
 	res := views.ServingResult{Name: name, Figures: []views.Metric{
 		{Name: "time to first token, p50 / p95", Value: fmt.Sprintf("%.1f / %.1f ms", ms(s.TTFT.P50), ms(s.TTFT.P95))},
@@ -153,3 +153,36 @@ func axis(c *views.Chart, left, y float64, total time.Duration) {
 		c.Labels = append(c.Labels, views.ChartLabel{X: x, Y: y + 15, Text: fmt.Sprintf("%.0f ms", ms(total)*float64(i)/4), Anchor: "middle", Class: "chart-small"})
 	}
 }
+
+// SweepView is the prompt-length sweep drawn: the points measured and
+// the fitted line.
+func SweepView(model, backend string, sw serve.Sweep) *views.ServingSweep {
+	v := &views.ServingSweep{Model: model,
+		Measured: fmt.Sprintf("Measured now on %s (%s): one prompt of each length read from an empty cache, the median of 3 runs after a warm-up.", serve.Hardware(), backend),
+		Fit: fmt.Sprintf("Least-squares line: prefill ≈ %.3f ms + %.4f ms × prompt tokens (R² = %.3f). Every prompt token is a row through every weight matrix, so the time grows with the prompt; attention over the prompt grows faster still, which shows at long prompts.",
+			ms(sw.Intercept), ms(sw.Slope), sw.R2)}
+	v.Slope = fmt.Sprintf("%.4f", ms(sw.Slope))
+	left, top, w, h := 60.0, 10.0, float64(chartW)-80, 180.0
+	c := views.Chart{W: chartW, H: int(top + h + 34), Title: "Prefill time (up) against prompt tokens (across), with the fitted line"}
+	last := sw.Points[len(sw.Points)-1]
+	maxY := last.Prefill
+	for _, pt := range sw.Points {
+		maxY = max(maxY, pt.Prefill)
+	}
+	X := func(n float64) float64 { return left + n/float64(last.Tokens)*w }
+	Y := func(d float64) float64 { return top + h - d/float64(maxY)*h }
+	c.Lines = append(c.Lines, views.ChartLine{X1: left, Y1: top + h, X2: left + w, Y2: top + h, Class: "axis"}, views.ChartLine{X1: left, Y1: top, X2: left, Y2: top + h, Class: "axis"},
+		views.ChartLine{X1: X(0), Y1: Y(float64(sw.Intercept)), X2: X(float64(last.Tokens)), Y2: Y(float64(sw.Intercept) + float64(sw.Slope)*float64(last.Tokens)), Class: "fit"})
+	for _, pt := range sw.Points {
+		c.Rects = append(c.Rects, views.ChartRect{X: X(float64(pt.Tokens)) - 3, Y: Y(float64(pt.Prefill)) - 3, W: 6, H: 6, Class: "dot",
+			Tip: fmt.Sprintf("%d tokens: %.3f ms", pt.Tokens, ms(pt.Prefill))})
+		v.Points = append(v.Points, views.Metric{Name: fmt.Sprint(pt.Tokens), Value: fmt.Sprintf("%.3f ms", ms(pt.Prefill))})
+	}
+	c.Labels = append(c.Labels, views.ChartLabel{X: left + w, Y: top + h + 16, Text: fmt.Sprintf("%d tokens", last.Tokens), Anchor: "end", Class: "chart-small"},
+		views.ChartLabel{X: left - 4, Y: top + 8, Text: fmt.Sprintf("%.2f ms", ms(maxY)), Anchor: "end", Class: "chart-small"},
+		views.ChartLabel{X: left - 4, Y: top + h, Text: "0", Anchor: "end", Class: "chart-small"})
+	v.Chart = c
+	return v
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
