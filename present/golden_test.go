@@ -1,0 +1,77 @@
+package present
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/a-h/templ"
+
+	"stepthrough/engine/registry/registrytest"
+	"stepthrough/engine/spec"
+	"stepthrough/session"
+	"stepthrough/views"
+	"stepthrough/views/htmltest"
+)
+
+// Every stage's panel, as the Explorer draws it, against its golden
+// outline (testdata/panels; go test ./present -run TestPanelSnapshots
+// -update rewrites them): the first of each kind in a plain greedy run
+// and in a speculative one, and the model map at the first attention.
+func TestPanelSnapshots(t *testing.T) {
+	reg := registrytest.Lesson(t)
+	plain, specRun := run("Lily saw a big"), run("Lily saw a big")
+	plain.Sampler.Temperature, specRun.Sampler.Temperature = 0, 0
+	specRun.Draft, specRun.DraftK = "lesson-draft.gguf", 3
+	seen := map[string]bool{}
+	for _, r := range []spec.Run{plain, specRun} {
+		se := session.New("golden", "", reg)
+		defer se.Close()
+		if err := se.Run(context.Background(), r); err != nil {
+			t.Fatal(err)
+		}
+		steps := 1
+		if r.Draft != "" {
+			steps = 2 // token step 2 is the first round
+		}
+		for {
+			e := Explorer(se)
+			if e.Step >= steps || e.End {
+				break
+			}
+			if k := e.Current.Name; !seen[k] && e.Panel != nil {
+				seen[k] = true
+				t.Run(k, func(t *testing.T) {
+					htmltest.Golden(t, "panels/"+k, outline(t, e.Panel.Component()))
+					if k == "attention" {
+						htmltest.Golden(t, "panels/model-map", outline(t, views.ModelMapView(e.Map)))
+					}
+				})
+			}
+			if err := se.Act(context.Background(), "step", nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if len(seen) != 13 {
+		t.Errorf("snapshots of %d stage kinds, want all 13: %v", len(seen), seen)
+	}
+}
+
+// outline renders a component and outlines it.
+func outline(t *testing.T, c templ.Component) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := c.Render(context.Background(), &b); err != nil {
+		t.Fatal(err)
+	}
+	o, err := htmltest.Outline(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(o, "\n"); n < 3 {
+		t.Fatalf("an outline of %d lines:\n%s", n, o)
+	}
+	return o
+}

@@ -1,0 +1,116 @@
+// Package htmltest reads rendered HTML for golden tests: Outline turns a
+// page or a component into its structure and its words, one element a
+// line, with every number masked (measured times, probabilities and
+// seeds change; what a reader sees and where does not), and Golden
+// compares it with a file in testdata, rewritten with -update.
+package htmltest
+
+import (
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/PuerkitoBio/goquery"
+	"github.com/google/go-cmp/cmp"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden outlines in testdata")
+
+// shown are the attributes an outline keeps: what names, labels and
+// addresses an element (not its styling numbers).
+var shown = []string{"id", "class", "role", "name", "type", "href", "data-testid", "data-stage", "aria-label", "title"}
+
+var (
+	ids     = regexp.MustCompile(`\b[0-9a-fA-F]{8,}\b`)
+	numbers = regexp.MustCompile(`[-+]?\d+([.,]\d+)*([eE][-+]?\d+)?`)
+	spaces  = regexp.MustCompile(`\s+`)
+)
+
+// mask writes s with numbers and hexadecimal ids as "#" and its spaces
+// collapsed.
+func mask(s string) string {
+	s = ids.ReplaceAllStringFunc(s, func(m string) string {
+		if strings.ContainsAny(m, "0123456789") {
+			return "#"
+		}
+		return m
+	})
+	return strings.TrimSpace(spaces.ReplaceAllString(numbers.ReplaceAllString(s, "#"), " "))
+}
+
+// Outline is the HTML's elements in document order, each indented by its
+// depth: the tag, the kept attributes, and its own text (not its
+// children's). Scripts and styles are left out, and an SVG drawing shows
+// as its root alone (its shapes are numbers).
+func Outline(r io.Reader) (string, error) {
+	doc, err := goquery.NewDocumentFromReader(r)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	var walk func(sel *goquery.Selection, depth int)
+	walk = func(sel *goquery.Selection, depth int) {
+		sel.Children().Each(func(_ int, c *goquery.Selection) {
+			name := goquery.NodeName(c)
+			switch name {
+			case "script", "style", "head":
+				return
+			}
+			line(&b, c, name, depth)
+			if name != "svg" {
+				walk(c, depth+1)
+			}
+		})
+	}
+	walk(doc.Selection, 0)
+	return b.String(), nil
+}
+
+func line(b *strings.Builder, sel *goquery.Selection, name string, depth int) {
+	b.WriteString(strings.Repeat("  ", depth))
+	b.WriteString(name)
+	for _, a := range shown {
+		if v, ok := sel.Attr(a); ok {
+			b.WriteString(" " + a + "=" + quote(mask(v)))
+		}
+	}
+	var own strings.Builder
+	sel.Contents().Each(func(_ int, c *goquery.Selection) {
+		if goquery.NodeName(c) == "#text" {
+			own.WriteString(c.Text() + " ")
+		}
+	})
+	if t := mask(own.String()); t != "" {
+		b.WriteString(" | " + t)
+	}
+	b.WriteByte('\n')
+}
+
+func quote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `'`) + `"` }
+
+// Golden compares got with testdata/name.golden, or writes it there
+// under -update.
+func Golden(t testing.TB, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run the test with -update to write it)", err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("%s changed (-golden +now); if the change is meant, rerun with -update and review the diff:\n%s", path, diff)
+	}
+}
