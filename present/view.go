@@ -147,3 +147,18 @@ func (s *snap) runtimeNote(step int) string {
 	tk := s.Model.Tokenizer
 	return fmt.Sprintf("The model closed a calculator call, so the runtime computed it and wrote %s after it; this inference pass reads those %d tokens along with the call's last one.", tk.Decode(res), len(res))
 }
+
+// Page is the Explorer page's view model: where se stands (with err, the
+// run's error, shown in it), the settings form for settings, and the
+// offered models with their labels.
+func Page(se *session.Session, settings spec.Run, models []string, label func(string) string, err error) views.Page {
+	e := Explorer(se)
+	if err != nil {
+		e.Error = err.Error()
+	}
+	p := views.Page{Models: models, ModelLabels: map[string]string{}, Settings: Form(settings), SessionID: se.ID(), Explorer: e}
+	for _, m := range models {
+		p.ModelLabels[m] = label(m)
+	}
+	return p
+}

@@ -289,19 +289,15 @@ func (s *Server) index(c echo.Context) error {
 	} else if len(s.reg.Names()) == 0 {
 		runErr = errors.New("no models found: put a .gguf file in models/ or start with serve --models-dir DIR")
 	}
-	e := present.Explorer(se)
 	status := http.StatusOK
 	if runErr != nil {
-		e.Error = runErr.Error()
 		status = http.StatusBadRequest // the page still shows, with the error in it
 		if errors.Is(runErr, session.ErrBusy) {
 			status = http.StatusServiceUnavailable
 		}
 	}
-	page := views.Page{Models: s.reg.Names(), ModelLabels: map[string]string{}, Settings: present.Form(settings), AssetsMissing: static.Missing(), SessionID: se.ID(), Explorer: e}
-	for _, m := range page.Models {
-		page.ModelLabels[m] = s.reg.Label(m)
-	}
+	page := present.Page(se, settings, s.reg.Names(), s.reg.Label, runErr)
+	page.AssetsMissing = static.Missing()
 	return renderPageStatus(c, status, views.ExplorerPage(page))
 }
 
