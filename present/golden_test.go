@@ -3,10 +3,13 @@ package present
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/PuerkitoBio/goquery"
 	"github.com/a-h/templ"
+	"github.com/google/go-cmp/cmp"
 
 	"stepthrough/engine/registry/registrytest"
 	"stepthrough/engine/spec"
@@ -74,4 +77,26 @@ func outline(t *testing.T, c templ.Component) string {
 		t.Fatalf("an outline of %d lines:\n%s", n, o)
 	}
 	return o
+}
+
+// The settings form's fields are exactly the keys engine/spec's form
+// codec reads: none written differently in the template, none missing.
+func TestSettingsFormNamesAreSpecKeys(t *testing.T) {
+	var b bytes.Buffer
+	page := views.Page{Models: []string{"lesson.gguf"}, Settings: Form(run("x"))}
+	if err := views.SettingsForm(page).Render(context.Background(), &b); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := goquery.NewDocumentFromReader(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	doc.Find("form.settings [name]").Each(func(_ int, s *goquery.Selection) { got = append(got, s.AttrOr("name", "")) })
+	want := spec.FormKeys()
+	slices.Sort(got)
+	slices.Sort(want)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("form fields (-spec +template):\n%s", diff)
+	}
 }

@@ -150,6 +150,10 @@ func LessonKeys() []string {
 	return append(SamplerKeys(), "max_tokens", "model", "backend", "special", "tools", "draft", "draft_k")
 }
 
+// FormKeys are the settings form's field names: the prompt and every
+// setting a lesson step may set (FromForm reads them all).
+func FormKeys() []string { return append([]string{"prompt"}, LessonKeys()...) }
+
 // draftName normalises a draft value ("none" is no draft).
 func draftName(v string) string {
 	v = strings.TrimSpace(v)
