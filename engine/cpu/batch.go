@@ -58,7 +58,7 @@ func (l *Loaded) ForwardBatch(ctx context.Context, seqs []Seq, out [][]float32) 
 		out[i] = f.segs[i].out
 	}
 	f.hk.tokens = tokens
-	f.h = nil
+	f.h, f.iv = nil, nil // a batch is watched and edited by no one
 	f.run(tokens)
 	f.segs = f.segs[:0]
 	return nil

@@ -3,6 +3,7 @@ package cpu
 import (
 	"math"
 
+	"stepthrough/engine/intervene"
 	"stepthrough/engine/model"
 	"stepthrough/engine/quant"
 )
@@ -11,8 +12,43 @@ import (
 // written for clarity from the papers' and llama.cpp's definitions (not
 // from the runner): the oracle for the Runner. It reads the hyperparameters
 // from the Config and applies every feature a Spec declares.
-func naiveForward(m *model.Model, ids []int32) [][]float64 {
+func naiveForward(m *model.Model, ids []int32) [][]float64 { return naiveEdited(m, ids, nil, nil) }
+
+// naiveEdited is naiveForward with edits applied by hand where each site
+// is computed (a head's slice of the attention output, a unit of the MLP
+// activation, a sublayer's output, the residual stream after a layer);
+// after, when set, sees the residual stream after each layer.
+func naiveEdited(m *model.Model, ids []int32, set *intervene.Set, after func(l, p int, x []float64)) [][]float64 {
 	c, W, spec := m.Config, m.Weights, m.Spec
+	edit := func(l, p int, site intervene.Site, v []float64) {
+		if set == nil {
+			return
+		}
+		for _, e := range set.Edits {
+			if e.Layer != l || e.Site != site || e.Pos >= 0 && e.Pos != p {
+				continue
+			}
+			lo, w := 0, len(v)
+			switch site {
+			case intervene.Head:
+				lo, w = e.Index*c.HeadDim, c.HeadDim
+			case intervene.Unit:
+				lo, w = e.Index, 1
+			}
+			for j := lo; j < lo+w; j++ {
+				switch e.Op {
+				case intervene.Zero:
+					v[j] = 0
+				case intervene.Scale:
+					v[j] *= float64(e.Factor)
+				case intervene.Replace:
+					v[j] = float64(e.Vector[j-lo])
+				case intervene.Add:
+					v[j] += float64(e.Factor) * float64(e.Vector[j-lo])
+				}
+			}
+		}
+	}
 	emb, pos := mat64(W.TokEmbd), mat64(W.PosEmbd)
 	keys := make([][][]float64, c.Layers) // [layer][position]
 	vals := make([][][]float64, c.Layers)
@@ -57,29 +93,32 @@ func naiveForward(m *model.Model, ids []int32) [][]float64 {
 				first = max(0, p-c.Window+1)
 			}
 			att := attend64(c, q, keys[l][first:], vals[l][first:])
+			edit(l, p, intervene.Head, att)
 			o := matVec64(mat64(L.Out), vec64(L.OutB), att)
 			if L.PostNorm != nil {
 				o = norm64(spec, c, o, vec64(L.PostNorm), nil)
 			}
+			edit(l, p, intervene.Attn, o)
 			for i := range x {
 				x[i] += o[i]
 			}
 			xn = norm64(spec, c, x, vec64(L.FFNNorm), vec64(L.FFNNormB))
-			d := matVec64(mat64(L.Down), vec64(L.DownB), mlp64(spec, c, L, xn))
+			act := mlp64(spec, c, L, xn)
+			edit(l, p, intervene.Unit, act)
+			d := matVec64(mat64(L.Down), vec64(L.DownB), act)
 			if L.FFNPost != nil {
 				d = norm64(spec, c, d, vec64(L.FFNPost), nil)
 			}
+			edit(l, p, intervene.MLP, d)
 			for i := range x {
 				x[i] += d[i]
 			}
-		}
-		out := matVec64(mat64(W.OutputMatrix()), nil, norm64(spec, c, x, vec64(W.OutNorm), vec64(W.OutNormB)))
-		if c.FinalSoftcap != 0 {
-			for i := range out {
-				out[i] = cap64(out[i], float64(c.FinalSoftcap))
+			edit(l, p, intervene.Resid, x)
+			if after != nil {
+				after(l, p, x)
 			}
 		}
-		logits = append(logits, out)
+		logits = append(logits, output64(m, x))
 	}
 	return logits
 }
@@ -259,4 +298,17 @@ func mlp64(spec *model.Spec, c *model.Config, L *model.Layer, xn []float64) []fl
 		}
 	}
 	return g
+}
+
+// output64 is the model's final norm, output projection and soft cap of
+// a residual stream row.
+func output64(m *model.Model, x []float64) []float64 {
+	c, W := m.Config, m.Weights
+	out := matVec64(mat64(W.OutputMatrix()), nil, norm64(m.Spec, c, x, vec64(W.OutNorm), vec64(W.OutNormB)))
+	if c.FinalSoftcap != 0 {
+		for i := range out {
+			out[i] = cap64(out[i], float64(c.FinalSoftcap))
+		}
+	}
+	return out
 }

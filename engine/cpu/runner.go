@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"stepthrough/engine/hooks"
+	"stepthrough/engine/intervene"
 	"stepthrough/engine/kv"
 	"stepthrough/engine/model"
 	"stepthrough/engine/quant"
@@ -54,8 +55,9 @@ type fwd struct {
 	norms []layerVecs
 	outN  vecs
 
-	h  *hooks.Hooks // the current forward pass's hooks, or nil
-	hk hookBufs     // extra copies made only while a hook listens
+	h  *hooks.Hooks   // the current forward pass's hooks, or nil
+	iv *intervene.Set // the current forward pass's edits, or nil
+	hk hookBufs       // extra copies made only while a hook listens
 
 	// the current chunk's sequences: one for a Runner's pass, several for
 	// a batched one (ForwardBatch); per row, its position and sequence
@@ -83,6 +85,7 @@ type hookBufs struct {
 	scores, weights  []float32
 	gate, up         []float32
 	norms            []float32
+	lensIn, lens     []float32
 }
 
 func grow(b []float32, n int) []float32 {
@@ -195,8 +198,13 @@ func (r *fwd) forward(ctx context.Context, tokens []int32, all bool) ([]float32,
 	if all {
 		out = make([]float32, len(tokens)*r.cfg.Vocab)
 	}
-	r.h = hooks.From(ctx)
-	defer func() { r.h = nil }()
+	r.h, r.iv = hooks.From(ctx), intervene.From(ctx)
+	defer func() { r.h, r.iv = nil, nil }()
+	if r.iv != nil {
+		if err := r.iv.Check(intervene.Shape{Layers: r.cfg.Layers, Heads: r.cfg.Heads, HeadDim: r.cfg.HeadDim, FFN: r.cfg.FFN, Embd: r.cfg.Embd}); err != nil {
+			return nil, fmt.Errorf("forward: %w", err)
+		}
+	}
 	for start := 0; start < len(tokens); start += r.batch {
 		if start > 0 && ctx.Err() != nil { // a long prompt stops when its caller has gone
 			return nil, ctx.Err()
@@ -337,6 +345,25 @@ func (r *fwd) output(x []float32) {
 	}
 }
 
+// lens projects the residual stream after layer l through the final norm
+// and the output matrix, for the logit-lens hook.
+func (r *fwd) lens(l, n, pos0 int) {
+	if r.h == nil || r.h.OnLens == nil {
+		return
+	}
+	c, E := r.cfg, r.cfg.Embd
+	r.hk.lensIn, r.hk.lens = grow(r.hk.lensIn, n*E), grow(r.hk.lens, n*c.Vocab)
+	in, out := r.hk.lensIn[:n*E], r.hk.lens[:n*c.Vocab]
+	for t := range n {
+		r.norm(in[t*E:(t+1)*E], r.x[t*E:(t+1)*E], r.outN)
+	}
+	r.pool.MatMul(out, r.m.Weights.OutputMatrix(), in, n, r.scratch)
+	if c.FinalSoftcap != 0 {
+		softcap(out, c.FinalSoftcap)
+	}
+	r.h.OnLens(hooks.Lens{Layer: l, Pos0: pos0, N: n, Vocab: c.Vocab, Logits: out})
+}
+
 // now reads the clock only when a timing hook listens.
 func (r *fwd) now() time.Time {
 	if r.h == nil || r.h.OnTiming == nil {
@@ -417,6 +444,7 @@ func (r *fwd) layer(l, n, pos0 int) {
 			BytesUsed: used, BytesAllocated: cache.BytesAllocated()})
 	}
 	r.attention(l, n, pos0)
+	r.edit(l, intervene.Head, r.att[:n*QD], QD)
 	o := r.o[:n*E]
 	r.pool.MatMul(o, L.Out, r.att[:n*QD], n, r.scratch)
 	addBias(o, nv.ob, n)
@@ -428,6 +456,7 @@ func (r *fwd) layer(l, n, pos0 int) {
 	if nv.attnPost.w != nil {
 		r.rows(n, E, rowTask{op: rowNorm, x: o, out: o, v: &nv.attnPost})
 	}
+	r.edit(l, intervene.Attn, o, E)
 	add(x, o)
 	r.timing("attention", l, pos0, n, start)
 	r.residual(l, n, pos0, "attention")
@@ -470,16 +499,20 @@ func (r *fwd) layer(l, n, pos0 int) {
 		}
 		r.activate(a, nil)
 	}
+	r.edit(l, intervene.Unit, a, F)
 	r.pool.MatMul(o, L.Down, a, n, r.scratch)
 	addBias(o, nv.downb, n)
 	if nv.ffnPost.w != nil {
 		r.rows(n, E, rowTask{op: rowNorm, x: o, out: o, v: &nv.ffnPost})
 	}
+	r.edit(l, intervene.MLP, o, E)
 	if watch {
 		ev.Act, ev.Out = a, o
 		h.OnMLP(ev)
 	}
 	add(x, o)
+	r.edit(l, intervene.Resid, x, E)
+	r.lens(l, n, pos0)
 	r.timing("mlp", l, pos0, n, start)
 	r.residual(l, n, pos0, "mlp")
 }

@@ -34,6 +34,11 @@ type Hooks struct {
 	OnMLP func(MLP)
 	// OnResidual: the residual stream after a layer's attention or MLP.
 	OnResidual func(Residual)
+	// OnLens: the logit lens, the final norm and the output matrix applied
+	// to the residual stream after a layer, as if the model ended there.
+	// It costs a vocabulary-wide product per layer and row: set it only
+	// to show it.
+	OnLens func(Lens)
 	// OnKVAppend: the key and value rows one layer wrote to the cache.
 	OnKVAppend func(KVAppend)
 	// OnLogits: the raw logits (before any sampling step).
@@ -103,6 +108,15 @@ type Residual struct {
 	After          string    // "attention" or "mlp"
 	X              []float32 // n×Embd
 	Norms          []float32 // the L2 norm of each row
+}
+
+// Lens is what the model would predict if it ended after a layer: the
+// final norm and output projection (and soft cap) of that layer's
+// residual stream, n×Vocab logits (the last layer's are the logits).
+type Lens struct {
+	Layer, Pos0, N int
+	Vocab          int
+	Logits         []float32
 }
 
 // KVAppend is one layer's cache write.
@@ -183,6 +197,7 @@ func compose(a, b *Hooks) *Hooks {
 		OnAttention:   join(a.OnAttention, b.OnAttention),
 		OnMLP:         join(a.OnMLP, b.OnMLP),
 		OnResidual:    join(a.OnResidual, b.OnResidual),
+		OnLens:        join(a.OnLens, b.OnLens),
 		OnKVAppend:    join(a.OnKVAppend, b.OnKVAppend),
 		OnLogits:      join(a.OnLogits, b.OnLogits),
 		OnSamplerStep: join(a.OnSamplerStep, b.OnSamplerStep),

@@ -13,6 +13,7 @@ import (
 	vk "github.com/vulkan-go/vulkan"
 
 	"stepthrough/engine/hooks"
+	"stepthrough/engine/intervene"
 	"stepthrough/engine/kv"
 	"stepthrough/engine/model"
 	"stepthrough/engine/quant"
@@ -509,6 +510,9 @@ func (r *fwd) forward(ctx context.Context, tokens []int32, all bool) ([]float32,
 		if id < 0 || int(id) >= r.cfg.Vocab {
 			return nil, fmt.Errorf("forward: token %d (at %d) is outside the vocabulary of %d", id, i, r.cfg.Vocab)
 		}
+	}
+	if intervene.From(ctx) != nil {
+		return nil, fmt.Errorf("vulkan: %w", intervene.ErrBackend)
 	}
 	r.h = hooks.From(ctx)
 	defer func() { r.h = nil }()

@@ -1,0 +1,150 @@
+// Package intervene declares changes to a forward pass: switch an
+// attention head, an MLP unit or a whole sublayer off, scale one, replace
+// a head's output or a position's residual stream with a value (its mean
+// over a reference text, or the same activation from another prompt:
+// patching), or add a direction to the residual stream (steering).
+//
+// An edit is a small value, not a callback, so a URL, a lesson, a
+// Compare lane and a trace can write it down and replay it. A Set rides in
+// a context.Context, as hooks do; the backends apply it where the forward
+// pass computes that site, and a pass with no Set costs one nil check.
+package intervene
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// ErrBackend is a backend's answer to a pass with edits it does not
+// apply (Vulkan, for now): run the edits on the CPU.
+var ErrBackend = errors.New("interventions run on the CPU backend: choose backend cpu")
+
+// Site is where in a layer an edit applies.
+type Site uint8
+
+const (
+	// Head is one attention head's output (its weighted sum of values,
+	// before the output projection mixes the heads).
+	Head Site = iota + 1
+	// Unit is one MLP unit's activation (before the down projection).
+	Unit
+	// Attn is a layer's whole attention output (after the output
+	// projection, before it joins the residual stream).
+	Attn
+	// MLP is a layer's whole MLP output, likewise.
+	MLP
+	// Resid is the residual stream after the layer (what the next layer
+	// reads).
+	Resid
+)
+
+// Op is what an edit does to its site.
+type Op uint8
+
+const (
+	// Zero sets the site to zero: ablation.
+	Zero Op = iota + 1
+	// Scale multiplies the site by Factor.
+	Scale
+	// Replace replaces the site with Vector: a mean ablation, or a patch.
+	Replace
+	// Add adds Factor × Vector: steering.
+	Add
+)
+
+// Edit is one change at one site.
+type Edit struct {
+	Layer  int  // 0-based
+	Site   Site // where
+	Index  int  // the head (Head) or the unit (Unit); unused elsewhere
+	Pos    int  // the absolute position it applies at; -1: every position
+	Op     Op
+	Factor float32   // Scale's factor, Add's strength
+	Vector []float32 // Replace's value, Add's direction: a head's width (Head) or the model's (Attn, MLP, Resid)
+}
+
+// At reports whether the edit applies at absolute position p.
+func (e *Edit) At(p int) bool { return e.Pos < 0 || e.Pos == p }
+
+// Shape is what an edit is checked against: the model's sizes.
+type Shape struct {
+	Layers, Heads, HeadDim, FFN, Embd int
+}
+
+// Check refuses an edit the model cannot take, naming it.
+func (e *Edit) Check(s Shape) error {
+	if e.Layer < 0 || e.Layer >= s.Layers {
+		return fmt.Errorf("intervention %s: the model has layers 1 to %d", e, s.Layers)
+	}
+	width := s.Embd
+	switch e.Site {
+	case Head:
+		if e.Index < 0 || e.Index >= s.Heads {
+			return fmt.Errorf("intervention %s: the model has heads 1 to %d", e, s.Heads)
+		}
+		width = s.HeadDim
+	case Unit:
+		if e.Index < 0 || e.Index >= s.FFN {
+			return fmt.Errorf("intervention %s: the model has MLP units 1 to %d", e, s.FFN)
+		}
+		width = 1
+	case Attn, MLP, Resid:
+	default:
+		return fmt.Errorf("intervention: unknown site %d", e.Site)
+	}
+	switch e.Op {
+	case Zero, Scale:
+	case Replace, Add:
+		if len(e.Vector) != width {
+			return fmt.Errorf("intervention %s: a vector of %d values, want %d", e, len(e.Vector), width)
+		}
+	default:
+		return fmt.Errorf("intervention %s: unknown operation %d", e, e.Op)
+	}
+	return nil
+}
+
+// Set is the edits of one forward pass, applied in order at each site.
+type Set struct {
+	Edits []Edit
+}
+
+// Check checks every edit against the model's shape.
+func (s *Set) Check(sh Shape) error {
+	for i := range s.Edits {
+		if err := s.Edits[i].Check(sh); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Has reports whether any edit applies at layer l's site.
+func (s *Set) Has(l int, site Site) bool {
+	if s == nil {
+		return false
+	}
+	for i := range s.Edits {
+		if s.Edits[i].Layer == l && s.Edits[i].Site == site {
+			return true
+		}
+	}
+	return false
+}
+
+type key struct{}
+
+// With returns ctx carrying s (nil or empty: ctx as it is).
+func With(ctx context.Context, s *Set) context.Context {
+	if s == nil || len(s.Edits) == 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, key{}, s)
+}
+
+// From returns the Set in ctx, or nil.
+func From(ctx context.Context) *Set {
+	s, _ := ctx.Value(key{}).(*Set)
+	return s
+}

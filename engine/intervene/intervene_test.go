@@ -1,0 +1,110 @@
+package intervene
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// The written forms read to their edits, counted from 1 on the page and
+// from 0 inside; anything else is refused naming the part.
+func TestParse(t *testing.T) {
+	cases := []struct {
+		in   string
+		want []Edit
+		err  string
+	}{
+		{in: "", want: nil},
+		{in: "L4H5", want: []Edit{{Layer: 3, Site: Head, Index: 4, Pos: -1, Op: Zero}}},
+		{in: "L4H5*0.5", want: []Edit{{Layer: 3, Site: Head, Index: 4, Pos: -1, Op: Scale, Factor: 0.5}}},
+		{in: "L2U17;L3attn L1mlp*2", want: []Edit{{Layer: 1, Site: Unit, Index: 16, Pos: -1, Op: Zero},
+			{Layer: 2, Site: Attn, Pos: -1, Op: Zero}, {Layer: 0, Site: MLP, Pos: -1, Op: Scale, Factor: 2}}},
+		{in: "L0H1", err: "whole number from 1"},
+		{in: "L1H01", err: "whole number from 1"},
+		{in: "H1", err: "starts with L"},
+		{in: "L1X2", err: "after the layer"},
+		{in: "L1H2*NaN", err: "not a number"},
+		{in: "L1H2*1e9", err: "not a number"},
+	}
+	for _, c := range cases {
+		t.Run(c.in, func(t *testing.T) {
+			s, err := Parse(c.in)
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("got %v, want an error with %q", err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(c.want, s.Edits); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// An edit outside the model, or a vector of the wrong width, is refused.
+func TestCheck(t *testing.T) {
+	sh := Shape{Layers: 4, Heads: 8, HeadDim: 16, FFN: 512, Embd: 128}
+	cases := []struct {
+		name string
+		e    Edit
+		err  string
+	}{
+		{"head", Edit{Layer: 3, Site: Head, Index: 7, Op: Zero}, ""},
+		{"layer past the end", Edit{Layer: 4, Site: Head, Op: Zero}, "layers 1 to 4"},
+		{"head past the end", Edit{Site: Head, Index: 8, Op: Zero}, "heads 1 to 8"},
+		{"unit past the end", Edit{Site: Unit, Index: 512, Op: Zero}, "units 1 to 512"},
+		{"patch of a head", Edit{Site: Head, Op: Replace, Vector: make([]float32, 16)}, ""},
+		{"patch of the wrong width", Edit{Site: Resid, Op: Replace, Vector: make([]float32, 16)}, "want 128"},
+		{"steer", Edit{Site: Resid, Op: Add, Factor: 4, Vector: make([]float32, 128)}, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := c.e.Check(sh)
+			if (err == nil) != (c.err == "") || err != nil && !strings.Contains(err.Error(), c.err) {
+				t.Errorf("got %v, want %q", err, c.err)
+			}
+		})
+	}
+}
+
+// A set rides in a context; an empty one is no set.
+func TestContext(t *testing.T) {
+	ctx := context.Background()
+	if From(With(ctx, &Set{})) != nil || From(ctx) != nil {
+		t.Error("an empty set in the context")
+	}
+	s := &Set{Edits: []Edit{{Layer: 1, Site: MLP, Op: Zero, Pos: -1}}}
+	if got := From(With(ctx, s)); got != s || !got.Has(1, MLP) || got.Has(0, MLP) || got.Has(1, Attn) {
+		t.Errorf("From gave %v", got)
+	}
+}
+
+// FuzzParse: whatever the text, Parse refuses it in one line or reads
+// edits whose written form reads back to the same edits.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"L4H5", "L4H5*0.5;L2U17", "L3attn+L1mlp*-2", "L1H1*1e-3", "L99999999H1", "L1H2*"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		s, err := Parse(text)
+		if err != nil {
+			if err.Error() == "" || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error %q", err)
+			}
+			return
+		}
+		again, err := Parse(s.String())
+		if err != nil {
+			t.Fatalf("%q → %q: %v", text, s.String(), err)
+		}
+		if diff := cmp.Diff(s.Edits, again.Edits); diff != "" {
+			t.Fatalf("%q → %q:\n%s", text, s.String(), diff)
+		}
+	})
+}
