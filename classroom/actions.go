@@ -27,9 +27,9 @@ const (
 // Actions each side of a room may send.
 var (
 	instructorActions = map[string]bool{"lesson-step": true, "reveal": true, "end-room": true, "run": true, "step": true, "back": true,
-		"next-token": true, "end": true, "temperature": true, "view": true, "goto": true, "top_p": true}
+		"next-token": true, "end": true, "temperature": true, "view": true, "goto": true, "top_p": true, "ablate": true}
 	studentActions = map[string]bool{"answer": true, "explore": true, "rejoin": true, "run": true, "step": true, "back": true,
-		"next-token": true, "end": true, "reset": true, "temperature": true, "view": true, "goto": true, "top_p": true}
+		"next-token": true, "end": true, "reset": true, "temperature": true, "view": true, "goto": true, "top_p": true, "ablate": true}
 )
 
 // ParseMessage validates a room message from one side (the fuzz target's

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"stepthrough/engine/intervene"
 	"stepthrough/engine/model"
 
 	"stepthrough/engine/trace"
@@ -38,6 +39,16 @@ func (s *snap) modelMap(st *trace.Step, stages []views.Stage, si int) *views.Mod
 		m.Filters = append(m.Filters, views.MapFilter{Name: string(r.Step), Setting: s.setting(r.Step), In: r.BeforeCount, Out: r.AfterCount, Skipped: r.Skipped})
 	}
 	m.Where = mapWhere(m)
+	if set, _ := s.Run.Edits(); set != nil {
+		m.Off = map[string]bool{}
+		for _, e := range set.Edits {
+			stage := trace.StageAttention
+			if e.Site == intervene.Unit || e.Site == intervene.MLP {
+				stage = trace.StageMLP
+			}
+			m.Off[views.MapKey(views.Stage{Name: string(stage), Layer: e.Layer, SamplerStep: -1})] = true
+		}
+	}
 	return m
 }
 

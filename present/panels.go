@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"stepthrough/engine/intervene"
 	"stepthrough/engine/sample"
 	"stepthrough/engine/spec"
 	"stepthrough/engine/trace"
@@ -80,7 +81,8 @@ func (s *snap) tokenizePanel(st *trace.Step, _ trace.Stage) views.Panel {
 func (s *snap) mlpPanel(st *trace.Step, stage trace.Stage) views.Panel {
 	L := layerOf(st, stage.Layer)
 	last := len(L.MLP.Out) - 1
-	m := &views.MLPPanel{Layer: stage.Layer, Kind: L.MLP.Kind}
+	m := &views.MLPPanel{Layer: stage.Layer, Kind: L.MLP.Kind, Toggle: fmt.Sprintf("L%dmlp", stage.Layer+1)}
+	m.Off = s.edited(stage.Layer, intervene.MLP, -1)
 	if len(L.MLP.Act) > 0 {
 		m.Act = vecRow("activation", L.MLP.Act[last])
 		s.mlpUnits(m, L.MLP, last)
@@ -202,7 +204,8 @@ func (s *snap) attentionPanel(st *trace.Step, stage trace.Stage) views.Panel {
 	head := min(s.View.Head, a.Heads-1)
 	ctx := st.Pos0 + st.N
 	v := &views.AttentionPanel{Layer: stage.Layer, Layers: s.Model.Config.Layers, Head: head, Heads: a.Heads, KVHead: head / (a.Heads / a.KVHeads),
-		ShowScores: s.View.Scores, First: st.First, KeyLabels: labels[:ctx], Min: float32(math.Inf(1)), Max: float32(math.Inf(-1))}
+		ShowScores: s.View.Scores, First: st.First, KeyLabels: labels[:ctx], Min: float32(math.Inf(1)), Max: float32(math.Inf(-1)),
+		Toggle: fmt.Sprintf("L%dH%d", stage.Layer+1, head+1), HeadOff: s.edited(stage.Layer, intervene.Head, head)}
 	src := a.Weights
 	if s.View.Scores {
 		src = a.Scores

@@ -87,6 +87,7 @@ func ExplorerOf(sn *session.Snapshot) views.Explorer {
 		e.Timing.TPOTMS = sum / float64(s.DecodeTokens)
 	}
 	e.Panel = stageOf(stage.Name).build(s, st, stage)
+	e.Edits = s.editEffect(st)
 	e.Map = s.modelMap(st, e.Stages, si)
 	e.Map.Key = strconv.Itoa(s.Runs) // the drawing is the run's; each step sends its numbers
 	return e
@@ -109,7 +110,7 @@ func Form(r spec.Run) views.Settings {
 	return views.Settings{PromptMax: spec.MaxPromptChars, Prompt: f["prompt"], Model: f["model"], Backend: f["backend"], Temperature: f["temperature"], TopK: f["top_k"],
 		TopP: f["top_p"], MinP: f["min_p"], TypicalP: f["typical_p"], RepeatPenalty: f["repeat_penalty"], RepeatLastN: f["repeat_last_n"],
 		FreqPen: f["frequency_penalty"], PresPen: f["presence_penalty"], Seed: f["seed"], Order: f["order"], MaxTokens: f["max_tokens"],
-		Special: f["special"], Tools: f["tools"], Draft: f["draft"], DraftK: f["draft_k"],
+		Special: f["special"], Tools: f["tools"], Draft: f["draft"], DraftK: f["draft_k"], Ablate: f["ablate"], AblateMax: spec.MaxAblateChars,
 		Backends: spec.Backends, MaxTokensMax: spec.MaxNewTokens, DraftKMax: spec.MaxDraftK, DraftKDefault: strconv.Itoa(spec.DefaultDraftK)}
 }
 

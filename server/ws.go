@@ -14,7 +14,7 @@ import (
 )
 
 // explorerActions are the Explorer's WebSocket actions.
-var explorerActions = map[string]bool{"run": true, "step": true, "back": true, "next-token": true, "end": true, "reset": true, "temperature": true, "view": true, "goto": true, "top_p": true}
+var explorerActions = map[string]bool{"run": true, "step": true, "back": true, "next-token": true, "end": true, "reset": true, "temperature": true, "view": true, "goto": true, "top_p": true, "ablate": true}
 
 // ws attaches a connection to its tab's session; each message is applied
 // to the session and answered with the re-rendered #explorer fragment.

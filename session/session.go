@@ -21,6 +21,7 @@ import (
 	"stepthrough/engine"
 	"stepthrough/engine/chat"
 	"stepthrough/engine/hooks"
+	"stepthrough/engine/intervene"
 	"stepthrough/engine/model"
 	"stepthrough/engine/sample"
 	"stepthrough/engine/spec"
@@ -60,7 +61,12 @@ type Session struct {
 	run   spec.Run // the run as given (the seed as the user set it)
 	m     *model.Model
 	es    *engine.Session
-	esKey string // model and backend es was made for
+	lm    *engine.Loaded // the model es runs on
+	esKey string         // model and backend es was made for
+	// interventions (edits.go): a session reading the same tokens without
+	// the run's edits, and the one step's logits it last gave
+	bes    *engine.Session
+	besKey string
 	// speculative decoding (spec.Run.Draft): the draft's engine session
 	des         *engine.Session
 	desKey      string
@@ -89,8 +95,12 @@ type runState struct {
 	dec    *speculative.Decoder // the decoder running rounds over target and draft
 	calcID int32                // the token closing a calculator call when the run executes them, else -1
 	end    *stop.End            // where generation ends (the engine's stop rule)
-	done   bool                 // end of generation reached
-	view   spec.View            // head, scores and the softmax slider
+	edits  *intervene.Set       // the run's interventions, applied to every pass (nil: none)
+	// the baseline's logits (no edits) of token step baseStep
+	base     []float32
+	baseStep int
+	done     bool      // end of generation reached
+	view     spec.View // head, scores and the softmax slider
 
 	prefillMS, ttftMS float64
 	decodeMS          []float64
@@ -168,6 +178,7 @@ func (s *Session) close() {
 		s.es = nil
 	}
 	s.closeDraft()
+	s.closeBaseline()
 }
 
 // Settings is the run as last given (the seed as the user set it: empty
@@ -222,25 +233,33 @@ func (s *Session) start(ctx context.Context, r spec.Run) error {
 	if err := r.Validate(); err != nil {
 		return err
 	}
-	lm, err := s.eng.Engine(r.Model, r.Backend)
+	edits, _ := r.Edits() // validated
+	backend := r.Backend
+	if edits != nil && backend == "auto" {
+		backend = "cpu" // interventions run on the CPU
+	}
+	lm, err := s.eng.Engine(r.Model, backend)
 	if err != nil {
 		return err
+	}
+	if err := edits.Check(lm.Model.Config.EditShape()); err != nil {
+		return errorf("%v", err)
 	}
 	smp, err := sample.New(r.Sampler)
 	if err != nil {
 		return err
 	}
-	key := r.Model + "|" + r.Backend
+	key := r.Model + "|" + backend
 	if s.es == nil || s.esKey != key {
 		es, err := lm.NewSession(0)
 		if err != nil {
 			return fmt.Errorf("model %s: %w", r.Model, err)
 		}
 		s.close()
-		s.es, s.esKey, s.m = es, key, lm.Model
+		s.es, s.esKey, s.m, s.lm = es, key, lm.Model, lm
 	}
 	rec := trace.NewRecorder(recording)
-	hctx := hooks.WithHooks(ctx, rec.Hooks())
+	hctx := hooks.WithHooks(intervene.With(ctx, edits), rec.Hooks())
 	calcID := int32(-1)
 	if r.Tools == "calc" {
 		if calcID = calcClose(lm.Model.Tokenizer); calcID < 0 {
@@ -275,7 +294,7 @@ func (s *Session) start(ctx context.Context, r spec.Run) error {
 		return fmt.Errorf("the engine failed: %w", err)
 	}
 	s.run, s.runState = r, newRunState()
-	s.smp, s.rec, s.Prompt, s.calcID = smp, rec, ids, calcID
+	s.smp, s.rec, s.Prompt, s.calcID, s.edits = smp, rec, ids, calcID, edits
 	s.end = stop.NewEnd(s.m.Tokenizer, stop.Limits{MaxTokens: r.MaxTokens})
 	s.runs++
 	s.forwards++
@@ -326,7 +345,7 @@ func (s *Session) decode(ctx context.Context) (bool, error) {
 	if err := ctx.Err(); err != nil { // the viewer left: stop working for them
 		return false, err
 	}
-	hctx := hooks.WithHooks(ctx, s.rec.Hooks())
+	hctx := hooks.WithHooks(intervene.With(ctx, s.edits), s.rec.Hooks())
 	if s.dec != nil {
 		return s.decodeRound(hctx)
 	}
@@ -476,6 +495,8 @@ func (s *Session) Act(ctx context.Context, action string, get spec.Getter) error
 		return spec.SetSlider(get, "view_top_p", &s.view)
 	case "goto":
 		return s.gotoStage(get)
+	case "ablate":
+		return s.toggleEdit(ctx, get)
 	case "view":
 		p, err := spec.PickFrom(get)
 		if err != nil {

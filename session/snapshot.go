@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"maps"
 	"slices"
 
@@ -65,6 +66,11 @@ type Snapshot struct {
 	Forwards int          // forward passes run
 	Runs     int          // runs started: with the token step, names the model map drawn
 
+	// Baseline is the current token step's next-token logits without the
+	// run's interventions (nil when it has none): the "before" beside the
+	// trace's "after".
+	Baseline []float32
+
 	PrefillMS, TTFTMS float64
 	DecodeMS          []float64 // each timed decode step
 	DecodeTokens      int       // tokens the timed decode steps emitted
@@ -74,11 +80,22 @@ type Snapshot struct {
 // HasRun reports whether a run's trace is there to show.
 func (s *Snapshot) HasRun() bool { return len(s.Cursor.Steps) > 0 && s.Model != nil }
 
-// Snapshot copies where the session stands.
+// Snapshot copies where the session stands, with the current step's
+// baseline when the run has interventions (a forward pass without them,
+// once per step viewed).
 func (s *Session) Snapshot() Snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.snapshot()
+	sn := s.snapshot()
+	if len(s.cur.Steps) > 0 && s.edits != nil {
+		step, _ := s.cur.Position()
+		if b, err := s.baseline(context.Background(), step); err == nil {
+			sn.Baseline = b
+		} else {
+			sn.Notice = "the run without its interventions could not be computed: " + err.Error()
+		}
+	}
+	return sn
 }
 
 func (s *Session) snapshot() Snapshot {

@@ -270,3 +270,8 @@ func (s Settings) DraftKOrDefault() string {
 	}
 	return s.DraftK
 }
+
+// ablateVals is the message that switches one intervention in or out.
+func ablateVals(toggle string) string {
+	return fmt.Sprintf(`{"action":"ablate","toggle":%q}`, toggle)
+}

@@ -24,6 +24,8 @@ type Settings struct {
 	Seed, Order, MaxTokens                       string
 	Special, Tools                               string
 	Draft, DraftK                                string
+	Ablate                                       string // the run's interventions, written (L1H2;L3mlp)
+	AblateMax                                    int
 	// what engine/spec allows: the backends, the most new tokens, the
 	// draft's k (the most, and the default the form offers)
 	Backends                []string
@@ -48,7 +50,8 @@ type Explorer struct {
 	Timing      Timing
 	Panel       Panel
 	Map         *ModelMap
-	Examples    []Example // offered before the first run
+	Edits       *EditEffect // the run's interventions and what they change here (nil: none)
+	Examples    []Example   // offered before the first run
 }
 
 // Example is an example prompt on the first page.
@@ -173,18 +176,22 @@ type Point struct {
 // AttentionPanel is one layer's attention for one head.
 type AttentionPanel struct {
 	Layer, Layers, Head, Heads, KVHead int
-	ShowScores                         bool
-	QueryLabels, KeyLabels             []string
-	Cells                              [][]float32 // [query][key]: weights or scores; NaN where masked
-	First                              int         // position of the first query row
-	Current                            int         // row index of the current token
-	Max, Min                           float32
-	Arcs                               []float32 // the current token's weights over the keys (this head)
-	HeadRows                           []VecRow  // the current token's weights for every head of the layer
-	Math                               []AttnTerm
-	MathMax, MathSum                   float64 // the largest score and Σ exp(score − max)
-	Scale                              float32 // 1/√d
-	HeadDim                            int
+	// Toggle writes the shown head as an intervention (L1H2); HeadOff: the
+	// run switches it off (or scales it)
+	Toggle                 string
+	HeadOff                bool
+	ShowScores             bool
+	QueryLabels, KeyLabels []string
+	Cells                  [][]float32 // [query][key]: weights or scores; NaN where masked
+	First                  int         // position of the first query row
+	Current                int         // row index of the current token
+	Max, Min               float32
+	Arcs                   []float32 // the current token's weights over the keys (this head)
+	HeadRows               []VecRow  // the current token's weights for every head of the layer
+	Math                   []AttnTerm
+	MathMax, MathSum       float64 // the largest score and Σ exp(score − max)
+	Scale                  float32 // 1/√d
+	HeadDim                int
 }
 
 // AttnTerm is one key's part in the current row's softmax: the engine's
@@ -196,7 +203,11 @@ type AttnTerm struct {
 
 // MLPPanel shows the feed-forward block of a layer for the last token.
 type MLPPanel struct {
-	Layer         int
+	Layer int
+	// Toggle writes this layer's MLP as an intervention (L2mlp); Off: the
+	// run switches it off (or scales it)
+	Toggle        string
+	Off           bool
 	Kind          string
 	Act           VecRow // what the down projection reads: gelu(up), or silu(gate)·up
 	NormBefore    float32
@@ -409,4 +420,25 @@ func withLabel(name, label string) string {
 		return name
 	}
 	return name + " — " + label
+}
+
+// EditEffect is what the run's interventions change at this token step:
+// the next-token distribution without them (before) and with them
+// (after), both at T = 1 from the engine's logits.
+type EditEffect struct {
+	Edits   string    // the written edits (L1H2;L2mlp)
+	Items   []string  // each in words
+	Top     []EditRow // the likeliest tokens before, with their probability after
+	Token   string    // the likeliest token before the edits
+	WasP    float64   // its probability before
+	NowP    float64   // and after
+	NowRank int       // its rank after, from 1
+	NewTop  string    // the likeliest token after, when it is another
+	KL      float64   // KL(before ‖ after), nats
+}
+
+// EditRow is one token's probability before and after the edits.
+type EditRow struct {
+	Piece         string
+	Before, After float64
 }

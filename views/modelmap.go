@@ -31,8 +31,9 @@ type ModelMap struct {
 	KVBytes     int    // the cache's bytes in use after this step
 	Temperature string // the sampler's, as the form shows it
 	Filters     []MapFilter
-	Present     map[string]int // the stage keys this step has (see mapKey), with their ranks along the pipeline
-	Where       string         // where the viewer is, in words, for the collapsed map
+	Present     map[string]int  // the stage keys this step has (see mapKey), with their ranks along the pipeline
+	Where       string          // where the viewer is, in words, for the collapsed map
+	Off         map[string]bool // the stage keys an intervention edits (see mapKey)
 	Here        Stage
 	Prev        Stage // the stage before Here in this step (for the flow)
 	HasPrev     bool
@@ -62,6 +63,7 @@ type MapPart struct {
 	Here, Done     bool
 	Absent, Inline bool   // Absent: not in this step; Inline: label drawn inside
 	Local          bool   // a sliding-window attention layer
+	Off            bool   // an intervention switches (part of) it off or scales it
 	Tag            string // a name slanted above the part (a sampler filter's)
 }
 
@@ -135,6 +137,7 @@ func (L *MapLayout) add(m *ModelMap, p MapPart) {
 	}
 	k := mapKey(p.Stage, p.Layer, p.Filter)
 	rank, present := m.Present[k]
+	p.Off = m.Off[k]
 	if p.Stage != "" && !present {
 		p.Absent = true
 	}
@@ -311,6 +314,9 @@ func (p MapPart) Class() string {
 	}
 	if p.Local {
 		c += " local"
+	}
+	if p.Off {
+		c += " off"
 	}
 	return c
 }

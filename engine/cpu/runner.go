@@ -201,7 +201,7 @@ func (r *fwd) forward(ctx context.Context, tokens []int32, all bool) ([]float32,
 	r.h, r.iv = hooks.From(ctx), intervene.From(ctx)
 	defer func() { r.h, r.iv = nil, nil }()
 	if r.iv != nil {
-		if err := r.iv.Check(intervene.Shape{Layers: r.cfg.Layers, Heads: r.cfg.Heads, HeadDim: r.cfg.HeadDim, FFN: r.cfg.FFN, Embd: r.cfg.Embd}); err != nil {
+		if err := r.iv.Check(r.cfg.EditShape()); err != nil {
 			return nil, fmt.Errorf("forward: %w", err)
 		}
 	}

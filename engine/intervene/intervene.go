@@ -110,8 +110,11 @@ type Set struct {
 	Edits []Edit
 }
 
-// Check checks every edit against the model's shape.
+// Check checks every edit against the model's shape (a nil set has none).
 func (s *Set) Check(sh Shape) error {
+	if s == nil {
+		return nil
+	}
 	for i := range s.Edits {
 		if err := s.Edits[i].Check(sh); err != nil {
 			return err

@@ -24,6 +24,8 @@ import (
 	"math"
 
 	"stepthrough/engine/gguf"
+
+	"stepthrough/engine/intervene"
 )
 
 // Config holds the hyperparameters of a model.
@@ -65,6 +67,12 @@ type Config struct {
 // QDim is the width of all query heads; KVDim of all key (or value) heads.
 func (c *Config) QDim() int  { return c.Heads * c.HeadDim }
 func (c *Config) KVDim() int { return c.KVHeads * c.HeadDim }
+
+// EditShape is what an intervention is checked against: the sizes of the
+// sites it may edit.
+func (c *Config) EditShape() intervene.Shape {
+	return intervene.Shape{Layers: c.Layers, Heads: c.Heads, HeadDim: c.HeadDim, FFN: c.FFN, Embd: c.Embd}
+}
 
 // IsLocal reports whether layer l attends through the sliding window.
 func (c *Config) IsLocal(l int) bool { return l < len(c.Local) && c.Local[l] }

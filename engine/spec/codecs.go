@@ -67,6 +67,11 @@ func FromForm(get Getter, base Run) (Run, error) {
 	if v, ok := get("draft"); ok {
 		r.Draft = draftName(v)
 	}
+	if v, ok := get("ablate"); ok {
+		if err := r.setAblate(v); err != nil {
+			return base, err
+		}
+	}
 	if v, ok := get("draft_k"); ok && strings.TrimSpace(v) != "" {
 		if err := whole("draft k", &r.DraftK, v); err != nil {
 			return base, err
@@ -116,6 +121,9 @@ func (r Run) Query() url.Values {
 		v.Set("draft", r.Draft)
 		v.Set("draft_k", strconv.Itoa(r.DraftK))
 	}
+	if r.Ablate != "" {
+		v.Set("ablate", r.Ablate)
+	}
 	r.View.query(v)
 	if r.View.Scores {
 		v.Set("scores", "1")
@@ -131,7 +139,7 @@ func (r Run) Query() url.Values {
 
 // Form is r's settings as the Explorer's form shows them, by form key.
 func (r Run) Form() map[string]string {
-	f := map[string]string{"prompt": r.Prompt, "model": r.Model, "backend": r.Backend, "max_tokens": strconv.Itoa(r.MaxTokens), "tools": r.Tools}
+	f := map[string]string{"prompt": r.Prompt, "model": r.Model, "backend": r.Backend, "max_tokens": strconv.Itoa(r.MaxTokens), "tools": r.Tools, "ablate": r.Ablate}
 	if r.Draft != "" {
 		f["draft"], f["draft_k"] = r.Draft, strconv.Itoa(r.DraftK)
 	}
@@ -147,12 +155,24 @@ func (r Run) Form() map[string]string {
 // LessonKeys are the settings a lesson step may set, with the query keys:
 // the sampler keys, max_tokens, model and backend.
 func LessonKeys() []string {
-	return append(SamplerKeys(), "max_tokens", "model", "backend", "special", "tools", "draft", "draft_k")
+	return append(SamplerKeys(), "max_tokens", "model", "backend", "special", "tools", "draft", "draft_k", "ablate")
 }
 
 // FormKeys are the settings form's field names: the prompt and every
 // setting a lesson step may set (FromForm reads them all).
 func FormKeys() []string { return append([]string{"prompt"}, LessonKeys()...) }
+
+// setAblate reads written interventions into their one written form
+// ("l1h2" is not read; "L1H2 + L3mlp" becomes "L1H2;L3mlp").
+func (r *Run) setAblate(v string) error {
+	r.Ablate = strings.TrimSpace(v)
+	set, err := r.Edits()
+	if err != nil {
+		return err
+	}
+	r.Ablate = set.String()
+	return nil
+}
 
 // draftName normalises a draft value ("none" is no draft).
 func draftName(v string) string {
@@ -218,6 +238,8 @@ func SetLesson(r *Run, key, value string) error {
 	case "draft":
 		r.Draft = draftName(value)
 		r.defaultDraftK()
+	case "ablate":
+		return r.setAblate(value)
 	case "draft_k":
 		if err := whole("draft k", &r.DraftK, value); err != nil {
 			return err

@@ -14,8 +14,10 @@ package spec
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"unicode/utf8"
 
+	"stepthrough/engine/intervene"
 	"stepthrough/engine/sample"
 )
 
@@ -61,7 +63,30 @@ type Run struct {
 	// round and the model verifying them in one pass. Empty: plain.
 	Draft  string `json:"draft,omitempty"`
 	DraftK int    `json:"draft_k,omitempty"`
+	// Ablate is the run's interventions in their written form
+	// (package intervene: "L1H2;L3mlp*0.5"): every pass of the run, the
+	// prompt's too, computes with those heads, units or sublayers
+	// switched off or scaled. Empty: the model as it is.
+	Ablate string `json:"ablate,omitempty"`
 	View   View   `json:"view"`
+}
+
+// MaxAblateChars bounds a run's written interventions.
+const MaxAblateChars = 512
+
+// Edits reads the run's interventions (nil for none).
+func (r *Run) Edits() (*intervene.Set, error) {
+	if r.Ablate == "" {
+		return nil, nil
+	}
+	if len(r.Ablate) > MaxAblateChars {
+		return nil, &Error{Param: "ablate", Value: "", Allowed: fmt.Sprintf("at most %d characters", MaxAblateChars)}
+	}
+	set, err := intervene.Parse(r.Ablate)
+	if err != nil {
+		return nil, &Error{Param: "ablate", Value: strconv.Quote(r.Ablate), Allowed: err.Error()}
+	}
+	return set, nil
 }
 
 // ToolNames are the allowed Tools values.
@@ -124,6 +149,10 @@ func (r *Run) Validate() error {
 		return &Error{Param: "draft", Value: "", Allowed: "not a model file name"}
 	case r.Draft != "" && (r.DraftK < 1 || r.DraftK > MaxDraftK):
 		return &Error{Param: "draft k", Value: fmt.Sprint(r.DraftK), Allowed: fmt.Sprintf("choose 1 to %d", MaxDraftK)}
+	case r.Ablate != "" && r.Draft != "":
+		return &Error{Param: "ablate", Value: r.Ablate, Allowed: "interventions run without a draft: choose one"}
+	case r.Ablate != "" && r.Backend == "vulkan":
+		return &Error{Param: "ablate", Value: r.Ablate, Allowed: "interventions run on the CPU: choose backend cpu or auto"}
 	case r.Draft != "" && r.Tools != "":
 		return &Error{Param: "draft", Value: r.Draft, Allowed: "speculative decoding runs without tools: choose one"}
 	case r.MaxTokens < 1 || r.MaxTokens > MaxNewTokens:
@@ -140,6 +169,9 @@ func (r *Run) Validate() error {
 		return &Error{Param: "layer", Value: fmt.Sprint(r.View.Layer), Allowed: "a layer from 1"}
 	}
 	if err := checkSliders(r.View); err != nil {
+		return err
+	}
+	if _, err := r.Edits(); err != nil {
 		return err
 	}
 	return r.Sampler.Validate()

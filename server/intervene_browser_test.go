@@ -1,0 +1,54 @@
+package server
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+)
+
+// A student switches a head off from the attention panel, at phone and
+// projector sizes: the step reruns, the before-and-after box shows the
+// likeliest token's probability change, the map marks the layer, the
+// page does not overflow, and "Restore the model" brings the run back.
+func TestInterveneInBrowser(t *testing.T) {
+	ctx, base := browserWith(t, Config{Embedded: lessonModels()})
+	for _, size := range []struct {
+		name string
+		w, h int64
+	}{{"phone", 390, 844}, {"projector", 1920, 1080}} {
+		do(t, ctx, chromedp.EmulateViewport(size.w, size.h),
+			chromedp.Navigate(base+"/?prompt=The+capital+of+France+is&temperature=0&backend=cpu&token=1&stage=attention&layer=2"),
+			chromedp.WaitVisible(chromedp.CSS(`[data-testid="intervene-head"]`)))
+		if n := eval[int](t, ctx, `document.querySelectorAll('[data-testid="edit-effect"]').length`, false); n != 0 {
+			t.Fatalf("%s: an intervention box before any intervention", size.name)
+		}
+		click(t, ctx, `[data-testid="intervene-head"]`)
+		do(t, ctx, chromedp.WaitVisible(chromedp.CSS(`[data-testid="edit-effect"]`)))
+		summary := eval[string](t, ctx, `document.querySelector('[data-testid="edit-summary"]').textContent`, false)
+		rows := eval[int](t, ctx, `document.querySelectorAll('[data-testid="edit-row"]').length`, false)
+		if rows < 2 || summary == "" {
+			t.Errorf("%s: %d rows, summary %q", size.name, rows, summary)
+		}
+		changed := eval[bool](t, ctx, `[...document.querySelectorAll('[data-testid="edit-row"]')].some(r => r.cells[1].textContent !== r.cells[2].textContent)`, false)
+		if !changed {
+			t.Errorf("%s: switching the head off changed no probability on screen", size.name)
+		}
+		if p := attr(t, ctx, `[data-testid="intervene-head"]`, "aria-pressed"); p != "true" {
+			t.Errorf("%s: the head's button is not pressed after switching it off", size.name)
+		}
+		if n := eval[int](t, ctx, `document.querySelectorAll('.map .part.off').length`, false); n != 1 {
+			t.Errorf("%s: %d map parts marked off, want layer 2's attention", size.name, n)
+		}
+		if w := eval[int](t, ctx, `document.documentElement.scrollWidth`, false); w > int(size.w)+2 {
+			t.Errorf("%s: the page is %d px wide in a %d px viewport", size.name, w, size.w)
+		}
+		screenshot(t, ctx, fmt.Sprintf("intervene-%s", size.name))
+		click(t, ctx, `[data-testid="edit-clear"]`)
+		do(t, ctx, chromedp.WaitNotPresent(chromedp.CSS(`[data-testid="edit-effect"]`)))
+		if url := attr(t, ctx, "#state", "data-url"); url == "" || strings.Contains(url, "ablate") {
+			t.Errorf("%s: after restoring, the link is %q", size.name, url)
+		}
+	}
+}

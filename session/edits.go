@@ -1,0 +1,94 @@
+package session
+
+import (
+	"context"
+	"slices"
+
+	"stepthrough/engine/intervene"
+	"stepthrough/engine/spec"
+)
+
+// Interventions in the Explorer (spec.Run.Ablate): every pass of the run
+// computes with the edits; beside it a baseline session, on the same
+// model, reads the same tokens without them, so the view shows each next-
+// token distribution before and after.
+
+// toggleEdit switches one written edit ("L1H2", "L3mlp") in or out of the
+// run's interventions (clear: all out) and reruns to the same view with
+// the same seed.
+func (s *Session) toggleEdit(ctx context.Context, get spec.Getter) error {
+	if len(s.cur.Steps) == 0 {
+		return errorf("run a prompt first")
+	}
+	r := s.spec()
+	set, err := r.Edits()
+	if err != nil {
+		return err
+	}
+	if set == nil {
+		set = &intervene.Set{}
+	}
+	if v, ok := get("clear"); ok && v != "" {
+		set.Edits = nil
+	} else {
+		v, _ := get("toggle")
+		one, err := intervene.Parse(v)
+		if err != nil || len(one.Edits) != 1 {
+			return &spec.Error{Param: "toggle", Value: v, Allowed: "one head, unit or sublayer, written L1H2, L2U7, L1attn or L2mlp"}
+		}
+		e := one.Edits[0]
+		if i := slices.IndexFunc(set.Edits, func(x intervene.Edit) bool { return sameSite(x, e) }); i >= 0 {
+			set.Edits = slices.Delete(set.Edits, i, i+1)
+		} else {
+			set.Edits = append(set.Edits, e)
+		}
+	}
+	r.Ablate = set.String()
+	if err := r.Validate(); err != nil {
+		return err
+	}
+	return s.open(ctx, r)
+}
+
+// sameSite reports whether two edits touch the same site.
+func sameSite(a, b intervene.Edit) bool {
+	return a.Layer == b.Layer && a.Site == b.Site && a.Index == b.Index && a.Pos == b.Pos
+}
+
+// baseline is token step step's next-token logits without the run's
+// edits (nil for a run without edits): the baseline session reads the
+// same tokens as that step had read, once per step viewed.
+func (s *Session) baseline(ctx context.Context, step int) ([]float32, error) {
+	if s.edits == nil || s.es == nil || step < 0 || step >= len(s.cur.Steps) {
+		return nil, nil
+	}
+	if s.base != nil && s.baseStep == step {
+		return s.base, nil
+	}
+	if s.bes == nil || s.besKey != s.esKey {
+		bes, err := s.lm.NewSession(0)
+		if err != nil {
+			return nil, err
+		}
+		s.closeBaseline()
+		s.bes, s.besKey = bes, s.esKey
+	}
+	n := len(s.Prompt) // the positions token step step's pass had read, its own included
+	for j := range step {
+		n += 1 + len(s.Inserts[j])
+	}
+	s.bes.Reset()
+	logits, err := s.bes.Eval(ctx, s.Written(-1)[:n])
+	if err != nil {
+		return nil, err
+	}
+	s.base, s.baseStep = slices.Clone(logits), step
+	return s.base, nil
+}
+
+func (s *Session) closeBaseline() {
+	if s.bes != nil {
+		s.bes.Close()
+		s.bes = nil
+	}
+}
