@@ -23,6 +23,7 @@ func TestPageSnapshots(t *testing.T) {
 		{"lessons", "/lessons"},
 		{"lesson", "/lessons/tokens"},
 		{"compare", "/compare?prompt=Lily+saw+a+big&n=8&lane=greedy&lane=temperature%3D0.8,seed%3D1"},
+		{"compare-ablated", "/compare?prompt=Lily+saw+a+big&n=8&lane=greedy&lane=greedy,ablate%3DL1mlp%3BL2mlp"},
 		{"families", "/families"},
 		{"memory", "/memory"},
 		{"quantization", "/quantization"},

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"stepthrough/engine"
+	"stepthrough/engine/intervene"
 	"stepthrough/engine/sample"
 	"stepthrough/engine/spec"
 )
@@ -28,6 +29,11 @@ type Strategy struct {
 	// model proposes K tokens a round, the lane's model verifies them.
 	Draft string `json:"draft,omitempty"`
 	K     int    `json:"k,omitempty"`
+	// Ablate is the lane's interventions, written ("L4H5;L2mlp"): the
+	// lane reads the prompt and generates with them (its own prefill, so
+	// a broken model runs beside the intact one).
+	Ablate string         `json:"ablate,omitempty"`
+	edits  *intervene.Set // Ablate, read
 }
 
 // ParseLane reads a lane: "greedy"; "beam=4[,length-penalty=1]";
@@ -92,6 +98,13 @@ func ParseLane(laneText string, sharedSeed *uint64) (Strategy, error) {
 			if s.K, err = integer(); err == nil && (s.K < 1 || s.K > spec.MaxDraftK) {
 				err = fmt.Errorf("lane %q: k %d: choose 1 to %d", laneText, s.K, spec.MaxDraftK)
 			}
+		case "ablate":
+			set, perr := intervene.Parse(v)
+			if perr != nil {
+				err = fmt.Errorf("lane %q: %w", laneText, perr)
+			} else if len(set.Edits) > 0 {
+				s.edits, s.Ablate = set, set.String()
+			}
 		case "force":
 			for _, t := range strings.Split(v, ">") {
 				id, perr := strconv.ParseInt(t, 10, 32)
@@ -119,6 +132,9 @@ func ParseLane(laneText string, sharedSeed *uint64) (Strategy, error) {
 	}
 	if s.K != 0 && s.Draft == "" {
 		return s, fmt.Errorf("lane %q: k is the draft's: add spec=DRAFT", laneText)
+	}
+	if s.edits != nil && (s.Kind == "beam" || s.Draft != "") {
+		return s, fmt.Errorf("lane %q: an ablated lane samples or is greedy (no beams, no draft)", laneText)
 	}
 	if s.Draft != "" && (s.Kind == "beam" || len(s.Force) > 0) {
 		return s, fmt.Errorf("lane %q: a speculative lane cannot search beams or force tokens", laneText)
@@ -268,7 +284,7 @@ func Run(ctx context.Context, lm *engine.Loaded, prompt []int32, lanes []Strateg
 		if st.Kind == "speculative" {
 			lane, copyMS, err = specLane(ctx, base, st, prompt, first, opt)
 		} else {
-			lane, copyMS, err = runLane(ctx, base, st, prompt, first, opt.N, eog)
+			lane, copyMS, err = runLane(ctx, lm, base, st, prompt, first, opt.N, eog)
 		}
 		if err != nil {
 			return nil, err
@@ -285,13 +301,18 @@ func Run(ctx context.Context, lm *engine.Loaded, prompt []int32, lanes []Strateg
 	return res, nil
 }
 
-func runLane(ctx context.Context, base *engine.Session, st Strategy, prompt []int32, first []float32, n int, eog func(int32) bool) (lane Lane, copyMS float64, err error) {
+func runLane(ctx context.Context, lm *engine.Loaded, base *engine.Session, st Strategy, prompt []int32, first []float32, n int, eog func(int32) bool) (lane Lane, copyMS float64, err error) {
 	lane = Lane{Strategy: st}
 	if st.Kind == "beam" {
 		return beamLane(ctx, base, st, first, n, eog)
 	}
-	r, copyMS, err := fork(base)
-	if err != nil {
+	var r *engine.Session
+	if st.edits != nil { // the edits change the prompt's pass too: a prefill of its own
+		ctx = intervene.With(ctx, st.edits)
+		if r, first, err = prefill(ctx, lm, prompt, base.Capacity()); err != nil {
+			return lane, 0, err
+		}
+	} else if r, copyMS, err = fork(base); err != nil {
 		return lane, 0, err
 	}
 	defer r.Close()
@@ -330,6 +351,21 @@ func runLane(ctx context.Context, base *engine.Session, st Strategy, prompt []in
 		}})
 	lane.ended = finish == engine.FinishEOS
 	return lane, copyMS, err
+}
+
+// prefill reads prompt in a new session of lm (ctx's edits applied) and
+// returns it with the prompt's last logits.
+func prefill(ctx context.Context, lm *engine.Loaded, prompt []int32, capacity int) (*engine.Session, []float32, error) {
+	r, err := lm.NewSession(capacity)
+	if err != nil {
+		return nil, nil, err
+	}
+	logits, err := r.Eval(ctx, prompt)
+	if err != nil {
+		r.Close()
+		return nil, nil, fmt.Errorf("lane: %w", err)
+	}
+	return r, slices.Clone(logits), nil
 }
 
 // fork copies the shared prefill's session for a lane, timing the copy.

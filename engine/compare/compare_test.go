@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"stepthrough/engine"
+	"stepthrough/engine/intervene"
 	"stepthrough/engine/model"
 	"stepthrough/engine/reftest"
 	"stepthrough/engine/sample"
@@ -197,6 +198,43 @@ func TestLanesOnVulkan(t *testing.T) {
 			if d := math.Abs(g.Steps[j].LogProb - c.Steps[j].LogProb); d > 1e-3 {
 				t.Errorf("lane %s step %d: log-prob differs by %g", specs[i].Spec, j, d)
 			}
+		}
+	}
+}
+
+// An ablated lane runs the model with its edits from the prompt on: its
+// tokens are a greedy generation of the edited model, beside the intact
+// greedy lane; bad or unsupported ablations are refused.
+func TestAblatedLane(t *testing.T) {
+	m := stories(t)
+	lm := load(t, m, "cpu")
+	prompt := m.Tokenizer.EncodeIDs("Once upon a time", true)
+	res, err := Run(context.Background(), lm, prompt, lanes(t, "greedy", "greedy,ablate=L1mlp;L2mlp"), Options{N: 12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := lm.NewSession(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	set, _ := intervene.Parse("L1mlp;L2mlp")
+	var want []int32
+	if err := s.Greedy(intervene.With(context.Background(), set), prompt, 12, func(id int32) error { want = append(want, id); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Lanes[1].Tokens; !slices.Equal(got, want) {
+		t.Errorf("ablated lane %v, the edited model's greedy tokens %v", got, want)
+	}
+	if slices.Equal(res.Lanes[0].Tokens, res.Lanes[1].Tokens) {
+		t.Error("switching layer 2's MLP off changed nothing in 12 tokens")
+	}
+	if res.Lanes[1].Strategy.Ablate != "L1mlp;L2mlp" {
+		t.Errorf("lane ablate %q", res.Lanes[1].Strategy.Ablate)
+	}
+	for _, bad := range []string{"greedy,ablate=L0H1", "beam=2,ablate=L1H1", "spec=self:1,ablate=L1H1"} {
+		if _, err := ParseLane(bad, nil); err == nil {
+			t.Errorf("%s accepted", bad)
 		}
 	}
 }
