@@ -16,6 +16,7 @@ import (
 
 	"stepthrough/engine"
 	"stepthrough/engine/hooks"
+	"stepthrough/engine/intervene"
 	"stepthrough/engine/model"
 	"stepthrough/engine/quant"
 	"stepthrough/engine/sample"
@@ -64,10 +65,12 @@ func runTokenize(ctx context.Context, env Env, args []string) error {
 }
 
 func runLogits(ctx context.Context, env Env, args []string) error {
-	fs := newFlags(env, "logits", "--model PATH --prompt TEXT --out FILE")
+	fs := newFlags(env, "logits", "--model PATH --prompt TEXT (--out FILE | --lens) [--ablate L4H5]")
 	path := fs.String("model", "", "GGUF model `file`")
 	prompt := fs.String("prompt", "", "prompt text (BOS added when the model asks for it)")
 	out := fs.String("out", "", "output `file`: little-endian float32 [prompt tokens][vocab]")
+	lens := fs.Bool("lens", false, "print the logit lens as JSON: every layer's top tokens at every position, and the final prediction's rank there (on the CPU)")
+	ablate := ablateFlag(fs)
 	threads := fs.Int("t", 0, "CPU threads (0: one per core)")
 	backend := backendFlag(fs)
 	if err := parse(fs, args); err != nil {
@@ -76,8 +79,10 @@ func runLogits(ctx context.Context, env Env, args []string) error {
 	if err := required("model", *path); err != nil {
 		return err
 	}
-	if err := required("out", *out); err != nil {
-		return err
+	if !*lens {
+		if err := required("out", *out); err != nil {
+			return err
+		}
 	}
 	m, err := model.Load(*path)
 	if err != nil {
@@ -88,14 +93,32 @@ func runLogits(ctx context.Context, env Env, args []string) error {
 	if len(ids) == 0 {
 		return fmt.Errorf("the prompt has no tokens")
 	}
+	edits, err := readEdits(*ablate, backend, m)
+	if err != nil {
+		return err
+	}
+	if *lens && *backend == "auto" {
+		*backend = "cpu" // the lens is the CPU's hook
+	}
 	s, err := newSession(env, m, engine.Options{Threads: *threads, Context: len(ids), Backend: *backend})
 	if err != nil {
 		return err
 	}
 	defer s.Close()
+	ctx = intervene.With(ctx, edits)
+	var lh lensHook
+	if *lens {
+		ctx = hooks.WithHooks(ctx, lh.hooks())
+	}
 	logits, err := s.EvalAll(ctx, ids)
 	if err != nil {
 		return err
+	}
+	if *lens {
+		if len(lh.rows) == 0 {
+			return fmt.Errorf("--lens: the %s backend computes no lens: use --backend cpu", s.Backend().Name)
+		}
+		return lh.write(env.Stdout, m, ids, edits.String())
 	}
 	buf := make([]byte, 4*len(logits))
 	for i, v := range logits {
@@ -168,6 +191,7 @@ func runGenerate(ctx context.Context, env Env, args []string) error {
 	threads := fs.Int("t", 0, "CPU threads (0: one per core)")
 	tracePath := fs.String("trace", "", "write a trace of every step to this `file` as JSON lines")
 	draftPath := fs.String("draft", "", "speculative decoding with this draft model `file` (same tokenizer), or self:N (the model's own first N layers): acceptance statistics on stderr")
+	ablate := ablateFlag(fs)
 	draftK := fs.Int("draft-k", 4, "tokens the draft proposes per round (1 to 16)")
 	adaptive := fs.Bool("draft-adaptive", false, "grow k after a round that kept every proposal, shrink it after one that kept fewer than half")
 	backend := backendFlag(fs)
@@ -197,11 +221,19 @@ func runGenerate(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	defer m.Close()
+	edits, err := readEdits(*ablate, backend, m)
+	if err != nil {
+		return err
+	}
+	if edits != nil && *draftPath != "" {
+		return usageError{fmt.Errorf("--ablate runs without a draft: choose one")}
+	}
 	s, err := newSession(env, m, engine.Options{Threads: *threads, Backend: *backend})
 	if err != nil {
 		return err
 	}
 	defer s.Close()
+	ctx = intervene.With(ctx, edits)
 	var traceErr error
 	if *tracePath != "" {
 		f, err := os.Create(*tracePath)

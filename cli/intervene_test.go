@@ -1,0 +1,62 @@
+package cli
+
+import (
+	"encoding/json"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// logits --lens writes every layer's prediction at every position (the
+// last layer's is the model's, so the final prediction ranks first
+// there); --ablate changes what the layers predict; generate --ablate
+// generates with the edits; edits outside the model are refused.
+func TestLensAndAblateCommands(t *testing.T) {
+	m := stories(t)
+	lens := func(args ...string) LensOut {
+		t.Helper()
+		out, errOut, code := run(t, append([]string{"logits", "--model", m, "--prompt", "Once upon a time", "--lens"}, args...)...)
+		if code != 0 {
+			t.Fatalf("logits --lens %v: %s", args, errOut)
+		}
+		var l LensOut
+		if err := json.Unmarshal([]byte(out), &l); err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	plain := lens()
+	if len(plain.Layers) < 2 || len(plain.Tokens) != 5 {
+		t.Fatalf("%d layers, %d tokens", len(plain.Layers), len(plain.Tokens))
+	}
+	for l, L := range plain.Layers {
+		if L.Layer != l+1 || len(L.Positions) != len(plain.Tokens) {
+			t.Fatalf("layer %d: %d positions", L.Layer, len(L.Positions))
+		}
+	}
+	for p, pos := range plain.Layers[len(plain.Layers)-1].Positions {
+		if pos.FinalRank != 1 || len(pos.Top) != lensTop {
+			t.Errorf("last layer, position %d: final rank %d, %d tokens", p+1, pos.FinalRank, len(pos.Top))
+		}
+	}
+	// the last layer's lens is the logits: its top token is greedy's next
+	out, _, _ := run(t, "generate", "--model", m, "--prompt", "Once upon a time", "-n", "1", "--ids", "--temperature", "0")
+	if last := plain.Layers[len(plain.Layers)-1].Positions[4].Top[0].ID; strings.TrimSpace(out) != strconv.Itoa(int(last)) {
+		t.Errorf("the last layer's top token %d, greedy's %s", last, out)
+	}
+	ablated := lens("--ablate", "L1mlp")
+	if ablated.Ablate != "L1mlp" || slices.EqualFunc(plain.Layers[0].Positions, ablated.Layers[0].Positions, func(a, b LensPos) bool { return a.Top[0] == b.Top[0] }) {
+		t.Errorf("switching layer 1's MLP off left layer 1's lens as it was")
+	}
+	plainGen, _, _ := run(t, "generate", "--model", m, "--prompt", "Once upon a time", "-n", "8", "--ids", "--temperature", "0")
+	editGen, errOut, code := run(t, "generate", "--model", m, "--prompt", "Once upon a time", "-n", "8", "--ids", "--temperature", "0", "--ablate", "L1mlp;L2mlp")
+	if code != 0 || editGen == plainGen {
+		t.Errorf("generate --ablate: %q (exit %d, %s), plain %q", editGen, code, errOut, plainGen)
+	}
+	for _, bad := range [][]string{{"--ablate", "L99H1"}, {"--ablate", "H1"}, {"--ablate", "L1H1", "--backend", "vulkan"}} {
+		if _, errOut, code := run(t, append([]string{"logits", "--model", m, "--prompt", "x", "--lens"}, bad...)...); code != 2 || !strings.Contains(errOut, "intervention") {
+			t.Errorf("%v: exit %d, %q", bad, code, errOut)
+		}
+	}
+}
