@@ -82,3 +82,43 @@ func inWords(e intervene.Edit) string {
 	}
 	return what + " switched off"
 }
+
+// lensCols is how many positions, the last ones, the lens grid shows.
+const lensCols = 8
+
+// lensGrid builds the logit-lens grid of step st from its recorded
+// lenses (nil when the run recorded none).
+func (s *snap) lensGrid(st *trace.Step) *views.LensGrid {
+	if len(st.Layers) == 0 || st.Layers[len(st.Layers)-1].Lens == nil {
+		return nil
+	}
+	last := st.Layers[len(st.Layers)-1].Lens
+	labels := s.pieces(st)
+	cols := min(lensCols, len(last.Top))
+	first := len(last.Top) - cols // the kept rows are the pass's last ones
+	g := &views.LensGrid{}
+	for c := range cols {
+		if p := st.Pos0 + st.N - cols + c; p >= 0 && p < len(labels) {
+			g.Positions = append(g.Positions, labels[p])
+		}
+	}
+	final := last.Top[len(last.Top)-1][0].ID
+	g.Final = s.piece(final)
+	for _, L := range st.Layers {
+		if L.Lens == nil || len(L.Lens.Top) != len(last.Top) {
+			return nil
+		}
+		row := views.LensRow{Layer: L.Index + 1, FinalRank: 1}
+		for c := range cols {
+			top := L.Lens.Top[first+c][0]
+			row.Cells = append(row.Cells, views.LensCell{Piece: s.piece(top.ID), P: float64(top.P), Final: top.ID == last.Top[first+c][0].ID})
+		}
+		for _, v := range L.Lens.Last {
+			if v > L.Lens.Last[final] {
+				row.FinalRank++
+			}
+		}
+		g.Rows = append(g.Rows, row)
+	}
+	return g
+}

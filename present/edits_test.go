@@ -3,6 +3,8 @@ package present
 import (
 	"context"
 	"math"
+	"slices"
+	"strconv"
 	"testing"
 
 	"stepthrough/engine/registry/registrytest"
@@ -74,5 +76,52 @@ func TestInterveneFromThePanel(t *testing.T) {
 	}
 	if err := se.Act(ctx, "ablate", getter(map[string]string{"toggle": "L9H1"})); err == nil {
 		t.Error("a head of layer 9 of a smaller model switched off")
+	}
+}
+
+// The logits panel shows the logit lens of the lesson model: one row per
+// layer, the last layer's cells the model's own predictions, the final
+// prediction ranked first at the last layer; with a layer's MLP switched
+// off the lens shows it too (the rows change).
+func TestLensGrid(t *testing.T) {
+	reg := registrytest.Lesson(t)
+	ctx := context.Background()
+	se := session.New("lens", "", reg)
+	defer se.Close()
+	r := run("The capital of France is")
+	r.Sampler.Temperature = 0
+	r.View.StageName, r.View.Layer = "logits", -1
+	if err := se.Open(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	p, ok := Explorer(se).Panel.(*views.LogitsPanel)
+	if !ok || p.Lens == nil {
+		t.Fatalf("logits panel %T without a lens", Explorer(se).Panel)
+	}
+	g := p.Lens
+	sn := se.Snapshot()
+	if len(g.Rows) != sn.Model.Config.Layers || len(g.Positions) != lensCols {
+		t.Fatalf("%d rows, %d columns", len(g.Rows), len(g.Positions))
+	}
+	last := g.Rows[len(g.Rows)-1]
+	if last.FinalRank != 1 {
+		t.Errorf("the final prediction ranks %d at the last layer", last.FinalRank)
+	}
+	for c, cell := range last.Cells {
+		if !cell.Final {
+			t.Errorf("column %d: the last layer's %s is not the model's prediction", c, cell.Piece)
+		}
+	}
+	logits := sn.Cursor.Steps[0].Logits.Logits
+	if want := strconv.Quote(sn.Model.Tokenizer.Display(sample.TopN(logits, 1)[0])); last.Cells[len(last.Cells)-1].Piece != want || g.Final != want {
+		t.Errorf("the last cell %s, final %s; the logits' top %s", last.Cells[len(last.Cells)-1].Piece, g.Final, want)
+	}
+	r.Ablate = "L1mlp"
+	if err := se.Open(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	q := Explorer(se).Panel.(*views.LogitsPanel).Lens
+	if q == nil || slices.EqualFunc(q.Rows[0].Cells, g.Rows[0].Cells, func(a, b views.LensCell) bool { return a == b }) {
+		t.Error("switching layer 1's MLP off left layer 1's lens as it was")
 	}
 }

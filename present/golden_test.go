@@ -45,8 +45,13 @@ func TestPanelSnapshots(t *testing.T) {
 			}
 			if k := e.Current.Name; !seen[k] && e.Panel != nil {
 				seen[k] = true
+				panel := e.Panel
+				if l, ok := panel.(*views.LogitsPanel); ok { // the lens's early layers predict near-ties: TestLensGrid checks it
+					c := *l
+					c.Lens, panel = nil, &c
+				}
 				t.Run(k, func(t *testing.T) {
-					htmltest.Golden(t, "panels/"+k, outline(t, e.Panel.Component()))
+					htmltest.Golden(t, "panels/"+k, outline(t, panel.Component()))
 					if k == "attention" {
 						htmltest.Golden(t, "panels/model-map", outline(t, views.ModelMapView(e.Map)))
 					}

@@ -296,6 +296,7 @@ func (s *snap) logitsPanel(st *trace.Step, _ trace.Stage) views.Panel {
 	if n < len(idx) {
 		p.RestMin, p.RestMax = lo, float64(l[idx[n]])
 	}
+	p.Lens = s.lensGrid(st)
 	return p
 }
 

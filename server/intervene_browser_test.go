@@ -50,5 +50,15 @@ func TestInterveneInBrowser(t *testing.T) {
 		if url := attr(t, ctx, "#state", "data-url"); url == "" || strings.Contains(url, "ablate") {
 			t.Errorf("%s: after restoring, the link is %q", size.name, url)
 		}
+		// the logit lens: a row per layer at the logits stage
+		do(t, ctx, chromedp.Navigate(base+"/?prompt=The+capital+of+France+is&temperature=0&backend=cpu&token=1&stage=logits"),
+			chromedp.WaitVisible(chromedp.CSS(`[data-testid="lens"]`)))
+		if n := eval[int](t, ctx, `document.querySelectorAll('[data-testid="lens-row"]').length`, false); n != 4 {
+			t.Errorf("%s: %d lens rows, want the lesson model's 4 layers", size.name, n)
+		}
+		if w := eval[int](t, ctx, `document.documentElement.scrollWidth`, false); w > int(size.w)+2 {
+			t.Errorf("%s: with the lens the page is %d px wide in a %d px viewport", size.name, w, size.w)
+		}
+		screenshot(t, ctx, fmt.Sprintf("lens-%s", size.name))
 	}
 }

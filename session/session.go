@@ -258,7 +258,7 @@ func (s *Session) start(ctx context.Context, r spec.Run) error {
 		s.close()
 		s.es, s.esKey, s.m, s.lm = es, key, lm.Model, lm
 	}
-	rec := trace.NewRecorder(recording)
+	rec := trace.NewRecorder(recordingFor(lm.Model.Config))
 	hctx := hooks.WithHooks(intervene.With(ctx, edits), rec.Hooks())
 	calcID := int32(-1)
 	if r.Tools == "calc" {
@@ -315,6 +315,21 @@ func (s *Session) start(ctx context.Context, r spec.Run) error {
 
 // recording is what the Explorer's trace keeps of every pass.
 var recording = trace.Options{Attention: true, QKV: true, MLP: true, LastPositions: 64, Candidates: 50, Removed: 30}
+
+// lensBudget bounds the models whose logit lens the Explorer records:
+// vocabulary × width × layers multiply-adds per position of a pass (the
+// lesson models are a few million; a 0.5B model's are billions).
+const lensBudget = 64 << 20
+
+// recordingFor is what the trace keeps of a model's passes: recording,
+// with the logit lens for a model small enough.
+func recordingFor(c *model.Config) trace.Options {
+	o := recording
+	if int64(c.Vocab)*int64(c.Embd)*int64(c.Layers) <= lensBudget {
+		o.Lens = 3
+	}
+	return o
+}
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 

@@ -245,6 +245,30 @@ type LogitsPanel struct {
 	RestMin float64
 	RestMax float64
 	Vocab   int
+	Lens    *LensGrid // what each layer would predict (nil: not recorded for this model)
+}
+
+// LensGrid is the logit lens: for each layer (rows, first to last) and
+// position (columns), the token the model would predict if it ended
+// after that layer, and where the final prediction ranks.
+type LensGrid struct {
+	Positions []string  // the position's token, as columns
+	Rows      []LensRow // one per layer
+	Final     string    // the final prediction at the last position
+}
+
+// LensRow is one layer's lens.
+type LensRow struct {
+	Layer     int // from 1
+	Cells     []LensCell
+	FinalRank int // the final prediction's rank at the last position, from 1
+}
+
+// LensCell is one layer's likeliest token at one position.
+type LensCell struct {
+	Piece string
+	P     float64 // its probability (T = 1)
+	Final bool    // it is the model's final prediction there
 }
 
 // SoftmaxPanel is probabilities at a temperature, before any sampler step,

@@ -26,6 +26,10 @@ type Options struct {
 	// Candidates caps the candidates kept per sampler step and draw, and
 	// Removed the removed tokens listed per step (counts are always exact).
 	Candidates, Removed int
+	// Lens keeps the logit lens: this many likeliest tokens per layer and
+	// kept position, and the last position's whole row per layer (0: no
+	// lens, and the backend computes none).
+	Lens int
 }
 
 // Full keeps everything, with 64 candidates and removed tokens per step.
@@ -120,6 +124,16 @@ type Layer struct {
 	// NewK and NewV are the rows appended to the cache (with QKV).
 	NewK []Vec `json:"new_k,omitempty"`
 	NewV []Vec `json:"new_v,omitempty"`
+	// Lens is what the model would predict if it ended after this layer
+	// (with Options.Lens).
+	Lens *Lens `json:"lens,omitempty"`
+}
+
+// Lens is one layer's logit lens: the final norm and output matrix
+// applied to its residual stream.
+type Lens struct {
+	Top  [][]Candidate `json:"top"`  // per kept position, the likeliest tokens (p at T = 1)
+	Last Vec           `json:"last"` // the last position's logits
 }
 
 // Attention: per kept position t and head h, Scores[t][h] and
@@ -268,6 +282,33 @@ func (r *Recorder) layer(l int) *Layer {
 
 // Hooks returns the hooks that feed this recorder.
 func (r *Recorder) Hooks() *hooks.Hooks {
+	h := r.hooks()
+	if r.opt.Lens > 0 { // the lens costs a vocabulary-wide product per layer: asked for only
+		h.OnLens = r.lens
+	}
+	return h
+}
+
+// lens records one layer's logit lens.
+func (r *Recorder) lens(e hooks.Lens) {
+	if !r.keepLayer(e.Layer) {
+		return
+	}
+	k := r.kept(e.N)
+	L := &Lens{Last: vec(e.Logits[(e.N-1)*e.Vocab : e.N*e.Vocab])}
+	for t := k; t < e.N; t++ {
+		row := e.Logits[t*e.Vocab : (t+1)*e.Vocab]
+		probs := sample.Probabilities(row, 1)
+		var top []Candidate
+		for _, id := range sample.TopN(probs, r.opt.Lens) {
+			top = append(top, Candidate{ID: id, Logit: row[id], P: probs[id]})
+		}
+		L.Top = append(L.Top, top)
+	}
+	r.layer(e.Layer).Lens = L
+}
+
+func (r *Recorder) hooks() *hooks.Hooks {
 	return &hooks.Hooks{
 		OnTokenize: func(e hooks.Tokenize) {
 			t := &Tokenize{Text: e.Text, AddedBOS: e.AddedBOS}
