@@ -25,6 +25,8 @@ func TestPageSnapshots(t *testing.T) {
 		{"compare", "/compare?prompt=Lily+saw+a+big&n=8&lane=greedy&lane=temperature%3D0.8,seed%3D1"},
 		{"compare-ablated", "/compare?prompt=Lily+saw+a+big&n=8&lane=greedy&lane=greedy,ablate%3DL1mlp%3BL2mlp"},
 		{"families", "/families"},
+		{"patching", "/patching"},
+		{"patching-error", "/patching?clean=The+capital+of+France+is&corrupt=The+capital+of+Spain+is"},
 		{"memory", "/memory"},
 		{"quantization", "/quantization"},
 		{"requests", "/requests"},

@@ -60,5 +60,14 @@ func TestInterveneInBrowser(t *testing.T) {
 			t.Errorf("%s: with the lens the page is %d px wide in a %d px viewport", size.name, w, size.w)
 		}
 		screenshot(t, ctx, fmt.Sprintf("lens-%s", size.name))
+		// activation patching: the grid of layers × positions
+		do(t, ctx, chromedp.Navigate(base+"/patching"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="patch-grid"]`)))
+		if n := eval[int](t, ctx, `document.querySelectorAll('[data-testid="patch-row"]').length`, false); n != 4 {
+			t.Errorf("%s: %d patching rows, want 4 layers", size.name, n)
+		}
+		if w := eval[int](t, ctx, `document.documentElement.scrollWidth`, false); w > int(size.w)+2 {
+			t.Errorf("%s: the patching page is %d px wide in a %d px viewport", size.name, w, size.w)
+		}
+		screenshot(t, ctx, fmt.Sprintf("patching-%s", size.name))
 	}
 }

@@ -175,6 +175,7 @@ func New(cfg Config) (*Server, error) {
 	e.GET("/agent", s.agentPage)
 	e.GET("/quantization", s.quantPage)
 	e.GET("/families", s.familiesPage)
+	e.GET("/patching", s.patchingPage)
 	e.GET("/memory", s.memoryPage)
 	s.servingRoutes(e)
 	s.started = time.Now()

@@ -1,0 +1,94 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"stepthrough/engine/hooks"
+	"stepthrough/engine/intervene"
+)
+
+// MaxPatchPasses bounds activation patching's forward passes (one per
+// layer and position).
+const MaxPatchPasses = 4096
+
+// Patching is activation patching over the residual stream. A clean and
+// a corrupted prompt of the same length make the model answer
+// differently; for each layer and position the corrupted prompt runs
+// again with that one vector of the residual stream taken from the clean
+// run, and Restored says how much of the clean answer's lead that brings
+// back: 0 none, 1 all of it.
+type Patching struct {
+	Good, Bad              int32       // the clean and the corrupted run's likeliest next tokens
+	CleanDiff, CorruptDiff float64     // logit[Good] − logit[Bad] in each run
+	Restored               [][]float64 // [layer][position]: (patched − corrupted diff) / (clean − corrupted diff)
+}
+
+// Patch runs activation patching with the model l (a backend that applies
+// interventions: the CPU).
+func (l *Loaded) Patch(ctx context.Context, clean, corrupt []int32) (*Patching, error) {
+	c := l.Model.Config
+	n := len(clean)
+	switch {
+	case n == 0 || len(corrupt) != n:
+		return nil, fmt.Errorf("patching: the clean prompt is %d tokens and the corrupted one %d: they must be as long, and not empty", n, len(corrupt))
+	case c.Layers*n > MaxPatchPasses:
+		return nil, fmt.Errorf("patching: %d layers × %d positions is %d passes; the limit is %d", c.Layers, n, c.Layers*n, MaxPatchPasses)
+	}
+	s, err := l.NewSession(n)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	resid := make([][][]float32, c.Layers) // the clean run's residual stream after each layer, [layer][position]
+	for i := range resid {
+		resid[i] = make([][]float32, n)
+	}
+	watch := &hooks.Hooks{OnResidual: func(e hooks.Residual) {
+		if e.After != "mlp" {
+			return
+		}
+		for t := range e.N {
+			resid[e.Layer][e.Pos0+t] = slices.Clone(e.X[t*c.Embd : (t+1)*c.Embd])
+		}
+	}}
+	cleanLogits, err := evalFresh(hooks.WithHooks(ctx, watch), s, clean)
+	if err != nil {
+		return nil, err
+	}
+	corruptLogits, err := evalFresh(ctx, s, corrupt)
+	if err != nil {
+		return nil, err
+	}
+	p := &Patching{Good: Argmax(cleanLogits), Bad: Argmax(corruptLogits)}
+	if p.Good == p.Bad {
+		return nil, fmt.Errorf("patching: both prompts' likeliest next token is %q: choose prompts the model answers differently", l.Model.Tokenizer.Display(p.Good))
+	}
+	diff := func(x []float32) float64 { return float64(x[p.Good]) - float64(x[p.Bad]) }
+	p.CleanDiff, p.CorruptDiff = diff(cleanLogits), diff(corruptLogits)
+	for layer := range c.Layers {
+		row := make([]float64, n)
+		for pos := range n {
+			set := &intervene.Set{Edits: []intervene.Edit{{Layer: layer, Site: intervene.Resid, Pos: pos, Op: intervene.Replace, Vector: resid[layer][pos]}}}
+			x, err := evalFresh(intervene.With(ctx, set), s, corrupt)
+			if err != nil {
+				return nil, err
+			}
+			row[pos] = (diff(x) - p.CorruptDiff) / (p.CleanDiff - p.CorruptDiff)
+		}
+		p.Restored = append(p.Restored, row)
+	}
+	return p, nil
+}
+
+// evalFresh reads ids from an empty cache and returns a copy of the last
+// position's logits.
+func evalFresh(ctx context.Context, s *Session, ids []int32) ([]float32, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.Reset()
+	x, err := s.Eval(ctx, ids)
+	return slices.Clone(x), err
+}

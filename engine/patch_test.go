@@ -1,0 +1,64 @@
+package engine_test
+
+import (
+	"context"
+	"math"
+	"strings"
+	"testing"
+
+	"stepthrough/engine"
+)
+
+// Activation patching on the lesson model, France against Japan: patching
+// the last layer's residual at the last position restores all of the
+// clean answer's lead (it is what the logits are made from), at any other
+// position nothing (nothing after the last layer reads it); the patched
+// passes are the engine's own, so the corrupted and clean runs' figures
+// are its logits. Prompts of other lengths, or that agree, are refused.
+func TestPatch(t *testing.T) {
+	m := lessonModel()
+	defer m.Close()
+	l, err := engine.Load(m, engine.Options{Backend: "cpu", Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ctx := context.Background()
+	clean := m.Tokenizer.EncodeIDs("The capital of France is", true)
+	corrupt := m.Tokenizer.EncodeIDs("The capital of Japan is", true)
+	p, err := l.Patch(ctx, clean, corrupt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Restored) != m.Config.Layers || len(p.Restored[0]) != len(clean) {
+		t.Fatalf("a %d × %d grid", len(p.Restored), len(p.Restored[0]))
+	}
+	if got := m.Tokenizer.Display(p.Good) + "/" + m.Tokenizer.Display(p.Bad); got != " Par/ T" {
+		t.Errorf("answers %q", got)
+	}
+	if !(p.CleanDiff > 0 && p.CorruptDiff < 0) {
+		t.Errorf("lead of the clean answer: %g clean, %g corrupted", p.CleanDiff, p.CorruptDiff)
+	}
+	last := p.Restored[m.Config.Layers-1]
+	for pos, r := range last {
+		want := 0.0
+		if pos == len(clean)-1 {
+			want = 1
+		}
+		if math.Abs(r-want) > 1e-6 {
+			t.Errorf("last layer, position %d: restored %g, want %g", pos+1, r, want)
+		}
+	}
+	// the first position (BOS) is the same in both prompts: patching it restores nothing
+	for layer, row := range p.Restored {
+		if math.Abs(row[0]) > 1e-6 {
+			t.Errorf("layer %d, the shared first position: restored %g", layer+1, row[0])
+		}
+	}
+	for _, bad := range [][2]string{{"The capital of France is", "The capital of Spain is"}, {"The capital of France is", "The capital of France is"}} {
+		_, err := l.Patch(ctx, m.Tokenizer.EncodeIDs(bad[0], true), m.Tokenizer.EncodeIDs(bad[1], true))
+		if err == nil || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%q vs %q: %v", bad[0], bad[1], err)
+		}
+	}
+}

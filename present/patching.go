@@ -1,0 +1,26 @@
+package present
+
+import (
+	"strconv"
+
+	"stepthrough/engine"
+	"stepthrough/engine/tokenizer"
+	"stepthrough/views"
+)
+
+// Patching is activation patching's grid for the page: each position's
+// token in both prompts, and each layer's share of the clean lead
+// restored.
+func Patching(tk *tokenizer.Tokenizer, p *engine.Patching, clean, corrupt []int32) *views.PatchView {
+	q := func(id int32) string { return strconv.Quote(tk.Display(id)) }
+	v := &views.PatchView{Good: q(p.Good), Bad: q(p.Bad), CleanDiff: p.CleanDiff, CorruptDiff: p.CorruptDiff}
+	for i := range clean {
+		v.Positions = append(v.Positions, views.PatchPos{Clean: q(clean[i]), Corrupt: q(corrupt[i]), Differs: clean[i] != corrupt[i]})
+	}
+	for l, row := range p.Restored {
+		v.Rows = append(v.Rows, views.PatchRow{Layer: l + 1, Cells: row})
+		v.Passes += len(row)
+	}
+	v.Passes += 2 // the clean and the corrupted runs
+	return v
+}

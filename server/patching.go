@@ -1,0 +1,58 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+
+	"github.com/labstack/echo/v4"
+
+	"stepthrough/engine/spec"
+	"stepthrough/present"
+	"stepthrough/views"
+)
+
+// maxPatchPrompt bounds each patching prompt (characters).
+const maxPatchPrompt = 200
+
+// patchingPage runs activation patching on two prompts: the clean one
+// and a corrupted one of the same length (GET /patching).
+func (s *Server) patchingPage(c echo.Context) error {
+	qp := c.QueryParams()
+	p := views.PatchingPage{Models: s.reg.Names(), Model: qp.Get("model"), Clean: qp.Get("clean"), Corrupt: qp.Get("corrupt"), MaxPrompt: maxPatchPrompt}
+	if p.Model == "" {
+		p.Model = s.reg.Default()
+	}
+	if p.Clean == "" && p.Corrupt == "" {
+		p.Clean, p.Corrupt = "The capital of France is", "The capital of Japan is"
+	}
+	fail := func(status int, err error) error {
+		p.Error = err.Error()
+		return renderPageStatus(c, status, views.PatchingPageView(p))
+	}
+	if !slices.Contains(p.Models, p.Model) {
+		return fail(http.StatusBadRequest, fmt.Errorf("model %q: not one of the models here", truncate(p.Model, 60)))
+	}
+	for _, text := range []string{p.Clean, p.Corrupt} {
+		if err := spec.CheckPrompt(text); err != nil || len(text) > maxPatchPrompt {
+			return fail(http.StatusBadRequest, fmt.Errorf("each prompt is at most %d characters", maxPatchPrompt))
+		}
+	}
+	lm, err := s.reg.Engine(p.Model, "cpu") // patching edits the pass: the CPU's
+	if err != nil {
+		return fail(http.StatusBadRequest, err)
+	}
+	tk := lm.Model.Tokenizer
+	clean, corrupt := tk.EncodeIDs(p.Clean, true), tk.EncodeIDs(p.Corrupt, true)
+	err = s.withWork(c, func() error {
+		r, err := lm.Patch(c.Request().Context(), clean, corrupt)
+		if err == nil {
+			p.Result = present.Patching(tk, r, clean, corrupt)
+		}
+		return err
+	})
+	if err != nil {
+		return fail(http.StatusBadRequest, err)
+	}
+	return renderPage(c, views.PatchingPageView(p))
+}
