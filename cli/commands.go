@@ -65,12 +65,12 @@ func runTokenize(ctx context.Context, env Env, args []string) error {
 }
 
 func runLogits(ctx context.Context, env Env, args []string) error {
-	fs := newFlags(env, "logits", "--model PATH --prompt TEXT (--out FILE | --lens) [--ablate L4H5]")
+	fs := newFlags(env, "logits", "--model PATH --prompt TEXT (--out FILE | --lens) [--ablate L4H5] [--steer-layer L --steer-toward TEXT --steer-away TEXT] [--patch L3@5 --patch-from TEXT]")
 	path := fs.String("model", "", "GGUF model `file`")
 	prompt := fs.String("prompt", "", "prompt text (BOS added when the model asks for it)")
 	out := fs.String("out", "", "output `file`: little-endian float32 [prompt tokens][vocab]")
 	lens := fs.Bool("lens", false, "print the logit lens as JSON: every layer's top tokens at every position, and the final prediction's rank there (on the CPU)")
-	ablate := ablateFlag(fs)
+	ef := addEditFlags(fs)
 	threads := fs.Int("t", 0, "CPU threads (0: one per core)")
 	backend := backendFlag(fs)
 	if err := parse(fs, args); err != nil {
@@ -93,18 +93,21 @@ func runLogits(ctx context.Context, env Env, args []string) error {
 	if len(ids) == 0 {
 		return fmt.Errorf("the prompt has no tokens")
 	}
-	edits, err := readEdits(*ablate, backend, m)
+	edits, err := ef.read(backend, m)
 	if err != nil {
 		return err
 	}
 	if *lens && *backend == "auto" {
 		*backend = "cpu" // the lens is the CPU's hook
 	}
-	s, err := newSession(env, m, engine.Options{Threads: *threads, Context: len(ids), Backend: *backend})
+	s, err := newSession(env, m, engine.Options{Threads: *threads, Backend: *backend})
 	if err != nil {
 		return err
 	}
 	defer s.Close()
+	if err := ef.vectors(ctx, s, edits); err != nil {
+		return err
+	}
 	ctx = intervene.With(ctx, edits)
 	var lh lensHook
 	if *lens {
@@ -183,7 +186,7 @@ func samplerFlags(fs *flag.FlagSet) func() (sample.Params, error) {
 }
 
 func runGenerate(ctx context.Context, env Env, args []string) error {
-	fs := newFlags(env, "generate", "--model PATH --prompt TEXT -n N [--ids] [sampler flags] [--trace FILE] [--draft PATH [--draft-k K] [--draft-adaptive]]")
+	fs := newFlags(env, "generate", "--model PATH --prompt TEXT -n N [--ids] [sampler flags] [--trace FILE] [--ablate L4H5] [--steer-layer L --steer-toward TEXT --steer-away TEXT] [--patch L3@5 --patch-from TEXT] [--draft PATH [--draft-k K] [--draft-adaptive]]")
 	path := fs.String("model", "", "GGUF model `file`")
 	prompt := fs.String("prompt", "", "prompt text (BOS added when the model asks for it)")
 	n := fs.Int("n", 64, "tokens to generate")
@@ -191,7 +194,7 @@ func runGenerate(ctx context.Context, env Env, args []string) error {
 	threads := fs.Int("t", 0, "CPU threads (0: one per core)")
 	tracePath := fs.String("trace", "", "write a trace of every step to this `file` as JSON lines")
 	draftPath := fs.String("draft", "", "speculative decoding with this draft model `file` (same tokenizer), or self:N (the model's own first N layers): acceptance statistics on stderr")
-	ablate := ablateFlag(fs)
+	ef := addEditFlags(fs)
 	draftK := fs.Int("draft-k", 4, "tokens the draft proposes per round (1 to 16)")
 	adaptive := fs.Bool("draft-adaptive", false, "grow k after a round that kept every proposal, shrink it after one that kept fewer than half")
 	backend := backendFlag(fs)
@@ -221,18 +224,21 @@ func runGenerate(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	defer m.Close()
-	edits, err := readEdits(*ablate, backend, m)
+	edits, err := ef.read(backend, m)
 	if err != nil {
 		return err
 	}
 	if edits != nil && *draftPath != "" {
-		return usageError{fmt.Errorf("--ablate runs without a draft: choose one")}
+		return usageError{fmt.Errorf("interventions run without a draft: choose one")}
 	}
 	s, err := newSession(env, m, engine.Options{Threads: *threads, Backend: *backend})
 	if err != nil {
 		return err
 	}
 	defer s.Close()
+	if err := ef.vectors(ctx, s, edits); err != nil {
+		return err
+	}
 	ctx = intervene.With(ctx, edits)
 	var traceErr error
 	if *tracePath != "" {

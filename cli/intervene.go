@@ -1,42 +1,107 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 
+	"stepthrough/engine"
 	"stepthrough/engine/hooks"
 	"stepthrough/engine/intervene"
 	"stepthrough/engine/model"
 	"stepthrough/engine/sample"
 )
 
-// ablateFlag registers --ablate.
-func ablateFlag(fs *flag.FlagSet) *string {
-	return fs.String("ablate", "", "interventions: heads, MLP units or a layer's attention or MLP switched off or scaled, written L4H5, L4H5*0.5, L2U17, L3attn, L3mlp, joined by ';' (they run on the CPU)")
+// editFlags are the interventions a command takes.
+type editFlags struct {
+	ablate                 *string
+	steerLayer             *int
+	steerToward, steerAway *string
+	steerStrength          *float64
+	patch, patchFrom       *string
 }
 
-// readEdits reads --ablate for m: nil for none. With edits the backend
-// auto becomes the CPU, and vulkan is refused.
-func readEdits(text string, backend *string, m *model.Model) (*intervene.Set, error) {
-	if text == "" {
-		return nil, nil
+// addEditFlags registers --ablate, --steer-* and --patch*.
+func addEditFlags(fs *flag.FlagSet) *editFlags {
+	return &editFlags{
+		ablate:        fs.String("ablate", "", "interventions: heads, MLP units or a layer's attention or MLP switched off or scaled, written L4H5, L4H5*0.5, L2U17, L3attn, L3mlp, joined by ';' (they run on the CPU)"),
+		steerLayer:    fs.Int("steer-layer", 0, "steering: add a direction to the residual stream after this layer (from 1; 0: none), at every position"),
+		steerToward:   fs.String("steer-toward", "", "steering: the direction is this text's mean residual stream at --steer-layer…"),
+		steerAway:     fs.String("steer-away", "", "…minus this text's"),
+		steerStrength: fs.Float64("steer-strength", 4, "steering: the multiple of the direction added"),
+		patch:         fs.String("patch", "", "activation patching: the residual stream after layer L at position P, written L3@5 (from 1), taken from a run of --patch-from"),
+		patchFrom:     fs.String("patch-from", "", "activation patching: the text whose run gives --patch's vector"),
 	}
-	set, err := intervene.Parse(text)
-	if err != nil {
-		return nil, usageError{err}
+}
+
+// read reads --ablate for m and checks the other flags; nil for no
+// intervention. With one the backend auto becomes the CPU, and vulkan is
+// refused.
+func (f *editFlags) read(backend *string, m *model.Model) (*intervene.Set, error) {
+	set := &intervene.Set{}
+	if *f.ablate != "" {
+		var err error
+		if set, err = intervene.Parse(*f.ablate); err != nil {
+			return nil, usageError{err}
+		}
 	}
 	if err := set.Check(m.Config.EditShape()); err != nil {
 		return nil, usageError{err}
+	}
+	steer, patch := *f.steerLayer != 0, *f.patch != ""
+	switch {
+	case steer && (*f.steerLayer < 1 || *f.steerLayer > m.Config.Layers):
+		return nil, usageError{fmt.Errorf("intervention: --steer-layer %d: the model has layers 1 to %d", *f.steerLayer, m.Config.Layers)}
+	case steer && (*f.steerToward == "" || *f.steerAway == ""):
+		return nil, usageError{fmt.Errorf("intervention: --steer-layer needs --steer-toward and --steer-away texts")}
+	case patch && *f.patchFrom == "":
+		return nil, usageError{fmt.Errorf("intervention: --patch needs --patch-from, the text its vector comes from")}
+	}
+	if len(set.Edits) == 0 && !steer && !patch {
+		return nil, nil
 	}
 	switch *backend {
 	case "auto":
 		*backend = "cpu"
 	case "vulkan":
-		return nil, usageError{fmt.Errorf("--ablate: %w", intervene.ErrBackend)}
+		return nil, usageError{fmt.Errorf("intervention: %w", intervene.ErrBackend)}
 	}
 	return set, nil
+}
+
+// vectors adds the steering and patching edits, whose vectors come from
+// runs of their texts on s (left empty after).
+func (f *editFlags) vectors(ctx context.Context, s *engine.Session, set *intervene.Set) error {
+	if set == nil {
+		return nil
+	}
+	defer s.Reset()
+	tk := s.Model.Tokenizer
+	if l := *f.steerLayer; l != 0 {
+		v, err := s.SteerVector(ctx, l-1, tk.EncodeIDs(*f.steerToward, false), tk.EncodeIDs(*f.steerAway, false))
+		if err != nil {
+			return usageError{err}
+		}
+		set.Edits = append(set.Edits, intervene.Edit{Layer: l - 1, Site: intervene.Resid, Pos: -1, Op: intervene.Add, Factor: float32(*f.steerStrength), Vector: v})
+	}
+	if *f.patch != "" {
+		var l, p int
+		if n, err := fmt.Sscanf(*f.patch, "L%d@%d", &l, &p); err != nil || n != 2 || l < 1 || l > s.Model.Config.Layers || p < 1 {
+			return usageError{fmt.Errorf("intervention: --patch %q: write L3@5 (layer and position from 1)", *f.patch)}
+		}
+		from := tk.EncodeIDs(*f.patchFrom, true)
+		if p > len(from) {
+			return usageError{fmt.Errorf("intervention: --patch-from has %d tokens; position %d is past them", len(from), p)}
+		}
+		rows, err := s.Residuals(ctx, l-1, from)
+		if err != nil {
+			return err
+		}
+		set.Edits = append(set.Edits, intervene.Edit{Layer: l - 1, Site: intervene.Resid, Pos: p - 1, Op: intervene.Replace, Vector: rows[p-1]})
+	}
+	return nil
 }
 
 // lensTop is how many tokens the logit lens lists per layer and position.

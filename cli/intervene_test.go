@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -55,6 +57,50 @@ func TestLensAndAblateCommands(t *testing.T) {
 		t.Errorf("generate --ablate: %q (exit %d, %s), plain %q", editGen, code, errOut, plainGen)
 	}
 	for _, bad := range [][]string{{"--ablate", "L99H1"}, {"--ablate", "H1"}, {"--ablate", "L1H1", "--backend", "vulkan"}} {
+		if _, errOut, code := run(t, append([]string{"logits", "--model", m, "--prompt", "x", "--lens"}, bad...)...); code != 2 || !strings.Contains(errOut, "intervention") {
+			t.Errorf("%v: exit %d, %q", bad, code, errOut)
+		}
+	}
+}
+
+// Steering and patching from the command line: a zero-strength steer is
+// the plain run bit for bit, a strong one changes it; patching the last
+// layer at the last position from another prompt gives that prompt's
+// last logits exactly; incomplete flags are refused.
+func TestSteerAndPatchCommands(t *testing.T) {
+	m := stories(t)
+	dir := t.TempDir()
+	logits := func(name, prompt string, args ...string) []byte {
+		t.Helper()
+		out := dir + "/" + name
+		if _, errOut, code := run(t, append([]string{"logits", "--model", m, "--prompt", prompt, "--out", out}, args...)...); code != 0 {
+			t.Fatalf("%s: %s", name, errOut)
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	steer := []string{"--steer-layer", "2", "--steer-toward", "happy sunny day", "--steer-away", "sad rainy night"}
+	plain := logits("plain", "Once upon a time")
+	if zero := logits("zero", "Once upon a time", append(steer, "--steer-strength", "0")...); !bytes.Equal(zero, plain) {
+		t.Error("a steer of strength 0 changed the logits")
+	}
+	if strong := logits("strong", "Once upon a time", append(steer, "--steer-strength", "8")...); bytes.Equal(strong, plain) {
+		t.Error("a steer of strength 8 changed nothing")
+	}
+	layers := strconv.Itoa(5) // stories260K's
+	other := logits("other", "Once upon a day")
+	patched := logits("patched", "Once upon a time", "--patch", "L"+layers+"@5", "--patch-from", "Once upon a day")
+	row := len(plain) / 5
+	if !bytes.Equal(patched[4*row:], other[4*row:]) || bytes.Equal(patched[4*row:], plain[4*row:]) {
+		t.Error("patching the last layer's last position did not give the other prompt's last logits")
+	}
+	if !bytes.Equal(patched[:4*row], plain[:4*row]) {
+		t.Error("patching the last position changed the earlier positions' logits")
+	}
+	for _, bad := range [][]string{{"--patch", "L1@1"}, {"--patch", "X", "--patch-from", "a"}, {"--steer-layer", "9", "--steer-toward", "a", "--steer-away", "b"}, {"--steer-layer", "1"}} {
 		if _, errOut, code := run(t, append([]string{"logits", "--model", m, "--prompt", "x", "--lens"}, bad...)...); code != 2 || !strings.Contains(errOut, "intervention") {
 			t.Errorf("%v: exit %d, %q", bad, code, errOut)
 		}

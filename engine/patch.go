@@ -92,3 +92,61 @@ func evalFresh(ctx context.Context, s *Session, ids []int32) ([]float32, error) 
 	x, err := s.Eval(ctx, ids)
 	return slices.Clone(x), err
 }
+
+// Residuals reads ids from an empty cache and returns the residual
+// stream after layer (from 0) at every position: what patching copies and
+// steering averages. The session is left holding ids.
+func (s *Session) Residuals(ctx context.Context, layer int, ids []int32) ([][]float32, error) {
+	c := s.Model.Config
+	if layer < 0 || layer >= c.Layers {
+		return nil, fmt.Errorf("residuals: the model has layers 1 to %d", c.Layers)
+	}
+	out := make([][]float32, len(ids))
+	watch := &hooks.Hooks{OnResidual: func(e hooks.Residual) {
+		if e.Layer != layer || e.After != "mlp" {
+			return
+		}
+		for t := range e.N {
+			out[e.Pos0+t] = slices.Clone(e.X[t*c.Embd : (t+1)*c.Embd])
+		}
+	}}
+	if _, err := evalFresh(hooks.WithHooks(ctx, watch), s, ids); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// SteerVector is a steering direction at layer: the mean residual stream
+// after it over the positions of toward, minus the mean over those of
+// away (each text's own tokens, without a BOS).
+func (s *Session) SteerVector(ctx context.Context, layer int, toward, away []int32) ([]float32, error) {
+	if len(toward) == 0 || len(away) == 0 {
+		return nil, fmt.Errorf("steering: both texts need tokens")
+	}
+	mean := func(ids []int32) ([]float64, error) {
+		rows, err := s.Residuals(ctx, layer, ids)
+		if err != nil {
+			return nil, err
+		}
+		m := make([]float64, s.Model.Config.Embd)
+		for _, r := range rows {
+			for i, v := range r {
+				m[i] += float64(v) / float64(len(rows))
+			}
+		}
+		return m, nil
+	}
+	a, err := mean(toward)
+	if err != nil {
+		return nil, err
+	}
+	b, err := mean(away)
+	if err != nil {
+		return nil, err
+	}
+	v := make([]float32, len(a))
+	for i := range v {
+		v[i] = float32(a[i] - b[i])
+	}
+	return v, nil
+}
