@@ -512,3 +512,22 @@ func TestClassroomEnd(t *testing.T) {
 		t.Errorf("an ended room is still stored: %v", err)
 	}
 }
+
+// The instructor switches a head off for the whole class: every student's
+// view shows what it changes, and switching it back restores the run.
+func TestClassroomPushesIntervention(t *testing.T) {
+	_, ts := classServer(t, t.TempDir())
+	code, key := startRoom(t, ts.URL, url.Values{"lesson": {"logits-and-softmax"}})
+	teach := dialRoom(t, ts.URL, code, "key="+key)
+	teach.wait(`id="teach-extras"`)
+	sa := dialRoom(t, ts.URL, code, studentID(t, ts.URL, code))
+	sa.wait(`data-state="following"`)
+	teach.send(map[string]string{"action": "ablate", "toggle": "L2H1"})
+	if m := sa.wait(`data-testid="edit-effect"`); !strings.Contains(m, "Switched off: L2H1") {
+		t.Errorf("the student's view: %.400s", m)
+	}
+	teach.send(map[string]string{"action": "ablate", "toggle": "L2H1"})
+	if m := sa.wait(`data-lesson-step`); strings.Contains(m, `data-testid="edit-effect"`) {
+		t.Error("the class still sees the head switched off after the instructor switched it back on")
+	}
+}

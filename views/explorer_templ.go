@@ -898,7 +898,7 @@ func ExplorerView(e Explorer) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			if e.Edits != nil {
-				templ_7745c5c3_Err = EditEffectView(e.Edits).Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = EditEffectView(e.Edits, true).Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
