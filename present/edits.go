@@ -2,6 +2,7 @@ package present
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"stepthrough/engine/intervene"
@@ -121,4 +122,37 @@ func (s *snap) lensGrid(st *trace.Step) *views.LensGrid {
 		g.Rows = append(g.Rows, row)
 	}
 	return g
+}
+
+// topUnits is how many of the most active MLP units the panel offers to
+// switch off.
+const topUnits = 5
+
+// unitToggles are the units of layer l the run switches off, then the
+// most active ones at the last position (by |activation|), each with its
+// toggle.
+func (s *snap) unitToggles(l int, act []float32) []views.UnitToggle {
+	var out []views.UnitToggle
+	seen := map[int]bool{}
+	add := func(u int) {
+		if u >= 0 && u < len(act) && !seen[u] {
+			seen[u] = true
+			out = append(out, views.UnitToggle{Unit: u + 1, Value: float64(act[u]), Toggle: fmt.Sprintf("L%dU%d", l+1, u+1), Off: s.edited(l, intervene.Unit, u)})
+		}
+	}
+	if set, _ := s.Run.Edits(); set != nil {
+		for _, e := range set.Edits {
+			if e.Layer == l && e.Site == intervene.Unit {
+				add(e.Index)
+			}
+		}
+	}
+	abs := make([]float32, len(act))
+	for i, v := range act {
+		abs[i] = float32(math.Abs(float64(v)))
+	}
+	for _, u := range sample.TopN(abs, topUnits) {
+		add(int(u))
+	}
+	return out
 }

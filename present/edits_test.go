@@ -2,6 +2,7 @@ package present
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -123,5 +124,40 @@ func TestLensGrid(t *testing.T) {
 	q := Explorer(se).Panel.(*views.LogitsPanel).Lens
 	if q == nil || slices.EqualFunc(q.Rows[0].Cells, g.Rows[0].Cells, func(a, b views.LensCell) bool { return a == b }) {
 		t.Error("switching layer 1's MLP off left layer 1's lens as it was")
+	}
+}
+
+// The MLP panel offers its most active units: switching one off reruns
+// the step with that unit at zero, listed first and marked off, and the
+// box says what it changed.
+func TestInterveneOnAnMLPUnit(t *testing.T) {
+	reg := registrytest.Lesson(t)
+	ctx := context.Background()
+	se := session.New("unit", "", reg)
+	defer se.Close()
+	r := run("The capital of France is")
+	r.Sampler.Temperature = 0
+	r.View.StageName, r.View.Layer = "mlp", 2
+	if err := se.Open(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	m, ok := Explorer(se).Panel.(*views.MLPPanel)
+	if !ok || len(m.TopUnits) != topUnits {
+		t.Fatalf("MLP panel %T with %d units offered", Explorer(se).Panel, len(m.TopUnits))
+	}
+	u := m.TopUnits[0]
+	if u.Off || u.Value == 0 || u.Toggle != fmt.Sprintf("L3U%d", u.Unit) {
+		t.Fatalf("the most active unit %+v", u)
+	}
+	if err := se.Act(ctx, "ablate", getter(map[string]string{"toggle": u.Toggle})); err != nil {
+		t.Fatal(err)
+	}
+	e := Explorer(se)
+	m = e.Panel.(*views.MLPPanel)
+	if got := m.TopUnits[0]; got.Unit != u.Unit || !got.Off || got.Value != 0 {
+		t.Errorf("after switching unit %d off the panel lists %+v first", u.Unit, got)
+	}
+	if e.Edits == nil || e.Edits.Items[0] != fmt.Sprintf("layer 3, MLP unit %d switched off", u.Unit) {
+		t.Errorf("the box: %+v", e.Edits)
 	}
 }

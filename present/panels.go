@@ -86,6 +86,7 @@ func (s *snap) mlpPanel(st *trace.Step, stage trace.Stage) views.Panel {
 	if len(L.MLP.Act) > 0 {
 		m.Act = vecRow("activation", L.MLP.Act[last])
 		s.mlpUnits(m, L.MLP, last)
+		m.TopUnits = s.unitToggles(stage.Layer, L.MLP.Act[last])
 	}
 	m.Out = vecRow("the block's output (down projection)", L.MLP.Out[last])
 	if L.ResidAttn != nil && L.ResidMLP != nil {

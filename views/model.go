@@ -208,6 +208,9 @@ type MLPPanel struct {
 	// run switches it off (or scales it)
 	Toggle        string
 	Off           bool
+	// TopUnits are the units most active at the last position (and any
+	// the run switches off), each to switch off or on
+	TopUnits []UnitToggle
 	Kind          string
 	Act           VecRow // what the down projection reads: gelu(up), or silu(gate)·up
 	NormBefore    float32
@@ -465,4 +468,12 @@ type EditEffect struct {
 type EditRow struct {
 	Piece         string
 	Before, After float64
+}
+
+// UnitToggle is one MLP unit with its activation and its intervention.
+type UnitToggle struct {
+	Unit   int     // from 1
+	Value  float64 // its activation at the last position
+	Toggle string  // L2U17
+	Off    bool    // the run switches it off (or scales it)
 }
