@@ -206,11 +206,11 @@ type MLPPanel struct {
 	Layer int
 	// Toggle writes this layer's MLP as an intervention (L2mlp); Off: the
 	// run switches it off (or scales it)
-	Toggle        string
-	Off           bool
+	Toggle string
+	Off    bool
 	// TopUnits are the units most active at the last position (and any
 	// the run switches off), each to switch off or on
-	TopUnits []UnitToggle
+	TopUnits      []UnitToggle
 	Kind          string
 	Act           VecRow // what the down projection reads: gelu(up), or silu(gate)·up
 	NormBefore    float32
