@@ -93,7 +93,7 @@ func runLogits(ctx context.Context, env Env, args []string) error {
 	if len(ids) == 0 {
 		return fmt.Errorf("the prompt has no tokens")
 	}
-	edits, err := ef.read(backend, m)
+	edits, err := ef.read(m)
 	if err != nil {
 		return err
 	}
@@ -224,7 +224,7 @@ func runGenerate(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	defer m.Close()
-	edits, err := ef.read(backend, m)
+	edits, err := ef.read(m)
 	if err != nil {
 		return err
 	}

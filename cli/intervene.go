@@ -26,7 +26,7 @@ type editFlags struct {
 // addEditFlags registers --ablate, --steer-* and --patch*.
 func addEditFlags(fs *flag.FlagSet) *editFlags {
 	return &editFlags{
-		ablate:        fs.String("ablate", "", "interventions: heads, MLP units or a layer's attention or MLP switched off or scaled, written L4H5, L4H5*0.5, L2U17, L3attn, L3mlp, joined by ';' (they run on the CPU)"),
+		ablate:        fs.String("ablate", "", "interventions: heads, MLP units or a layer's attention or MLP switched off or scaled, written L4H5, L4H5*0.5, L2U17, L3attn, L3mlp, joined by ';'"),
 		steerLayer:    fs.Int("steer-layer", 0, "steering: add a direction to the residual stream after this layer (from 1; 0: none), at every position"),
 		steerToward:   fs.String("steer-toward", "", "steering: the direction is this text's mean residual stream at --steer-layer…"),
 		steerAway:     fs.String("steer-away", "", "…minus this text's"),
@@ -37,9 +37,8 @@ func addEditFlags(fs *flag.FlagSet) *editFlags {
 }
 
 // read reads --ablate for m and checks the other flags; nil for no
-// intervention. With one the backend auto becomes the CPU, and vulkan is
-// refused.
-func (f *editFlags) read(backend *string, m *model.Model) (*intervene.Set, error) {
+// intervention.
+func (f *editFlags) read(m *model.Model) (*intervene.Set, error) {
 	set := &intervene.Set{}
 	if *f.ablate != "" {
 		var err error
@@ -61,12 +60,6 @@ func (f *editFlags) read(backend *string, m *model.Model) (*intervene.Set, error
 	}
 	if len(set.Edits) == 0 && !steer && !patch {
 		return nil, nil
-	}
-	switch *backend {
-	case "auto":
-		*backend = "cpu"
-	case "vulkan":
-		return nil, usageError{fmt.Errorf("intervention: %w", intervene.ErrBackend)}
 	}
 	return set, nil
 }

@@ -148,11 +148,7 @@ func (s *Server) runCompare(c echo.Context, q compareQuery) (*compare.Result, *m
 	if r, ok := s.compares.get(key); ok {
 		return r, m, nil
 	}
-	backend := "auto"
-	if slices.ContainsFunc(lanes, func(st compare.Strategy) bool { return st.Ablate != "" }) {
-		backend = "cpu" // interventions run on the CPU: every lane there, so they compare like with like
-	}
-	lm, err := s.reg.Engine(q.model, backend)
+	lm, err := s.reg.Engine(q.model, "auto")
 	if err != nil {
 		return nil, nil, err
 	}

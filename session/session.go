@@ -235,9 +235,6 @@ func (s *Session) start(ctx context.Context, r spec.Run) error {
 	}
 	edits, _ := r.Edits() // validated
 	backend := r.Backend
-	if edits != nil && backend == "auto" {
-		backend = "cpu" // interventions run on the CPU
-	}
 	lm, err := s.eng.Engine(r.Model, backend)
 	if err != nil {
 		return err

@@ -12,13 +12,8 @@ package intervene
 
 import (
 	"context"
-	"errors"
 	"fmt"
 )
-
-// ErrBackend is a backend's answer to a pass with edits it does not
-// apply (Vulkan, for now): run the edits on the CPU.
-var ErrBackend = errors.New("interventions run on the CPU backend: choose backend cpu")
 
 // Site is where in a layer an edit applies.
 type Site uint8

@@ -151,8 +151,6 @@ func (r *Run) Validate() error {
 		return &Error{Param: "draft k", Value: fmt.Sprint(r.DraftK), Allowed: fmt.Sprintf("choose 1 to %d", MaxDraftK)}
 	case r.Ablate != "" && r.Draft != "":
 		return &Error{Param: "ablate", Value: r.Ablate, Allowed: "interventions run without a draft: choose one"}
-	case r.Ablate != "" && r.Backend == "vulkan":
-		return &Error{Param: "ablate", Value: r.Ablate, Allowed: "interventions run on the CPU: choose backend cpu or auto"}
 	case r.Draft != "" && r.Tools != "":
 		return &Error{Param: "draft", Value: r.Draft, Allowed: "speculative decoding runs without tools: choose one"}
 	case r.MaxTokens < 1 || r.MaxTokens > MaxNewTokens:

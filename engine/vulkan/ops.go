@@ -206,3 +206,12 @@ func (c *Cmd) AttnFused(set vk.DescriptorSet, a Attn) {
 // maxFusedCtx is the most positions attn_fused holds in shared memory
 // (MAXCTX in the shader).
 const maxFusedCtx = 2048
+
+// Edit: set (X, V); an intervention on n rows of stride floats: columns
+// [lo, lo+w) of the rows at position pos (MaxUint32: every row; row t is
+// position pos0+t), by op (intervene.Op: zero, scale, replace with
+// V[voff:], add factor × V[voff:]).
+func (c *Cmd) Edit(set vk.DescriptorSet, n, stride, lo, w, pos0 int, pos, op uint32, factor float32, voff int) {
+	c.Dispatch("edit", set, []uint32{uint32(n), uint32(stride), uint32(lo), uint32(w), uint32(pos0), pos, op, math.Float32bits(factor), uint32(voff)},
+		groups(n*w, 256), 1, 1)
+}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"stepthrough/engine/hooks"
+	"stepthrough/engine/intervene"
 	"stepthrough/engine/model"
 )
 
@@ -239,11 +240,13 @@ func (r *fwd) layer(p *passState, l, n, pos0 int) {
 	}
 	p.c.Softmax(r.set(site{l, "softmax"}, r.scores), ctx, n*c.Heads)
 	p.c.AttnOut(r.set(site{l, "attn out"}, r.scores, r.cur.vc[l], r.att), a)
+	r.edit(p, l, intervene.Head, r.att, QD, n, pos0)
 	r.matmul(p, l, "wo", L.Out, r.att, r.o, n)
 	r.bias(p, l, "wo", r.o, vec(L.OutB), n, E)
 	if L.PostNorm != nil {
 		p.c.RMSNorm(r.set(site{l, "attn post norm"}, r.o, vec(L.PostNorm), r.o), n, E, c.NormEps)
 	}
+	r.edit(p, l, intervene.Attn, r.o, E, n, pos0)
 	if watchAttn {
 		p.flush("", l, pos0, n, func() {
 			h.OnAttention(hooks.Attention{Layer: l, Pos0: pos0, N: n, Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: HD, Ctx: ctx, Scale: a.Scale,
@@ -289,11 +292,13 @@ func (r *fwd) layer(p *passState, l, n, pos0 int) {
 		}
 		p.c.GELU(r.set(site{l, "gelu"}, r.ffA), n*F)
 	}
+	r.edit(p, l, intervene.Unit, r.ffA, F, n, pos0)
 	r.matmul(p, l, "down", L.Down, r.ffA, r.o, n)
 	r.bias(p, l, "down", r.o, vec(L.DownB), n, E)
 	if L.FFNPost != nil {
 		p.c.RMSNorm(r.set(site{l, "mlp post norm"}, r.o, vec(L.FFNPost), r.o), n, E, c.NormEps)
 	}
+	r.edit(p, l, intervene.MLP, r.o, E, n, pos0)
 	if watchMLP {
 		p.flush("", l, pos0, n, func() {
 			ev.Normed, ev.Act, ev.Out = p.readF32(r.xn, 0, n*E), p.readF32(r.ffA, 0, n*F), p.readF32(r.o, 0, n*E)
@@ -306,6 +311,7 @@ func (r *fwd) layer(p *passState, l, n, pos0 int) {
 		})
 	}
 	p.c.Add(r.set(site{l, "resid mlp"}, r.x, r.o), n*E, n*E)
+	r.edit(p, l, intervene.Resid, r.x, E, n, pos0)
 	p.flush("mlp", l, pos0, n, r.residual(p, l, n, pos0, "mlp"))
 }
 

@@ -64,6 +64,8 @@ type fwd struct {
 	logits   *Buffer
 	posIDs   *Buffer
 	params   *Buffer // the fused path's position (uint32)
+	editV    *Buffer // the current pass's intervention vectors, end to end
+	editOff  []int   // where each edit's vector starts in editV
 	posBytes [4]byte // what params is written from, kept so a step allocates nothing
 	// logitsHost receives a decode step's logits inside its recorded
 	// command buffer when logits is not mapped (a discrete GPU), so a step
@@ -76,6 +78,7 @@ type fwd struct {
 	sets       map[site]vk.DescriptorSet
 	idBytes    []byte
 	h          *hooks.Hooks
+	iv         *intervene.Set // the current pass's edits, or nil
 }
 
 // Runner is one sequence's state on a Loaded model: its KV cache (device
@@ -159,6 +162,7 @@ func (r *fwd) alloc() (err error) {
 	r.last = nb(E)
 	r.logits = nb(B * c.Vocab)
 	r.params = nb(4)
+	r.editV = nb(intervene.MaxEdits * max(E, QD))
 	if err == nil && r.logits.ptr == nil {
 		r.logitsHost, err = d.NewHostBuffer(4 * c.Vocab)
 	}
@@ -315,7 +319,7 @@ func (r *fwd) free() {
 	for _, b := range r.vec {
 		b.Free()
 	}
-	for _, b := range []*Buffer{r.ids, r.posIDs, r.x, r.xn, r.qkv, r.q, r.k, r.v, r.scores, r.scores2, r.att, r.o, r.ffA, r.ffB, r.ffUp, r.gate, r.last, r.logits, r.params, r.logitsHost} {
+	for _, b := range []*Buffer{r.ids, r.posIDs, r.x, r.xn, r.qkv, r.q, r.k, r.v, r.scores, r.scores2, r.att, r.o, r.ffA, r.ffB, r.ffUp, r.gate, r.last, r.logits, r.params, r.editV, r.logitsHost} {
 		b.Free()
 	}
 }
@@ -511,11 +515,11 @@ func (r *fwd) forward(ctx context.Context, tokens []int32, all bool) ([]float32,
 			return nil, fmt.Errorf("forward: token %d (at %d) is outside the vocabulary of %d", id, i, r.cfg.Vocab)
 		}
 	}
-	if intervene.From(ctx) != nil {
-		return nil, fmt.Errorf("vulkan: %w", intervene.ErrBackend)
+	r.h, r.iv = hooks.From(ctx), intervene.From(ctx)
+	defer func() { r.h, r.iv = nil, nil }()
+	if err := r.uploadEdits(); err != nil {
+		return nil, err
 	}
-	r.h = hooks.From(ctx)
-	defer func() { r.h = nil }()
 	V := r.cfg.Vocab
 	var out []float32
 	if all {
@@ -534,7 +538,7 @@ func (r *fwd) forward(ctx context.Context, tokens []int32, all bool) ([]float32,
 		pass := r.pass
 		// the fused path for decode steps and short chunks; a longer chunk's
 		// products go through the tiled shader on the unfused path
-		if r.fused && r.h == nil && !r.unfused && len(chunk) < tiledMinVectors {
+		if r.fused && r.h == nil && r.iv == nil && !r.unfused && len(chunk) < tiledMinVectors {
 			pass = r.passFused
 		}
 		if err := pass(chunk, all, host); err != nil {

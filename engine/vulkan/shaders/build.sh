@@ -15,6 +15,6 @@ for t in f32:0 f16:1 q8_0:8 q4_0:2 q4_1:3 q5_0:6 q5_1:7 q4_k:12 q5_k:13 q6_k:14;
   $G -DWTYPE=$id -DFUSED -DNORM -DGATED matmul.comp -o "$out/matmulf_gated_$name.spv"
   $G -DWTYPE=$id get_rows.comp -o "$out/get_rows_$name.spv"
 done
-for s in rmsnorm layernorm rope attn_scores softmax attn_out swiglu gelu geglu scale softcap add copy_rows qkv_post attn_fused; do
+for s in rmsnorm layernorm rope attn_scores softmax attn_out swiglu gelu geglu scale softcap add copy_rows qkv_post attn_fused edit; do
   $G $s.comp -o "$out/$s.spv"
 done

@@ -1,0 +1,60 @@
+package vulkan
+
+import (
+	"fmt"
+	"math"
+
+	"stepthrough/engine/intervene"
+)
+
+// uploadEdits checks the pass's edits against the model and writes their
+// vectors end to end into editV (nothing for a pass without edits).
+func (r *fwd) uploadEdits() error {
+	if r.iv == nil {
+		return nil
+	}
+	if err := r.iv.Check(r.cfg.EditShape()); err != nil {
+		return fmt.Errorf("forward: %w", err)
+	}
+	r.editOff = r.editOff[:0]
+	var all []float32
+	for _, e := range r.iv.Edits {
+		r.editOff = append(r.editOff, len(all))
+		all = append(all, e.Vector...)
+	}
+	if 4*len(all) > r.editV.Size {
+		return fmt.Errorf("forward: the interventions' vectors take %d floats; the pass holds %d", len(all), r.editV.Size/4)
+	}
+	return r.d.WriteF32(r.editV, 0, all)
+}
+
+// editNames name each site's dispatch (its descriptor set: the site's
+// buffer and the vectors).
+var editNames = map[intervene.Site]string{intervene.Head: "edit head", intervene.Unit: "edit unit",
+	intervene.Attn: "edit attn", intervene.MLP: "edit mlp", intervene.Resid: "edit resid"}
+
+// edit records the pass's edits at layer l's site on x: n rows of stride
+// floats, at positions pos0…; a head's or a unit's touch only its columns.
+func (r *fwd) edit(p *passState, l int, at intervene.Site, x *Buffer, stride, n, pos0 int) {
+	if r.iv == nil {
+		return
+	}
+	for i := range r.iv.Edits {
+		e := &r.iv.Edits[i]
+		if e.Layer != l || e.Site != at {
+			continue
+		}
+		lo, w := 0, stride
+		switch at {
+		case intervene.Head:
+			lo, w = e.Index*r.cfg.HeadDim, r.cfg.HeadDim
+		case intervene.Unit:
+			lo, w = e.Index, 1
+		}
+		pos := uint32(math.MaxUint32)
+		if e.Pos >= 0 {
+			pos = uint32(e.Pos)
+		}
+		p.c.Edit(r.set(site{l, editNames[at]}, x, r.editV), n, stride, lo, w, pos0, pos, uint32(e.Op), e.Factor, r.editOff[i])
+	}
+}
