@@ -36,6 +36,7 @@ var commands = map[string]command{
 	"bench":        {"measure prompt processing and generation speed", runBench},
 	"loadgen":      {"serve simulated users on a model through the scheduler: TTFT, TPOT, tokens/s, both phases", runLoadgen},
 	"inspect":      {"describe a model file", runInspect},
+	"heads":        {"score every attention head as an induction and a previous-token head, and measure copying without the induction heads", runHeads},
 	"synth":        {"write a random-weight model of a given shape (for benchmarks and tests)", runSynth},
 	"quantize":     {"write a model with its weights in fewer bits (F16 … Q4_K_M)", runQuantize},
 	"perplexity":   {"perplexity on a text, and KL divergence against a base model", runPerplexity},

@@ -106,3 +106,33 @@ func TestSteerAndPatchCommands(t *testing.T) {
 		}
 	}
 }
+
+// heads scores every head, sorted by induction score, names those above
+// the threshold and measures copying with them switched off.
+func TestHeadsCommand(t *testing.T) {
+	out, errOut, code := run(t, "heads", "--model", stories(t), "--len", "8", "--reps", "2", "--threshold", "0.02", "--json")
+	if code != 0 {
+		t.Fatalf("heads: %s", errOut)
+	}
+	var r HeadsResult
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.SeqLen != 8 || r.Reps != 2 || len(r.Heads) < 5 {
+		t.Fatalf("%+v", r)
+	}
+	for i, h := range r.Heads {
+		if i > 0 && h.Induction > r.Heads[i-1].Induction || h.Induction < 0 || h.Induction > 1 || h.PrevToken < 0 || h.PrevToken > 1 {
+			t.Errorf("head %d: %+v", i, h)
+		}
+		if named := slices.Contains(r.Induction, h.Head); named != (h.Induction >= r.Threshold) {
+			t.Errorf("%s with score %g named %v at threshold %g", h.Head, h.Induction, named, r.Threshold)
+		}
+	}
+	if r.CopyIntact < 0 || r.CopyIntact > 1 || r.CopyWithout < 0 || r.CopyWithout > 1 {
+		t.Errorf("copy rates %g, %g", r.CopyIntact, r.CopyWithout)
+	}
+	if _, _, code := run(t, "heads", "--model", stories(t), "--len", "1"); code != 2 {
+		t.Errorf("--len 1: exit %d", code)
+	}
+}

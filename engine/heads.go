@@ -1,0 +1,151 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+
+	"stepthrough/engine/hooks"
+	"stepthrough/engine/tokenizer"
+)
+
+// HeadScores measures what each attention head does on text that repeats
+// itself: random token sequences, each read twice after a BOS. In the
+// second copy, a head that copies ("induction") looks at the token after
+// the previous occurrence of the current one; a previous-token head looks
+// one position back. Each score is the head's mean attention weight on
+// that position (0 to 1).
+type HeadScores struct {
+	SeqLen, Reps int
+	Induction    [][]float64 // [layer][head]
+	PrevToken    [][]float64 // [layer][head]
+}
+
+// RepeatedRandom is reps sequences of seqLen ordinary tokens drawn with
+// seed, each after a BOS and then repeated once: the text head scores
+// read.
+func RepeatedRandom(tk *tokenizer.Tokenizer, vocab, seqLen, reps int, seed uint64) ([][]int32, error) {
+	if seqLen < 2 || seqLen > 256 || reps < 1 || reps > 64 {
+		return nil, fmt.Errorf("head scores: %d tokens × %d sequences: choose 2 to 256 tokens and 1 to 64 sequences", seqLen, reps)
+	}
+	ordinary := ordinaryTokens(tk, vocab)
+	if len(ordinary) < seqLen {
+		return nil, fmt.Errorf("head scores: the vocabulary has %d ordinary tokens, fewer than %d", len(ordinary), seqLen)
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x5eed))
+	out := make([][]int32, reps)
+	for r := range out {
+		seq := make([]int32, 0, 2*seqLen+1)
+		seq = append(seq, bosOr(tk, ordinary[0]))
+		for range seqLen {
+			seq = append(seq, ordinary[rng.IntN(len(ordinary))])
+		}
+		out[r] = append(seq, seq[1:]...)
+	}
+	return out, nil
+}
+
+// ScoreHeads reads each repeated sequence (RepeatedRandom's form: a BOS,
+// L tokens, the same L again) and scores every head.
+func (l *Loaded) ScoreHeads(ctx context.Context, seqs [][]int32) (*HeadScores, error) {
+	c := l.Model.Config
+	if len(seqs) == 0 || len(seqs[0])%2 == 0 || len(seqs[0]) < 5 {
+		return nil, fmt.Errorf("head scores: sequences of a BOS and a repeated run of at least 2 tokens")
+	}
+	n := len(seqs[0])
+	L := (n - 1) / 2
+	if n > c.ContextLen {
+		return nil, fmt.Errorf("head scores: a sequence read twice is %d positions; the model holds %d", n, c.ContextLen)
+	}
+	s, err := l.NewSession(n)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	reps := len(seqs)
+	hs := &HeadScores{SeqLen: L, Reps: reps, Induction: grid(c.Layers, c.Heads), PrevToken: grid(c.Layers, c.Heads)}
+	watch := &hooks.Hooks{OnAttention: func(e hooks.Attention) {
+		w := func(t, h, k int) float64 { return float64(e.Weights[(t*e.Heads+h)*e.Ctx+k]) }
+		for t := range e.N {
+			i := e.Pos0 + t // the query's position; the copies are 1..L and L+1..2L
+			for h := range e.Heads {
+				if i >= 1 {
+					hs.PrevToken[e.Layer][h] += w(t, h, i-1) / float64(2*L*reps)
+				}
+				if i >= L+1 {
+					hs.Induction[e.Layer][h] += w(t, h, i-L+1) / float64(L*reps)
+				}
+			}
+		}
+	}}
+	for _, seq := range seqs {
+		if len(seq) != n {
+			return nil, fmt.Errorf("head scores: sequences of %d and %d tokens", n, len(seq))
+		}
+		s.Reset()
+		if _, err := s.Eval(hooks.WithHooks(ctx, watch), seq); err != nil {
+			return nil, err
+		}
+	}
+	return hs, nil
+}
+
+func grid(rows, cols int) [][]float64 {
+	g := make([][]float64, rows)
+	for i := range g {
+		g[i] = make([]float64, cols)
+	}
+	return g
+}
+
+// ordinaryTokens are the vocabulary's normal tokens (no control, unused
+// or byte-fallback ones) the model has rows for.
+func ordinaryTokens(tk *tokenizer.Tokenizer, vocab int) []int32 {
+	var out []int32
+	for id := range int32(min(tk.Len(), vocab)) {
+		if tk.Type(id) == tokenizer.TypeNormal {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// bosOr is the model's BOS, or fallback when it has none.
+func bosOr(tk *tokenizer.Tokenizer, fallback int32) int32 {
+	if ids := tk.EncodeIDs("", true); len(ids) == 1 {
+		return ids[0]
+	}
+	return fallback
+}
+
+// CopyRate is how often, in the repeated half of each sequence
+// (RepeatedRandom's form), the model's likeliest next token is the one
+// that followed the same token in the first half: copying by greedy
+// prediction, with ctx's interventions applied.
+func (l *Loaded) CopyRate(ctx context.Context, seqs [][]int32) (float64, error) {
+	if len(seqs) == 0 || len(seqs[0]) < 5 {
+		return 0, fmt.Errorf("copy rate: no repeated sequences")
+	}
+	s, err := l.NewSession(len(seqs[0]))
+	if err != nil {
+		return 0, err
+	}
+	defer s.Close()
+	V := l.Model.Config.Vocab
+	hits, total := 0, 0
+	for _, seq := range seqs {
+		L := (len(seq) - 1) / 2
+		s.Reset()
+		logits, err := s.EvalAll(ctx, seq)
+		if err != nil {
+			return 0, err
+		}
+		for i := L + 1; i < 2*L; i++ { // predicting seq[i+1], which first followed seq[i-L]
+			if Argmax(logits[i*V:(i+1)*V]) == seq[i+1] {
+				hits++
+			}
+			total++
+		}
+	}
+	return float64(hits) / float64(total), nil
+}
