@@ -60,11 +60,11 @@ type Claim struct {
 	Type  string  // for weights: the weights' type
 	Price float64 // for cost: the price an hour
 	Rate  float64 // for cost: tokens a second
-	Block int     // for blocks and shares: positions per block
+	Block int     // for blocks and shares: positions per block; for lens and lensrank: the layer, from 1
 }
 
 // ClaimKinds are the supported claims.
-var ClaimKinds = []string{"top", "p", "draws", "tokens", "attends", "continues", "calls", "length", "pieces", "accepts", "rejects", "weights", "batched", "stop", "kvbytes", "cost", "context", "blocks", "shares"}
+var ClaimKinds = []string{"top", "p", "draws", "tokens", "attends", "continues", "calls", "length", "pieces", "accepts", "rejects", "weights", "batched", "stop", "kvbytes", "cost", "context", "blocks", "shares", "lens", "lensrank"}
 
 func (c Claim) String() string {
 	switch c.Kind {
@@ -89,6 +89,10 @@ func (c Claim) String() string {
 		return fmt.Sprintf("kvbytes %q %g", c.Text, c.Value)
 	case "cost":
 		return fmt.Sprintf("cost %g %g %g", c.Price, c.Rate, c.Value)
+	case "lens":
+		return fmt.Sprintf("lens %d %q", c.Block, c.Text)
+	case "lensrank":
+		return fmt.Sprintf("lensrank %d %q %s %d", c.Block, c.Text, c.Op, int(c.Value))
 	}
 	return fmt.Sprintf("%s %q", c.Kind, c.Text)
 }
@@ -203,6 +207,8 @@ func parseClaim(line int, v string) (Claim, error) {
 			return c, err
 		}
 		return c, textOf(&c, text)
+	case "lens", "lensrank":
+		return c, parseLens(&c, rest)
 	case "p":
 		i := strings.LastIndexAny(rest, "<>")
 		if i < 0 {
@@ -220,6 +226,35 @@ func parseClaim(line int, v string) (Claim, error) {
 		return c, text(rest[:i])
 	}
 	return c, fmt.Errorf("expect %q: one of %s", kind, strings.Join(ClaimKinds, ", "))
+}
+
+// parseLens reads a logit-lens claim: lens 4 " Par" (the likeliest token
+// after layer 4 at the step's last position), lensrank 1 " Par" > 100
+// (that token's rank there, from 1, against a bound).
+func parseLens(c *Claim, rest string) error {
+	layer, rest, _ := strings.Cut(rest, " ")
+	n, err := strconv.Atoi(layer)
+	if err != nil || n < 1 || n > 1024 {
+		return fmt.Errorf("expect %s %q: the layer, from 1, then the token", c.Kind, layer)
+	}
+	c.Block = n
+	if c.Kind == "lens" {
+		return textOf(c, rest)
+	}
+	i := strings.LastIndexAny(rest, "<>")
+	if i < 0 {
+		return fmt.Errorf("expect lensrank: write lensrank 1 \" Par\" > 100 (the layer, the token, a bound on its rank)")
+	}
+	op, num := rest[i:i+1], rest[i+1:]
+	if strings.HasPrefix(num, "=") {
+		op, num = op+"=", num[1:]
+	}
+	r, err := strconv.Atoi(strings.TrimSpace(num))
+	if err != nil || r < 1 || r > 1<<20 {
+		return fmt.Errorf("expect lensrank: the bound %q is not a rank from 1", strings.TrimSpace(num))
+	}
+	c.Op, c.Value = op, float64(r)
+	return textOf(c, rest[:i])
 }
 
 func textOf(c *Claim, s string) error {

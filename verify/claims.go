@@ -140,6 +140,8 @@ func (s *checker) claim(ctx context.Context, st lessons.Step, c lessons.Claim) (
 		return show(got), want(got == id, "the step draws %s", show(got))
 	case "accepts", "rejects":
 		return s.checkRound(step, st.Token, c, id, show)
+	case "lens", "lensrank":
+		return checkLens(step, st.Token, c, id, show)
 	case "attends":
 		k, err := s.strongestKey(step, st)
 		if err != nil {
@@ -246,4 +248,25 @@ func (s *checker) checkRun(ctx context.Context, from int, c lessons.Claim) (stri
 	}
 	got := text(&s.Snapshot)
 	return got, want(strings.HasPrefix(got, c.Text), "the run writes %q", got)
+}
+
+// checkLens checks a logit-lens claim against the step's recorded lens:
+// the likeliest token after the claim's layer at the last position, or
+// the claimed token's rank there.
+func checkLens(step *trace.Step, token int, c lessons.Claim, id int32, show func(int32) string) (string, error) {
+	if c.Block > len(step.Layers) || step.Layers[c.Block-1].Lens == nil {
+		return "", fmt.Errorf("token step %d recorded no logit lens for layer %d", token, c.Block)
+	}
+	L := step.Layers[c.Block-1].Lens
+	if c.Kind == "lens" {
+		top := L.Top[len(L.Top)-1][0].ID
+		return show(top), want(top == id, "after layer %d the likeliest is %s", c.Block, show(top))
+	}
+	rank := 1
+	for _, v := range L.Last {
+		if v > L.Last[id] {
+			rank++
+		}
+	}
+	return fmt.Sprint(rank), want(c.Holds(float64(rank)), "after layer %d %s ranks %d", c.Block, show(id), rank)
 }

@@ -341,7 +341,7 @@ func CompareResult(r *CompareView) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 28, "\">prefill once ")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 28, "\" data-measured=\"timing\">prefill once ")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
