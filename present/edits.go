@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"stepthrough/engine/intervene"
 	"stepthrough/engine/sample"
@@ -14,11 +15,10 @@ import (
 // edited reports whether the run's interventions touch layer l's site
 // (index: a head; -1: any).
 func (s *snap) edited(l int, site intervene.Site, index int) bool {
-	set, _ := s.Run.Edits()
-	if set == nil {
+	if s.Edits == nil {
 		return false
 	}
-	return slices.ContainsFunc(set.Edits, func(e intervene.Edit) bool {
+	return slices.ContainsFunc(s.Edits.Edits, func(e intervene.Edit) bool {
 		return e.Layer == l && e.Site == site && (index < 0 || e.Index == index)
 	})
 }
@@ -27,7 +27,7 @@ func (s *snap) edited(l int, site intervene.Site, index int) bool {
 // next-token distribution (with the edits, from the trace) beside the
 // baseline's (without them); nil for a run without edits.
 func (s *snap) editEffect(st *trace.Step) *views.EditEffect {
-	set, _ := s.Run.Edits()
+	set := s.Edits
 	if set == nil || s.Baseline == nil || st.Logits == nil {
 		return nil
 	}
@@ -35,8 +35,16 @@ func (s *snap) editEffect(st *trace.Step) *views.EditEffect {
 	if len(before) != len(after) {
 		return nil
 	}
-	x := &views.EditEffect{Edits: set.String()}
+	x := &views.EditEffect{Edits: s.Run.Ablate}
+	if s.Run.Steer != "" {
+		x.Edits = strings.TrimPrefix(x.Edits+"; steer "+s.Run.Steer, "; ")
+	}
+	steer, _ := s.Run.Steering()
 	for _, e := range set.Edits {
+		if e.Op == intervene.Add && steer != nil {
+			x.Items = append(x.Items, fmt.Sprintf("after layer %d, toward %q and away from %q, ×%g", steer.Layer+1, steer.Toward, steer.Away, steer.Strength))
+			continue
+		}
 		x.Items = append(x.Items, inWords(e))
 	}
 	top := sample.TopN(before, 8)
@@ -140,8 +148,8 @@ func (s *snap) unitToggles(l int, act []float32) []views.UnitToggle {
 			out = append(out, views.UnitToggle{Unit: u + 1, Value: float64(act[u]), Toggle: fmt.Sprintf("L%dU%d", l+1, u+1), Off: s.edited(l, intervene.Unit, u)})
 		}
 	}
-	if set, _ := s.Run.Edits(); set != nil {
-		for _, e := range set.Edits {
+	if s.Edits != nil {
+		for _, e := range s.Edits.Edits {
 			if e.Layer == l && e.Site == intervene.Unit {
 				add(e.Index)
 			}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"stepthrough/engine/registry/registrytest"
@@ -159,5 +160,41 @@ func TestInterveneOnAnMLPUnit(t *testing.T) {
 	}
 	if e.Edits == nil || e.Edits.Items[0] != fmt.Sprintf("layer 3, MLP unit %d switched off", u.Unit) {
 		t.Errorf("the box: %+v", e.Edits)
+	}
+}
+
+// Steering from a link: the run adds the difference of two texts' mean
+// residual streams after the layer; the box says so and shows what it
+// changes; a steering of strength 0 changes nothing at all.
+func TestSteerInTheExplorer(t *testing.T) {
+	reg := registrytest.Lesson(t)
+	ctx := context.Background()
+	se := session.New("steer", "", reg)
+	defer se.Close()
+	r := run("Once upon a time, there was a")
+	r.Sampler.Temperature = 0
+	r.View.StageName, r.View.Layer = "logits", -1
+	for _, tc := range []struct {
+		steer string
+		moves bool
+	}{{"L2:happy|sad*8", true}, {"L2:happy|sad*0", false}} {
+		r.Steer = tc.steer
+		if err := se.Open(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		e := Explorer(se)
+		if e.Edits == nil || len(e.Edits.Items) != 1 || !strings.Contains(e.Edits.Items[0], `toward "happy" and away from "sad"`) {
+			t.Fatalf("%s: the box %+v", tc.steer, e.Edits)
+		}
+		if moved := e.Edits.KL > 0; moved != tc.moves {
+			t.Errorf("%s: KL %g", tc.steer, e.Edits.KL)
+		}
+		if !e.Map.Off["mlp-2"] {
+			t.Errorf("%s: the map marks %v, want layer 2's output", tc.steer, e.Map.Off)
+		}
+	}
+	r.Steer = "L9:a|b*1"
+	if err := se.Open(ctx, r); err == nil || !strings.Contains(err.Error(), "layers 1 to 4") {
+		t.Errorf("a steering after layer 9 of 4: %v", err)
 	}
 }

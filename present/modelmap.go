@@ -39,11 +39,11 @@ func (s *snap) modelMap(st *trace.Step, stages []views.Stage, si int) *views.Mod
 		m.Filters = append(m.Filters, views.MapFilter{Name: string(r.Step), Setting: s.setting(r.Step), In: r.BeforeCount, Out: r.AfterCount, Skipped: r.Skipped})
 	}
 	m.Where = mapWhere(m)
-	if set, _ := s.Run.Edits(); set != nil {
+	if s.Edits != nil {
 		m.Off = map[string]bool{}
-		for _, e := range set.Edits {
+		for _, e := range s.Edits.Edits {
 			stage := trace.StageAttention
-			if e.Site == intervene.Unit || e.Site == intervene.MLP {
+			if e.Site == intervene.Unit || e.Site == intervene.MLP || e.Site == intervene.Resid { // the stream after the layer: after its MLP
 				stage = trace.StageMLP
 			}
 			m.Off[views.MapKey(views.Stage{Name: string(stage), Layer: e.Layer, SamplerStep: -1})] = true

@@ -110,7 +110,7 @@ func Form(r spec.Run) views.Settings {
 	return views.Settings{PromptMax: spec.MaxPromptChars, Prompt: f["prompt"], Model: f["model"], Backend: f["backend"], Temperature: f["temperature"], TopK: f["top_k"],
 		TopP: f["top_p"], MinP: f["min_p"], TypicalP: f["typical_p"], RepeatPenalty: f["repeat_penalty"], RepeatLastN: f["repeat_last_n"],
 		FreqPen: f["frequency_penalty"], PresPen: f["presence_penalty"], Seed: f["seed"], Order: f["order"], MaxTokens: f["max_tokens"],
-		Special: f["special"], Tools: f["tools"], Draft: f["draft"], DraftK: f["draft_k"], Ablate: f["ablate"], AblateMax: spec.MaxAblateChars,
+		Special: f["special"], Tools: f["tools"], Draft: f["draft"], DraftK: f["draft_k"], Ablate: f["ablate"], AblateMax: spec.MaxAblateChars, Steer: f["steer"],
 		Backends: spec.Backends, MaxTokensMax: spec.MaxNewTokens, DraftKMax: spec.MaxDraftK, DraftKDefault: strconv.Itoa(spec.DefaultDraftK)}
 }
 

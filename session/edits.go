@@ -4,6 +4,8 @@ import (
 	"context"
 	"slices"
 
+	"stepthrough/engine"
+
 	"stepthrough/engine/intervene"
 	"stepthrough/engine/spec"
 )
@@ -91,4 +93,33 @@ func (s *Session) closeBaseline() {
 		s.bes.Close()
 		s.bes = nil
 	}
+}
+
+// withSteer adds the run's steering to its edits: the direction is the
+// difference of the two texts' mean residual streams after the layer,
+// read once at the run's start by a session of its own.
+func withSteer(ctx context.Context, lm *engine.Loaded, edits *intervene.Set, r spec.Run) (*intervene.Set, error) {
+	st, _ := r.Steering() // validated
+	if st == nil {
+		return edits, nil
+	}
+	if st.Layer >= lm.Model.Config.Layers {
+		return nil, errorf("steering after layer %d: the model has layers 1 to %d", st.Layer+1, lm.Model.Config.Layers)
+	}
+	scratch, err := lm.NewSession(0)
+	if err != nil {
+		return nil, err
+	}
+	defer scratch.Close()
+	tk := lm.Model.Tokenizer
+	v, err := scratch.SteerVector(ctx, st.Layer, tk.EncodeIDs(st.Toward, false), tk.EncodeIDs(st.Away, false))
+	if err != nil {
+		return nil, errorf("steering: %v", err)
+	}
+	out := &intervene.Set{}
+	if edits != nil {
+		out.Edits = slices.Clone(edits.Edits)
+	}
+	out.Edits = append(out.Edits, intervene.Edit{Layer: st.Layer, Site: intervene.Resid, Pos: -1, Op: intervene.Add, Factor: st.Strength, Vector: v})
+	return out, nil
 }

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 
+	"stepthrough/engine/intervene"
 	"stepthrough/engine/model"
 	"stepthrough/engine/spec"
 	"stepthrough/engine/trace"
@@ -66,6 +67,9 @@ type Snapshot struct {
 	Forwards int          // forward passes run
 	Runs     int          // runs started: with the token step, names the model map drawn
 
+	// Edits are the run's interventions as its passes apply them (its
+	// ablations and its steering, the direction computed); nil: none.
+	Edits *intervene.Set
 	// Baseline is the current token step's next-token logits without the
 	// run's interventions (nil when it has none): the "before" beside the
 	// trace's "after".
@@ -103,7 +107,7 @@ func (s *Session) snapshot() Snapshot {
 	out.Inserts, out.Calls = maps.Clone(s.Inserts), slices.Clone(s.Calls)
 	snap := Snapshot{Output: out, Run: s.run, Spec: s.spec(), Model: s.m, Cursor: s.cur, Done: s.done, View: s.view,
 		Notice: s.notice, Forwards: s.forwards, Runs: s.runs, PrefillMS: s.prefillMS, TTFTMS: s.ttftMS,
-		DecodeMS: s.decodeMS, DecodeTokens: s.decodeTokens, PlainStepMS: s.plainStepMS}
+		DecodeMS: s.decodeMS, DecodeTokens: s.decodeTokens, PlainStepMS: s.plainStepMS, Edits: s.edits}
 	if s.smp != nil {
 		snap.Seed = s.smp.Seed()
 	}

@@ -25,6 +25,7 @@ type Settings struct {
 	Special, Tools                               string
 	Draft, DraftK                                string
 	Ablate                                       string // the run's interventions, written (L1H2;L3mlp)
+	Steer                                        string // the run's steering, written (L2:happy|sad*4)
 	AblateMax                                    int
 	// what engine/spec allows: the backends, the most new tokens, the
 	// draft's k (the most, and the default the form offers)

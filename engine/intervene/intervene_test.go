@@ -108,3 +108,41 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// A written steering reads to its parts and back; bad ones are refused.
+func TestParseSteer(t *testing.T) {
+	s, err := ParseSteer("L2: happy day |sad night*4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(Steer{Layer: 1, Toward: "happy day", Away: "sad night", Strength: 4}, s); diff != "" {
+		t.Error(diff)
+	}
+	if again, err := ParseSteer(s.String()); err != nil || again != s {
+		t.Errorf("%q → %+v, %v", s.String(), again, err)
+	}
+	for _, bad := range []string{"", "2:a|b*1", "L0:a|b*1", "L2:a|b", "L2:a*1", "L2:|b*1", "L2:a|b*NaN", "L2:a|b|c*1", "L2:a|b*1e9"} {
+		if _, err := ParseSteer(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+// FuzzParseSteer: a steering reads to a value that writes back to itself,
+// or is refused in one line.
+func FuzzParseSteer(f *testing.F) {
+	f.Add("L2:happy|sad*4")
+	f.Add("L1: a b |c*-0.5")
+	f.Fuzz(func(t *testing.T, text string) {
+		s, err := ParseSteer(text)
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error %q", err)
+			}
+			return
+		}
+		if again, err := ParseSteer(s.String()); err != nil || again != s {
+			t.Fatalf("%q → %q → %+v, %v", text, s.String(), again, err)
+		}
+	})
+}

@@ -139,3 +139,53 @@ func count(s string) (int, error) {
 	}
 	return n - 1, nil
 }
+
+// Steer is a steering written down: add, after a layer at every position,
+// Strength times the difference of two texts' mean residual streams
+// there. Written L2:happy day|sad night*4 (the layer from 1; the text to
+// steer toward, then away from; the strength).
+type Steer struct {
+	Layer        int // from 0
+	Toward, Away string
+	Strength     float32
+}
+
+// MaxSteerText bounds each steering text.
+const MaxSteerText = 200
+
+// ParseSteer reads a written steering; an error names what is wrong.
+func ParseSteer(s string) (Steer, error) {
+	bad := func(why string) (Steer, error) {
+		return Steer{}, fmt.Errorf("steering %.60q: %s (write L2:happy day|sad night*4)", s, why)
+	}
+	layer, rest, ok := strings.Cut(s, ":")
+	if !ok || !strings.HasPrefix(layer, "L") {
+		return bad("it starts with L, the layer and a colon")
+	}
+	l, err := count(layer[1:])
+	if err != nil {
+		return bad("the layer " + err.Error())
+	}
+	texts, strength, ok := strings.Cut(rest, "*")
+	if !ok {
+		return bad("the strength comes after *")
+	}
+	f, err := strconv.ParseFloat(strings.TrimSpace(strength), 32)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) > 1e3 {
+		return bad("the strength is a number from -1000 to 1000")
+	}
+	toward, away, ok := strings.Cut(texts, "|")
+	toward, away = strings.TrimSpace(toward), strings.TrimSpace(away)
+	if !ok || toward == "" || away == "" || strings.ContainsAny(away, "|") {
+		return bad("two texts, toward|away")
+	}
+	if len(toward) > MaxSteerText || len(away) > MaxSteerText {
+		return bad(fmt.Sprintf("each text is at most %d bytes", MaxSteerText))
+	}
+	return Steer{Layer: l, Toward: toward, Away: away, Strength: float32(f)}, nil
+}
+
+// String writes the steering as ParseSteer reads it.
+func (s Steer) String() string {
+	return fmt.Sprintf("L%d:%s|%s*%s", s.Layer+1, s.Toward, s.Away, strconv.FormatFloat(float64(s.Strength), 'g', -1, 32))
+}

@@ -72,6 +72,11 @@ func FromForm(get Getter, base Run) (Run, error) {
 			return base, err
 		}
 	}
+	if v, ok := get("steer"); ok {
+		if err := r.setSteer(v); err != nil {
+			return base, err
+		}
+	}
 	if v, ok := get("draft_k"); ok && strings.TrimSpace(v) != "" {
 		if err := whole("draft k", &r.DraftK, v); err != nil {
 			return base, err
@@ -124,6 +129,9 @@ func (r Run) Query() url.Values {
 	if r.Ablate != "" {
 		v.Set("ablate", r.Ablate)
 	}
+	if r.Steer != "" {
+		v.Set("steer", r.Steer)
+	}
 	r.View.query(v)
 	if r.View.Scores {
 		v.Set("scores", "1")
@@ -139,7 +147,7 @@ func (r Run) Query() url.Values {
 
 // Form is r's settings as the Explorer's form shows them, by form key.
 func (r Run) Form() map[string]string {
-	f := map[string]string{"prompt": r.Prompt, "model": r.Model, "backend": r.Backend, "max_tokens": strconv.Itoa(r.MaxTokens), "tools": r.Tools, "ablate": r.Ablate}
+	f := map[string]string{"prompt": r.Prompt, "model": r.Model, "backend": r.Backend, "max_tokens": strconv.Itoa(r.MaxTokens), "tools": r.Tools, "ablate": r.Ablate, "steer": r.Steer}
 	if r.Draft != "" {
 		f["draft"], f["draft_k"] = r.Draft, strconv.Itoa(r.DraftK)
 	}
@@ -155,7 +163,7 @@ func (r Run) Form() map[string]string {
 // LessonKeys are the settings a lesson step may set, with the query keys:
 // the sampler keys, max_tokens, model and backend.
 func LessonKeys() []string {
-	return append(SamplerKeys(), "max_tokens", "model", "backend", "special", "tools", "draft", "draft_k", "ablate")
+	return append(SamplerKeys(), "max_tokens", "model", "backend", "special", "tools", "draft", "draft_k", "ablate", "steer")
 }
 
 // FormKeys are the settings form's field names: the prompt and every
@@ -171,6 +179,23 @@ func (r *Run) setAblate(v string) error {
 		return err
 	}
 	r.Ablate = set.String()
+	return nil
+}
+
+// setSteer reads a written steering into its one written form ("" or
+// "none": no steering).
+func (r *Run) setSteer(v string) error {
+	r.Steer = strings.TrimSpace(v)
+	if strings.EqualFold(r.Steer, "none") {
+		r.Steer = ""
+	}
+	s, err := r.Steering()
+	if err != nil {
+		return err
+	}
+	if s != nil {
+		r.Steer = s.String()
+	}
 	return nil
 }
 
@@ -240,6 +265,8 @@ func SetLesson(r *Run, key, value string) error {
 		r.defaultDraftK()
 	case "ablate":
 		return r.setAblate(value)
+	case "steer":
+		return r.setSteer(value)
 	case "draft_k":
 		if err := whole("draft k", &r.DraftK, value); err != nil {
 			return err

@@ -68,7 +68,24 @@ type Run struct {
 	// prompt's too, computes with those heads, units or sublayers
 	// switched off or scaled. Empty: the model as it is.
 	Ablate string `json:"ablate,omitempty"`
-	View   View   `json:"view"`
+	// Steer is the run's steering, written as package intervene writes it
+	// (L2:happy day|sad night*4): after that layer, at every position, the
+	// strength times the difference of the two texts' mean residual
+	// streams is added. Empty: none.
+	Steer string `json:"steer,omitempty"`
+	View  View   `json:"view"`
+}
+
+// Steering reads the run's steering (nil for none).
+func (r *Run) Steering() (*intervene.Steer, error) {
+	if r.Steer == "" {
+		return nil, nil
+	}
+	s, err := intervene.ParseSteer(r.Steer)
+	if err != nil {
+		return nil, &Error{Param: "steer", Value: "", Allowed: err.Error()}
+	}
+	return &s, nil
 }
 
 // MaxAblateChars bounds a run's written interventions.
@@ -149,6 +166,8 @@ func (r *Run) Validate() error {
 		return &Error{Param: "draft", Value: "", Allowed: "not a model file name"}
 	case r.Draft != "" && (r.DraftK < 1 || r.DraftK > MaxDraftK):
 		return &Error{Param: "draft k", Value: fmt.Sprint(r.DraftK), Allowed: fmt.Sprintf("choose 1 to %d", MaxDraftK)}
+	case r.Steer != "" && r.Draft != "":
+		return &Error{Param: "steer", Value: r.Steer, Allowed: "steering runs without a draft: choose one"}
 	case r.Ablate != "" && r.Draft != "":
 		return &Error{Param: "ablate", Value: r.Ablate, Allowed: "interventions run without a draft: choose one"}
 	case r.Draft != "" && r.Tools != "":
@@ -170,6 +189,9 @@ func (r *Run) Validate() error {
 		return err
 	}
 	if _, err := r.Edits(); err != nil {
+		return err
+	}
+	if _, err := r.Steering(); err != nil {
 		return err
 	}
 	return r.Sampler.Validate()
