@@ -69,7 +69,7 @@ func runLogits(ctx context.Context, env Env, args []string) error {
 	path := fs.String("model", "", "GGUF model `file`")
 	prompt := fs.String("prompt", "", "prompt text (BOS added when the model asks for it)")
 	out := fs.String("out", "", "output `file`: little-endian float32 [prompt tokens][vocab]")
-	lens := fs.Bool("lens", false, "print the logit lens as JSON: every layer's top tokens at every position, and the final prediction's rank there (on the CPU)")
+	lens := fs.Bool("lens", false, "print the logit lens as JSON: every layer's top tokens at every position, and the final prediction's rank there")
 	ef := addEditFlags(fs)
 	threads := fs.Int("t", 0, "CPU threads (0: one per core)")
 	backend := backendFlag(fs)
@@ -97,9 +97,6 @@ func runLogits(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *lens && *backend == "auto" {
-		*backend = "cpu" // the lens is the CPU's hook
-	}
 	s, err := newSession(env, m, engine.Options{Threads: *threads, Backend: *backend})
 	if err != nil {
 		return err
@@ -119,7 +116,7 @@ func runLogits(ctx context.Context, env Env, args []string) error {
 	}
 	if *lens {
 		if len(lh.rows) == 0 {
-			return fmt.Errorf("--lens: the %s backend computes no lens: use --backend cpu", s.Backend().Name)
+			return fmt.Errorf("--lens: the %s backend computed no lens", s.Backend().Name)
 		}
 		return lh.write(env.Stdout, m, ids, edits.String())
 	}

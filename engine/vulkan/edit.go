@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 
+	"stepthrough/engine/hooks"
 	"stepthrough/engine/intervene"
 )
 
@@ -59,4 +60,21 @@ func (r *fwd) edit(p *passState, l int, at intervene.Site, x *Buffer, stride, n,
 		}
 		p.c.Edit(r.set(site{l, editNames[at]}, x, r.editV), n, stride, lo, w, pos0, pos, uint32(e.Op), e.Factor, r.editOff[i])
 	}
+}
+
+// lens records the logit lens of layer l: the final norm and the output
+// matrix applied to the residual stream after it (into the logits buffer,
+// which the pass's own output overwrites later), read back for the hook.
+func (r *fwd) lens(p *passState, l, n, pos0 int) {
+	c, W := r.cfg, r.m.Weights
+	E, V := c.Embd, c.Vocab
+	r.norm(p, l, "lens norm", r.vec[W.OutNorm], r.vec[W.OutNormB], n)
+	out := r.w[W.OutputMatrix()]
+	p.c.MatMul(r.set(site{l, "lens"}, out.b, r.xn, r.logits), out.typ, V, E, n, out.row0)
+	if c.FinalSoftcap != 0 {
+		p.c.Softcap(r.set(site{l, "lens softcap"}, r.logits), n*V, c.FinalSoftcap)
+	}
+	p.flush("", l, pos0, n, func() {
+		r.h.OnLens(hooks.Lens{Layer: l, Pos0: pos0, N: n, Vocab: V, Logits: p.readF32(r.logits, 0, n*V)})
+	})
 }

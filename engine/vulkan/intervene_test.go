@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"stepthrough/engine/cpu"
+	"stepthrough/engine/hooks"
 	"stepthrough/engine/intervene"
 	"stepthrough/engine/model"
 	"stepthrough/engine/quant"
@@ -96,4 +97,56 @@ func passes(t *testing.T, d *Device, m *model.Model, prompt []int32, set *interv
 		t.Fatal(err)
 	}
 	return append(out, step...)
+}
+
+// The logit lens on Vulkan is the CPU's, layer by layer and row by row,
+// with an intervention in the pass (and the soft cap of a gemma2 shape).
+func TestLensParity(t *testing.T) {
+	d := openTest(t, false)
+	for _, o := range []model.SynthOptions{
+		{Arch: "llama", Embd: 64, Layers: 3, Heads: 4, KVHeads: 2, FFN: 96, Vocab: 700, Context: 64, Type: quant.F32},
+		{Arch: "gemma2", Embd: 64, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 16, FFN: 128, Vocab: 700, Context: 64, Type: quant.F32, Tied: true, Window: 5, AttnSoftcap: 0.05, FinalSoftcap: 0.2},
+	} {
+		t.Run(o.Arch, func(t *testing.T) {
+			m := synth(t, o)
+			prompt := m.Tokenizer.EncodeIDs("once upon a time the little cat saw a big red ball", true)
+			set := &intervene.Set{Edits: []intervene.Edit{{Layer: 0, Site: intervene.Head, Index: 1, Pos: -1, Op: intervene.Zero}}}
+			lens := func(onVulkan bool) [][]float32 {
+				got := make([][]float32, m.Config.Layers)
+				watch := &hooks.Hooks{OnLens: func(e hooks.Lens) { got[e.Layer] = append(got[e.Layer], e.Logits[:e.N*e.Vocab]...) }}
+				ctx := hooks.WithHooks(intervene.With(context.Background(), set), watch)
+				var fwd interface {
+					Forward(context.Context, []int32, bool) ([]float32, error)
+					Close()
+				}
+				var err error
+				if onVulkan {
+					fwd, err = NewRunner(d, m, 64)
+				} else {
+					fwd, err = cpu.NewRunner(m, cpu.Options{Threads: 2, Context: 64})
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer fwd.Close()
+				if _, err := fwd.Forward(ctx, prompt, false); err != nil {
+					t.Fatal(err)
+				}
+				return got
+			}
+			want, got := lens(false), lens(true)
+			for l := range want {
+				if len(got[l]) != len(want[l]) || len(want[l]) != len(prompt)*m.Config.Vocab {
+					t.Fatalf("layer %d: %d lens values on Vulkan, %d on the CPU", l+1, len(got[l]), len(want[l]))
+				}
+				var worst float64
+				for i := range want[l] {
+					worst = max(worst, math.Abs(float64(want[l][i]-got[l][i])))
+				}
+				if worst > 1e-3 {
+					t.Errorf("layer %d: max |vulkan - cpu| lens logit = %g", l+1, worst)
+				}
+			}
+		})
+	}
 }

@@ -313,6 +313,9 @@ func (r *fwd) layer(p *passState, l, n, pos0 int) {
 	p.c.Add(r.set(site{l, "resid mlp"}, r.x, r.o), n*E, n*E)
 	r.edit(p, l, intervene.Resid, r.x, E, n, pos0)
 	p.flush("mlp", l, pos0, n, r.residual(p, l, n, pos0, "mlp"))
+	if h != nil && h.OnLens != nil {
+		r.lens(p, l, n, pos0)
+	}
 }
 
 // residual returns the readback for the residual hook, or nil.
