@@ -156,13 +156,7 @@ func (h *lensHook) write(w io.Writer, m *model.Model, ids []int32, ablate string
 			for _, id := range sample.TopN(probs, lensTop) {
 				pos.Top = append(pos.Top, LensToken{ID: id, Piece: m.Tokenizer.Display(id), P: float64(probs[id])})
 			}
-			final := sample.TopN(last[p], 1)[0]
-			pos.FinalRank = 1
-			for _, q := range probs {
-				if q > probs[final] {
-					pos.FinalRank++
-				}
-			}
+			pos.FinalRank = sample.Rank(probs, sample.TopN(last[p], 1)[0])
 			L.Positions = append(L.Positions, pos)
 		}
 		out.Layers = append(out.Layers, L)

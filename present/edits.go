@@ -53,12 +53,7 @@ func (s *snap) editEffect(st *trace.Step) *views.EditEffect {
 	}
 	was := top[0]
 	x.Token, x.WasP, x.NowP = s.piece(was), float64(before[was]), float64(after[was])
-	x.NowRank = 1
-	for _, p := range after {
-		if p > after[was] {
-			x.NowRank++
-		}
-	}
+	x.NowRank = sample.Rank(after, was)
 	if now := sample.TopN(after, 1)[0]; now != was {
 		x.NewTop = s.piece(now)
 	}
@@ -117,15 +112,10 @@ func (s *snap) lensGrid(st *trace.Step) *views.LensGrid {
 		if L.Lens == nil || len(L.Lens.Top) != len(last.Top) {
 			return nil
 		}
-		row := views.LensRow{Layer: L.Index + 1, FinalRank: 1}
+		row := views.LensRow{Layer: L.Index + 1, FinalRank: sample.Rank(L.Lens.Last, final)}
 		for c := range cols {
 			top := L.Lens.Top[first+c][0]
 			row.Cells = append(row.Cells, views.LensCell{Piece: s.piece(top.ID), P: float64(top.P), Final: top.ID == last.Top[first+c][0].ID})
-		}
-		for _, v := range L.Lens.Last {
-			if v > L.Lens.Last[final] {
-				row.FinalRank++
-			}
 		}
 		g.Rows = append(g.Rows, row)
 	}

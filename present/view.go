@@ -35,12 +35,7 @@ type snap struct{ *session.Snapshot }
 // error: the caller shows the error its action returned).
 func Explorer(se *session.Session) views.Explorer {
 	sn := se.Snapshot()
-	return ExplorerOf(&sn)
-}
-
-// ExplorerOf builds the Explorer's view model of a snapshot.
-func ExplorerOf(sn *session.Snapshot) views.Explorer {
-	s := &snap{sn}
+	s := &snap{&sn}
 	e := views.Explorer{Notice: s.Notice, Forwards: s.Forwards, BackendInfo: s.Backend}
 	if !s.HasRun() {
 		e.End = true

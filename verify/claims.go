@@ -262,11 +262,6 @@ func checkLens(step *trace.Step, token int, c lessons.Claim, id int32, show func
 		top := L.Top[len(L.Top)-1][0].ID
 		return show(top), want(top == id, "after layer %d the likeliest is %s", c.Block, show(top))
 	}
-	rank := 1
-	for _, v := range L.Last {
-		if v > L.Last[id] {
-			rank++
-		}
-	}
+	rank := sample.Rank(L.Last, id)
 	return fmt.Sprint(rank), want(c.Holds(float64(rank)), "after layer %d %s ranks %d", c.Block, show(id), rank)
 }

@@ -118,19 +118,6 @@ func (s *Set) Check(sh Shape) error {
 	return nil
 }
 
-// Has reports whether any edit applies at layer l's site.
-func (s *Set) Has(l int, site Site) bool {
-	if s == nil {
-		return false
-	}
-	for i := range s.Edits {
-		if s.Edits[i].Layer == l && s.Edits[i].Site == site {
-			return true
-		}
-	}
-	return false
-}
-
 type key struct{}
 
 // With returns ctx carrying s (nil or empty: ctx as it is).

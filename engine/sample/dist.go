@@ -36,6 +36,19 @@ func Argmax[T float32 | float64](x []T) int {
 	return best
 }
 
+// Rank is where x[i] stands among x, from 1 (the largest): one more than
+// how many values are larger (ties share the better rank; NaNs never
+// count as larger).
+func Rank[T float32 | float64](x []T, i int32) int {
+	r := 1
+	for _, v := range x {
+		if v > x[i] {
+			r++
+		}
+	}
+	return r
+}
+
 // TopN returns the indices of the n largest values, largest first, ties
 // by the lower index (NaNs are never among them). It takes O(len(x)·n)
 // time and no more than n+1 indices of memory: n is a handful.

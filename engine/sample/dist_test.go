@@ -46,3 +46,14 @@ func TestArgmaxAndTopN(t *testing.T) {
 		})
 	}
 }
+
+// Rank counts the larger values: ties share the better rank, NaNs never
+// count as larger.
+func TestRank(t *testing.T) {
+	x := []float32{0.5, 2, 2, -1, float32(math.NaN())}
+	for i, want := range []int{3, 1, 1, 4} {
+		if got := Rank(x, int32(i)); got != want {
+			t.Errorf("Rank(x, %d) = %d, want %d", i, got, want)
+		}
+	}
+}

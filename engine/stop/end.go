@@ -66,6 +66,3 @@ func (e *End) next(id int32) (lo, hi int, finish string) {
 	}
 	return lo, hi, ""
 }
-
-// Generated is how many tokens were pushed.
-func (e *End) Generated() int { return e.n }
