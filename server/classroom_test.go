@@ -523,7 +523,7 @@ func TestClassroomPushesIntervention(t *testing.T) {
 	sa := dialRoom(t, ts.URL, code, studentID(t, ts.URL, code))
 	sa.wait(`data-state="following"`)
 	teach.send(map[string]string{"action": "ablate", "toggle": "L2H1"})
-	if m := sa.wait(`data-testid="edit-effect"`); !strings.Contains(m, "Switched off: L2H1") {
+	if m := sa.wait(`data-testid="edit-effect"`); !strings.Contains(m, "Interventions: L2H1") {
 		t.Errorf("the student's view: %.400s", m)
 	}
 	teach.send(map[string]string{"action": "ablate", "toggle": "L2H1"})

@@ -32,14 +32,14 @@ func EditEffectView(x *EditEffect, restore bool) templ.Component {
 		}
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<section class=\"panel edits\" data-testid=\"edit-effect\" aria-labelledby=\"h-edits\"><h2 id=\"h-edits\">Switched off: ")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<section class=\"panel edits\" data-testid=\"edit-effect\" aria-labelledby=\"h-edits\"><h2 id=\"h-edits\">Interventions: ")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var2 string
 		templ_7745c5c3_Var2, templ_7745c5c3_Err = templ.JoinStringErrs(x.Edits)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/edits.templ`, Line: 11, Col: 42}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/edits.templ`, Line: 11, Col: 43}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var2))
 		if templ_7745c5c3_Err != nil {
@@ -58,7 +58,7 @@ func EditEffectView(x *EditEffect, restore bool) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 3, ". Every pass of this run computes without them; beside it the engine reads the same tokens with the model intact, so this step's next-token probabilities (at T = 1) show before and after.</p><p data-testid=\"edit-summary\">Without the edits the likeliest next token is <code>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 3, ". Every pass of this run computes with them; beside it the engine reads the same tokens with the model as it is, so this step's next-token probabilities (at T = 1) show before and after.</p><p data-testid=\"edit-summary\">Without the edits the likeliest next token is <code>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
