@@ -1,6 +1,8 @@
 package kv
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync"
@@ -22,24 +24,55 @@ var ErrContextFull = errors.New("context is full")
 // the same tokens share their full prefix blocks (copy-on-write: a shared
 // block is copied before anyone writes into it).
 //
+// With Retain set, a full prefix block whose last sequence ends is kept,
+// still findable by its tokens, in a least-recently-used list (automatic
+// prefix caching, as vLLM does): a later sequence with the same prefix
+// takes it back instead of computing it again, and a block is taken from
+// the list's cold end, forgetting its tokens, only when no free block is
+// left.
+//
 // A Pool is safe for concurrent use; each Paged cache belongs to one
 // sequence.
 type Pool struct {
 	Layers, Dim, BlockSize, Blocks int
+	// Retain keeps ended sequences' full prefix blocks for later ones
+	// (set it before the pool is used).
+	Retain bool
 
 	mu     sync.Mutex
 	data   []float32 // Blocks × Layers × 2 (K then V) × BlockSize × Dim
 	refs   []int32   // sequences using each block
-	free   []int32   // free block numbers (a stack)
-	prefix map[prefixKey]int32
-	keyOf  map[int32]prefixKey
+	free   []int32   // blocks holding nothing (a stack)
+	prefix map[Hash]int32
+	hashOf map[int32]Hash
+	lru    lruList // retained blocks no sequence uses, coldest first
+	stats  Stats
 }
 
-// prefixKey names a full block by the block before it and its tokens, so
-// equal keys mean equal token prefixes from position 0.
-type prefixKey struct {
-	parent int32
-	tokens string
+// Hash names a full block by every token from position 0 to its end: the
+// SHA-256 of the previous block's hash and the block's tokens, so equal
+// hashes mean equal token prefixes.
+type Hash [sha256.Size]byte
+
+// chain is the hash of a block holding tokens after a block hashed parent.
+func chain(parent Hash, tokens []int32) Hash {
+	h := sha256.New()
+	h.Write(parent[:])
+	var b [4]byte
+	for _, id := range tokens {
+		binary.LittleEndian.PutUint32(b[:], uint32(id))
+		h.Write(b[:])
+	}
+	var out Hash
+	h.Sum(out[:0])
+	return out
+}
+
+// Stats count the prefix cache's work since the pool was made.
+type Stats struct {
+	Hits      int // blocks a sequence took from another's prefix
+	Revived   int // of those, blocks that had been retained after their sequences ended
+	Evictions int // retained blocks reused for other tokens
 }
 
 // NewPool makes a pool of blocks×blockSize positions for a model of the
@@ -53,7 +86,7 @@ func NewPool(layers, dim, blockSize, blocks int) (*Pool, error) {
 	}
 	p := &Pool{Layers: layers, Dim: dim, BlockSize: blockSize, Blocks: blocks,
 		data: make([]float32, blocks*layers*2*blockSize*dim), refs: make([]int32, blocks),
-		prefix: map[prefixKey]int32{}, keyOf: map[int32]prefixKey{}}
+		prefix: map[Hash]int32{}, hashOf: map[int32]Hash{}, lru: newLRU(blocks)}
 	for b := blocks - 1; b >= 0; b-- {
 		p.free = append(p.free, int32(b))
 	}
@@ -63,39 +96,75 @@ func NewPool(layers, dim, blockSize, blocks int) (*Pool, error) {
 // BlockBytes is one block's memory.
 func (p *Pool) BlockBytes() int { return p.Layers * 2 * p.BlockSize * p.Dim * 4 }
 
-// Free is the number of free blocks.
+// Free is the number of blocks a sequence may take: those holding nothing
+// and the retained ones (which it takes coldest first).
 func (p *Pool) Free() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return len(p.free)
+	return len(p.free) + p.lru.n
 }
 
 // Used is the number of blocks in use (a shared block counts once).
 func (p *Pool) Used() int { return p.Blocks - p.Free() }
 
+// Cached is the number of retained blocks no sequence uses.
+func (p *Pool) Cached() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.lru.n
+}
+
+// Stats returns the prefix cache's counts.
+func (p *Pool) Stats() Stats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stats
+}
+
 // BlocksFor is how many blocks n positions take.
 func (p *Pool) BlocksFor(n int) int { return (n + p.BlockSize - 1) / p.BlockSize }
 
+// alloc takes a free block, else the coldest retained one (forgetting
+// its tokens).
 func (p *Pool) alloc() (int32, error) {
-	if len(p.free) == 0 {
+	var b int32
+	switch {
+	case len(p.free) > 0:
+		b = p.free[len(p.free)-1]
+		p.free = p.free[:len(p.free)-1]
+	case p.lru.n > 0:
+		b = p.lru.head
+		p.lru.remove(b)
+		p.unname(b)
+		p.stats.Evictions++
+	default:
 		return 0, ErrNoBlocks
 	}
-	b := p.free[len(p.free)-1]
-	p.free = p.free[:len(p.free)-1]
 	p.refs[b] = 1
 	return b, nil
 }
 
+// release drops one sequence's use of b; unused, it is retained (a named
+// block of a retaining pool) or freed.
 func (p *Pool) release(b int32) {
 	p.refs[b]--
 	if p.refs[b] > 0 {
 		return
 	}
-	if k, ok := p.keyOf[b]; ok {
-		delete(p.prefix, k)
-		delete(p.keyOf, b)
+	if _, named := p.hashOf[b]; named && p.Retain {
+		p.lru.pushHot(b)
+		return
 	}
+	p.unname(b)
 	p.free = append(p.free, b)
+}
+
+// unname makes b unfindable by its tokens.
+func (p *Pool) unname(b int32) {
+	if h, ok := p.hashOf[b]; ok {
+		delete(p.prefix, h)
+		delete(p.hashOf, b)
+	}
 }
 
 // layerRows is block b's K or V rows of layer l (kv 0: keys, 1: values).
@@ -112,11 +181,11 @@ func (p *Pool) block(b int32) []float32 {
 
 // Paged is one sequence's cache in a Pool: its block table.
 type Paged struct {
-	pool     *Pool
-	table    []int32
-	n, cap   int
-	shared   int // leading blocks registered as prefix blocks
-	prefixed bool
+	pool   *Pool
+	table  []int32
+	n, cap int
+	shared int    // leading blocks registered as prefix blocks
+	chain  []Hash // the hashes of the leading full blocks' tokens
 }
 
 // NewPaged makes an empty cache of at most capacity positions in p. It
@@ -145,17 +214,22 @@ func (c *Paged) Reserve(n int) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for i := c.n / p.BlockSize; i < len(c.table) && i*p.BlockSize < n; i++ {
-		if b := c.table[i]; p.refs[b] > 1 { // copy on write
-			nb, err := p.alloc()
-			if err != nil {
-				return err
-			}
-			copy(p.block(nb), p.block(b))
-			p.release(b)
-			c.table[i] = nb
+		b := c.table[i]
+		if p.refs[b] == 1 { // its rows are about to change: no longer findable
+			p.unname(b)
 			c.shared = min(c.shared, i)
+			continue
 		}
+		nb, err := p.alloc() // copy on write
+		if err != nil {
+			return err
+		}
+		copy(p.block(nb), p.block(b))
+		p.release(b)
+		c.table[i] = nb
+		c.shared = min(c.shared, i)
 	}
+	c.chain = c.chain[:min(len(c.chain), c.n/p.BlockSize)]
 	for len(c.table) < p.BlocksFor(n) {
 		b, err := p.alloc()
 		if err != nil {
@@ -195,6 +269,7 @@ func (c *Paged) Truncate(n int) {
 	}
 	c.table = c.table[:keep]
 	c.shared = min(c.shared, c.n/p.BlockSize)
+	c.chain = c.chain[:min(len(c.chain), c.n/p.BlockSize)]
 }
 
 // Free gives back every block.
@@ -209,13 +284,13 @@ func (c *Paged) Fork() *Paged {
 	for _, b := range c.table {
 		p.refs[b]++
 	}
-	return &Paged{pool: p, table: append([]int32(nil), c.table...), n: c.n, cap: c.cap, shared: c.shared}
+	return &Paged{pool: p, table: append([]int32(nil), c.table...), n: c.n, cap: c.cap, shared: c.shared, chain: append([]Hash(nil), c.chain...)}
 }
 
 // SharePrefix starts an empty cache with the longest run of full blocks
-// another live sequence has registered for the same first tokens (never
-// all of tokens: the last one must still be computed for its logits). It
-// returns the positions now filled.
+// registered for the same first tokens, by a live sequence or retained
+// after one ended (never all of tokens: the last one must still be
+// computed for its logits). It returns the positions now filled.
 func (c *Paged) SharePrefix(tokens []int32) int {
 	if c.n != 0 || len(c.table) != 0 {
 		return 0
@@ -223,15 +298,21 @@ func (c *Paged) SharePrefix(tokens []int32) int {
 	p := c.pool
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	parent := int32(-1)
+	var parent Hash
 	for i := 0; (i+1)*p.BlockSize < len(tokens) && (i+1)*p.BlockSize <= c.cap; i++ {
-		b, ok := p.prefix[prefixKey{parent, tokenKey(tokens[i*p.BlockSize : (i+1)*p.BlockSize])}]
+		h := chain(parent, tokens[i*p.BlockSize:(i+1)*p.BlockSize])
+		b, ok := p.prefix[h]
 		if !ok {
 			break
 		}
+		if p.refs[b] == 0 {
+			p.lru.remove(b)
+			p.stats.Revived++
+		}
 		p.refs[b]++
-		c.table = append(c.table, b)
-		parent = b
+		p.stats.Hits++
+		c.table, c.chain = append(c.table, b), append(c.chain, h)
+		parent = h
 	}
 	c.n, c.shared = len(c.table)*p.BlockSize, len(c.table)
 	return c.n
@@ -241,31 +322,24 @@ func (c *Paged) SharePrefix(tokens []int32) int {
 // tokens are the tokens at c's positions.
 func (c *Paged) Register(tokens []int32) {
 	p := c.pool
+	full := min(c.n, len(tokens)) / p.BlockSize
+	for i := len(c.chain); i < full; i++ { // hashed outside the lock
+		var parent Hash
+		if i > 0 {
+			parent = c.chain[i-1]
+		}
+		c.chain = append(c.chain, chain(parent, tokens[i*p.BlockSize:(i+1)*p.BlockSize]))
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	full := min(c.n, len(tokens)) / p.BlockSize
 	for i := c.shared; i < full; i++ {
-		parent := int32(-1)
-		if i > 0 {
-			parent = c.table[i-1]
-			if _, chained := p.keyOf[parent]; !chained {
-				break // only a chain from position 0 can be looked up
-			}
+		h, b := c.chain[i], c.table[i]
+		if _, taken := p.prefix[h]; taken {
+			continue
 		}
-		k := prefixKey{parent, tokenKey(tokens[i*p.BlockSize : (i+1)*p.BlockSize])}
-		if _, taken := p.prefix[k]; !taken {
-			if _, named := p.keyOf[c.table[i]]; !named {
-				p.prefix[k], p.keyOf[c.table[i]] = c.table[i], k
-			}
+		if _, named := p.hashOf[b]; !named {
+			p.prefix[h], p.hashOf[b] = b, h
 		}
 	}
 	c.shared = max(c.shared, full)
-}
-
-func tokenKey(ids []int32) string {
-	b := make([]byte, 4*len(ids))
-	for i, id := range ids {
-		b[4*i], b[4*i+1], b[4*i+2], b[4*i+3] = byte(id), byte(id>>8), byte(id>>16), byte(id>>24)
-	}
-	return string(b)
 }

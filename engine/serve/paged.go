@@ -20,6 +20,9 @@ func (s *Scheduler) admitPaged(q *seq) (bool, error) {
 		return false, nil
 	}
 	q.sess, q.read = sess, shared
+	if q.times.Preemptions == 0 {
+		q.times.Cached = shared
+	}
 	return true, nil
 }
 
@@ -44,6 +47,7 @@ func (s *Scheduler) preempt() {
 	q.feed = append(slices.Clone(q.req.Prompt), q.out...)
 	q.read = 0
 	q.times.Preemptions++
+	s.totals.Preemptions++
 	s.preempted = append(s.preempted, q.id)
 	s.queue = append([]*seq{q}, s.queue...)
 }

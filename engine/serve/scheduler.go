@@ -32,6 +32,7 @@ type Scheduler struct {
 	stopped   bool
 	wake      chan struct{}
 	onStep    func(Step)
+	totals    Totals
 
 	// reused by each step
 	items  []engine.BatchItem
@@ -57,6 +58,7 @@ type seq struct {
 	need      int // KV positions reserved
 	cancelled bool
 	text      []byte
+	label     string
 }
 
 // New makes a scheduler on l. Options left zero take their defaults.
@@ -94,6 +96,7 @@ func New(l *engine.Loaded, opt Options) (*Scheduler, error) {
 		if s.pool, err = l.NewKVPool(opt.BlockSize, opt.KVPositions/opt.BlockSize); err != nil {
 			return nil, fmt.Errorf("serve: %w", err)
 		}
+		s.pool.Retain = opt.PrefixCache
 		s.opt.KVPositions = s.pool.Blocks * opt.BlockSize
 	}
 	return s, nil
@@ -118,6 +121,7 @@ func (s *Scheduler) OnStep(f func(Step)) {
 // so a slow reader never holds the scheduler up.
 type Handle struct {
 	ID     int
+	Seed   uint64 // the request's sampler seed (drawn when not set)
 	Events <-chan Event
 	s      *Scheduler
 }
@@ -162,9 +166,13 @@ func (s *Scheduler) Submit(r Request) (*Handle, error) {
 	s.nextID++
 	q := &seq{id: s.nextID, req: r, feed: r.Prompt, smp: smp, end: stop.NewEnd(s.l.Model.Tokenizer, stop.Limits{MaxTokens: r.MaxTokens, Stops: r.Stop, IgnoreEOS: r.IgnoreEOS}), events: make(chan Event, r.MaxTokens+2), need: need}
 	q.times = Times{ID: q.id, Arrived: time.Now(), PromptTokens: len(r.Prompt)}
+	q.label = r.Label
+	if q.label == "" {
+		q.label = fmt.Sprintf("#%d", q.id)
+	}
 	s.queue = append(s.queue, q)
 	s.signal()
-	return &Handle{ID: q.id, Events: q.events, s: s}, nil
+	return &Handle{ID: q.id, Seed: smp.Seed(), Events: q.events, s: s}, nil
 }
 
 func (s *Scheduler) signal() {

@@ -62,6 +62,13 @@ type Options struct {
 	// Paged runs on the CPU backend.
 	Paged     bool
 	BlockSize int
+	// PrefixCache (with Paged) keeps the full prompt blocks of requests
+	// that ended, keyed by a hash of their tokens from position 0, so a
+	// later request that starts the same way (a shared system prompt, the
+	// same conversation asked again) reads only the rest; retained blocks
+	// are reused for other tokens least recently used first, when no free
+	// block is left.
+	PrefixCache bool
 	// Steps is how many recent steps are kept for Steps (0: 4096).
 	Steps int
 }
@@ -77,6 +84,19 @@ type Request struct {
 	// benchmark's fixed-length reply); the end-of-generation token is
 	// then an ordinary token.
 	IgnoreEOS bool
+	// OnToken, when set, sees each generated token in the scheduler's
+	// goroutine before its event is sent: it must be quick and must not
+	// block. Returning true ends the request with this token (FinishStop):
+	// a caller's own stop rule, such as a closed tool call.
+	OnToken func(Token) bool
+}
+
+// Token is a generated token as OnToken sees it.
+type Token struct {
+	ID     int32
+	Logits []float32 // what it was sampled from (valid during the call only)
+	Step   int       // the step that computed it (Step.Index)
+	Mates  []string  // the other requests in that step, by label
 }
 
 // Finish reasons.
@@ -97,6 +117,7 @@ type Event struct {
 	Done   bool
 	Finish string // with Done
 	Err    error  // with FinishError
+	Times  Times  // with Done
 }
 
 // Times are one request's measured times.
@@ -105,6 +126,9 @@ type Times struct {
 	Arrived, Admitted, FirstToken, Finished time.Time
 	PromptTokens, Generated                 int
 	Preemptions                             int
+	// Cached is how many prompt tokens were read from KV blocks another
+	// request had computed (a shared or retained prefix), not computed.
+	Cached int
 }
 
 // Queued is the time from arrival to admission.

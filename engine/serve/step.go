@@ -66,6 +66,8 @@ func (s *Scheduler) admit() {
 		s.queue = s.queue[1:]
 		if q.times.Admitted.IsZero() {
 			q.times.Admitted = time.Now()
+			s.totals.PromptTokens += len(q.req.Prompt)
+			s.totals.CachedTokens += q.times.Cached
 		}
 		s.running = append(s.running, q)
 	}
@@ -145,7 +147,7 @@ func (s *Scheduler) step(ctx context.Context, parts []Part) error {
 				continue
 			}
 		}
-		parts[i].Last = s.emit(q, s.logits[i], now)
+		parts[i].Last = s.emit(q, s.logits[i], now, i)
 	}
 	for i, q := range s.batch {
 		parts[i].KV = s.kvHeld(q)
@@ -153,6 +155,7 @@ func (s *Scheduler) step(ctx context.Context, parts []Part) error {
 	s.dropEnded()
 	st := Step{Index: s.nsteps, At: start.Sub(s.start), Dur: time.Since(start), Parts: parts, Running: len(s.running), Waiting: len(s.queue), KVHeld: s.held, Preempted: s.preempted}
 	s.preempted = nil
+	s.count(parts, st.Dur)
 	for _, q := range s.running {
 		st.KVUsed += q.sess.Pos()
 	}
@@ -171,18 +174,22 @@ func (s *Scheduler) step(ctx context.Context, parts []Part) error {
 	return nil
 }
 
-// emit samples q's next token from logits, streams it and applies the
-// stop conditions; it reports whether q finished.
-func (s *Scheduler) emit(q *seq, logits []float32, now time.Time) bool {
+// emit samples q's next token from logits (q is s.batch[at]), streams it
+// and applies the stop conditions; it reports whether q finished.
+func (s *Scheduler) emit(q *seq, logits []float32, now time.Time, at int) bool {
 	id := q.smp.Sample(logits, nil)
 	q.smp.Accept(id)
 	q.out = append(q.out, id)
 	q.generated++
 	q.times.Generated = q.generated
+	s.totals.Generated++
 	if q.generated == 1 {
 		q.times.FirstToken = now
 	}
 	text, finish := q.end.Push(id)
+	if q.req.OnToken != nil && q.req.OnToken(Token{ID: id, Logits: logits, Step: s.nsteps, Mates: s.mates(at)}) && finish == "" {
+		finish = FinishStop
+	}
 	q.events <- Event{Token: id, Text: s.keep(q, text)}
 	if finish == "" {
 		q.one[0] = id
@@ -190,6 +197,17 @@ func (s *Scheduler) emit(q *seq, logits []float32, now time.Time) bool {
 	}
 	s.end(q, Event{Done: true, Finish: finish})
 	return true
+}
+
+// mates are the labels of the step's requests other than s.batch[at].
+func (s *Scheduler) mates(at int) []string {
+	var m []string
+	for i, q := range s.batch {
+		if i != at {
+			m = append(m, q.label)
+		}
+	}
+	return m
 }
 
 func (s *Scheduler) keep(q *seq, text string) string {
@@ -211,6 +229,8 @@ func (s *Scheduler) end(q *seq, ev Event) {
 		}
 	}
 	q.cancelled = true // dropEnded removes it from running
+	ev.Times = q.times
+	s.totals.Requests++
 	q.events <- ev
 	close(q.events)
 	q.events = nil
