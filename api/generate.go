@@ -1,12 +1,11 @@
 package api
 
 import (
-	"context"
 	"fmt"
 
-	"stepthrough/engine"
 	"stepthrough/engine/chattemplate"
 	"stepthrough/engine/sample"
+	"stepthrough/engine/stop"
 	"stepthrough/engine/tokenizer"
 )
 
@@ -47,8 +46,8 @@ type Choice struct {
 	Seed      uint64
 }
 
-// Generator runs a request's choices, each from a session holding the
-// prompt (prefilled once, forked per choice).
+// Generator builds a request's choices from their tokens as a scheduler
+// generates them (one sequence per choice in a continuous batch).
 type Generator struct {
 	Tok    *tokenizer.Tokenizer
 	Req    *Request
@@ -60,72 +59,82 @@ type Generator struct {
 	Watch bool
 }
 
-// Choice generates choice i from s (holding the prompt) and the prompt's
-// last logits, calling emit as text becomes final. Sampling is the
-// Explorer's: the sampler accepts the prompt, then each token, so a seed
-// replays the same tokens there.
-func (g *Generator) Choice(ctx context.Context, s *engine.Session, logits []float32, i int, emit func(Delta) error) (*Choice, error) {
+// Sampling is choice i's sampler settings: the request's, with the seed
+// moved by i when the request set one (each choice differs, and each
+// replays in the Explorer, whose sampler also accepts the prompt first).
+func (g *Generator) Sampling(i int) sample.Params {
 	p := g.Req.Sampler
 	if p.SeedSet {
 		p.Seed += uint64(i)
 	}
-	smp, err := sample.New(p)
-	if err != nil {
-		return nil, err
-	}
-	smp.Accept(g.IDs...)
-	c := &Choice{Index: i, Seed: smp.Seed(), Finish: "length"}
-	sp := newSplitter(g.Req.Stop, g.Prompt)
-	var pending []Token
-	send := func(d Delta) error {
-		if d.Content == "" && d.Reasoning == "" && len(pending) == 0 {
-			return nil
-		}
-		c.Content += d.Content
-		c.Reasoning += d.Reasoning
-		d.Tokens, pending = pending, nil
-		c.Tokens = append(c.Tokens, d.Tokens...)
-		return emit(d)
-	}
-	finish, err := s.Continue(ctx, logits, engine.Gen{Limits: engine.Limits{MaxTokens: g.Max}, Sampler: smp,
-		Emit: func(id int32, logits []float32) error {
-			c.IDs = append(c.IDs, id) // usage counts every sampled token, an end of generation too
-			if g.Tok.IsEOG(id) {
-				return nil // the loop ends here (FinishEOS); its text is not the reply's
-			}
-			if g.Req.Logprobs || g.Watch && i == 0 { // logprobs cover the text's tokens
-				pending = append(pending, g.token(logits, id))
-			}
-			d, done := sp.push(g.Tok.Bytes(id))
-			if err := send(d); err != nil {
-				return err
-			}
-			if done {
-				return engine.ErrStop
-			}
-			return nil
-		}})
-	if err != nil {
-		return nil, err
-	}
-	switch finish {
-	case engine.FinishEOS:
-		c.Finish = "stop"
-	case engine.FinishCaller:
-		c.Finish = sp.finish
-	}
-	if err := send(sp.flush()); err != nil {
-		return nil, err
-	}
-	if sp.call != nil {
-		sp.call.ID = fmt.Sprintf("call_%d_%d", i, len(c.IDs))
-		c.ToolCalls, c.Finish = []chattemplate.ToolCall{*sp.call}, "tool_calls"
-	}
-	if !g.Req.Logprobs && !(g.Watch && i == 0) {
-		c.Tokens = nil
-	}
-	return c, nil
+	return p
 }
+
+// Reply is one choice being built.
+type Reply struct {
+	g       *Generator
+	c       *Choice
+	sp      *splitter
+	pending []Token
+	keep    bool // the choice keeps its tokens' log-probabilities
+}
+
+// Reply starts choice i.
+func (g *Generator) Reply(i int) *Reply {
+	return &Reply{g: g, c: &Choice{Index: i, Finish: "length"}, sp: newSplitter(g.Req.Stop, g.Prompt), keep: g.Req.Logprobs || g.Watch && i == 0}
+}
+
+// Token takes the next generated token and the logits it was drawn from.
+// It returns the text that became final (Empty when none) and whether the
+// reply is complete (a stop sequence or a closed tool call), when the
+// generation should end.
+func (r *Reply) Token(id int32, logits []float32) (Delta, bool) {
+	r.c.IDs = append(r.c.IDs, id) // usage counts every sampled token, an end of generation too
+	if r.g.Tok.IsEOG(id) {
+		return Delta{}, false // the generation ends here; its text is not the reply's
+	}
+	if r.keep { // logprobs cover the text's tokens
+		r.pending = append(r.pending, r.g.token(logits, id))
+	}
+	d, done := r.sp.push(r.g.Tok.Bytes(id))
+	return r.release(d), done
+}
+
+// End finishes the reply with the generation's reason (FinishEOS, the
+// token limit, or the stop Token asked for) and returns the text still
+// held and the choice.
+func (r *Reply) End(finish string) (Delta, *Choice) {
+	switch finish {
+	case stop.EOS:
+		r.c.Finish = "stop"
+	case stop.Stop:
+		r.c.Finish = r.sp.finish
+	}
+	d := r.release(r.sp.flush())
+	if r.sp.call != nil {
+		r.sp.call.ID = fmt.Sprintf("call_%d_%d", r.c.Index, len(r.c.IDs))
+		r.c.ToolCalls, r.c.Finish = []chattemplate.ToolCall{*r.sp.call}, "tool_calls"
+	}
+	if !r.g.Req.Logprobs && !(r.g.Watch && r.c.Index == 0) {
+		r.c.Tokens = nil
+	}
+	return d, r.c
+}
+
+// release adds d to the choice with the tokens waiting for it.
+func (r *Reply) release(d Delta) Delta {
+	if d.Content == "" && d.Reasoning == "" && len(r.pending) == 0 {
+		return Delta{}
+	}
+	r.c.Content += d.Content
+	r.c.Reasoning += d.Reasoning
+	d.Tokens, r.pending = r.pending, nil
+	r.c.Tokens = append(r.c.Tokens, d.Tokens...)
+	return d
+}
+
+// Empty reports a delta with nothing to send.
+func (d Delta) Empty() bool { return d.Content == "" && d.Reasoning == "" && len(d.Tokens) == 0 }
 
 // token is id's log-probability and the top alternatives at logits.
 func (g *Generator) token(logits []float32, id int32) Token {

@@ -45,6 +45,11 @@ type Request struct {
 	Logprobs     bool
 	TopLogprobs  int
 	Sampler      sample.Params
+	// IgnoreEOS generates max_tokens whatever the model samples
+	// (llama-server's and vLLM's extension, for fixed-length benchmark
+	// replies): an end-of-generation token is then generated like any
+	// other and is not text.
+	IgnoreEOS bool
 }
 
 // wire is the body of both endpoints (the fields each one reads).
@@ -75,6 +80,7 @@ type wire struct {
 	MinP          *float64 `json:"min_p"`
 	RepeatPenalty *float64 `json:"repeat_penalty"`
 	RepeatLastN   *int     `json:"repeat_last_n"`
+	IgnoreEOS     bool     `json:"ignore_eos"`
 }
 
 type wireMessage struct {
@@ -126,7 +132,7 @@ func decode(ctx context.Context, body []byte, lim Limits, chat bool) (*Request, 
 	if d.More() {
 		return nil, invalid("", "The JSON body has more than one value")
 	}
-	r := &Request{Chat: chat, Model: strings.TrimSpace(w.Model), Stream: w.Stream, N: 1, Sampler: sample.Defaults()}
+	r := &Request{Chat: chat, Model: strings.TrimSpace(w.Model), Stream: w.Stream, N: 1, Sampler: sample.Defaults(), IgnoreEOS: w.IgnoreEOS}
 	if w.StreamOptions != nil {
 		r.IncludeUsage = w.StreamOptions.IncludeUsage
 	}

@@ -6,14 +6,23 @@ import (
 
 // Usage counts a request's tokens.
 type Usage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-	TotalTokens      int `json:"total_tokens"`
+	PromptTokens        int                  `json:"prompt_tokens"`
+	CompletionTokens    int                  `json:"completion_tokens"`
+	TotalTokens         int                  `json:"total_tokens"`
+	PromptTokensDetails *PromptTokensDetails `json:"prompt_tokens_details,omitempty"`
 }
 
-// NewUsage sums the choices' tokens (each generated token once).
-func NewUsage(prompt int, choices []*Choice) Usage {
-	u := Usage{PromptTokens: prompt}
+// PromptTokensDetails break the prompt's tokens down as OpenAI does:
+// CachedTokens were read from KV blocks kept from earlier requests (or
+// another request running with the same prefix), not computed again.
+type PromptTokensDetails struct {
+	CachedTokens int `json:"cached_tokens"`
+}
+
+// NewUsage sums the choices' tokens (each generated token once); cached
+// is how many prompt tokens came from the prefix cache.
+func NewUsage(prompt, cached int, choices []*Choice) Usage {
+	u := Usage{PromptTokens: prompt, PromptTokensDetails: &PromptTokensDetails{CachedTokens: cached}}
 	for _, c := range choices {
 		u.CompletionTokens += len(c.IDs)
 	}

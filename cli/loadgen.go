@@ -4,21 +4,26 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
 	"stepthrough/engine"
 	"stepthrough/engine/model"
 	"stepthrough/engine/serve"
+	"stepthrough/loadtest"
 )
 
 // LoadgenResult is loadgen's --json output (serve.Benchmark).
 type LoadgenResult = serve.Benchmark
 
 func runLoadgen(ctx context.Context, env Env, args []string) error {
-	fs := newFlags(env, "loadgen", "--model PATH [--users 16] [--rate 0] [--prompt-tokens 32] [--max-tokens 32] [--min-tokens N] [--policy continuous,static] [--chunked on,off] [--max-seqs 16] [--budget 0] [--cache contiguous,paged] [--rounds 1] [--json]")
-	path := fs.String("model", "", "GGUF model `file`")
-	users := fs.Int("users", 16, "simulated users, one request each (1 to 256)")
+	fs := newFlags(env, "loadgen", "--model PATH [--users 16] [--rate 0] [--prompt-tokens 32] [--max-tokens 32] [--min-tokens N] [--policy continuous,static] [--chunked on,off] [--max-seqs 16] [--budget 0] [--cache contiguous,paged] [--rounds 1] [--json]\n   or: loadgen --url http://HOST/v1[,URL2…] --model NAME [--users 1,8] [--rate 0] [--prompt-words 24] [--max-tokens 32] [--rounds 1] [--key KEY] [--json]")
+	path := fs.String("model", "", "GGUF model `file` (with --url: the model name sent)")
+	usersList := fs.String("users", "16", "simulated users, one request each (1 to 256; with --url a list such as 1,8, each run in turn)")
+	urls := fs.String("url", "", "drive OpenAI-compatible servers over HTTP instead: API `bases` such as http://127.0.0.1:8080/v1, comma-separated, run alternately")
+	words := fs.Int("prompt-words", 24, "with --url: words of story text per prompt (the servers count the tokens)")
+	key := fs.String("key", os.Getenv("OPENAI_API_KEY"), "with --url: the API key sent (default: $OPENAI_API_KEY)")
 	rate := fs.Float64("rate", 0, "arrivals per second, a Poisson process (0: all at once)")
 	promptTokens := fs.Int("prompt-tokens", 32, "prompt tokens per request")
 	maxTokens := fs.Int("max-tokens", 32, "tokens generated per request")
@@ -43,7 +48,18 @@ func runLoadgen(ctx context.Context, env Env, args []string) error {
 	if err := required("model", *path); err != nil {
 		return err
 	}
-	ld := serve.Load{Users: *users, Rate: *rate, PromptTokens: *promptTokens, MaxTokens: *maxTokens, MinTokens: *minTokens, Temperature: *temperature, Seed: *seed, IgnoreEOS: !*stopAtEOS}
+	users, err := counts(*usersList)
+	if err != nil {
+		return usageError{fmt.Errorf("--users: %w", err)}
+	}
+	if *urls != "" {
+		base := loadtest.APILoad{Model: *path, Key: *key, Rate: *rate, PromptWords: *words, MaxTokens: *maxTokens, Temperature: *temperature, Seed: *seed}
+		return runLoadgenURL(ctx, env, strings.Split(*urls, ","), users, base, *rounds, *asJSON)
+	}
+	if len(users) != 1 {
+		return usageError{fmt.Errorf("--users: a list of counts needs --url")}
+	}
+	ld := serve.Load{Users: users[0], Rate: *rate, PromptTokens: *promptTokens, MaxTokens: *maxTokens, MinTokens: *minTokens, Temperature: *temperature, Seed: *seed, IgnoreEOS: !*stopAtEOS}
 	if err := ld.Check(); err != nil {
 		return usageError{err}
 	}

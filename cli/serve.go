@@ -27,7 +27,9 @@ func runServe(ctx context.Context, env Env, args []string) error {
 	dirs := fs.String("models-dir", "", "more `directories` of .gguf models, comma-separated (models/ and the embedded lesson models are always offered)")
 	data := fs.String("data-dir", "data", "`directory` where classrooms are stored (rooms.db, SQLite)")
 	apiKey := fs.String("api-key", os.Getenv("STEPTHROUGH_API_KEY"), "require this `key` on the OpenAI-compatible API (Authorization: Bearer KEY) and its request pages (default: $STEPTHROUGH_API_KEY; empty: no key)")
-	apiConc := fs.Int("api-max-concurrent", 4, "API requests generating at once; more are answered 429")
+	apiConc := fs.Int("api-max-concurrent", 8, "API sequences (requests' choices) generating at once in a model's continuous batch; more requests wait in a queue")
+	apiQueue := fs.Int("api-max-queued", 64, "API requests that may wait for a place in the batch; beyond it they are answered 429")
+	apiKV := fs.Int("api-kv-cache", 512, "`MiB` of KV cache per model for the API's batch, its prefix cache included (at least one whole context is kept)")
 	apiMax := fs.Int("api-max-tokens", api.DefaultLimits.MaxTokens, "the most tokens an API request may generate per choice (max_tokens above it is refused)")
 	perAddr := fs.Int("students-per-address", classroom.DefaultStudentsPerAddress, "student `ids` from one network address that may answer a room's polls (raise it when a class reaches the server through one shared address)")
 	if err := parse(fs, args); err != nil {
@@ -39,8 +41,8 @@ func runServe(ctx context.Context, env Env, args []string) error {
 	if *budget < 16 || *budget > 1<<20 {
 		return usageError{fmt.Errorf("--memory-budget must be 16 to 1048576 MiB, got %d", *budget)}
 	}
-	if *apiConc < 1 || *apiConc > 1024 || *apiMax < 1 || *apiMax > 1<<16 {
-		return usageError{fmt.Errorf("--api-max-concurrent must be 1 to 1024 and --api-max-tokens 1 to 65536")}
+	if *apiConc < 1 || *apiConc > 256 || *apiQueue < 1 || *apiQueue > 4096 || *apiMax < 1 || *apiMax > 1<<16 || *apiKV < 1 || *apiKV > 1<<20 {
+		return usageError{fmt.Errorf("--api-max-concurrent must be 1 to 256, --api-max-queued 1 to 4096, --api-max-tokens 1 to 65536 and --api-kv-cache 1 to 1048576 MiB")}
 	}
 	if (*cert == "") != (*key == "") {
 		return usageError{fmt.Errorf("--tls-cert and --tls-key go together")}
@@ -68,7 +70,8 @@ func runServe(ctx context.Context, env Env, args []string) error {
 		Embedded:     map[string][]byte{"lesson.gguf": models.Lesson, "lesson-draft.gguf": models.LessonDraft},
 		AllowedHosts: allowed, TrustedProxies: trusted, TLSCert: *cert, TLSKey: *key, MemoryBudget: int64(*budget) << 20,
 		StudentsPerAddress: *perAddr,
-		API:                server.APIConfig{Key: *apiKey, MaxConcurrent: *apiConc, Limits: apiLimits(*apiMax)}})
+		API: server.APIConfig{Key: *apiKey, MaxConcurrent: *apiConc, MaxQueued: *apiQueue, KVBytes: int64(*apiKV) << 20,
+			Limits: apiLimits(*apiMax)}})
 	if err != nil {
 		return err
 	}

@@ -10,25 +10,32 @@ import (
 	"mime"
 	"net/http"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"stepthrough/api"
-	"stepthrough/engine"
+	"stepthrough/engine/serve"
 	"stepthrough/wsconn"
 )
 
 // APIConfig configures the OpenAI-compatible API (/v1/...).
 type APIConfig struct {
-	Key           string // empty: no key is asked for
-	MaxConcurrent int    // requests generating at once (default 4); more get 429
-	MaxBody       int64  // request body bytes (default 1 MiB)
-	Limits        api.Limits
-	Keep          int // requests kept for "Watch this request" (default 32)
-	KeepBytes     int // the bytes those may hold together (default 16 MiB)
+	Key string // empty: no key is asked for
+	// MaxConcurrent is the most sequences (requests' choices) generating
+	// at once in a model's batch (default 8); MaxQueued more requests may
+	// wait for a place (default 64); beyond both, 429.
+	MaxConcurrent int
+	MaxQueued     int
+	// KVBytes is the KV cache a model's batch holds, shared by its
+	// sequences and the prefix cache (default 512 MiB; at least one whole
+	// context).
+	KVBytes   int64
+	MaxBody   int64 // request body bytes (default 1 MiB)
+	Limits    api.Limits
+	Keep      int // requests kept for "Watch this request" (default 32)
+	KeepBytes int // the bytes those may hold together (default 16 MiB)
 	// BodyWait is how long a client may take to send a request's body
 	// (default 10 s); no generation slot is held meanwhile.
 	BodyWait time.Duration
@@ -36,7 +43,13 @@ type APIConfig struct {
 
 func (c *APIConfig) defaults() {
 	if c.MaxConcurrent <= 0 {
-		c.MaxConcurrent = 4
+		c.MaxConcurrent = 8
+	}
+	if c.MaxQueued <= 0 {
+		c.MaxQueued = 64
+	}
+	if c.KVBytes <= 0 {
+		c.KVBytes = 512 << 20
 	}
 	if c.MaxBody <= 0 {
 		c.MaxBody = 1 << 20
@@ -58,7 +71,7 @@ func (c *APIConfig) defaults() {
 // apiRoutes adds the API's routes.
 func (s *Server) apiRoutes(e *echo.Echo) {
 	s.cfg.API.defaults()
-	s.apiSlots = make(chan struct{}, s.cfg.API.MaxConcurrent)
+	s.apiSlots = make(chan struct{}, s.cfg.API.MaxConcurrent+s.cfg.API.MaxQueued)
 	g := e.Group("/v1", s.apiAuth)
 	g.GET("/models", s.apiModels)
 	g.POST("/chat/completions", s.apiGenerate(true))
@@ -106,8 +119,8 @@ func (s *Server) apiModels(c echo.Context) error {
 }
 
 // apiGenerate serves /v1/chat/completions (chat) and /v1/completions.
-// The body is read in full, within apiBodyWait, before a generation slot
-// is taken: a client trickling its body holds no slot.
+// The body is read in full, within apiBodyWait, before the request takes
+// a place (generating or queued): a client trickling its body holds none.
 func (s *Server) apiGenerate(chat bool) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		body, e := s.apiBody(c)
@@ -126,27 +139,17 @@ func (s *Server) apiGenerate(chat bool) echo.HandlerFunc {
 		case s.apiSlots <- struct{}{}:
 			defer func() { <-s.apiSlots }()
 		default:
-			return apiError(c, api.TooMany(s.cfg.API.MaxConcurrent))
+			return apiError(c, api.TooMany(cap(s.apiSlots)))
 		}
 		x, e := s.prepare(c.Request().Context(), req)
 		if e != nil {
 			return apiError(c, e)
 		}
-		defer x.es.Close()
 		x.watch.Raw = string(body[:min(len(body), maxWatchedBody)])
-		var werr error
-		err := s.withWork(c, func() error {
-			if req.Stream {
-				werr = s.stream(c, x)
-			} else {
-				werr = s.respond(c, x)
-			}
-			return nil
-		})
-		if err != nil {
-			return apiError(c, &api.Error{Status: http.StatusServiceUnavailable, Message: err.Error(), Type: "server_error"})
+		if req.Stream {
+			return s.stream(c, x)
 		}
-		return werr
+		return s.respond(c, x)
 	}
 }
 
@@ -175,20 +178,22 @@ func (s *Server) apiBody(c echo.Context) ([]byte, *api.Error) {
 // maxWatchedBody caps the request body a watched request keeps.
 const maxWatchedBody = 64 << 10
 
-// apiExchange is one request being served: the prompt prefilled once.
+// apiExchange is one request being served: its prompt's tokens and the
+// batch its choices join.
 type apiExchange struct {
 	req     *api.Request
 	model   string
 	gen     *api.Generator
-	es      *engine.Session // holds the prompt; each choice forks it
-	logits  []float32
+	batch   *serve.Scheduler
 	id      string
 	created int64
 	watch   *Watched
+	steps   []tokenStep // choice 0's tokens' steps (written by the scheduler's goroutine until choice 0 ends)
+	cached  int         // prompt tokens read from the prefix cache
 }
 
-// prepare resolves the model, renders and tokenizes the prompt, fits it to
-// the context and prefills it.
+// prepare resolves the model, renders and tokenizes the prompt, and fits
+// it to the context.
 func (s *Server) prepare(ctx context.Context, req *api.Request) (*apiExchange, *api.Error) {
 	name := req.Model
 	if name == "" {
@@ -202,34 +207,31 @@ func (s *Server) prepare(ctx context.Context, req *api.Request) (*apiExchange, *
 	if err != nil {
 		return nil, api.Internal(err)
 	}
+	batch, err := s.batch(name, lm)
+	if err != nil {
+		return nil, api.Internal(err)
+	}
 	tk := lm.Model.Tokenizer
 	p, e := api.Build(req, tk)
 	if e != nil {
 		return nil, e
 	}
-	es, err := lm.NewSession(0)
-	if err != nil {
-		return nil, api.Internal(err)
+	var ids []int32
+	for _, t := range tk.EncodeSpecialTokens(p.Text, p.AddBOS) {
+		ids = append(ids, t.ID)
 	}
-	ids := es.TokenizeSpecial(ctx, p.Text, p.AddBOS)
 	if len(ids) == 0 {
-		es.Close()
 		return nil, &api.Error{Status: http.StatusBadRequest, Message: "The prompt has no tokens", Type: "invalid_request_error", Param: ptr("prompt")}
 	}
+	capacity := batch.Context()
 	max := req.MaxTokens
 	if max == 0 {
-		max = min(s.cfg.API.Limits.MaxTokens, es.Capacity()-len(ids))
+		max = min(s.cfg.API.Limits.MaxTokens, capacity-len(ids))
 	}
-	if max < 1 || len(ids)+max > es.Capacity() {
-		es.Close()
-		return nil, api.ContextExceeded(len(ids), max, es.Capacity())
+	if max < 1 || len(ids)+max > capacity {
+		return nil, api.ContextExceeded(len(ids), max, capacity)
 	}
-	logits, err := es.Eval(ctx, ids)
-	if err != nil {
-		es.Close()
-		return nil, api.Internal(err)
-	}
-	x := &apiExchange{req: req, model: name, es: es, logits: slices.Clone(logits), created: time.Now().Unix(),
+	x := &apiExchange{req: req, model: name, batch: batch, created: time.Now().Unix(),
 		gen: &api.Generator{Tok: tk, Req: req, Prompt: p, IDs: ids, Max: max, Watch: true}}
 	x.id = s.watched.next(req.Chat)
 	x.watch = &Watched{ID: x.id, Time: time.Now(), Chat: req.Chat, Model: name, Prompt: p.Text, Template: p.Template, PromptTokens: len(ids), Sampler: req.Sampler}
@@ -237,28 +239,6 @@ func (s *Server) prepare(ctx context.Context, req *api.Request) (*apiExchange, *
 }
 
 func ptr(s string) *string { return &s }
-
-// choices generates every choice, each from a fork of the prefilled
-// prompt, calling emit with each delta.
-func (x *apiExchange) choices(ctx context.Context, emit func(i int, d api.Delta) error, done func(*api.Choice) error) ([]*api.Choice, error) {
-	var out []*api.Choice
-	for i := range x.req.N {
-		f, err := x.es.Fork()
-		if err != nil {
-			return nil, err
-		}
-		c, err := x.gen.Choice(ctx, f, slices.Clone(x.logits), i, func(d api.Delta) error { return emit(i, d) })
-		f.Close()
-		if err != nil {
-			return nil, err
-		}
-		if err := done(c); err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, nil
-}
 
 // respond answers a request that does not stream.
 func (s *Server) respond(c echo.Context, x *apiExchange) error {
@@ -272,11 +252,11 @@ func (s *Server) respond(c echo.Context, x *apiExchange) error {
 // complete generates every choice of x and returns the response body (and
 // its chat form), keeping the request for watching.
 func (s *Server) complete(ctx context.Context, x *apiExchange) ([]byte, *api.ChatCompletion, error) {
-	choices, err := x.choices(ctx, func(int, api.Delta) error { return nil }, func(*api.Choice) error { return nil })
+	choices, err := s.choices(ctx, x, func(int, api.Delta) error { return nil }, func(*api.Choice) error { return nil })
 	if err != nil {
 		return nil, nil, err
 	}
-	u := api.NewUsage(len(x.gen.IDs), choices)
+	u := api.NewUsage(len(x.gen.IDs), x.cached, choices)
 	var v any
 	var cc *api.ChatCompletion
 	if x.req.Chat {
@@ -289,7 +269,7 @@ func (s *Server) complete(ctx context.Context, x *apiExchange) ([]byte, *api.Cha
 	if err != nil {
 		return nil, nil, err
 	}
-	s.watched.add(x.watch.finish(choices, u, string(b)), s.cfg.API.Keep, s.cfg.API.KeepBytes)
+	s.watched.add(x.watch.finish(choices, u, string(b), x.steps), s.cfg.API.Keep, s.cfg.API.KeepBytes)
 	return b, cc, nil
 }
 
@@ -305,7 +285,6 @@ func (s *Server) chatInProcess(ctx context.Context, body []byte) (*api.ChatCompl
 	if e != nil {
 		return nil, "", e
 	}
-	defer x.es.Close()
 	x.watch.Raw = string(body)
 	_, cc, err := s.complete(ctx, x)
 	if err != nil {
@@ -340,13 +319,17 @@ func (s *Server) stream(c echo.Context, x *apiExchange) error {
 	}
 	id, model, created, req := x.id, x.model, x.created, x.req
 	offsets := make([]int, req.N)
-	started := -1
+	started := make([]bool, req.N) // a chat choice's first chunk carries its role
+	role := func(i int) error {
+		if !req.Chat || started[i] {
+			return nil
+		}
+		started[i] = true
+		return send(api.ChatRoleChunk(id, model, created, i))
+	}
 	emit := func(i int, d api.Delta) error {
-		if req.Chat && started != i {
-			started = i
-			if err := send(api.ChatRoleChunk(id, model, created, i)); err != nil {
-				return err
-			}
+		if err := role(i); err != nil {
+			return err
 		}
 		if req.Chat {
 			return send(api.ChatChunk(id, model, created, i, d, req.Logprobs))
@@ -356,18 +339,15 @@ func (s *Server) stream(c echo.Context, x *apiExchange) error {
 		return send(ch)
 	}
 	done := func(ch *api.Choice) error {
+		if err := role(ch.Index); err != nil {
+			return err
+		}
 		if req.Chat {
-			if started != ch.Index {
-				started = ch.Index
-				if err := send(api.ChatRoleChunk(id, model, created, ch.Index)); err != nil {
-					return err
-				}
-			}
 			return send(api.ChatEndChunk(id, model, created, ch))
 		}
 		return send(api.TextChunk(id, model, created, ch.Index, api.Delta{}, ch.Finish, false, offsets[ch.Index]))
 	}
-	choices, err := x.choices(c.Request().Context(), emit, done)
+	choices, err := s.choices(c.Request().Context(), x, emit, done)
 	if err != nil {
 		// the status is sent: the error goes in the stream, as OpenAI does
 		send(struct {
@@ -375,7 +355,7 @@ func (s *Server) stream(c echo.Context, x *apiExchange) error {
 		}{api.Internal(err)})
 		return nil
 	}
-	u := api.NewUsage(len(x.gen.IDs), choices)
+	u := api.NewUsage(len(x.gen.IDs), x.cached, choices)
 	if req.IncludeUsage {
 		if req.Chat {
 			send(api.UsageChunk(id, model, created, u))
@@ -386,7 +366,7 @@ func (s *Server) stream(c echo.Context, x *apiExchange) error {
 	io.WriteString(w, "data: [DONE]\n\n")
 	transcript.WriteString("data: [DONE]\n\n")
 	w.Flush()
-	s.watched.add(x.watch.finish(choices, u, transcript.String()), s.cfg.API.Keep, s.cfg.API.KeepBytes)
+	s.watched.add(x.watch.finish(choices, u, transcript.String(), x.steps), s.cfg.API.Keep, s.cfg.API.KeepBytes)
 	return nil
 }
 

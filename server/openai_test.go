@@ -21,6 +21,13 @@ import (
 // OpenAI client pointed at it.
 func apiServer(t *testing.T, cfg Config) (openai.Client, string) {
 	t.Helper()
+	c, base, _ := apiServerOf(t, cfg)
+	return c, base
+}
+
+// apiServerOf is apiServer, with the server.
+func apiServerOf(t *testing.T, cfg Config) (openai.Client, string, *Server) {
+	t.Helper()
 	cfg.Embedded = lessonModels()
 	s := mustNew(t, cfg)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -35,7 +42,7 @@ func apiServer(t *testing.T, cfg Config) (openai.Client, string) {
 	if key == "" {
 		key = "unused"
 	}
-	return openai.NewClient(option.WithBaseURL(base+"/v1"), option.WithAPIKey(key), option.WithMaxRetries(0)), base
+	return openai.NewClient(option.WithBaseURL(base+"/v1"), option.WithAPIKey(key), option.WithMaxRetries(0)), base, s
 }
 
 var calculator = openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
@@ -205,9 +212,13 @@ func TestOpenAILimits(t *testing.T) {
 	if code, body := post(`{"messages": [{"role": "user", "content": "` + strings.Repeat("x", 2000) + `"}]}`); code != 413 || !strings.Contains(body, `"error"`) {
 		t.Errorf("a body over the limit: %d %s", code, body)
 	}
-	s.apiSlots <- struct{}{} // one request generating
+	for range cap(s.apiSlots) { // every place taken: generating or queued
+		s.apiSlots <- struct{}{}
+	}
 	code, body := post(`{"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2}`)
-	<-s.apiSlots
+	for range cap(s.apiSlots) {
+		<-s.apiSlots
+	}
 	if code != 429 || !strings.Contains(body, `"code":"rate_limit_exceeded"`) {
 		t.Errorf("over the concurrent limit: %d %s", code, body)
 	}

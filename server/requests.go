@@ -57,6 +57,9 @@ func (s *Server) requestDetail(c echo.Context) error {
 		Request: indent(w.Raw), Prompt: w.Prompt, Template: w.Template, PromptTokens: w.PromptTokens, Logprobs: len(w.Tokens) > 0,
 		Usage: [3]int{w.Usage.PromptTokens, w.Usage.CompletionTokens, w.Usage.TotalTokens}, Finish: w.Finish, Response: w.Response,
 		Seed: strconv.FormatUint(w.Seed, 10)}
+	if d := w.Usage.PromptTokensDetails; d != nil {
+		p.Cached = d.CachedTokens
+	}
 	if !w.Streamed {
 		p.Response = indent(w.Response)
 	}
@@ -71,7 +74,10 @@ func (s *Server) requestDetail(c echo.Context) error {
 		return c.String(http.StatusNotFound, err.Error())
 	}
 	for i, id := range w.Generated {
-		t := views.RequestToken{Step: i, ID: id, Text: strconv.Quote(m.Tokenizer.Display(id)), End: m.Tokenizer.IsEOG(id)}
+		t := views.RequestToken{Step: i, ID: id, Text: strconv.Quote(m.Tokenizer.Display(id)), End: m.Tokenizer.IsEOG(id), Pass: -1}
+		if i < len(w.Steps) {
+			t.Pass, t.Mates = w.Steps[i].Step, shortIDs(w.Steps[i].Mates)
+		}
 		if i < len(w.Tokens) && !t.End {
 			t.Logprob, t.P = w.Tokens[i].Logprob, math.Exp(w.Tokens[i].Logprob)
 		}
@@ -117,4 +123,19 @@ func indent(s string) string {
 		return s
 	}
 	return b.String()
+}
+
+// shortIDs shortens request ids to their first hex digits: enough to tell
+// batch-mates apart, too few to open another client's request.
+func shortIDs(ids []string) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		pre, hex, ok := strings.Cut(id, "-")
+		if !ok || len(hex) <= 6 {
+			out[i] = id
+			continue
+		}
+		out[i] = pre + "-" + hex[:6] + "…"
+	}
+	return out
 }

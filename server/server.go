@@ -105,7 +105,9 @@ type Server struct {
 	sessions *session.Pool // Explorer tabs and students' branches
 	compares compareCache
 	work     chan struct{} // slots for one-off engine work (exports, lesson pages, Compare)
-	apiSlots chan struct{} // API requests generating at once
+	apiSlots chan struct{} // API requests generating or queued
+	apiBatch apiBatches    // the API's continuous batch per model
+	metrics  metrics       // /metrics
 	watched  watchList     // the last API requests, for "Watch this request"
 	started  time.Time
 	lessons  map[string]*lessons.Lesson
@@ -169,6 +171,9 @@ func New(cfg Config) (*Server, error) {
 	s.classroomRoutes(e)
 	e.GET("/export.svg", s.exportSVG)
 	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok") })
+	e.GET("/readyz", s.readyz)
+	s.metricsInit()
+	e.GET("/metrics", s.metricsPage)
 	e.GET("/static/*", echo.WrapHandler(staticFiles()))
 	s.apiRoutes(e)
 	s.requestRoutes(e)

@@ -28,7 +28,8 @@ type Watched struct {
 	Seed         uint64  // choice 0's
 	Generated    []int32 // choice 0's tokens
 	Tokens       []api.Token
-	Response     string // the JSON body, or the stream's events
+	Steps        []tokenStep // choice 0's tokens: the batch step each came from, and its batch-mates
+	Response     string      // the JSON body, or the stream's events
 	Usage        api.Usage
 	Finish       string
 	Streamed     bool
@@ -43,8 +44,8 @@ const (
 	maxWatchedTokens   = 2048 // choice 0's tokens kept with their logprobs
 )
 
-func (w *Watched) finish(choices []*api.Choice, u api.Usage, response string) *Watched {
-	w.Usage, w.Response = u, cut(response, maxWatchedResponse)
+func (w *Watched) finish(choices []*api.Choice, u api.Usage, response string, steps []tokenStep) *Watched {
+	w.Usage, w.Response, w.Steps = u, cut(response, maxWatchedResponse), steps
 	w.Prompt = cut(w.Prompt, maxWatchedPrompt)
 	if len(choices) > 0 {
 		c := choices[0]
@@ -65,6 +66,12 @@ func cut(s string, n int) string {
 // size estimates the bytes a kept request holds.
 func (w *Watched) size() int {
 	n := 512 + len(w.Raw) + len(w.Prompt) + len(w.Template) + len(w.Response) + 4*len(w.Generated)
+	for _, st := range w.Steps {
+		n += 24
+		for _, m := range st.Mates {
+			n += 16 + len(m)
+		}
+	}
 	for _, t := range w.Tokens {
 		n += 64 + len(t.Text) + len(t.Bytes)
 		for _, x := range t.Top {

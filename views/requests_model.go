@@ -34,6 +34,7 @@ type RequestPage struct {
 	Finish                    string
 	Response                  string // the JSON body (indented) or the stream's events
 	Seed                      string
+	Cached                    int // prompt tokens read from the prefix cache
 }
 
 // RequestToken is one generated token beside what the API said of it.
@@ -42,9 +43,11 @@ type RequestToken struct {
 	ID      int32
 	Text    string
 	Logprob float64
-	P       float64 // exp(logprob): the softmax panel at temperature 1
-	Softmax string  // the Explorer at this token's softmax stage
-	End     bool    // the end-of-generation token (counted in usage, not in logprobs)
+	P       float64  // exp(logprob): the softmax panel at temperature 1
+	Softmax string   // the Explorer at this token's softmax stage
+	End     bool     // the end-of-generation token (counted in usage, not in logprobs)
+	Pass    int      // the batch step (the server's forward pass) that computed it; -1: not recorded
+	Mates   []string // the other requests in that pass, shortened
 }
 
 // AgentPage is one question through the API: a tool loop, and the same

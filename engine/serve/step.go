@@ -231,6 +231,9 @@ func (s *Scheduler) end(q *seq, ev Event) {
 	q.cancelled = true // dropEnded removes it from running
 	ev.Times = q.times
 	s.totals.Requests++
+	if ev.Finish == FinishCancelled {
+		s.totals.Cancelled++
+	}
 	q.events <- ev
 	close(q.events)
 	q.events = nil

@@ -6,6 +6,7 @@ import "time"
 // exports).
 type Totals struct {
 	Requests     int // requests that ended (any reason)
+	Cancelled    int // of those, requests their caller cancelled (a client gone) or the scheduler's end stopped
 	PromptTokens int // prompt tokens of admitted requests
 	CachedTokens int // of those, tokens read from shared or retained KV blocks
 	PrefillRead  int // prompt tokens computed (preempted requests' replays too)

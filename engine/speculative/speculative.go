@@ -28,6 +28,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"stepthrough/engine"
@@ -380,11 +381,20 @@ func (d *Decoder) drawFrom(w []float32, sum float64) int32 {
 	return int32(last)
 }
 
+// drafted and accepted count every decoder's proposals in this process.
+var drafted, accepted atomic.Int64
+
+// ProcessTotals are the tokens every decoder in this process has drafted
+// and had accepted since it started (a metrics page's counters).
+func ProcessTotals() (draftedTokens, acceptedTokens int64) { return drafted.Load(), accepted.Load() }
+
 // account adds a round to the statistics and adapts K.
 func (d *Decoder) account(ev *hooks.Speculative, k int) {
 	d.stats.Rounds++
 	d.stats.Drafted += k
 	d.stats.Accepted += ev.Accepted
+	drafted.Add(int64(k))
+	accepted.Add(int64(ev.Accepted))
 	d.stats.Emitted += ev.Accepted + 1
 	d.stats.Draft += ev.Draft
 	d.stats.Verify += ev.Verify
