@@ -137,14 +137,16 @@ func (r *Reply) release(d Delta) Delta {
 func (d Delta) Empty() bool { return d.Content == "" && d.Reasoning == "" && len(d.Tokens) == 0 }
 
 // token is id's log-probability and the top alternatives at logits.
+// It runs in the scheduler's goroutine for every token of choice 0, so it
+// allocates only what it returns.
 func (g *Generator) token(logits []float32, id int32) Token {
-	lp := sample.LogSoftmax(logits)
-	t := Token{ID: id, Text: g.Tok.Display(id), Logprob: lp[id]}
+	lse := sample.LogSumExp(logits)
+	t := Token{ID: id, Text: g.Tok.Display(id), Logprob: float64(logits[id]) - lse}
 	t.Bytes = []byte(t.Text)
 	if n := g.Req.TopLogprobs; n > 0 {
-		for _, j := range sample.TopN(lp, n) {
+		for _, j := range sample.TopN(logits, n) {
 			text := g.Tok.Display(j)
-			t.Top = append(t.Top, TopLogprob{ID: j, Text: text, Bytes: []byte(text), Logprob: lp[j]})
+			t.Top = append(t.Top, TopLogprob{ID: j, Text: text, Bytes: []byte(text), Logprob: float64(logits[j]) - lse})
 		}
 	}
 	return t

@@ -8,6 +8,17 @@ import "math"
 
 // LogSoftmax returns log softmax(logits) in float64 (temperature 1).
 func LogSoftmax(logits []float32) []float64 {
+	lse := LogSumExp(logits)
+	out := make([]float64, len(logits))
+	for i, v := range logits {
+		out[i] = float64(v) - lse
+	}
+	return out
+}
+
+// LogSumExp is log Σ exp(logits), computed stably in float64: logit i's
+// log-probability is logits[i] − LogSumExp(logits), with no allocation.
+func LogSumExp(logits []float32) float64 {
 	m := math.Inf(-1)
 	for _, v := range logits {
 		m = math.Max(m, float64(v))
@@ -16,12 +27,7 @@ func LogSoftmax(logits []float32) []float64 {
 	for _, v := range logits {
 		sum += math.Exp(float64(v) - m)
 	}
-	lse := m + math.Log(sum)
-	out := make([]float64, len(logits))
-	for i, v := range logits {
-		out[i] = float64(v) - lse
-	}
-	return out
+	return m + math.Log(sum)
 }
 
 // Argmax returns the index of the largest value, NaNs aside; the first
