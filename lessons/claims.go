@@ -51,6 +51,10 @@ import (
 //	expect: shares 16 2          a second request whose prompt starts with
 //	                             this step's prompt shares this many of its
 //	                             full 16-position blocks
+//	expect: cached 16 2          after a request with this step's prompt
+//	                             ended, a later one that starts the same way
+//	                             reads this many of its full 16-position
+//	                             blocks from the prefix cache
 type Claim struct {
 	Line  int
 	Kind  string  // one of ClaimKinds
@@ -60,11 +64,11 @@ type Claim struct {
 	Type  string  // for weights: the weights' type
 	Price float64 // for cost: the price an hour
 	Rate  float64 // for cost: tokens a second
-	Block int     // for blocks and shares: positions per block; for lens and lensrank: the layer, from 1
+	Block int     // for blocks, shares and cached: positions per block; for lens and lensrank: the layer, from 1
 }
 
 // ClaimKinds are the supported claims.
-var ClaimKinds = []string{"top", "p", "draws", "tokens", "attends", "continues", "calls", "length", "pieces", "accepts", "rejects", "weights", "batched", "stop", "kvbytes", "cost", "context", "blocks", "shares", "lens", "lensrank"}
+var ClaimKinds = []string{"top", "p", "draws", "tokens", "attends", "continues", "calls", "length", "pieces", "accepts", "rejects", "weights", "batched", "stop", "kvbytes", "cost", "context", "blocks", "shares", "cached", "lens", "lensrank"}
 
 func (c Claim) String() string {
 	switch c.Kind {
@@ -78,7 +82,7 @@ func (c Claim) String() string {
 		return fmt.Sprintf("weights %q %s %g", c.Text, c.Type, c.Value)
 	case "batched", "context":
 		return fmt.Sprintf("%s %d", c.Kind, int(c.Value))
-	case "blocks", "shares":
+	case "blocks", "shares", "cached":
 		return fmt.Sprintf("%s %d %d", c.Kind, c.Block, int(c.Value))
 	case "stop":
 		return fmt.Sprintf("stop %q %d", c.Text, int(c.Value))
@@ -116,7 +120,7 @@ func parseClaim(line int, v string) (Claim, error) {
 		return c, text(rest)
 	case "tokens", "length", "context":
 		return c, count()
-	case "blocks", "shares":
+	case "blocks", "shares", "cached":
 		f := strings.Fields(rest)
 		if len(f) != 2 {
 			return c, fmt.Errorf("expect %s: write %s 16 3 (positions per block, then blocks)", kind, kind)

@@ -66,8 +66,10 @@ type servingRun struct {
 	changed chan struct{} // closed when events or done change
 	done    bool
 	err     string
-	reports []*serve.Report
-	texts   [][]string // per setting, per user
+	reports []*serve.Report   // each setting's first run (watched live)
+	repeats [][]*serve.Report // each setting's runs, the first included
+	round   string            // while measuring again: which round
+	texts   [][]string        // per setting, per user
 	finish  [][]string
 }
 
@@ -112,8 +114,8 @@ func (s *Server) servingRoutes(e *echo.Echo) {
 }
 
 func defaultServingForm(model string) views.ServingForm {
-	return views.ServingForm{Model: model, Users: "16", Rate: "0", PromptTokens: "32", MinTokens: "8", MaxTokens: "48", MaxSeqs: "8",
-		Policy: "continuous", Cache: "contiguous", Chunked: "on", Compare: "static,contiguous,on", Temperature: "0"}
+	return views.ServingForm{Model: model, Users: "16", Rate: "50", PromptTokens: "32", MinTokens: "8", MaxTokens: "48", MaxSeqs: "4",
+		Policy: "continuous", Cache: "contiguous", Chunked: "on", Compare: "static,contiguous,on", Temperature: "0", IgnoreEOS: "on", Shared: "0"}
 }
 
 func (s *Server) servingBase(form views.ServingForm) views.ServingPage {
@@ -151,7 +153,7 @@ func (s *Server) parseServing(form views.ServingForm) (serve.Load, []serve.Optio
 		text   string
 		dst    *int
 		lo, hi int
-	}{{"users", form.Users, &ld.Users, 1, 64}, {"prompt tokens", form.PromptTokens, &ld.PromptTokens, 1, 1024},
+	}{{"users", form.Users, &ld.Users, 1, 64}, {"prompt tokens", form.PromptTokens, &ld.PromptTokens, 1, 1024}, {"shared system prompt tokens", form.Shared, &ld.SharedPrefix, 0, 1023},
 		{"reply tokens from", form.MinTokens, &ld.MinTokens, 1, 512}, {"reply tokens to", form.MaxTokens, &ld.MaxTokens, 1, 512}}
 	for _, n := range ints {
 		v, err := strconv.Atoi(strings.TrimSpace(n.text))
@@ -211,11 +213,11 @@ func servingSetting(policy, cache, chunked string, seqs int, ld serve.Load) (ser
 	}
 	switch cache {
 	case "contiguous":
-	case "paged":
-		o.Paged, o.BlockSize = true, 16
+	case "paged", "prefix":
+		o.Paged, o.BlockSize, o.PrefixCache = true, 16, cache == "prefix"
 		o.KVPositions = (o.KVPositions + 15) / 16 * 16
 	default:
-		return o, "", fmt.Errorf("KV cache %q: contiguous or paged", truncate(cache, 20))
+		return o, "", fmt.Errorf("KV cache %q: contiguous, paged or prefix", truncate(cache, 20))
 	}
 	switch chunked {
 	case "on":
@@ -225,6 +227,9 @@ func servingSetting(policy, cache, chunked string, seqs int, ld serve.Load) (ser
 		return o, "", fmt.Errorf("chunked prefill %q: on or off", truncate(chunked, 20))
 	}
 	name := fmt.Sprintf("%s batching · %s KV", policy, cache)
+	if o.PrefixCache {
+		name = fmt.Sprintf("%s batching · paged KV with the prefix cache", policy)
+	}
 	if o.ChunkedPrefill {
 		name += " · chunked prefill"
 	}
@@ -233,8 +238,13 @@ func servingSetting(policy, cache, chunked string, seqs int, ld serve.Load) (ser
 
 func formOf(c echo.Context) views.ServingForm {
 	v := func(k string) string { return truncate(c.FormValue(k), 100) }
-	return views.ServingForm{Model: v("model"), Users: v("users"), Rate: v("rate"), PromptTokens: v("prompt"), MinTokens: v("min"), MaxTokens: v("max"),
-		MaxSeqs: v("seqs"), Policy: v("policy"), Cache: v("cache"), Chunked: v("chunked"), Compare: v("compare"), Temperature: v("temperature"), Stop: c.FormValue("stop"), IgnoreEOS: v("ignore_eos")}
+	f := views.ServingForm{Model: v("model"), Users: v("users"), Rate: v("rate"), PromptTokens: v("prompt"), MinTokens: v("min"), MaxTokens: v("max"),
+		MaxSeqs: v("seqs"), Policy: v("policy"), Cache: v("cache"), Chunked: v("chunked"), Compare: v("compare"), Temperature: v("temperature"), Stop: c.FormValue("stop"), IgnoreEOS: v("ignore_eos"),
+		Shared: v("shared")}
+	if f.Shared == "" { // a form from before the field (a bookmarked post)
+		f.Shared = "0"
+	}
+	return f
 }
 
 func (s *Server) startServing(c echo.Context) error {

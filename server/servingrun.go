@@ -55,8 +55,42 @@ func (s *Server) runServing(r *servingRun, lm *engine.Loaded) {
 		r.record(rep, texts, finish)
 		r.publish(map[string]any{"t": "done", "s": k})
 	}
+	if err := r.measureAgain(ctx, lm); err != nil {
+		r.end(err.Error())
+		return
+	}
 	r.publish(map[string]any{"t": "end"})
 	r.end("")
+}
+
+// servingRounds is how many times each setting runs: the first watched,
+// the others measured quietly, alternating between the settings.
+const servingRounds = 3
+
+// measureAgain runs every setting servingRounds−1 more times, alternating,
+// so each figure has a spread.
+func (r *servingRun) measureAgain(ctx context.Context, lm *engine.Loaded) error {
+	for round := 2; round <= servingRounds; round++ {
+		for k, o := range r.settings {
+			r.setRound(fmt.Sprintf("measuring again: round %d of %d, %s", round, servingRounds, r.names[k]))
+			r.publish(map[string]any{"t": "round", "s": k, "round": round, "of": servingRounds})
+			rep, err := serve.RunLoad(ctx, lm, o, r.load, nil, nil)
+			if err != nil {
+				return fmt.Errorf("%s, round %d: %w", r.names[k], round, err)
+			}
+			r.mu.Lock()
+			r.repeats[k] = append(r.repeats[k], rep)
+			r.mu.Unlock()
+		}
+	}
+	r.setRound("")
+	return nil
+}
+
+func (r *servingRun) setRound(s string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.round = s
 }
 
 // record keeps a finished setting's report and each user's text.
@@ -64,6 +98,7 @@ func (r *servingRun) record(rep *serve.Report, texts, finish []string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.reports = append(r.reports, rep)
+	r.repeats = append(r.repeats, []*serve.Report{rep})
 	r.texts, r.finish = append(r.texts, texts), append(r.finish, finish)
 }
 
@@ -99,8 +134,8 @@ func (s *Server) servingView(r *servingRun) *views.ServingRun {
 	}
 	v := &views.ServingRun{ID: r.id, Title: servingTitle(r), Done: r.done, Error: r.err, EventsURL: "/serving/runs/" + r.id + "/events",
 		Hardware: serve.Hardware(), Settings: r.names, KVPositions: r.settings[0].KVPositions, MaxKV: (ld.PromptTokens + ld.MaxTokens + 15) / 16 * 16,
-		Load: fmt.Sprintf("%d users arriving %s, each with a %d-token prompt and a reply of up to %d to %d tokens (temperature %g; %s), on %s with at most %d running at once and %d KV positions between them.",
-			ld.Users, arrivals, ld.PromptTokens, ld.MinTokens, ld.MaxTokens, ld.Temperature, servingEnds(ld), r.model, r.settings[0].MaxSeqs, r.settings[0].KVPositions)}
+		Load: fmt.Sprintf("%d users arriving %s, each with a %d-token prompt%s and a reply of up to %d to %d tokens (temperature %g; %s), on %s with at most %d running at once and %d KV positions between them.",
+			ld.Users, arrivals, ld.PromptTokens, sharedText(ld), ld.MinTokens, ld.MaxTokens, ld.Temperature, servingEnds(ld), r.model, r.settings[0].MaxSeqs, r.settings[0].KVPositions)}
 	for i := range ld.Users {
 		u := views.ServingUser{N: i + 1, PromptTokens: ld.PromptTokens, MaxTokens: ld.ReplyTokens(i)}
 		for k := range r.texts {
@@ -111,17 +146,12 @@ func (s *Server) servingView(r *servingRun) *views.ServingRun {
 	for k, rep := range r.reports {
 		v.Results = append(v.Results, present.ServingResult(r.names[k], rep, r.ctxLen, r.kvBytes))
 	}
-	if len(r.reports) == 2 {
-		v.Verdict = servingVerdict(r.names, r.reports)
+	v.Round = r.round
+	if r.done && r.err == "" {
+		v.Repeats = present.ServingRepeats(r.names, r.repeats)
+		v.Verdict = present.ServingVerdict(r.names, r.repeats)
 	}
 	return v
-}
-
-// servingVerdict says in one sentence what the two measured settings show.
-func servingVerdict(names []string, reps []*serve.Report) string {
-	a, b := reps[0].Summary, reps[1].Summary
-	return fmt.Sprintf("Measured on the same load: %s gave a median time to first token of %.1f ms (p95 %.1f) and %.0f tokens/s; %s gave %.1f ms (p95 %.1f) and %.0f tokens/s.",
-		names[0], ms(a.TTFT.P50), ms(a.TTFT.P95), a.TokensPerSecond, names[1], ms(b.TTFT.P50), ms(b.TTFT.P95), b.TokensPerSecond)
 }
 
 // servingEvents streams a run's events as server-sent events: everything
@@ -168,6 +198,14 @@ func (s *Server) servingEvents(c echo.Context) error {
 			return nil
 		}
 	}
+}
+
+// sharedText describes a load's shared system prompt.
+func sharedText(ld serve.Load) string {
+	if ld.SharedPrefix == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (its first %d tokens the same system prompt for every user)", ld.SharedPrefix)
 }
 
 // servingEnds says what ends a reply.

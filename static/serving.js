@@ -98,6 +98,9 @@
         if (!frame) frame = requestAnimationFrame(flush);
         break;
       case "tok": onToken(e); break;
+      case "round":
+        live("setting").textContent = "measuring again, quietly: round " + e.round + " of " + e.of;
+        break;
     }
   };
   src.addEventListener("close", () => { src.close(); location.reload(); });

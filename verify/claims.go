@@ -100,6 +100,8 @@ func (s *checker) claim(ctx context.Context, st lessons.Step, c lessons.Claim) (
 		return s.checkBlocks(ctx, c)
 	case "shares":
 		return s.checkShares(ctx, c)
+	case "cached":
+		return s.checkCached(ctx, c)
 	}
 	if c.Kind == "tokens" {
 		got := len(s.Prompt)

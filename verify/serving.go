@@ -202,32 +202,58 @@ func (s *checker) checkBlocks(ctx context.Context, c lessons.Claim) (string, err
 // second request with the same prompt and more, and counts the blocks it
 // shares.
 func (s *checker) checkShares(ctx context.Context, c lessons.Claim) (string, error) {
-	lm, err := s.se.Engines().Engine(s.Run.Model, "cpu")
-	if err != nil {
-		return "", err
-	}
-	pool, err := lm.NewKVPool(c.Block, lm.Context()/c.Block*2+2)
-	if err != nil {
-		return "", err
-	}
-	first, err := lm.NewPagedSession(pool, 0)
-	if err != nil {
-		return "", err
-	}
-	defer first.Close()
-	if _, err := first.Eval(ctx, s.Prompt); err != nil {
-		return "", err
-	}
-	first.RegisterPrefix()
-	second, err := lm.NewPagedSession(pool, 0)
-	if err != nil {
-		return "", err
-	}
-	defer second.Close()
-	more := append(slices.Clone(s.Prompt), s.Model.Tokenizer.EncodeIDs(" And then", false)...)
-	n, err := second.SharePrefix(more)
+	n, _, err := s.secondRequest(ctx, c.Block, false)
 	if err != nil {
 		return "", err
 	}
 	return fmt.Sprint(n / c.Block), want(n/c.Block == int(c.Value), "a second request shares %d blocks (%d positions) of the %d-token prompt", n/c.Block, n, len(s.Prompt))
+}
+
+// checkCached prefills the step's prompt in a paged cache that keeps
+// ended requests' blocks, ends that request, then starts a second one
+// with the same prompt and more, and counts the blocks it reads back.
+func (s *checker) checkCached(ctx context.Context, c lessons.Claim) (string, error) {
+	n, revived, err := s.secondRequest(ctx, c.Block, true)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprint(revived), want(revived == int(c.Value) && n == revived*c.Block,
+		"after the first request ended, a second reads %d blocks of the %d-token prompt from the prefix cache", revived, len(s.Prompt))
+}
+
+// secondRequest runs the step's prompt as a first request in a paged
+// pool of blocks of block positions, ending it first when retain is set
+// (the pool keeps its blocks), then starts a second request with the same
+// prompt and more: the positions it shares, and how many blocks it took
+// back from ended requests.
+func (s *checker) secondRequest(ctx context.Context, block int, retain bool) (shared, revived int, err error) {
+	lm, err := s.se.Engines().Engine(s.Run.Model, "cpu")
+	if err != nil {
+		return 0, 0, err
+	}
+	pool, err := lm.NewKVPool(block, lm.Context()/block*2+2)
+	if err != nil {
+		return 0, 0, err
+	}
+	pool.Retain = retain
+	first, err := lm.NewPagedSession(pool, 0)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer first.Close()
+	if _, err := first.Eval(ctx, s.Prompt); err != nil {
+		return 0, 0, err
+	}
+	first.RegisterPrefix()
+	if retain {
+		first.Close()
+	}
+	second, err := lm.NewPagedSession(pool, 0)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer second.Close()
+	more := append(slices.Clone(s.Prompt), s.Model.Tokenizer.EncodeIDs(" And then", false)...)
+	n, err := second.SharePrefix(more)
+	return n, pool.Stats().Revived, err
 }

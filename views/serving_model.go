@@ -17,6 +17,7 @@ type ServingForm struct {
 	Model, Users, Rate, PromptTokens, MaxTokens, MinTokens, MaxSeqs string
 	Policy, Cache, Chunked                                          string // the setting
 	Compare                                                         string // "", or a second setting "policy,cache,chunked"
+	Shared                                                          string // tokens of a system prompt every user's prompt starts with
 	Temperature, Stop, IgnoreEOS                                    string // IgnoreEOS: "on" when every reply runs to its length
 }
 
@@ -35,6 +36,22 @@ type ServingRun struct {
 	Results                   []ServingResult // one per setting finished
 	Settings                  []string        // every setting's name, in run order
 	Verdict                   string          // with two settings: what the numbers say
+	Repeats                   ServingRepeats  // every setting's figures over repeated runs
+	Round                     string          // while measuring again: which round
+}
+
+// ServingRepeats are the figures of repeated runs: per figure, per
+// setting, the median and the lowest and highest run.
+type ServingRepeats struct {
+	Runs     int
+	Settings []string
+	Rows     []RepeatRow
+}
+
+// RepeatRow is one figure across the settings.
+type RepeatRow struct {
+	Name   string
+	Values []string // "median (lowest–highest)", one per setting
 }
 
 // ServingUser is one simulated user.

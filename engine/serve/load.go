@@ -33,6 +33,10 @@ type Load struct {
 	// Stop, when set, ends a reply before this text (matched across
 	// token boundaries, never streamed).
 	Stop string `json:"stop,omitempty"`
+	// SharedPrefix, when set, is how many of each prompt's first tokens
+	// are the same for every user (a shared system prompt): what a prefix
+	// cache can keep.
+	SharedPrefix int `json:"shared_prefix,omitempty"`
 }
 
 // openings are the texts synthetic prompts are cut from.
@@ -57,6 +61,8 @@ func (ld Load) Check() error {
 		return fmt.Errorf("max tokens: %d, want 1 to 4096", ld.MaxTokens)
 	case ld.MinTokens < 0 || ld.MinTokens > ld.MaxTokens:
 		return fmt.Errorf("min tokens: %d, want 0 to max tokens (%d)", ld.MinTokens, ld.MaxTokens)
+	case ld.SharedPrefix < 0 || ld.SharedPrefix >= ld.PromptTokens:
+		return fmt.Errorf("shared prefix: %d tokens, want 0 to prompt tokens − 1 (%d)", ld.SharedPrefix, ld.PromptTokens-1)
 	case len(ld.Stop) > 64:
 		return fmt.Errorf("stop: %d bytes, want at most 64", len(ld.Stop))
 	case ld.Temperature < 0 || ld.Temperature > 2:
@@ -66,15 +72,30 @@ func (ld Load) Check() error {
 }
 
 // Prompt is user i's prompt: story text, its tokens repeated or cut to
-// exactly PromptTokens (BOS first when the model wants one).
+// exactly PromptTokens (BOS first when the model wants one); with
+// SharedPrefix, the first that many tokens are every user's same system
+// text and user i's own text follows.
 func (ld Load) Prompt(l *engine.Loaded, i int) []int32 {
 	tok := l.Model.Tokenizer
-	ids := tok.EncodeIDs(openings[i%len(openings)], true)
-	body := tok.EncodeIDs(" "+openings[(i+1)%len(openings)], false)
-	for len(ids) < ld.PromptTokens && len(body) > 0 {
+	var ids []int32
+	if ld.SharedPrefix > 0 {
+		ids = fill(tok.EncodeIDs(systemText, true), tok.EncodeIDs(" "+systemText, false), ld.SharedPrefix)
+		ids = append(ids, tok.EncodeIDs(" "+openings[i%len(openings)], false)...)
+	} else {
+		ids = tok.EncodeIDs(openings[i%len(openings)], true)
+	}
+	return fill(ids, tok.EncodeIDs(" "+openings[(i+1)%len(openings)], false), ld.PromptTokens)
+}
+
+// systemText is the shared prefix's text.
+const systemText = "You are a storyteller for young children. Tell short, kind stories with simple words, and end every story happily."
+
+// fill appends body to ids until there are n, and cuts to n.
+func fill(ids, body []int32, n int) []int32 {
+	for len(ids) < n && len(body) > 0 {
 		ids = append(ids, body...)
 	}
-	return ids[:ld.PromptTokens]
+	return ids[:min(n, len(ids))]
 }
 
 // ReplyTokens is user i's token limit: MaxTokens, or with MinTokens set a

@@ -61,6 +61,8 @@ func (s *Scheduler) Completed() []Times {
 type Summary struct {
 	Requests        int           `json:"requests"`
 	PromptTokens    int           `json:"prompt_tokens"`
+	CachedTokens    int           `json:"cached_tokens"`  // prompt tokens read from shared or retained KV blocks
+	PrefillTokens   int           `json:"prefill_tokens"` // prompt tokens computed (a preempted request's replay too)
 	Generated       int           `json:"generated_tokens"`
 	Wall            time.Duration `json:"wall_ns"` // first arrival to last finish
 	TokensPerSecond float64       `json:"tokens_per_second"`
@@ -115,6 +117,7 @@ func Summarize(times []Times, steps []Step) Summary {
 	for _, t := range times {
 		sm.Requests++
 		sm.PromptTokens += t.PromptTokens
+		sm.CachedTokens += t.Cached
 		sm.Generated += t.Generated
 		ttft, queued = append(ttft, t.TTFT()), append(queued, t.Queued())
 		if t.Generated >= 2 {
@@ -141,7 +144,10 @@ func Summarize(times []Times, steps []Step) Summary {
 		sm.Preemptions += len(st.Preempted)
 		prefill := false
 		for _, p := range st.Parts {
-			prefill = prefill || p.Prefill
+			if p.Prefill {
+				prefill = true
+				sm.PrefillTokens += p.Tokens
+			}
 		}
 		if prefill {
 			sm.PrefillTime += st.Dur
