@@ -78,13 +78,17 @@ func (r *servingRun) measureAgain(ctx context.Context, lm *engine.Loaded) error 
 			if err != nil {
 				return fmt.Errorf("%s, round %d: %w", r.names[k], round, err)
 			}
-			r.mu.Lock()
-			r.repeats[k] = append(r.repeats[k], rep)
-			r.mu.Unlock()
+			r.addRepeat(k, rep)
 		}
 	}
 	r.setRound("")
 	return nil
+}
+
+func (r *servingRun) addRepeat(k int, rep *serve.Report) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.repeats[k] = append(r.repeats[k], rep)
 }
 
 func (r *servingRun) setRound(s string) {
