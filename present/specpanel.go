@@ -75,11 +75,15 @@ func (s *snap) speculative(st *trace.Step, phase string) views.Panel {
 			p.Rounds++
 			p.Proposed += len(x.Speculative.Proposed)
 			p.Kept += x.Speculative.Accepted
-			p.RunMS += x.Speculative.DraftMS + x.Speculative.VerifyMS
-			p.RunTokens += s.GenBefore(i+1) - s.GenBefore(i)
+			ms, n := x.Speculative.DraftMS+x.Speculative.VerifyMS, s.GenBefore(i+1)-s.GenBefore(i)
+			p.RunMS += ms
+			p.RunTokens += n
+			if ms > 0 && n > 0 {
+				p.RoundMSPerToken = append(p.RoundMSPerToken, ms/float64(n))
+			}
 		}
 	}
-	p.PlainStepMS = s.PlainStepMS
+	p.PlainStepMS, p.PlainStepRange = s.PlainStepMS, s.PlainStepRange
 	return p
 }
 

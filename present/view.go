@@ -79,7 +79,10 @@ func Explorer(se *session.Session) views.Explorer {
 		for _, d := range s.DecodeMS {
 			sum += d
 		}
-		e.Timing.TPOTMS = sum / float64(s.DecodeTokens)
+		e.Timing.TPOTMS, e.Timing.Decoded = sum/float64(s.DecodeTokens), len(s.DecodeMS)
+		if len(s.DecodeMS) > 0 {
+			e.Timing.TPOTRange = [2]float64{slices.Min(s.DecodeMS), slices.Max(s.DecodeMS)}
+		}
 	}
 	e.Panel = stageOf(stage.Name).build(s, st, stage)
 	e.Edits = s.editEffect(st)

@@ -60,6 +60,7 @@ type compareQuery struct {
 	n                   int
 	lanes               []string
 	step                int
+	again               bool // measure=again: run afresh, not from the cache
 }
 
 func (q compareQuery) values(step int) url.Values {
@@ -75,7 +76,7 @@ func (q compareQuery) values(step int) url.Values {
 
 func parseCompareQuery(c echo.Context, def string) (compareQuery, error) {
 	qp := c.QueryParams()
-	q := compareQuery{prompt: qp.Get("prompt"), model: qp.Get("model"), seed: strings.TrimSpace(qp.Get("seed")), n: 16}
+	q := compareQuery{prompt: qp.Get("prompt"), model: qp.Get("model"), seed: strings.TrimSpace(qp.Get("seed")), n: 16, again: qp.Get("measure") == "again"}
 	if q.model == "" {
 		q.model = def
 	}
@@ -145,7 +146,7 @@ func (s *Server) runCompare(c echo.Context, q compareQuery) (*compare.Result, *m
 		return nil, nil, err
 	}
 	key := q.values(-1).Encode()
-	if r, ok := s.compares.get(key); ok {
+	if r, ok := s.compares.get(key); ok && !q.again {
 		return r, m, nil
 	}
 	lm, err := s.reg.Engine(q.model, "auto")
@@ -203,7 +204,9 @@ func compareView(r *compare.Result, m *model.Model, q compareQuery) *views.Compa
 	}
 	step := min(q.step, max(steps-1, 0))
 	link := func(s int) string { return "/compare?" + q.values(s).Encode() }
-	v := &views.CompareView{Step: step, Steps: steps, Divergence: r.Divergence, URL: link(step), First: link(0), Prev: link(max(step-1, 0)),
+	again := q.values(step)
+	again.Set("measure", "again")
+	v := &views.CompareView{MeasuredAt: r.MeasuredAt.Format("15:04:05"), AgainURL: "/compare?" + again.Encode(), Step: step, Steps: steps, Divergence: r.Divergence, URL: link(step), First: link(0), Prev: link(max(step-1, 0)),
 		Next: link(min(step+1, steps-1)), End: link(steps - 1), JSONURL: "/compare.json?" + q.values(-1).Encode(), CSVURL: "/compare.csv?" + q.values(-1).Encode(),
 		PrefillMS: r.PrefillMS, CopyMS: r.CopyMS, SeparateMS: r.SeparatePrefillMS, SavedMS: r.SeparatePrefillMS - r.PrefillMS - r.CopyMS}
 	labels := laneTitles(r, m)

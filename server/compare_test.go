@@ -237,3 +237,35 @@ func TestCompareLanesFromForms(t *testing.T) {
 	}
 	screenshot(t, ctx, "compare-lane-forms-phone")
 }
+
+// Stepping through a comparison shows the run it measured, saying when;
+// "Measure again" runs it afresh instead of serving the kept figures.
+func TestCompareMeasuresAgainOnRequest(t *testing.T) {
+	s, ts := testServer(t)
+	u := compareURL(ts.URL, 6, 2, "greedy", "beam=2")
+	doc := get(t, u)
+	again, ok := doc.Find(`[data-testid="measure-again"]`).Attr("href")
+	if !ok || !strings.Contains(again, "measure=again") {
+		t.Fatalf("no measure-again link: %q", again)
+	}
+	q, _ := url.Parse(u)
+	key := url.Values{"prompt": {q.Query().Get("prompt")}, "model": {"stories260K.gguf"}, "n": {"6"}, "lane": {"greedy", "beam=2"}}.Encode()
+	first, ok := s.compares.get(key)
+	if !ok {
+		t.Fatal("the comparison was not kept for stepping")
+	}
+	get(t, compareURL(ts.URL, 6, 4, "greedy", "beam=2")) // another step: the same run
+	if kept, _ := s.compares.get(key); kept != first {
+		t.Error("a step through the comparison ran it again")
+	}
+	doc = get(t, ts.URL+again)
+	if fresh, _ := s.compares.get(key); fresh == first {
+		t.Error("measure=again served the kept figures")
+	}
+	if speed := doc.Find(`[data-testid="lane-metric"][data-name="speed (measured)"]`).First().Text(); !strings.Contains(speed, "3 runs") {
+		t.Errorf("speed %q", speed)
+	}
+	if doc.Find(`[data-testid="measured-at"]`).Length() != 1 {
+		t.Error("no measurement time")
+	}
+}

@@ -134,7 +134,8 @@ func (s *Server) fillQuantPage(c echo.Context, q quantQuery, p *views.QuantPage)
 	p.KVBytesPerToken = base.KVBytesPerToken()
 	for _, r := range res {
 		p.Rows = append(p.Rows, views.QuantRow{Type: r.Type, MiB: float64(r.Bytes) / (1 << 20), Text: tk.Decode(r.Own), Divergence: r.Divergence,
-			MeanKL: r.MeanKL, FlipRate: r.FlipRate, PrefillMS: r.PrefillMS, DecodeMS: r.DecodeMS, Ratio: float64(r.Bytes) / float64(size)})
+			MeanKL: r.MeanKL, FlipRate: r.FlipRate, PrefillMS: r.PrefillMS, DecodeMS: r.DecodeMS, Ratio: float64(r.Bytes) / float64(size),
+			PrefillRange: [2]float64{slices.Min(r.PrefillRuns), slices.Max(r.PrefillRuns)}, DecodeRange: [2]float64{slices.Min(r.DecodeRuns), slices.Max(r.DecodeRuns)}})
 	}
 	refToks := res[0].Own
 	p.Steps = len(refToks)

@@ -68,12 +68,13 @@ type Session struct {
 	bes    *engine.Session
 	besKey string
 	// speculative decoding (spec.Run.Draft): the draft's engine session
-	des         *engine.Session
-	desKey      string
-	plainStepMS float64 // a plain decode step of the target, measured at the run's start
-	in          []int32 // the next pass's input, reused
-	forwards    int
-	runs        int // runs started: with the token step, names the model map drawn
+	des            *engine.Session
+	desKey         string
+	plainStepMS    float64    // a plain decode step of the target, measured at the run's start (the median of plainSteps)
+	plainStepRange [2]float64 // the fastest and slowest of those
+	in             []int32    // the next pass's input, reused
+	forwards       int
+	runs           int // runs started: with the token step, names the model map drawn
 
 	runState // what the current run produced: replaced whole, never field by field
 

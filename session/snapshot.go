@@ -76,9 +76,10 @@ type Snapshot struct {
 	Baseline []float32
 
 	PrefillMS, TTFTMS float64
-	DecodeMS          []float64 // each timed decode step
-	DecodeTokens      int       // tokens the timed decode steps emitted
-	PlainStepMS       float64   // a plain decode step, timed at a speculative run's start
+	DecodeMS          []float64  // each timed decode step
+	DecodeTokens      int        // tokens the timed decode steps emitted
+	PlainStepMS       float64    // a plain decode step, timed at a speculative run's start (the median)
+	PlainStepRange    [2]float64 // the fastest and slowest of those runs
 }
 
 // HasRun reports whether a run's trace is there to show.
@@ -107,7 +108,7 @@ func (s *Session) snapshot() Snapshot {
 	out.Inserts, out.Calls = maps.Clone(s.Inserts), slices.Clone(s.Calls)
 	snap := Snapshot{Output: out, Run: s.run, Spec: s.spec(), Model: s.m, Cursor: s.cur, Done: s.done, View: s.view,
 		Notice: s.notice, Forwards: s.forwards, Runs: s.runs, PrefillMS: s.prefillMS, TTFTMS: s.ttftMS,
-		DecodeMS: s.decodeMS, DecodeTokens: s.decodeTokens, PlainStepMS: s.plainStepMS, Edits: s.edits}
+		DecodeMS: s.decodeMS, DecodeTokens: s.decodeTokens, PlainStepMS: s.plainStepMS, PlainStepRange: s.plainStepRange, Edits: s.edits}
 	if s.smp != nil {
 		snap.Seed = s.smp.Seed()
 	}

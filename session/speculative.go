@@ -103,7 +103,7 @@ func (s *Session) timePlainStep(ctx context.Context) error {
 	}
 	timed := t[1:]
 	slices.Sort(timed)
-	s.plainStepMS = timed[plainSteps/2]
+	s.plainStepMS, s.plainStepRange = timed[plainSteps/2], [2]float64{timed[0], timed[plainSteps-1]}
 	return nil
 }
 

@@ -22,6 +22,8 @@ type CompareView struct {
 	PrefillMS, CopyMS, SeparateMS float64
 	SavedMS                       float64
 	Lanes                         []LaneView
+	MeasuredAt                    string // when the times were measured (a step through the comparison shows the same run)
+	AgainURL                      string // the same comparison, run and measured afresh
 }
 
 // LaneView is one lane up to the current step.

@@ -3,7 +3,11 @@
 // trace; views format numbers but never compute them.
 package views
 
-import "github.com/a-h/templ"
+import (
+	"slices"
+
+	"github.com/a-h/templ"
+)
 
 // Page is the whole Explorer page.
 type Page struct {
@@ -85,6 +89,8 @@ type Stage struct {
 // Timing holds measured times in milliseconds.
 type Timing struct {
 	PrefillMS, TTFTMS, TPOTMS float64
+	TPOTRange                 [2]float64 // the fastest and slowest decode step
+	Decoded                   int        // decode steps TPOT is the mean of
 	HaveGen                   bool
 }
 
@@ -397,8 +403,10 @@ type SpeculativePanel struct {
 	Rounds, Proposed, Kept int
 	RunMS                  float64
 	RunTokens              int
+	RoundMSPerToken        []float64 // each round so far: its time per token written
 	PlainStepMS            float64
-	CompareURL             string // this run plain and speculative, side by side
+	PlainStepRange         [2]float64 // the fastest and slowest timed plain step
+	CompareURL             string     // this run plain and speculative, side by side
 }
 
 // MSPerToken is this round's measured time per token it wrote.
@@ -413,6 +421,16 @@ func (s *SpeculativePanel) Speedup() float64 {
 		return 0
 	}
 	return s.PlainStepMS / (s.RunMS / float64(s.RunTokens))
+}
+
+// SpeedupRange is the spread behind Speedup: the slowest round against the
+// slowest plain step, and the fastest against the fastest (0, 0 before a
+// round).
+func (s *SpeculativePanel) SpeedupRange() (lo, hi float64) {
+	if len(s.RoundMSPerToken) == 0 || s.PlainStepRange[0] <= 0 {
+		return 0, 0
+	}
+	return s.PlainStepRange[0] / slices.Max(s.RoundMSPerToken), s.PlainStepRange[1] / slices.Min(s.RoundMSPerToken)
 }
 
 // SpecProposal is one drafted token and what became of it.

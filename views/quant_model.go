@@ -28,6 +28,8 @@ type QuantRow struct {
 	Divergence          int    // -1 never
 	MeanKL, FlipRate    float64
 	PrefillMS, DecodeMS float64
+	PrefillRange        [2]float64 // the fastest and slowest of the runs
+	DecodeRange         [2]float64
 	Ratio               float64 // bytes against the reference's
 }
 

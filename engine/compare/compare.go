@@ -197,10 +197,13 @@ type Lane struct {
 	// lane's draft and verify passes, not the draft's own prefill), and
 	// TokensPerSec the tokens after the first over it: one decoding speed,
 	// measured lane after lane in one run.
-	DecodeMS     float64    `json:"decode_ms"`
-	TokensPerSec float64    `json:"tokens_per_sec"`
-	Speculative  *SpecStats `json:"speculative,omitempty"`
-	ended        bool       // stopped at an end-of-generation token
+	DecodeMS     float64 `json:"decode_ms"`
+	TokensPerSec float64 `json:"tokens_per_sec"` // the median of Speeds
+	// Speeds are the lane's decoding speed in each run (Options.Rounds,
+	// the lanes alternating in a rotated order each round).
+	Speeds      []float64  `json:"speeds"`
+	Speculative *SpecStats `json:"speculative,omitempty"`
+	ended       bool       // stopped at an end-of-generation token
 }
 
 // Result is a whole comparison.
@@ -213,6 +216,8 @@ type Result struct {
 	PrefillMS         float64 `json:"prefill_ms"`
 	CopyMS            float64 `json:"copy_ms"`
 	SeparatePrefillMS float64 `json:"separate_prefill_ms"`
+	// MeasuredAt is when the speeds were measured.
+	MeasuredAt time.Time `json:"measured_at"`
 }
 
 // Options configure Run.
@@ -221,6 +226,11 @@ type Options struct {
 	// Draft prepares a speculative lane's draft model by name (on the
 	// lane model's backend); nil refuses speculative lanes.
 	Draft func(name string) (*engine.Loaded, error)
+	// Rounds is how many times each lane's generation is timed (1 to 9;
+	// 0: 3): its tokens come from the first, and its speed is the median
+	// over all, the lanes taking turns in a rotated order each round so
+	// the machine's noise falls on each alike.
+	Rounds int
 }
 
 func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
@@ -276,29 +286,66 @@ func Run(ctx context.Context, lm *engine.Loaded, prompt []int32, lanes []Strateg
 		res.SeparatePrefillMS += ms(time.Since(start))
 	}
 	sep.Close()
-	eog := m.Tokenizer.IsEOG
-	for _, st := range lanes {
-		var lane Lane
-		var copyMS float64
-		var err error
+	run := func(st Strategy) (Lane, float64, error) {
 		if st.Kind == "speculative" {
-			lane, copyMS, err = specLane(ctx, base, st, prompt, first, opt)
-		} else {
-			lane, copyMS, err = runLane(ctx, lm, base, st, prompt, first, opt.N, eog)
+			return specLane(ctx, base, st, prompt, first, opt)
 		}
+		return runLane(ctx, lm, base, st, prompt, first, opt.N, m.Tokenizer.IsEOG)
+	}
+	for _, st := range lanes {
+		lane, copyMS, err := run(st)
 		if err != nil {
 			return nil, err
 		}
-		lane.TokensPerSec = 0
-		if n := len(lane.Tokens) - 1; n > 0 && lane.DecodeMS > 0 {
-			lane.TokensPerSec = float64(n) / (lane.DecodeMS / 1000)
-		}
+		lane.Speeds = []float64{lane.speed()}
 		res.CopyMS += copyMS
 		lane.Metrics = metrics(lane)
 		res.Lanes = append(res.Lanes, lane)
 	}
+	if err := retime(res, lanes, opt.Rounds, run); err != nil {
+		return nil, err
+	}
 	res.Divergence = divergence(res.Lanes)
+	res.MeasuredAt = time.Now()
 	return res, nil
+}
+
+// speed is the lane's tokens after the first over its decode time.
+func (l Lane) speed() float64 {
+	if n := len(l.Tokens) - 1; n > 0 && l.DecodeMS > 0 {
+		return float64(n) / (l.DecodeMS / 1000)
+	}
+	return 0
+}
+
+// retime runs every lane rounds−1 more times, each round in another order
+// (lane i+r first in round r), with the seed each drew in its first run, so
+// it generates the same tokens; each lane's speed is the median.
+func retime(res *Result, lanes []Strategy, rounds int, run func(Strategy) (Lane, float64, error)) error {
+	if rounds == 0 {
+		rounds = 3
+	}
+	if rounds < 1 || rounds > 9 {
+		return fmt.Errorf("compare: %d rounds: choose 1 to 9", rounds)
+	}
+	for r := 1; r < rounds; r++ {
+		for j := range lanes {
+			i := (j + r) % len(lanes)
+			st := lanes[i]
+			st.Params.Seed, st.Params.SeedSet = res.Lanes[i].Seed, true
+			again, _, err := run(st)
+			if err != nil {
+				return err
+			}
+			res.Lanes[i].Speeds = append(res.Lanes[i].Speeds, again.speed())
+		}
+	}
+	for i := range res.Lanes {
+		s := slices.Clone(res.Lanes[i].Speeds)
+		slices.Sort(s)
+		res.Lanes[i].TokensPerSec = s[len(s)/2]
+	}
+	return nil
 }
 
 func runLane(ctx context.Context, lm *engine.Loaded, base *engine.Session, st Strategy, prompt []int32, first []float32, n int, eog func(int32) bool) (lane Lane, copyMS float64, err error) {

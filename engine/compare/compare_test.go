@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"os"
@@ -236,5 +237,36 @@ func TestAblatedLane(t *testing.T) {
 		if _, err := ParseLane(bad, nil); err == nil {
 			t.Errorf("%s accepted", bad)
 		}
+	}
+}
+
+// Every lane's speed is timed Rounds times, the lanes taking turns; the
+// speed shown is the median, with the range, and an unseeded sampling
+// lane reruns with the seed it drew (the same tokens each time).
+func TestLaneSpeedsRepeated(t *testing.T) {
+	m := stories(t)
+	prompt := m.Tokenizer.EncodeIDs("Once upon a time", true)
+	res, err := Run(context.Background(), load(t, m, "cpu"), prompt, lanes(t, "greedy", "temperature=1.2,top-k=0,top-p=1,min-p=0", "beam=2"), Options{N: 10, Rounds: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range res.Lanes {
+		if len(l.Speeds) != 3 {
+			t.Fatalf("lane %d: %d speeds, want 3", i, len(l.Speeds))
+		}
+		s := slices.Clone(l.Speeds)
+		slices.Sort(s)
+		if l.TokensPerSec != s[1] || s[0] <= 0 {
+			t.Errorf("lane %d: speed %g, runs %v: want the median", i, l.TokensPerSec, l.Speeds)
+		}
+		if got := l.Speed(); !strings.Contains(got, "3 runs") || !strings.Contains(got, "–") {
+			t.Errorf("lane %d: %q shows no spread", i, got)
+		}
+	}
+	if res.MeasuredAt.IsZero() {
+		t.Error("no measurement time")
+	}
+	if _, err := Run(context.Background(), load(t, m, "cpu"), prompt, lanes(t, "greedy"), Options{N: 4, Rounds: 10}); err == nil {
+		t.Error("10 rounds accepted")
 	}
 }

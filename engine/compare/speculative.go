@@ -128,12 +128,14 @@ func roundStep(e hooks.Speculative, i int, t int32) Step {
 }
 
 // Speed is a lane's measured decoding speed, as shown beside the others:
-// "812.4 t/s (28.3 ms for 23 tokens)".
+// the median and the range over its runs, "812.4 t/s (790.1–830.6, 3
+// runs; 23 tokens)".
 func (l Lane) Speed() string {
-	if l.TokensPerSec <= 0 {
+	if l.TokensPerSec <= 0 || len(l.Speeds) == 0 {
 		return "—"
 	}
-	return fmt.Sprintf("%.1f t/s (%.1f ms for %d tokens)", l.TokensPerSec, l.DecodeMS, len(l.Tokens)-1)
+	lo, hi := slices.Min(l.Speeds), slices.Max(l.Speeds)
+	return fmt.Sprintf("%.1f t/s (%.1f–%.1f, %d runs; %d tokens)", l.TokensPerSec, lo, hi, len(l.Speeds), len(l.Tokens)-1)
 }
 
 // DraftSummary is what a speculative lane's draft achieved, or "—".

@@ -46,9 +46,15 @@ type Result struct {
 	Divergence int     // the first step where Own differs from the reference's (-1: never)
 	MeanKL     float64
 	FlipRate   float64
-	PrefillMS  float64 // measured: the prompt in one pass
-	DecodeMS   float64 // measured: per token of its own generation
+	PrefillMS  float64 // measured: the prompt in one pass (the median of TimingRounds runs)
+	DecodeMS   float64 // measured: per token of its own generation (the median)
+	// PrefillRuns and DecodeRuns are every run's times, the variants
+	// taking turns in a rotated order each round.
+	PrefillRuns, DecodeRuns []float64
 }
+
+// TimingRounds is how many times Compare times each variant's generation.
+const TimingRounds = 3
 
 // TopK is how many tokens a StepStat lists and compares.
 const TopK = 5
@@ -63,12 +69,22 @@ func Compare(ctx context.Context, variants []Variant, prompt []int32, n int) ([]
 	}
 	out := make([]Result, len(variants))
 	dists := make([][][]float64, len(variants)) // [variant][step] log-probabilities
-	for i, v := range variants {
-		r, err := generate(ctx, v, prompt, n)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", v.Type, err)
+	for round := range TimingRounds {
+		for j := range variants {
+			i := (j + round) % len(variants)
+			r, err := generate(ctx, variants[i], prompt, n)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", variants[i].Type, err)
+			}
+			if round == 0 {
+				out[i] = r
+			}
+			out[i].PrefillRuns = append(out[i].PrefillRuns, r.PrefillMS)
+			out[i].DecodeRuns = append(out[i].DecodeRuns, r.DecodeMS)
 		}
-		out[i] = r
+	}
+	for i := range out {
+		out[i].PrefillMS, out[i].DecodeMS = median(out[i].PrefillRuns), median(out[i].DecodeRuns)
 	}
 	ref := out[0].Own
 	for i, v := range variants {
@@ -99,6 +115,12 @@ func Compare(ctx context.Context, variants []Variant, prompt []int32, n int) ([]
 		r.FlipRate /= float64(len(ref))
 	}
 	return out, nil
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
 
 // generate is a variant's own greedy generation, timed.

@@ -317,5 +317,9 @@ func TestCompare(t *testing.T) {
 	}
 	for _, r := range res {
 		t.Logf("%s: mean KL %.5f, flips %.0f%%, diverges at %d, prefill %.2f ms, decode %.3f ms/token", r.Type, r.MeanKL, 100*r.FlipRate, r.Divergence, r.PrefillMS, r.DecodeMS)
+		// each precision timed TimingRounds times; the figure is the median
+		if len(r.PrefillRuns) != TimingRounds || len(r.DecodeRuns) != TimingRounds || r.DecodeMS != median(r.DecodeRuns) || r.PrefillMS != median(r.PrefillRuns) {
+			t.Errorf("%s: prefill %g of %v, decode %g of %v", r.Type, r.PrefillMS, r.PrefillRuns, r.DecodeMS, r.DecodeRuns)
+		}
 	}
 }
