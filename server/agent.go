@@ -51,10 +51,16 @@ func (s *Server) agentPage(c echo.Context) error {
 	if q == "" {
 		q = "What is 347 + 85?"
 	}
-	p := views.AgentPage{Question: q, Model: s.reg.Default()}
-	if len(q) > maxQuestionSize {
-		p.Error = fmt.Sprintf("the question is %d bytes; the limit is %d", len(q), maxQuestionSize)
-		return renderPageStatus(c, http.StatusBadRequest, views.AgentPageView(p))
+	rq := strings.TrimSpace(c.QueryParam("rq"))
+	if rq == "" {
+		rq = "Where does Lily keep her red ball?"
+	}
+	p := views.AgentPage{Question: q, Model: s.reg.Default(), Retrieval: views.RetrievalTask{Question: rq}}
+	for _, x := range []string{q, rq} {
+		if len(x) > maxQuestionSize {
+			p.Error = fmt.Sprintf("the question is %d bytes; the limit is %d", len(x), maxQuestionSize)
+			return renderPageStatus(c, http.StatusBadRequest, views.AgentPageView(p))
+		}
 	}
 	err := s.withWork(c, func() error {
 		ctx := c.Request().Context()
@@ -63,6 +69,7 @@ func (s *Server) agentPage(c echo.Context) error {
 			return nil
 		}
 		p.Direct, p.Thinking = s.reasoningRun(ctx, q, ""), s.reasoningRun(ctx, q, chat.SystemThink)
+		p.Retrieval = s.retrievalTask(ctx, rq, p.Model)
 		return nil
 	})
 	if err != nil {
@@ -76,17 +83,20 @@ func (s *Server) agentPage(c echo.Context) error {
 func (s *Server) toolLoop(ctx context.Context, p *views.AgentPage) *api.Error {
 	tool := map[string]any{"type": "function", "function": map[string]any{"name": api.CalculatorTool.Name, "description": api.CalculatorTool.Description, "parameters": api.CalculatorTool.Parameters}}
 	messages := []any{map[string]any{"role": "user", "content": p.Question}}
+	retry := false // the last pass's call was malformed: this pass is the model's second try
 	for n := 1; n <= agentMaxPasses; n++ {
 		body, _ := json.Marshal(map[string]any{"model": p.Model, "messages": messages, "temperature": 0, "max_tokens": agentMaxTokens, "tools": []any{tool}})
 		start := time.Now()
-		cc, _, e := s.chatInProcess(ctx, body)
+		r, e := s.chatInProcess(ctx, body)
 		if e != nil {
 			return e
 		}
+		cc := r.cc
 		ms := float64(time.Since(start).Microseconds()) / 1000
 		ch := cc.Choices[0]
 		pass := views.AgentPass{N: n, WatchURL: "/requests/" + cc.ID, PromptTokens: cc.Usage.PromptTokens, CompletionTokens: cc.Usage.CompletionTokens,
-			MS: ms, Finish: *ch.FinishReason, Request: string(body)}
+			Cached: cc.Usage.PromptTokensDetails.CachedTokens, MS: ms, Finish: *ch.FinishReason, Request: string(body), Retry: retry}
+		retry = false
 		if ch.Message.Content != nil {
 			pass.Content = *ch.Message.Content
 		}
@@ -101,10 +111,11 @@ func (s *Server) toolLoop(ctx context.Context, p *views.AgentPage) *api.Error {
 		for _, call := range ch.Message.ToolCalls {
 			run, ok := localTools[call.Function.Name]
 			out := "error: no such tool"
+			retry = retry || !ok
 			if ok {
 				var err error
 				if out, err = run(call.Function.Arguments); err != nil {
-					out = "error: " + err.Error()
+					out, retry = "error: "+err.Error(), true
 				}
 			}
 			pass.Calls = append(pass.Calls, views.AgentCall{Name: call.Function.Name, Arguments: call.Function.Arguments, Result: out})
@@ -128,11 +139,12 @@ func (s *Server) reasoningRun(ctx context.Context, q, system string) views.Reaso
 	}
 	body, _ := json.Marshal(map[string]any{"messages": messages, "temperature": 0, "max_tokens": 128})
 	start := time.Now()
-	cc, _, e := s.chatInProcess(ctx, body)
+	ip, e := s.chatInProcess(ctx, body)
 	if e != nil {
 		r.Error = e.Message
 		return r
 	}
+	cc := ip.cc
 	r.MS = float64(time.Since(start).Microseconds()) / 1000
 	m := cc.Choices[0].Message
 	if m.Content != nil {

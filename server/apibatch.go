@@ -149,6 +149,9 @@ func (s *Server) choices(ctx context.Context, x *apiExchange, emit func(i int, d
 		c.Seed = handles[ev.i].Seed
 		s.metrics.observe(x.model, ev.end.Times)
 		x.cached = max(x.cached, ev.end.Times.Cached)
+		if ev.i == 0 {
+			x.times = ev.end.Times
+		}
 		if !d.Empty() {
 			if err := emit(ev.i, d); err != nil {
 				return nil, err

@@ -190,6 +190,7 @@ type apiExchange struct {
 	watch   *Watched
 	steps   []tokenStep // choice 0's tokens' steps (written by the scheduler's goroutine until choice 0 ends)
 	cached  int         // prompt tokens read from the prefix cache
+	times   serve.Times // choice 0's, when it ended
 }
 
 // prepare resolves the model, renders and tokenizes the prompt, and fits
@@ -273,24 +274,31 @@ func (s *Server) complete(ctx context.Context, x *apiExchange) ([]byte, *api.Cha
 	return b, cc, nil
 }
 
+// inProcess is a chat request the server ran for its own pages: the
+// response, and choice 0's measured times in the batch.
+type inProcess struct {
+	cc    *api.ChatCompletion
+	times serve.Times
+}
+
 // chatInProcess runs a chat request body the way /v1/chat/completions does
 // (recorded for watching), for the server's own pages; the caller holds
 // a work slot.
-func (s *Server) chatInProcess(ctx context.Context, body []byte) (*api.ChatCompletion, string, *api.Error) {
+func (s *Server) chatInProcess(ctx context.Context, body []byte) (inProcess, *api.Error) {
 	req, e := api.DecodeChat(ctx, body, s.cfg.API.Limits)
 	if e != nil {
-		return nil, "", e
+		return inProcess{}, e
 	}
 	x, e := s.prepare(ctx, req)
 	if e != nil {
-		return nil, "", e
+		return inProcess{}, e
 	}
 	x.watch.Raw = string(body)
 	_, cc, err := s.complete(ctx, x)
 	if err != nil {
-		return nil, "", api.Internal(err)
+		return inProcess{}, api.Internal(err)
 	}
-	return cc, x.watch.Prompt, nil
+	return inProcess{cc: cc, times: x.times}, nil
 }
 
 // stream answers with server-sent events, a chunk per delta, then

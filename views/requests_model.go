@@ -59,6 +59,27 @@ type AgentPage struct {
 	TotalPrompt, TotalCompletion int
 	TotalMS                      float64
 	Direct, Thinking             ReasoningRun
+	Retrieval                    RetrievalTask
+}
+
+// RetrievalTask is a question answered from retrieved passages, asked
+// twice: every phase measured.
+type RetrievalTask struct {
+	Question, Error string
+	Documents       int // in the library searched
+	RetrieveMS      float64
+	Hits            []RetrievedDoc
+	Asks            [2]RetrievalAsk // the same request twice: the second finds the prompt's blocks in the prefix cache
+}
+
+// RetrievedDoc is a passage the search put in the prompt.
+type RetrievedDoc struct{ Title, Score, Text string }
+
+// RetrievalAsk is one request of the task, measured.
+type RetrievalAsk struct {
+	PromptTokens, Cached, Completion int
+	PrefillMS, DecodeMS, TotalMS     float64 // arrival to first token; the other tokens; the whole request
+	Answer, WatchURL                 string
 }
 
 // AgentPass is one inference request of the loop, and the calls it asked
@@ -67,9 +88,11 @@ type AgentPass struct {
 	N                              int
 	WatchURL, Request              string
 	PromptTokens, CompletionTokens int
+	Cached                         int // prompt tokens read from the prefix cache
 	MS                             float64
 	Content, Finish                string
 	Calls                          []AgentCall
+	Retry                          bool // the pass before asked for a tool with arguments that did not parse
 }
 
 // AgentCall is a tool call the server executed.
