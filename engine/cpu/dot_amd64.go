@@ -347,6 +347,20 @@ func dotQ6_KQ8AVX2(row *byte, q *int8, bs *int16, d *float32, blocks int, f16 *f
 //go:noescape
 func dotQ5_KQ8AVX2(row *byte, q *int8, bs *int16, d *float32, blocks int, f16 *float32) float32
 
+//go:noescape
+func dotQ4_KQ8x4VNNI(row *byte, q *int8, bs *int16, d *float32, blocks int, f16 *float32, out *float32)
+
+//go:noescape
+func dotQ6_KQ8x4VNNI(row *byte, q *int8, bs *int16, d *float32, blocks int, f16 *float32, out *float32)
+
+// kq8x4Kernels are the four-vector kernels by type.
+var kq8x4Kernels = map[quant.Type]func(row *byte, q *int8, bs *int16, d *float32, blocks int, f16 *float32, out *float32){
+	quant.Q4_K: dotQ4_KQ8x4VNNI, quant.Q6_K: dotQ6_KQ8x4VNNI,
+}
+
+// useKQ8x4 reports whether the four-vector Q4_K kernel runs here.
+var useKQ8x4 = useAVX512 && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VNNI
+
 // kq8Kernels are the int8-activation kernels by type, with their block bytes.
 var kq8Kernels = map[quant.Type]struct {
 	fn func(row *byte, q *int8, bs *int16, d *float32, blocks int, f16 *float32) float32
@@ -420,8 +434,20 @@ func dotRowsKQ8Multi(t quant.Type, data []byte, rb, lo, hi int, z *q8K, n, nb in
 	}
 	k := kq8Kernels[t]
 	_, _, _ = z.q[n*nb*256-1], z.bs[n*nb*16-1], z.d[n*nb-1]
+	four := 0 // vectors taken four at a time
+	k4, ok := kq8x4Kernels[t]
+	if ok && useKQ8x4 {
+		four = n &^ 3
+	}
+	var o4 [4]float32
 	for r := lo; r < hi; r++ {
-		for v := range n {
+		for v := 0; v < four; v += 4 {
+			k4(&data[r*rb], &z.q[v*nb*256], &z.bs[v*nb*16], &z.d[v*nb], nb, &f16Table[0], &o4[0])
+			for i, o := range o4 {
+				out[(v+i)*rows+r] = o
+			}
+		}
+		for v := four; v < n; v++ {
 			out[v*rows+r] = k.fn(&data[r*rb], &z.q[v*nb*256], &z.bs[v*nb*16], &z.d[v*nb], nb, &f16Table[0])
 		}
 	}

@@ -1,6 +1,7 @@
 //go:build !purego
 
 #include "textflag.h"
+#include "q4kscales_amd64.h"
 
 // Q4Q8_PAIR multiplies one pair of Q4_K sub-blocks (32 bytes of nibbles
 // at BX+32p: low nibbles sub-block 2p, high ones 2p+1) with their int8
@@ -50,31 +51,7 @@ q4q8block:
 	VBROADCASTSS (R8)(AX*4), Y11
 	VMULPS Y14, Y10, Y10     // d·dx
 	VMULPS Y14, Y11, Y11     // dmin·dx
-	MOVL 4(SI), R9
-	MOVL 8(SI), R10
-	MOVL 12(SI), R11
-	MOVL R11, R12
-	SHRL $4, R12
-	ANDL $0x0f0f0f0f, R12
-	MOVL R10, R13
-	SHRL $6, R13
-	ANDL $0x03030303, R13
-	SHLL $4, R13
-	ORL  R13, R12            // mins 4..7
-	MOVL R10, R13
-	ANDL $0x3f3f3f3f, R13    // mins 0..3
-	MOVL R11, R10
-	ANDL $0x0f0f0f0f, R10
-	MOVL R9, R11
-	SHRL $6, R11
-	ANDL $0x03030303, R11
-	SHLL $4, R11
-	ORL  R11, R10            // scales 4..7
-	ANDL $0x3f3f3f3f, R9     // scales 0..3
-	SHLQ $32, R10
-	ORQ  R10, R9
-	SHLQ $32, R12
-	ORQ  R12, R13
+	Q4K_SCALES
 	VMOVQ R9, X1
 	VPMOVZXBW X1, X1
 	VMOVDQU X1, 0(SP)        // the 8 scales as int16
@@ -340,31 +317,7 @@ q5q8block:
 	VBROADCASTSS (R8)(AX*4), Y11
 	VMULPS Y14, Y10, Y10     // d·dx
 	VMULPS Y14, Y11, Y11     // dmin·dx
-	MOVL 4(SI), R9
-	MOVL 8(SI), R10
-	MOVL 12(SI), R11
-	MOVL R11, R12
-	SHRL $4, R12
-	ANDL $0x0f0f0f0f, R12
-	MOVL R10, R13
-	SHRL $6, R13
-	ANDL $0x03030303, R13
-	SHLL $4, R13
-	ORL  R13, R12            // mins 4..7
-	MOVL R10, R13
-	ANDL $0x3f3f3f3f, R13    // mins 0..3
-	MOVL R11, R10
-	ANDL $0x0f0f0f0f, R10
-	MOVL R9, R11
-	SHRL $6, R11
-	ANDL $0x03030303, R11
-	SHLL $4, R11
-	ORL  R11, R10            // scales 4..7
-	ANDL $0x3f3f3f3f, R9     // scales 0..3
-	SHLQ $32, R10
-	ORQ  R10, R9
-	SHLQ $32, R12
-	ORQ  R12, R13
+	Q4K_SCALES
 	VMOVQ R9, X1
 	VPMOVZXBW X1, X1
 	VMOVDQU X1, 0(SP)

@@ -254,10 +254,19 @@ func (m *matmulTask) Run(worker, lo, hi int) {
 const q8SmallBatch = 2
 
 // kQ8SmallBatch is the same for the K-quant int8 kernels; past it their
-// products use decoded rows with x rounded as the kernel rounds it. Q4_K,
-// 16,384 × 768: the kernel 0.37 ms against 1.05 at 2 vectors, 0.61 against
-// 0.99 at 4, level at 8 (1.19, 1.24), decoded rows 1.67 against 2.42 at 16.
-const kQ8SmallBatch = 8
+// products use decoded rows with x rounded as the kernel rounds it. With
+// the four-vector kernels (AVX-512 VNNI), 2048 × 768 through MatMul
+// (BenchmarkKQ8Paths): Q4_K 0.11 ms against 0.17 decoded at 8 vectors,
+// 0.21 against 0.27 at 16, 0.48 against 0.37 at 32; Q6_K 0.12 against
+// 0.19 at 8, level at 16, behind at 32. Without them (one vector at a
+// time): level at 8, 2.42 ms against 1.67 decoded at 16 for 16,384 × 768.
+// (A variable for that benchmark.)
+var kQ8SmallBatch = func() int {
+	if useKQ8x4 {
+		return 16
+	}
+	return 8
+}()
 
 // kSmallBatch is the most vectors the legacy 4-/5-bit kernels multiply
 // row by row (their rows decode in Go, so the kernel wins longer).

@@ -1,0 +1,146 @@
+//go:build amd64 && !purego
+
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"stepthrough/engine/model"
+	"stepthrough/engine/quant"
+)
+
+// The four-vector Q4_K and Q6_K kernels give each vector exactly what the
+// one-vector kernels give it (bit for bit), on quantized rows and on
+// random bytes, so a sequence's logits do not depend on its batch-mates.
+func TestDotKQ8x4(t *testing.T) {
+	if !useKQ8x4 {
+		t.Skip("this CPU has no AVX-512 VNNI: the four-vector kernel does not run here")
+	}
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, cols := range []int{256, 768, 2048} {
+		const n = 4
+		x := make([]float32, n*cols)
+		for i := range x {
+			x[i] = float32(r.NormFloat64()) * float32(1+i%5)
+		}
+		var z q8K
+		z.resize(n, cols)
+		quantizeQ8K(x, &z, 0)
+		w := make([]float32, cols)
+		for i := range w {
+			w[i] = float32(r.NormFloat64())
+		}
+		for _, typ := range []quant.Type{quant.Q4_K, quant.Q6_K} {
+			quantized, err := quant.Quantize(typ, w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			random := make([]byte, len(quantized))
+			for i := range random {
+				random[i] = byte(r.Uint32())
+			}
+			for i := 0; i < len(random); i += typ.BlockBytes() { // finite block scales
+				if typ == quant.Q4_K {
+					random[i+1], random[i+3] = random[i+1]&0x3b, random[i+3]&0x3b
+				} else {
+					random[i+209] &= 0x3b
+				}
+			}
+			nb := cols / 256
+			for name, row := range map[string][]byte{"quantized": quantized, "random": random} {
+				var got [4]float32
+				kq8x4Kernels[typ](&row[0], &z.q[0], &z.bs[0], &z.d[0], nb, &f16Table[0], &got[0])
+				for v := range n {
+					want := kq8Kernels[typ].fn(&row[0], &z.q[v*nb*256], &z.bs[v*nb*16], &z.d[v*nb], nb, &f16Table[0])
+					if math.Float32bits(got[v]) != math.Float32bits(want) {
+						t.Errorf("%s, %d columns, %s row, vector %d: four at once %g, alone %g", typ, cols, name, v, got[v], want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkKQ8Batch is one Q4_K matrix (2048 × 768) times 8 vectors: each
+// vector alone through the one-vector kernel, or four at a time.
+func BenchmarkKQ8Batch(b *testing.B) {
+	const rows, cols, n = 2048, 768, 8
+	r := rand.New(rand.NewPCG(1, 2))
+	w := make([]float32, rows*cols)
+	for i := range w {
+		w[i] = float32(r.NormFloat64())
+	}
+	data, _ := quant.Quantize(quant.Q4_K, w)
+	x := make([]float32, n*cols)
+	for i := range x {
+		x[i] = float32(r.NormFloat64())
+	}
+	var z q8K
+	z.resize(n, cols)
+	quantizeQ8K(x, &z, 0)
+	out := make([]float32, n*rows)
+	rb, nb := cols/256*144, cols/256
+	k := kq8Kernels[quant.Q4_K]
+	b.Run("alone", func(b *testing.B) {
+		for b.Loop() {
+			for row := range rows {
+				for v := range n {
+					out[v*rows+row] = k.fn(&data[row*rb], &z.q[v*nb*256], &z.bs[v*nb*16], &z.d[v*nb], nb, &f16Table[0])
+				}
+			}
+		}
+	})
+	b.Run("four", func(b *testing.B) {
+		if !useKQ8x4 {
+			b.Skip("no AVX-512 VNNI")
+		}
+		for b.Loop() {
+			dotRowsKQ8Multi(quant.Q4_K, data, rb, 0, rows, &z, n, nb, out, rows)
+		}
+	})
+}
+
+// BenchmarkKQ8Paths is a K-quant matrix (2048 × 768) times n vectors
+// through MatMul, the int8 kernels against decoded rows and the GEMM: where
+// kQ8SmallBatch should sit.
+func BenchmarkKQ8Paths(b *testing.B) {
+	const rows, cols = 2048, 768
+	r := rand.New(rand.NewPCG(1, 2))
+	w := make([]float32, rows*cols)
+	for i := range w {
+		w[i] = float32(r.NormFloat64())
+	}
+	p := NewPool(2)
+	defer p.Close()
+	for _, typ := range []quant.Type{quant.Q4_K, quant.Q6_K} {
+		data, _ := quant.Quantize(typ, w)
+		t := &model.Tensor{Name: "w", Type: typ, Dims: []int{cols, rows}, Data: data}
+		for _, n := range []int{8, 16, 32, 64} {
+			x := make([]float32, n*cols)
+			for i := range x {
+				x[i] = float32(r.NormFloat64())
+			}
+			out := make([]float32, n*rows)
+			scratch := make([][]float32, 2)
+			for i := range scratch {
+				scratch[i] = make([]float32, ScratchFloats(cols))
+			}
+			for _, path := range []struct {
+				name string
+				max  int
+			}{{"int8", 1 << 20}, {"decoded", 0}} {
+				b.Run(fmt.Sprintf("%s/%d/%s", typ, n, path.name), func(b *testing.B) {
+					old := kQ8SmallBatch
+					kQ8SmallBatch = path.max
+					defer func() { kQ8SmallBatch = old }()
+					for b.Loop() {
+						p.MatMul(out, t, x, n, scratch)
+					}
+				})
+			}
+		}
+	}
+}
