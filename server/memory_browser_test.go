@@ -30,6 +30,9 @@ func TestMemoryCalculatorInBrowser(t *testing.T) {
 	}
 	q := url.Values{"source": {"lesson.gguf"}, "type": {"Q4_K_M"}, "kv": {"4"}, "ctx": {"512"}, "batch": {"4"}, "memory": {"1"}, "price": {"2"}}
 	do(t, ctx, chromedp.Navigate(base+"/memory?"+q.Encode()), chromedp.WaitVisible(chromedp.CSS(`[data-testid="measured"]`)))
+	if m := eval[string](t, ctx, `document.querySelector('[data-testid="measured"]').textContent`, false); !strings.Contains(m, "3 runs of 32 tokens") || !strings.Contains(m, "slowest run") {
+		t.Errorf("the measured throughput shows no spread: %q", m)
+	}
 	cost := eval[string](t, ctx, `document.querySelector('[data-testid="figure"][data-name="cost per million tokens"]').textContent`, false)
 	if !strings.Contains(cost, "2 an hour ÷ (") {
 		t.Errorf("cost: %q", cost)
