@@ -187,6 +187,9 @@ func damaged(path, why string) error {
 	return fmt.Errorf("the classroom store %s is damaged (%s); a copy is at %s: move %s away to start an empty store", path, why, backup, path)
 }
 
+// Ping checks that the database answers.
+func (st *SQLite) Ping(ctx context.Context) error { return st.db.PingContext(ctx) }
+
 // Close closes the database.
 func (st *SQLite) Close() error { return st.db.Close() }
 
@@ -238,18 +241,7 @@ func (st *SQLite) LoadRoom(ctx context.Context, code string) (*Stored, error) {
 		return nil, fmt.Errorf("room %s: load answers: %w", code, err)
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var step int
-		var student, answer string
-		if err := rows.Scan(&step, &student, &answer); err != nil {
-			return nil, fmt.Errorf("room %s: load answers: %w", code, err)
-		}
-		if r.Answers[step] == nil {
-			r.Answers[step] = map[string]string{}
-		}
-		r.Answers[step][student] = answer
-	}
-	if err := rows.Err(); err != nil {
+	if err := readAnswers(rows, r.Answers); err != nil {
 		return nil, fmt.Errorf("room %s: load answers: %w", code, err)
 	}
 	return r, nil

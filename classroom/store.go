@@ -36,3 +36,27 @@ type Stored struct {
 
 // ErrNoRoom is a store's answer for a code it does not hold.
 var ErrNoRoom = errors.New("no such room")
+
+// answerRows are the rows of (step, student, answer) a store's query
+// returns (database/sql's and pgx's alike).
+type answerRows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// readAnswers adds every row's answer to answers (step → student → answer).
+func readAnswers(rows answerRows, answers map[int]map[string]string) error {
+	for rows.Next() {
+		var step int
+		var student, answer string
+		if err := rows.Scan(&step, &student, &answer); err != nil {
+			return err
+		}
+		if answers[step] == nil {
+			answers[step] = map[string]string{}
+		}
+		answers[step][student] = answer
+	}
+	return rows.Err()
+}

@@ -25,7 +25,8 @@ func runServe(ctx context.Context, env Env, args []string) error {
 	key := fs.String("tls-key", "", "the certificate's private key `file` (PEM)")
 	budget := fs.Int("memory-budget", 4096, "`MiB` of KV cache and trace all viewers' runs may hold together (a run over it is told the server is busy)")
 	dirs := fs.String("models-dir", "", "more `directories` of .gguf models, comma-separated (models/ and the embedded lesson models are always offered)")
-	data := fs.String("data-dir", "data", "`directory` where classrooms are stored (rooms.db, SQLite)")
+	data := fs.String("data-dir", "data", "`directory` where classrooms are stored (rooms.db, SQLite) and the cookie-signing secret is kept")
+	store := fs.String("store", "", "keep classrooms in PostgreSQL at this `address` (postgres://USER:PASSWORD@HOST:PORT/DATABASE) instead of SQLite: several servers may share it")
 	apiKey := fs.String("api-key", os.Getenv("STEPTHROUGH_API_KEY"), "require this `key` on the OpenAI-compatible API (Authorization: Bearer KEY) and its request pages (default: $STEPTHROUGH_API_KEY; empty: no key)")
 	apiConc := fs.Int("api-max-concurrent", 8, "API sequences (requests' choices) generating at once in a model's continuous batch; more requests wait in a queue")
 	apiQueue := fs.Int("api-max-queued", 64, "API requests that may wait for a place in the batch; beyond it they are answered 429")
@@ -66,7 +67,7 @@ func runServe(ctx context.Context, env Env, args []string) error {
 		modelDirs = append(modelDirs, ref) // the reference model beside the checkout is offered too
 	}
 	log := slog.New(slog.NewTextHandler(env.Stderr, nil))
-	s, err := server.New(server.Config{Addr: *addr, ModelsDirs: modelDirs, Logger: log, DataDir: *data,
+	s, err := server.New(server.Config{Addr: *addr, ModelsDirs: modelDirs, Logger: log, DataDir: *data, StoreURL: *store,
 		Embedded:     map[string][]byte{"lesson.gguf": models.Lesson, "lesson-draft.gguf": models.LessonDraft},
 		AllowedHosts: allowed, TrustedProxies: trusted, TLSCert: *cert, TLSKey: *key, MemoryBudget: int64(*budget) << 20,
 		StudentsPerAddress: *perAddr,

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -53,13 +54,21 @@ func (s *Server) metricsPage(c echo.Context) error {
 }
 
 // readyz answers 200 when the server can serve a request: it is not
-// shutting down and offers a model.
+// shutting down, offers a model, and reaches its classroom store.
 func (s *Server) readyz(c echo.Context) error {
 	switch {
 	case s.base.Err() != nil:
 		return c.String(http.StatusServiceUnavailable, "shutting down")
 	case len(s.reg.Names()) == 0:
 		return c.String(http.StatusServiceUnavailable, "no model to serve")
+	}
+	if p, ok := s.class.Store().(pinger); ok {
+		ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
+		defer cancel()
+		if err := p.Ping(ctx); err != nil {
+			s.log.Warn("readyz: the classroom store is unreachable", "err", err)
+			return c.String(http.StatusServiceUnavailable, "the classroom store is unreachable")
+		}
 	}
 	return c.String(http.StatusOK, "ready")
 }

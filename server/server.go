@@ -61,8 +61,10 @@ type Config struct {
 	Logger       *slog.Logger
 
 	// Classrooms. DataDir holds rooms.db (SQLite); empty keeps rooms in
-	// memory only (a restart ends them).
+	// memory only (a restart ends them). StoreURL (postgres://…) keeps
+	// them in PostgreSQL instead, which several servers may share.
 	DataDir        string
+	StoreURL       string
 	MaxRooms       int           // live rooms on the server (default 100)
 	MaxStudents    int           // connected student tabs per room (default 300)
 	RoomTTL        time.Duration // a room expires this long after the instructor's last action (default 12 h)
@@ -144,12 +146,8 @@ func New(cfg Config) (*Server, error) {
 	ccfg := classroom.Config{MaxRooms: cfg.MaxRooms, MaxStudents: cfg.MaxStudents, RoomTTL: cfg.RoomTTL, RoomsPerClient: cfg.RoomsPerClient,
 		LiveRoomsPerClient: cfg.LiveRoomsPerClient, InstructorGone: cfg.InstructorGone, StudentsPerAddress: cfg.StudentsPerAddress,
 		Engines: s.reg, Sessions: s.sessions, Lessons: s.lessons, Log: s.log}
-	if cfg.DataDir != "" {
-		st, err := classroom.OpenSQLite(cfg.DataDir, cfg.Logger)
-		if err != nil {
-			return nil, err
-		}
-		ccfg.Store = st
+	if ccfg.Store, err = openStore(cfg); err != nil {
+		return nil, err
 	}
 	s.class = classroom.New(ccfg)
 	s.hosts = hostSet(cfg.Addr, cfg.AllowedHosts)

@@ -1,0 +1,191 @@
+package classroom
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Postgres is the Store in PostgreSQL, for several servers sharing their
+// rooms (pgx's connection pool). Its schema is versioned: Open brings an
+// older one up to date in a transaction, under an advisory lock so that
+// servers starting together migrate once, and refuses a newer one.
+type Postgres struct {
+	pool *pgxpool.Pool
+}
+
+// pgSchemaVersion is the layout this server reads and writes.
+const pgSchemaVersion = 1
+
+// pgMigrations[i] brings a store of version i up to i+1.
+var pgMigrations = []string{
+	`CREATE TABLE rooms (
+		code        text PRIMARY KEY,
+		secret_hash text NOT NULL,
+		state       text NOT NULL,
+		state_sum   text NOT NULL,
+		version     bigint NOT NULL DEFAULT 1,
+		created     timestamptz NOT NULL,
+		expires     timestamptz NOT NULL,
+		creator     text NOT NULL DEFAULT ''
+	);
+	CREATE INDEX rooms_expires ON rooms (expires);
+	CREATE TABLE answers (
+		code    text NOT NULL REFERENCES rooms (code) ON DELETE CASCADE,
+		step    integer NOT NULL,
+		student text NOT NULL,
+		answer  text NOT NULL,
+		at      timestamptz NOT NULL DEFAULT now(),
+		PRIMARY KEY (code, step, student)
+	);`,
+}
+
+// pgMigrationLock is the advisory lock key migrations hold.
+const pgMigrationLock = 0x5374657074 // "Stept"
+
+// OpenPostgres connects to the database at url (postgres://…) and brings
+// its schema up to date.
+func OpenPostgres(ctx context.Context, url string) (*Postgres, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("the PostgreSQL store %s: %w", redact(url), err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("the PostgreSQL store %s: %w", redact(url), err)
+	}
+	if err := pgMigrate(ctx, pool); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("the PostgreSQL store %s: %w", redact(url), err)
+	}
+	return &Postgres{pool: pool}, nil
+}
+
+// redact is url without its password.
+func redact(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(an address that does not parse)"
+	}
+	return u.Redacted()
+}
+
+// pgMigrate creates or upgrades the schema in one transaction.
+func pgMigrate(ctx context.Context, pool *pgxpool.Pool) error {
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, pgMigrationLock); err != nil {
+		return fmt.Errorf("lock the schema: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS stepthrough_schema (version integer NOT NULL)`); err != nil {
+		return fmt.Errorf("read the schema version: %w", err)
+	}
+	version := 0
+	err = tx.QueryRow(ctx, `SELECT version FROM stepthrough_schema`).Scan(&version)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		if _, err := tx.Exec(ctx, `INSERT INTO stepthrough_schema (version) VALUES (0)`); err != nil {
+			return err
+		}
+	case err != nil:
+		return fmt.Errorf("read the schema version: %w", err)
+	case version > pgSchemaVersion:
+		return fmt.Errorf("its schema is version %d, written by a newer Stepthrough (this one reads %d): upgrade this server, or give it another database", version, pgSchemaVersion)
+	}
+	for v := version; v < pgSchemaVersion; v++ {
+		if _, err := tx.Exec(ctx, pgMigrations[v]); err != nil {
+			return fmt.Errorf("upgrade the schema from %d to %d: %w", v, v+1, err)
+		}
+	}
+	if _, err := tx.Exec(ctx, `UPDATE stepthrough_schema SET version = $1`, pgSchemaVersion); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+// Ping checks that the database answers.
+func (st *Postgres) Ping(ctx context.Context) error { return st.pool.Ping(ctx) }
+
+// Close closes the pool.
+func (st *Postgres) Close() error {
+	st.pool.Close()
+	return nil
+}
+
+// SaveRoom inserts or updates a room's state (with its checksum), raising
+// its version; the secret, creator and start time are written once.
+func (st *Postgres) SaveRoom(ctx context.Context, rec Record, state State) error {
+	b, err := state.Marshal()
+	if err != nil {
+		return fmt.Errorf("room %s: encode state: %w", rec.Code, err)
+	}
+	_, err = st.pool.Exec(ctx, `INSERT INTO rooms (code, secret_hash, state, state_sum, created, expires, creator) VALUES ($1, $2, $3, $4, $5, $6, $7)
+		ON CONFLICT (code) DO UPDATE SET state = excluded.state, state_sum = excluded.state_sum, expires = excluded.expires, version = rooms.version + 1`,
+		rec.Code, rec.SecretHash, string(b), stateSum(b), rec.Created, rec.Expires, rec.Creator)
+	if err != nil {
+		return fmt.Errorf("room %s: save: %w", rec.Code, err)
+	}
+	return nil
+}
+
+// SaveAnswer records (or replaces) a student's answer at a lesson step.
+func (st *Postgres) SaveAnswer(ctx context.Context, code string, step int, student, answer string) error {
+	_, err := st.pool.Exec(ctx, `INSERT INTO answers (code, step, student, answer) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (code, step, student) DO UPDATE SET answer = excluded.answer, at = now()`, code, step, student, answer)
+	if err != nil {
+		return fmt.Errorf("room %s: save answer: %w", code, err)
+	}
+	return nil
+}
+
+// LoadRoom reads a room and its answers in one snapshot (a repeatable-read
+// transaction); ErrNoRoom when there is none.
+func (st *Postgres) LoadRoom(ctx context.Context, code string) (*Stored, error) {
+	tx, err := st.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return nil, fmt.Errorf("room %s: load: %w", code, err)
+	}
+	defer tx.Rollback(ctx)
+	r := &Stored{Record: Record{Code: code}, Answers: map[int]map[string]string{}}
+	var state, sum string
+	err = tx.QueryRow(ctx, `SELECT secret_hash, state, state_sum, created, expires, creator FROM rooms WHERE code = $1`, code).
+		Scan(&r.SecretHash, &state, &sum, &r.Created, &r.Expires, &r.Creator)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrNoRoom
+	}
+	if err != nil {
+		return nil, fmt.Errorf("room %s: load: %w", code, err)
+	}
+	r.State, r.Damage = ReadStored([]byte(state), sum)
+	rows, err := tx.Query(ctx, `SELECT step, student, answer FROM answers WHERE code = $1`, code)
+	if err != nil {
+		return nil, fmt.Errorf("room %s: load answers: %w", code, err)
+	}
+	defer rows.Close()
+	if err := readAnswers(rows, r.Answers); err != nil {
+		return nil, fmt.Errorf("room %s: load answers: %w", code, err)
+	}
+	return r, nil
+}
+
+// CountRooms counts rooms that have not expired: all of them, and those
+// a creator (a client address) started.
+func (st *Postgres) CountRooms(ctx context.Context, now time.Time, creator string) (all, mine int, err error) {
+	err = st.pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE creator = $1) FROM rooms WHERE expires > $2`, creator, now).Scan(&all, &mine)
+	return all, mine, err
+}
+
+// DeleteExpired removes rooms that expired before now (their answers go
+// with them).
+func (st *Postgres) DeleteExpired(ctx context.Context, now time.Time) error {
+	_, err := st.pool.Exec(ctx, `DELETE FROM rooms WHERE expires <= $1`, now)
+	return err
+}

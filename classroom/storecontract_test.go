@@ -1,0 +1,172 @@
+package classroom
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"stepthrough/classroom/pgtest"
+)
+
+// stores are the Store implementations under the same contract: SQLite in
+// a temporary directory, and PostgreSQL in a throw-away database.
+func stores(t *testing.T) map[string]func(t *testing.T) Store {
+	return map[string]func(t *testing.T) Store{
+		"sqlite": func(t *testing.T) Store {
+			st, err := OpenSQLite(t.TempDir(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			return st
+		},
+		"postgres": func(t *testing.T) Store {
+			st, err := OpenPostgres(context.Background(), pgtest.URL(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			return st
+		},
+	}
+}
+
+// Every store keeps a room, its latest state and every student's latest
+// answer per step, counts live rooms per creator, and forgets expired ones
+// with their answers.
+func TestStoreContract(t *testing.T) {
+	for name, open := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			st := open(t)
+			ctx := context.Background()
+			now := time.Now().Truncate(time.Second)
+			state, _ := goodState(t)
+			rec := Record{Code: "ABC123", SecretHash: "h", Creator: "10.0.0.1", Created: now, Expires: now.Add(time.Hour)}
+			if _, err := st.LoadRoom(ctx, rec.Code); !errors.Is(err, ErrNoRoom) {
+				t.Fatalf("a room never saved: %v", err)
+			}
+			if err := st.SaveRoom(ctx, rec, state); err != nil {
+				t.Fatal(err)
+			}
+			state.LessonStep = 3
+			later := rec
+			later.Expires, later.SecretHash, later.Creator = now.Add(2*time.Hour), "changed", "elsewhere"
+			if err := st.SaveRoom(ctx, later, state); err != nil {
+				t.Fatal(err)
+			}
+			for _, a := range []struct {
+				step           int
+				student, value string
+			}{{1, "s1", "a"}, {1, "s2", "b"}, {1, "s1", "c"}, {2, "s1", "d"}} {
+				if err := st.SaveAnswer(ctx, rec.Code, a.step, a.student, a.value); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := st.LoadRoom(ctx, rec.Code)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := state.Marshal()
+			saved, _ := ReadStored(b, stateSum(b)) // the state as stored (its format version set)
+			want := &Stored{Record: Record{Code: rec.Code, SecretHash: "h", Creator: "10.0.0.1", Created: now, Expires: now.Add(2 * time.Hour)},
+				State: saved, Answers: map[int]map[string]string{1: {"s1": "c", "s2": "b"}, 2: {"s1": "d"}}}
+			if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) })); diff != "" {
+				t.Errorf("loaded (-want +got):\n%s", diff)
+			}
+			other := Record{Code: "XYZ789", SecretHash: "h2", Creator: "10.0.0.2", Created: now, Expires: now.Add(time.Minute)}
+			if err := st.SaveRoom(ctx, other, state); err != nil {
+				t.Fatal(err)
+			}
+			if all, mine, err := st.CountRooms(ctx, now, "10.0.0.1"); err != nil || all != 2 || mine != 1 {
+				t.Errorf("count: %d rooms, %d of the creator's (%v); want 2, 1", all, mine, err)
+			}
+			if err := st.DeleteExpired(ctx, now.Add(30*time.Minute)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.LoadRoom(ctx, other.Code); !errors.Is(err, ErrNoRoom) {
+				t.Errorf("an expired room: %v", err)
+			}
+			if all, _, _ := st.CountRooms(ctx, now, ""); all != 1 {
+				t.Errorf("%d rooms after expiry, want 1", all)
+			}
+		})
+	}
+}
+
+// Many answers at once, from many goroutines (the pool's connections
+// at work), are all kept.
+func TestStoreConcurrentAnswers(t *testing.T) {
+	for name, open := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			st := open(t)
+			ctx := context.Background()
+			state, _ := goodState(t)
+			now := time.Now()
+			if err := st.SaveRoom(ctx, Record{Code: "ROOM01", Created: now, Expires: now.Add(time.Hour)}, state); err != nil {
+				t.Fatal(err)
+			}
+			var wg sync.WaitGroup
+			for i := range 40 {
+				wg.Go(func() {
+					if err := st.SaveAnswer(ctx, "ROOM01", 1, fmt.Sprintf("s%02d", i), "x"); err != nil {
+						t.Error(err)
+					}
+				})
+			}
+			wg.Wait()
+			got, err := st.LoadRoom(ctx, "ROOM01")
+			if err != nil || len(got.Answers[1]) != 40 {
+				t.Errorf("%d answers kept of 40 (%v)", len(got.Answers[1]), err)
+			}
+		})
+	}
+}
+
+// A PostgreSQL store written by a newer server is refused in one line
+// naming both versions; servers starting together migrate it once.
+func TestPostgresSchemaVersions(t *testing.T) {
+	u := pgtest.URL(t)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			st, err := OpenPostgres(ctx, u)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			st.Close()
+		})
+	}
+	wg.Wait()
+	st, err := OpenPostgres(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.pool.Exec(ctx, `UPDATE stepthrough_schema SET version = 99`); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	_, err = OpenPostgres(ctx, u)
+	if err == nil || !containsAll(err.Error(), "version 99", "this one reads 1") {
+		t.Errorf("a newer schema: %v", err)
+	}
+	if _, err := OpenPostgres(ctx, "postgres://nobody:secret@127.0.0.1:1/none?connect_timeout=1"); err == nil || containsAll(err.Error(), "secret") {
+		t.Errorf("an unreachable server: %v (the password must not be shown)", err)
+	}
+}
+
+func containsAll(s string, subs ...string) bool {
+	for _, x := range subs {
+		if !strings.Contains(s, x) {
+			return false
+		}
+	}
+	return true
+}
