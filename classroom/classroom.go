@@ -60,6 +60,11 @@ var (
 
 // Config configures a Classroom.
 type Config struct {
+	// OnBroadcast, when set, is told how long each broadcast took to
+	// render a room's view and queue it for every client, and to how many
+	// (from the room's goroutine: it must not block).
+	OnBroadcast func(d time.Duration, clients int)
+
 	MaxRooms       int           // live rooms (default 100)
 	MaxStudents    int           // connected student tabs per room (default 300)
 	RoomTTL        time.Duration // a room expires this long after the instructor's last action (default 12 h)
@@ -98,6 +103,8 @@ type Classroom struct {
 	creators map[string][]time.Time // rooms created per client address, last hour
 	failures map[string][]time.Time // unknown codes tried per client, last minute
 	closed   bool                   // shutting down: no new rooms or loads
+
+	counts counters // for Stats
 }
 
 // New makes a classroom.

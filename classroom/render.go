@@ -106,6 +106,13 @@ func (r *Room) render() {
 // page; each student also gets their own answer line (rendered once per
 // distinct answer: most students share one, often the empty line).
 func (r *Room) broadcast() {
+	start := time.Now()
+	defer func() {
+		r.cl.counts.broadcasts.Add(1)
+		if f := r.cl.cfg.OnBroadcast; f != nil {
+			f(time.Since(start), len(r.clients))
+		}
+	}()
 	r.version++
 	r.render()
 	var extras []byte

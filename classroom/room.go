@@ -202,6 +202,7 @@ func (r *Room) create(ctx context.Context, lessonName string, explorer url.Value
 		r.capture()
 	}
 	if err := r.save(ctx); err != nil {
+		r.cl.counts.storeErrors.Add(1)
 		r.cl.log.Error("saving a new room", "room", r.code, "err", err)
 		return ErrStore
 	}
@@ -217,6 +218,7 @@ func (r *Room) load(ctx context.Context) error {
 		return ErrRoomGone
 	}
 	if err != nil {
+		r.cl.counts.storeErrors.Add(1)
 		r.cl.log.Error("loading a room", "room", r.code, "err", err)
 		return ErrRoomGone
 	}

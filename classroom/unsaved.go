@@ -75,6 +75,7 @@ func (r *Room) persistAnswer(ctx context.Context, step int, student, answer stri
 // storeFailed notes a refused write: the first one tells every screen
 // and the log, and schedules the retries.
 func (r *Room) storeFailed(err error) {
+	r.cl.counts.storeErrors.Add(1)
 	first := r.unsaved.err == nil
 	r.unsaved.err = err
 	r.dirty.Store(true)

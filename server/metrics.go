@@ -21,6 +21,7 @@ import (
 type metrics struct {
 	reg        *prometheus.Registry
 	ttft, tpot *prometheus.HistogramVec
+	broadcast  prometheus.Histogram
 }
 
 // latencyBuckets span a lesson model's milliseconds to a large model's
@@ -34,7 +35,36 @@ func (s *Server) metricsInit() {
 		Help: "API requests' time from arrival to their first generated token.", Buckets: latencyBuckets}, []string{"model"})
 	m.tpot = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "stepthrough_time_per_output_token_seconds",
 		Help: "API requests' mean time per generated token after the first.", Buckets: latencyBuckets}, []string{"model"})
-	m.reg.MustRegister(m.ttft, m.tpot, batchCollector{s}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.broadcast = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "stepthrough_room_broadcast_seconds",
+		Help: "Time to render a room's view once and queue it for every client, per broadcast.", Buckets: latencyBuckets})
+	m.reg.MustRegister(m.ttft, m.tpot, m.broadcast, batchCollector{s}, roomCollector{s}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+}
+
+// observeBroadcast records one room broadcast (classroom.Config.OnBroadcast).
+func (m *metrics) observeBroadcast(d time.Duration, _ int) { m.broadcast.Observe(d.Seconds()) }
+
+// roomCollector reads the classroom when scraped.
+type roomCollector struct{ s *Server }
+
+var (
+	roomsDesc       = prometheus.NewDesc("stepthrough_rooms", "Classroom rooms live on this server.", nil, nil)
+	connectionsDesc = prometheus.NewDesc("stepthrough_room_connections", "WebSocket connections to those rooms (students, instructors, projectors).", nil, nil)
+	broadcastsDesc  = prometheus.NewDesc("stepthrough_room_broadcasts_total", "Room views rendered and sent to a room's clients.", nil, nil)
+	storeErrorsDesc = prometheus.NewDesc("stepthrough_store_errors_total", "Classroom store reads and writes that failed.", nil, nil)
+)
+
+func (roomCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{roomsDesc, connectionsDesc, broadcastsDesc, storeErrorsDesc} {
+		ch <- d
+	}
+}
+
+func (rc roomCollector) Collect(ch chan<- prometheus.Metric) {
+	st := rc.s.class.Stats()
+	ch <- prometheus.MustNewConstMetric(roomsDesc, prometheus.GaugeValue, float64(st.Rooms))
+	ch <- prometheus.MustNewConstMetric(connectionsDesc, prometheus.GaugeValue, float64(st.Connections))
+	ch <- prometheus.MustNewConstMetric(broadcastsDesc, prometheus.CounterValue, float64(st.Broadcasts))
+	ch <- prometheus.MustNewConstMetric(storeErrorsDesc, prometheus.CounterValue, float64(st.StoreErrors))
 }
 
 // observe records an ended request's times.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/url"
 	"testing"
 
 	"github.com/openai/openai-go/v3"
@@ -92,5 +93,48 @@ func TestMetricsParse(t *testing.T) {
 		if err != nil || r.StatusCode != want {
 			t.Errorf("%s: %v %v", path, r.StatusCode, err)
 		}
+	}
+}
+
+// The classroom's figures on /metrics: rooms, connections, broadcasts and
+// their time, store errors.
+func TestMetricsRooms(t *testing.T) {
+	_, ts := classServer(t, t.TempDir())
+	code, key := startRoom(t, ts.URL, url.Values{"lesson": {"tokens"}})
+	teach := dialRoom(t, ts.URL, code, "key="+key)
+	teach.wait(`id="teach-extras"`)
+	sa := dialRoom(t, ts.URL, code, studentID(t, ts.URL, code))
+	sa.wait(`data-state="following"`)
+	teach.send(map[string]string{"action": "lesson-step", "to": "1"})
+	sa.wait(`data-lesson-step="1"`)
+	resp, err := http.Get(ts.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(name string) float64 {
+		f, ok := fams[name]
+		if !ok {
+			t.Fatalf("%s missing", name)
+		}
+		m := f.Metric[0]
+		switch {
+		case m.Gauge != nil:
+			return m.Gauge.GetValue()
+		case m.Counter != nil:
+			return m.Counter.GetValue()
+		}
+		return float64(m.Histogram.GetSampleCount())
+	}
+	if get("stepthrough_rooms") != 1 || get("stepthrough_room_connections") != 2 || get("stepthrough_store_errors_total") != 0 {
+		t.Errorf("rooms %g, connections %g, store errors %g; want 1, 2, 0", get("stepthrough_rooms"), get("stepthrough_room_connections"), get("stepthrough_store_errors_total"))
+	}
+	if b, h := get("stepthrough_room_broadcasts_total"), get("stepthrough_room_broadcast_seconds"); b < 1 || h != b {
+		t.Errorf("%g broadcasts, %g timed", b, h)
 	}
 }

@@ -146,6 +146,8 @@ func New(cfg Config) (*Server, error) {
 	ccfg := classroom.Config{MaxRooms: cfg.MaxRooms, MaxStudents: cfg.MaxStudents, RoomTTL: cfg.RoomTTL, RoomsPerClient: cfg.RoomsPerClient,
 		LiveRoomsPerClient: cfg.LiveRoomsPerClient, InstructorGone: cfg.InstructorGone, StudentsPerAddress: cfg.StudentsPerAddress,
 		Engines: s.reg, Sessions: s.sessions, Lessons: s.lessons, Log: s.log}
+	s.metricsInit()
+	ccfg.OnBroadcast = s.metrics.observeBroadcast
 	if ccfg.Store, err = openStore(cfg); err != nil {
 		return nil, err
 	}
@@ -170,7 +172,6 @@ func New(cfg Config) (*Server, error) {
 	e.GET("/export.svg", s.exportSVG)
 	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok") })
 	e.GET("/readyz", s.readyz)
-	s.metricsInit()
 	e.GET("/metrics", s.metricsPage)
 	e.GET("/static/*", echo.WrapHandler(staticFiles()))
 	s.apiRoutes(e)
