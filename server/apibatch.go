@@ -49,7 +49,7 @@ func (s *Server) batch(name string, lm *engine.Loaded) (*serve.Scheduler, error)
 		return nil, fmt.Errorf("the API's batch for %s: %w", name, err)
 	}
 	go func() {
-		if err := sch.Run(s.base); err != nil && !errors.Is(err, context.Canceled) {
+		if err := sch.Run(s.batches); err != nil && !errors.Is(err, context.Canceled) {
 			s.log.Error("the API's batch stopped", "model", name, "err", err)
 		}
 	}()

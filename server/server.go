@@ -116,6 +116,10 @@ type Server struct {
 	class    *classroom.Classroom
 	base     context.Context // done when the server shuts down: connections end
 	stop     context.CancelFunc
+	// batches is the API batches' context: it ends after base, once the
+	// requests in flight when a shutdown began have finished (a drain).
+	batches     context.Context
+	stopBatches context.CancelFunc
 	hosts    map[string]bool // nil: any host
 	secret   []byte          // signs student cookies
 	serving  servingRuns     // the serving floor's load runs
@@ -132,6 +136,7 @@ func New(cfg Config) (*Server, error) {
 	s.sessions = session.NewPool(s.reg, session.PoolConfig{MaxSessions: cfg.MaxSessions, MaxPerClient: cfg.MaxPerClient,
 		IdleTimeout: cfg.IdleTimeout, MemoryBudget: cfg.MemoryBudget})
 	s.base, s.stop = context.WithCancel(context.Background())
+	s.batches, s.stopBatches = context.WithCancel(context.Background())
 	var err error
 	if s.secret, err = loadSecret(cfg.DataDir); err != nil {
 		return nil, err
@@ -206,6 +211,7 @@ func (s *Server) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
 func (s *Server) Close() {
 	s.stop()
 	s.class.Close()
+	s.stopBatches()
 }
 
 // Handler is the server's HTTP handler (for tests).
@@ -242,13 +248,20 @@ func (s *Server) Run(ctx context.Context, ready func(addr string)) error {
 		return err
 	case <-ctx.Done():
 	}
+	// A drain: /readyz says so and WebSocket clients are told to
+	// reconnect (close code 1012: a load balancer sends them to another
+	// server); no new connection is accepted, and the HTTP requests in
+	// flight (API streams among them, their batch still running) finish
+	// within the deadline.
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	s.Close() // WebSocket clients are told to reconnect (close code 1012)
+	s.stop()
+	s.class.Close()
 	err = srv.Shutdown(sctx)
 	if err != nil {
 		srv.Close() // past the deadline: drop what is left
 	}
+	s.stopBatches()
 	s.sessions.CloseAll()
 	s.reg.Close()
 	return err
