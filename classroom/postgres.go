@@ -46,7 +46,7 @@ var pgMigrations = []string{
 }
 
 // pgMigrationLock is the advisory lock key migrations hold.
-const pgMigrationLock = 0x5374657074 // "Stept"
+const pgMigrationLock int64 = 0x5374657074 // "Stept"
 
 // OpenPostgres connects to the database at url (postgres://…) and brings
 // its schema up to date.

@@ -120,10 +120,10 @@ type Server struct {
 	// requests in flight when a shutdown began have finished (a drain).
 	batches     context.Context
 	stopBatches context.CancelFunc
-	hosts    map[string]bool // nil: any host
-	secret   []byte          // signs student cookies
-	serving  servingRuns     // the serving floor's load runs
-	streams  streamLimits    // open event streams
+	hosts       map[string]bool // nil: any host
+	secret      []byte          // signs student cookies
+	serving     servingRuns     // the serving floor's load runs
+	streams     streamLimits    // open event streams
 }
 
 // New builds a server over the models found in cfg.ModelsDirs. It fails
