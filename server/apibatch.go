@@ -102,7 +102,7 @@ func (s *Server) choices(ctx context.Context, x *apiExchange, emit func(i int, d
 			OnToken: func(t serve.Token) bool { // in the scheduler's goroutine: never blocks (out holds every delta)
 				d, complete := r.Token(t.ID, t.Logits)
 				if i == 0 && len(x.steps) < maxWatchedTokens {
-					x.steps = append(x.steps, tokenStep{t.Step, t.Mates})
+					x.steps = append(x.steps, tokenStep{t.Step, t.Mates()})
 				}
 				if !d.Empty() {
 					out <- choiceEvent{i: i, delta: d}

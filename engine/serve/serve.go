@@ -96,8 +96,13 @@ type Token struct {
 	ID     int32
 	Logits []float32 // what it was sampled from (valid during the call only)
 	Step   int       // the step that computed it (Step.Index)
-	Mates  []string  // the other requests in that step, by label
+	s      *Scheduler
+	at     int // its request's place in the step
 }
+
+// Mates are the other requests in the token's step, by label (call it
+// during OnToken only: it reads the step being finished).
+func (t Token) Mates() []string { return t.s.mates(t.at) }
 
 // Finish reasons.
 const (

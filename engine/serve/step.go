@@ -187,7 +187,7 @@ func (s *Scheduler) emit(q *seq, logits []float32, now time.Time, at int) bool {
 		q.times.FirstToken = now
 	}
 	text, finish := q.end.Push(id)
-	if q.req.OnToken != nil && q.req.OnToken(Token{ID: id, Logits: logits, Step: s.nsteps, Mates: s.mates(at)}) && finish == "" {
+	if q.req.OnToken != nil && q.req.OnToken(Token{ID: id, Logits: logits, Step: s.nsteps, s: s, at: at}) && finish == "" {
 		finish = FinishStop
 	}
 	q.events <- Event{Token: id, Text: s.keep(q, text)}
