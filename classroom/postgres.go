@@ -2,6 +2,7 @@ package classroom
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"net/url"
@@ -20,7 +21,7 @@ type Postgres struct {
 }
 
 // pgSchemaVersion is the layout this server reads and writes.
-const pgSchemaVersion = 1
+const pgSchemaVersion = 2
 
 // pgMigrations[i] brings a store of version i up to i+1.
 var pgMigrations = []string{
@@ -42,6 +43,11 @@ var pgMigrations = []string{
 		answer  text NOT NULL,
 		at      timestamptz NOT NULL DEFAULT now(),
 		PRIMARY KEY (code, step, student)
+	);`,
+	// 2: the secret that signs students' cookies, one for every server
+	`CREATE TABLE server_secret (
+		id     integer PRIMARY KEY CHECK (id = 1),
+		secret bytea NOT NULL CHECK (length(secret) = 32)
 	);`,
 }
 
@@ -109,6 +115,22 @@ func pgMigrate(ctx context.Context, pool *pgxpool.Pool) error {
 		return err
 	}
 	return tx.Commit(ctx)
+}
+
+// Secret is the 32-byte secret every server on this database signs
+// students' cookies with (made by the first to ask), so a student's cookie
+// is good on whichever server a load balancer picks.
+func (st *Postgres) Secret(ctx context.Context) ([]byte, error) {
+	fresh := make([]byte, 32)
+	rand.Read(fresh)
+	if _, err := st.pool.Exec(ctx, `INSERT INTO server_secret (id, secret) VALUES (1, $1) ON CONFLICT (id) DO NOTHING`, fresh); err != nil {
+		return nil, fmt.Errorf("the PostgreSQL store's secret: %w", err)
+	}
+	var secret []byte
+	if err := st.pool.QueryRow(ctx, `SELECT secret FROM server_secret WHERE id = 1`).Scan(&secret); err != nil {
+		return nil, fmt.Errorf("the PostgreSQL store's secret: %w", err)
+	}
+	return secret, nil
 }
 
 // Ping checks that the database answers.

@@ -129,7 +129,8 @@ func TestStoreConcurrentAnswers(t *testing.T) {
 }
 
 // A PostgreSQL store written by a newer server is refused in one line
-// naming both versions; servers starting together migrate it once.
+// naming both versions; servers starting together migrate it once; an
+// older schema is brought up to date, its rooms kept.
 func TestPostgresSchemaVersions(t *testing.T) {
 	u := pgtest.URL(t)
 	ctx := context.Background()
@@ -154,7 +155,7 @@ func TestPostgresSchemaVersions(t *testing.T) {
 	}
 	st.Close()
 	_, err = OpenPostgres(ctx, u)
-	if err == nil || !containsAll(err.Error(), "version 99", "this one reads 1") {
+	if err == nil || !containsAll(err.Error(), "version 99", "this one reads 2") {
 		t.Errorf("a newer schema: %v", err)
 	}
 	if _, err := OpenPostgres(ctx, "postgres://nobody:secret@127.0.0.1:1/none?connect_timeout=1"); err == nil || containsAll(err.Error(), "secret") {
@@ -169,4 +170,44 @@ func containsAll(s string, subs ...string) bool {
 		}
 	}
 	return true
+}
+
+// A store of schema 1 (before the shared secret) is migrated to the
+// current one with its rooms, and every server on it then gets the same
+// secret.
+func TestPostgresMigratesFromSchema1(t *testing.T) {
+	u := pgtest.URL(t)
+	ctx := context.Background()
+	st, err := OpenPostgres(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	state, _ := goodState(t)
+	now := time.Now()
+	if err := st.SaveRoom(ctx, Record{Code: "OLD001", Created: now, Expires: now.Add(time.Hour)}, state); err != nil {
+		t.Fatal(err)
+	}
+	// back to schema 1, as a server of that version left it
+	if _, err := st.pool.Exec(ctx, `DROP TABLE server_secret; UPDATE stepthrough_schema SET version = 1`); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	a, err := OpenPostgres(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if _, err := a.LoadRoom(ctx, "OLD001"); err != nil {
+		t.Errorf("the room from schema 1: %v", err)
+	}
+	b, err := OpenPostgres(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	sa, err1 := a.Secret(ctx)
+	sb, err2 := b.Secret(ctx)
+	if err1 != nil || err2 != nil || len(sa) != 32 || string(sa) != string(sb) {
+		t.Errorf("secrets %x / %x (%v, %v): want one 32-byte secret for both", sa, sb, err1, err2)
+	}
 }

@@ -127,7 +127,8 @@ type Server struct {
 }
 
 // New builds a server over the models found in cfg.ModelsDirs. It fails
-// only when cfg.DataDir is set and its database cannot be opened.
+// only when its classroom store (cfg.StoreURL, or cfg.DataDir's SQLite)
+// or the cookie-signing secret cannot be opened.
 func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -137,8 +138,14 @@ func New(cfg Config) (*Server, error) {
 		IdleTimeout: cfg.IdleTimeout, MemoryBudget: cfg.MemoryBudget})
 	s.base, s.stop = context.WithCancel(context.Background())
 	s.batches, s.stopBatches = context.WithCancel(context.Background())
-	var err error
-	if s.secret, err = loadSecret(cfg.DataDir); err != nil {
+	store, err := openStore(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if s.secret, err = serverSecret(store, cfg.DataDir); err != nil {
+		if store != nil {
+			store.Close()
+		}
 		return nil, err
 	}
 	for name, data := range cfg.Embedded {
@@ -153,9 +160,7 @@ func New(cfg Config) (*Server, error) {
 		Engines: s.reg, Sessions: s.sessions, Lessons: s.lessons, Log: s.log}
 	s.metricsInit()
 	ccfg.OnBroadcast = s.metrics.observeBroadcast
-	if ccfg.Store, err = openStore(cfg); err != nil {
-		return nil, err
-	}
+	ccfg.Store = store
 	s.class = classroom.New(ccfg)
 	s.hosts = hostSet(cfg.Addr, cfg.AllowedHosts)
 	e := echo.New()

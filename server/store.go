@@ -37,6 +37,23 @@ func openStore(cfg Config) (classroom.Store, error) {
 	return nil, nil
 }
 
+// secretKeeper is a store that keeps the secret signing students' cookies
+// for every server that shares it.
+type secretKeeper interface {
+	Secret(ctx context.Context) ([]byte, error)
+}
+
+// serverSecret is the cookie-signing secret: the shared store's, else the
+// one in the data directory (made there the first time).
+func serverSecret(store classroom.Store, dir string) ([]byte, error) {
+	if k, ok := store.(secretKeeper); ok {
+		ctx, cancel := context.WithTimeout(context.Background(), storeOpenWait)
+		defer cancel()
+		return k.Secret(ctx)
+	}
+	return loadSecret(dir)
+}
+
 // pinger is a store that can say whether it is reachable (/readyz).
 type pinger interface {
 	Ping(ctx context.Context) error

@@ -38,6 +38,9 @@ func TestPostgresStoreServer(t *testing.T) {
 			t.Errorf("room %s on a second server over the same store, key %s…: %d, want %d", code, tc.key[:4], resp.StatusCode, tc.want)
 		}
 	}
+	if first.mac("student", "s1") != second.mac("student", "s1") {
+		t.Error("two servers on one store sign students' cookies differently: a student moved to the other would start over")
+	}
 	if _, err := New(Config{StoreURL: "mysql://x"}); err == nil || !strings.Contains(err.Error(), "postgres://") || strings.Contains(err.Error(), "\n") {
 		t.Errorf("a store address of another kind: %v", err)
 	}
