@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -47,5 +48,27 @@ func TestShutdownDrainsAPIStreams(t *testing.T) {
 	if r, err := http.Get(base + "/healthz"); err == nil {
 		r.Body.Close()
 		t.Errorf("a request after the drain was answered: %s", r.Status)
+	}
+}
+
+// Every response names its request: a proxy's X-Request-ID when it is a
+// short token, else a fresh one; a malformed one is replaced.
+func TestRequestIDs(t *testing.T) {
+	s := mustNew(t, Config{Embedded: lessonModels()})
+	h := s.Handler()
+	for _, tc := range []struct {
+		sent string
+		kept bool
+	}{{"proxy-42.a", true}, {"", false}, {"bad id\nwith newline", false}, {strings.Repeat("x", 65), false}} {
+		req := httptest.NewRequest(http.MethodGet, "/healthz", nil)
+		if tc.sent != "" {
+			req.Header.Set("X-Request-ID", tc.sent)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		got := w.Header().Get("X-Request-ID")
+		if tc.kept && got != tc.sent || !tc.kept && (got == "" || got == tc.sent) {
+			t.Errorf("sent %q, answered %q", tc.sent, got)
+		}
 	}
 }

@@ -96,7 +96,7 @@ func (s *Server) readyz(c echo.Context) error {
 		ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
 		defer cancel()
 		if err := p.Ping(ctx); err != nil {
-			s.log.Warn("readyz: the classroom store is unreachable", "err", err)
+			s.reqLog(c).Warn("readyz: the classroom store is unreachable", "err", err)
 			return c.String(http.StatusServiceUnavailable, "the classroom store is unreachable")
 		}
 	}

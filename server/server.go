@@ -166,7 +166,7 @@ func New(cfg Config) (*Server, error) {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.IPExtractor = ipExtractor(cfg.TrustedProxies)
-	e.Use(s.recoverPanics, s.secureHeaders, bodyLimit(apiPath))
+	e.Use(s.requestID, s.recoverPanics, s.secureHeaders, bodyLimit(apiPath))
 	if s.hosts != nil {
 		e.Use(s.allowedHosts)
 	}
@@ -203,7 +203,7 @@ func (s *Server) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) (err error) {
 		defer func() {
 			if p := recover(); p != nil {
-				s.log.Error("panic in a handler", "path", c.Request().URL.Path, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+				s.reqLog(c).Error("panic in a handler", "path", c.Request().URL.Path, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 				err = echo.NewHTTPError(http.StatusInternalServerError, "the server failed on this request")
 			}
 		}()
