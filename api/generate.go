@@ -54,9 +54,6 @@ type Generator struct {
 	Prompt *Prompt
 	IDs    []int32 // the prompt's tokens
 	Max    int     // tokens a choice may generate
-	// Watch keeps choice 0's token log-probabilities even when the
-	// request did not ask for them (the request's page shows them)
-	Watch bool
 }
 
 // Sampling is choice i's sampler settings: the request's, with the seed
@@ -76,12 +73,12 @@ type Reply struct {
 	c       *Choice
 	sp      *splitter
 	pending []Token
-	keep    bool // the choice keeps its tokens' log-probabilities
+	keep    bool // the request asked for its tokens' log-probabilities
 }
 
 // Reply starts choice i.
 func (g *Generator) Reply(i int) *Reply {
-	return &Reply{g: g, c: &Choice{Index: i, Finish: "length"}, sp: newSplitter(g.Req.Stop, g.Prompt), keep: g.Req.Logprobs || g.Watch && i == 0}
+	return &Reply{g: g, c: &Choice{Index: i, Finish: "length"}, sp: newSplitter(g.Req.Stop, g.Prompt), keep: g.Req.Logprobs}
 }
 
 // Token takes the next generated token and the logits it was drawn from.
@@ -114,9 +111,6 @@ func (r *Reply) End(finish string) (Delta, *Choice) {
 	if r.sp.call != nil {
 		r.sp.call.ID = fmt.Sprintf("call_%d_%d", r.c.Index, len(r.c.IDs))
 		r.c.ToolCalls, r.c.Finish = []chattemplate.ToolCall{*r.sp.call}, "tool_calls"
-	}
-	if !r.g.Req.Logprobs && !(r.g.Watch && r.c.Index == 0) {
-		r.c.Tokens = nil
 	}
 	return d, r.c
 }

@@ -233,9 +233,9 @@ func (s *Server) prepare(ctx context.Context, req *api.Request) (*apiExchange, *
 		return nil, api.ContextExceeded(len(ids), max, capacity)
 	}
 	x := &apiExchange{req: req, model: name, batch: batch, created: time.Now().Unix(),
-		gen: &api.Generator{Tok: tk, Req: req, Prompt: p, IDs: ids, Max: max, Watch: true}}
+		gen: &api.Generator{Tok: tk, Req: req, Prompt: p, IDs: ids, Max: max}}
 	x.id = s.watched.next(req.Chat)
-	x.watch = &Watched{ID: x.id, Time: time.Now(), Chat: req.Chat, Model: name, Prompt: p.Text, Template: p.Template, PromptTokens: len(ids), Sampler: req.Sampler}
+	x.watch = &Watched{ID: x.id, Time: time.Now(), Chat: req.Chat, Model: name, Prompt: p.Text, Template: p.Template, PromptTokens: len(ids), PromptIDs: ids, Sampler: req.Sampler}
 	return x, nil
 }
 

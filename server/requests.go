@@ -2,6 +2,8 @@ package server
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"encoding/json"
 	"math"
 	"net/http"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"stepthrough/engine/sample"
 	"stepthrough/engine/spec"
 	"stepthrough/views"
 )
@@ -54,7 +57,7 @@ func (s *Server) requestDetail(c echo.Context) error {
 		return c.String(http.StatusNotFound, "no such request: the server keeps the last "+strconv.Itoa(s.cfg.API.Keep))
 	}
 	p := views.RequestPage{ID: w.ID, Endpoint: endpoint(w.Chat), Model: w.Model, Time: w.Time.Format("2006-01-02 15:04:05"), Streamed: w.Streamed,
-		Request: indent(w.Raw), Prompt: w.Prompt, Template: w.Template, PromptTokens: w.PromptTokens, Logprobs: len(w.Tokens) > 0,
+		Request: indent(w.Raw), Prompt: w.Prompt, Template: w.Template, PromptTokens: w.PromptTokens,
 		Usage: [3]int{w.Usage.PromptTokens, w.Usage.CompletionTokens, w.Usage.TotalTokens}, Finish: w.Finish, Response: w.Response,
 		Seed: strconv.FormatUint(w.Seed, 10)}
 	if d := w.Usage.PromptTokensDetails; d != nil {
@@ -73,13 +76,28 @@ func (s *Server) requestDetail(c echo.Context) error {
 	if err != nil {
 		return c.String(http.StatusNotFound, err.Error())
 	}
+	logprobs := make([]float64, 0, len(w.Generated))
+	for _, tk := range w.Tokens {
+		logprobs = append(logprobs, tk.Logprob)
+	}
+	if len(logprobs) == 0 && len(w.Generated) > 0 { // the request did not ask for them: the engine computes them now
+		if err := s.withWork(c, func() (err error) {
+			logprobs, err = s.rescore(c.Request().Context(), w)
+			return err
+		}); err != nil {
+			p.LogprobsNote = "The log-probabilities could not be computed: " + err.Error()
+		} else {
+			p.LogprobsNote = "The request did not ask for logprobs: the engine computed these when this page was opened, reading the prompt and the generated tokens again (the same numbers up to float rounding)."
+		}
+	}
+	p.Logprobs = len(logprobs) > 0
 	for i, id := range w.Generated {
 		t := views.RequestToken{Step: i, ID: id, Text: strconv.Quote(m.Tokenizer.Display(id)), End: m.Tokenizer.IsEOG(id), Pass: -1}
 		if i < len(w.Steps) {
 			t.Pass, t.Mates = w.Steps[i].Step, shortIDs(w.Steps[i].Mates)
 		}
-		if i < len(w.Tokens) && !t.End {
-			t.Logprob, t.P = w.Tokens[i].Logprob, math.Exp(w.Tokens[i].Logprob)
+		if i < len(logprobs) && !t.End {
+			t.Logprob, t.P = logprobs[i], math.Exp(logprobs[i])
 		}
 		if p.Explorer != "" {
 			r := run
@@ -138,4 +156,49 @@ func shortIDs(ids []string) []string {
 		out[i] = pre + "-" + hex[:6] + "…"
 	}
 	return out
+}
+
+// rescoreChunk is how many positions one pass of rescore reads (its logits
+// are chunk × vocabulary floats).
+const rescoreChunk = 64
+
+// rescore is the log-probability of each generated token of w's first
+// choice under the model's raw logits (temperature 1): the prompt and the
+// tokens before it read again, a chunk at a time.
+func (s *Server) rescore(ctx context.Context, w *Watched) ([]float64, error) {
+	lm, err := s.reg.Engine(w.Model, "auto")
+	if err != nil {
+		return nil, err
+	}
+	if len(w.PromptIDs) == 0 {
+		return nil, errors.New("the prompt's tokens were not kept")
+	}
+	es, err := lm.NewSession(len(w.PromptIDs) + len(w.Generated))
+	if err != nil {
+		return nil, err
+	}
+	defer es.Close()
+	last, err := es.Eval(ctx, w.PromptIDs)
+	if err != nil {
+		return nil, err
+	}
+	vocab := len(last)
+	out := make([]float64, 0, len(w.Generated))
+	out = append(out, logprobOf(last, w.Generated[0]))
+	for from := 0; from+1 < len(w.Generated); from += rescoreChunk {
+		chunk := w.Generated[from:min(from+rescoreChunk, len(w.Generated)-1)]
+		all, err := es.EvalAll(ctx, chunk)
+		if err != nil {
+			return nil, err
+		}
+		for j := range chunk {
+			out = append(out, logprobOf(all[j*vocab:(j+1)*vocab], w.Generated[from+j+1]))
+		}
+	}
+	return out, nil
+}
+
+// logprobOf is id's log-probability under logits.
+func logprobOf(logits []float32, id int32) float64 {
+	return float64(logits[id]) - sample.LogSumExp(logits)
 }

@@ -95,6 +95,10 @@ func TestWatchThisRequest(t *testing.T) {
 	if !slices.Equal(replay, ids) {
 		t.Errorf("the Explorer replays %v, the request generated %v", replay, ids)
 	}
+	// the request did not ask for logprobs: the page computes them, and says so
+	if !strings.Contains(doc.Find(`[data-testid="logprobs-note"]`).Text(), "computed these when this page was opened") {
+		t.Errorf("no note on where the log-probabilities came from")
+	}
 	// a token's p on the page is the softmax panel's at T = 1
 	row := doc.Find(`[data-testid="request-token"]`).Eq(3)
 	soft, _ := row.Find("a").Attr("href")

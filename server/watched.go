@@ -24,10 +24,11 @@ type Watched struct {
 	Prompt       string // as rendered: special-token markup included
 	Template     string
 	PromptTokens int
+	PromptIDs    []int32 // the prompt's tokens (for the log-probabilities computed when the page is opened)
 	Sampler      sample.Params
 	Seed         uint64  // choice 0's
-	Generated    []int32 // choice 0's tokens
-	Tokens       []api.Token
+	Generated    []int32     // choice 0's tokens
+	Tokens       []api.Token // with their log-probabilities, when the request asked for them
 	Steps        []tokenStep // choice 0's tokens: the batch step each came from, and its batch-mates
 	Response     string      // the JSON body, or the stream's events
 	Usage        api.Usage
@@ -65,7 +66,7 @@ func cut(s string, n int) string {
 
 // size estimates the bytes a kept request holds.
 func (w *Watched) size() int {
-	n := 512 + len(w.Raw) + len(w.Prompt) + len(w.Template) + len(w.Response) + 4*len(w.Generated)
+	n := 512 + len(w.Raw) + len(w.Prompt) + len(w.Template) + len(w.Response) + 4*len(w.Generated) + 4*len(w.PromptIDs)
 	for _, st := range w.Steps {
 		n += 24
 		for _, m := range st.Mates {

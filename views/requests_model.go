@@ -30,6 +30,7 @@ type RequestPage struct {
 	ExplorerNote              string
 	Tokens                    []RequestToken
 	Logprobs                  bool
+	LogprobsNote              string // where the log-probabilities came from, when not from the response
 	Usage                     [3]int // prompt, completion, total
 	Finish                    string
 	Response                  string // the JSON body (indented) or the stream's events
