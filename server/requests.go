@@ -3,8 +3,8 @@ package server
 import (
 	"bytes"
 	"context"
-	"errors"
 	"encoding/json"
+	"errors"
 	"math"
 	"net/http"
 	"strconv"

@@ -26,7 +26,7 @@ type Watched struct {
 	PromptTokens int
 	PromptIDs    []int32 // the prompt's tokens (for the log-probabilities computed when the page is opened)
 	Sampler      sample.Params
-	Seed         uint64  // choice 0's
+	Seed         uint64      // choice 0's
 	Generated    []int32     // choice 0's tokens
 	Tokens       []api.Token // with their log-probabilities, when the request asked for them
 	Steps        []tokenStep // choice 0's tokens: the batch step each came from, and its batch-mates
