@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"sync"
+	"time"
 
 	"stepthrough/api"
 	"stepthrough/engine"
@@ -18,23 +18,62 @@ import (
 // full prompt blocks stay in a prefix cache after their request ends.
 
 // apiBatches are the API's schedulers, one per model, started on first use
-// and run until the server stops.
+// and run until the server stops, at most apiMaxBatches at once (each
+// holds its KV cache): past it, the least recently used idle one stops.
 type apiBatches struct {
 	mu sync.Mutex
-	m  map[string]*serve.Scheduler
+	m  map[string]*apiBatch
 }
+
+// apiBatch is one model's scheduler, on the loaded model it was made for.
+type apiBatch struct {
+	sch  *serve.Scheduler
+	lm   *engine.Loaded
+	stop context.CancelFunc
+	used time.Time
+}
+
+// apiMaxBatches bounds the models the API keeps a batch (and its KV
+// cache) for at once.
+const apiMaxBatches = 4
 
 // apiBlockSize is the paged KV cache's block (positions), as vLLM's.
 const apiBlockSize = 16
 
-// batch returns the scheduler serving model name on lm, starting it.
+// batch returns the scheduler serving model name on lm, starting it (and
+// replacing one made for a model the registry has since loaded again).
 func (s *Server) batch(name string, lm *engine.Loaded) (*serve.Scheduler, error) {
 	b := &s.apiBatch
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if sch, ok := b.m[name]; ok {
-		return sch, nil
+	if e, ok := b.m[name]; ok && e.lm == lm {
+		e.used = time.Now()
+		return e.sch, nil
+	} else if ok {
+		e.stop()
+		delete(b.m, name)
 	}
+	b.evictIdle()
+	sch, err := serve.New(lm, s.batchOptions(lm))
+	if err != nil {
+		return nil, fmt.Errorf("the API's batch for %s: %w", name, err)
+	}
+	ctx, stop := context.WithCancel(s.batches)
+	go func() {
+		if err := sch.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			s.log.Error("the API's batch stopped", "model", name, "err", err)
+		}
+	}()
+	if b.m == nil {
+		b.m = map[string]*apiBatch{}
+	}
+	b.m[name] = &apiBatch{sch: sch, lm: lm, stop: stop, used: time.Now()}
+	return sch, nil
+}
+
+// batchOptions are the API batch's settings for lm: continuous batching
+// with chunked prefill; on the CPU a paged KV cache with the prefix cache.
+func (s *Server) batchOptions(lm *engine.Loaded) serve.Options {
 	cfg := s.cfg.API
 	opt := serve.Options{MaxSeqs: cfg.MaxConcurrent, ChunkedPrefill: true}
 	c := lm.Model.Config
@@ -44,27 +83,36 @@ func (s *Server) batch(name string, lm *engine.Loaded) (*serve.Scheduler, error)
 		opt.Paged, opt.PrefixCache, opt.BlockSize = true, true, apiBlockSize
 		opt.KVPositions = max(opt.KVPositions/apiBlockSize, 1) * apiBlockSize
 	}
-	sch, err := serve.New(lm, opt)
-	if err != nil {
-		return nil, fmt.Errorf("the API's batch for %s: %w", name, err)
-	}
-	go func() {
-		if err := sch.Run(s.batches); err != nil && !errors.Is(err, context.Canceled) {
-			s.log.Error("the API's batch stopped", "model", name, "err", err)
-		}
-	}()
-	if b.m == nil {
-		b.m = map[string]*serve.Scheduler{}
-	}
-	b.m[name] = sch
-	return sch, nil
+	return opt
 }
 
-// all is every model's batch started so far.
+// evictIdle stops the least recently used idle batch while apiMaxBatches
+// are running (b.mu held).
+func (b *apiBatches) evictIdle() {
+	for len(b.m) >= apiMaxBatches {
+		oldest := ""
+		for name, e := range b.m {
+			if g := e.sch.Gauges(); g.Running+g.Waiting == 0 && (oldest == "" || e.used.Before(b.m[oldest].used)) {
+				oldest = name
+			}
+		}
+		if oldest == "" {
+			return // every batch is busy: one more for now
+		}
+		b.m[oldest].stop()
+		delete(b.m, oldest)
+	}
+}
+
+// all is every model's running batch.
 func (b *apiBatches) all() map[string]*serve.Scheduler {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return maps.Clone(b.m)
+	out := make(map[string]*serve.Scheduler, len(b.m))
+	for name, e := range b.m {
+		out[name] = e.sch
+	}
+	return out
 }
 
 // choiceEvent is a choice's delta, or its end.

@@ -160,3 +160,33 @@ func TestAPIPrefixCacheUsage(t *testing.T) {
 		t.Errorf("replies differ: %q then %q", a, b)
 	}
 }
+
+// The API keeps a batch (and its KV cache) for at most apiMaxBatches
+// models: asking a fifth stops the least recently used idle one, and a
+// model asked again gets a fresh batch that answers the same.
+func TestAPIBatchesBounded(t *testing.T) {
+	client, _, s := apiServerOf(t, Config{})
+	ctx := context.Background()
+	ask := func(model string) string {
+		res, err := client.Completions.New(ctx, openai.CompletionNewParams{Model: openai.CompletionNewParamsModel(model),
+			Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("Once upon a time")}, MaxTokens: openai.Int(4), Temperature: openai.Float(0)})
+		if err != nil {
+			t.Fatalf("%s: %v", model, err)
+		}
+		return res.Choices[0].Text
+	}
+	first := ask("lesson.gguf")
+	for _, m := range []string{"lesson-draft.gguf", "lesson.gguf@Q8_0", "lesson.gguf@Q4_0", "lesson.gguf@Q4_K_M"} {
+		ask(m)
+	}
+	running := s.apiBatch.all()
+	if len(running) != apiMaxBatches {
+		t.Errorf("%d batches running, want %d", len(running), apiMaxBatches)
+	}
+	if _, ok := running["lesson.gguf"]; ok {
+		t.Error("the least recently used batch was not the one stopped")
+	}
+	if again := ask("lesson.gguf"); again != first {
+		t.Errorf("asked again on a fresh batch: %q, first %q", again, first)
+	}
+}
