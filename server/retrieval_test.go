@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"net/url"
 	"strconv"
 	"strings"
@@ -45,4 +46,24 @@ func TestAgentRetrievalTask(t *testing.T) {
 	}
 	long := strings.Repeat("x", maxQuestionSize+1)
 	getStatus(t, ts.URL+"/agent?rq="+long, 400)
+}
+
+// A tool call that cannot run is answered with its error and the model is
+// asked again: that request is marked a retry.
+func TestAgentMarksRetry(t *testing.T) {
+	calc := localTools["calculator"]
+	localTools["calculator"] = func(string) (string, error) { return "", errors.New("the expression could not be read") }
+	t.Cleanup(func() { localTools["calculator"] = calc })
+	_, ts := servingServer(t)
+	doc := get(t, ts.URL+"/agent?"+url.Values{"q": {"What is 347 + 85?"}}.Encode())
+	passes := doc.Find(`[data-testid="pass"]`)
+	if passes.Length() < 2 {
+		t.Fatalf("%d requests: the model did not ask for the tool", passes.Length())
+	}
+	if passes.Eq(0).Find(`[data-testid="retry"]`).Length() != 0 || passes.Eq(1).Find(`[data-testid="retry"]`).Length() != 1 {
+		t.Errorf("retry marks: %q", passes.Text())
+	}
+	if r := doc.Find(`[data-testid="tool-result"]`).First().Text(); !strings.Contains(r, "could not be read") {
+		t.Errorf("tool result %q", r)
+	}
 }
