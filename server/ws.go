@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"net/http"
 
 	"github.com/labstack/echo/v4"
 
@@ -20,11 +19,17 @@ var explorerActions = map[string]bool{"run": true, "step": true, "back": true, "
 // to the session and answered with the re-rendered #explorer fragment.
 func (s *Server) ws(c echo.Context) error {
 	se := s.sessions.Get(c.QueryParam("sid"))
-	if se == nil { // evicted or unknown: a fresh session keeps the page usable
-		var err error
-		if se, err = s.sessions.New(clientOf(c)); err != nil {
-			return c.String(http.StatusServiceUnavailable, err.Error())
+	if se == nil {
+		// evicted, or the page was served by another server: the page
+		// reloads its own address, which resumes its run at its step here
+		// (sessions need no sticky routing: their state is in the URL)
+		conn, err := wsconn.Upgrade(c.Response(), c.Request(), wsconn.Options{Note: explorerNote, Log: s.log, Base: s.base, PongWait: s.cfg.PongWait})
+		if err != nil {
+			return nil
 		}
+		conn.SendBytes(renderBytes(c.Request().Context(), views.ExplorerResume()))
+		conn.Serve(func(context.Context, []byte) {}) // until the page goes
+		return nil
 	}
 	conn, err := wsconn.Upgrade(c.Response(), c.Request(), wsconn.Options{Note: explorerNote, Log: s.log, Base: s.base, PongWait: s.cfg.PongWait})
 	if err != nil {

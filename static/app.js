@@ -381,6 +381,12 @@
   }
   document.addEventListener("htmx:oobAfterSwap", tourCaption);
   document.addEventListener("DOMContentLoaded", startTour);
+  // A server that does not hold this page's session (evicted, or the
+  // connection moved to another server behind a load balancer) asks for a
+  // reload: the address carries the run and the step, so it resumes there.
+  document.addEventListener("htmx:oobAfterSwap", () => {
+    if (document.querySelector("[data-resume='reload']")) location.reload();
+  });
   // In a classroom the page's own address stays (it is the room's).
   const inRoom = () => document.body && document.body.dataset.room;
   // The server puts the shareable URL of the current view on #state.
