@@ -96,4 +96,4 @@ func writeURLTable(w io.Writer, ld loadtest.APILoad, runs []URLRun) {
 	}
 }
 
-func msOf(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d.Microseconds())/1000) }
+func msOf(d time.Duration) string { return fmt.Sprintf("%.1f", ms(d)) }

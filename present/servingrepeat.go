@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"stepthrough/engine/serve"
 	"stepthrough/views"
@@ -40,14 +39,12 @@ type figure struct {
 
 var repeatFigures = []figure{
 	{"generated tokens per second (all users)", "%.0f", func(s serve.Summary) float64 { return s.TokensPerSecond }},
-	{"time to first token, p95 (ms)", "%.1f", func(s serve.Summary) float64 { return msf(s.TTFT.P95) }},
-	{"waiting in the queue, p95 (ms)", "%.1f", func(s serve.Summary) float64 { return msf(s.Queued.P95) }},
-	{"time per output token, p50 (ms)", "%.2f", func(s serve.Summary) float64 { return msf(s.TPOT.P50) }},
+	{"time to first token, p95 (ms)", "%.1f", func(s serve.Summary) float64 { return ms(s.TTFT.P95) }},
+	{"waiting in the queue, p95 (ms)", "%.1f", func(s serve.Summary) float64 { return ms(s.Queued.P95) }},
+	{"time per output token, p50 (ms)", "%.2f", func(s serve.Summary) float64 { return ms(s.TPOT.P50) }},
 	{"prompt tokens computed", "%.0f", func(s serve.Summary) float64 { return float64(s.PrefillTokens) }},
 	{"prompt tokens read from the prefix cache", "%.0f", func(s serve.Summary) float64 { return float64(s.CachedTokens) }},
 }
-
-func msf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // ServingRepeats is the table of every setting's figures over its runs
 // (runs[k] are setting k's reports, in the order they ran).
@@ -148,7 +145,7 @@ func replyRange(rep *serve.Report) (lo, hi int) {
 func stepCost(steps []serve.Step) (a, b float64) {
 	var n, sx, sy, sxx, sxy float64
 	for _, st := range steps {
-		x, y := float64(st.Tokens()), msf(st.Dur)
+		x, y := float64(st.Tokens()), ms(st.Dur)
 		n, sx, sy, sxx, sxy = n+1, sx+x, sy+y, sxx+x*x, sxy+x*y
 	}
 	d := n*sxx - sx*sx

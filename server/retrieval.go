@@ -29,7 +29,7 @@ func (s *Server) retrievalTask(ctx context.Context, q, model string) views.Retri
 		return t
 	}
 	hits := lib.Search(q, retrievalHits)
-	t.RetrieveMS = msSince(start)
+	t.RetrieveMS = ms(time.Since(start))
 	t.Documents = len(lib.Docs)
 	var notes []string
 	for _, h := range hits {
@@ -50,7 +50,7 @@ func (s *Server) retrievalTask(ctx context.Context, q, model string) views.Retri
 			t.Error = e.Message
 			return t
 		}
-		ask.TotalMS = msSince(start)
+		ask.TotalMS = ms(time.Since(start))
 		u := r.cc.Usage
 		ask.PromptTokens, ask.Cached, ask.Completion = u.PromptTokens, u.PromptTokensDetails.CachedTokens, u.CompletionTokens
 		ask.PrefillMS, ask.DecodeMS = phaseMS(r.times)
@@ -65,7 +65,5 @@ func (s *Server) retrievalTask(ctx context.Context, q, model string) views.Retri
 // phaseMS splits a request's time in the batch: arrival to its first
 // token (queueing and its prompt's prefill), then its other tokens.
 func phaseMS(t serve.Times) (prefill, decode float64) {
-	return float64(t.TTFT().Microseconds()) / 1000, float64(t.Finished.Sub(t.FirstToken).Microseconds()) / 1000
+	return ms(t.TTFT()), ms(t.Finished.Sub(t.FirstToken))
 }
-
-func msSince(t time.Time) float64 { return float64(time.Since(t).Microseconds()) / 1000 }
