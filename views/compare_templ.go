@@ -152,7 +152,7 @@ func ComparePageView(p ComparePage) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 14, "<p class=\"note span-all\">Pick 2 to 6 lanes. Every lane's speed is measured, one lane after another.</p><button type=\"submit\" data-action=\"compare\">Compare</button></form><section aria-label=\"Comparison\" id=\"compare\">")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 14, "<p class=\"note span-all\">Pick 2 to 6 lanes. Every lane's generation is timed three times, the lanes taking turns.</p><button type=\"submit\" data-action=\"compare\">Compare</button></form><section aria-label=\"Comparison\" id=\"compare\">")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
