@@ -2,6 +2,7 @@ package classroom
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -212,17 +213,17 @@ func (r *Room) change(ctx context.Context, msg wsconn.Message) error {
 // store (answers included: the page asks to download the CSV first).
 func (r *Room) end(ctx context.Context) {
 	r.setExpiry(time.Now())
-	if err := r.save(ctx); err != nil {
+	err := r.save(ctx)
+	if errors.Is(err, ErrConflict) { // changed elsewhere meanwhile: end the stored room as it is
+		if sr, lerr := r.cl.store.LoadRoom(ctx, r.code); lerr == nil {
+			r.state, r.stored = sr.State, sr.Version
+			err = r.save(ctx)
+		}
+	}
+	if err != nil {
 		r.cl.log.Error("ending a room", "room", r.code, "err", err)
 	}
-	bye := wsconn.Prepare(render(views.RoomEnded()))
-	for c := range r.clients {
-		c.conn.Send(bye)
-		c.conn.Close(wsconn.CloseNormal, "the room has ended")
-		r.release(c)
-	}
-	r.closed = true
-	r.se.Close()
+	r.finish()
 	r.cl.log.Info("room ended by its instructor", "room", r.code)
 }
 

@@ -23,6 +23,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"stepthrough/lessons"
@@ -84,7 +85,14 @@ type Config struct {
 	// (default 5 s).
 	RetryEvery time.Duration
 	Store      Store // nil: rooms live in memory only (a restart ends them)
-	Engines    session.Engines
+	// Bus, when set, carries each room's changes to the other servers
+	// sharing Store; ServerID names this server on it. FollowEvery is how
+	// often the server reads its rooms' versions from the store (default
+	// 2 s; Follow runs it).
+	Bus         Bus
+	ServerID    string
+	FollowEvery time.Duration
+	Engines     session.Engines
 	// Sessions admits students' own branches ("explore on my own") by the
 	// same limits as Explorer tabs; nil: a pool of its own.
 	Sessions *session.Pool
@@ -104,7 +112,8 @@ type Classroom struct {
 	failures map[string][]time.Time // unknown codes tried per client, last minute
 	closed   bool                   // shutting down: no new rooms or loads
 
-	counts counters // for Stats
+	counts       counters    // for Stats
+	marksFailing atomic.Bool // the last read of the rooms' versions failed
 }
 
 // New makes a classroom.
@@ -117,6 +126,7 @@ func New(cfg Config) *Classroom {
 	cfg.InstructorGone = cmp.Or(cfg.InstructorGone, DefaultInstructorGone)
 	cfg.StudentsPerAddress = cmp.Or(cfg.StudentsPerAddress, DefaultStudentsPerAddress)
 	cfg.RetryEvery = cmp.Or(cfg.RetryEvery, DefaultRetryEvery)
+	cfg.FollowEvery = cmp.Or(cfg.FollowEvery, DefaultFollowEvery)
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}

@@ -47,7 +47,7 @@ func TestStoreRejectsCorruptState(t *testing.T) {
 	now := time.Now()
 	state := State{Lesson: "seeds", LessonStep: 2, Run: spec.Default("lesson.gguf")}
 	state.Run.Prompt = "Once"
-	if err := st.SaveRoom(t.Context(), Record{Code: "ABCDEF", SecretHash: "h", Created: now, Expires: now.Add(time.Hour)}, state); err != nil {
+	if _, err := st.SaveRoom(t.Context(), Record{Code: "ABCDEF", SecretHash: "h", Created: now, Expires: now.Add(time.Hour)}, state); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.SaveAnswer(t.Context(), "ABCDEF", 2, "s1", " white"); err != nil {
@@ -274,7 +274,7 @@ func TestStoreNoticesDamage(t *testing.T) {
 	run := spec.Default("lesson.gguf")
 	run.Prompt = strings.Repeat("x", 1500)
 	for i := range 200 { // enough rows to span many pages
-		if err := st.SaveRoom(t.Context(), Record{Code: fmt.Sprintf("R%05d", i), SecretHash: "h", Created: now, Expires: now.Add(time.Hour)}, State{Run: run}); err != nil {
+		if _, err := st.SaveRoom(t.Context(), Record{Code: fmt.Sprintf("R%05d", i), SecretHash: "h", Created: now, Expires: now.Add(time.Hour)}, State{Run: run}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -327,7 +327,7 @@ func TestQuarantinedState(t *testing.T) {
 	run := spec.Default("gone.gguf")
 	run.Prompt = "Once"
 	now := time.Now()
-	if err := st.SaveRoom(t.Context(), Record{Code: "QQQQQQ", SecretHash: hashSecret("k"), Created: now, Expires: now.Add(time.Hour)}, State{Run: run}); err != nil {
+	if _, err := st.SaveRoom(t.Context(), Record{Code: "QQQQQQ", SecretHash: hashSecret("k"), Created: now, Expires: now.Add(time.Hour)}, State{Run: run}); err != nil {
 		t.Fatal(err)
 	}
 	reg := registrytest.Lesson(t)

@@ -142,20 +142,31 @@ func (st *Postgres) Close() error {
 	return nil
 }
 
-// SaveRoom inserts or updates a room's state (with its checksum), raising
-// its version; the secret, creator and start time are written once.
-func (st *Postgres) SaveRoom(ctx context.Context, rec Record, state State) error {
+// SaveRoom inserts a new room (rec.Version 0) or updates one whose
+// stored version is rec.Version, raising it; the secret, creator and start
+// time are written once. ErrConflict when the version has moved on.
+func (st *Postgres) SaveRoom(ctx context.Context, rec Record, state State) (int64, error) {
 	b, err := state.Marshal()
 	if err != nil {
-		return fmt.Errorf("room %s: encode state: %w", rec.Code, err)
+		return 0, fmt.Errorf("room %s: encode state: %w", rec.Code, err)
 	}
-	_, err = st.pool.Exec(ctx, `INSERT INTO rooms (code, secret_hash, state, state_sum, created, expires, creator) VALUES ($1, $2, $3, $4, $5, $6, $7)
-		ON CONFLICT (code) DO UPDATE SET state = excluded.state, state_sum = excluded.state_sum, expires = excluded.expires, version = rooms.version + 1`,
-		rec.Code, rec.SecretHash, string(b), stateSum(b), rec.Created, rec.Expires, rec.Creator)
+	var version int64
+	if rec.Version == 0 {
+		err = st.pool.QueryRow(ctx, `INSERT INTO rooms (code, secret_hash, state, state_sum, created, expires, creator) VALUES ($1, $2, $3, $4, $5, $6, $7)
+			ON CONFLICT (code) DO NOTHING RETURNING version`,
+			rec.Code, rec.SecretHash, string(b), stateSum(b), rec.Created, rec.Expires, rec.Creator).Scan(&version)
+	} else {
+		err = st.pool.QueryRow(ctx, `UPDATE rooms SET state = $2, state_sum = $3, expires = $4, version = version + 1
+			WHERE code = $1 AND version = $5 RETURNING version`,
+			rec.Code, string(b), stateSum(b), rec.Expires, rec.Version).Scan(&version)
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, fmt.Errorf("room %s at version %d: %w", rec.Code, rec.Version, ErrConflict)
+	}
 	if err != nil {
-		return fmt.Errorf("room %s: save: %w", rec.Code, err)
+		return 0, fmt.Errorf("room %s: save: %w", rec.Code, err)
 	}
-	return nil
+	return version, nil
 }
 
 // SaveAnswer records (or replaces) a student's answer at a lesson step.
@@ -178,8 +189,8 @@ func (st *Postgres) LoadRoom(ctx context.Context, code string) (*Stored, error) 
 	defer tx.Rollback(ctx)
 	r := &Stored{Record: Record{Code: code}, Answers: map[int]map[string]string{}}
 	var state, sum string
-	err = tx.QueryRow(ctx, `SELECT secret_hash, state, state_sum, created, expires, creator FROM rooms WHERE code = $1`, code).
-		Scan(&r.SecretHash, &state, &sum, &r.Created, &r.Expires, &r.Creator)
+	err = tx.QueryRow(ctx, `SELECT secret_hash, state, state_sum, created, expires, creator, version FROM rooms WHERE code = $1`, code).
+		Scan(&r.SecretHash, &state, &sum, &r.Created, &r.Expires, &r.Creator, &r.Version)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrNoRoom
 	}
@@ -210,4 +221,13 @@ func (st *Postgres) CountRooms(ctx context.Context, now time.Time, creator strin
 func (st *Postgres) DeleteExpired(ctx context.Context, now time.Time) error {
 	_, err := st.pool.Exec(ctx, `DELETE FROM rooms WHERE expires <= $1`, now)
 	return err
+}
+
+// Marks reads the versions and answer counts of the rooms in codes.
+func (st *Postgres) Marks(ctx context.Context, codes []string) (map[string]Mark, error) {
+	rows, err := st.pool.Query(ctx, `SELECT r.code, r.version, (SELECT count(*) FROM answers a WHERE a.code = r.code) FROM rooms r WHERE r.code = ANY($1)`, codes)
+	if err != nil {
+		return nil, fmt.Errorf("room marks: %w", err)
+	}
+	return readMarks(rows)
 }

@@ -33,7 +33,7 @@ func Note(msg string) []byte { return render(views.Note(msg)) }
 
 // view builds what followers see.
 func (r *Room) view() views.RoomView {
-	v := views.RoomView{Code: r.code, Explorer: present.Explorer(r.se), Version: r.version}
+	v := views.RoomView{Code: r.code, Explorer: present.Explorer(r.se), Version: r.version, Stored: r.stored}
 	if l := r.lesson; l != nil {
 		i := r.state.LessonStep
 		st := l.Steps[i]

@@ -45,20 +45,22 @@ type Room struct {
 	dirty      atomic.Bool // writes the store refused wait in memory: not unloaded while set
 
 	// owned by the room's goroutine
-	state   State
-	se      *session.Session
-	answers map[int]map[string]string // lesson step → student → answer
-	clients map[*client]bool
-	follow  *websocket.PreparedMessage // #room-main and #room-status: every follower gets these bytes
-	status  *websocket.PreparedMessage // #room-status alone, for students exploring
-	version int                        // broadcasts so far
-	due     bool                       // an instructor refresh is scheduled
-	joins   []time.Time                // student connections in the last minute
-	closed  bool                       // ended or unloaded: the goroutine stops after this change
-	unsaved unsaved                    // writes the store refused, retried
-	damage  string                     // what was wrong with the stored state, told to the instructor
-	voters  map[string]map[string]bool // address → the student ids that answered from it
-	refused int                        // answers refused by the per-address limit
+	state     State
+	se        *session.Session
+	answers   map[int]map[string]string // lesson step → student → answer
+	clients   map[*client]bool
+	follow    *websocket.PreparedMessage // #room-main and #room-status: every follower gets these bytes
+	status    *websocket.PreparedMessage // #room-status alone, for students exploring
+	version   int                        // broadcasts so far
+	due       bool                       // an instructor refresh is scheduled
+	joins     []time.Time                // student connections in the last minute
+	closed    bool                       // ended or unloaded: the goroutine stops after this change
+	unsaved   unsaved                    // writes the store refused, retried
+	damage    string                     // what was wrong with the stored state, told to the instructor
+	voters    map[string]map[string]bool // address → the student ids that answered from it
+	refused   int                        // answers refused by the per-address limit
+	stored    int64                      // the state's version in the store (0: not saved yet)
+	reloadDue bool                       // a reload of answers saved elsewhere is scheduled
 }
 
 // client is one connected tab.
@@ -225,7 +227,7 @@ func (r *Room) load(ctx context.Context) error {
 	if time.Now().After(sr.Expires) {
 		return ErrRoomGone
 	}
-	r.secretHash, r.created, r.state, r.answers = sr.SecretHash, sr.Created, sr.State, sr.Answers
+	r.secretHash, r.created, r.state, r.answers, r.stored = sr.SecretHash, sr.Created, sr.State, sr.Answers, sr.Version
 	r.setExpiry(sr.Expires)
 	damage := sr.Damage
 	if r.state.Lesson != "" {
@@ -289,8 +291,14 @@ func (r *Room) save(ctx context.Context) error {
 	if r.cl.store == nil {
 		return nil
 	}
-	rec := Record{Code: r.code, SecretHash: r.secretHash, Creator: r.creator, Created: r.created, Expires: r.expiry()}
-	return r.cl.store.SaveRoom(context.WithoutCancel(ctx), rec, r.state)
+	rec := Record{Code: r.code, SecretHash: r.secretHash, Creator: r.creator, Created: r.created, Expires: r.expiry(), Version: r.stored}
+	v, err := r.cl.store.SaveRoom(context.WithoutCancel(ctx), rec, r.state)
+	if err != nil {
+		return err
+	}
+	r.stored = v
+	r.cl.publish(Event{Room: r.code, Kind: EventState, Version: v})
+	return nil
 }
 
 // shutdown drops every connection (shutdown, expiry, unload: clients

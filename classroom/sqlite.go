@@ -29,7 +29,8 @@ CREATE TABLE IF NOT EXISTS rooms (
 	created     INTEGER NOT NULL,
 	expires     INTEGER NOT NULL,
 	state_sum   TEXT NOT NULL DEFAULT '',
-	creator     TEXT NOT NULL DEFAULT ''
+	creator     TEXT NOT NULL DEFAULT '',
+	version     INTEGER NOT NULL DEFAULT 1
 );
 CREATE TABLE IF NOT EXISTS answers (
 	code    TEXT NOT NULL,
@@ -43,13 +44,15 @@ CREATE TABLE IF NOT EXISTS answers (
 // schemaVersion is the store's layout, kept in SQLite's user_version.
 // Version 2 added rooms.state_sum (the state's SHA-256: damage is
 // noticed) and rooms.creator (the address that started the room: its
-// live-room cap holds across restarts).
-const schemaVersion = 2
+// live-room cap holds across restarts). Version 3 added rooms.version
+// (writes based on an older version are refused).
+const schemaVersion = 3
 
 // migrations bring a store of version i+1 up to i+2.
 var migrations = []string{
 	`ALTER TABLE rooms ADD COLUMN state_sum TEXT NOT NULL DEFAULT '';
 	 ALTER TABLE rooms ADD COLUMN creator TEXT NOT NULL DEFAULT '';`,
+	`ALTER TABLE rooms ADD COLUMN version INTEGER NOT NULL DEFAULT 1;`,
 }
 
 // OpenSQLite opens (creating if needed) dir/rooms.db. A damaged file is
@@ -193,21 +196,32 @@ func (st *SQLite) Ping(ctx context.Context) error { return st.db.PingContext(ctx
 // Close closes the database.
 func (st *SQLite) Close() error { return st.db.Close() }
 
-// SaveRoom inserts or updates a room's state (with its checksum) and
-// expiry; the secret, creator and start time are written once.
-func (st *SQLite) SaveRoom(ctx context.Context, rec Record, state State) error {
+// SaveRoom inserts a new room (rec.Version 0) or updates one whose
+// stored version is rec.Version, raising it; the secret, creator and start
+// time are written once. ErrConflict when the version has moved on.
+func (st *SQLite) SaveRoom(ctx context.Context, rec Record, state State) (int64, error) {
 	code := rec.Code
 	b, err := state.Marshal()
 	if err != nil {
-		return fmt.Errorf("room %s: encode state: %w", code, err)
+		return 0, fmt.Errorf("room %s: encode state: %w", code, err)
 	}
-	_, err = st.db.ExecContext(ctx, `INSERT INTO rooms (code, secret_hash, state, created, expires, state_sum, creator) VALUES (?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT(code) DO UPDATE SET state = excluded.state, expires = excluded.expires, state_sum = excluded.state_sum`,
-		code, rec.SecretHash, string(b), rec.Created.Unix(), rec.Expires.Unix(), stateSum(b), rec.Creator)
+	var version int64
+	if rec.Version == 0 {
+		err = st.db.QueryRowContext(ctx, `INSERT INTO rooms (code, secret_hash, state, created, expires, state_sum, creator) VALUES (?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT(code) DO NOTHING RETURNING version`,
+			code, rec.SecretHash, string(b), rec.Created.Unix(), rec.Expires.Unix(), stateSum(b), rec.Creator).Scan(&version)
+	} else {
+		err = st.db.QueryRowContext(ctx, `UPDATE rooms SET state = ?, expires = ?, state_sum = ?, version = version + 1
+			WHERE code = ? AND version = ? RETURNING version`,
+			string(b), rec.Expires.Unix(), stateSum(b), code, rec.Version).Scan(&version)
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("room %s at version %d: %w", code, rec.Version, ErrConflict)
+	}
 	if err != nil {
-		return fmt.Errorf("room %s: save: %w", code, err)
+		return 0, fmt.Errorf("room %s: save: %w", code, err)
 	}
-	return nil
+	return version, nil
 }
 
 // SaveAnswer records (or replaces) a student's answer at a lesson step.
@@ -226,8 +240,8 @@ func (st *SQLite) LoadRoom(ctx context.Context, code string) (*Stored, error) {
 	r := &Stored{Record: Record{Code: code}, Answers: map[int]map[string]string{}}
 	var state, sum string
 	var created, expires int64
-	err := st.db.QueryRowContext(ctx, `SELECT secret_hash, state, created, expires, state_sum, creator FROM rooms WHERE code = ?`, code).
-		Scan(&r.SecretHash, &state, &created, &expires, &sum, &r.Creator)
+	err := st.db.QueryRowContext(ctx, `SELECT secret_hash, state, created, expires, state_sum, creator, version FROM rooms WHERE code = ?`, code).
+		Scan(&r.SecretHash, &state, &created, &expires, &sum, &r.Creator, &r.Version)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNoRoom
 	}
@@ -269,4 +283,22 @@ func (st *SQLite) DeleteExpired(ctx context.Context, now time.Time) error {
 		return err
 	}
 	return tx.Commit()
+}
+
+// Marks reads the versions and answer counts of the rooms in codes.
+func (st *SQLite) Marks(ctx context.Context, codes []string) (map[string]Mark, error) {
+	if len(codes) == 0 {
+		return map[string]Mark{}, nil
+	}
+	args := make([]any, len(codes))
+	for i, c := range codes {
+		args[i] = c
+	}
+	rows, err := st.db.QueryContext(ctx, `SELECT r.code, r.version, (SELECT count(*) FROM answers a WHERE a.code = r.code) FROM rooms r WHERE r.code IN (?`+
+		strings.Repeat(", ?", len(codes)-1)+`)`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("room marks: %w", err)
+	}
+	defer rows.Close()
+	return readMarks(rows)
 }

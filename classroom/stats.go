@@ -8,17 +8,24 @@ type Stats struct {
 	Rooms, Connections int
 	Broadcasts         int64 // views sent to a room's clients (one per change, whatever the clients)
 	StoreErrors        int64 // store reads and writes that failed
+	// Across servers: events published and received on the bus, events
+	// the bus refused, rooms reloaded because another server changed
+	// them, and writes refused because another server wrote first.
+	Published, Received, BusErrors, CaughtUp, Conflicts int64
 }
 
 type counters struct {
-	broadcasts, storeErrors atomic.Int64
+	broadcasts, storeErrors                             atomic.Int64
+	published, received, busErrors, caughtUp, conflicts atomic.Int64
 }
 
 // Stats returns the classroom's figures.
 func (cl *Classroom) Stats() Stats {
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
-	st := Stats{Rooms: len(cl.rooms), Broadcasts: cl.counts.broadcasts.Load(), StoreErrors: cl.counts.storeErrors.Load()}
+	c := &cl.counts
+	st := Stats{Rooms: len(cl.rooms), Broadcasts: c.broadcasts.Load(), StoreErrors: c.storeErrors.Load(),
+		Published: c.published.Load(), Received: c.received.Load(), BusErrors: c.busErrors.Load(), CaughtUp: c.caughtUp.Load(), Conflicts: c.conflicts.Load()}
 	for _, r := range cl.rooms {
 		st.Connections += int(r.nclients.Load())
 	}

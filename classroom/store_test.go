@@ -133,7 +133,7 @@ func TestStoreMigratesFromSchema1(t *testing.T) {
 		t.Fatalf("migrated: version %d, %+v, %v", version, r, err)
 	}
 	rec := Record{Code: "NEWNEW", SecretHash: "h", Creator: "10.0.0.1", Created: now, Expires: now.Add(time.Hour)}
-	if err := st.SaveRoom(t.Context(), rec, r.State); err != nil {
+	if _, err := st.SaveRoom(t.Context(), rec, r.State); err != nil {
 		t.Fatal(err)
 	}
 	all, mine, err := st.CountRooms(t.Context(), now, "10.0.0.1")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -51,15 +52,26 @@ func TestStoreContract(t *testing.T) {
 			if _, err := st.LoadRoom(ctx, rec.Code); !errors.Is(err, ErrNoRoom) {
 				t.Fatalf("a room never saved: %v", err)
 			}
-			if err := st.SaveRoom(ctx, rec, state); err != nil {
+			v1, err := st.SaveRoom(ctx, rec, state)
+			if err != nil {
 				t.Fatal(err)
+			}
+			if _, err := st.SaveRoom(ctx, rec, state); !errors.Is(err, ErrConflict) {
+				t.Fatalf("a second new room with the same code: %v, want ErrConflict", err)
 			}
 			state.LessonStep = 3
 			later := rec
-			later.Expires, later.SecretHash, later.Creator = now.Add(2*time.Hour), "changed", "elsewhere"
-			if err := st.SaveRoom(ctx, later, state); err != nil {
-				t.Fatal(err)
+			later.Expires, later.SecretHash, later.Creator, later.Version = now.Add(2*time.Hour), "changed", "elsewhere", v1
+			v2, err := st.SaveRoom(ctx, later, state)
+			if err != nil || v2 != v1+1 {
+				t.Fatalf("saved from version %d: version %d, %v", v1, v2, err)
 			}
+			stale := later
+			state.LessonStep = 4
+			if _, err := st.SaveRoom(ctx, stale, state); !errors.Is(err, ErrConflict) { // from v1 again: another server's write
+				t.Fatalf("a write from a stale version: %v, want ErrConflict", err)
+			}
+			state.LessonStep = 3
 			for _, a := range []struct {
 				step           int
 				student, value string
@@ -74,13 +86,13 @@ func TestStoreContract(t *testing.T) {
 			}
 			b, _ := state.Marshal()
 			saved, _ := ReadStored(b, stateSum(b)) // the state as stored (its format version set)
-			want := &Stored{Record: Record{Code: rec.Code, SecretHash: "h", Creator: "10.0.0.1", Created: now, Expires: now.Add(2 * time.Hour)},
+			want := &Stored{Record: Record{Code: rec.Code, SecretHash: "h", Creator: "10.0.0.1", Created: now, Expires: now.Add(2 * time.Hour), Version: v2},
 				State: saved, Answers: map[int]map[string]string{1: {"s1": "c", "s2": "b"}, 2: {"s1": "d"}}}
 			if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) })); diff != "" {
 				t.Errorf("loaded (-want +got):\n%s", diff)
 			}
 			other := Record{Code: "XYZ789", SecretHash: "h2", Creator: "10.0.0.2", Created: now, Expires: now.Add(time.Minute)}
-			if err := st.SaveRoom(ctx, other, state); err != nil {
+			if _, err := st.SaveRoom(ctx, other, state); err != nil {
 				t.Fatal(err)
 			}
 			if all, mine, err := st.CountRooms(ctx, now, "10.0.0.1"); err != nil || all != 2 || mine != 1 {
@@ -108,7 +120,7 @@ func TestStoreConcurrentAnswers(t *testing.T) {
 			ctx := context.Background()
 			state, _ := goodState(t)
 			now := time.Now()
-			if err := st.SaveRoom(ctx, Record{Code: "ROOM01", Created: now, Expires: now.Add(time.Hour)}, state); err != nil {
+			if _, err := st.SaveRoom(ctx, Record{Code: "ROOM01", Created: now, Expires: now.Add(time.Hour)}, state); err != nil {
 				t.Fatal(err)
 			}
 			var wg sync.WaitGroup
@@ -184,7 +196,7 @@ func TestPostgresMigratesFromSchema1(t *testing.T) {
 	}
 	state, _ := goodState(t)
 	now := time.Now()
-	if err := st.SaveRoom(ctx, Record{Code: "OLD001", Created: now, Expires: now.Add(time.Hour)}, state); err != nil {
+	if _, err := st.SaveRoom(ctx, Record{Code: "OLD001", Created: now, Expires: now.Add(time.Hour)}, state); err != nil {
 		t.Fatal(err)
 	}
 	// back to schema 1, as a server of that version left it
@@ -209,5 +221,59 @@ func TestPostgresMigratesFromSchema1(t *testing.T) {
 	sb, err2 := b.Secret(ctx)
 	if err1 != nil || err2 != nil || len(sa) != 32 || string(sa) != string(sb) {
 		t.Errorf("secrets %x / %x (%v, %v): want one 32-byte secret for both", sa, sb, err1, err2)
+	}
+}
+
+// Writers racing from one version: exactly one wins, the rest are told
+// ErrConflict, and the stored state is the winner's. Marks reads the
+// versions and answer counts.
+func TestStoreVersionRace(t *testing.T) {
+	for name, open := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			st := open(t)
+			ctx := context.Background()
+			state, _ := goodState(t)
+			now := time.Now()
+			rec := Record{Code: "RACE01", Created: now, Expires: now.Add(time.Hour)}
+			v, err := st.SaveRoom(ctx, rec, state)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec.Version = v
+			var wins, conflicts atomic.Int32
+			winner := make(chan int, 1)
+			var wg sync.WaitGroup
+			for i := range 8 {
+				wg.Go(func() {
+					s := state
+					s.LessonStep = i + 1
+					_, err := st.SaveRoom(ctx, rec, s)
+					switch {
+					case err == nil:
+						wins.Add(1)
+						winner <- i + 1
+					case errors.Is(err, ErrConflict):
+						conflicts.Add(1)
+					default:
+						t.Error(err)
+					}
+				})
+			}
+			wg.Wait()
+			if wins.Load() != 1 || conflicts.Load() != 7 {
+				t.Fatalf("%d writes won, %d conflicted; want 1 and 7", wins.Load(), conflicts.Load())
+			}
+			got, err := st.LoadRoom(ctx, rec.Code)
+			if err != nil || got.State.LessonStep != <-winner || got.Version != v+1 {
+				t.Fatalf("stored %+v (%v)", got, err)
+			}
+			if err := st.SaveAnswer(ctx, rec.Code, 1, "s1", "x"); err != nil {
+				t.Fatal(err)
+			}
+			marks, err := st.Marks(ctx, []string{rec.Code, "NOROOM"})
+			if diff := cmp.Diff(map[string]Mark{rec.Code: {Version: v + 1, Answers: 1}}, marks); err != nil || diff != "" {
+				t.Fatalf("marks (-want +got):\n%s (%v)", diff, err)
+			}
+		})
 	}
 }

@@ -2,6 +2,7 @@ package classroom
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -45,7 +46,11 @@ func (r *Room) persist(ctx context.Context) {
 		r.unsaved.state = true
 		return
 	}
-	if err := r.save(ctx); err != nil {
+	err := r.save(ctx)
+	switch {
+	case errors.Is(err, ErrConflict):
+		r.conflicted(ctx)
+	case err != nil:
 		r.unsaved.state = true
 		r.storeFailed(err)
 	}
@@ -61,6 +66,7 @@ func (r *Room) persistAnswer(ctx context.Context, step int, student, answer stri
 	if r.unsaved.err == nil {
 		err := r.cl.store.SaveAnswer(context.WithoutCancel(ctx), r.code, step, student, answer)
 		if err == nil {
+			r.cl.publish(Event{Room: r.code, Kind: EventAnswer})
 			return
 		}
 		r.storeFailed(err)
@@ -108,7 +114,12 @@ func (r *Room) flush(ctx context.Context) bool {
 		return r.unsaved.err == nil
 	}
 	if r.unsaved.state {
-		if err := r.save(ctx); err != nil {
+		err := r.save(ctx)
+		switch {
+		case errors.Is(err, ErrConflict): // changed on another server meanwhile: theirs stands
+			r.unsaved.state = false
+			defer r.conflicted(ctx)
+		case err != nil:
 			r.storeFailed(err)
 			return false
 		}
@@ -126,6 +137,7 @@ func (r *Room) flush(ctx context.Context) bool {
 	}
 	r.unsaved.err = nil
 	r.dirty.Store(false)
+	r.cl.publish(Event{Room: r.code, Kind: EventAnswer})
 	r.cl.log.Info("the classroom store takes writes again: the room's kept changes are saved", "room", r.code)
 	r.broadcast()
 	return true

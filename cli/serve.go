@@ -17,7 +17,7 @@ import (
 
 // runServe runs the web app until ctx is done (Ctrl-C, SIGTERM).
 func runServe(ctx context.Context, env Env, args []string) error {
-	fs := newFlags(env, "serve", "[--addr HOST:PORT] [--models-dir DIRS] [--data-dir DIR] [--allowed-hosts HOSTS] [--trusted-proxies CIDRS] [--tls-cert FILE --tls-key FILE] [--memory-budget MiB] [--api-key KEY] [--api-max-concurrent N] [--api-max-tokens N] [--students-per-address N]")
+	fs := newFlags(env, "serve", "[--addr HOST:PORT] [--models-dir DIRS] [--data-dir DIR | --store postgres://… [--bus nats://…]] [--allowed-hosts HOSTS] [--trusted-proxies CIDRS] [--tls-cert FILE --tls-key FILE] [--memory-budget MiB] [--api-key KEY] [--api-max-concurrent N] [--api-max-tokens N] [--students-per-address N]")
 	addr := fs.String("addr", "127.0.0.1:8080", "listen `address` (0.0.0.0:8080 serves a LAN)")
 	hosts := fs.String("allowed-hosts", "", "comma-separated `names` this server answers to (default: the listen host and localhost; any host on 0.0.0.0)")
 	proxies := fs.String("trusted-proxies", "", "comma-separated `CIDRs` of reverse proxies whose X-Forwarded-For is believed (default: none, the socket's peer is the client)")
@@ -27,6 +27,7 @@ func runServe(ctx context.Context, env Env, args []string) error {
 	dirs := fs.String("models-dir", "", "more `directories` of .gguf models, comma-separated (models/ and the embedded lesson models are always offered)")
 	data := fs.String("data-dir", "data", "`directory` where classrooms are stored (rooms.db, SQLite) and the cookie-signing secret is kept")
 	store := fs.String("store", "", "keep classrooms in PostgreSQL at this `address` (postgres://USER:PASSWORD@HOST:PORT/DATABASE) instead of SQLite: several servers may share it")
+	bus := fs.String("bus", "", "announce room changes on NATS at this `address` (nats://HOST:PORT) to the other servers sharing --store, so their students follow at once (without it they notice within 2 s)")
 	apiKey := fs.String("api-key", os.Getenv("STEPTHROUGH_API_KEY"), "require this `key` on the OpenAI-compatible API (Authorization: Bearer KEY) and its request pages (default: $STEPTHROUGH_API_KEY; empty: no key)")
 	apiConc := fs.Int("api-max-concurrent", 8, "API sequences (requests' choices) generating at once in a model's continuous batch; more requests wait in a queue")
 	apiQueue := fs.Int("api-max-queued", 64, "API requests that may wait for a place in the batch; beyond it they are answered 429")
@@ -67,7 +68,7 @@ func runServe(ctx context.Context, env Env, args []string) error {
 		modelDirs = append(modelDirs, ref) // the reference model beside the checkout is offered too
 	}
 	log := slog.New(slog.NewTextHandler(env.Stderr, nil))
-	s, err := server.New(server.Config{Addr: *addr, ModelsDirs: modelDirs, Logger: log, DataDir: *data, StoreURL: *store,
+	s, err := server.New(server.Config{Addr: *addr, ModelsDirs: modelDirs, Logger: log, DataDir: *data, StoreURL: *store, BusURL: *bus,
 		Embedded:     map[string][]byte{"lesson.gguf": models.Lesson, "lesson-draft.gguf": models.LessonDraft},
 		AllowedHosts: allowed, TrustedProxies: trusted, TLSCert: *cert, TLSKey: *key, MemoryBudget: int64(*budget) << 20,
 		StudentsPerAddress: *perAddr,

@@ -74,7 +74,7 @@ func dialRoomWith(t *testing.T, base, code, who string, h http.Header) *wsClient
 	case who != "":
 		h.Set("Cookie", who)
 	}
-	conn, resp, err := websocket.DefaultDialer.Dial(u, h)
+	conn, resp, err := websocketDial(u, h)
 	if err != nil {
 		status := ""
 		if resp != nil {
@@ -82,6 +82,15 @@ func dialRoomWith(t *testing.T, base, code, who string, h http.Header) *wsClient
 		}
 		t.Fatalf("dial %s: %v %s", u, err, status)
 	}
+	return wrapClient(t, conn)
+}
+
+func websocketDial(u string, h http.Header) (*websocket.Conn, *http.Response, error) {
+	return websocket.DefaultDialer.Dial(u, h)
+}
+
+// wrapClient reads conn's messages in the background.
+func wrapClient(t *testing.T, conn *websocket.Conn) *wsClient {
 	c := &wsClient{t: t, conn: conn, msgs: make(chan string, 256)}
 	go func() {
 		defer close(c.msgs)
@@ -120,6 +129,22 @@ func (c *wsClient) wait(want string) string {
 			}
 		case <-deadline:
 			c.t.Fatalf("no message with %q", want)
+		}
+	}
+}
+
+// closedWithin reports whether the connection ends within d (its
+// messages meanwhile are read and dropped).
+func (c *wsClient) closedWithin(d time.Duration) bool {
+	deadline := time.After(d)
+	for {
+		select {
+		case _, ok := <-c.msgs:
+			if !ok {
+				return true
+			}
+		case <-deadline:
+			return false
 		}
 	}
 }

@@ -51,10 +51,15 @@ var (
 	connectionsDesc = prometheus.NewDesc("stepthrough_room_connections", "WebSocket connections to those rooms (students, instructors, projectors).", nil, nil)
 	broadcastsDesc  = prometheus.NewDesc("stepthrough_room_broadcasts_total", "Room views rendered and sent to a room's clients.", nil, nil)
 	storeErrorsDesc = prometheus.NewDesc("stepthrough_store_errors_total", "Classroom store reads and writes that failed.", nil, nil)
+	publishedDesc   = prometheus.NewDesc("stepthrough_bus_published_total", "Room events this server published on the bus.", nil, nil)
+	receivedDesc    = prometheus.NewDesc("stepthrough_bus_received_total", "Room events from other servers received on the bus.", nil, nil)
+	busErrorsDesc   = prometheus.NewDesc("stepthrough_bus_errors_total", "Room events the bus refused to publish.", nil, nil)
+	caughtUpDesc    = prometheus.NewDesc("stepthrough_room_catchups_total", "Rooms reloaded from the store because another server changed them.", nil, nil)
+	conflictsDesc   = prometheus.NewDesc("stepthrough_room_conflicts_total", "Room writes refused because another server had changed the room first.", nil, nil)
 )
 
 func (roomCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{roomsDesc, connectionsDesc, broadcastsDesc, storeErrorsDesc} {
+	for _, d := range []*prometheus.Desc{roomsDesc, connectionsDesc, broadcastsDesc, storeErrorsDesc, publishedDesc, receivedDesc, busErrorsDesc, caughtUpDesc, conflictsDesc} {
 		ch <- d
 	}
 }
@@ -64,7 +69,10 @@ func (rc roomCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(roomsDesc, prometheus.GaugeValue, float64(st.Rooms))
 	ch <- prometheus.MustNewConstMetric(connectionsDesc, prometheus.GaugeValue, float64(st.Connections))
 	ch <- prometheus.MustNewConstMetric(broadcastsDesc, prometheus.CounterValue, float64(st.Broadcasts))
-	ch <- prometheus.MustNewConstMetric(storeErrorsDesc, prometheus.CounterValue, float64(st.StoreErrors))
+	for d, v := range map[*prometheus.Desc]int64{storeErrorsDesc: st.StoreErrors, publishedDesc: st.Published, receivedDesc: st.Received,
+		busErrorsDesc: st.BusErrors, caughtUpDesc: st.CaughtUp, conflictsDesc: st.Conflicts} {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v))
+	}
 }
 
 // observe records an ended request's times.
@@ -98,6 +106,14 @@ func (s *Server) readyz(c echo.Context) error {
 		if err := p.Ping(ctx); err != nil {
 			s.reqLog(c).Warn("readyz: the classroom store is unreachable", "err", err)
 			return c.String(http.StatusServiceUnavailable, "the classroom store is unreachable")
+		}
+	}
+	if s.bus != nil {
+		ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
+		defer cancel()
+		if err := s.bus.Ping(ctx); err != nil {
+			s.reqLog(c).Warn("readyz: the bus is unreachable", "err", err)
+			return c.String(http.StatusServiceUnavailable, "the bus is unreachable (rooms still work and catch up from the store)")
 		}
 	}
 	return c.String(http.StatusOK, "ready")

@@ -63,8 +63,11 @@ type Config struct {
 	// Classrooms. DataDir holds rooms.db (SQLite); empty keeps rooms in
 	// memory only (a restart ends them). StoreURL (postgres://…) keeps
 	// them in PostgreSQL instead, which several servers may share.
-	DataDir        string
-	StoreURL       string
+	DataDir  string
+	StoreURL string
+	// BusURL (nats://…) carries each room's changes to the other servers
+	// sharing StoreURL at once; without it they notice within 2 s.
+	BusURL         string
 	MaxRooms       int           // live rooms on the server (default 100)
 	MaxStudents    int           // connected student tabs per room (default 300)
 	RoomTTL        time.Duration // a room expires this long after the instructor's last action (default 12 h)
@@ -122,6 +125,7 @@ type Server struct {
 	stopBatches context.CancelFunc
 	hosts       map[string]bool // nil: any host
 	secret      []byte          // signs student cookies
+	bus         *classroom.NATS // nil: no bus
 	serving     servingRuns     // the serving floor's load runs
 	streams     streamLimits    // open event streams
 }
@@ -161,7 +165,26 @@ func New(cfg Config) (*Server, error) {
 	s.metricsInit()
 	ccfg.OnBroadcast = s.metrics.observeBroadcast
 	ccfg.Store = store
+	if s.bus, err = openBus(cfg, store); err != nil {
+		if store != nil {
+			store.Close()
+		}
+		return nil, err
+	}
+	if s.bus != nil {
+		ccfg.Bus, ccfg.ServerID = s.bus, serverID()
+	}
 	s.class = classroom.New(ccfg)
+	if s.bus != nil {
+		if err := s.bus.Subscribe(s.class.Receive); err != nil {
+			s.bus.Close()
+			s.class.Close()
+			return nil, fmt.Errorf("bus: %w", err)
+		}
+	}
+	if cfg.StoreURL != "" { // shared: follow what other servers change
+		go s.class.Follow(s.base)
+	}
 	s.hosts = hostSet(cfg.Addr, cfg.AllowedHosts)
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
@@ -217,6 +240,9 @@ func (s *Server) Close() {
 	s.stop()
 	s.class.Close()
 	s.stopBatches()
+	if s.bus != nil {
+		s.bus.Close()
+	}
 }
 
 // Handler is the server's HTTP handler (for tests).
@@ -267,6 +293,9 @@ func (s *Server) Run(ctx context.Context, ready func(addr string)) error {
 		srv.Close() // past the deadline: drop what is left
 	}
 	s.stopBatches()
+	if s.bus != nil {
+		s.bus.Close()
+	}
 	s.sessions.CloseAll()
 	s.reg.Close()
 	return err

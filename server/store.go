@@ -2,7 +2,10 @@ package server
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -57,4 +60,25 @@ func serverSecret(store classroom.Store, dir string) ([]byte, error) {
 // pinger is a store that can say whether it is reachable (/readyz).
 type pinger interface {
 	Ping(ctx context.Context) error
+}
+
+// openBus connects to the bus the configuration names, if any: it needs
+// a shared (PostgreSQL) store, since events carry versions, not state.
+func openBus(cfg Config, store classroom.Store) (*classroom.NATS, error) {
+	if cfg.BusURL == "" {
+		return nil, nil
+	}
+	if cfg.StoreURL == "" {
+		return nil, fmt.Errorf("--bus needs --store postgres://…: the servers read rooms from the store they share")
+	}
+	return classroom.OpenNATS(cfg.BusURL, cfg.Logger)
+}
+
+// serverID names this server on the bus: its host, process and a random
+// suffix (a restarted server is a new one).
+func serverID() string {
+	host, _ := os.Hostname()
+	var b [4]byte
+	rand.Read(b[:])
+	return fmt.Sprintf("%s-%d-%s", truncate(host, 24), os.Getpid(), hex.EncodeToString(b[:]))
 }

@@ -14,6 +14,7 @@ package session
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -399,7 +400,33 @@ func (s *Session) open(ctx context.Context, r spec.Run) error {
 	if err := s.start(ctx, r); err != nil {
 		return err
 	}
-	v := r.View
+	return s.show(ctx, r.View)
+}
+
+// Follow shows r: when r is the run this session holds (the same settings
+// and the seed it drew; only the view differs), it moves to r's view,
+// decoding further if the view is past the trace, which is what replaying
+// r would give; any other run opens afresh. A server follows a room that
+// another server changed this way, without replaying the run each step.
+func (s *Session) Follow(ctx context.Context, r spec.Run) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.touch()
+	if s.expired || s.smp == nil || len(s.cur.Steps) == 0 || !sameRun(s.spec(), r) {
+		return s.open(ctx, r)
+	}
+	s.notice = ""
+	return s.show(ctx, r.View)
+}
+
+// sameRun reports whether a and b differ at most in their views.
+func sameRun(a, b spec.Run) bool {
+	a.View, b.View = spec.View{}, spec.View{}
+	return reflect.DeepEqual(a, b)
+}
+
+// show moves to view v of the run, decoding as far as it needs.
+func (s *Session) show(ctx context.Context, v spec.View) error {
 	for v.Token >= len(s.cur.Steps) {
 		more, err := s.decode(ctx)
 		if err != nil {

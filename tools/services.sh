@@ -3,8 +3,10 @@
 # and prints the shell lines that point the tests at them (the test task
 # evaluates them): PostgreSQL from Debian's postgresql package (a cluster
 # started with pg_ctlcluster, a role "stepthrough" that may create the
-# tests' throw-away databases). Prints nothing for a service that is not
-# installed; the tests that need it then say so when they skip.
+# tests' throw-away databases), and names Debian's nats-server binary (the
+# tests start their own nats-server processes on free ports). Prints
+# nothing for a service that is not installed; the tests that need it then
+# say so when they skip.
 set -uo pipefail
 
 if [ -n "${STEPTHROUGH_POSTGRES:-}" ]; then
@@ -32,4 +34,10 @@ elif command -v pg_lsclusters >/dev/null 2>&1; then
     fi
   fi
 fi
+for bin in "${STEPTHROUGH_NATS_SERVER:-}" nats-server /usr/sbin/nats-server; do
+  if [ -n "$bin" ] && command -v "$bin" >/dev/null 2>&1; then
+    echo "export STEPTHROUGH_NATS_SERVER='$(command -v "$bin")'"
+    break
+  fi
+done
 exit 0

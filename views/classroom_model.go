@@ -10,8 +10,11 @@ import (
 // lesson step and the engine's current stage. It is rendered once per
 // change and the same bytes go to every student.
 type RoomView struct {
-	Code        string
-	Version     int    // counts the room's broadcasts (clients and load tests can tell views apart)
+	Code    string
+	Version int // counts the room's broadcasts on this server (clients and load tests can tell views apart)
+	// Stored is the room's state version in its store, the same on every
+	// server showing that state (0 without a store).
+	Stored      int64
 	LessonTitle string // empty in a room started from the Explorer
 	LessonStep  int
 	LessonSteps int

@@ -1,0 +1,269 @@
+package classroom
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"slices"
+	"time"
+
+	"stepthrough/views"
+	"stepthrough/wsconn"
+)
+
+// Several servers may hold the same room: the instructor on one, students
+// on others, all reading one shared store. The store's version of a room
+// orders its changes: a server writes the room's state only from the
+// version it holds (Store.SaveRoom), so two instructor tabs on two servers
+// never fork it — the second write is refused, and that server reloads the
+// room and tells its instructor. After every write a server announces the
+// room's new version on the Bus; the others read the state from the store
+// (the message carries only the room's code, the kind and the version),
+// replay it in their own engine session, render once and send the same
+// bytes to their followers. Every FollowEvery each server also reads the
+// versions of the rooms it holds, so a lost message, or a bus that is
+// down, delays a follower by at most that long and loses nothing.
+
+// Event is one message on the bus.
+type Event struct {
+	Room    string `json:"room"`
+	Kind    string `json:"kind"` // EventState or EventAnswer
+	Version int64  `json:"version,omitempty"`
+	From    string `json:"from"` // the server that wrote the change
+}
+
+// Event kinds.
+const (
+	EventState  = "state"  // the room's state was saved at Version
+	EventAnswer = "answer" // a student's answer was saved
+)
+
+// Bus carries room events between the servers sharing a store (NATS
+// implements it).
+type Bus interface {
+	Publish(ev Event) error
+	// Subscribe calls f with every event until the bus closes.
+	Subscribe(f func(Event)) error
+}
+
+// DefaultFollowEvery is how often a server reads the versions of its
+// rooms from a shared store.
+const DefaultFollowEvery = 2 * time.Second
+
+// answerReload spaces the reloads of a room's answers that answers saved
+// on other servers cause (a poll of 1,000 students is not 1,000 reloads).
+const answerReload = 200 * time.Millisecond
+
+// ServerID is the name this server's events carry on the bus.
+func (cl *Classroom) ServerID() string { return cl.cfg.ServerID }
+
+// publish announces a change to the other servers.
+func (cl *Classroom) publish(ev Event) {
+	if cl.cfg.Bus == nil {
+		return
+	}
+	ev.From = cl.cfg.ServerID
+	if err := cl.cfg.Bus.Publish(ev); err != nil {
+		cl.counts.busErrors.Add(1)
+		cl.log.Warn("the bus refused an event: other servers catch up from the store", "room", ev.Room, "kind", ev.Kind, "err", err)
+		return
+	}
+	cl.counts.published.Add(1)
+}
+
+// Receive handles an event from the bus: a room this server holds
+// catches up from the store.
+func (cl *Classroom) Receive(ev Event) {
+	if ev.From == cl.cfg.ServerID {
+		return
+	}
+	cl.counts.received.Add(1)
+	r := cl.held(ev.Room)
+	if r == nil || !r.isReady() || r.err != nil {
+		return
+	}
+	r.post(func() { r.remote(ev) })
+}
+
+// Follow reads the versions of the rooms this server holds every
+// FollowEvery until ctx ends, and has each room that is behind catch up.
+func (cl *Classroom) Follow(ctx context.Context) {
+	if cl.store == nil {
+		return
+	}
+	t := time.NewTicker(cl.cfg.FollowEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		cl.checkMarks(ctx)
+	}
+}
+
+func (cl *Classroom) checkMarks(ctx context.Context) {
+	rooms := cl.live()
+	codes := slices.Collect(maps.Keys(rooms))
+	if len(codes) == 0 {
+		return
+	}
+	marks, err := cl.store.Marks(ctx, codes)
+	if err != nil {
+		if ctx.Err() == nil {
+			cl.counts.storeErrors.Add(1)
+			if !cl.marksFailing.Swap(true) { // once per outage
+				cl.log.Warn("reading the rooms' versions: servers cannot follow each other's rooms until the store answers", "rooms", len(codes), "err", err)
+			}
+		}
+		return
+	}
+	if cl.marksFailing.Swap(false) {
+		cl.log.Info("the rooms' versions can be read again", "rooms", len(codes))
+	}
+	for code, r := range rooms {
+		m, ok := marks[code]
+		r.post(func() {
+			if !ok || m.Version > r.stored || m.Answers != countAnswers(r.answers) {
+				r.catchUp(r.engineCtx())
+			}
+		})
+	}
+}
+
+func countAnswers(a map[int]map[string]string) int {
+	n := 0
+	for _, m := range a {
+		n += len(m)
+	}
+	return n
+}
+
+// remote applies an event from another server (on the room's goroutine).
+func (r *Room) remote(ev Event) {
+	if r.closed {
+		return
+	}
+	switch ev.Kind {
+	case EventState:
+		if ev.Version > r.stored {
+			r.catchUp(r.engineCtx())
+		}
+	case EventAnswer:
+		if r.reloadDue {
+			return
+		}
+		r.reloadDue = true
+		time.AfterFunc(answerReload, func() {
+			r.post(func() {
+				r.reloadDue = false
+				r.catchUp(r.engineCtx())
+			})
+		})
+	}
+}
+
+// catchUp reads the room from the store and shows what changed: a newer
+// state is replayed in the room's session and broadcast; answers saved on
+// other servers join this server's (its own not yet saved are kept); a
+// room that has ended or expired closes here too.
+func (r *Room) catchUp(ctx context.Context) {
+	if r.closed {
+		return
+	}
+	sr, err := r.cl.store.LoadRoom(ctx, r.code)
+	if errors.Is(err, ErrNoRoom) || (err == nil && !time.Now().Before(sr.Expires)) {
+		r.finish()
+		r.cl.log.Info("room ended on another server", "room", r.code)
+		return
+	}
+	if err != nil {
+		r.cl.counts.storeErrors.Add(1)
+		r.cl.log.Warn("catching up with the store", "room", r.code, "err", err)
+		return
+	}
+	changed := false
+	if sr.Version > r.stored {
+		r.state, r.stored, changed = sr.State, sr.Version, true
+		r.setExpiry(sr.Expires)
+		if r.state.Revealed == nil {
+			r.state.Revealed = map[int]bool{}
+		}
+		if r.state.Broken == "" {
+			if err := r.se.Follow(ctx, r.state.Run); err != nil {
+				r.cl.log.Error("replaying a room changed on another server", "room", r.code, "err", err)
+				r.rebuild(ctx)
+			}
+		}
+		r.cl.counts.caughtUp.Add(1)
+	}
+	for k := range r.unsaved.answers { // ours, not yet in the store
+		if a, ok := r.answers[k.step][k.student]; ok {
+			if sr.Answers[k.step] == nil {
+				sr.Answers[k.step] = map[string]string{}
+			}
+			sr.Answers[k.step][k.student] = a
+		}
+	}
+	if countAnswers(sr.Answers) != countAnswers(r.answers) {
+		r.answers = sr.Answers
+		r.teachSoon()
+	} else {
+		r.answers = sr.Answers
+	}
+	if changed {
+		r.broadcast()
+	}
+}
+
+// conflicted handles a write the store refused because another server
+// changed the room first: the room reloads, and its instructors here are
+// told their last action did not apply.
+func (r *Room) conflicted(ctx context.Context) {
+	r.cl.counts.conflicts.Add(1)
+	r.cl.log.Info("the room changed on another server first: reloading it", "room", r.code, "version", r.stored)
+	r.stored = 0 // whatever the store holds is newer
+	r.catchUp(ctx)
+	for c := range r.clients {
+		if c.instructor {
+			c.conn.Note("The room was changed from another screen at the same moment, so this action was not applied. This is the room as it is now: try again if you still want it.")
+		}
+	}
+}
+
+// finish closes the room because it ended (here, or on another server, or
+// expired): every screen says so and the connections close.
+func (r *Room) finish() {
+	bye := wsconn.Prepare(render(views.RoomEnded()))
+	for c := range r.clients {
+		c.conn.Send(bye)
+		c.conn.Close(wsconn.CloseNormal, "the room has ended")
+		r.release(c)
+	}
+	r.closed = true
+	if r.se != nil {
+		r.se.Close()
+	}
+	r.setExpiry(time.Now())
+}
+
+// held is the room with code in memory here, or nil.
+func (cl *Classroom) held(code string) *Room {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	return cl.rooms[code]
+}
+
+// live are the rooms in memory here that started and have not ended.
+func (cl *Classroom) live() map[string]*Room {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	rooms := map[string]*Room{}
+	for code, r := range cl.rooms {
+		if r.isReady() && r.err == nil && !r.ended() {
+			rooms[code] = r
+		}
+	}
+	return rooms
+}
