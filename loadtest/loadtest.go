@@ -13,7 +13,6 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -24,52 +23,47 @@ import (
 // Result is what a classroom load test measured: the time from the
 // instructor sending an action to each student receiving the new view.
 type Result struct {
-	Students, Steps    int
-	P50, P95, P99, Max time.Duration
-	MeanBytes          int // the view's size per broadcast, uncompressed
+	Students, Steps, Servers int
+	P50, P95, P99, Max       time.Duration
+	MeanBytes                int // the view's size per broadcast, uncompressed
 }
 
 func (r Result) String() string {
-	return fmt.Sprintf("%d students × %d steps: broadcast latency p50 %.1f ms, p95 %.1f ms, p99 %.1f ms, max %.1f ms; %d KiB per view",
-		r.Students, r.Steps, ms(r.P50), ms(r.P95), ms(r.P99), ms(r.Max), r.MeanBytes/1024)
+	on := ""
+	if r.Servers > 1 {
+		on = fmt.Sprintf(" over %d servers", r.Servers)
+	}
+	return fmt.Sprintf("%d students%s × %d steps: step-to-screen p50 %.1f ms, p95 %.1f ms, p99 %.1f ms, max %.1f ms; %d KiB per view",
+		r.Students, on, r.Steps, ms(r.P50), ms(r.P95), ms(r.P99), ms(r.Max), r.MeanBytes/1024)
 }
 
-var versionRE = regexp.MustCompile(`id="room-view" data-version="(\d+)"`)
+var viewRE = regexp.MustCompile(`id="room-view" data-version="\d+"`)
 
-// Run starts a room on the server at base (http://host:port), joins
-// students WebSocket clients (compression on, as browsers do), and has the
-// instructor press "Stage →" steps times, every 100 ms (faster than the
-// Explorer's fastest play speed) or when every student has the previous
-// view, whichever is later. Clients and server may share the machine: the
-// figures then include the clients' own work.
-func Run(ctx context.Context, base string, students, steps int) (Result, error) {
-	res := Result{Students: students, Steps: steps}
-	form := url.Values{"explorer": {"/?prompt=" + url.QueryEscape("Once upon a time, there was a little girl named Lily. She loved to play outside in the sun. One day, she saw a big") + "&max_tokens=64&seed=1"}}
-	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	req, err := http.NewRequestWithContext(ctx, "POST", base+"/rooms", strings.NewReader(form.Encode()))
+// Run starts a room on the first server of bases (http://host:port, or a
+// load balancer in front of several), joins students WebSocket clients
+// spread over bases in turn (compression on, as browsers do), and has the
+// instructor, on the first, press "Stage →" steps times, every 100 ms
+// (faster than the Explorer's fastest play speed) or when every student
+// has the previous view, whichever is later. A student's latency is the
+// time from the action to the first new view it receives: on another
+// server, that view came through the store and the bus. Clients and
+// servers may share the machine: the figures then include the clients'
+// own work.
+func Run(ctx context.Context, bases []string, students, steps int) (Result, error) {
+	res := Result{Students: students, Steps: steps, Servers: len(bases)}
+	code, key, err := startRoom(ctx, bases[0])
 	if err != nil {
 		return res, err
 	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	resp, err := client.Do(req)
-	if err != nil {
-		return res, fmt.Errorf("start a room: %w", err)
-	}
-	resp.Body.Close()
-	loc := resp.Header.Get("Location")
-	m := regexp.MustCompile(`^/rooms/([A-Z0-9]+)/teach\?key=([0-9a-f]+)$`).FindStringSubmatch(loc)
-	if m == nil {
-		return res, fmt.Errorf("start a room: %s, location %q", resp.Status, loc)
-	}
-	code, key := m[1], m[2]
-	wsBase := "ws" + strings.TrimPrefix(base, "http") + "/rooms/" + code + "/ws?"
+	wsURL := func(base string) string { return "ws" + strings.TrimPrefix(base, "http") + "/rooms/" + code + "/ws?" }
 	dialer := websocket.Dialer{EnableCompression: true, HandshakeTimeout: 10 * time.Second}
 
 	var mu sync.Mutex
-	sent := map[int]time.Time{} // version → when the instructor sent the action
+	var sent time.Time // when the instructor sent the current step
+	var step int       // the current step (0: none yet)
 	var lat []time.Duration
 	var bytesSum, msgs int
-	got := make(chan int, students*4)
+	got := make(chan struct{}, students*4)
 	var wg sync.WaitGroup
 	conns := make([]*websocket.Conn, 0, students+1)
 	defer func() {
@@ -78,44 +72,45 @@ func Run(ctx context.Context, base string, students, steps int) (Result, error) 
 		}
 		wg.Wait()
 	}()
-	for range students {
+	for i := range students {
+		base := bases[i%len(bases)]
 		cookie, err := studentCookie(ctx, base, code)
 		if err != nil {
-			return res, fmt.Errorf("student %d of %d: %w", len(conns)+1, students, err)
+			return res, fmt.Errorf("student %d of %d: %w", i+1, students, err)
 		}
-		c, _, err := dialer.DialContext(ctx, wsBase, http.Header{"Cookie": {cookie}})
+		c, _, err := dialer.DialContext(ctx, wsURL(base), http.Header{"Cookie": {cookie}})
 		if err != nil {
-			return res, fmt.Errorf("student %d of %d: %w", len(conns)+1, students, err)
+			return res, fmt.Errorf("student %d of %d: %w", i+1, students, err)
 		}
 		conns = append(conns, c)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			seen := 0 // the last step this student has a view of
 			for {
 				_, msg, err := c.ReadMessage()
 				now := time.Now()
 				if err != nil {
 					return
 				}
-				sm := versionRE.FindSubmatch(msg)
-				if sm == nil {
+				if !viewRE.Match(msg) {
 					continue
 				}
-				v, _ := strconv.Atoi(string(sm[1]))
-				func() {
-					mu.Lock()
-					defer mu.Unlock()
-					if t0, ok := sent[v]; ok {
-						lat = append(lat, now.Sub(t0))
-						bytesSum += len(msg)
-						msgs++
-					}
-				}()
-				got <- v
+				mu.Lock()
+				if step > seen {
+					seen = step
+					lat = append(lat, now.Sub(sent))
+					bytesSum += len(msg)
+					msgs++
+					mu.Unlock()
+					got <- struct{}{}
+					continue
+				}
+				mu.Unlock()
 			}
 		}()
 	}
-	teach, _, err := dialer.DialContext(ctx, wsBase+"as=instructor&key="+key, nil)
+	teach, _, err := dialer.DialContext(ctx, wsURL(bases[0])+"as=instructor&key="+key, nil)
 	if err != nil {
 		return res, fmt.Errorf("instructor: %w", err)
 	}
@@ -129,23 +124,13 @@ func Run(ctx context.Context, base string, students, steps int) (Result, error) 
 				return
 			}
 			if n := noteRE.FindSubmatch(m); n != nil {
-				func() {
-					mu.Lock()
-					defer mu.Unlock()
-					lastNote = string(n[1])
-				}()
+				mu.Lock()
+				lastNote = string(n[1])
+				mu.Unlock()
 			}
 		}
 	}()
-	// Drain the joining views, then step.
-	drain := time.After(500 * time.Millisecond)
-	for waiting := true; waiting; {
-		select {
-		case <-got:
-		case <-drain:
-			waiting = false
-		}
-	}
+	time.Sleep(500 * time.Millisecond) // the joining views arrive before any step
 	msg, _ := json.Marshal(map[string]string{"action": "step"})
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
@@ -153,21 +138,15 @@ func Run(ctx context.Context, base string, students, steps int) (Result, error) 
 		if i > 0 {
 			<-tick.C
 		}
-		version := i + 1 // the room's next view: joining does not broadcast
-		func() {
-			mu.Lock()
-			defer mu.Unlock()
-			sent[version] = time.Now()
-		}()
+		mu.Lock()
+		step, sent = i+1, time.Now()
+		mu.Unlock()
 		if err := teach.WriteMessage(websocket.TextMessage, msg); err != nil {
 			return res, fmt.Errorf("instructor step %d: %w", i+1, err)
 		}
-		for n := 0; n < students; {
+		for n := 0; n < students; n++ {
 			select {
-			case v := <-got:
-				if v == version {
-					n++
-				}
+			case <-got:
 			case <-time.After(10 * time.Second):
 				mu.Lock()
 				defer mu.Unlock()
@@ -187,6 +166,29 @@ func Run(ctx context.Context, base string, students, steps int) (Result, error) 
 	res.P50, res.P95, res.P99, res.Max = q(0.50), q(0.95), q(0.99), lat[len(lat)-1]
 	res.MeanBytes = bytesSum / msgs
 	return res, nil
+}
+
+// startRoom starts an Explorer room on the server at base and returns its
+// code and instructor key.
+func startRoom(ctx context.Context, base string) (code, key string, err error) {
+	form := url.Values{"explorer": {"/?prompt=" + url.QueryEscape("Once upon a time, there was a little girl named Lily. She loved to play outside in the sun. One day, she saw a big") + "&max_tokens=64&seed=1"}}
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	req, err := http.NewRequestWithContext(ctx, "POST", base+"/rooms", strings.NewReader(form.Encode()))
+	if err != nil {
+		return "", "", err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", "", fmt.Errorf("start a room: %w", err)
+	}
+	resp.Body.Close()
+	loc := resp.Header.Get("Location")
+	m := regexp.MustCompile(`^/rooms/([A-Z0-9]+)/teach\?key=([0-9a-f]+)$`).FindStringSubmatch(loc)
+	if m == nil {
+		return "", "", fmt.Errorf("start a room: %s, location %q", resp.Status, loc)
+	}
+	return m[1], m[2], nil
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

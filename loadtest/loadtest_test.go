@@ -4,6 +4,8 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"stepthrough/classroom/natstest"
+	"stepthrough/classroom/pgtest"
 	"stepthrough/models"
 	"stepthrough/server"
 )
@@ -24,11 +26,32 @@ func TestLoadHarness(t *testing.T) {
 	s := mustNew(t, server.Config{Embedded: map[string][]byte{"lesson.gguf": models.Lesson}})
 	ts := httptest.NewServer(s.Handler())
 	t.Cleanup(ts.Close)
-	r, err := Run(t.Context(), ts.URL, 20, 12)
+	r, err := Run(t.Context(), []string{ts.URL}, 20, 12)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r.MeanBytes < 1000 || r.Max < r.P50 {
+		t.Errorf("implausible result: %+v", r)
+	}
+	t.Log(r)
+}
+
+// The harness across two servers sharing a PostgreSQL store and a NATS
+// bus: students on the second server get every step too.
+func TestLoadHarnessAcrossServers(t *testing.T) {
+	store, bus := pgtest.URL(t), natstest.Start(t).URL()
+	var bases []string
+	for range 2 {
+		s := mustNew(t, server.Config{Embedded: map[string][]byte{"lesson.gguf": models.Lesson}, StoreURL: store, BusURL: bus})
+		ts := httptest.NewServer(s.Handler())
+		t.Cleanup(ts.Close)
+		bases = append(bases, ts.URL)
+	}
+	r, err := Run(t.Context(), bases, 20, 12)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Servers != 2 || r.Max < r.P50 {
 		t.Errorf("implausible result: %+v", r)
 	}
 	t.Log(r)
@@ -42,7 +65,7 @@ func BenchmarkClassroomBroadcast(b *testing.B) {
 	ts := httptest.NewServer(s.Handler())
 	b.Cleanup(ts.Close)
 	b.ResetTimer()
-	r, err := Run(b.Context(), ts.URL, 200, b.N)
+	r, err := Run(b.Context(), []string{ts.URL}, 200, b.N)
 	if err != nil {
 		b.Fatal(err)
 	}

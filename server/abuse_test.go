@@ -345,7 +345,7 @@ func TestSoak(t *testing.T) {
 	for round := 1; time.Now().Before(deadline); round++ {
 		res := make(chan string, 1)
 		go func() {
-			r, err := loadtest.Run(context.Background(), a.ts.URL, 300, 60)
+			r, err := loadtest.Run(context.Background(), []string{a.ts.URL}, 300, 60)
 			if err != nil {
 				res <- "loadtest: " + err.Error()
 				return

@@ -126,6 +126,7 @@ type Server struct {
 	hosts       map[string]bool // nil: any host
 	secret      []byte          // signs student cookies
 	bus         *classroom.NATS // nil: no bus
+	id          string          // this server's name on the bus
 	serving     servingRuns     // the serving floor's load runs
 	streams     streamLimits    // open event streams
 }
@@ -138,6 +139,11 @@ func New(cfg Config) (*Server, error) {
 		cfg.Logger = slog.Default()
 	}
 	s := &Server{cfg: cfg, reg: registry.New(cfg.ModelsDirs), log: cfg.Logger, work: make(chan struct{}, max(2, runtime.NumCPU()))}
+	if cfg.BusURL != "" { // one of several servers: every line of its log says which
+		s.id = serverID()
+		s.log = s.log.With("server", s.id)
+		cfg.Logger = s.log
+	}
 	s.sessions = session.NewPool(s.reg, session.PoolConfig{MaxSessions: cfg.MaxSessions, MaxPerClient: cfg.MaxPerClient,
 		IdleTimeout: cfg.IdleTimeout, MemoryBudget: cfg.MemoryBudget})
 	s.base, s.stop = context.WithCancel(context.Background())
@@ -172,7 +178,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	if s.bus != nil {
-		ccfg.Bus, ccfg.ServerID = s.bus, serverID()
+		ccfg.Bus, ccfg.ServerID = s.bus, s.id
 	}
 	s.class = classroom.New(ccfg)
 	if s.bus != nil {
