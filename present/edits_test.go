@@ -81,6 +81,38 @@ func TestInterveneFromThePanel(t *testing.T) {
 	}
 }
 
+// The residual add on the MLP panel offers to switch off what the layer's
+// attention adds to the stream: the step reruns with it off, the panel
+// says so, the stream after attention changes, and the map marks it.
+func TestInterveneOnTheResidualStream(t *testing.T) {
+	reg := registrytest.Lesson(t)
+	ctx := context.Background()
+	se := session.New("resid", "", reg)
+	defer se.Close()
+	r := run("The capital of France is")
+	r.Sampler.Temperature = 0
+	r.View.StageName, r.View.Layer = "mlp", 1
+	if err := se.Open(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	m, ok := Explorer(se).Panel.(*views.MLPPanel)
+	if !ok || m.AttnToggle != "L2attn" || m.AttnOff || len(m.ResidBefore.Values) == 0 {
+		t.Fatalf("MLP panel: %+v", m)
+	}
+	before := slices.Clone(m.ResidBefore.Values)
+	if err := se.Act(ctx, "ablate", getter(map[string]string{"toggle": m.AttnToggle})); err != nil {
+		t.Fatal(err)
+	}
+	e := Explorer(se)
+	after, ok := e.Panel.(*views.MLPPanel)
+	if !ok || !after.AttnOff || e.Edits == nil || e.Edits.Edits != "L2attn" || !e.Map.Off["attention-2"] {
+		t.Fatalf("after switching layer 2's attention off: panel %T off=%v, edits %+v, map %v", e.Panel, ok && after.AttnOff, e.Edits, e.Map.Off)
+	}
+	if slices.Equal(before, after.ResidBefore.Values) {
+		t.Error("the residual stream after attention did not change with the attention switched off")
+	}
+}
+
 // The logits panel shows the logit lens of the lesson model: one row per
 // layer, the last layer's cells the model's own predictions, the final
 // prediction ranked first at the last layer; with a layer's MLP switched

@@ -83,6 +83,7 @@ func (s *snap) mlpPanel(st *trace.Step, stage trace.Stage) views.Panel {
 	last := len(L.MLP.Out) - 1
 	m := &views.MLPPanel{Layer: stage.Layer, Kind: L.MLP.Kind, Toggle: fmt.Sprintf("L%dmlp", stage.Layer+1)}
 	m.Off = s.edited(stage.Layer, intervene.MLP, -1)
+	m.AttnToggle, m.AttnOff = fmt.Sprintf("L%dattn", stage.Layer+1), s.edited(stage.Layer, intervene.Attn, -1)
 	if len(L.MLP.Act) > 0 {
 		m.Act = vecRow("activation", L.MLP.Act[last])
 		s.mlpUnits(m, L.MLP, last)

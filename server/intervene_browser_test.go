@@ -50,6 +50,18 @@ func TestInterveneInBrowser(t *testing.T) {
 		if url := attr(t, ctx, "#state", "data-url"); url == "" || strings.Contains(url, "ablate") {
 			t.Errorf("%s: after restoring, the link is %q", size.name, url)
 		}
+		// the residual stream: switch off what layer 2's attention adds
+		do(t, ctx, chromedp.Navigate(base+"/?prompt=The+capital+of+France+is&temperature=0&backend=cpu&token=1&stage=mlp&layer=2"),
+			chromedp.WaitVisible(chromedp.CSS(`[data-testid="intervene-attn"]`)))
+		click(t, ctx, `[data-testid="intervene-attn"]`)
+		do(t, ctx, chromedp.WaitVisible(chromedp.CSS(`[data-testid="edit-effect"]`)))
+		if p := attr(t, ctx, `[data-testid="intervene-attn"]`, "aria-pressed"); p != "true" {
+			t.Errorf("%s: the residual panel's attention button is not pressed after switching it off", size.name)
+		}
+		if w := eval[int](t, ctx, `document.documentElement.scrollWidth`, false); w > int(size.w)+2 {
+			t.Errorf("%s: with the residual intervention the page is %d px wide in a %d px viewport", size.name, w, size.w)
+		}
+		screenshot(t, ctx, fmt.Sprintf("intervene-residual-%s", size.name))
 		// the logit lens: a row per layer at the logits stage
 		do(t, ctx, chromedp.Navigate(base+"/?prompt=The+capital+of+France+is&temperature=0&backend=cpu&token=1&stage=logits"),
 			chromedp.WaitVisible(chromedp.CSS(`[data-testid="lens"]`)))

@@ -215,6 +215,11 @@ type MLPPanel struct {
 	// run switches it off (or scales it)
 	Toggle string
 	Off    bool
+	// AttnToggle writes this layer's attention output as an intervention
+	// (L2attn), offered beside the residual stream it adds to; AttnOff:
+	// the run switches it off (or scales it)
+	AttnToggle string
+	AttnOff    bool
 	// TopUnits are the units most active at the last position (and any
 	// the run switches off), each to switch off or on
 	TopUnits      []UnitToggle
