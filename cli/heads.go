@@ -80,26 +80,27 @@ func measureHeads(ctx context.Context, l *engine.Loaded, seqs [][]int32, thresho
 		return nil, err
 	}
 	res := &HeadsResult{SeqLen: hs.SeqLen, Reps: hs.Reps, Threshold: threshold}
-	off := &intervene.Set{}
 	for layer := range hs.Induction {
 		for h := range hs.Induction[layer] {
-			name := fmt.Sprintf("L%dH%d", layer+1, h+1)
-			res.Heads = append(res.Heads, HeadScore{Head: name, Induction: hs.Induction[layer][h], PrevToken: hs.PrevToken[layer][h]})
-			if hs.Induction[layer][h] >= threshold {
-				res.Induction = append(res.Induction, name)
-				off.Edits = append(off.Edits, intervene.Edit{Layer: layer, Site: intervene.Head, Index: h, Pos: -1, Op: intervene.Zero})
-			}
+			res.Heads = append(res.Heads, HeadScore{Head: fmt.Sprintf("L%dH%d", layer+1, h+1), Induction: hs.Induction[layer][h], PrevToken: hs.PrevToken[layer][h]})
 		}
 	}
 	sort.SliceStable(res.Heads, func(i, j int) bool { return res.Heads[i].Induction > res.Heads[j].Induction })
-	if res.CopyIntact, err = l.CopyRate(ctx, seqs); err != nil {
+	off := hs.Above(threshold)
+	for _, e := range off.Edits {
+		res.Induction = append(res.Induction, e.String())
+	}
+	hits, total, err := l.CopyCount(ctx, seqs)
+	if err != nil {
 		return nil, err
 	}
+	res.CopyIntact = float64(hits) / float64(total)
 	res.CopyWithout = res.CopyIntact
 	if len(off.Edits) > 0 {
-		if res.CopyWithout, err = l.CopyRate(intervene.With(ctx, off), seqs); err != nil {
+		if hits, total, err = l.CopyCount(intervene.With(ctx, off), seqs); err != nil {
 			return nil, err
 		}
+		res.CopyWithout = float64(hits) / float64(total)
 	}
 	return res, nil
 }

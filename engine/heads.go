@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 
 	"stepthrough/engine/hooks"
+	"stepthrough/engine/intervene"
 	"stepthrough/engine/tokenizer"
 )
 
@@ -28,7 +29,7 @@ func RepeatedRandom(tk *tokenizer.Tokenizer, vocab, seqLen, reps int, seed uint6
 	if seqLen < 2 || seqLen > 256 || reps < 1 || reps > 64 {
 		return nil, fmt.Errorf("head scores: %d tokens × %d sequences: choose 2 to 256 tokens and 1 to 64 sequences", seqLen, reps)
 	}
-	ordinary := ordinaryTokens(tk, vocab)
+	ordinary := OrdinaryTokens(tk, vocab)
 	if len(ordinary) < seqLen {
 		return nil, fmt.Errorf("head scores: the vocabulary has %d ordinary tokens, fewer than %d", len(ordinary), seqLen)
 	}
@@ -98,9 +99,9 @@ func grid(rows, cols int) [][]float64 {
 	return g
 }
 
-// ordinaryTokens are the vocabulary's normal tokens (no control, unused
+// OrdinaryTokens are the vocabulary's normal tokens (no control, unused
 // or byte-fallback ones) the model has rows for.
-func ordinaryTokens(tk *tokenizer.Tokenizer, vocab int) []int32 {
+func OrdinaryTokens(tk *tokenizer.Tokenizer, vocab int) []int32 {
 	var out []int32
 	for id := range int32(min(tk.Len(), vocab)) {
 		if tk.Type(id) == tokenizer.TypeNormal {
@@ -118,27 +119,27 @@ func bosOr(tk *tokenizer.Tokenizer, fallback int32) int32 {
 	return fallback
 }
 
-// CopyRate is how often, in the repeated half of each sequence
-// (RepeatedRandom's form), the model's likeliest next token is the one
-// that followed the same token in the first half: copying by greedy
-// prediction, with ctx's interventions applied.
-func (l *Loaded) CopyRate(ctx context.Context, seqs [][]int32) (float64, error) {
+// CopyCount counts, in the repeated half of each sequence
+// (RepeatedRandom's form), the positions where the model's likeliest next
+// token is the one that followed the same token in the first half:
+// copying by greedy prediction, with ctx's interventions applied. The
+// first token of the repeat cannot be predicted and is not counted.
+func (l *Loaded) CopyCount(ctx context.Context, seqs [][]int32) (hits, total int, err error) {
 	if len(seqs) == 0 || len(seqs[0]) < 5 {
-		return 0, fmt.Errorf("copy rate: no repeated sequences")
+		return 0, 0, fmt.Errorf("copy rate: no repeated sequences")
 	}
 	s, err := l.NewSession(len(seqs[0]))
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer s.Close()
 	V := l.Model.Config.Vocab
-	hits, total := 0, 0
 	for _, seq := range seqs {
 		L := (len(seq) - 1) / 2
 		s.Reset()
 		logits, err := s.EvalAll(ctx, seq)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		for i := L + 1; i < 2*L; i++ { // predicting seq[i+1], which first followed seq[i-L]
 			if Argmax(logits[i*V:(i+1)*V]) == seq[i+1] {
@@ -147,5 +148,83 @@ func (l *Loaded) CopyRate(ctx context.Context, seqs [][]int32) (float64, error) 
 			total++
 		}
 	}
-	return float64(hits) / float64(total), nil
+	return hits, total, nil
+}
+
+// Above are the heads whose induction score is at least threshold, as
+// edits that switch each of them off.
+func (hs *HeadScores) Above(threshold float64) *intervene.Set {
+	off := &intervene.Set{}
+	for layer := range hs.Induction {
+		for h, score := range hs.Induction[layer] {
+			if score >= threshold {
+				off.Edits = append(off.Edits, intervene.Edit{Layer: layer, Site: intervene.Head, Index: h, Pos: -1, Op: intervene.Zero})
+			}
+		}
+	}
+	return off
+}
+
+// MeanAblation turns each head edit of off into a mean ablation: the
+// head's output (its context vector, before the output projection) is
+// replaced by its mean over every position of the reference sequences,
+// which removes what the head reads from this text while keeping what it
+// adds on average. Sites other than heads are kept as they are.
+func (l *Loaded) MeanAblation(ctx context.Context, ref [][]int32, off *intervene.Set) (*intervene.Set, error) {
+	c := l.Model.Config
+	hd := c.HeadDim
+	sums := map[[2]int][]float64{}
+	for _, e := range off.Edits {
+		if e.Site == intervene.Head {
+			sums[[2]int{e.Layer, e.Index}] = make([]float64, hd)
+		}
+	}
+	n := 0
+	watch := &hooks.Hooks{OnAttention: func(a hooks.Attention) {
+		for key, sum := range sums {
+			if key[0] != a.Layer {
+				continue
+			}
+			for t := range a.N {
+				row := a.Context[(t*a.Heads+key[1])*a.HeadDim:][:a.HeadDim]
+				for i, v := range row {
+					sum[i] += float64(v)
+				}
+			}
+		}
+	}}
+	longest := 0
+	for _, seq := range ref {
+		if len(seq) == 0 || len(seq) > c.ContextLen {
+			return nil, fmt.Errorf("mean ablation: a reference sequence of %d tokens (the model holds %d)", len(seq), c.ContextLen)
+		}
+		longest = max(longest, len(seq))
+	}
+	s, err := l.NewSession(max(longest, 1))
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	for _, seq := range ref {
+		s.Reset()
+		if _, err := s.Eval(hooks.WithHooks(ctx, watch), seq); err != nil {
+			return nil, err
+		}
+		n += len(seq)
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("mean ablation: no reference text")
+	}
+	out := &intervene.Set{}
+	for _, e := range off.Edits {
+		if sum, ok := sums[[2]int{e.Layer, e.Index}]; ok && e.Site == intervene.Head {
+			v := make([]float32, hd)
+			for i, x := range sum {
+				v[i] = float32(x / float64(n))
+			}
+			e.Op, e.Vector = intervene.Replace, v
+		}
+		out.Edits = append(out.Edits, e)
+	}
+	return out, nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"stepthrough/engine"
 	"stepthrough/engine/hooks"
+	"stepthrough/engine/intervene"
 	"stepthrough/engine/trace"
 )
 
@@ -74,5 +75,55 @@ func TestScoreHeads(t *testing.T) {
 	}
 	if _, err := l.ScoreHeads(ctx, [][]int32{{1, 2}}); err == nil {
 		t.Error("a sequence without a repeat accepted")
+	}
+}
+
+// A mean ablation over a reference text of one position replaces a head's
+// output with that position's own: on the same text the logits are
+// bit-identical to the intact model's, and on another text they differ
+// (the head's output there is not its mean). Above names the heads over a
+// threshold, as zeroing edits.
+func TestMeanAblation(t *testing.T) {
+	m := lessonModel()
+	defer m.Close()
+	l, err := engine.Load(m, engine.Options{Backend: "cpu", Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ctx := context.Background()
+	hs := &engine.HeadScores{Induction: [][]float64{{0.1, 0.5}, {0.35, 0}}}
+	off := hs.Above(0.3)
+	if off.String() != "L1H2;L2H1" {
+		t.Fatalf("above 0.3: %q", off)
+	}
+	one := m.Tokenizer.EncodeIDs("The", false)[:1]
+	mean, err := l.MeanAblation(ctx, [][]int32{one}, off)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eval := func(ctx context.Context, ids []int32) []float32 {
+		s, _ := l.NewSession(16)
+		defer s.Close()
+		out, err := s.Eval(ctx, ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return append([]float32(nil), out...)
+	}
+	intact, ablated := eval(ctx, one), eval(intervene.With(ctx, mean), one)
+	for i := range intact {
+		if intact[i] != ablated[i] {
+			t.Fatalf("logit %d: %g intact, %g with the mean over the same position", i, intact[i], ablated[i])
+		}
+	}
+	other := m.Tokenizer.EncodeIDs("The capital of France is", false)
+	a, b := eval(ctx, other), eval(intervene.With(ctx, mean), other)
+	same := true
+	for i := range a {
+		same = same && a[i] == b[i]
+	}
+	if same {
+		t.Error("a mean ablation changed nothing on another text")
 	}
 }
