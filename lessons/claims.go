@@ -3,6 +3,7 @@ package lessons
 import (
 	"fmt"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 )
@@ -55,6 +56,19 @@ import (
 //	                             ended, a later one that starts the same way
 //	                             reads this many of its full 16-position
 //	                             blocks from the prefix cache
+//	expect: induction L4H5 > 0.3 the head's induction score (its mean weight
+//	                             on the token after the previous occurrence
+//	                             of the current one, over 8 random sequences
+//	                             of 20 tokens read twice: `stepthrough heads`)
+//	expect: copying < 0.1        how often greedy prediction copies the
+//	                             repeated half of those sequences, with the
+//	                             step's interventions (ablate:) applied
+//	expect: restores 3 5 "The capital of Spain is" > 0.9
+//	                             activation patching (the step's prompt
+//	                             clean, this one corrupted): the residual
+//	                             stream after layer 3 at position 5 (from 1,
+//	                             BOS included) restores this fraction of the
+//	                             clean answer's lead
 type Claim struct {
 	Line  int
 	Kind  string  // one of ClaimKinds
@@ -64,11 +78,13 @@ type Claim struct {
 	Type  string  // for weights: the weights' type
 	Price float64 // for cost: the price an hour
 	Rate  float64 // for cost: tokens a second
-	Block int     // for blocks, shares and cached: positions per block; for lens and lensrank: the layer, from 1
+	Block int     // for blocks, shares and cached: positions per block; for lens, lensrank and restores: the layer, from 1
+	Pos   int     // for restores: the position, from 1
+	Head  string  // for induction: the head, written L4H5
 }
 
 // ClaimKinds are the supported claims.
-var ClaimKinds = []string{"top", "p", "draws", "tokens", "attends", "continues", "calls", "length", "pieces", "accepts", "rejects", "weights", "batched", "stop", "kvbytes", "cost", "context", "blocks", "shares", "cached", "lens", "lensrank"}
+var ClaimKinds = []string{"top", "p", "draws", "tokens", "attends", "continues", "calls", "length", "pieces", "accepts", "rejects", "weights", "batched", "stop", "kvbytes", "cost", "context", "blocks", "shares", "cached", "lens", "lensrank", "induction", "copying", "restores"}
 
 func (c Claim) String() string {
 	switch c.Kind {
@@ -97,6 +113,12 @@ func (c Claim) String() string {
 		return fmt.Sprintf("lens %d %q", c.Block, c.Text)
 	case "lensrank":
 		return fmt.Sprintf("lensrank %d %q %s %d", c.Block, c.Text, c.Op, int(c.Value))
+	case "induction":
+		return fmt.Sprintf("induction %s %s %g", c.Head, c.Op, c.Value)
+	case "copying":
+		return fmt.Sprintf("copying %s %g", c.Op, c.Value)
+	case "restores":
+		return fmt.Sprintf("restores %d %d %q %s %g", c.Block, c.Pos, c.Text, c.Op, c.Value)
 	}
 	return fmt.Sprintf("%s %q", c.Kind, c.Text)
 }
@@ -213,6 +235,8 @@ func parseClaim(line int, v string) (Claim, error) {
 		return c, textOf(&c, text)
 	case "lens", "lensrank":
 		return c, parseLens(&c, rest)
+	case "induction", "copying", "restores":
+		return c, parseMechanism(&c, rest)
 	case "p":
 		i := strings.LastIndexAny(rest, "<>")
 		if i < 0 {
@@ -282,4 +306,58 @@ func (c Claim) Holds(p float64) bool {
 		return p <= c.Value
 	}
 	return false
+}
+
+// bound splits "… > 0.5" into what comes before the comparison, the
+// comparison and a fraction from 0 to 1.
+func bound(kind, rest string) (before, op string, v float64, err error) {
+	i := strings.LastIndexAny(rest, "<>")
+	if i < 0 {
+		return "", "", 0, fmt.Errorf("expect %s: end with a bound: > 0.5 (or <, >=, <=)", kind)
+	}
+	op, num := rest[i:i+1], rest[i+1:]
+	if strings.HasPrefix(num, "=") {
+		op, num = op+"=", num[1:]
+	}
+	v, err = strconv.ParseFloat(strings.TrimSpace(num), 64)
+	if err != nil || math.IsNaN(v) || v < 0 || v > 1 {
+		return "", "", 0, fmt.Errorf("expect %s: the bound %q is not a fraction from 0 to 1", kind, strings.TrimSpace(num))
+	}
+	return strings.TrimSpace(rest[:i]), op, v, nil
+}
+
+var headRE = regexp.MustCompile(`^L([1-9][0-9]{0,3})H([1-9][0-9]{0,3})$`)
+
+// parseMechanism reads the claims about a mechanism: induction L4H5 > 0.3,
+// copying < 0.1, restores 3 5 "corrupted prompt" > 0.9.
+func parseMechanism(c *Claim, rest string) error {
+	before, op, v, err := bound(c.Kind, rest)
+	if err != nil {
+		return err
+	}
+	c.Op, c.Value = op, v
+	switch c.Kind {
+	case "induction":
+		if !headRE.MatchString(before) {
+			return fmt.Errorf("expect induction %q: write induction L4H5 > 0.3 (a head, then a bound)", before)
+		}
+		c.Head = before
+	case "copying":
+		if before != "" {
+			return fmt.Errorf("expect copying: write copying < 0.1 (only a bound)")
+		}
+	case "restores":
+		f := strings.SplitN(before, " ", 3)
+		if len(f) != 3 {
+			return fmt.Errorf("expect restores: write restores 3 5 \"corrupted prompt\" > 0.9 (a layer, a position, a prompt, a bound)")
+		}
+		layer, err1 := strconv.Atoi(f[0])
+		pos, err2 := strconv.Atoi(f[1])
+		if err1 != nil || err2 != nil || layer < 1 || layer > 1024 || pos < 1 || pos > 4096 {
+			return fmt.Errorf("expect restores %q %q: a layer and a position, each from 1", f[0], f[1])
+		}
+		c.Block, c.Pos = layer, pos
+		return textOf(c, f[2])
+	}
+	return nil
 }

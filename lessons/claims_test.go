@@ -46,3 +46,32 @@ func TestExpectLineErrors(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 }
+
+// The mechanism claims parse, print back as written, and refuse a bad
+// head, bound, layer or position in one line naming it.
+func TestMechanismClaims(t *testing.T) {
+	for _, tc := range []struct{ in, out, err string }{
+		{in: `induction L4H5 > 0.3`, out: `induction L4H5 > 0.3`},
+		{in: `copying <= 0.1`, out: `copying <= 0.1`},
+		{in: `restores 3 5 "The capital of Spain is" > 0.9`, out: `restores 3 5 "The capital of Spain is" > 0.9`},
+		{in: `induction L0H5 > 0.3`, err: "write induction L4H5"},
+		{in: `induction L4H5 > 3`, err: "not a fraction"},
+		{in: `induction L4H5`, err: "end with a bound"},
+		{in: `copying 0.5 < 0.1`, err: "only a bound"},
+		{in: `restores 0 5 "x" > 0.9`, err: "each from 1"},
+		{in: `restores 3 "x" > 0.9`, err: "a layer, a position"},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			c, err := parseClaim(1, tc.in)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) || strings.Contains(err.Error(), "\n") {
+					t.Errorf("%v, want an error with %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil || c.String() != tc.out {
+				t.Errorf("%q (%v), want %q", c.String(), err, tc.out)
+			}
+		})
+	}
+}

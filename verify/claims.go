@@ -102,6 +102,12 @@ func (s *checker) claim(ctx context.Context, st lessons.Step, c lessons.Claim) (
 		return s.checkShares(ctx, c)
 	case "cached":
 		return s.checkCached(ctx, c)
+	case "induction":
+		return s.checkInduction(ctx, c)
+	case "copying":
+		return s.checkCopying(ctx, c)
+	case "restores":
+		return s.checkRestores(ctx, c)
 	}
 	if c.Kind == "tokens" {
 		got := len(s.Prompt)

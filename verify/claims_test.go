@@ -7,6 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
+	"stepthrough/engine"
+	"stepthrough/engine/intervene"
 	"stepthrough/engine/registry/registrytest"
 	"stepthrough/lessons"
 	"stepthrough/session"
@@ -132,5 +136,78 @@ Another.
 		if got, ok := fails[claim]; !ok || got != want {
 			t.Errorf("%s: failed %v (checked: %v), want failed %v", claim, got, ok, want)
 		}
+	}
+}
+
+// The mechanism claims are decided on the engine: a bound just past the
+// measured value fails and one just short of it holds (the head score and
+// the copying rate measured here the engine's way, the latter with the
+// step's ablation), and patching the last layer at the last position
+// restores all of the clean answer's lead while the shared first position
+// restores none.
+func TestMechanismClaimsCanFail(t *testing.T) {
+	reg := registrytest.Lesson(t)
+	lm, err := reg.Engine("lesson.gguf", "cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	seqs, err := engine.RepeatedRandom(lm.Model.Tokenizer, lm.Model.Config.Vocab, HeadSeqLen, HeadSeqs, HeadSeed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs, err := lm.ScoreHeads(ctx, seqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	score := hs.Induction[3][0]
+	off, _ := intervene.Parse("L4H1")
+	hits, total, err := lm.CopyCount(intervene.With(ctx, off), seqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copying := float64(hits) / float64(total)
+	tk := lm.Model.Tokenizer
+	n := len(tk.EncodeIDs("The capital of France is", true))
+	corrupt := ""
+	for _, c := range []string{"Spain", "Italy", "Japan", "Peru", "Chile", "Germany", "Egypt", "Kenya"} {
+		if p := "The capital of " + c + " is"; len(tk.EncodeIDs(p, true)) == n {
+			corrupt = p
+			break
+		}
+	}
+	if corrupt == "" {
+		t.Fatal("no country's prompt is as many tokens as France's")
+	}
+	src := fmt.Sprintf(`---
+title: mechanisms, right and wrong
+model: lesson.gguf
+---
+
+## Step
+prompt: "The capital of France is"
+temperature: 0
+ablate: L4H1
+expect: induction L4H1 > %.4f
+expect: induction L4H1 < %.4f
+expect: copying > %.4f
+expect: copying < %.4f
+expect: restores 4 %d %q > 0.999
+expect: restores 1 1 %q > 0.5
+A step.
+`, score-0.001, score-0.001, max(copying-0.001, 0), max(copying-0.001, 0), n, corrupt, corrupt)
+	l, err := lessons.Parse("mechanisms.md", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	se := session.New("claims", "test", reg)
+	defer se.Close()
+	var fails []bool
+	for _, r := range Lesson(ctx, se, l) {
+		fails = append(fails, r.Err != nil)
+		t.Logf("%s: %s (%v)", r.Claim, r.Got, r.Err)
+	}
+	if diff := cmp.Diff([]bool{false, true, copying == 0, true, false, true}, fails); diff != "" {
+		t.Errorf("which claims failed (-want +got):\n%s", diff)
 	}
 }
