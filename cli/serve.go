@@ -17,7 +17,7 @@ import (
 
 // runServe runs the web app until ctx is done (Ctrl-C, SIGTERM).
 func runServe(ctx context.Context, env Env, args []string) error {
-	fs := newFlags(env, "serve", "[--addr HOST:PORT] [--models-dir DIRS] [--data-dir DIR | --store postgres://… [--bus nats://…]] [--allowed-hosts HOSTS] [--trusted-proxies CIDRS] [--tls-cert FILE --tls-key FILE] [--memory-budget MiB] [--api-key KEY] [--api-max-concurrent N] [--api-max-tokens N] [--students-per-address N]")
+	fs := newFlags(env, "serve", "[--addr HOST:PORT] [--models-dir DIRS] [--data-dir DIR | --store postgres://… [--bus nats://…]] [--allowed-hosts HOSTS] [--trusted-proxies CIDRS] [--tls-cert FILE --tls-key FILE] [--memory-budget MiB] [--api-key KEY] [--api-max-concurrent N] [--api-max-tokens N] [--max-students N] [--students-per-address N]")
 	addr := fs.String("addr", "127.0.0.1:8080", "listen `address` (0.0.0.0:8080 serves a LAN)")
 	hosts := fs.String("allowed-hosts", "", "comma-separated `names` this server answers to (default: the listen host and localhost; any host on 0.0.0.0)")
 	proxies := fs.String("trusted-proxies", "", "comma-separated `CIDRs` of reverse proxies whose X-Forwarded-For is believed (default: none, the socket's peer is the client)")
@@ -33,12 +33,16 @@ func runServe(ctx context.Context, env Env, args []string) error {
 	apiQueue := fs.Int("api-max-queued", 64, "API requests that may wait for a place in the batch; beyond it they are answered 429")
 	apiKV := fs.Int("api-kv-cache", 512, "`MiB` of KV cache per model for the API's batch, its prefix cache included (at least one whole context is kept)")
 	apiMax := fs.Int("api-max-tokens", api.DefaultLimits.MaxTokens, "the most tokens an API request may generate per choice (max_tokens above it is refused)")
+	maxStudents := fs.Int("max-students", classroom.DefaultMaxStudents, "student `tabs` one room may have connected to this server (a keynote room spread over several servers holds this many on each)")
 	perAddr := fs.Int("students-per-address", classroom.DefaultStudentsPerAddress, "student `ids` from one network address that may answer a room's polls (raise it when a class reaches the server through one shared address)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if *perAddr < 1 || *perAddr > classroom.DefaultMaxStudents {
-		return usageError{fmt.Errorf("--students-per-address must be 1 to %d, got %d", classroom.DefaultMaxStudents, *perAddr)}
+	if *maxStudents < 1 || *maxStudents > 10000 {
+		return usageError{fmt.Errorf("--max-students must be 1 to 10000, got %d", *maxStudents)}
+	}
+	if *perAddr < 1 || *perAddr > *maxStudents {
+		return usageError{fmt.Errorf("--students-per-address must be 1 to --max-students (%d), got %d", *maxStudents, *perAddr)}
 	}
 	if *budget < 16 || *budget > 1<<20 {
 		return usageError{fmt.Errorf("--memory-budget must be 16 to 1048576 MiB, got %d", *budget)}
@@ -71,7 +75,7 @@ func runServe(ctx context.Context, env Env, args []string) error {
 	s, err := server.New(server.Config{Addr: *addr, ModelsDirs: modelDirs, Logger: log, DataDir: *data, StoreURL: *store, BusURL: *bus,
 		Embedded:     map[string][]byte{"lesson.gguf": models.Lesson, "lesson-draft.gguf": models.LessonDraft},
 		AllowedHosts: allowed, TrustedProxies: trusted, TLSCert: *cert, TLSKey: *key, MemoryBudget: int64(*budget) << 20,
-		StudentsPerAddress: *perAddr,
+		StudentsPerAddress: *perAddr, MaxStudents: *maxStudents,
 		API: server.APIConfig{Key: *apiKey, MaxConcurrent: *apiConc, MaxQueued: *apiQueue, KVBytes: int64(*apiKV) << 20,
 			Limits: apiLimits(*apiMax)}})
 	if err != nil {

@@ -24,7 +24,7 @@ for i in $(seq 1 "$n"); do
   port=$((8080 + i))
   /tmp/stepthrough-cluster serve --addr "127.0.0.1:$port" --store "$db" --bus nats://127.0.0.1:4222 \
     --data-dir "$(mktemp -d)" --trusted-proxies 127.0.0.1/32 --allowed-hosts localhost,127.0.0.1 \
-    --students-per-address 300 2> >(sed "s/^/[$port] /" >&2) & pids+=($!)
+    --max-students 1000 --students-per-address 1000 2> >(sed "s/^/[$port] /" >&2) & pids+=($!)
   upstreams="$upstreams 127.0.0.1:$port"
 done
 SITE=:8080 UPSTREAMS="$upstreams" caddy run --config deploy/Caddyfile --adapter caddyfile 2>/dev/null & pids+=($!)
