@@ -206,12 +206,10 @@ func (r *Room) catchUp(ctx context.Context) {
 			sr.Answers[k.step][k.student] = a
 		}
 	}
-	if countAnswers(sr.Answers) != countAnswers(r.answers) {
-		r.answers = sr.Answers
+	if !maps.EqualFunc(sr.Answers, r.answers, maps.Equal) { // new or changed answers: the instructor's poll shows them
 		r.teachSoon()
-	} else {
-		r.answers = sr.Answers
 	}
+	r.answers = sr.Answers
 	if changed {
 		r.broadcast()
 	}

@@ -117,7 +117,6 @@ func (r *Room) flush(ctx context.Context) bool {
 		err := r.save(ctx)
 		switch {
 		case errors.Is(err, ErrConflict): // changed on another server meanwhile: theirs stands
-			r.unsaved.state = false
 			defer r.conflicted(ctx)
 		case err != nil:
 			r.storeFailed(err)
