@@ -96,17 +96,21 @@ func Run(ctx context.Context, bases []string, students, steps int) (Result, erro
 				if !viewRE.Match(msg) {
 					continue
 				}
-				mu.Lock()
-				if step > seen {
+				first := func() bool { // this student's first view since the current step
+					mu.Lock()
+					defer mu.Unlock()
+					if step <= seen {
+						return false
+					}
 					seen = step
 					lat = append(lat, now.Sub(sent))
 					bytesSum += len(msg)
 					msgs++
-					mu.Unlock()
-					got <- struct{}{}
-					continue
+					return true
 				}
-				mu.Unlock()
+				if first() {
+					got <- struct{}{}
+				}
 			}
 		}()
 	}
@@ -124,9 +128,11 @@ func Run(ctx context.Context, bases []string, students, steps int) (Result, erro
 				return
 			}
 			if n := noteRE.FindSubmatch(m); n != nil {
-				mu.Lock()
-				lastNote = string(n[1])
-				mu.Unlock()
+				func() {
+					mu.Lock()
+					defer mu.Unlock()
+					lastNote = string(n[1])
+				}()
 			}
 		}
 	}()
@@ -138,9 +144,11 @@ func Run(ctx context.Context, bases []string, students, steps int) (Result, erro
 		if i > 0 {
 			<-tick.C
 		}
-		mu.Lock()
-		step, sent = i+1, time.Now()
-		mu.Unlock()
+		func() {
+			mu.Lock()
+			defer mu.Unlock()
+			step, sent = i+1, time.Now()
+		}()
 		if err := teach.WriteMessage(websocket.TextMessage, msg); err != nil {
 			return res, fmt.Errorf("instructor step %d: %w", i+1, err)
 		}
