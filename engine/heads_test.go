@@ -8,6 +8,7 @@ import (
 	"stepthrough/engine"
 	"stepthrough/engine/hooks"
 	"stepthrough/engine/intervene"
+	"stepthrough/engine/model"
 	"stepthrough/engine/trace"
 )
 
@@ -16,13 +17,7 @@ import (
 // induction key i−L+1, the previous-token key i−1); the same seed draws
 // the same sequences; bad shapes are refused.
 func TestScoreHeads(t *testing.T) {
-	m := lessonModel()
-	defer m.Close()
-	l, err := engine.Load(m, engine.Options{Backend: "cpu", Threads: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	m, l := lessonCPU(t)
 	ctx := context.Background()
 	const L, reps = 10, 3
 	seqs, err := engine.RepeatedRandom(m.Tokenizer, m.Config.Vocab, L, reps, 7)
@@ -84,13 +79,7 @@ func TestScoreHeads(t *testing.T) {
 // (the head's output there is not its mean). Above names the heads over a
 // threshold, as zeroing edits.
 func TestMeanAblation(t *testing.T) {
-	m := lessonModel()
-	defer m.Close()
-	l, err := engine.Load(m, engine.Options{Backend: "cpu", Threads: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	m, l := lessonCPU(t)
 	ctx := context.Background()
 	hs := &engine.HeadScores{Induction: [][]float64{{0.1, 0.5}, {0.35, 0}}}
 	off := hs.Above(0.3)
@@ -126,4 +115,18 @@ func TestMeanAblation(t *testing.T) {
 	if same {
 		t.Error("a mean ablation changed nothing on another text")
 	}
+}
+
+// lessonCPU is the lesson model loaded on the CPU (the backend that
+// applies interventions), both closed when the test ends.
+func lessonCPU(t *testing.T) (*model.Model, *engine.Loaded) {
+	t.Helper()
+	m := lessonModel()
+	t.Cleanup(func() { m.Close() })
+	l, err := engine.Load(m, engine.Options{Backend: "cpu", Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Close)
+	return m, l
 }

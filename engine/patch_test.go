@@ -5,8 +5,6 @@ import (
 	"math"
 	"strings"
 	"testing"
-
-	"stepthrough/engine"
 )
 
 // Activation patching on the lesson model, France against Japan: patching
@@ -16,13 +14,7 @@ import (
 // passes are the engine's own, so the corrupted and clean runs' figures
 // are its logits. Prompts of other lengths, or that agree, are refused.
 func TestPatch(t *testing.T) {
-	m := lessonModel()
-	defer m.Close()
-	l, err := engine.Load(m, engine.Options{Backend: "cpu", Threads: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	m, l := lessonCPU(t)
 	ctx := context.Background()
 	clean := m.Tokenizer.EncodeIDs("The capital of France is", true)
 	corrupt := m.Tokenizer.EncodeIDs("The capital of Japan is", true)

@@ -173,8 +173,7 @@ func TestClusterSurvivesSIGKILL(t *testing.T) {
 	}
 	proxy := roundRobin(t, insts)
 	code, key := startRoom(t, proxy, url.Values{"lesson": {"logits-and-softmax"}})
-	teach := dialRoom(t, insts[0].url(), code, "key="+key) // the instructor's page on the first instance
-	teach.wait(`id="teach-extras"`)
+	teach := teacher(t, insts[0].url(), code, key) // the instructor's page on the first instance
 	const n = 9
 	cookies := make([]string, n)
 	students := make([]*wsClient, n)
@@ -221,7 +220,7 @@ func TestClusterSurvivesSIGKILL(t *testing.T) {
 	}
 	insts[1].start()
 	late := dialRoom(t, insts[1].url(), code, newStudent(t, insts[1].url(), code))
-	late.wait(`data-lesson-step="2"`)
+	late.wait(`data-lesson-step="2"`) // the view it joins to, before its student bar
 	t.Logf("SIGKILL: %d of %d students moved to the other instances and resumed at the room's step; %d answers of %d kept; the restarted instance serves the room", moved, n, len(r.Answers[1]), n)
 }
 

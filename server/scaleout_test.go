@@ -32,6 +32,24 @@ func cluster(t *testing.T, n int, bus string) (servers []*Server, urls []string,
 	return servers, urls, store
 }
 
+// teacher opens the room's instructor connection on base and waits for
+// the instructor's page.
+func teacher(t *testing.T, base, code, key string) *wsClient {
+	t.Helper()
+	c := dialRoom(t, base, code, "key="+key)
+	c.wait(`id="teach-extras"`)
+	return c
+}
+
+// follower joins the room on base as a new student and waits until it
+// follows the class.
+func follower(t *testing.T, base, code string) *wsClient {
+	t.Helper()
+	c := dialRoom(t, base, code, newStudent(t, base, code))
+	c.wait(`data-state="following"`)
+	return c
+}
+
 var storedRE = regexp.MustCompile(`data-stored="(\d+)" data-lesson-step="(\d+)" data-step="(\d+)"`)
 
 // shown is the stored version, lesson step and token step a room view
@@ -71,12 +89,9 @@ func TestRoomsAcrossServers(t *testing.T) {
 	nats := natstest.Start(t)
 	servers, urls, _ := cluster(t, 3, nats.URL())
 	code, key := startRoom(t, urls[0], url.Values{"lesson": {"logits-and-softmax"}})
-	teach := dialRoom(t, urls[0], code, "key="+key)
-	teach.wait(`id="teach-extras"`)
-	sb := dialRoom(t, urls[1], code, newStudent(t, urls[1], code))
-	sc := dialRoom(t, urls[2], code, newStudent(t, urls[2], code))
-	sb.wait(`data-state="following"`)
-	sc.wait(`data-state="following"`)
+	teach := teacher(t, urls[0], code, key)
+	sb := follower(t, urls[1], code)
+	sc := follower(t, urls[2], code)
 
 	start := time.Now()
 	teach.send(map[string]string{"action": "lesson-step", "to": "1"})
@@ -110,12 +125,8 @@ func TestRoomsNeverFork(t *testing.T) {
 	nats := natstest.Start(t)
 	servers, urls, _ := cluster(t, 3, nats.URL())
 	code, key := startRoom(t, urls[0], url.Values{"explorer": {"/?prompt=Once+upon+a+time&max_tokens=40&seed=3"}})
-	ta := dialRoom(t, urls[0], code, "key="+key)
-	tb := dialRoom(t, urls[1], code, "key="+key)
-	ta.wait(`id="teach-extras"`)
-	tb.wait(`id="teach-extras"`)
-	watch := dialRoom(t, urls[2], code, newStudent(t, urls[2], code))
-	watch.wait(`data-state="following"`)
+	ta, tb := teacher(t, urls[0], code, key), teacher(t, urls[1], code, key)
+	watch := follower(t, urls[2], code)
 	var wg sync.WaitGroup
 	for _, tab := range []*wsClient{ta, tb} {
 		wg.Go(func() {
@@ -153,10 +164,8 @@ func TestRoomsWhenTheBusIsDown(t *testing.T) {
 	nats := natstest.Start(t)
 	_, urls, _ := cluster(t, 2, nats.URL())
 	code, key := startRoom(t, urls[0], url.Values{"explorer": {"/?prompt=Once+upon+a+time&max_tokens=40&seed=3"}})
-	teach := dialRoom(t, urls[0], code, "key="+key)
-	teach.wait(`id="teach-extras"`)
-	st := dialRoom(t, urls[1], code, newStudent(t, urls[1], code))
-	st.wait(`data-state="following"`)
+	teach := teacher(t, urls[0], code, key)
+	st := follower(t, urls[1], code)
 
 	nats.Stop()
 	eventually(t, "/readyz to say the bus is down", func() bool { return readyz(urls[1]) == http.StatusServiceUnavailable })
@@ -270,12 +279,9 @@ func TestRoomsWhenTheStoreIsDown(t *testing.T) {
 		urls = append(urls, ts.URL)
 	}
 	code, key := startRoom(t, urls[0], url.Values{"lesson": {"logits-and-softmax"}})
-	teach := dialRoom(t, urls[0], code, "key="+key)
-	teach.wait(`id="teach-extras"`)
-	here := dialRoom(t, urls[0], code, newStudent(t, urls[0], code))
-	there := dialRoom(t, urls[1], code, newStudent(t, urls[1], code))
-	here.wait(`data-state="following"`)
-	there.wait(`data-state="following"`)
+	teach := teacher(t, urls[0], code, key)
+	here := follower(t, urls[0], code)
+	there := follower(t, urls[1], code)
 	teach.send(map[string]string{"action": "lesson-step", "to": "1"})
 	here.wait(`data-lesson-step="1"`)
 	there.wait(`data-lesson-step="1"`)
