@@ -3,6 +3,7 @@ package cpu
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"strconv"
 	"testing"
@@ -247,5 +248,35 @@ func BenchmarkOutputProduct(b *testing.B) {
 				pool.MatMul(out, w, x, 1, scratch)
 			}
 		})
+	}
+}
+
+// BenchmarkQ80Paths is a Q8_0 matrix (2048 × 768) times n vectors through
+// MatMul: the int8 kernels against decoded rows and the GEMM, where
+// q80SmallBatchQ8_0 should sit.
+func BenchmarkQ80Paths(b *testing.B) {
+	const rows, cols = 2048, 768
+	r := rand.New(rand.NewPCG(1, 2))
+	data, _ := quant.Quantize(quant.Q8_0, randFloats(r, rows*cols))
+	w := &model.Tensor{Name: "w", Type: quant.Q8_0, Dims: []int{cols, rows}, Data: data}
+	p := NewPool(2)
+	defer p.Close()
+	scratch := [][]float32{make([]float32, ScratchFloats(cols)), make([]float32, ScratchFloats(cols))}
+	for _, n := range []int{1, 8, 16, 32, 64, 128} {
+		x := randFloats(r, n*cols)
+		out := make([]float32, n*rows)
+		for _, path := range []struct {
+			name string
+			max  int
+		}{{"int8", 1 << 20}, {"decoded", 0}} {
+			b.Run(fmt.Sprintf("%d/%s", n, path.name), func(b *testing.B) {
+				old := q80SmallBatchQ8_0
+				q80SmallBatchQ8_0 = path.max
+				defer func() { q80SmallBatchQ8_0 = old }()
+				for b.Loop() {
+					p.MatMul(out, w, x, n, scratch)
+				}
+			})
+		}
 	}
 }

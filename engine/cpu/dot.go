@@ -38,24 +38,6 @@ func dotGo(a, b []float32) float32 {
 	return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
 }
 
-// dotQ8_0Go is the portable Q8_0·f32 dot product over whole blocks.
-func dotQ8_0Go(row []byte, x []float32) float32 {
-	var sum float32
-	for b := 0; b*34 < len(row); b++ {
-		blk := row[b*34 : b*34+34]
-		xb := x[b*32 : b*32+32]
-		var s0, s1, s2, s3 float32
-		for j := 0; j < 32; j += 4 {
-			s0 += float32(int8(blk[2+j])) * xb[j]
-			s1 += float32(int8(blk[3+j])) * xb[j+1]
-			s2 += float32(int8(blk[4+j])) * xb[j+2]
-			s3 += float32(int8(blk[5+j])) * xb[j+3]
-		}
-		sum += quant.F16ToF32(uint16(blk[0])|uint16(blk[1])<<8) * ((s0 + s1) + (s2 + s3))
-	}
-	return sum
-}
-
 // f32s views little-endian float32 bytes as floats without copying.
 func f32s(b []byte) []float32 {
 	if len(b) == 0 {

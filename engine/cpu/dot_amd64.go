@@ -12,9 +12,6 @@ import (
 func dotAVX2(a, b []float32) float32
 
 //go:noescape
-func dotQ8_0AVX2(row *byte, x *float32, blocks int, f16 *float32) float32
-
-//go:noescape
 func dequantQ8_0AVX2(row *byte, out *float32, blocks int, f16 *float32)
 
 //go:noescape
@@ -58,13 +55,7 @@ func dequantQ8K(z *q8K, out []float32, b0 int) bool {
 }
 
 //go:noescape
-func dotQ8_0AVX512(row *byte, x *float32, blocks int, f16 *float32) float32
-
-//go:noescape
 func gemv4AVX512(a *float32, lda int, x *float32, k int, out *float32)
-
-//go:noescape
-func dot4Q8_0AVX512(row *byte, stride int, x *float32, blocks int, f16 *float32, out *float32)
 
 //go:noescape
 func gemv8AVX512(a *float32, lda int, x *float32, k int, out *float32)
@@ -127,6 +118,103 @@ func dotQ5_0Q80(row []byte, z *q80, b0 int) float32 {
 	return dotQ5_0Q80AVX2(&row[0], &z.q[b0*32], &z.d[b0], nb, &f16Table[0])
 }
 
+//go:noescape
+func dotQ8_0Q80AVX2(row *byte, q *int8, d *float32, blocks int, f16 *float32) float32
+
+//go:noescape
+func dotQ8_0Q80x4VNNI(row *byte, x *uint32, stride int, blocks int, f16 *float32, out *float32)
+
+//go:noescape
+func dotQ8_0Q80x8VNNI(row *byte, x *uint32, stride int, blocks int, f16 *float32, out *float32)
+
+//go:noescape
+func dotQ8_0Q80x1VNNI(row *byte, x *uint32, blocks int, f16 *float32) float32
+
+//go:noescape
+func quantizeQ80AVX2(x *float32, q *int8, d *float32, blocks int, back *float32)
+
+// quantizeQ80 rounds x (a multiple of 32 values) into q and d, and with
+// back (len(x) values) writes the rounded values d·q there too.
+func quantizeQ80(x []float32, q []int8, d []float32, back []float32) {
+	nb := len(x) / 32
+	if !useF16C || nb == 0 {
+		quantizeQ80Go(x, q, d, back)
+		return
+	}
+	_, _ = q[nb*32-1], d[nb-1]
+	var b *float32
+	if back != nil {
+		_ = back[nb*32-1]
+		b = &back[0]
+	}
+	quantizeQ80AVX2(&x[0], &q[0], &d[0], nb, b)
+}
+
+// useQ80VNNI reports whether the Q8_0 rows multiply laid-out vectors
+// (q80.lay) in the 512-bit VNNI kernels here, one or four at a time.
+var useQ80VNNI = useAVX512 && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VNNI
+
+// q80Lays reports whether products with rows of type t need q80.lay.
+func q80Lays(t quant.Type) bool { return t == quant.Q8_0 && useQ80VNNI }
+
+// dotQ8_0Q80 is a Q8_0 row times the rounded vector whose blocks start at b0.
+func dotQ8_0Q80(row []byte, z *q80, b0 int) float32 {
+	nb := len(row) / 34
+	if !useAVX2 || nb == 0 {
+		return dotQ8_0Q80Go(row, z, b0)
+	}
+	_ = z.q[(b0+nb)*32-1]
+	return dotQ8_0Q80AVX2(&row[0], &z.q[b0*32], &z.d[b0], nb, &f16Table[0])
+}
+
+// q80TileRows is how many Q8_0 rows the VNNI kernels take together: each
+// group of four vectors passes over the tile's rows while both stay in L1.
+const q80TileRows = 16
+
+// dotRowsQ80 is rows [lo, hi) of a Q5_0 or Q8_0 matrix (rows of rb
+// bytes) times each of n rounded vectors of cols values: out[v*rows+r].
+// With the VNNI kernels, Q8_0 rows go a tile at a time, eight vectors at
+// a time, then four, then one.
+func dotRowsQ80(t quant.Type, data []byte, rb, lo, hi int, z *q80, n, cols int, out []float32, rows int) {
+	if lo >= hi || !q80Lays(t) {
+		dotRowsQ80Each(t, data, rb, lo, hi, z, n, cols, out, rows)
+		return
+	}
+	_ = data[hi*rb-1]
+	_ = out[(n-1)*rows+hi-1]
+	_ = z.lay[n*z.layWords-1]
+	nb, stride := cols/32, 4*z.layWords
+	eight, four := n&^7, n&^3
+	var o [8]float32
+	for r0 := lo; r0 < hi; r0 += q80TileRows {
+		r1 := min(r0+q80TileRows, hi)
+		for v := 0; v < eight; v += 8 {
+			x := &z.lay[v*z.layWords]
+			for r := r0; r < r1; r++ {
+				dotQ8_0Q80x8VNNI(&data[r*rb], x, stride, nb, &f16Table[0], &o[0])
+				for i, y := range o {
+					out[(v+i)*rows+r] = y
+				}
+			}
+		}
+		for v := eight; v < four; v += 4 {
+			x := &z.lay[v*z.layWords]
+			for r := r0; r < r1; r++ {
+				dotQ8_0Q80x4VNNI(&data[r*rb], x, stride, nb, &f16Table[0], &o[0])
+				for i, y := range o[:4] {
+					out[(v+i)*rows+r] = y
+				}
+			}
+		}
+		for v := four; v < n; v++ {
+			x := &z.lay[v*z.layWords]
+			for r := r0; r < r1; r++ {
+				out[v*rows+r] = dotQ8_0Q80x1VNNI(&data[r*rb], x, nb, &f16Table[0])
+			}
+		}
+	}
+}
+
 // dotF16 is the dot product of an F16 row (len(x) values) with x.
 func dotF16(row []byte, x []float32) float32 {
 	n := len(x) &^ 31
@@ -152,35 +240,6 @@ func dot(a, b []float32) float32 {
 		return dotAVX2(a, b[:len(a)])
 	}
 	return dotGo(a, b)
-}
-
-// dot4Q8_0 computes out[i] = dotQ8_0(row i, x) for the four rows of
-// len(x)/32 blocks at raw[i*stride:], bit for bit, reporting false
-// (nothing done) without AVX-512 or a whole block. Four rows streamed at
-// once share x's loads.
-func dot4Q8_0(raw []byte, stride int, x []float32, out *[4]float32) bool {
-	nb := len(x) / 32 // x is one row's values
-	if !useAVX512 || nb == 0 {
-		return false
-	}
-	_ = raw[3*stride+nb*34-1]
-	_ = x[nb*32-1]
-	dot4Q8_0AVX512(&raw[0], stride, &x[0], nb, &f16Table[0], &out[0])
-	return true
-}
-
-// dotQ8_0 is the dot product of a Q8_0 row with x.
-func dotQ8_0(row []byte, x []float32) float32 {
-	nb := len(row) / 34
-	if useAVX512 && nb > 0 { // half the instructions a block: stories15M-shape Q8_0 decode 1,754 → 2,134 tok/s (five interleaved pairs)
-		_ = x[nb*32-1]
-		return dotQ8_0AVX512(&row[0], &x[0], nb, &f16Table[0])
-	}
-	if useAVX2 && nb > 0 {
-		_ = x[nb*32-1]
-		return dotQ8_0AVX2(&row[0], &x[0], nb, &f16Table[0])
-	}
-	return dotQ8_0Go(row, x)
 }
 
 // decodeRowInto decodes a row of type t into out (len(out) values): the
@@ -450,16 +509,5 @@ func dotRowsKQ8Multi(t quant.Type, data []byte, rb, lo, hi int, z *q8K, n, nb in
 		for v := four; v < n; v++ {
 			out[v*rows+r] = k.fn(&data[r*rb], &z.q[v*nb*256], &z.bs[v*nb*16], &z.d[v*nb], nb, &f16Table[0])
 		}
-	}
-}
-
-// addQ8Kernels adds each Q8_0 kernel this CPU runs to a test's results,
-// so the AVX2 one is checked where the AVX-512 one is the default.
-func addQ8Kernels(results map[string]float32, row []byte, x []float32, blocks int) {
-	if useAVX2 {
-		results["dotQ8_0AVX2"] = dotQ8_0AVX2(&row[0], &x[0], blocks, &f16Table[0])
-	}
-	if useAVX512 {
-		results["dotQ8_0AVX512"] = dotQ8_0AVX512(&row[0], &x[0], blocks, &f16Table[0])
 	}
 }

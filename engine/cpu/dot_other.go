@@ -6,8 +6,6 @@ import "stepthrough/engine/quant"
 
 func dot(a, b []float32) float32 { return dotGo(a, b) }
 
-func dotQ8_0(row []byte, x []float32) float32 { return dotQ8_0Go(row, x) }
-
 func dotF16(row []byte, x []float32) float32 { return dotF16Go(row, x) }
 
 func gemv4(a []float32, lda int, x []float32, out *[4]float32) { gemv4Go(a, lda, x, out) }
@@ -66,13 +64,18 @@ func packGather16(x []float32, cols int, d []float32, w int) bool { return false
 // dequantQ8K has no kernel here: the caller decodes in Go.
 func dequantQ8K(z *q8K, out []float32, b0 int) bool { return false }
 
-// addQ8Kernels adds nothing: there is only the Go kernel here.
-func addQ8Kernels(results map[string]float32, row []byte, x []float32, blocks int) {}
-
 // gemv8 has no kernel here.
 func gemv8(a []float32, lda int, x []float32, out *[8]float32) bool { return false }
 
-// dot4Q8_0 has no kernel here.
-func dot4Q8_0(raw []byte, stride int, x []float32, out *[4]float32) bool { return false }
-
 func dotQ5_0Q80(row []byte, z *q80, b0 int) float32 { return dotQ5_0Q80Go(row, z, b0) }
+
+func dotQ8_0Q80(row []byte, z *q80, b0 int) float32 { return dotQ8_0Q80Go(row, z, b0) }
+
+func quantizeQ80(x []float32, q []int8, d []float32, back []float32) { quantizeQ80Go(x, q, d, back) }
+
+// q80Lays is false: no kernel here reads q80.lay.
+func q80Lays(t quant.Type) bool { return false }
+
+func dotRowsQ80(t quant.Type, data []byte, rb, lo, hi int, z *q80, n, cols int, out []float32, rows int) {
+	dotRowsQ80Each(t, data, rb, lo, hi, z, n, cols, out, rows)
+}

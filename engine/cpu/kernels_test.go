@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"stepthrough/engine/model"
 	"stepthrough/engine/quant"
 )
@@ -49,18 +51,90 @@ func TestDotKernels(t *testing.T) {
 			t.Errorf("decodeRowInto F16 n=%d differs from quant.Dequantize", n)
 		}
 	}
-	for _, blocks := range []int{1, 2, 9, 24} {
-		x := randFloats(r, blocks*32)
-		row, _ := quant.Quantize(quant.Q8_0, randFloats(r, blocks*32))
-		deq := make([]float32, blocks*32)
-		quant.Dequantize(quant.Q8_0, row, deq)
-		want := float64(dotRef(deq, x))
-		results := map[string]float32{"dotQ8_0": dotQ8_0(row, x), "dotQ8_0Go": dotQ8_0Go(row, x)}
-		addQ8Kernels(results, row, x, blocks)
-		for name, got := range results {
-			if math.Abs(float64(got)-want) > 1e-4*float64(blocks) {
-				t.Errorf("%s blocks=%d: %g, reference %g", name, blocks, got, want)
+
+}
+
+// The Q8_0 int8 kernels (Go, AVX2, and the VNNI ones reading the laid-out
+// vectors, one or four at a time) equal the float product of the
+// dequantized row with the rounded vector, for odd and even block counts
+// and rows holding -128; and a vector's product is the same bit for bit
+// whether it is multiplied alone or beside others.
+func TestQ8_0Q80Kernels(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	const n = 13
+	for _, blocks := range []int{1, 2, 3, 7, 24, 28} {
+		cols := blocks * 32
+		const rows = 5
+		data, _ := quant.Quantize(quant.Q8_0, randFloats(r, rows*cols))
+		data[2] = 0x80 // a value of -128, which Quantize never writes
+		deq := make([]float32, rows*cols)
+		quant.Dequantize(quant.Q8_0, data, deq)
+		var z q80
+		z.resize(n, cols)
+		x := randFloats(r, n*cols)
+		xr := make([]float32, n*cols)
+		task := q80Task{z: &z, x: x, back: xr, cols: cols, lay: q80Lays(quant.Q8_0)}
+		task.Run(0, 0, n)
+		out := make([]float32, n*rows)
+		dotRowsQ80(quant.Q8_0, data, 34*blocks, 0, rows, &z, n, cols, out, rows)
+		for row := range rows {
+			raw := data[row*34*blocks : (row+1)*34*blocks]
+			for v := range n {
+				want := float64(dotRef(deq[row*cols:(row+1)*cols], xr[v*cols:(v+1)*cols]))
+				got := map[string]float32{"rows": out[v*rows+row], "kernel": dotQ8_0Q80(raw, &z, v*blocks), "go": dotQ8_0Q80Go(raw, &z, v*blocks)}
+				for name, g := range got {
+					if math.Abs(float64(g)-want) > 1e-5*(1+math.Abs(want))*float64(blocks) {
+						t.Errorf("%s blocks=%d row %d vector %d: %g, want %g", name, blocks, row, v, g, want)
+					}
+				}
 			}
+		}
+		// alone: each vector in a product of its own
+		for v := range n {
+			var one q80
+			one.resize(1, cols)
+			(&q80Task{z: &one, x: x[v*cols : (v+1)*cols], cols: cols, lay: q80Lays(quant.Q8_0)}).Run(0, 0, 1)
+			alone := make([]float32, rows)
+			dotRowsQ80(quant.Q8_0, data, 34*blocks, 0, rows, &one, 1, cols, alone, rows)
+			for row := range rows {
+				if alone[row] != out[v*rows+row] {
+					t.Errorf("blocks=%d row %d vector %d: %g alone, %g beside %d others", blocks, row, v, alone[row], out[v*rows+row], n-1)
+				}
+			}
+		}
+	}
+}
+
+// The rounding of x to Q8_0 is the same bit for bit in every form this
+// machine runs: random blocks, a block of zeros, values halfway between
+// steps, values so small that d is a binary16 subnormal, and large ones.
+func TestQuantizeQ80Forms(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	x := randFloats(r, 32*40)
+	for i := range 32 {
+		x[32+i] = 0                    // a block of zeros
+		x[64+i] = float32(i-16) + 0.5  // max 15.5: halfway steps
+		x[96+i] = float32(i+1) * 1e-7  // d subnormal in binary16
+		x[128+i] = float32(i-16) * 3e4 // large
+		x[160+i] = float32(r.NormFloat64()) * 1e-30
+	}
+	type rounded struct {
+		Q    []int8
+		D    []float32
+		Back []float32
+	}
+	var want, got rounded
+	for _, r := range []*rounded{&want, &got} {
+		*r = rounded{make([]int8, len(x)), make([]float32, len(x)/32), make([]float32, len(x))}
+	}
+	quantizeQ80Go(x, want.Q, want.D, want.Back)
+	quantizeQ80(x, got.Q, got.D, got.Back)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("quantizeQ80 differs from its Go form (-go +here):\n%s", diff)
+	}
+	for i, v := range want.Back {
+		if v != want.D[i/32]*float32(want.Q[i]) {
+			t.Fatalf("value %d rounded back to %g, want d·q = %g", i, v, want.D[i/32]*float32(want.Q[i]))
 		}
 	}
 }
@@ -78,9 +152,8 @@ func TestQ5_0Q80Kernel(t *testing.T) {
 		var z q80
 		z.resize(2, cols)
 		x := randFloats(r, 2*cols)
-		z.quantize(x)
 		xr := make([]float32, 2*cols)
-		z.dequantize(xr)
+		z.quantizeRange(x, 0, xr)
 		for v := range 2 {
 			want := float64(dotRef(deq, xr[v*cols:(v+1)*cols]))
 			for name, got := range map[string]float32{"kernel": dotQ5_0Q80(row, &z, v*blocks), "go": dotQ5_0Q80Go(row, &z, v*blocks)} {
@@ -97,30 +170,6 @@ func TestQ5_0Q80Kernel(t *testing.T) {
 	z.quantize(x)
 	if z.q[0] != 127 || z.q[1] != 0 || z.q[2] != -2 || z.d[0] != 1 {
 		t.Errorf("rounded %v, d %g", z.q[:3], z.d[0])
-	}
-}
-
-// The four-row Q8_0 kernel gives each row exactly what the one-row kernel
-// gives it (decode may take either path for a row), odd block counts
-// included; without the kernel it reports false and writes nothing.
-func TestDot4Q8_0(t *testing.T) {
-	r := rand.New(rand.NewPCG(5, 6))
-	for _, blocks := range []int{1, 2, 3, 9, 24, 64} {
-		raw, _ := quant.Quantize(quant.Q8_0, randFloats(r, 4*blocks*32))
-		x := randFloats(r, blocks*32)
-		stride := blocks * 34
-		out := [4]float32{-1, -1, -1, -1}
-		if !dot4Q8_0(raw, stride, x, &out) {
-			if out != [4]float32{-1, -1, -1, -1} {
-				t.Fatalf("blocks=%d: no kernel, yet out changed: %v", blocks, out)
-			}
-			t.Skip("no four-row Q8_0 kernel on this CPU")
-		}
-		for i := range 4 {
-			if want := dotQ8_0(raw[i*stride:(i+1)*stride], x); out[i] != want {
-				t.Errorf("blocks=%d row %d: %g, one-row kernel %g", blocks, i, out[i], want)
-			}
-		}
 	}
 }
 
@@ -205,7 +254,7 @@ func TestMatMulAllTypes(t *testing.T) {
 			}
 			scratch := [][]float32{make([]float32, ScratchFloats(cols)), make([]float32, ScratchFloats(cols)), make([]float32, ScratchFloats(cols))}
 			pool.MatMul(out, w, x, n, scratch)
-			xr := x // Q4_K and Q6_K multiply x rounded to 8 bits (q8K), Q5_0 x rounded to Q8_0 (q80)
+			xr := x // Q4_K and Q6_K multiply x rounded to 8 bits (q8K), Q5_0 and Q8_0 x rounded to Q8_0 (q80)
 			if hasQ8Kernel(typ, cols) {
 				var z q8K
 				z.resize(n, cols)
@@ -216,9 +265,8 @@ func TestMatMulAllTypes(t *testing.T) {
 			if hasQ80Kernel(typ, cols) {
 				var z q80
 				z.resize(n, cols)
-				z.quantize(x)
 				xr = make([]float32, n*cols)
-				z.dequantize(xr)
+				z.quantizeRange(x, 0, xr)
 			}
 			for tk := 0; tk < n; tk++ {
 				for rr := 0; rr < rows; rr++ {

@@ -49,13 +49,11 @@ type llamacppRef struct {
 // Every family's logits at every prompt position match llama.cpp's on the
 // same random-weight file: F32 within 1e-4 of the logits' scale (2e-3
 // for gemma, whose GELU llama.cpp reads from a table of fp16 inputs);
-// F16 within the rounding of llama.cpp's fp16 activations; K-quants and
-// Q5_0, whose activations both engines round to 8 bits alike, within 2e-2
-// and 1e-4 (Q5_0 gives llama.cpp's logits to 2.4e-7); and
-// Q8_0 within 3e-2: llama.cpp rounds the activations to 8 bits against
-// Q8_0 rows and this engine keeps them in float32 (its Q8_0 logits agree
-// with the float64 oracle to 1e-4: TestFamiliesMatchNaiveForward), which
-// gemma's extra norms amplify to about 2%.
+// F16 within the rounding of llama.cpp's fp16 activations; K-quants
+// within 2e-2; Q5_0 and Q8_0, whose activations both engines round to
+// Q8_0 blocks alike, within 1e-4 (measured 2.4e-7 and 1.2e-7), except
+// gemma in Q8_0 (3e-2): there the fp16 GELU table's small differences
+// move some activations across a rounding step.
 func TestFamiliesMatchLlamaCpp(t *testing.T) {
 	dir := filepath.Join("testdata", "llamacpp")
 	for _, o := range llamacppCases() {
@@ -91,9 +89,11 @@ func TestFamiliesMatchLlamaCpp(t *testing.T) {
 				worst = max(worst, math.Abs(float64(got[i]-want[i])))
 				scale = max(scale, math.Abs(float64(want[i])))
 			}
-			tol := map[quant.Type]float64{quant.F32: 1e-4, quant.F16: 1e-3, quant.Q8_0: 3e-2, quant.Q4_K: 2e-2, quant.Q5_0: 1e-4}[o.Type]
-			if o.Type == quant.F32 && (o.Arch == "gemma2" || o.Arch == "gemma3") {
+			tol := map[quant.Type]float64{quant.F32: 1e-4, quant.F16: 1e-3, quant.Q8_0: 1e-4, quant.Q4_K: 2e-2, quant.Q5_0: 1e-4}[o.Type]
+			if gemma := o.Arch == "gemma2" || o.Arch == "gemma3"; gemma && o.Type == quant.F32 {
 				tol = 2e-3 // llama.cpp's GELU reads a table of fp16 inputs
+			} else if gemma && o.Type == quant.Q8_0 {
+				tol = 3e-2 // and those differences cross rounding steps of x
 			}
 			t.Logf("%d positions: max |engine - llama.cpp| = %.3g (logits up to %.3g)", len(ref.Tokens), worst, scale)
 			if worst > tol*max(1, scale) {

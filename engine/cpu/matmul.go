@@ -22,7 +22,7 @@ type matmulTask struct {
 	scratch [][]float32
 	xs      []float32 // the legacy kernels' sums of x over groups (kGroup), per vector
 	z       *q8K      // x quantized to int8 for the K-quant kernels
-	z80     *q80      // x rounded to Q8_0 for the Q5_0 kernel
+	z80     *q80      // x rounded to Q8_0 for the Q5_0 and Q8_0 kernels
 }
 
 // hasQ8Kernel reports whether a type multiplies int8-quantized x (q8K).
@@ -53,7 +53,7 @@ func (m *matmulTask) dotK(row []byte, t int) float32 {
 // three rows is decoded once and multiplied with three vectors at a time.
 func (p *Pool) MatMul(out []float32, w *model.Tensor, x []float32, n int, scratch [][]float32) {
 	p.prepare(out, w, x, n, scratch)
-	if useGemmB && n >= gemmMinVectors && p.mm.z == nil && p.mm.xs == nil {
+	if useGemmB && n >= gemmMinVectors && p.mm.z == nil && p.mm.z80 == nil && p.mm.xs == nil {
 		x := p.mm.x // K-quant types: x rounded as their kernel rounds it
 		p.mm = matmulTask{}
 		p.matMulGemm(out, w, x, n)
@@ -82,14 +82,14 @@ func (p *Pool) prepare(out []float32, w *model.Tensor, x []float32, n int, scrat
 	} else if cols := w.Cols(); hasQ80Kernel(w.Type, cols) {
 		p.q80.resize(n, cols)
 		var back []float32
-		if n > kSmallBatch {
+		if n > q80SmallBatch(w.Type) {
 			// many vectors: decoded rows through the tile kernels with x
 			// rounded as the kernel rounds it, so a vector's products are
 			// the int8 kernel's (up to float summation order) whatever the batch
 			p.xr80 = grow(p.xr80, n*cols)
 			back = p.xr80
 		}
-		p.q80t = q80Task{z: &p.q80, x: x[:n*cols], back: back, cols: cols}
+		p.q80t = q80Task{z: &p.q80, x: x[:n*cols], back: back, cols: cols, lay: back == nil && q80Lays(w.Type)}
 		p.Run(n, max(1, quantizeGrain/cols), &p.q80t)
 		p.q80t = q80Task{}
 		if back == nil {
@@ -122,13 +122,8 @@ func (m *matmulTask) Run(worker, lo, hi int) {
 		dotRowsKQ8Multi(w.Type, w.Data, rb, lo, hi, m.z, m.n, nb, m.out, rows)
 		return
 	}
-	if m.z80 != nil { // Q5_0: every vector through the int8 kernel
-		for r := lo; r < hi; r++ {
-			row := w.Data[r*rb : (r+1)*rb]
-			for t := range m.n {
-				m.out[t*rows+r] = dotQ5_0Q80(row, m.z80, t*cols/32)
-			}
-		}
+	if m.z80 != nil { // Q5_0, Q8_0: every vector through the int8 kernel
+		dotRowsQ80(w.Type, w.Data, rb, lo, hi, m.z80, m.n, cols, m.out, rows)
 		return
 	}
 	if m.n == 1 {
@@ -146,9 +141,6 @@ func (m *matmulTask) Run(worker, lo, hi int) {
 				copy(m.out[r:r+4], o4[:])
 			}
 		}
-		if w.Type == quant.Q8_0 {
-			r = dotQ8Quarters(w.Data, rb, r, hi, x, m.out)
-		}
 		if m.xs != nil {
 			dotRowsK(w.Type, w.Data, rb, r, hi, x, m.xs, m.out)
 			return
@@ -163,17 +155,6 @@ func (m *matmulTask) Run(worker, lo, hi int) {
 			row := w.Data[r*rb : (r+1)*rb]
 			for t := range m.n {
 				m.out[t*rows+r] = m.dotK(row, t)
-			}
-		}
-		return
-	}
-	if w.Type == quant.Q8_0 && m.n <= q8SmallBatch {
-		// a few vectors (a draft's catch-up, a short verify batch): the
-		// Q8_0 kernel per vector beats decoding every row to floats first
-		for r := lo; r < hi; r++ {
-			row := w.Data[r*rb : (r+1)*rb]
-			for t := range m.n {
-				m.out[t*rows+r] = dotQ8_0(row, m.x[t*cols:(t+1)*cols])
 			}
 		}
 		return
@@ -246,13 +227,6 @@ func (m *matmulTask) Run(worker, lo, hi int) {
 	}
 }
 
-// q8SmallBatch is the most vectors a Q8_0 product multiplies row by row
-// with the Q8_0 kernel rather than decoding rows (AVX2) for the tile
-// kernels. Measured on 16,384 × 768 (BenchmarkMatMulBatch): the kernel
-// and decoded rows tie at 2 vectors; decoded rows take 0.55 ms against
-// 1.08 at 4, 0.89 against 2.23 at 8, 1.26 against 3.37 at 12.
-const q8SmallBatch = 2
-
 // kQ8SmallBatch is the same for the K-quant int8 kernels; past it their
 // products use decoded rows with x rounded as the kernel rounds it. With
 // the four-vector kernels (AVX-512 VNNI), 2048 × 768 through MatMul
@@ -268,31 +242,29 @@ var kQ8SmallBatch = func() int {
 	return 8
 }()
 
+// q80SmallBatchQ8_0 is the most vectors a Q8_0 product multiplies
+// through the int8 kernels: up to it, a vector's product is the same bit
+// for bit whatever else is in the batch, so a decode step of up to 64
+// sequences gives each the logits it gets alone; past it (prompt chunks)
+// decoded rows through the GEMM are faster. 2048 × 768 through MatMul
+// (BenchmarkQ80Paths, VNNI): 0.13–0.14 ms against 0.21–0.24 decoded at 8
+// vectors, level at 16, 0.50–0.57 against 0.45–0.46 at 32, 0.99–1.09
+// against 0.80–0.83 at 64, 2.2–2.4 against 1.4–1.6 at 128. (A variable
+// for that benchmark.)
+var q80SmallBatchQ8_0 = 64
+
+// q80SmallBatch is the most vectors a product with rows of type t
+// multiplies through its int8 kernel rather than decoded rows.
+func q80SmallBatch(t quant.Type) int {
+	if t == quant.Q8_0 {
+		return q80SmallBatchQ8_0
+	}
+	return kSmallBatch
+}
+
 // kSmallBatch is the most vectors the legacy 4-/5-bit kernels multiply
 // row by row (their rows decode in Go, so the kernel wins longer).
 const kSmallBatch = 16
-
-// dotQ8Quarters sets out[r] to row r of a Q8_0 matrix (rows of rb bytes)
-// times x, for rows of [lo, hi) four at a time, and returns the first row
-// it left (the remainder, or lo where the four-row kernel does not run).
-// The four rows come from the four quarters of the range: rows side by
-// side (816 bytes apart in the 110M shape) read from memory at 28 GB/s
-// against 47 for one row at a time, four sequential streams at 50 (and
-// at 62 against 46 when the matrices fit in L3, as the stories15M
-// shape's do).
-func dotQ8Quarters(raw []byte, rb, lo, hi int, x, out []float32) int {
-	q := (hi - lo) / 4
-	var o4 [4]float32
-	for i := range q {
-		if !dot4Q8_0(raw[(lo+i)*rb:(lo+i+3*q+1)*rb], q*rb, x, &o4) {
-			return lo // no kernel here (known at the first row)
-		}
-		for k := range 4 {
-			out[lo+i+k*q] = o4[k]
-		}
-	}
-	return lo + 4*q
-}
 
 // dotRow is one row of a matrix-vector product, in the row's own type where
 // a kernel exists, else through a decoded copy.
@@ -300,8 +272,6 @@ func dotRow(t quant.Type, raw []byte, x, buf []float32) float32 {
 	switch {
 	case t == quant.F32 && hostLittleEndian:
 		return dot(f32s(raw), x)
-	case t == quant.Q8_0:
-		return dotQ8_0(raw, x)
 	case t == quant.F16:
 		return dotF16(raw, x)
 	}

@@ -71,10 +71,10 @@ func naiveEdited(m *model.Model, ids []int32, set *intervene.Set, after func(l, 
 			xn := norm64(spec, c, x, vec64(L.AttnNorm), vec64(L.AttnNormB))
 			var q, k, v []float64
 			if L.QKV != nil {
-				qkv := matVec64(mat64(L.QKV), vec64(L.QKVB), xn)
+				qkv := matVec64(mat64(L.QKV), vec64(L.QKVB), in64(L.QKV, xn))
 				q, k, v = qkv[:c.QDim()], qkv[c.QDim():c.QDim()+c.KVDim()], qkv[c.QDim()+c.KVDim():]
 			} else {
-				q, k, v = matVec64(mat64(L.Q), vec64(L.QB), xn), matVec64(mat64(L.K), vec64(L.KB), xn), matVec64(mat64(L.V), vec64(L.VB), xn)
+				q, k, v = matVec64(mat64(L.Q), vec64(L.QB), in64(L.Q, xn)), matVec64(mat64(L.K), vec64(L.KB), in64(L.K, xn)), matVec64(mat64(L.V), vec64(L.VB), in64(L.V, xn))
 			}
 			if L.QNorm != nil {
 				headRMS64(q, vec64(L.QNorm), c.NormEps)
@@ -94,7 +94,7 @@ func naiveEdited(m *model.Model, ids []int32, set *intervene.Set, after func(l, 
 			}
 			att := attend64(c, q, keys[l][first:], vals[l][first:])
 			edit(l, p, intervene.Head, att)
-			o := matVec64(mat64(L.Out), vec64(L.OutB), att)
+			o := matVec64(mat64(L.Out), vec64(L.OutB), in64(L.Out, att))
 			if L.PostNorm != nil {
 				o = norm64(spec, c, o, vec64(L.PostNorm), nil)
 			}
@@ -105,7 +105,7 @@ func naiveEdited(m *model.Model, ids []int32, set *intervene.Set, after func(l, 
 			xn = norm64(spec, c, x, vec64(L.FFNNorm), vec64(L.FFNNormB))
 			act := mlp64(spec, c, L, xn)
 			edit(l, p, intervene.Unit, act)
-			d := matVec64(mat64(L.Down), vec64(L.DownB), act)
+			d := matVec64(mat64(L.Down), vec64(L.DownB), in64(L.Down, act))
 			if L.FFNPost != nil {
 				d = norm64(spec, c, d, vec64(L.FFNPost), nil)
 			}
@@ -144,6 +144,31 @@ func vec64(t *model.Tensor) []float64 {
 		return nil
 	}
 	return mat64(t)[0]
+}
+
+// in64 is x as a product with rows of t reads it: for Q5_0 and Q8_0
+// rows, as llama.cpp rounds it to Q8_0 blocks, from x in float32 as the
+// engine holds it (per 32 values, d = max|x|/127 in binary16, the values
+// x·127/max to the nearest integer, halves to even); else x.
+func in64(t *model.Tensor, x []float64) []float64 {
+	if t.Type != quant.Q8_0 && t.Type != quant.Q5_0 || len(x)%32 != 0 {
+		return x
+	}
+	out := make([]float64, len(x))
+	for b := 0; b < len(x); b += 32 {
+		var amax float32
+		for _, v := range x[b : b+32] {
+			amax = max(amax, float32(math.Abs(v)))
+		}
+		if amax == 0 {
+			continue
+		}
+		d, id := float64(quant.F16ToF32(quant.F32ToF16(amax/127))), 127/amax
+		for i, v := range x[b : b+32] {
+			out[b+i] = d * math.RoundToEven(float64(float32(v)*id))
+		}
+	}
+	return out
 }
 
 func matVec64(w [][]float64, b []float64, x []float64) []float64 {
@@ -276,20 +301,20 @@ func gelu64(z float64) float64 {
 func mlp64(spec *model.Spec, c *model.Config, L *model.Layer, xn []float64) []float64 {
 	switch spec.FFN {
 	case model.GELU:
-		h := matVec64(mat64(L.Up), vec64(L.UpB), xn)
+		h := matVec64(mat64(L.Up), vec64(L.UpB), in64(L.Up, xn))
 		for i, z := range h {
 			h[i] = gelu64(z)
 		}
 		return h
 	case model.SwiGLUFused:
-		both := matVec64(mat64(L.Up), nil, xn)
+		both := matVec64(mat64(L.Up), nil, in64(L.Up, xn))
 		g, u := both[:c.FFN], both[c.FFN:]
 		for i := range g {
 			g[i] = g[i] / (1 + math.Exp(-g[i])) * u[i]
 		}
 		return g
 	}
-	g, u := matVec64(mat64(L.Gate), vec64(L.GateB), xn), matVec64(mat64(L.Up), vec64(L.UpB), xn)
+	g, u := matVec64(mat64(L.Gate), vec64(L.GateB), in64(L.Gate, xn)), matVec64(mat64(L.Up), vec64(L.UpB), in64(L.Up, xn))
 	for i := range g {
 		if spec.FFN == model.GeGLU {
 			g[i] = gelu64(g[i]) * u[i]
@@ -304,7 +329,7 @@ func mlp64(spec *model.Spec, c *model.Config, L *model.Layer, xn []float64) []fl
 // a residual stream row.
 func output64(m *model.Model, x []float64) []float64 {
 	c, W := m.Config, m.Weights
-	out := matVec64(mat64(W.OutputMatrix()), nil, norm64(m.Spec, c, x, vec64(W.OutNorm), vec64(W.OutNormB)))
+	out := matVec64(mat64(W.OutputMatrix()), nil, in64(W.OutputMatrix(), norm64(m.Spec, c, x, vec64(W.OutNorm), vec64(W.OutNormB))))
 	if c.FinalSoftcap != 0 {
 		for i := range out {
 			out[i] = cap64(out[i], float64(c.FinalSoftcap))

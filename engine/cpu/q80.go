@@ -6,14 +6,18 @@ import (
 	"stepthrough/engine/quant"
 )
 
-// q80 is x rounded to Q8_0 blocks for the Q5_0 int8 kernel, as llama.cpp
-// rounds a vector it multiplies with Q5_0 rows (its AVX2
+// q80 is x rounded to Q8_0 blocks for the Q5_0 and Q8_0 int8 kernels, as
+// llama.cpp rounds a vector it multiplies with Q5_0 or Q8_0 rows (its AVX2
 // quantize_row_q8_0): per 32 values, d = max|x|/127 kept as binary16, and
 // q = x·127/max rounded half to even. Q5_0 is what llama.cpp's Q4_K_M
 // writes for matrices whose rows are not a multiple of 256.
 type q80 struct {
 	q []int8
 	d []float32 // each block's scale, binary16 widened
+	// lay is q and d laid out for the VNNI Q8_0 kernels (see layOut), when
+	// they run here: layWords per vector.
+	lay      []uint32
+	layWords int
 }
 
 func (z *q80) resize(n, cols int) {
@@ -21,35 +25,77 @@ func (z *q80) resize(n, cols int) {
 		z.q, z.d = make([]int8, n*cols), make([]float32, n*cols/32)
 	}
 	z.q, z.d = z.q[:n*cols], z.d[:n*cols/32]
+	z.layWords = (cols/32 + 1) / 2 * 48
+	if cap(z.lay) < n*z.layWords {
+		z.lay = make([]uint32, n*z.layWords)
+	}
+	z.lay = z.lay[:n*z.layWords]
+}
+
+// layOut writes vectors [lo, hi) of cols values, already rounded into q
+// and d, into lay: for each pair of blocks 48 words, the 64 values (four
+// to a word), 16 corrections −128·(the sum of each four values) and the
+// two blocks' d eight times each (an odd last block fills the first half
+// of each part).
+func (z *q80) layOut(lo, hi, cols int) {
+	nb := cols / 32
+	for v := lo; v < hi; v++ {
+		out := z.lay[v*z.layWords : (v+1)*z.layWords]
+		for b := range nb {
+			rec := out[b/2*48+b%2*8:]
+			q := z.q[(v*nb+b)*32 : (v*nb+b+1)*32]
+			d := math.Float32bits(z.d[v*nb+b])
+			for i := range 8 {
+				w := q[4*i : 4*i+4]
+				rec[i] = uint32(uint8(w[0])) | uint32(uint8(w[1]))<<8 | uint32(uint8(w[2]))<<16 | uint32(uint8(w[3]))<<24
+				rec[16+i] = uint32(-128 * (int32(w[0]) + int32(w[1]) + int32(w[2]) + int32(w[3])))
+				rec[32+i] = d
+			}
+		}
+	}
 }
 
 // q80Task rounds vectors [lo, hi) of x into z on the pool's workers
-// (and, with back, writes them back as floats).
+// (and, with back, writes them back as floats; with lay, lays them out
+// for the VNNI Q8_0 kernels).
 type q80Task struct {
 	z       *q80
 	x, back []float32
 	cols    int
+	lay     bool
 }
 
 func (t *q80Task) Run(_, lo, hi int) {
 	a, b := lo*t.cols, hi*t.cols
-	t.z.quantizeRange(t.x[a:b], a)
+	var back []float32
 	if t.back != nil {
-		t.z.dequantizeRange(t.back[a:b], a)
+		back = t.back[a:b]
+	}
+	t.z.quantizeRange(t.x[a:b], a, back)
+	if t.lay {
+		t.z.layOut(lo, hi, t.cols)
 	}
 }
 
 // hasQ80Kernel reports whether a matrix multiplies x rounded to Q8_0
-// (q80): Q5_0, on every platform (off amd64 dotQ5_0Q80 is Go), so every
-// build computes llama.cpp's numbers.
-func hasQ80Kernel(t quant.Type, cols int) bool { return t == quant.Q5_0 && cols%32 == 0 }
+// (q80): Q5_0 and Q8_0, on every platform (off amd64 their kernels are
+// Go), so every build computes llama.cpp's numbers.
+func hasQ80Kernel(t quant.Type, cols int) bool {
+	return (t == quant.Q5_0 || t == quant.Q8_0) && cols%32 == 0
+}
 
 // quantize rounds x (a multiple of 32 values) into z.
-func (z *q80) quantize(x []float32) { z.quantizeRange(x, 0) }
+func (z *q80) quantize(x []float32) { z.quantizeRange(x, 0, nil) }
 
-// quantizeRange rounds x into z from value off (a multiple of 32) on.
-func (z *q80) quantizeRange(x []float32, off int) {
-	q, d := z.q[off:], z.d[off/32:]
+// quantizeRange rounds x into z from value off (a multiple of 32) on,
+// and with back writes the rounded values there.
+func (z *q80) quantizeRange(x []float32, off int, back []float32) {
+	quantizeQ80(x, z.q[off:off+len(x)], z.d[off/32:(off+len(x))/32], back)
+}
+
+// quantizeQ80Go rounds x (a multiple of 32 values) into q and d, a block
+// of 32 at a time, and with back writes the rounded values d·q there.
+func quantizeQ80Go(x []float32, q []int8, d []float32, back []float32) {
 	for b := range len(x) / 32 {
 		blk := x[b*32 : b*32+32]
 		var amax float32
@@ -64,17 +110,43 @@ func (z *q80) quantizeRange(x []float32, off int) {
 		for i, v := range blk {
 			q[b*32+i] = int8(math.RoundToEven(float64(v * id)))
 		}
+		if back != nil {
+			for i := range 32 {
+				back[b*32+i] = d[b] * float32(q[b*32+i])
+			}
+		}
 	}
 }
 
-// dequantize writes the rounded values, d·q, into out.
-func (z *q80) dequantize(out []float32) { z.dequantizeRange(out, 0) }
-
-// dequantizeRange writes values [off, off+len(out)) back as floats.
-func (z *q80) dequantizeRange(out []float32, off int) {
-	for i := range out {
-		out[i] = z.d[(off+i)/32] * float32(z.q[off+i])
+// dotRowsQ80Each is dotRowsQ80 a row and a vector at a time.
+func dotRowsQ80Each(t quant.Type, data []byte, rb, lo, hi int, z *q80, n, cols int, out []float32, rows int) {
+	nb := cols / 32
+	for r := lo; r < hi; r++ {
+		row := data[r*rb : (r+1)*rb]
+		for v := range n {
+			if t == quant.Q8_0 {
+				out[v*rows+r] = dotQ8_0Q80(row, z, v*nb)
+			} else {
+				out[v*rows+r] = dotQ5_0Q80(row, z, v*nb)
+			}
+		}
 	}
+}
+
+// dotQ8_0Q80Go is a Q8_0 row times one rounded vector (its blocks from
+// b0): Σ_blocks d_w·d_x·Σ q_w·q_x, the integer sums exact.
+func dotQ8_0Q80Go(row []byte, z *q80, b0 int) float32 {
+	var s float32
+	for b := range len(row) / 34 {
+		blk := row[b*34 : b*34+34]
+		x := z.q[(b0+b)*32 : (b0+b+1)*32]
+		var sum int32
+		for j, w := range blk[2:] {
+			sum += int32(int8(w)) * int32(x[j])
+		}
+		s += half16(blk[0:]) * z.d[b0+b] * float32(sum)
+	}
+	return s
 }
 
 // dotQ5_0Q80Go is a Q5_0 row times one rounded vector (its blocks from

@@ -143,7 +143,8 @@ func TestPresetRules(t *testing.T) {
 
 // On the trained lesson model every target keeps the logits of a real
 // prompt close to the source's, and from 6 bits up the most likely token
-// at every position.
+// at every position. (Q8_0's bound counts x rounded to 8 bits as well,
+// as llama.cpp multiplies Q8_0 rows: 3.4e-4 measured.)
 func TestLessonModelQuality(t *testing.T) {
 	f, err := gguf.Parse(models.Lesson)
 	if err != nil {
@@ -154,7 +155,7 @@ func TestLessonModelQuality(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := lessonLogits(t, src)
-	bounds := map[string]float64{"F16": 1e-6, "BF16": 1e-4, "Q8_0": 2e-4, "Q6_K": 2e-3, "Q5_K_M": 5e-3, "Q5_K": 5e-3, "Q5_0": 5e-3, "Q5_1": 5e-3,
+	bounds := map[string]float64{"F16": 1e-6, "BF16": 1e-4, "Q8_0": 5e-4, "Q6_K": 2e-3, "Q5_K_M": 5e-3, "Q5_K": 5e-3, "Q5_0": 5e-3, "Q5_1": 5e-3,
 		"Q4_K_M": 2e-2, "Q4_K": 2e-2, "Q4_0": 2e-2, "Q4_1": 2e-2}
 	for _, target := range Targets {
 		w, _, err := Convert(f, target, Options{})

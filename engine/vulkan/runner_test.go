@@ -28,10 +28,20 @@ func synth(t testing.TB, o model.SynthOptions) *model.Model {
 
 // parity runs the same prompt on the CPU and Vulkan runners: logits within
 // 1e-3 at every position, and the same greedy continuation. For Q4_K,
-// Q5_K and Q6_K weights the CPU multiplies x rounded to 8 bits (as
-// llama.cpp's CPU backend does) and the shaders multiply floats: there the logits are
-// held to llama.cpp's test-backend-ops bound for matrix products, NMSE
-// ≤ 5e-4.
+// Q5_K, Q6_K, Q5_0 and Q8_0 weights the CPU multiplies x rounded to 8
+// bits (as llama.cpp's CPU backend does) and the shaders multiply floats:
+// there the logits are held to llama.cpp's test-backend-ops bound for
+// matrix products, NMSE ≤ 5e-4 (1e-3 for gemma).
+// roundsX reports whether the CPU multiplies rows of type t with x
+// rounded to 8 bits.
+func roundsX(t quant.Type) bool {
+	switch t {
+	case quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.Q5_0, quant.Q8_0:
+		return true
+	}
+	return false
+}
+
 func parity(t *testing.T, d *Device, m *model.Model, prompt []int32, greedy int) {
 	t.Helper()
 	ctx := context.Background()
@@ -61,9 +71,13 @@ func parity(t *testing.T, d *Device, m *model.Model, prompt []int32, greedy int)
 		s2 += float64(want[i]) * float64(want[i])
 	}
 	nmse := se / s2
-	if t8 := m.Weights.Layers[0].Up.Type; t8 == quant.Q4_K || t8 == quant.Q5_K || t8 == quant.Q6_K {
-		if nmse > 5e-4 {
-			t.Errorf("%s: NMSE(cpu, vulkan) of the logits = %g > 5e-4", m.Config.Name, nmse)
+	if roundsX(m.Weights.Layers[0].Up.Type) {
+		bound := 5e-4
+		if m.Config.Arch == "gemma3" || m.Config.Arch == "gemma2" {
+			bound = 1e-3 // its norms after each sub-layer carry the rounding on (4.9e-4 measured in Q8_0)
+		}
+		if nmse > bound {
+			t.Errorf("%s: NMSE(cpu, vulkan) of the logits = %g > %g", m.Config.Name, nmse, bound)
 		}
 	} else if worst > 1e-3 {
 		t.Errorf("%s: max |vulkan - cpu| logit = %g > 1e-3", m.Config.Name, worst)

@@ -1,0 +1,369 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// func dotQ8_0Q80AVX2(row *byte, q *int8, d *float32, blocks int, f16 *float32) float32
+// A Q8_0 row (34-byte blocks: binary16 d, 32 int8) times x rounded to
+// Q8_0 (q, one d per 32), as llama.cpp's AVX2 Q8_0·Q8_0 dot: |w|·(x·sign
+// w) summed in pairs, then in fours, scaled by d_w·d_x into eight lanes.
+// blocks > 0.
+TEXT ·dotQ8_0Q80AVX2(SB), NOSPLIT, $0-44
+	MOVQ row+0(FP), SI
+	MOVQ q+8(FP), DI
+	MOVQ d+16(FP), DX
+	MOVQ blocks+24(FP), CX
+	MOVQ f16+32(FP), R8
+	VXORPS Y0, Y0, Y0
+	MOVL $0x00010001, AX
+	VMOVD AX, X8
+	VPBROADCASTD X8, Y8         // int16 ones
+
+q8block:
+	MOVWLZX (SI), AX
+	VMOVSS (R8)(AX*4), X14      // d_w
+	VMULSS (DX), X14, X14       // · d_x
+	VBROADCASTSS X14, Y14
+	VMOVDQU 2(SI), Y1           // w
+	VMOVDQU (DI), Y4            // x
+	VPSIGNB Y1, Y1, Y5          // |w|
+	VPSIGNB Y1, Y4, Y6          // x · sign w
+	VPMADDUBSW Y6, Y5, Y5       // pairs, int16
+	VPMADDWD Y8, Y5, Y5         // fours, int32
+	VCVTDQ2PS Y5, Y5
+	VFMADD231PS Y5, Y14, Y0
+	ADDQ $34, SI
+	ADDQ $32, DI
+	ADDQ $4, DX
+	DECQ CX
+	JNZ  q8block
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	VZEROUPPER
+	MOVSS X0, ret+40(FP)
+	RET
+
+// The VNNI kernels read x in q80's laid-out form (q80.lay): per vector,
+// for each pair of blocks a 192-byte record of the 64 int8 values, 16
+// int32 corrections (−128 × the sum of each four values) and 16 float32
+// scales (each block's d_x, eight times). The row's bytes go in as w+128
+// (unsigned), so VPDPBUSD from the correction gives Σ w·x exactly in
+// each lane of four. A pair of blocks fills one 512-bit register: lanes
+// 0–7 the even block, 8–15 the odd one. An odd last block runs in the
+// low half. Every vector's result is computed by the same instructions
+// whether it comes alone or with three others, so they agree bit for bit.
+
+// Q8_PAIR loads a pair of blocks at SI: Z1 the 64 values + 128, Z2 the
+// scales d_w, eight lanes each (Z13: 0x80 bytes, R8: the binary16 table).
+#define Q8_PAIR \
+	VMOVDQU 2(SI), Y1 \
+	VINSERTI64X4 $1, 36(SI), Z1, Z1 \
+	VPXORD Z13, Z1, Z1 \
+	MOVWLZX (SI), AX \
+	VBROADCASTSS (R8)(AX*4), Y2 \
+	MOVWLZX 34(SI), AX \
+	VBROADCASTSS (R8)(AX*4), Y3 \
+	VINSERTF64X4 $1, Y3, Z2, Z2
+
+// Q8_VEC adds vector P's pair to ACC (T, S: scratch).
+#define Q8_VEC(P, T, S, ACC) \
+	VMOVDQU32 64(P), T \
+	VPDPBUSD (P), Z1, T \
+	VCVTDQ2PS T, T \
+	VMULPS 128(P), Z2, S \
+	VFMADD231PS T, S, ACC
+
+// Q8_LAST loads an odd last block at SI into the low halves of Z1 and
+// Z2 (their upper halves zero).
+#define Q8_LAST \
+	VMOVDQU 2(SI), Y1 \
+	VPXORD Y13, Y1, Y1 \
+	MOVWLZX (SI), AX \
+	VBROADCASTSS (R8)(AX*4), Y2
+
+// Q8_VECLAST adds vector P's last block to ACC's low lanes: YT and YS
+// are the low halves of ZT and ZS, whose upper halves the 256-bit forms
+// clear, so the upper lanes add 0·0.
+#define Q8_VECLAST(P, YT, YS, ZT, ZS, ACC) \
+	VMOVDQU32 64(P), YT \
+	VPDPBUSD (P), Y1, YT \
+	VCVTDQ2PS YT, YT \
+	VMULPS 128(P), Y2, YS \
+	VFMADD231PS ZT, ZS, ACC
+
+// Q8_OUT writes ACC's 16 lanes, added as the AVX2 kernel adds its 8
+// after folding the upper 8 onto the lower, to out[V] (DI: out).
+#define Q8_OUT(V, ACC, YACC) \
+	VEXTRACTF64X4 $1, ACC, Y3 \
+	VADDPS Y3, YACC, Y0 \
+	VEXTRACTF128 $1, Y0, X1 \
+	VADDPS X1, X0, X0 \
+	VHADDPS X0, X0, X0 \
+	VHADDPS X0, X0, X0 \
+	MOVSS X0, (4*V)(DI)
+
+// func dotQ8_0Q80x4VNNI(row *byte, x *uint32, stride int, blocks int, f16 *float32, out *float32)
+// A Q8_0 row times four laid-out vectors (stride bytes apart): out[v].
+TEXT ·dotQ8_0Q80x4VNNI(SB), NOSPLIT, $0-48
+	MOVQ row+0(FP), SI
+	MOVQ x+8(FP), R9
+	MOVQ stride+16(FP), AX
+	LEAQ (R9)(AX*1), R10
+	LEAQ (R10)(AX*1), R11
+	LEAQ (R11)(AX*1), R12
+	MOVQ blocks+24(FP), CX
+	MOVQ f16+32(FP), R8
+	MOVL $0x80808080, AX
+	VPBROADCASTD AX, Z13
+	VPXORD Z24, Z24, Z24
+	VPXORD Z25, Z25, Z25
+	VPXORD Z26, Z26, Z26
+	VPXORD Z27, Z27, Z27
+	MOVQ CX, BX
+	SHRQ $1, CX
+	JZ   x4last
+
+x4pair:
+	Q8_PAIR
+	Q8_VEC(R9, Z4, Z8, Z24)
+	Q8_VEC(R10, Z5, Z9, Z25)
+	Q8_VEC(R11, Z6, Z10, Z26)
+	Q8_VEC(R12, Z7, Z11, Z27)
+	ADDQ $68, SI
+	ADDQ $192, R9
+	ADDQ $192, R10
+	ADDQ $192, R11
+	ADDQ $192, R12
+	DECQ CX
+	JNZ  x4pair
+
+x4last:
+	TESTQ $1, BX
+	JZ    x4out
+	Q8_LAST
+	Q8_VECLAST(R9, Y4, Y8, Z4, Z8, Z24)
+	Q8_VECLAST(R10, Y5, Y9, Z5, Z9, Z25)
+	Q8_VECLAST(R11, Y6, Y10, Z6, Z10, Z26)
+	Q8_VECLAST(R12, Y7, Y11, Z7, Z11, Z27)
+
+x4out:
+	MOVQ out+40(FP), DI
+	Q8_OUT(0, Z24, Y24)
+	Q8_OUT(1, Z25, Y25)
+	Q8_OUT(2, Z26, Y26)
+	Q8_OUT(3, Z27, Y27)
+	VZEROUPPER
+	RET
+
+// func dotQ8_0Q80x8VNNI(row *byte, x *uint32, stride int, blocks int, f16 *float32, out *float32)
+// A Q8_0 row times eight laid-out vectors (stride bytes apart): out[v].
+// Each pair of blocks is loaded once for all eight.
+TEXT ·dotQ8_0Q80x8VNNI(SB), NOSPLIT, $0-48
+	MOVQ row+0(FP), SI
+	MOVQ x+8(FP), R9
+	MOVQ stride+16(FP), AX
+	LEAQ (R9)(AX*1), R10
+	LEAQ (R10)(AX*1), R11
+	LEAQ (R11)(AX*1), R12
+	LEAQ (R12)(AX*1), R13
+	LEAQ (R13)(AX*1), R14
+	LEAQ (R14)(AX*1), BX
+	LEAQ (BX)(AX*1), DI
+	MOVQ blocks+24(FP), CX
+	MOVQ f16+32(FP), R8
+	MOVL $0x80808080, AX
+	VPBROADCASTD AX, Z13
+	VPXORD Z24, Z24, Z24
+	VPXORD Z25, Z25, Z25
+	VPXORD Z26, Z26, Z26
+	VPXORD Z27, Z27, Z27
+	VPXORD Z28, Z28, Z28
+	VPXORD Z29, Z29, Z29
+	VPXORD Z30, Z30, Z30
+	VPXORD Z31, Z31, Z31
+	MOVQ CX, DX
+	SHRQ $1, CX
+	JZ   x8last
+
+x8pair:
+	Q8_PAIR
+	Q8_VEC(R9, Z4, Z8, Z24)
+	Q8_VEC(R10, Z5, Z9, Z25)
+	Q8_VEC(R11, Z6, Z10, Z26)
+	Q8_VEC(R12, Z7, Z11, Z27)
+	Q8_VEC(R13, Z14, Z18, Z28)
+	Q8_VEC(R14, Z15, Z19, Z29)
+	Q8_VEC(BX, Z16, Z20, Z30)
+	Q8_VEC(DI, Z17, Z21, Z31)
+	ADDQ $68, SI
+	ADDQ $192, R9
+	ADDQ $192, R10
+	ADDQ $192, R11
+	ADDQ $192, R12
+	ADDQ $192, R13
+	ADDQ $192, R14
+	ADDQ $192, BX
+	ADDQ $192, DI
+	DECQ CX
+	JNZ  x8pair
+
+x8last:
+	TESTQ $1, DX
+	JZ    x8out
+	Q8_LAST
+	Q8_VECLAST(R9, Y4, Y8, Z4, Z8, Z24)
+	Q8_VECLAST(R10, Y5, Y9, Z5, Z9, Z25)
+	Q8_VECLAST(R11, Y6, Y10, Z6, Z10, Z26)
+	Q8_VECLAST(R12, Y7, Y11, Z7, Z11, Z27)
+	Q8_VECLAST(R13, Y14, Y18, Z14, Z18, Z28)
+	Q8_VECLAST(R14, Y15, Y19, Z15, Z19, Z29)
+	Q8_VECLAST(BX, Y16, Y20, Z16, Z20, Z30)
+	Q8_VECLAST(DI, Y17, Y21, Z17, Z21, Z31)
+
+x8out:
+	MOVQ out+40(FP), DI
+	Q8_OUT(0, Z24, Y24)
+	Q8_OUT(1, Z25, Y25)
+	Q8_OUT(2, Z26, Y26)
+	Q8_OUT(3, Z27, Y27)
+	Q8_OUT(4, Z28, Y28)
+	Q8_OUT(5, Z29, Y29)
+	Q8_OUT(6, Z30, Y30)
+	Q8_OUT(7, Z31, Y31)
+	VZEROUPPER
+	RET
+
+// func dotQ8_0Q80x1VNNI(row *byte, x *uint32, blocks int, f16 *float32) float32
+// A Q8_0 row times one laid-out vector, as dotQ8_0Q80x4VNNI computes each.
+TEXT ·dotQ8_0Q80x1VNNI(SB), NOSPLIT, $0-36
+	MOVQ row+0(FP), SI
+	MOVQ x+8(FP), R9
+	MOVQ blocks+16(FP), CX
+	MOVQ f16+24(FP), R8
+	MOVL $0x80808080, AX
+	VPBROADCASTD AX, Z13
+	VPXORD Z24, Z24, Z24
+	MOVQ CX, BX
+	SHRQ $1, CX
+	JZ   x1last
+
+x1pair:
+	Q8_PAIR
+	Q8_VEC(R9, Z4, Z8, Z24)
+	ADDQ $68, SI
+	ADDQ $192, R9
+	DECQ CX
+	JNZ  x1pair
+
+x1last:
+	TESTQ $1, BX
+	JZ    x1out
+	Q8_LAST
+	Q8_VECLAST(R9, Y4, Y8, Z4, Z8, Z24)
+
+x1out:
+	VEXTRACTF64X4 $1, Z24, Y3
+	VADDPS Y3, Y24, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	VZEROUPPER
+	MOVSS X0, ret+32(FP)
+	RET
+
+// dword order after the packs: 0,4,1,5,2,6,3,7 puts the values back in order
+DATA q80perm<>+0(SB)/4, $0
+DATA q80perm<>+4(SB)/4, $4
+DATA q80perm<>+8(SB)/4, $1
+DATA q80perm<>+12(SB)/4, $5
+DATA q80perm<>+16(SB)/4, $2
+DATA q80perm<>+20(SB)/4, $6
+DATA q80perm<>+24(SB)/4, $3
+DATA q80perm<>+28(SB)/4, $7
+GLOBL q80perm<>(SB), RODATA|NOPTR, $32
+
+// func quantizeQ80AVX2(x *float32, q *int8, d *float32, blocks int, back *float32)
+// Rounds blocks of 32 values as quantizeQ80Go does, bit for bit:
+// d = binary16(max|x|/127) widened, q = x·(127/max) to nearest even
+// (the default rounding of VCVTPS2DQ); with back, also writes d·q there.
+// blocks > 0.
+TEXT ·quantizeQ80AVX2(SB), NOSPLIT, $0-40
+	MOVQ x+0(FP), SI
+	MOVQ q+8(FP), DI
+	MOVQ d+16(FP), DX
+	MOVQ blocks+24(FP), CX
+	MOVQ back+32(FP), R9
+	MOVL $0x7fffffff, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15       // |·| mask
+	MOVL $0x42fe0000, AX
+	VMOVD AX, X14               // 127
+	VMOVDQU q80perm<>(SB), Y13
+
+qzblock:
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMOVUPS 64(SI), Y2
+	VMOVUPS 96(SI), Y3
+	VANDPS Y15, Y0, Y4
+	VANDPS Y15, Y1, Y5
+	VMAXPS Y5, Y4, Y4
+	VANDPS Y15, Y2, Y5
+	VMAXPS Y5, Y4, Y4
+	VANDPS Y15, Y3, Y5
+	VMAXPS Y5, Y4, Y4
+	VEXTRACTF128 $1, Y4, X5
+	VMAXPS X5, X4, X4
+	VMOVHLPS X4, X4, X5
+	VMAXPS X5, X4, X4
+	VMOVSHDUP X4, X5
+	VMAXSS X5, X4, X4           // max|x|
+	VDIVSS X14, X4, X6          // max/127
+	VCVTPS2PH $0, X6, X6
+	VCVTPH2PS X6, X6
+	VMOVSS X6, (DX)
+	VXORPS X7, X7, X7
+	VUCOMISS X7, X4
+	JEQ  qzscale
+	VDIVSS X4, X14, X7          // 127/max
+qzscale:
+	VBROADCASTSS X7, Y7
+	VMULPS Y7, Y0, Y0
+	VMULPS Y7, Y1, Y1
+	VMULPS Y7, Y2, Y2
+	VMULPS Y7, Y3, Y3
+	VCVTPS2DQ Y0, Y0
+	VCVTPS2DQ Y1, Y1
+	VCVTPS2DQ Y2, Y2
+	VCVTPS2DQ Y3, Y3
+	TESTQ R9, R9
+	JZ   qzpack
+	VBROADCASTSS X6, Y8
+	VCVTDQ2PS Y0, Y9
+	VMULPS Y8, Y9, Y9
+	VMOVUPS Y9, (R9)
+	VCVTDQ2PS Y1, Y9
+	VMULPS Y8, Y9, Y9
+	VMOVUPS Y9, 32(R9)
+	VCVTDQ2PS Y2, Y9
+	VMULPS Y8, Y9, Y9
+	VMOVUPS Y9, 64(R9)
+	VCVTDQ2PS Y3, Y9
+	VMULPS Y8, Y9, Y9
+	VMOVUPS Y9, 96(R9)
+	ADDQ $128, R9
+qzpack:
+	VPACKSSDW Y1, Y0, Y0
+	VPACKSSDW Y3, Y2, Y2
+	VPACKSSWB Y2, Y0, Y0
+	VPERMD Y0, Y13, Y0
+	VMOVDQU Y0, (DI)
+	ADDQ $128, SI
+	ADDQ $32, DI
+	ADDQ $4, DX
+	DECQ CX
+	JNZ  qzblock
+	VZEROUPPER
+	RET
