@@ -128,6 +128,9 @@ func dotQ8_0Q80x4VNNI(row *byte, x *uint32, stride int, blocks int, f16 *float32
 func dotQ8_0Q80x8VNNI(row *byte, x *uint32, stride int, blocks int, f16 *float32, out *float32)
 
 //go:noescape
+func dotQ8_0Q80r4VNNI(row *byte, stride int, x *uint32, blocks int, f16 *float32, out *float32)
+
+//go:noescape
 func dotQ8_0Q80x1VNNI(row *byte, x *uint32, blocks int, f16 *float32) float32
 
 //go:noescape
@@ -174,7 +177,9 @@ const q80TileRows = 16
 // dotRowsQ80 is rows [lo, hi) of a Q5_0 or Q8_0 matrix (rows of rb
 // bytes) times each of n rounded vectors of cols values: out[v*rows+r].
 // With the VNNI kernels, Q8_0 rows go a tile at a time, eight vectors at
-// a time, then four, then one.
+// a time, then four, then one; one vector takes four rows at a time (the
+// rows side by side read from memory at 28 GB/s against 47 for one row at
+// a time, four sequential streams at 50).
 func dotRowsQ80(t quant.Type, data []byte, rb, lo, hi int, z *q80, n, cols int, out []float32, rows int) {
 	if lo >= hi || !q80Lays(t) {
 		dotRowsQ80Each(t, data, rb, lo, hi, z, n, cols, out, rows)
@@ -186,6 +191,19 @@ func dotRowsQ80(t quant.Type, data []byte, rb, lo, hi int, z *q80, n, cols int, 
 	nb, stride := cols/32, 4*z.layWords
 	eight, four := n&^7, n&^3
 	var o [8]float32
+	if n == 1 { // one vector: four rows from the range's four quarters at a time
+		q := (hi - lo) / 4
+		for i := range q {
+			dotQ8_0Q80r4VNNI(&data[(lo+i)*rb], q*rb, &z.lay[0], nb, &f16Table[0], &o[0])
+			for k, y := range o[:4] {
+				out[lo+i+k*q] = y
+			}
+		}
+		for r := lo + 4*q; r < hi; r++ {
+			out[r] = dotQ8_0Q80x1VNNI(&data[r*rb], &z.lay[0], nb, &f16Table[0])
+		}
+		return
+	}
 	for r0 := lo; r0 < hi; r0 += q80TileRows {
 		r1 := min(r0+q80TileRows, hi)
 		for v := 0; v < eight; v += 8 {

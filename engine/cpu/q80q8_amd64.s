@@ -54,43 +54,55 @@ q8block:
 // low half. Every vector's result is computed by the same instructions
 // whether it comes alone or with three others, so they agree bit for bit.
 
-// Q8_PAIR loads a pair of blocks at SI: Z1 the 64 values + 128, Z2 the
-// scales d_w, eight lanes each (Z13: 0x80 bytes, R8: the binary16 table).
-#define Q8_PAIR \
-	VMOVDQU 2(SI), Y1 \
-	VINSERTI64X4 $1, 36(SI), Z1, Z1 \
-	VPXORD Z13, Z1, Z1 \
-	MOVWLZX (SI), AX \
-	VBROADCASTSS (R8)(AX*4), Y2 \
-	MOVWLZX 34(SI), AX \
-	VBROADCASTSS (R8)(AX*4), Y3 \
-	VINSERTF64X4 $1, Y3, Z2, Z2
+// Q8_ROWPAIR loads a pair of blocks at R: ZW the 64 values + 128, ZD
+// the scales d_w, eight lanes each (YW, YD: their low halves; YT a
+// scratch; Z13: 0x80 bytes, R8: the binary16 table).
+#define Q8_ROWPAIR(R, YW, ZW, YD, ZD, YT) \
+	VMOVDQU32 2(R), YW \
+	VINSERTI64X4 $1, 36(R), ZW, ZW \
+	VPXORD Z13, ZW, ZW \
+	MOVWLZX (R), AX \
+	VBROADCASTSS (R8)(AX*4), YD \
+	MOVWLZX 34(R), AX \
+	VBROADCASTSS (R8)(AX*4), YT \
+	VINSERTF64X4 $1, YT, ZD, ZD
 
-// Q8_VEC adds vector P's pair to ACC (T, S: scratch).
-#define Q8_VEC(P, T, S, ACC) \
+// Q8_ROWVEC adds vector P's pair times a row's pair (ZW, ZD) to ACC (T,
+// S: scratch).
+#define Q8_ROWVEC(P, ZW, ZD, T, S, ACC) \
 	VMOVDQU32 64(P), T \
-	VPDPBUSD (P), Z1, T \
+	VPDPBUSD (P), ZW, T \
 	VCVTDQ2PS T, T \
-	VMULPS 128(P), Z2, S \
+	VMULPS 128(P), ZD, S \
 	VFMADD231PS T, S, ACC
 
-// Q8_LAST loads an odd last block at SI into the low halves of Z1 and
-// Z2 (their upper halves zero).
-#define Q8_LAST \
-	VMOVDQU 2(SI), Y1 \
-	VPXORD Y13, Y1, Y1 \
-	MOVWLZX (SI), AX \
-	VBROADCASTSS (R8)(AX*4), Y2
+// Q8_PAIR loads the pair of blocks at SI into Z1 and Z2.
+#define Q8_PAIR Q8_ROWPAIR(SI, Y1, Z1, Y2, Z2, Y3)
 
-// Q8_VECLAST adds vector P's last block to ACC's low lanes: YT and YS
-// are the low halves of ZT and ZS, whose upper halves the 256-bit forms
-// clear, so the upper lanes add 0·0.
-#define Q8_VECLAST(P, YT, YS, ZT, ZS, ACC) \
+// Q8_VEC adds vector P's pair to ACC (T, S: scratch).
+#define Q8_VEC(P, T, S, ACC) Q8_ROWVEC(P, Z1, Z2, T, S, ACC)
+
+// Q8_ROWLAST loads an odd last block at R into the low halves of ZW and
+// ZD (their upper halves zero).
+#define Q8_ROWLAST(R, YW, YD) \
+	VMOVDQU32 2(R), YW \
+	VPXORD Y13, YW, YW \
+	MOVWLZX (R), AX \
+	VBROADCASTSS (R8)(AX*4), YD
+
+// Q8_ROWVECLAST adds vector P's last block times a row's (YW, YD) to
+// ACC's low lanes: YT and YS are the low halves of ZT and ZS, whose upper
+// halves the 256-bit forms clear, so the upper lanes add 0·0.
+#define Q8_ROWVECLAST(P, YW, YD, YT, YS, ZT, ZS, ACC) \
 	VMOVDQU32 64(P), YT \
-	VPDPBUSD (P), Y1, YT \
+	VPDPBUSD (P), YW, YT \
 	VCVTDQ2PS YT, YT \
-	VMULPS 128(P), Y2, YS \
+	VMULPS 128(P), YD, YS \
 	VFMADD231PS ZT, ZS, ACC
+
+// Q8_LAST and Q8_VECLAST: the same for the row at SI in Y1 and Y2.
+#define Q8_LAST Q8_ROWLAST(SI, Y1, Y2)
+#define Q8_VECLAST(P, YT, YS, ZT, ZS, ACC) Q8_ROWVECLAST(P, Y1, Y2, YT, YS, ZT, ZS, ACC)
 
 // Q8_OUT writes ACC's 16 lanes, added as the AVX2 kernel adds its 8
 // after folding the upper 8 onto the lower, to out[V] (DI: out).
@@ -231,6 +243,67 @@ x8out:
 	Q8_OUT(5, Z29, Y29)
 	Q8_OUT(6, Z30, Y30)
 	Q8_OUT(7, Z31, Y31)
+	VZEROUPPER
+	RET
+
+// func dotQ8_0Q80r4VNNI(row *byte, stride int, x *uint32, blocks int, f16 *float32, out *float32)
+// Four Q8_0 rows (stride bytes apart) times one laid-out vector: out[i]
+// is dotQ8_0Q80x1VNNI of row i, bit for bit. Four row streams keep more
+// of memory's bandwidth busy than one.
+TEXT ·dotQ8_0Q80r4VNNI(SB), NOSPLIT, $0-48
+	MOVQ row+0(FP), SI
+	MOVQ stride+8(FP), AX
+	LEAQ (SI)(AX*1), R10
+	LEAQ (R10)(AX*1), R11
+	LEAQ (R11)(AX*1), R12
+	MOVQ x+16(FP), R9
+	MOVQ blocks+24(FP), CX
+	MOVQ f16+32(FP), R8
+	MOVL $0x80808080, AX
+	VPBROADCASTD AX, Z13
+	VPXORD Z24, Z24, Z24
+	VPXORD Z25, Z25, Z25
+	VPXORD Z26, Z26, Z26
+	VPXORD Z27, Z27, Z27
+	MOVQ CX, BX
+	SHRQ $1, CX
+	JZ   r4last
+
+r4pair:
+	Q8_ROWPAIR(SI, Y1, Z1, Y2, Z2, Y3)
+	Q8_ROWPAIR(R10, Y14, Z14, Y15, Z15, Y3)
+	Q8_ROWPAIR(R11, Y16, Z16, Y17, Z17, Y3)
+	Q8_ROWPAIR(R12, Y18, Z18, Y19, Z19, Y3)
+	Q8_ROWVEC(R9, Z1, Z2, Z4, Z8, Z24)
+	Q8_ROWVEC(R9, Z14, Z15, Z5, Z9, Z25)
+	Q8_ROWVEC(R9, Z16, Z17, Z6, Z10, Z26)
+	Q8_ROWVEC(R9, Z18, Z19, Z7, Z11, Z27)
+	ADDQ $68, SI
+	ADDQ $68, R10
+	ADDQ $68, R11
+	ADDQ $68, R12
+	ADDQ $192, R9
+	DECQ CX
+	JNZ  r4pair
+
+r4last:
+	TESTQ $1, BX
+	JZ    r4out
+	Q8_ROWLAST(SI, Y1, Y2)
+	Q8_ROWLAST(R10, Y14, Y15)
+	Q8_ROWLAST(R11, Y16, Y17)
+	Q8_ROWLAST(R12, Y18, Y19)
+	Q8_ROWVECLAST(R9, Y1, Y2, Y4, Y8, Z4, Z8, Z24)
+	Q8_ROWVECLAST(R9, Y14, Y15, Y5, Y9, Z5, Z9, Z25)
+	Q8_ROWVECLAST(R9, Y16, Y17, Y6, Y10, Z6, Z10, Z26)
+	Q8_ROWVECLAST(R9, Y18, Y19, Y7, Y11, Z7, Z11, Z27)
+
+r4out:
+	MOVQ out+40(FP), DI
+	Q8_OUT(0, Z24, Y24)
+	Q8_OUT(1, Z25, Y25)
+	Q8_OUT(2, Z26, Y26)
+	Q8_OUT(3, Z27, Y27)
 	VZEROUPPER
 	RET
 
