@@ -70,7 +70,7 @@ func TestQ8_0Q80Kernels(t *testing.T) {
 		deq := make([]float32, rows*cols)
 		quant.Dequantize(quant.Q8_0, data, deq)
 		var z q80
-		z.resize(n, cols)
+		z.resize(n, cols, q80Lays(quant.Q8_0))
 		x := randFloats(r, n*cols)
 		xr := make([]float32, n*cols)
 		task := q80Task{z: &z, x: x, back: xr, cols: cols, lay: q80Lays(quant.Q8_0)}
@@ -92,7 +92,7 @@ func TestQ8_0Q80Kernels(t *testing.T) {
 		// alone: each vector in a product of its own
 		for v := range n {
 			var one q80
-			one.resize(1, cols)
+			one.resize(1, cols, q80Lays(quant.Q8_0))
 			(&q80Task{z: &one, x: x[v*cols : (v+1)*cols], cols: cols, lay: q80Lays(quant.Q8_0)}).Run(0, 0, 1)
 			alone := make([]float32, rows)
 			dotRowsQ80(quant.Q8_0, data, 34*blocks, 0, rows, &one, 1, cols, alone, rows)
@@ -150,7 +150,7 @@ func TestQ5_0Q80Kernel(t *testing.T) {
 		deq := make([]float32, cols)
 		quant.Dequantize(quant.Q5_0, row, deq)
 		var z q80
-		z.resize(2, cols)
+		z.resize(2, cols, false)
 		x := randFloats(r, 2*cols)
 		xr := make([]float32, 2*cols)
 		z.quantizeRange(x, 0, xr)
@@ -164,7 +164,7 @@ func TestQ5_0Q80Kernel(t *testing.T) {
 		}
 	}
 	var z q80
-	z.resize(1, 32)
+	z.resize(1, 32, false)
 	x := make([]float32, 32)
 	x[0], x[1], x[2] = 127, 0.5, -1.5 // 0.5 and -1.5 halfway: to even
 	z.quantize(x)
@@ -264,7 +264,7 @@ func TestMatMulAllTypes(t *testing.T) {
 			}
 			if hasQ80Kernel(typ, cols) {
 				var z q80
-				z.resize(n, cols)
+				z.resize(n, cols, false)
 				xr = make([]float32, n*cols)
 				z.quantizeRange(x, 0, xr)
 			}

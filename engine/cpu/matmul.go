@@ -80,7 +80,6 @@ func (p *Pool) prepare(out []float32, w *model.Tensor, x []float32, n int, scrat
 			p.mm.x, p.mm.z = p.xr[:n*w.Cols()], nil
 		}
 	} else if cols := w.Cols(); hasQ80Kernel(w.Type, cols) {
-		p.q80.resize(n, cols)
 		var back []float32
 		if n > q80SmallBatch(w.Type) {
 			// many vectors: decoded rows through the tile kernels with x
@@ -89,7 +88,9 @@ func (p *Pool) prepare(out []float32, w *model.Tensor, x []float32, n int, scrat
 			p.xr80 = grow(p.xr80, n*cols)
 			back = p.xr80
 		}
-		p.q80t = q80Task{z: &p.q80, x: x[:n*cols], back: back, cols: cols, lay: back == nil && q80Lays(w.Type)}
+		lay := back == nil && q80Lays(w.Type)
+		p.q80.resize(n, cols, lay)
+		p.q80t = q80Task{z: &p.q80, x: x[:n*cols], back: back, cols: cols, lay: lay}
 		p.Run(n, max(1, quantizeGrain/cols), &p.q80t)
 		p.q80t = q80Task{}
 		if back == nil {

@@ -20,12 +20,17 @@ type q80 struct {
 	layWords int
 }
 
-func (z *q80) resize(n, cols int) {
+// resize sizes z for n vectors of cols values, and lay too with lay.
+func (z *q80) resize(n, cols int, lay bool) {
 	if cap(z.q) < n*cols {
 		z.q, z.d = make([]int8, n*cols), make([]float32, n*cols/32)
 	}
 	z.q, z.d = z.q[:n*cols], z.d[:n*cols/32]
 	z.layWords = (cols/32 + 1) / 2 * 48
+	if !lay {
+		z.lay = z.lay[:0]
+		return
+	}
 	if cap(z.lay) < n*z.layWords {
 		z.lay = make([]uint32, n*z.layWords)
 	}
