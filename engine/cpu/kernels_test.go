@@ -167,7 +167,7 @@ func TestQ5_0Q80Kernel(t *testing.T) {
 	z.resize(1, 32, false)
 	x := make([]float32, 32)
 	x[0], x[1], x[2] = 127, 0.5, -1.5 // 0.5 and -1.5 halfway: to even
-	z.quantize(x)
+	z.quantizeRange(x, 0, nil)
 	if z.q[0] != 127 || z.q[1] != 0 || z.q[2] != -2 || z.d[0] != 1 {
 		t.Errorf("rounded %v, d %g", z.q[:3], z.d[0])
 	}

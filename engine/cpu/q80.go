@@ -89,9 +89,6 @@ func hasQ80Kernel(t quant.Type, cols int) bool {
 	return (t == quant.Q5_0 || t == quant.Q8_0) && cols%32 == 0
 }
 
-// quantize rounds x (a multiple of 32 values) into z.
-func (z *q80) quantize(x []float32) { z.quantizeRange(x, 0, nil) }
-
 // quantizeRange rounds x into z from value off (a multiple of 32) on,
 // and with back writes the rounded values there.
 func (z *q80) quantizeRange(x []float32, off int, back []float32) {
