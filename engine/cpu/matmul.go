@@ -248,10 +248,10 @@ var kQ8SmallBatch = func() int {
 // for bit whatever else is in the batch, so a decode step of up to 64
 // sequences gives each the logits it gets alone; past it (prompt chunks)
 // decoded rows through the GEMM are faster. 2048 × 768 through MatMul
-// (BenchmarkQ80Paths, VNNI): 0.13–0.14 ms against 0.21–0.24 decoded at 8
-// vectors, level at 16, 0.50–0.57 against 0.45–0.46 at 32, 0.99–1.09
-// against 0.80–0.83 at 64, 2.2–2.4 against 1.4–1.6 at 128. (A variable
-// for that benchmark.)
+// (BenchmarkQ80Paths, VNNI, eight vectors a kernel call): 0.12 ms against
+// 0.21 decoded at 8 vectors, level at 16, 0.52 against 0.42 at 32, 0.98
+// against 0.77 at 64, 1.88 against 1.39 at 128. (A variable for that
+// benchmark.)
 var q80SmallBatchQ8_0 = 64
 
 // q80SmallBatch is the most vectors a product with rows of type t
