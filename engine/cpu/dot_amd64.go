@@ -154,7 +154,7 @@ func quantizeQ80(x []float32, q []int8, d []float32, back []float32) {
 }
 
 // useQ80VNNI reports whether the Q8_0 rows multiply laid-out vectors
-// (q80.lay) in the 512-bit VNNI kernels here, one or four at a time.
+// (q80.lay) in the 512-bit VNNI kernels here, one, four or eight at a time.
 var useQ80VNNI = useAVX512 && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VNNI
 
 // q80Lays reports whether products with rows of type t need q80.lay.
@@ -171,7 +171,7 @@ func dotQ8_0Q80(row []byte, z *q80, b0 int) float32 {
 }
 
 // q80TileRows is how many Q8_0 rows the VNNI kernels take together: each
-// group of four vectors passes over the tile's rows while both stay in L1.
+// group of eight (or four) vectors passes over the tile's rows while both stay in L1.
 const q80TileRows = 16
 
 // dotRowsQ80 is rows [lo, hi) of a Q5_0 or Q8_0 matrix (rows of rb
