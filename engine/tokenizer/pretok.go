@@ -15,6 +15,10 @@ const (
 	reGPT2   = `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
 	reLlama3 = `(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
 	reQwen2  = `(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+	// reTekken is Mistral's tekken split as llama.cpp writes it: tokenizer.json's
+	// upper- and lower-case letter classes become "a letter that is not a-z"
+	// and "a letter that is not A-Z", so a letter outside ASCII counts as both.
+	reTekken = `[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+|[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))+((?=[\p{L}])([^A-Z]))*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+`
 )
 
 // The character classes of DeepSeek's pre-tokenizer, as code point ranges
@@ -67,18 +71,23 @@ func writeClassRune(b *strings.Builder, r rune) {
 	b.WriteRune(r)
 }
 
+// preTokenizers are the supported tokenizer.ggml.pre names: their
+// regexes, whether a piece in the vocabulary skips the merges, and
+// whether llama.cpp adds BOS when the file does not say
+// (tokenizer.ggml.add_bos_token).
 var preTokenizers = map[string]struct {
 	regexes      []string
 	ignoreMerges bool
+	addBOS       bool
 }{
 	"default":        {regexes: []string{`[\p{P}\$\+<=>\^~\|]+`, reGPT2, `\p{N}+`, `[0-9][0-9][0-9]`}},
 	"gpt-2":          {regexes: []string{reGPT2}},
 	"mpt":            {regexes: []string{reGPT2}},
 	"olmo":           {regexes: []string{reGPT2}},
 	"phi-2":          {regexes: []string{reGPT2}},
-	"llama3":         {regexes: []string{reLlama3}, ignoreMerges: true},
-	"llama-v3":       {regexes: []string{reLlama3}, ignoreMerges: true},
-	"llama-bpe":      {regexes: []string{reLlama3}, ignoreMerges: true},
+	"llama3":         {regexes: []string{reLlama3}, ignoreMerges: true, addBOS: true},
+	"llama-v3":       {regexes: []string{reLlama3}, ignoreMerges: true, addBOS: true},
+	"llama-bpe":      {regexes: []string{reLlama3}, ignoreMerges: true, addBOS: true},
 	"dbrx":           {regexes: []string{reLlama3}},
 	"smaug-bpe":      {regexes: []string{reLlama3}},
 	"qwen2":          {regexes: []string{reQwen2}},
@@ -89,6 +98,7 @@ var preTokenizers = map[string]struct {
 	"refact":         {regexes: []string{`\p{N}`, reGPT2}},
 	"command-r":      {regexes: []string{`\p{N}`, reGPT2}},
 	"smollm":         {regexes: []string{`\p{N}`, reGPT2}},
+	"tekken":         {regexes: []string{reTekken}, ignoreMerges: true, addBOS: true},
 	"gemma4":         {regexes: []string{`[^\n]+|[\n]+`}}, // spaces already ▁; BPE over whole lines
 	"deepseek-coder": {regexes: []string{`[\r\n]`, `\s?\p{L}+`, `\s?\p{P}+`, reCJK, `\p{N}`}},
 	"deepseek-llm": {regexes: []string{

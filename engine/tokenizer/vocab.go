@@ -158,6 +158,9 @@ func VocabFromGGUF(f *gguf.File) (*Vocab, error) {
 		}
 		*id.dst = int32(n)
 	}
+	if model == "gpt2" && preTokenizers[v.Pre].addBOS {
+		v.AddBOS = true // llama.cpp's default for this pre-tokenizer; the file's add_bos_token wins
+	}
 	for _, b := range []struct {
 		key string
 		dst *bool

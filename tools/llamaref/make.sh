@@ -2,7 +2,8 @@
 # Makes the llama.cpp references of the family tests
 # (engine/cpu/testdata/llamacpp): builds llama.cpp at COMMIT and
 # dumplogits.cpp against it, then runs the test that writes every case's
-# file, logits and tokens with that commit recorded.
+# file, logits and tokens with that commit recorded; and the tekken split's
+# (engine/tokenizer/testdata/tekken.json) with its llama-tokenize.
 #
 #   tools/llamaref/make.sh /path/to/llama.cpp-checkout [COMMIT]
 #
@@ -16,7 +17,7 @@ if [ $# -ge 2 ]; then git -C "$src" checkout -q "$2"; fi
 commit=$(git -C "$src" rev-parse --short=9 HEAD)
 cmake -S "$src" -B "$src/build" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
 	-DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_CURL=OFF >/dev/null
-cmake --build "$src/build" -j"$(nproc)" --target llama >/dev/null
+cmake --build "$src/build" -j"$(nproc)" --target llama llama-tokenize >/dev/null
 out=$(mktemp -d)/dumplogits
 b="$src/build"
 g++ -O2 -std=c++17 -I"$src/include" -I"$src/ggml/include" "$repo/tools/llamaref/dumplogits.cpp" -o "$out" \
@@ -25,4 +26,5 @@ g++ -O2 -std=c++17 -I"$src/include" -I"$src/ggml/include" "$repo/tools/llamaref/
 cd "$repo"
 rm -rf engine/cpu/testdata/llamacpp
 go test ./engine/cpu -count=1 -run TestFamiliesMatchLlamaCpp -llamacpp-dump="$out" -llamacpp-commit="$commit" -v | grep -E '^(---|ok|FAIL)|positions'
+go test ./engine/tokenizer -count=1 -run TestTekkenMatchesLlamaCpp -tekken-llama-tokenize="$src/build/bin/llama-tokenize" -tekken-llamacpp-commit="$commit" -v | grep -E '^(---|ok|FAIL)'
 echo "references written with llama.cpp $commit"
