@@ -2,7 +2,9 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 
 	"stepthrough/models/recipe"
@@ -12,7 +14,7 @@ import (
 // quality bars, report.
 func runTrainLesson(ctx context.Context, env Env, args []string) error {
 	o := recipe.Defaults()
-	fs := newFlags(env, "train-lesson", "[--out DIR] [--seed N] [--steps N] [--draft-steps N] [--scale F] [-t N] [--resume] [--eval-only | --readme-only]")
+	fs := newFlags(env, "train-lesson", "[--out DIR] [--seed N] [--steps N] [--draft-steps N] [--scale F] [-t N] [--resume] [--eval-only | --readme-only | --family [--family-steps N]]")
 	fs.Uint64Var(&o.Seed, "seed", o.Seed, "seed of the whole recipe")
 	fs.StringVar(&o.OutDir, "out", o.OutDir, "output `directory`")
 	fs.IntVar(&o.MainSteps, "steps", o.MainSteps, "training steps of the main model")
@@ -20,12 +22,17 @@ func runTrainLesson(ctx context.Context, env Env, args []string) error {
 	fs.Float64Var(&o.Scale, "scale", o.Scale, "corpus size factor")
 	fs.IntVar(&o.Threads, "t", 0, "CPU threads (0: one per core)")
 	fs.BoolVar(&o.Resume, "resume", false, "continue from the checkpoints in --out/checkpoints (written every 500 steps) instead of starting over")
+	fs.IntVar(&o.FamilySteps, "family-steps", o.FamilySteps, "training steps of the qwen3 family model (with --family)")
+	family := fs.Bool("family", false, "only train the qwen3-family model on the same corpus and tokenizer (lesson-qwen3.gguf, family-report.json)")
 	readmeOnly := fs.Bool("readme-only", false, "only render README.md from the report.json of the last run")
-	evalOnly := fs.Bool("eval-only", false, "only measure the quality bars again on the models in --out (rewrites report.json and README.md)")
+	evalOnly := fs.Bool("eval-only", false, "only measure the quality bars again on the models in --out (rewrites report.json, or with --family family-report.json, and README.md)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	o.Progress = env.Stderr
+	if *family {
+		return trainFamily(ctx, env, o, *evalOnly)
+	}
 	var rep *recipe.Report
 	var err error
 	switch {
@@ -37,7 +44,7 @@ func runTrainLesson(ctx context.Context, env Env, args []string) error {
 		rep, err = recipe.Run(ctx, o)
 	}
 	if err == nil {
-		err = recipe.WriteREADME(filepath.Join(o.OutDir, "README.md"), rep)
+		err = writeREADME(o.OutDir, rep)
 	}
 	if err != nil {
 		return err
@@ -49,4 +56,42 @@ func runTrainLesson(ctx context.Context, env Env, args []string) error {
 		fmt.Fprintf(env.Stdout, "bar missed: %s\n", f)
 	}
 	return nil
+}
+
+// trainFamily runs recipe.RunFamily and prints what it measured.
+func trainFamily(ctx context.Context, env Env, o recipe.Options, evalOnly bool) error {
+	run := recipe.RunFamily
+	if evalOnly {
+		run = func(ctx context.Context, o recipe.Options) (*recipe.FamilyReport, error) {
+			return recipe.ReevaluateFamily(ctx, o.OutDir, o.Threads)
+		}
+	}
+	rep, err := run(ctx, o)
+	if err != nil {
+		return err
+	}
+	main, err := recipe.ReadReport(filepath.Join(o.OutDir, "report.json"))
+	if err != nil {
+		return fmt.Errorf("the README is rendered with the main models' report (train-lesson first): %w", err)
+	}
+	if err := writeREADME(o.OutDir, main); err != nil {
+		return err
+	}
+	b := rep.Bars
+	fmt.Fprintf(env.Stdout, "%s: p(\" Paris\") %.3f (greedy %v); capitals %s, held-out phrasings %s; copying %s; calculator calls %s; turns ended %s\n",
+		rep.Arch, rep.ParisP, rep.ParisGreedy, b.CapitalTrain, b.CapitalHeld, b.Copy, b.ToolCall, b.ChatEnd)
+	return nil
+}
+
+// writeREADME renders dir/README.md from the main report and, when the
+// directory has one, the family report.
+func writeREADME(dir string, rep *recipe.Report) error {
+	fam, err := recipe.ReadFamilyReport(filepath.Join(dir, "family-report.json"))
+	switch {
+	case err == nil:
+		rep.Family = fam
+	case !errors.Is(err, fs.ErrNotExist):
+		return err
+	}
+	return recipe.WriteREADME(filepath.Join(dir, "README.md"), rep)
 }

@@ -69,6 +69,10 @@ import (
 //	                             stream after layer 3 at position 5 (from 1,
 //	                             BOS included) restores this fraction of the
 //	                             clean answer's lead
+//	expect: arch qwen3           the step's model's architecture
+//	expect: feature qk-norm      the step's model has this way of differing
+//	expect: lacks learned-positions  from llama's forward pass, or lacks it
+//	                             (the keys `inspect` and the model map use)
 type Claim struct {
 	Line  int
 	Kind  string  // one of ClaimKinds
@@ -84,7 +88,7 @@ type Claim struct {
 }
 
 // ClaimKinds are the supported claims.
-var ClaimKinds = []string{"top", "p", "draws", "tokens", "attends", "continues", "calls", "length", "pieces", "accepts", "rejects", "weights", "batched", "stop", "kvbytes", "cost", "context", "blocks", "shares", "cached", "lens", "lensrank", "induction", "copying", "restores"}
+var ClaimKinds = []string{"top", "p", "draws", "tokens", "attends", "continues", "calls", "length", "pieces", "accepts", "rejects", "weights", "batched", "stop", "kvbytes", "cost", "context", "blocks", "shares", "cached", "lens", "lensrank", "induction", "copying", "restores", "arch", "feature", "lacks"}
 
 func (c Claim) String() string {
 	switch c.Kind {
@@ -119,6 +123,8 @@ func (c Claim) String() string {
 		return fmt.Sprintf("copying %s %g", c.Op, c.Value)
 	case "restores":
 		return fmt.Sprintf("restores %d %d %q %s %g", c.Block, c.Pos, c.Text, c.Op, c.Value)
+	case "arch", "feature", "lacks":
+		return c.Kind + " " + c.Text
 	}
 	return fmt.Sprintf("%s %q", c.Kind, c.Text)
 }
@@ -140,6 +146,12 @@ func parseClaim(line int, v string) (Claim, error) {
 	switch kind {
 	case "top", "draws", "attends", "continues", "calls", "rejects":
 		return c, text(rest)
+	case "arch", "feature", "lacks":
+		if rest == "" || strings.ContainsAny(rest, " \"") {
+			return c, fmt.Errorf("expect %s %q: one name, unquoted (%s)", kind, rest, map[string]string{"arch": "arch qwen3", "feature": "feature qk-norm", "lacks": "lacks learned-positions"}[kind])
+		}
+		c.Text = rest
+		return c, nil
 	case "tokens", "length", "context":
 		return c, count()
 	case "blocks", "shares", "cached":

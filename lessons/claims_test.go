@@ -60,6 +60,12 @@ func TestMechanismClaims(t *testing.T) {
 		{in: `copying 0.5 < 0.1`, err: "only a bound"},
 		{in: `restores 0 5 "x" > 0.9`, err: "each from 1"},
 		{in: `restores 3 "x" > 0.9`, err: "a layer, a position"},
+		{in: `arch qwen3`, out: `arch qwen3`},
+		{in: `feature qk-norm`, out: `feature qk-norm`},
+		{in: `lacks learned-positions`, out: `lacks learned-positions`},
+		{in: `arch`, err: "one name"},
+		{in: `feature "qk-norm"`, err: "unquoted"},
+		{in: `lacks a b`, err: "one name"},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			c, err := parseClaim(1, tc.in)

@@ -108,6 +108,8 @@ func (s *checker) claim(ctx context.Context, st lessons.Step, c lessons.Claim) (
 		return s.checkCopying(ctx, c)
 	case "restores":
 		return s.checkRestores(ctx, c)
+	case "arch", "feature", "lacks":
+		return s.checkShape(c)
 	}
 	if c.Kind == "tokens" {
 		got := len(s.Prompt)
@@ -272,4 +274,22 @@ func checkLens(step *trace.Step, token int, c lessons.Claim, id int32, show func
 	}
 	rank := sample.Rank(L.Last, id)
 	return fmt.Sprint(rank), want(c.Holds(float64(rank)), "after layer %d %s ranks %d", c.Block, show(id), rank)
+}
+
+// checkShape decides the claims about the step's model's family: its
+// architecture, and the ways its forward pass differs from llama's.
+func (s *checker) checkShape(c lessons.Claim) (string, error) {
+	if c.Kind == "arch" {
+		got := s.Model.Config.Arch
+		return got, want(got == c.Text, "the model's architecture is %s", got)
+	}
+	var keys []string
+	for _, f := range s.Model.Features() {
+		keys = append(keys, f.Key)
+	}
+	got := strings.Join(keys, ", ")
+	if c.Kind == "feature" {
+		return got, want(slices.Contains(keys, c.Text), "the model's differences from llama are %s", got)
+	}
+	return got, want(!slices.Contains(keys, c.Text), "the model has %s", c.Text)
 }

@@ -211,3 +211,37 @@ A step.
 		t.Errorf("which claims failed (-want +got):\n%s", diff)
 	}
 }
+
+// The family claims hold where the model has the architecture and the
+// differences claimed, and fail where it does not, naming what it has.
+func TestShapeClaimsCanFail(t *testing.T) {
+	src := `---
+title: shapes, right and wrong
+model: lesson.gguf
+---
+
+## Step
+prompt: "The capital of France is"
+expect: arch gpt2
+expect: arch qwen3
+expect: feature learned-positions
+expect: feature qk-norm
+expect: lacks qk-norm
+expect: lacks layernorm
+A step.
+`
+	l, err := lessons.Parse("shapes.md", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	se := session.New("claims", "test", registrytest.Lesson(t))
+	defer se.Close()
+	var fails []bool
+	for _, r := range Lesson(context.Background(), se, l) {
+		fails = append(fails, r.Err != nil)
+		t.Logf("%s: %s (%v)", r.Claim, r.Got, r.Err)
+	}
+	if diff := cmp.Diff([]bool{false, true, false, true, false, true}, fails); diff != "" {
+		t.Errorf("which claims failed (-want +got):\n%s", diff)
+	}
+}

@@ -18,8 +18,10 @@ func BenchmarkStep(b *testing.B) {
 		{Config{Vocab: 1024, Ctx: 512, Embd: 128, Layers: 4, Heads: 4, FFN: 512}, 4, 512},
 		{Config{Vocab: 1024, Ctx: 512, Embd: 192, Layers: 4, Heads: 6, FFN: 768}, 4, 512},
 		{Config{Vocab: 1024, Ctx: 512, Embd: 192, Layers: 6, Heads: 6, FFN: 768}, 4, 512},
+		{Config{Vocab: 1024, Ctx: 512, Embd: 128, Layers: 4, Heads: 4, FFN: 384, Arch: Qwen3}, 4, 512},
+		{Config{Vocab: 1024, Ctx: 512, Embd: 160, Layers: 4, Heads: 5, FFN: 448, Arch: Qwen3}, 4, 512},
 	} {
-		b.Run(fmt.Sprintf("E%d_L%d_T%d", s.c.Embd, s.c.Layers, s.T), func(b *testing.B) {
+		b.Run(fmt.Sprintf("%s_E%d_L%d_T%d", s.c.arch(), s.c.Embd, s.c.Layers, s.T), func(b *testing.B) {
 			c, B, T := s.c, s.B, s.T
 			m := NewModel(c, 1, 0)
 			opt := NewAdamW(len(m.W), 1e-3, 0.1)

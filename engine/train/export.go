@@ -12,21 +12,41 @@ import (
 	"stepthrough/engine/tokenizer"
 )
 
-// Writer returns a GGUF writer with the model under llama.cpp's gpt2 keys
-// and tensor names (output tied to token_embd), and the tokenizer.
+// Writer returns a GGUF writer with the model under llama.cpp's keys and
+// tensor names for its family (output tied to token_embd), and the
+// tokenizer.
 func (m *Model) Writer(name string, v *tokenizer.Vocab) (*gguf.Writer, error) {
-	c, l := m.C, m.L
-	E, F := c.Embd, c.FFN
+	c := m.C
+	a := c.arch()
 	w := gguf.NewWriter()
-	w.MustSet("general.architecture", "gpt2")
+	w.MustSet("general.architecture", a)
 	w.MustSet("general.name", name)
 	w.MustSet("general.file_type", uint32(0))
-	w.MustSet("gpt2.context_length", uint32(c.Ctx))
-	w.MustSet("gpt2.embedding_length", uint32(E))
-	w.MustSet("gpt2.block_count", uint32(c.Layers))
-	w.MustSet("gpt2.feed_forward_length", uint32(F))
-	w.MustSet("gpt2.attention.head_count", uint32(c.Heads))
-	w.MustSet("gpt2.attention.layer_norm_epsilon", float32(lnEps))
+	w.MustSet(a+".context_length", uint32(c.Ctx))
+	w.MustSet(a+".embedding_length", uint32(c.Embd))
+	w.MustSet(a+".block_count", uint32(c.Layers))
+	w.MustSet(a+".feed_forward_length", uint32(c.FFN))
+	w.MustSet(a+".attention.head_count", uint32(c.Heads))
+	if a == Qwen3 {
+		D := c.Embd / c.Heads
+		w.MustSet(a+".attention.head_count_kv", uint32(c.Heads))
+		w.MustSet(a+".attention.key_length", uint32(D))
+		w.MustSet(a+".attention.value_length", uint32(D))
+		w.MustSet(a+".attention.layer_norm_rms_epsilon", float32(qwenRMSEps))
+		w.MustSet(a+".rope.dimension_count", uint32(D))
+		w.MustSet(a+".rope.freq_base", float32(qwenRopeBase))
+	} else {
+		w.MustSet(a+".attention.layer_norm_epsilon", float32(lnEps))
+	}
+	writeVocab(w, v)
+	if a == Qwen3 {
+		return w, m.addQwen3Tensors(w)
+	}
+	return w, m.addGPT2Tensors(w)
+}
+
+// writeVocab stores the byte-level BPE tokenizer.
+func writeVocab(w *gguf.Writer, v *tokenizer.Vocab) {
 	w.MustSet("tokenizer.ggml.model", "gpt2")
 	pre := v.Pre
 	if pre == "" {
@@ -51,36 +71,75 @@ func (m *Model) Writer(name string, v *tokenizer.Vocab) (*gguf.Writer, error) {
 	if v.ChatTemplate != "" {
 		w.MustSet("tokenizer.chat_template", v.ChatTemplate)
 	}
-	var err error
-	add := func(name string, off int, dims ...uint64) {
-		n := 1
-		for _, d := range dims {
-			n *= int(d)
-		}
-		if err == nil {
-			err = w.AddF32(name, quant.F32, dims, m.W[off:off+n])
-		}
+}
+
+// tensorAdder adds F32 tensors from the model's parameters, keeping the
+// first error.
+type tensorAdder struct {
+	w   *gguf.Writer
+	m   *Model
+	err error
+}
+
+func (t *tensorAdder) add(name string, off int, dims ...uint64) {
+	n := 1
+	for _, d := range dims {
+		n *= int(d)
 	}
-	add("token_embd.weight", l.wte, uint64(E), uint64(c.Vocab))
-	add("position_embd.weight", l.wpe, uint64(E), uint64(c.Ctx))
+	if t.err == nil {
+		t.err = t.w.AddF32(name, quant.F32, dims, t.m.W[off:off+n])
+	}
+}
+
+func (m *Model) addGPT2Tensors(w *gguf.Writer) error {
+	c, l := m.C, m.L
+	E, F := uint64(c.Embd), uint64(c.FFN)
+	t := &tensorAdder{w: w, m: m}
+	t.add("token_embd.weight", l.wte, E, uint64(c.Vocab))
+	t.add("position_embd.weight", l.wpe, E, uint64(c.Ctx))
 	for i, o := range l.layers {
 		p := fmt.Sprintf("blk.%d.", i)
-		add(p+"attn_norm.weight", o.ln1g, uint64(E))
-		add(p+"attn_norm.bias", o.ln1b, uint64(E))
-		add(p+"attn_qkv.weight", o.wqkv, uint64(E), uint64(3*E))
-		add(p+"attn_qkv.bias", o.bqkv, uint64(3*E))
-		add(p+"attn_output.weight", o.wo, uint64(E), uint64(E))
-		add(p+"attn_output.bias", o.bo, uint64(E))
-		add(p+"ffn_norm.weight", o.ln2g, uint64(E))
-		add(p+"ffn_norm.bias", o.ln2b, uint64(E))
-		add(p+"ffn_up.weight", o.wup, uint64(E), uint64(F))
-		add(p+"ffn_up.bias", o.bup, uint64(F))
-		add(p+"ffn_down.weight", o.wdown, uint64(F), uint64(E))
-		add(p+"ffn_down.bias", o.bdown, uint64(E))
+		t.add(p+"attn_norm.weight", o.ln1g, E)
+		t.add(p+"attn_norm.bias", o.ln1b, E)
+		t.add(p+"attn_qkv.weight", o.wqkv, E, 3*E)
+		t.add(p+"attn_qkv.bias", o.bqkv, 3*E)
+		t.add(p+"attn_output.weight", o.wo, E, E)
+		t.add(p+"attn_output.bias", o.bo, E)
+		t.add(p+"ffn_norm.weight", o.ln2g, E)
+		t.add(p+"ffn_norm.bias", o.ln2b, E)
+		t.add(p+"ffn_up.weight", o.wup, E, F)
+		t.add(p+"ffn_up.bias", o.bup, F)
+		t.add(p+"ffn_down.weight", o.wdown, F, E)
+		t.add(p+"ffn_down.bias", o.bdown, E)
 	}
-	add("output_norm.weight", l.lnfg, uint64(E))
-	add("output_norm.bias", l.lnfb, uint64(E))
-	return w, err
+	t.add("output_norm.weight", l.lnfg, E)
+	t.add("output_norm.bias", l.lnfb, E)
+	return t.err
+}
+
+// addQwen3Tensors writes the fused Q/K/V rows as llama.cpp's separate
+// attn_q, attn_k and attn_v.
+func (m *Model) addQwen3Tensors(w *gguf.Writer) error {
+	c, l := m.C, m.L
+	E, F, D := uint64(c.Embd), uint64(c.FFN), uint64(c.Embd/c.Heads)
+	t := &tensorAdder{w: w, m: m}
+	t.add("token_embd.weight", l.wte, E, uint64(c.Vocab))
+	for i, o := range l.layers {
+		p := fmt.Sprintf("blk.%d.", i)
+		t.add(p+"attn_norm.weight", o.ln1g, E)
+		t.add(p+"attn_q.weight", o.wqkv, E, E)
+		t.add(p+"attn_k.weight", o.wqkv+int(E*E), E, E)
+		t.add(p+"attn_v.weight", o.wqkv+int(2*E*E), E, E)
+		t.add(p+"attn_q_norm.weight", o.qn, D)
+		t.add(p+"attn_k_norm.weight", o.kn, D)
+		t.add(p+"attn_output.weight", o.wo, E, E)
+		t.add(p+"ffn_norm.weight", o.ln2g, E)
+		t.add(p+"ffn_gate.weight", o.wgate, E, F)
+		t.add(p+"ffn_up.weight", o.wup, E, F)
+		t.add(p+"ffn_down.weight", o.wdown, F, E)
+	}
+	t.add("output_norm.weight", l.lnfg, E)
+	return t.err
 }
 
 const ckptMagic = "STCKPT01"
@@ -130,6 +189,9 @@ func LoadCheckpoint(path string, m *Model, opt *AdamW) (seed uint64, err error) 
 		if err := binary.Read(f, binary.LittleEndian, v); err != nil {
 			return 0, fmt.Errorf("%s: %w", path, err)
 		}
+	}
+	if n, _ := f.Read(make([]byte, 1)); n != 0 {
+		return 0, fmt.Errorf("%s: checkpoint of another model family (longer than this model's state)", path)
 	}
 	for _, v := range m.W {
 		if math.IsNaN(float64(v)) {

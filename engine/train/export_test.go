@@ -13,14 +13,20 @@ import (
 )
 
 // A trained model written as GGUF loads in the engine and gives the logits
-// the trainer computes.
+// the trainer computes, for each family.
 func TestExportMatchesEngine(t *testing.T) {
 	texts := []string{"The capital of France is Paris. The cat sat on the mat. Mia had a red kite."}
 	v, err := tokenizer.TrainBPE(texts, 300, tokenizer.TrainOptions{Control: []string{"<|endoftext|>"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := Config{Vocab: len(v.Tokens), Ctx: 32, Embd: 32, Layers: 2, Heads: 4, FFN: 64}
+	for _, arch := range []string{GPT2, Qwen3} {
+		t.Run(arch, func(t *testing.T) { exportMatchesEngine(t, v, arch) })
+	}
+}
+
+func exportMatchesEngine(t *testing.T, v *tokenizer.Vocab, arch string) {
+	c := Config{Vocab: len(v.Tokens), Ctx: 32, Embd: 32, Layers: 2, Heads: 4, FFN: 64, Arch: arch}
 	m := NewModel(c, 5, 2)
 	for i := range m.W {
 		m.W[i] *= 3 // bigger logits than the init gives
@@ -36,6 +42,9 @@ func TestExportMatchesEngine(t *testing.T) {
 	em, err := model.FromFile(f)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if em.Config.Arch != c.arch() {
+		t.Fatalf("the engine reads architecture %q, want %q", em.Config.Arch, c.arch())
 	}
 	tk := em.Tokenizer
 	ids := tk.EncodeIDs("The capital of France is", false)

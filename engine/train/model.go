@@ -9,13 +9,32 @@ import (
 // Config is the model shape.
 type Config struct {
 	Vocab, Ctx, Embd, Layers, Heads, FFN int
+	// Arch is the family: GPT2 (also when empty) or Qwen3.
+	Arch string
+}
+
+// The families the trainer makes.
+const (
+	GPT2  = "gpt2"
+	Qwen3 = "qwen3"
+)
+
+// arch is c.Arch with the default filled in.
+func (c Config) arch() string {
+	if c.Arch == "" {
+		return GPT2
+	}
+	return c.Arch
 }
 
 // Params returns the number of parameters.
 func (c Config) Params() int { return newLayout(c).total }
 
+// layerOff holds one layer's parameter offsets; a family's absent ones
+// are -1.
 type layerOff struct {
 	ln1g, ln1b, wqkv, bqkv, wo, bo, ln2g, ln2b, wup, bup, wdown, bdown int
+	qn, kn, wgate                                                      int // qwen3
 }
 
 type layout struct {
@@ -26,6 +45,9 @@ type layout struct {
 }
 
 func newLayout(c Config) layout {
+	if c.arch() == Qwen3 {
+		return newQwen3Layout(c)
+	}
 	l := layout{c: c}
 	at := 0
 	alloc := func(n int) int { o := at; at += n; return o }
@@ -35,6 +57,7 @@ func newLayout(c Config) layout {
 		l.layers = append(l.layers, layerOff{
 			ln1g: alloc(E), ln1b: alloc(E), wqkv: alloc(3 * E * E), bqkv: alloc(3 * E), wo: alloc(E * E), bo: alloc(E),
 			ln2g: alloc(E), ln2b: alloc(E), wup: alloc(F * E), bup: alloc(F), wdown: alloc(E * F), bdown: alloc(E),
+			qn: -1, kn: -1, wgate: -1,
 		})
 	}
 	l.lnfg, l.lnfb = alloc(E), alloc(E)
@@ -62,6 +85,11 @@ type acts struct {
 	dlogits, dx, dtmp, dqkv []float32
 	dup, datt, dln          []float32
 	xT, dyT                 []float32
+	// qwen3: Q/K/V before the Q/K norms and RoPE, each head's 1/rms
+	// (queries then keys), the gate, its gradient, and cos|sin by position
+	qkvRaw, qkr, gate [][]float32
+	dgate, rope       []float32
+	ropeT             int
 }
 
 // NewModel initialises a model with GPT-2's scheme (normal std 0.02;
@@ -82,7 +110,9 @@ func NewModel(c Config, seed uint64, threads int) *Model {
 	}
 	E, F := c.Embd, c.FFN
 	normal(l.wte, c.Vocab*E, 0.02)
-	normal(l.wpe, c.Ctx*E, 0.01)
+	if l.wpe >= 0 {
+		normal(l.wpe, c.Ctx*E, 0.01)
+	}
 	proj := 0.02 / math.Sqrt(2*float64(c.Layers))
 	for _, o := range l.layers {
 		ones(o.ln1g, E)
@@ -91,6 +121,11 @@ func NewModel(c Config, seed uint64, threads int) *Model {
 		normal(o.wo, E*E, proj)
 		normal(o.wup, F*E, 0.02)
 		normal(o.wdown, E*F, proj)
+		if o.wgate >= 0 {
+			normal(o.wgate, F*E, 0.02)
+			ones(o.qn, E/c.Heads)
+			ones(o.kn, E/c.Heads)
+		}
 	}
 	ones(l.lnfg, E)
 	return m
@@ -116,6 +151,12 @@ func (m *Model) ensure(B, T int) {
 		a.ln2, a.ln2m, a.ln2r = append(a.ln2, f(N*E)), append(a.ln2m, f(N)), append(a.ln2r, f(N))
 		a.up, a.g = append(a.up, f(N*F)), append(a.g, f(N*F))
 	}
+	if c.arch() == Qwen3 {
+		for i := 0; i < c.Layers; i++ {
+			a.qkvRaw, a.qkr, a.gate = append(a.qkvRaw, f(N*3*E)), append(a.qkr, f(N*2*H)), append(a.gate, f(N*F))
+		}
+		a.dgate = f(N * F)
+	}
 	a.lnf, a.lnfm, a.lnfr, a.logits, a.dlogits = f(N*E), f(N), f(N), f(N*V), f(N*V)
 	a.dx, a.dtmp, a.dqkv, a.dup, a.datt, a.dln = f(N*E), f(N*E), f(N*3*E), f(N*F), f(N*E), f(N*E)
 	big := max(E, F, V, 3*E)
@@ -130,8 +171,11 @@ const lnEps = 1e-5
 // first).
 func (m *Model) Forward(tok, tgt []int32, B, T int, grad bool) float64 {
 	m.ensure(B, T)
+	if m.C.arch() == Qwen3 {
+		return m.forwardQwen3(tok, tgt, B, T, grad)
+	}
 	c, l, a := m.C, m.L, m.acts
-	N, E, F, V, H := B*T, c.Embd, c.FFN, c.Vocab, c.Heads
+	N, E, F, H := B*T, c.Embd, c.FFN, c.Heads
 	D := E / H
 	copy(a.tok, tok)
 	copy(a.tgt, tgt)
@@ -164,17 +208,11 @@ func (m *Model) Forward(tok, tgt []int32, B, T int, grad bool) float64 {
 		}
 	}
 	layerNorm(a.lnf, a.lnfm, a.lnfr, a.x[c.Layers], m.w(l.lnfg, E), m.w(l.lnfb, E), N, E, lnEps)
-	m.mm.linear(a.logits, a.lnf, m.w(l.wte, V*E), nil, N, E, V)
+	loss := m.logitsLoss(tgt, N, grad)
 	if !grad {
-		return m.mm.crossEntropy(nil, a.logits, tgt, N, V)
+		return loss
 	}
-	loss := m.mm.crossEntropy(a.dlogits, a.logits, tgt, N, V)
-	clear(m.G)
-	// output projection (tied to wte) and final norm
-	clear(a.dln)
-	m.mm.linearBack(a.dln, m.g(l.wte, V*E), nil, a.dlogits, a.lnf, m.w(l.wte, V*E), N, E, V, a.xT, a.dyT)
 	dx := a.dx
-	clear(dx)
 	layerNormBack(dx, m.g(l.lnfg, E), m.g(l.lnfb, E), a.dln, a.x[c.Layers], a.lnfm, a.lnfr, m.w(l.lnfg, E), N, E)
 	for i := c.Layers - 1; i >= 0; i-- {
 		o := l.layers[i]
@@ -210,6 +248,23 @@ func (m *Model) Forward(tok, tgt []int32, B, T int, grad bool) float64 {
 			}
 		}
 	}
+	return loss
+}
+
+// logitsLoss applies the output matrix (tied to the embeddings) to the
+// final norm's output a.lnf and returns the mean loss; with grad it zeroes
+// m.G and a.dx and leaves the gradient at a.lnf in a.dln.
+func (m *Model) logitsLoss(tgt []int32, N int, grad bool) float64 {
+	l, a, E, V := m.L, m.acts, m.C.Embd, m.C.Vocab
+	m.mm.linear(a.logits, a.lnf, m.w(l.wte, V*E), nil, N, E, V)
+	if !grad {
+		return m.mm.crossEntropy(nil, a.logits, tgt, N, V)
+	}
+	loss := m.mm.crossEntropy(a.dlogits, a.logits, tgt, N, V)
+	clear(m.G)
+	clear(a.dln)
+	m.mm.linearBack(a.dln, m.g(l.wte, V*E), nil, a.dlogits, a.lnf, m.w(l.wte, V*E), N, E, V, a.xT, a.dyT)
+	clear(a.dx)
 	return loss
 }
 
@@ -276,12 +331,17 @@ func (m *Model) decayMask() []bool {
 	c, l := m.C, m.L
 	E, F := c.Embd, c.FFN
 	set(l.wte, c.Vocab*E)
-	set(l.wpe, c.Ctx*E)
+	if l.wpe >= 0 {
+		set(l.wpe, c.Ctx*E)
+	}
 	for _, o := range l.layers {
 		set(o.wqkv, 3*E*E)
 		set(o.wo, E*E)
 		set(o.wup, F*E)
 		set(o.wdown, E*F)
+		if o.wgate >= 0 {
+			set(o.wgate, F*E)
+		}
 	}
 	return mask
 }
@@ -306,7 +366,11 @@ func (c Config) String() string {
 // average), tripled for the backward pass.
 func (c Config) TrainFLOPsPerToken(T int) float64 {
 	E, F, L := float64(c.Embd), float64(c.FFN), float64(c.Layers)
-	mat := L*(3*E*E+E*E+2*E*F) + float64(c.Vocab)*E
+	mlp := 2 * E * F
+	if c.arch() == Qwen3 {
+		mlp = 3 * E * F // gate, up and down
+	}
+	mat := L*(3*E*E+E*E+mlp) + float64(c.Vocab)*E
 	attn := L * 2 * E * float64(T+1) / 2
 	return 3 * 2 * (mat + attn)
 }

@@ -1,8 +1,9 @@
-// Package train trains the lesson model: a GPT-2 (LayerNorm, learned
-// positions, fused QKV, GELU, tied output) with explicit forward and
-// backward passes, cross-entropy loss, AdamW with warm-up and cosine
-// decay, gradient clipping, checkpoints, and export to GGUF with the gpt2
-// keys and tensor names llama.cpp expects. Every backward op is checked
+// Package train trains the lesson models: a GPT-2 (LayerNorm, learned
+// positions, fused QKV, GELU, tied output) or a Qwen3 (RMSNorm, Q/K norms,
+// NEOX RoPE, SwiGLU, tied output) with explicit forward and backward
+// passes, cross-entropy loss, AdamW with warm-up and cosine decay,
+// gradient clipping, checkpoints, and export to GGUF with the keys and
+// tensor names llama.cpp expects for each family. Every backward op is checked
 // against finite differences (ops_test.go). Matrix products reuse the
 // engine's CPU kernels.
 package train

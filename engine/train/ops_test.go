@@ -7,57 +7,84 @@ import (
 )
 
 // Every parameter group's analytic gradient matches central finite
-// differences of the loss: this checks the backward pass of every op
-// (embeddings, LayerNorm, linear layers, attention, GELU, residuals, tied
-// output, cross-entropy) through the whole model.
+// differences of the loss, for each family: this checks the backward pass
+// of every op (embeddings, LayerNorm and RMSNorm, linear layers, Q/K norms,
+// RoPE, attention, GELU and SwiGLU, residuals, tied output,
+// cross-entropy) through the whole model.
 func TestGradientsMatchFiniteDifferences(t *testing.T) {
-	c := Config{Vocab: 23, Ctx: 8, Embd: 8, Layers: 2, Heads: 2, FFN: 16}
-	m := NewModel(c, 1, 2)
-	r := rand.New(rand.NewPCG(2, 3))
-	for i := range m.W { // larger weights than the init, so gradients are not tiny
-		m.W[i] += float32(r.NormFloat64() * 0.3)
-	}
-	B, T := 2, 6
-	tok, tgt := make([]int32, B*T), make([]int32, B*T)
-	for i := range tok {
-		tok[i], tgt[i] = int32(r.IntN(c.Vocab)), int32(r.IntN(c.Vocab))
-	}
-	loss := m.Forward(tok, tgt, B, T, true)
-	if l2 := m.Forward(tok, tgt, B, T, false); math.Abs(l2-loss) > 1e-6 {
-		t.Fatalf("loss with and without gradients: %g vs %g", loss, l2)
-	}
-	m.Forward(tok, tgt, B, T, true)
-	grad := append([]float32(nil), m.G...)
-	l := m.L
-	groups := map[string][2]int{"wte": {l.wte, c.Vocab * c.Embd}, "wpe": {l.wpe, c.Ctx * c.Embd}, "lnf": {l.lnfg, 2 * c.Embd}}
-	for i, o := range l.layers {
-		groups[fmtName("ln1", i)] = [2]int{o.ln1g, 2 * c.Embd}
-		groups[fmtName("qkv", i)] = [2]int{o.wqkv, 3*c.Embd*c.Embd + 3*c.Embd}
-		groups[fmtName("wo", i)] = [2]int{o.wo, c.Embd*c.Embd + c.Embd}
-		groups[fmtName("ln2", i)] = [2]int{o.ln2g, 2 * c.Embd}
-		groups[fmtName("up", i)] = [2]int{o.wup, c.FFN*c.Embd + c.FFN}
-		groups[fmtName("down", i)] = [2]int{o.wdown, c.Embd*c.FFN + c.Embd}
-	}
-	const eps = 1e-2
-	for name, g := range groups {
-		worst := 0.0
-		for k := 0; k < 12; k++ {
-			i := g[0] + r.IntN(g[1])
-			orig := m.W[i]
-			m.W[i] = orig + eps
-			lp := m.Forward(tok, tgt, B, T, false)
-			m.W[i] = orig - eps
-			lm := m.Forward(tok, tgt, B, T, false)
-			m.W[i] = orig
-			num := (lp - lm) / (2 * eps)
-			err := math.Abs(float64(grad[i]) - num)
-			if err > 2e-3+0.03*math.Abs(num) {
-				t.Errorf("%s[%d]: analytic %g, finite difference %g", name, i-g[0], grad[i], num)
+	for _, arch := range []string{GPT2, Qwen3} {
+		t.Run(arch, func(t *testing.T) {
+			c := Config{Vocab: 23, Ctx: 8, Embd: 8, Layers: 2, Heads: 2, FFN: 16, Arch: arch}
+			m := NewModel(c, 1, 2)
+			r := rand.New(rand.NewPCG(2, 3))
+			for i := range m.W { // larger weights than the init, so gradients are not tiny
+				m.W[i] += float32(r.NormFloat64() * 0.3)
 			}
-			worst = max(worst, err)
-		}
-		t.Logf("%s: worst |analytic - numeric| = %.2g", name, worst)
+			B, T := 2, 6
+			tok, tgt := make([]int32, B*T), make([]int32, B*T)
+			for i := range tok {
+				tok[i], tgt[i] = int32(r.IntN(c.Vocab)), int32(r.IntN(c.Vocab))
+			}
+			loss := m.Forward(tok, tgt, B, T, true)
+			if l2 := m.Forward(tok, tgt, B, T, false); math.Abs(l2-loss) > 1e-6 {
+				t.Fatalf("loss with and without gradients: %g vs %g", loss, l2)
+			}
+			m.Forward(tok, tgt, B, T, true)
+			grad := append([]float32(nil), m.G...)
+			const eps = 1e-2
+			for name, g := range paramGroups(m) {
+				worst := 0.0
+				for k := 0; k < 12; k++ {
+					i := g[0] + r.IntN(g[1])
+					orig := m.W[i]
+					m.W[i] = orig + eps
+					lp := m.Forward(tok, tgt, B, T, false)
+					m.W[i] = orig - eps
+					lm := m.Forward(tok, tgt, B, T, false)
+					m.W[i] = orig
+					num := (lp - lm) / (2 * eps)
+					err := math.Abs(float64(grad[i]) - num)
+					if err > 2e-3+0.03*math.Abs(num) {
+						t.Errorf("%s[%d]: analytic %g, finite difference %g", name, i-g[0], grad[i], num)
+					}
+					worst = max(worst, err)
+				}
+				t.Logf("%s: worst |analytic - numeric| = %.2g", name, worst)
+			}
+		})
 	}
+}
+
+// paramGroups names each parameter group's offset and size (a weight and
+// the bias after it count as one group).
+func paramGroups(m *Model) map[string][2]int {
+	c, l := m.C, m.L
+	E, F, D := c.Embd, c.FFN, c.Embd/c.Heads
+	if c.arch() == Qwen3 {
+		groups := map[string][2]int{"wte": {l.wte, c.Vocab * E}, "lnf": {l.lnfg, E}}
+		for i, o := range l.layers {
+			groups[fmtName("ln1", i)] = [2]int{o.ln1g, E}
+			groups[fmtName("qkv", i)] = [2]int{o.wqkv, 3 * E * E}
+			groups[fmtName("qnorm", i)] = [2]int{o.qn, D}
+			groups[fmtName("knorm", i)] = [2]int{o.kn, D}
+			groups[fmtName("wo", i)] = [2]int{o.wo, E * E}
+			groups[fmtName("ln2", i)] = [2]int{o.ln2g, E}
+			groups[fmtName("gate", i)] = [2]int{o.wgate, F * E}
+			groups[fmtName("up", i)] = [2]int{o.wup, F * E}
+			groups[fmtName("down", i)] = [2]int{o.wdown, E * F}
+		}
+		return groups
+	}
+	groups := map[string][2]int{"wte": {l.wte, c.Vocab * E}, "wpe": {l.wpe, c.Ctx * E}, "lnf": {l.lnfg, 2 * E}}
+	for i, o := range l.layers {
+		groups[fmtName("ln1", i)] = [2]int{o.ln1g, 2 * E}
+		groups[fmtName("qkv", i)] = [2]int{o.wqkv, 3*E*E + 3*E}
+		groups[fmtName("wo", i)] = [2]int{o.wo, E*E + E}
+		groups[fmtName("ln2", i)] = [2]int{o.ln2g, 2 * E}
+		groups[fmtName("up", i)] = [2]int{o.wup, F*E + F}
+		groups[fmtName("down", i)] = [2]int{o.wdown, E*F + E}
+	}
+	return groups
 }
 
 func fmtName(s string, i int) string { return s + string(rune('0'+i)) }

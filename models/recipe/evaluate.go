@@ -15,6 +15,7 @@ import (
 	"stepthrough/engine/model"
 	"stepthrough/engine/quantize"
 	"stepthrough/engine/sample"
+	"stepthrough/engine/tokenizer"
 	"stepthrough/models/corpus"
 )
 
@@ -333,19 +334,8 @@ func evaluate(ctx context.Context, rep *Report, mainPath, draftPath string, held
 		}
 		return sample.Probabilities(l, 1), nil
 	}
-	prompt := tk.EncodeIDs("The capital of France is", true)
-	rep.ParisP, rep.ParisGreedy = 1, true
-	for i, id := range tk.EncodeIDs(" Paris", false) {
-		p, err := next(s, prompt)
-		if err != nil {
-			return err
-		}
-		if i == 0 {
-			rep.ParisTop = string(tk.Bytes(engine.Argmax(p)))
-		}
-		rep.ParisP *= float64(p[id])
-		rep.ParisGreedy = rep.ParisGreedy && engine.Argmax(p) == id
-		prompt = append(prompt, id)
+	if rep.ParisP, rep.ParisTop, rep.ParisGreedy, err = paris(ctx, s, tk); err != nil {
+		return err
 	}
 	// draft agreement: greedy next token on held-out prefixes
 	agree, total := 0, 0
@@ -385,6 +375,44 @@ func evaluate(ctx context.Context, rep *Report, mainPath, draftPath string, held
 		rep.Samples = append(rep.Samples, prompt+agent.Text(tk, passes))
 	}
 	return nil
+}
+
+// MeasureParis loads the model at path and measures paris on it.
+func MeasureParis(ctx context.Context, path string, threads int) (p float64, top string, greedy bool, err error) {
+	m, err := model.Load(path)
+	if err != nil {
+		return 0, "", false, err
+	}
+	defer m.Close()
+	s, err := engine.NewSession(m, engine.Options{Threads: threads})
+	if err != nil {
+		return 0, "", false, err
+	}
+	defer s.Close()
+	return paris(ctx, s, m.Tokenizer)
+}
+
+// paris is p(" Paris" | "The capital of France is") at temperature 1 (the
+// product of its tokens' probabilities), the first top token, and whether
+// greedy decoding writes " Paris".
+func paris(ctx context.Context, s *engine.Session, tk *tokenizer.Tokenizer) (p float64, top string, greedy bool, err error) {
+	prompt := tk.EncodeIDs("The capital of France is", true)
+	p, greedy = 1, true
+	for i, id := range tk.EncodeIDs(" Paris", false) {
+		s.Reset()
+		l, err := s.Eval(ctx, prompt)
+		if err != nil {
+			return 0, "", false, err
+		}
+		probs := sample.Probabilities(l, 1)
+		if i == 0 {
+			top = string(tk.Bytes(engine.Argmax(probs)))
+		}
+		p *= float64(probs[id])
+		greedy = greedy && engine.Argmax(probs) == id
+		prompt = append(prompt, id)
+	}
+	return p, top, greedy, nil
 }
 
 func samplePrompts() []string {

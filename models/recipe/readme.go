@@ -147,6 +147,35 @@ Some held-out-phrasing misses: {{range .}}{{.}}; {{end}}{{end}}
 {{with .Bars.Copy.Misses}}
 Some copying misses: {{range .}}{{.}}; {{end}}{{end}}
 
+{{with .Family}}
+## The second family: lesson-qwen3.gguf (qwen3 architecture, F32)
+
+The same corpus and the same tokenizer, a model of another family, so
+the "Families" lesson can ask both the same question: ` + "`go run . train-lesson --family`" + `
+({{mins .Seconds}} here). Qwen3's block, as llama.cpp reads it: RMSNorm
+without biases, each head's query and key RMS-normed before NEOX RoPE
+(so no position table), a SwiGLU MLP (gate, up, down), no biases, output
+tied to the embeddings. The trainer checks its backward pass against
+finite differences and its export against the engine, as for GPT-2.
+
+| | lesson-qwen3.gguf |
+|---|---|
+| shape | {{.Model.Config}} |
+| file | {{mib .Model.Bytes}} |
+| training | {{.Model.Steps}} steps of {{.Model.Batch}}×{{.Model.Window}} tokens, {{printf "%.0f" .Model.TokensPerS}} tokens/s |
+| final training loss | {{f3 .Model.FinalLoss}} |
+{{range keys .Model.ValLoss}}| validation loss, {{.}} | {{f3 (index $.Family.Model.ValLoss .)}} |
+{{end}}| capitals, training phrasings | {{.Bars.CapitalTrain}} |
+| capitals, held-out phrasings | {{.Bars.CapitalHeld}} |
+| copying an invented name | {{.Bars.Copy}} |
+| a well-formed calculator call / the right answer | {{.Bars.ToolCall}} / {{.Bars.ToolAnswer}} |
+| chat turns ended | {{.Bars.ChatEnd}} |
+
+"The capital of France is" → greedy {{if .ParisGreedy}}" Paris"{{else}}not " Paris" (first token {{printf "%q" .ParisTop}}){{end}}; p(" Paris") = **{{f3 .ParisP}}**.
+Its figures are measured as the main model's are, and ` + "`models/quality_test.go`" + `
+checks them against ` + "`family-report.json`" + `; the main model's thresholds
+do not apply to it.
+{{end}}
 {{with .Quantization}}
 ## Quantized (stepthrough quantize, measured with stepthrough perplexity)
 

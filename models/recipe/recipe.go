@@ -32,10 +32,14 @@ type Options struct {
 	Draft      train.Config
 	MainSteps  int
 	DraftSteps int
-	Batch, T   int
-	Threads    int
-	Progress   io.Writer
-	Scale      float64 // corpus size factor (1 = the default few MB)
+	// Family is the second family's model (lesson-qwen3.gguf), trained on
+	// the same corpus with the same tokenizer by RunFamily.
+	Family      train.Config
+	FamilySteps int
+	Batch, T    int
+	Threads     int
+	Progress    io.Writer
+	Scale       float64 // corpus size factor (1 = the default few MB)
 	// CheckpointEvery saves the training state every so many steps into
 	// OutDir/checkpoints; Resume continues from a saved state.
 	CheckpointEvery int
@@ -50,7 +54,8 @@ func Defaults() Options {
 		Seed: 1, OutDir: "models", Vocab: 1024,
 		Main:      train.Config{Ctx: 512, Embd: 192, Layers: 4, Heads: 6, FFN: 768},
 		Draft:     train.Config{Ctx: 512, Embd: 64, Layers: 2, Heads: 2, FFN: 256},
-		MainSteps: 7000, DraftSteps: 2000, Batch: 4, T: 512, Scale: 1, CheckpointEvery: 500,
+		Family:    train.Config{Ctx: 512, Embd: 160, Layers: 4, Heads: 5, FFN: 448, Arch: train.Qwen3},
+		MainSteps: 7000, DraftSteps: 2000, FamilySteps: 4000, Batch: 4, T: 512, Scale: 1, CheckpointEvery: 500,
 		Eval: ReportSizes,
 	}
 }
@@ -80,6 +85,8 @@ type Report struct {
 	Quantization []QuantRow         `json:"quantization,omitempty"`
 	Samples      []string           `json:"samples"`
 	Seconds      map[string]float64 `json:"seconds"`
+	// Family is family-report.json when the README is rendered with it.
+	Family *FamilyReport `json:"-"`
 }
 
 // ModelReport describes one trained model.
@@ -114,28 +121,43 @@ func Vocabulary(texts []string, size int) (*tokenizer.Vocab, error) {
 	return v, nil
 }
 
-// Run executes the recipe.
-func Run(ctx context.Context, o Options) (*Report, error) {
-	rep := &Report{Seed: o.Seed, Scale: o.Scale, CorpusBytes: map[string]int{}, Seconds: map[string]float64{}}
-	logf := func(format string, a ...any) {
+// prepared is the corpus and tokenizer every model of a run trains on.
+type prepared struct {
+	o         Options
+	train     []corpus.Doc
+	held      []corpus.Doc
+	vocab     *tokenizer.Vocab
+	stream    []int32
+	val       map[corpus.Family][]int32
+	logf      func(format string, a ...any)
+	bytes     map[string]int
+	corpusS   float64
+	tokenizeS float64
+}
+
+// prepare generates the corpus, writes its sample, trains the tokenizer
+// and encodes the training and held-out texts.
+func prepare(o Options) (*prepared, error) {
+	p := &prepared{o: o, bytes: map[string]int{}, val: map[corpus.Family][]int32{}}
+	p.logf = func(format string, a ...any) {
 		if o.Progress != nil {
 			fmt.Fprintf(o.Progress, format+"\n", a...)
 		}
 	}
 	t0 := time.Now()
-	trainDocs, heldDocs := corpus.Split(corpus.Default(o.Seed).Scaled(o.Scale), 0.1)
+	p.train, p.held = corpus.Split(corpus.Default(o.Seed).Scaled(o.Scale), 0.1)
 	var texts []string
-	for _, d := range trainDocs {
+	for _, d := range p.train {
 		texts = append(texts, d.Text)
-		rep.CorpusBytes[string(d.Family)] += len(d.Text)
+		p.bytes[string(d.Family)] += len(d.Text)
 	}
 	if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
 		return nil, err
 	}
-	if err := writeCorpus(filepath.Join(o.OutDir, "corpus-sample.txt"), trainDocs[:min(200, len(trainDocs))]); err != nil {
+	if err := writeCorpus(filepath.Join(o.OutDir, "corpus-sample.txt"), p.train[:min(200, len(p.train))]); err != nil {
 		return nil, err
 	}
-	rep.Seconds["corpus"] = time.Since(t0).Seconds()
+	p.corpusS = time.Since(t0).Seconds()
 	t0 = time.Now()
 	vocab, err := Vocabulary(texts, o.Vocab)
 	if err != nil {
@@ -145,127 +167,234 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep.Vocab, rep.ChatTemplate = len(vocab.Tokens), vocab.ChatTemplate
-	rep.Seconds["tokenizer"] = time.Since(t0).Seconds()
-	logf("tokenizer: %d tokens (%d merges) in %.1fs", len(vocab.Tokens), len(vocab.Merges), rep.Seconds["tokenizer"])
+	p.vocab = vocab
+	p.tokenizeS = time.Since(t0).Seconds()
+	p.logf("tokenizer: %d tokens (%d merges) in %.1fs", len(vocab.Tokens), len(vocab.Merges), p.tokenizeS)
 	// every document starts with BOS (<|endoftext|>), as every prompt does;
 	// the generator's chat markup is special text it wrote itself
-	var stream []int32
-	for _, d := range trainDocs {
-		stream = append(stream, tk.EncodeSpecial(d.Text, true)...)
+	for _, d := range p.train {
+		p.stream = append(p.stream, tk.EncodeSpecial(d.Text, true)...)
 	}
-	stream = append(stream, vocab.BOS)
-	rep.TrainTokens = len(stream)
-	val := map[corpus.Family][]int32{}
-	for _, d := range heldDocs {
-		val[d.Family] = append(val[d.Family], tk.EncodeSpecial(d.Text, true)...)
+	p.stream = append(p.stream, vocab.BOS)
+	for _, d := range p.held {
+		p.val[d.Family] = append(p.val[d.Family], tk.EncodeSpecial(d.Text, true)...)
 	}
-	logf("corpus: %d training tokens", len(stream))
+	p.logf("corpus: %d training tokens", len(p.stream))
+	return p, nil
+}
 
-	trainOne := func(name string, c train.Config, steps int, seed uint64) (*train.Model, ModelReport, error) {
-		c.Vocab = len(vocab.Tokens)
-		m := train.NewModel(c, seed, o.Threads)
-		opt := train.NewAdamW(len(m.W), 3e-3, 0.1)
-		r := rand.New(rand.NewPCG(seed, 11))
-		B, T := o.Batch, min(o.T, c.Ctx)
-		tok, tgt := make([]int32, B*T), make([]int32, B*T)
-		mr := ModelReport{Config: c.String(), Params: c.Params(), Steps: steps, Batch: o.Batch, Window: min(o.T, c.Ctx), ValLoss: map[string]float64{}}
-		ckpt := filepath.Join(o.OutDir, "checkpoints", name+".ckpt")
-		first := 0
-		if o.Resume {
-			if _, err := os.Stat(ckpt); err == nil {
-				if _, err := train.LoadCheckpoint(ckpt, m, opt); err != nil {
-					return nil, mr, err
-				}
-				first = opt.Step
-				for i := 0; i < first*B; i++ { // replay the data sampler to where it was
-					r.IntN(len(stream) - T - 1)
-				}
-				logf("%s: resumed at step %d from %s", name, first, ckpt)
-			}
-		}
-		start := time.Now()
-		var ema float64
-		for s := first; s < steps; s++ {
-			if err := ctx.Err(); err != nil {
+// trainModel trains one model on the prepared stream: AdamW, warm-up and
+// cosine decay, checkpoints under OutDir/checkpoints/NAME.ckpt.
+func (p *prepared) trainModel(ctx context.Context, name string, c train.Config, steps int, seed uint64) (*train.Model, ModelReport, error) {
+	o, stream, logf := p.o, p.stream, p.logf
+	c.Vocab = len(p.vocab.Tokens)
+	m := train.NewModel(c, seed, o.Threads)
+	opt := train.NewAdamW(len(m.W), 3e-3, 0.1)
+	r := rand.New(rand.NewPCG(seed, 11))
+	B, T := o.Batch, min(o.T, c.Ctx)
+	tok, tgt := make([]int32, B*T), make([]int32, B*T)
+	mr := ModelReport{Config: c.String(), Params: c.Params(), Steps: steps, Batch: o.Batch, Window: min(o.T, c.Ctx), ValLoss: map[string]float64{}}
+	ckpt := filepath.Join(o.OutDir, "checkpoints", name+".ckpt")
+	first := 0
+	if o.Resume {
+		if _, err := os.Stat(ckpt); err == nil {
+			if _, err := train.LoadCheckpoint(ckpt, m, opt); err != nil {
 				return nil, mr, err
 			}
-			for b := 0; b < B; b++ {
-				at := r.IntN(len(stream) - T - 1)
-				copy(tok[b*T:], stream[at:at+T])
-				copy(tgt[b*T:], stream[at+1:at+T+1])
+			first = opt.Step
+			for i := 0; i < first*B; i++ { // replay the data sampler to where it was
+				r.IntN(len(stream) - T - 1)
 			}
-			loss := m.Forward(tok, tgt, B, T, true)
-			lr := train.Schedule(s, 100, steps, 3e-3, 3e-4)
-			opt.Update(m, lr, 1.0)
-			if s == first {
-				ema = loss
-			}
-			if o.CheckpointEvery > 0 && (s+1)%o.CheckpointEvery == 0 && s+1 < steps {
-				if err := os.MkdirAll(filepath.Dir(ckpt), 0o755); err != nil {
-					return nil, mr, err
-				}
-				if err := train.SaveCheckpoint(ckpt, m, opt, seed); err != nil {
-					return nil, mr, err
-				}
-			}
-			ema = 0.98*ema + 0.02*loss
-			if s%50 == 0 || s == steps-1 {
-				el := time.Since(start).Seconds()
-				tps := float64((s+1-first)*B*T) / el
-				eta := time.Duration(float64(steps-s-1) * el / float64(s+1-first) * float64(time.Second))
-				bar := strings.Repeat("█", 30*(s+1)/steps) + strings.Repeat("·", 30-30*(s+1)/steps)
-				logf("%s %s step %d/%d loss %.3f (avg %.3f) lr %.2e %.0f tokens/s ETA %s", name, bar, s+1, steps, loss, ema, lr, tps, eta.Round(time.Second))
-			}
+			logf("%s: resumed at step %d from %s", name, first, ckpt)
 		}
-		mr.TokensPerS = float64((steps-first)*B*T) / time.Since(start).Seconds()
-		mr.GFLOPS = mr.TokensPerS * c.TrainFLOPsPerToken(T) / 1e9
-		mr.FinalLoss = ema
-		for f, toks := range val {
-			mr.ValLoss[string(f)] = evalLoss(m, toks, T)
-		}
-		return m, mr, nil
 	}
-	t0 = time.Now()
-	mainM, mainR, err := trainOne("lesson", o.Main, o.MainSteps, o.Seed)
+	start := time.Now()
+	var ema float64
+	for s := first; s < steps; s++ {
+		if err := ctx.Err(); err != nil {
+			return nil, mr, err
+		}
+		for b := 0; b < B; b++ {
+			at := r.IntN(len(stream) - T - 1)
+			copy(tok[b*T:], stream[at:at+T])
+			copy(tgt[b*T:], stream[at+1:at+T+1])
+		}
+		loss := m.Forward(tok, tgt, B, T, true)
+		lr := train.Schedule(s, 100, steps, 3e-3, 3e-4)
+		opt.Update(m, lr, 1.0)
+		if s == first {
+			ema = loss
+		}
+		if o.CheckpointEvery > 0 && (s+1)%o.CheckpointEvery == 0 && s+1 < steps {
+			if err := os.MkdirAll(filepath.Dir(ckpt), 0o755); err != nil {
+				return nil, mr, err
+			}
+			if err := train.SaveCheckpoint(ckpt, m, opt, seed); err != nil {
+				return nil, mr, err
+			}
+		}
+		ema = 0.98*ema + 0.02*loss
+		if s%50 == 0 || s == steps-1 {
+			el := time.Since(start).Seconds()
+			tps := float64((s+1-first)*B*T) / el
+			eta := time.Duration(float64(steps-s-1) * el / float64(s+1-first) * float64(time.Second))
+			bar := strings.Repeat("█", 30*(s+1)/steps) + strings.Repeat("·", 30-30*(s+1)/steps)
+			logf("%s %s step %d/%d loss %.3f (avg %.3f) lr %.2e %.0f tokens/s ETA %s", name, bar, s+1, steps, loss, ema, lr, tps, eta.Round(time.Second))
+		}
+	}
+	mr.TokensPerS = float64((steps-first)*B*T) / time.Since(start).Seconds()
+	mr.GFLOPS = mr.TokensPerS * c.TrainFLOPsPerToken(T) / 1e9
+	mr.FinalLoss = ema
+	for f, toks := range p.val {
+		if l := evalLoss(m, toks, T); !math.IsNaN(l) { // NaN: less held-out text than one window
+			mr.ValLoss[string(f)] = l
+		}
+	}
+	return m, mr, nil
+}
+
+// write stores a trained model as GGUF at path and records its size.
+func (p *prepared) write(m *train.Model, path, name string, r *ModelReport) error {
+	w, err := m.Writer(name, p.vocab)
+	if err != nil {
+		return err
+	}
+	if err := w.WriteFile(path); err != nil {
+		return err
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	r.Bytes = st.Size()
+	return nil
+}
+
+// Run executes the recipe.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	rep := &Report{Seed: o.Seed, Scale: o.Scale, Seconds: map[string]float64{}}
+	p, err := prepare(o)
+	if err != nil {
+		return nil, err
+	}
+	rep.CorpusBytes, rep.TrainTokens = p.bytes, len(p.stream)
+	rep.Vocab, rep.ChatTemplate = len(p.vocab.Tokens), p.vocab.ChatTemplate
+	rep.Seconds["corpus"], rep.Seconds["tokenizer"] = p.corpusS, p.tokenizeS
+	t0 := time.Now()
+	mainM, mainR, err := p.trainModel(ctx, "lesson", o.Main, o.MainSteps, o.Seed)
 	if err != nil {
 		return nil, err
 	}
 	rep.Seconds["train_main"] = time.Since(t0).Seconds()
 	t0 = time.Now()
-	draftM, draftR, err := trainOne("draft", o.Draft, o.DraftSteps, o.Seed+1)
+	draftM, draftR, err := p.trainModel(ctx, "draft", o.Draft, o.DraftSteps, o.Seed+1)
 	if err != nil {
 		return nil, err
 	}
 	rep.Seconds["train_draft"] = time.Since(t0).Seconds()
 	mainPath, draftPath := filepath.Join(o.OutDir, "lesson.gguf"), filepath.Join(o.OutDir, "lesson-draft.gguf")
-	for _, x := range []struct {
-		m    *train.Model
-		path string
-		name string
-		r    *ModelReport
-	}{{mainM, mainPath, "Stepthrough lesson model", &mainR}, {draftM, draftPath, "Stepthrough lesson draft model", &draftR}} {
-		w, err := x.m.Writer(x.name, vocab)
-		if err != nil {
-			return nil, err
-		}
-		if err := w.WriteFile(x.path); err != nil {
-			return nil, err
-		}
-		st, _ := os.Stat(x.path)
-		x.r.Bytes = st.Size()
+	if err := p.write(mainM, mainPath, "Stepthrough lesson model", &mainR); err != nil {
+		return nil, err
+	}
+	if err := p.write(draftM, draftPath, "Stepthrough lesson draft model", &draftR); err != nil {
+		return nil, err
 	}
 	rep.Main, rep.Draft = mainR, draftR
 	t0 = time.Now()
-	if err := evaluate(ctx, rep, mainPath, draftPath, heldDocs, o.Eval, o.Threads); err != nil {
+	if err := evaluate(ctx, rep, mainPath, draftPath, p.held, o.Eval, o.Threads); err != nil {
 		return nil, err
 	}
 	rep.Seconds["evaluate"] = time.Since(t0).Seconds()
-	b, _ := json.MarshalIndent(rep, "", "  ")
-	if err := os.WriteFile(filepath.Join(o.OutDir, "report.json"), append(b, '\n'), 0o644); err != nil {
+	return rep, writeJSON(filepath.Join(o.OutDir, "report.json"), rep)
+}
+
+// FamilyFile is the second family's model in the output directory.
+const FamilyFile = "lesson-qwen3.gguf"
+
+// FamilyReport is what RunFamily measured.
+type FamilyReport struct {
+	Seed        uint64      `json:"seed"`
+	Scale       float64     `json:"corpus_scale"`
+	Arch        string      `json:"architecture"`
+	Model       ModelReport `json:"model"`
+	ParisP      float64     `json:"paris_probability"`
+	ParisTop    string      `json:"paris_top_token"`
+	ParisGreedy bool        `json:"paris_greedy"`
+	Bars        Bars        `json:"bars"`
+	Seconds     float64     `json:"train_seconds"`
+}
+
+// RunFamily trains the second family's model (o.Family, qwen3) on the
+// corpus and tokenizer Run uses, writes OutDir/lesson-qwen3.gguf and
+// OutDir/family-report.json, and measures it as the main model is.
+func RunFamily(ctx context.Context, o Options) (*FamilyReport, error) {
+	p, err := prepare(o)
+	if err != nil {
 		return nil, err
 	}
-	return rep, nil
+	t0 := time.Now()
+	m, mr, err := p.trainModel(ctx, "qwen3", o.Family, o.FamilySteps, o.Seed+2)
+	if err != nil {
+		return nil, err
+	}
+	rep := &FamilyReport{Seed: o.Seed, Scale: o.Scale, Arch: o.Family.Arch, Seconds: time.Since(t0).Seconds()}
+	path := filepath.Join(o.OutDir, FamilyFile)
+	if err := p.write(m, path, "Stepthrough lesson model, qwen3 family", &mr); err != nil {
+		return nil, err
+	}
+	rep.Model = mr
+	if err := rep.measure(ctx, path, p.held, o.Eval, o.Threads); err != nil {
+		return nil, err
+	}
+	return rep, writeJSON(filepath.Join(o.OutDir, "family-report.json"), rep)
+}
+
+// ReevaluateFamily measures the family model in dir again and rewrites
+// its family-report.json (training figures are kept).
+func ReevaluateFamily(ctx context.Context, dir string, threads int) (*FamilyReport, error) {
+	path := filepath.Join(dir, "family-report.json")
+	rep, err := ReadFamilyReport(path)
+	if err != nil {
+		return nil, err
+	}
+	_, held := corpus.Split(corpus.Default(rep.Seed).Scaled(rep.Scale), 0.1)
+	if err := rep.measure(ctx, filepath.Join(dir, FamilyFile), held, ReportSizes, threads); err != nil {
+		return nil, err
+	}
+	return rep, writeJSON(path, rep)
+}
+
+// measure fills in the quality bars and the Paris figures.
+func (r *FamilyReport) measure(ctx context.Context, path string, held []corpus.Doc, sizes EvalSizes, threads int) error {
+	bars, err := Measure(ctx, path, held, sizes, threads)
+	if err != nil {
+		return err
+	}
+	r.Bars = bars
+	r.ParisP, r.ParisTop, r.ParisGreedy, err = MeasureParis(ctx, path, threads)
+	return err
+}
+
+// ReadFamilyReport reads family-report.json.
+func ReadFamilyReport(path string) (*FamilyReport, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r FamilyReport
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &r, nil
+}
+
+// writeJSON writes v indented, with a final newline.
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
 func writeCorpus(path string, docs []corpus.Doc) error {
@@ -307,6 +436,5 @@ func Reevaluate(ctx context.Context, dir string, threads int) (*Report, error) {
 		return nil, err
 	}
 	rep.Seconds["evaluate"] = time.Since(start).Seconds()
-	b, _ := json.MarshalIndent(rep, "", "  ")
-	return rep, os.WriteFile(filepath.Join(dir, "report.json"), append(b, '\n'), 0o644)
+	return rep, writeJSON(filepath.Join(dir, "report.json"), rep)
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"stepthrough/engine/model"
 )
 
@@ -78,5 +80,45 @@ func TestRecipeResume(t *testing.T) {
 	y, _ := os.ReadFile(filepath.Join(b, "lesson.gguf"))
 	if !bytes.Equal(x, y) {
 		t.Error("resumed training differs from an uninterrupted run")
+	}
+}
+
+// A miniature family run: the qwen3 model trains on the main model's
+// corpus with the same tokenizer, loads in the engine as qwen3, and its
+// report is written and measured.
+func TestRecipeFamilyMiniature(t *testing.T) {
+	dir := t.TempDir()
+	o := Defaults()
+	o.OutDir, o.Scale, o.MainSteps, o.DraftSteps, o.FamilySteps, o.Threads = dir, 0.01, 2, 1, 3, 2
+	o.Vocab, o.Eval = 600, EvalSizes{Copy: 4, Sums: 2, Chat: 2, Countries: 2}
+	if _, err := Run(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := RunFamily(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	main, err := model.Load(filepath.Join(dir, "lesson.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer main.Close()
+	fam, err := model.Load(filepath.Join(dir, FamilyFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fam.Close()
+	if fam.Config.Arch != "qwen3" || main.Config.Arch != "gpt2" {
+		t.Errorf("architectures %s and %s, want gpt2 and qwen3", main.Config.Arch, fam.Config.Arch)
+	}
+	if diff := cmp.Diff(main.Tokenizer.Vocab().Tokens, fam.Tokenizer.Vocab().Tokens); diff != "" {
+		t.Errorf("the two families' vocabularies differ (-gpt2 +qwen3):\n%s", diff)
+	}
+	read, err := ReadFamilyReport(filepath.Join(dir, "family-report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if read.Arch != "qwen3" || read.Model.Steps != 3 || read.Bars.Copy.Cases == 0 || read.Model.Bytes == 0 || read.ParisP != rep.ParisP {
+		t.Errorf("family report %+v", read)
 	}
 }
