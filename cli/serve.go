@@ -73,7 +73,7 @@ func runServe(ctx context.Context, env Env, args []string) error {
 	}
 	log := slog.New(slog.NewTextHandler(env.Stderr, nil))
 	s, err := server.New(server.Config{Addr: *addr, ModelsDirs: modelDirs, Logger: log, DataDir: *data, StoreURL: *store, BusURL: *bus,
-		Embedded:     map[string][]byte{"lesson.gguf": models.Lesson, "lesson-draft.gguf": models.LessonDraft},
+		Embedded:     models.Embedded(),
 		AllowedHosts: allowed, TrustedProxies: trusted, TLSCert: *cert, TLSKey: *key, MemoryBudget: int64(*budget) << 20,
 		StudentsPerAddress: *perAddr, MaxStudents: *maxStudents,
 		API: server.APIConfig{Key: *apiKey, MaxConcurrent: *apiConc, MaxQueued: *apiQueue, KVBytes: int64(*apiKV) << 20,

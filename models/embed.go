@@ -13,3 +13,16 @@ var Lesson []byte
 //
 //go:embed lesson-draft.gguf
 var LessonDraft []byte
+
+// LessonQwen3 is models/lesson-qwen3.gguf: a qwen3-family model trained on
+// the same corpus with the same tokenizer (`train-lesson --family`), for
+// the Families lesson.
+//
+//go:embed lesson-qwen3.gguf
+var LessonQwen3 []byte
+
+// Embedded is every embedded model by the file name the app offers it
+// under.
+func Embedded() map[string][]byte {
+	return map[string][]byte{"lesson.gguf": Lesson, "lesson-draft.gguf": LessonDraft, "lesson-qwen3.gguf": LessonQwen3}
+}

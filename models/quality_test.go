@@ -17,10 +17,7 @@ import (
 // test at another run's output (train-lesson --out DIR), e.g. to see it
 // fail on an undertrained model.
 func TestQualityBars(t *testing.T) {
-	dir := os.Getenv("STEPTHROUGH_MODELS_DIR")
-	if dir == "" {
-		dir = "."
-	}
+	dir := modelsDir()
 	rep, err := recipe.ReadReport(filepath.Join(dir, "report.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -55,10 +52,7 @@ func sameRates(a, b recipe.Bars) bool {
 // measured again (the 8-bit and the 4-bit preset) agree with report.json,
 // and fewer bits cost more KL.
 func TestQuantizationTable(t *testing.T) {
-	dir := os.Getenv("STEPTHROUGH_MODELS_DIR")
-	if dir == "" {
-		dir = "."
-	}
+	dir := modelsDir()
 	rep, err := recipe.ReadReport(filepath.Join(dir, "report.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -85,4 +79,50 @@ func TestQuantizationTable(t *testing.T) {
 	if !(stated["Q8_0"].MeanKL < stated["Q6_K"].MeanKL && stated["Q6_K"].MeanKL < stated["Q5_K_M"].MeanKL && stated["Q5_K_M"].MeanKL < stated["Q4_K_M"].MeanKL) {
 		t.Errorf("KL does not grow as bits shrink: Q8_0 %g, Q6_K %g, Q5_K_M %g, Q4_K_M %g", stated["Q8_0"].MeanKL, stated["Q6_K"].MeanKL, stated["Q5_K_M"].MeanKL, stated["Q4_K_M"].MeanKL)
 	}
+}
+
+// The committed qwen3-family model (lesson-qwen3.gguf) measures what
+// family-report.json says, on the same held-out split and sizes as the
+// main model, and it answers the question the Families lesson asks both
+// families: a retrain or an engine change that moves either fails here.
+func TestFamilyModel(t *testing.T) {
+	dir := modelsDir()
+	rep, err := recipe.ReadFamilyReport(filepath.Join(dir, "family-report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, recipe.FamilyFile)
+	_, held := corpus.Split(corpus.Default(rep.Seed).Scaled(rep.Scale), 0.1)
+	bars, err := recipe.Measure(context.Background(), path, held, recipe.ReportSizes, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, top, greedy, err := recipe.MeasureParis(context.Background(), path, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("qwen3: p(\" Paris\") %.3f (top %q); capitals %s, held-out phrasings %s; copying %s", p, top, bars.CapitalTrain, bars.CapitalHeld, bars.Copy)
+	if !sameRates(bars, rep.Bars) || math.Abs(p-rep.ParisP) > 1e-4 || greedy != rep.ParisGreedy {
+		t.Errorf("family-report.json is stale: it says %+v and p(Paris) %g, the model measures %+v and %g (rerun train-lesson --family --eval-only)", rep.Bars, rep.ParisP, bars, p)
+	}
+	if !greedy || bars.CapitalTrain.Value() < familyCapitals || bars.Copy.Value() < familyCopy {
+		t.Errorf("the qwen3 model no longer answers as the Families lesson says: greedy Paris %v, capitals %s (want ≥ %.0f%%), copying %s (want ≥ %.0f%%)",
+			greedy, bars.CapitalTrain, 100*familyCapitals, bars.Copy, 100*familyCopy)
+	}
+}
+
+// The family model's bars: the main model's capital and copying bars,
+// which the Families lesson relies on (models/README.md).
+const (
+	familyCapitals = 0.95
+	familyCopy     = 0.90
+)
+
+// modelsDir is where the models under test are: this directory, or
+// STEPTHROUGH_MODELS_DIR (another run's train-lesson --out).
+func modelsDir() string {
+	if dir := os.Getenv("STEPTHROUGH_MODELS_DIR"); dir != "" {
+		return dir
+	}
+	return "."
 }

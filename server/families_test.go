@@ -48,9 +48,10 @@ func TestFamiliesPage(t *testing.T) {
 	if top := strings.TrimSpace(sides.Eq(0).Find(`[data-testid="family-candidate"] code`).First().Text()); top != `" pig"` {
 		t.Errorf("the lesson model's top candidate %s", top)
 	}
-	// with no models named, B is of another family than A
-	if b, _ := get(t, ts.URL+"/families").Find(`[data-testid="family-b"] option[selected]`).Attr("value"); b != "stories260K.gguf" {
-		t.Errorf("default model B %q; want the other family's stories260K.gguf", b)
+	// with no models named, B is of another family than A: the embedded
+	// qwen3 model, first in name order among the other families
+	if b, _ := get(t, ts.URL+"/families").Find(`[data-testid="family-b"] option[selected]`).Attr("value"); b != "lesson-qwen3.gguf" {
+		t.Errorf("default model B %q; want the other family's lesson-qwen3.gguf", b)
 	}
 	for _, bad := range []url.Values{{"a": {"nope.gguf"}}, {"b": {"../etc/passwd"}}, {"prompt": {strings.Repeat("x", 501)}}} {
 		d := getStatus(t, ts.URL+"/families?"+bad.Encode(), 400)

@@ -297,11 +297,10 @@ func TestExplorerOnVulkan(t *testing.T) {
 	}
 }
 
-// lessonModels are the models the app embeds: the lesson model and its
-// draft (the speculative decoding lesson plays both).
-func lessonModels() map[string][]byte {
-	return map[string][]byte{"lesson.gguf": models.Lesson, "lesson-draft.gguf": models.LessonDraft}
-}
+// lessonModels are the models the app embeds: the lesson model, its
+// draft (the speculative decoding lesson plays both) and the qwen3-family
+// model (the Families lesson plays both families).
+func lessonModels() map[string][]byte { return models.Embedded() }
 
 // TestIndexKeepsThePromptAfterAnError: a run that cannot start shows why and
 // leaves the viewer's prompt in the box to fix, whether the settings did not

@@ -1,6 +1,6 @@
 // Package registrytest gives tests a model registry that offers the
-// embedded lesson models (lesson.gguf and lesson-draft.gguf), closed when
-// the test ends.
+// embedded lesson models (lesson.gguf, lesson-draft.gguf and
+// lesson-qwen3.gguf), closed when the test ends.
 package registrytest
 
 import (
@@ -14,8 +14,9 @@ import (
 func Lesson(t testing.TB) *registry.Registry {
 	t.Helper()
 	reg := registry.New(nil)
-	reg.AddEmbedded("lesson.gguf", models.Lesson)
-	reg.AddEmbedded("lesson-draft.gguf", models.LessonDraft)
+	for name, data := range models.Embedded() {
+		reg.AddEmbedded(name, data)
+	}
 	t.Cleanup(reg.Close)
 	return reg
 }
