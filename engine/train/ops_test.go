@@ -1,8 +1,10 @@
 package train
 
 import (
+	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -31,8 +33,12 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 			}
 			m.Forward(tok, tgt, B, T, true)
 			grad := append([]float32(nil), m.G...)
-			const eps = 1e-2
-			for name, g := range paramGroups(m) {
+			// a small step: at 1e-2 the loss's curvature moves some
+			// embedding entries' differences by 1e-2
+			const eps = 1e-3
+			groups := paramGroups(m)
+			for _, name := range slices.Sorted(maps.Keys(groups)) { // sorted: the same entries every run
+				g := groups[name]
 				worst := 0.0
 				for k := 0; k < 12; k++ {
 					i := g[0] + r.IntN(g[1])
