@@ -486,3 +486,46 @@ func TestMatMulsSharesQuantizedX(t *testing.T) {
 		}
 	}
 }
+
+// A Q8_0 product takes its path by the longest run one sequence brings
+// (Pool.SetRun), not only by its vector count: 32 vectors of one prompt
+// chunk go through decoded rows, bit for bit what a product forced onto
+// them gives, while 32 decode steps' vectors (runs of 1) stay on the int8
+// kernels, each equal to its product alone.
+func TestQ8_0PathFollowsTheRun(t *testing.T) {
+	const rows, cols, n = 40, 256, 32
+	r := rand.New(rand.NewPCG(3, 4))
+	data, _ := quant.Quantize(quant.Q8_0, randFloats(r, rows*cols))
+	w := &model.Tensor{Name: "w", Type: quant.Q8_0, Dims: []int{cols, rows}, Data: data}
+	p := NewPool(2)
+	defer p.Close()
+	scratch := [][]float32{make([]float32, ScratchFloats(cols)), make([]float32, ScratchFloats(cols))}
+	x := randFloats(r, n*cols)
+	product := func(run, smallBatch int) []float32 {
+		old := q80SmallBatchQ8_0
+		q80SmallBatchQ8_0 = smallBatch
+		defer func() { q80SmallBatchQ8_0 = old }()
+		p.SetRun(run)
+		defer p.SetRun(0)
+		out := make([]float32, n*rows)
+		p.MatMul(out, w, x, n, scratch)
+		return out
+	}
+	decoded := product(0, 0)
+	int8 := product(1, q80SmallBatchQ8_0)
+	if diff := cmp.Diff(decoded, product(n, q80SmallBatchQ8_0)); diff != "" {
+		t.Errorf("a chunk of %d vectors did not take decoded rows (-forced +chunk):\n%s", n, diff)
+	}
+	if cmp.Equal(decoded, int8) {
+		t.Fatal("the int8 kernels and decoded rows agree bit for bit here, so the test cannot tell the paths apart")
+	}
+	for v := range n {
+		alone := make([]float32, rows)
+		p.SetRun(1)
+		p.MatMul(alone, w, x[v*cols:(v+1)*cols], 1, scratch)
+		p.SetRun(0)
+		if diff := cmp.Diff(alone, int8[v*rows:(v+1)*rows]); diff != "" {
+			t.Fatalf("decode vector %d beside %d others differs from alone (-alone +batched):\n%s", v, n-1, diff)
+		}
+	}
+}

@@ -81,7 +81,7 @@ func (p *Pool) prepare(out []float32, w *model.Tensor, x []float32, n int, scrat
 		}
 	} else if cols := w.Cols(); hasQ80Kernel(w.Type, cols) {
 		var back []float32
-		if n > q80SmallBatch(w.Type) {
+		if n > q80SmallBatch(w.Type) || p.run > q80ChunkQ8_0 {
 			// many vectors: decoded rows through the tile kernels with x
 			// rounded as the kernel rounds it, so a vector's products are
 			// the int8 kernel's (up to float summation order) whatever the batch
@@ -253,6 +253,14 @@ var kQ8SmallBatch = func() int {
 // against 0.77 at 64, 1.88 against 1.39 at 128. (A variable for that
 // benchmark.)
 var q80SmallBatchQ8_0 = 64
+
+// q80ChunkQ8_0 is the longest run of one sequence's vectors (a prompt
+// chunk, Pool.SetRun) a Q8_0 product multiplies through the int8 kernels:
+// past it decoded rows win (level at 16 in BenchmarkQ80Paths), and a
+// prompt chunk of 17 to 64 tokens would otherwise take the slower path
+// for the sake of a batch invariance that only decode steps need. For the
+// other types q80SmallBatch is already at most this.
+const q80ChunkQ8_0 = 16
 
 // q80SmallBatch is the most vectors a product with rows of type t
 // multiplies through its int8 kernel rather than decoded rows.

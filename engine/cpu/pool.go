@@ -71,7 +71,17 @@ type Pool struct {
 	q8For       *float32
 	q8n, q8cols int
 	xrOK, keepX bool
+	// run is the most vectors one sequence brings to the products that
+	// follow (SetRun; 0: as many as each product has)
+	run int
 }
+
+// SetRun tells the products that follow that no sequence brings more
+// than n of their vectors (a decode step: 1; a prompt chunk: its length;
+// 0: unknown). Where the int8 kernels would take a batch but lose to
+// decoded rows on one sequence's long chunk, the choice then follows the
+// sequence, so a chunk takes the same path alone and in a batch.
+func (p *Pool) SetRun(n int) { p.run = n }
 
 type poolWorker struct {
 	sleeping atomic.Bool

@@ -280,6 +280,12 @@ func (r *fwd) run(tokens []int32) {
 		h.OnEmbed(ev)
 	}
 	r.timing("embed", -1, pos0, n, start)
+	run := 0
+	for _, s := range r.segs {
+		run = max(run, s.n)
+	}
+	r.pool.SetRun(run)
+	defer r.pool.SetRun(0)
 	for l := range W.Layers {
 		r.layer(l, n, pos0)
 	}
@@ -296,16 +302,19 @@ func (r *fwd) run(tokens []int32) {
 func (r *fwd) output(x []float32) {
 	c, W, E := r.cfg, r.m.Weights, r.cfg.Embd
 	r.outRows = r.outRows[:0]
+	run := 1
 	for _, s := range r.segs {
 		switch {
 		case s.all:
 			for t := 0; t < s.n; t++ {
 				r.outRows = append(r.outRows, s.row0+t)
 			}
+			run = max(run, s.n)
 		case s.want:
 			r.outRows = append(r.outRows, s.row0+s.n-1)
 		}
 	}
+	r.pool.SetRun(run)
 	rows := len(r.outRows)
 	if rows == 0 {
 		return
