@@ -164,7 +164,10 @@ func TestClassroomInBrowser(t *testing.T) {
 	}
 	waitJS(t, teach, "the student to reconnect", `document.querySelector('[data-testid="class-count"]').dataset.connected === "1"`)
 	waitJS(t, student, "following after the restart", followState+` === "following"`)
-	do(t, teach, chromedp.Click(chromedp.CSS(`[data-action="lesson-next"]`)))
+	// clicked in the page: the resumed page may still swap the bar in, and
+	// a node chromedp found can be gone by the time it clicks
+	waitJS(t, teach, "the next button", `!!document.querySelector('[data-action="lesson-next"]')`)
+	eval[bool](t, teach, `document.querySelector('[data-action="lesson-next"]').click(); true`, false)
 	waitJS(t, student, "the student to follow after the restart", `document.querySelector('#room-view').dataset.lessonStep === "2"`)
 	// a choice question hides the numbers until the reveal
 	if n := eval[int](t, student, `document.querySelectorAll('[data-testid="panel-hidden"]').length`, false); n != 1 {
