@@ -376,3 +376,16 @@ func TestBenchSuite(t *testing.T) {
 		t.Errorf("a missing file: exit %d, %q", code, errOut)
 	}
 }
+
+// train-lesson --family needs the main models' report beside it (the
+// README shows both) and says so before it trains, not half an hour later.
+func TestTrainFamilyNeedsTheMainReport(t *testing.T) {
+	dir := t.TempDir()
+	_, errOut, code := run(t, "train-lesson", "--family", "--out", dir)
+	if code == 0 || !strings.Contains(errOut, "report.json") || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+		t.Errorf("exit %d, %q: want one line naming report.json", code, errOut)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("it wrote %d files before failing", len(entries))
+	}
+}

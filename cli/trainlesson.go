@@ -66,13 +66,14 @@ func trainFamily(ctx context.Context, env Env, o recipe.Options, evalOnly bool) 
 			return recipe.ReevaluateFamily(ctx, o.OutDir, o.Threads)
 		}
 	}
+	// read first: a run of half an hour should not end on a missing file
+	main, err := recipe.ReadReport(filepath.Join(o.OutDir, "report.json"))
+	if err != nil {
+		return fmt.Errorf("the README is rendered with the main models' report (train-lesson --out %s first): %w", o.OutDir, err)
+	}
 	rep, err := run(ctx, o)
 	if err != nil {
 		return err
-	}
-	main, err := recipe.ReadReport(filepath.Join(o.OutDir, "report.json"))
-	if err != nil {
-		return fmt.Errorf("the README is rendered with the main models' report (train-lesson first): %w", err)
 	}
 	if err := writeREADME(o.OutDir, main); err != nil {
 		return err
