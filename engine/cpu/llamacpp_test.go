@@ -40,7 +40,7 @@ func llamacppCases() []model.SynthOptions {
 // again from them, and its hash must match), the tokens, and where the
 // logits came from.
 type llamacppRef struct {
-	Options model.SynthOptions `json:"options"`
+	Options model.SynthOptions `json:"options,omitzero"` // a synthesized file's (none for a lesson model)
 	SHA256  string             `json:"sha256"`
 	Tokens  []int32            `json:"tokens"`
 	Commit  string             `json:"llama_cpp_commit"`
@@ -67,28 +67,14 @@ func TestFamiliesMatchLlamaCpp(t *testing.T) {
 			if *llamacppDump != "" {
 				writeLlamaCppRef(t, dir, name, o, w.Bytes(), hex.EncodeToString(sum[:]))
 			}
-			var ref llamacppRef
-			b, err := os.ReadFile(filepath.Join(dir, name+".json"))
-			if err != nil {
-				t.Fatalf("%v (make the references with tools/llamaref/make.sh)", err)
-			}
-			if err := json.Unmarshal(b, &ref); err != nil {
-				t.Fatal(err)
-			}
-			if ref.SHA256 != hex.EncodeToString(sum[:]) {
-				t.Fatalf("the synthesized file changed since the reference was made (sha256 %s, reference %s): run tools/llamaref/make.sh", hex.EncodeToString(sum[:])[:12], ref.SHA256[:12])
-			}
+			ref := readLlamaCppRef(t, filepath.Join(dir, name+".json"), "the synthesized file", sum)
 			want := readF32(t, filepath.Join(dir, name+".logits.f32"))
 			m := synthModel(t, o)
 			got := forwardAll(t, m, Options{Threads: 2, Context: 256}, ref.Tokens)
 			if len(got) != len(want) {
 				t.Fatalf("%d logits, llama.cpp gave %d", len(got), len(want))
 			}
-			var worst, scale float64
-			for i := range got {
-				worst = max(worst, math.Abs(float64(got[i]-want[i])))
-				scale = max(scale, math.Abs(float64(want[i])))
-			}
+			worst, scale := logitsDiff(got, want)
 			tol := map[quant.Type]float64{quant.F32: 1e-4, quant.F16: 1e-3, quant.Q8_0: 1e-4, quant.Q4_K: 2e-2, quant.Q5_0: 1e-4}[o.Type]
 			if gemma := o.Arch == "gemma2" || o.Arch == "gemma3"; gemma && o.Type == quant.F32 {
 				tol = 2e-3 // llama.cpp's GELU reads a table of fp16 inputs
@@ -110,26 +96,9 @@ func writeLlamaCppRef(t *testing.T, dir, name string, o model.SynthOptions, file
 	if *llamacppCommit == "" {
 		t.Fatal("-llamacpp-commit is required with -llamacpp-dump")
 	}
-	path := filepath.Join(t.TempDir(), name+".gguf")
-	if err := os.WriteFile(path, file, 0o644); err != nil {
-		t.Fatal(err)
-	}
 	m := synthModel(t, o)
 	ids := m.Tokenizer.EncodeIDs(familyPrompt, true)
-	list := make([]string, len(ids))
-	for i, id := range ids {
-		list[i] = fmt.Sprint(id)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(dir, name+".logits.f32")
-	if b, err := exec.Command(*llamacppDump, path, strings.Join(list, ","), out, "2").CombinedOutput(); err != nil {
-		t.Fatalf("dumplogits: %v\n%s", err, b)
-	}
-	if st, err := os.Stat(out); err != nil || st.Size() != int64(4*len(ids)*m.Config.Vocab) {
-		t.Fatalf("dumplogits wrote %v bytes, want %d (%v)", st.Size(), 4*len(ids)*m.Config.Vocab, err)
-	}
+	dumpLlamaCpp(t, file, filepath.Join(dir, name+".logits.f32"), ids, m.Config.Vocab)
 	b, err := json.MarshalIndent(llamacppRef{Options: o, SHA256: sum, Tokens: ids, Commit: *llamacppCommit}, "", "  ")
 	if err != nil {
 		t.Fatal(err)
@@ -137,4 +106,54 @@ func writeLlamaCppRef(t *testing.T, dir, name string, o model.SynthOptions, file
 	if err := os.WriteFile(filepath.Join(dir, name+".json"), append(b, '\n'), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// dumpLlamaCpp has dumplogits run the model file over ids and write their
+// logits to out.
+func dumpLlamaCpp(t *testing.T, file []byte, out string, ids []int32, vocab int) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "model.gguf")
+	if err := os.WriteFile(path, file, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	list := make([]string, len(ids))
+	for i, id := range ids {
+		list[i] = fmt.Sprint(id)
+	}
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := exec.Command(*llamacppDump, path, strings.Join(list, ","), out, "2").CombinedOutput(); err != nil {
+		t.Fatalf("dumplogits: %v\n%s", err, b)
+	}
+	if st, err := os.Stat(out); err != nil || st.Size() != int64(4*len(ids)*vocab) {
+		t.Fatalf("dumplogits wrote %v bytes, want %d (%v)", st.Size(), 4*len(ids)*vocab, err)
+	}
+}
+
+// logitsDiff is max |got − want| and the logits' scale, max |want|.
+func logitsDiff(got, want []float32) (worst, scale float64) {
+	for i := range got {
+		worst = max(worst, math.Abs(float64(got[i]-want[i])))
+		scale = max(scale, math.Abs(float64(want[i])))
+	}
+	return worst, scale
+}
+
+// readLlamaCppRef reads a reference and checks that it was made from the
+// file whose hash is sum (what names the file in the error).
+func readLlamaCppRef(t *testing.T, path, what string, sum [32]byte) llamacppRef {
+	t.Helper()
+	var ref llamacppRef
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (make the references with tools/llamaref/make.sh)", err)
+	}
+	if err := json.Unmarshal(b, &ref); err != nil {
+		t.Fatal(err)
+	}
+	if got := hex.EncodeToString(sum[:]); ref.SHA256 != got {
+		t.Fatalf("%s changed since its llama.cpp reference was made (sha256 %s, reference %s): run tools/llamaref/make.sh", what, got[:12], ref.SHA256[:12])
+	}
+	return ref
 }

@@ -1,8 +1,9 @@
 #!/bin/sh
-# Makes the llama.cpp references of the family tests
-# (engine/cpu/testdata/llamacpp): builds llama.cpp at COMMIT and
-# dumplogits.cpp against it, then runs the test that writes every case's
-# file, logits and tokens with that commit recorded; and the tekken split's
+# Makes the llama.cpp references of the family tests and of the embedded
+# lesson models (engine/cpu/testdata/llamacpp): builds llama.cpp at COMMIT
+# and dumplogits.cpp against it, then runs the tests that write every
+# case's file, logits and tokens with that commit recorded (run it again
+# after retraining a lesson model); and the tekken split's
 # (engine/tokenizer/testdata/tekken.json) with its llama-tokenize.
 #
 #   tools/llamaref/make.sh /path/to/llama.cpp-checkout [COMMIT]
@@ -25,6 +26,6 @@ g++ -O2 -std=c++17 -I"$src/include" -I"$src/ggml/include" "$repo/tools/llamaref/
 	-fopenmp -lpthread -ldl
 cd "$repo"
 rm -rf engine/cpu/testdata/llamacpp
-go test ./engine/cpu -count=1 -run TestFamiliesMatchLlamaCpp -llamacpp-dump="$out" -llamacpp-commit="$commit" -v | grep -E '^(---|ok|FAIL)|positions'
+go test ./engine/cpu -count=1 -run 'TestFamiliesMatchLlamaCpp|TestLessonModelsMatchLlamaCpp' -llamacpp-dump="$out" -llamacpp-commit="$commit" -v | grep -E '^(---|ok|FAIL)|positions'
 go test ./engine/tokenizer -count=1 -run TestTekkenMatchesLlamaCpp -tekken-llama-tokenize="$src/build/bin/llama-tokenize" -tekken-llamacpp-commit="$commit" -v | grep -E '^(---|ok|FAIL)'
 echo "references written with llama.cpp $commit"
