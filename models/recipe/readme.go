@@ -157,8 +157,10 @@ here). Qwen3's block, as llama.cpp reads it: RMSNorm without biases, each
 head's query and key RMS-normed before NEOX RoPE (so no position table), a
 SwiGLU MLP (gate, up, down), no biases, output tied to the embeddings. The
 trainer checks its backward pass against finite differences and its
-export against the engine, as for GPT-2. Both models measured the same
-way, on the same held-out split:
+export against the engine, as for GPT-2, and llama.cpp reads both files
+as the engine does (` + "`TestLessonModelsMatchLlamaCpp`" + `: the same top token at
+every position of a story). Both models measured the same way, on the
+same held-out split:
 
 | | lesson.gguf (gpt2) | lesson-qwen3.gguf (qwen3) |
 |---|---|---|
