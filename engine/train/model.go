@@ -87,9 +87,9 @@ type acts struct {
 	xT, dyT                 []float32
 	// qwen3: Q/K/V before the Q/K norms and RoPE, each head's 1/rms
 	// (queries then keys), the gate, its gradient, and cos|sin by position
-	qkvRaw, qkr, gate [][]float32
-	dgate, rope       []float32
-	ropeT             int
+	qkvRaw, qkr, gate  [][]float32
+	dgate, rope, dhead []float32 // dhead: one head's gradient, rotated back
+	ropeT              int
 }
 
 // NewModel initialises a model with GPT-2's scheme (normal std 0.02;
@@ -155,7 +155,7 @@ func (m *Model) ensure(B, T int) {
 		for i := 0; i < c.Layers; i++ {
 			a.qkvRaw, a.qkr, a.gate = append(a.qkvRaw, f(N*3*E)), append(a.qkr, f(N*2*H)), append(a.gate, f(N*F))
 		}
-		a.dgate = f(N * F)
+		a.dgate, a.dhead = f(N*F), f(E/H)
 	}
 	a.lnf, a.lnfm, a.lnfr, a.logits, a.dlogits = f(N*E), f(N), f(N), f(N*V), f(N*V)
 	a.dx, a.dtmp, a.dqkv, a.dup, a.datt, a.dln = f(N*E), f(N*E), f(N*3*E), f(N*F), f(N*E), f(N*E)
@@ -217,11 +217,8 @@ func (m *Model) Forward(tok, tgt []int32, B, T int, grad bool) float64 {
 	for i := c.Layers - 1; i >= 0; i-- {
 		o := l.layers[i]
 		// x2 = x1 + down(gelu(up(ln2(x1))))
-		m.mm.linearBack(nil, m.g(o.wdown, E*F), m.g(o.bdown, E), dx, a.g[i], m.w(o.wdown, E*F), N, F, E, a.xT, a.dyT)
-		// dg = dx · Wdown, computed into dup, then through gelu
-		wT := m.mm.tmp(F * E)
-		m.mm.transposePar(wT, m.w(o.wdown, E*F), E, F)
-		m.mm.abt(a.dup, dx, wT, N, E, F)
+		// dg = dx · Wdown into dup, then through gelu
+		m.mm.linearBack(a.dup, m.g(o.wdown, E*F), m.g(o.bdown, E), dx, a.g[i], m.w(o.wdown, E*F), N, F, E, a.xT, a.dyT)
 		up, dup := a.up[i], a.dup
 		m.mm.each(len(up), func(j int) { dup[j] *= geluGrad(up[j]) })
 		clear(a.dln)

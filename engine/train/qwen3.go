@@ -87,10 +87,7 @@ func (m *Model) backQwen3Layer(i int, dx []float32, B, T int) {
 	N, E, F, H := B*T, c.Embd, c.FFN, c.Heads
 	D := E / H
 	// x2 = x1 + down(silu(gate(ln2)) ⊙ up(ln2))
-	m.mm.linearBack(nil, m.g(o.wdown, E*F), nil, dx, a.g[i], m.w(o.wdown, E*F), N, F, E, a.xT, a.dyT)
-	wT := m.mm.tmp(F * E)
-	m.mm.transposePar(wT, m.w(o.wdown, E*F), E, F)
-	m.mm.abt(a.dup, dx, wT, N, E, F) // the gradient at silu(gate) ⊙ up
+	m.mm.linearBack(a.dup, m.g(o.wdown, E*F), nil, dx, a.g[i], m.w(o.wdown, E*F), N, F, E, a.xT, a.dyT) // dup: the gradient at silu(gate) ⊙ up
 	gate, up, dup, dgate := a.gate[i], a.up[i], a.dup, a.dgate
 	m.mm.each(len(up), func(j int) {
 		g := gate[j]
@@ -108,7 +105,7 @@ func (m *Model) backQwen3Layer(i int, dx []float32, B, T int) {
 	m.mm.linearBack(a.datt, m.g(o.wo, E*E), nil, dx, a.att[i], m.w(o.wo, E*E), N, E, E, a.xT, a.dyT)
 	clear(a.dqkv)
 	m.mm.attentionBack(a.dqkv, a.datt, a.probs[i], a.qkv[i], B, T, H, D)
-	qkNormRopeBack(a.dqkv, m.g(o.qn, D), m.g(o.kn, D), a.qkvRaw[i], a.qkr[i], m.w(o.qn, D), m.w(o.kn, D), a.rope, N, T, H, D)
+	qkNormRopeBack(a.dqkv, m.g(o.qn, D), m.g(o.kn, D), a.qkvRaw[i], a.qkr[i], m.w(o.qn, D), m.w(o.kn, D), a.rope, a.dhead, N, T, H, D)
 	m.mm.linearBack(a.dln, m.g(o.wqkv, 3*E*E), nil, a.dqkv, a.ln1[i], m.w(o.wqkv, 3*E*E), N, E, 3*E, a.xT, a.dyT)
 	rmsNormBack(dx, m.g(o.ln1g, E), a.dln, a.x[i], a.ln1r[i], m.w(o.ln1g, E), N, E)
 }
@@ -196,10 +193,10 @@ func qkNormRope(out, rstd, raw, qn, kn, rope []float32, N, T, H, D int) {
 }
 
 // qkNormRopeBack turns d, the gradient at qkNormRope's output, into the
-// gradient at its input (in place) and accumulates the gains' gradients.
-func qkNormRopeBack(d, dqn, dkn, raw, rstd, qn, kn, rope []float32, N, T, H, D int) {
+// gradient at its input (in place) and accumulates the gains' gradients;
+// dn is scratch for one head.
+func qkNormRopeBack(d, dqn, dkn, raw, rstd, qn, kn, rope, dn []float32, N, T, H, D int) {
 	E, half := H*D, D/2
-	dn := make([]float32, D)
 	for r := 0; r < N; r++ {
 		cs := rope[(r%T)*D : (r%T+1)*D]
 		src, dr := raw[r*3*E:(r+1)*3*E], d[r*3*E:(r+1)*3*E]
