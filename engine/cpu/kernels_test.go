@@ -529,3 +529,26 @@ func TestQ8_0PathFollowsTheRun(t *testing.T) {
 		}
 	}
 }
+
+// TestAttentionPartsAgree: a token's heads split across parts (as a long
+// context splits them) give the logits one part gives, bit for bit, on
+// decode steps of one token, with grouped-query heads and a sliding window.
+func TestAttentionPartsAgree(t *testing.T) {
+	for _, tc := range []model.SynthOptions{
+		{Arch: "llama", Embd: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 96, Vocab: 700, Context: 32, Type: quant.F32},
+		{Arch: "gemma2", Embd: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 96, Vocab: 700, Context: 32, Type: quant.F32},
+	} {
+		m := synthModel(t, tc)
+		ids := m.Tokenizer.EncodeIDs("once upon a time the little cat saw a big red ball", true)
+		one := forwardAll(t, m, Options{Threads: 2, MaxBatch: 1}, ids)
+		old := attnMinWork
+		attnMinWork = 1
+		parts := forwardAll(t, m, Options{Threads: 2, MaxBatch: 1}, ids)
+		attnMinWork = old
+		for i := range one {
+			if one[i] != parts[i] {
+				t.Fatalf("%s: logit %d is %g in parts, %g in one", tc.Arch, i, parts[i], one[i])
+			}
+		}
+	}
+}
