@@ -24,6 +24,8 @@ func runTrainLesson(ctx context.Context, env Env, args []string) error {
 	fs.BoolVar(&o.Resume, "resume", false, "continue from the checkpoints in --out/checkpoints (written every 500 steps) instead of starting over")
 	fs.IntVar(&o.FamilySteps, "family-steps", o.FamilySteps, "training steps of the qwen3 family model (with --family)")
 	family := fs.Bool("family", false, "only train the qwen3-family model on the same corpus and tokenizer (lesson-qwen3.gguf, family-report.json)")
+	copying := fs.Bool("copying", false, "only train the lesson model v3 on the copying corpus (names introduced in more ways, repeated lists and random token sequences) with --tokenizer's tokenizer (lesson.gguf, copying-report.json in --out)")
+	fs.StringVar(&o.TokenizerFrom, "tokenizer", "", "with --copying: the model `file` whose tokenizer to use (default models/lesson.gguf)")
 	readmeOnly := fs.Bool("readme-only", false, "only render README.md from the report.json of the last run")
 	evalOnly := fs.Bool("eval-only", false, "only measure the quality bars again on the models in --out (rewrites report.json, or with --family family-report.json, and README.md)")
 	if err := parse(fs, args); err != nil {
@@ -32,6 +34,9 @@ func runTrainLesson(ctx context.Context, env Env, args []string) error {
 	o.Progress = env.Stderr
 	if *family {
 		return trainFamily(ctx, env, o, *evalOnly)
+	}
+	if *copying {
+		return trainCopying(ctx, env, o, *evalOnly)
 	}
 	var rep *recipe.Report
 	var err error
@@ -95,4 +100,31 @@ func writeREADME(dir string, rep *recipe.Report) error {
 		return err
 	}
 	return recipe.WriteREADME(filepath.Join(dir, "README.md"), rep)
+}
+
+func trainCopying(ctx context.Context, env Env, o recipe.Options, evalOnly bool) error {
+	if o.TokenizerFrom == "" {
+		o.TokenizerFrom = filepath.Join("models", "lesson.gguf")
+	}
+	var rep *recipe.CopyingReport
+	var err error
+	if evalOnly {
+		rep, err = recipe.ReevaluateCopying(ctx, o.OutDir, o)
+	} else {
+		rep, err = recipe.RunCopying(ctx, o)
+	}
+	if err != nil {
+		return err
+	}
+	b, c := rep.Bars, rep.Copying
+	fmt.Fprintf(env.Stdout, "capitals %s, held-out phrasings %s; copying %s; calculator calls %s, answers %s; thinking %s; turns ended %s\n",
+		b.CapitalTrain, b.CapitalHeld, b.Copy, b.ToolCall, b.ToolAnswer, b.Think, b.ChatEnd)
+	fmt.Fprintf(env.Stdout, "held-out patterns: names %s (at the start %s); random repeats %s; induction heads %v\n", c.NamesHeld, c.NamesStart, c.Repeats, c.Induction)
+	for _, a := range []struct {
+		name string
+		a    recipe.Ablation
+	}{{"intact", c.Intact}, {"induction heads zeroed", c.Zeroed}, {"induction heads mean-ablated", c.MeanAblated}} {
+		fmt.Fprintf(env.Stdout, "%s: repeats %s, names %s, capitals %s, p(Paris) %.3f\n", a.name, a.a.Repeats, a.a.NamesHeld, a.a.CapitalTrain, a.a.ParisP)
+	}
+	return nil
 }

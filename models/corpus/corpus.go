@@ -19,8 +19,9 @@ const (
 	Arithmetic Family = "arithmetic"
 )
 
-// Families in the order the corpus generates them.
-var Families = []Family{Facts, Stories, Chat, Tools, Reasoning, Code, Arithmetic}
+// Families in the order the corpus generates them (Names and Repeats
+// only with WithCopying).
+var Families = []Family{Facts, Stories, Chat, Tools, Reasoning, Code, Arithmetic, Names, Repeats}
 
 // Doc is one document of the corpus.
 type Doc struct {
@@ -77,6 +78,7 @@ func Hash(text string) uint64 {
 // splits to draw from.
 var generators = map[Family]func(r *rand.Rand, held bool) Doc{
 	Facts: fact, Stories: story, Chat: chatDoc, Tools: toolDoc, Reasoning: reasoningDoc, Code: code, Arithmetic: arithmetic,
+	Names: namesDoc, Repeats: repeatsDoc,
 }
 
 // Generate makes the corpus, deterministically from the options.

@@ -27,8 +27,8 @@ func TestSplit(t *testing.T) {
 	}
 	text := all.String()
 	for _, f := range Families {
-		if counts[f] == 0 {
-			t.Errorf("no %s documents in training", f)
+		if copying := f == Names || f == Repeats; (counts[f] == 0) != copying {
+			t.Errorf("%d %s documents in training", counts[f], f)
 		}
 	}
 	heldCounts := map[Family]int{}
@@ -39,8 +39,8 @@ func TestSplit(t *testing.T) {
 		}
 	}
 	for _, f := range Families {
-		if heldCounts[f] == 0 {
-			t.Errorf("no %s documents held out", f)
+		if copying := f == Names || f == Repeats; (heldCounts[f] == 0) != copying {
+			t.Errorf("%d %s documents held out", heldCounts[f], f)
 		}
 	}
 	// held-out names: never a word of the training text
@@ -119,5 +119,63 @@ func TestInventName(t *testing.T) {
 				t.Errorf("syllable %q is on both sides", s)
 			}
 		}
+	}
+}
+
+// The copying corpus (v3) holds every document of the default one, adds
+// the copying families, and holds their patterns out as it says.
+func TestCopyingCorpus(t *testing.T) {
+	base, _ := Split(Default(1).Scaled(0.2), 0.1)
+	train, held := Split(Default(1).Scaled(0.2).WithCopying(), 0.1)
+	in := map[uint64]bool{}
+	var all strings.Builder
+	for _, d := range train {
+		in[Hash(d.Text)] = true
+		all.WriteString(d.Text)
+		all.WriteByte('\n')
+	}
+	for _, d := range base {
+		if !in[Hash(d.Text)] {
+			t.Fatalf("default document missing from the copying corpus: %q", d.Text)
+		}
+	}
+	text := all.String()
+	for _, frag := range []string{"!\" shouted ", " shared a snack with ", "Nobody could find ", "s waited for ", " fell right next to ", "!\" cried ", " who lived by the ", " whose name was ", "\" the "} {
+		if strings.Contains(text, frag) {
+			t.Errorf("held-out pattern %q occurs in training", frag)
+		}
+	}
+	words := map[string]bool{}
+	for _, w := range regexp.MustCompile(`\pL+`).FindAllString(text, -1) {
+		words[w] = true
+	}
+	for _, w := range []string{"shouted", "shared", "snack", "Nobody", "find", "waited", "fell", "next", "cried", "lived", "whose", "name", "told", "everyone", "morning"} {
+		if !words[w] {
+			t.Errorf("%q, a word of the held-out patterns, never occurs in training", w)
+		}
+	}
+	counts := map[Family]int{}
+	starts := 0
+	for _, d := range held {
+		counts[d.Family]++
+		if d.Family != Names {
+			continue
+		}
+		if words[d.Name] {
+			t.Errorf("held-out name %s occurs in training", d.Name)
+		}
+		if len(d.NameSpans) == 0 {
+			t.Fatalf("no cued mention: %q", d.Text)
+		}
+		at := d.NameSpans[0]
+		if !strings.HasPrefix(d.Text[at:], d.Name) || d.Text[at-1] != ' ' {
+			t.Fatalf("span %d is not the name after a space in %q", at, d.Text)
+		}
+		if strings.HasPrefix(d.Text, d.Name) {
+			starts++
+		}
+	}
+	if counts[Names] < 50 || counts[Repeats] < 20 || starts < 10 {
+		t.Errorf("held out: %d names documents (%d named at the start), %d repeats", counts[Names], starts, counts[Repeats])
 	}
 }

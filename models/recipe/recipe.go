@@ -46,6 +46,11 @@ type Options struct {
 	Resume          bool
 	// Eval sizes the quality bars' measurement (ReportSizes by default).
 	Eval EvalSizes
+	// Copying makes the lesson model v3's corpus (corpus.WithCopying, and
+	// repeated random token sequences), tokenized by the tokenizer of the
+	// model file TokenizerFrom instead of a newly trained one.
+	Copying       bool
+	TokenizerFrom string
 }
 
 // Defaults are the committed models' recipe.
@@ -145,7 +150,7 @@ func prepare(o Options) (*prepared, error) {
 		}
 	}
 	t0 := time.Now()
-	p.train, p.held = corpus.Split(corpus.Default(o.Seed).Scaled(o.Scale), 0.1)
+	p.train, p.held = corpus.Split(o.corpus(), 0.1)
 	var texts []string
 	for _, d := range p.train {
 		texts = append(texts, d.Text)
@@ -159,7 +164,7 @@ func prepare(o Options) (*prepared, error) {
 	}
 	p.corpusS = time.Since(t0).Seconds()
 	t0 = time.Now()
-	vocab, err := Vocabulary(texts, o.Vocab)
+	vocab, err := o.vocabulary(texts)
 	if err != nil {
 		return nil, err
 	}
@@ -174,6 +179,9 @@ func prepare(o Options) (*prepared, error) {
 	// the generator's chat markup is special text it wrote itself
 	for _, d := range p.train {
 		p.stream = append(p.stream, tk.EncodeSpecial(d.Text, true)...)
+	}
+	if o.Copying {
+		p.stream = append(p.stream, randomRepeats(tk, len(p.stream)/10, o.Seed)...)
 	}
 	p.stream = append(p.stream, vocab.BOS)
 	for _, d := range p.held {

@@ -122,3 +122,77 @@ func TestRecipeFamilyMiniature(t *testing.T) {
 		t.Errorf("family report %+v", read)
 	}
 }
+
+// A miniature run of the v3 recipe: the copying corpus, the tokenizer of
+// the committed model, the report with every head scored and the bars
+// measured intact and with the induction heads off.
+func TestCopyingMiniature(t *testing.T) {
+	o := Defaults()
+	o.OutDir, o.Scale, o.MainSteps, o.Threads = t.TempDir(), 0.01, 3, 2
+	o.TokenizerFrom = filepath.Join("..", "lesson.gguf")
+	o.Eval = EvalSizes{Copy: 5, Countries: 2}
+	rep, err := RunCopying(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := model.Load(filepath.Join(o.OutDir, CopyingFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	base, err := model.LoadVocab(o.TokenizerFrom)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(base.Tokenizer.Vocab().Tokens, m.Tokenizer.Vocab().Tokens); diff != "" {
+		t.Errorf("the v3 model's vocabulary is not the committed model's (-committed +v3):\n%s", diff)
+	}
+	c := rep.Copying
+	if len(c.Heads) != 4*6 || c.Intact.NamesHeld.Cases != 5 || c.Intact.Repeats.Cases == 0 || c.Zeroed.CapitalTrain.Cases == 0 {
+		t.Errorf("copying bars %+v", c)
+	}
+	if _, err := os.Stat(filepath.Join(o.OutDir, "copying-report.json")); err != nil {
+		t.Error(err)
+	}
+}
+
+// randomRepeats: each document a BOS, then one random sequence of 8 to 64
+// ordinary tokens two or three times.
+func TestRandomRepeats(t *testing.T) {
+	vf, err := model.LoadVocab(filepath.Join("..", "lesson.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk := vf.Tokenizer
+	bos := tk.EncodeIDs("", true)[0]
+	out := randomRepeats(tk, 5000, 1)
+	if len(out) < 5000 || out[0] != bos {
+		t.Fatalf("%d tokens, first %d", len(out), out[0])
+	}
+	docs := 0
+	for start := 0; start < len(out); {
+		end := start + 1
+		for end < len(out) && out[end] != bos {
+			end++
+		}
+		body := out[start+1 : end]
+		ok := false
+		for _, reps := range []int{2, 3} {
+			if n := len(body) / reps; len(body)%reps == 0 && n >= 8 && n <= 64 {
+				same := true
+				for i := n; i < len(body); i++ {
+					same = same && body[i] == body[i-n]
+				}
+				ok = ok || same
+			}
+		}
+		if !ok {
+			t.Fatalf("document %d is not a repeated sequence: %v", docs, body)
+		}
+		docs++
+		start = end
+	}
+	if again := randomRepeats(tk, 5000, 1); !cmp.Equal(again, out) {
+		t.Error("not deterministic")
+	}
+}

@@ -1,0 +1,289 @@
+package recipe
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"stepthrough/engine"
+	"stepthrough/engine/intervene"
+	"stepthrough/engine/model"
+	"stepthrough/engine/tokenizer"
+	"stepthrough/models/corpus"
+)
+
+// corpus is the options of the run's corpus.
+func (o Options) corpus() corpus.Options {
+	c := corpus.Default(o.Seed).Scaled(o.Scale)
+	if o.Copying {
+		c = c.WithCopying()
+	}
+	return c
+}
+
+// vocabulary is the run's tokenizer: trained on texts, or read from the
+// model file TokenizerFrom.
+func (o Options) vocabulary(texts []string) (*tokenizer.Vocab, error) {
+	if o.TokenizerFrom == "" {
+		return Vocabulary(texts, o.Vocab)
+	}
+	vf, err := model.LoadVocab(o.TokenizerFrom)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: %w", err)
+	}
+	return vf.Tokenizer.Vocab(), nil
+}
+
+// randomRepeats is about n tokens of documents that repeat a random
+// sequence of ordinary tokens (8 to 64 of them) once or twice, each after
+// a BOS: text in which only copying predicts the repeats, as induction
+// heads form on (Olsson et al. 2022). The sequences are drawn from a
+// stream of their own, never the one the head scores are measured on.
+func randomRepeats(tk *tokenizer.Tokenizer, n int, seed uint64) []int32 {
+	ordinary := engine.OrdinaryTokens(tk, tk.Len())
+	bos := tk.EncodeIDs("", true)
+	r := rand.New(rand.NewPCG(seed, 0xc0b1e5))
+	var out []int32
+	for len(out) < n {
+		seq := make([]int32, 8+r.IntN(57))
+		for i := range seq {
+			seq[i] = ordinary[r.IntN(len(ordinary))]
+		}
+		out = append(out, bos...)
+		for range 2 + r.IntN(2) {
+			out = append(out, seq...)
+		}
+	}
+	return out
+}
+
+// CopyingFile is the lesson model v3 in the output directory of
+// RunCopying.
+const CopyingFile = "lesson.gguf"
+
+// RunCopying trains the lesson model v3: the main model's shape and
+// steps on the copying corpus, with the tokenizer of o.TokenizerFrom, and
+// writes OutDir/lesson.gguf and OutDir/copying-report.json.
+func RunCopying(ctx context.Context, o Options) (*CopyingReport, error) {
+	o.Copying = true
+	p, err := prepare(o)
+	if err != nil {
+		return nil, err
+	}
+	t0 := time.Now()
+	m, mr, err := p.trainModel(ctx, "lesson-v3", o.Main, o.MainSteps, o.Seed)
+	if err != nil {
+		return nil, err
+	}
+	rep := &CopyingReport{Seed: o.Seed, Scale: o.Scale, TrainTokens: len(p.stream), Seconds: time.Since(t0).Seconds()}
+	path := filepath.Join(o.OutDir, CopyingFile)
+	if err := p.write(m, path, "Stepthrough lesson model", &mr); err != nil {
+		return nil, err
+	}
+	rep.Model = mr
+	if err := rep.measure(ctx, path, p.held, o.Eval, o.Threads); err != nil {
+		return nil, err
+	}
+	return rep, writeJSON(filepath.Join(o.OutDir, "copying-report.json"), rep)
+}
+
+// CopyingReport is what RunCopying measured.
+type CopyingReport struct {
+	Seed        uint64      `json:"seed"`
+	Scale       float64     `json:"corpus_scale"`
+	TrainTokens int         `json:"train_tokens"`
+	Model       ModelReport `json:"model"`
+	ParisP      float64     `json:"paris_probability"`
+	Bars        Bars        `json:"bars"`
+	Copying     CopyingBars `json:"copying"`
+	Seconds     float64     `json:"train_seconds"`
+}
+
+// measure fills in the quality bars.
+func (r *CopyingReport) measure(ctx context.Context, path string, held []corpus.Doc, sizes EvalSizes, threads int) error {
+	bars, err := Measure(ctx, path, held, sizes, threads)
+	if err != nil {
+		return err
+	}
+	r.Bars = bars
+	if r.ParisP, _, _, err = MeasureParis(ctx, path, threads); err != nil {
+		return err
+	}
+	r.Copying, err = MeasureCopying(ctx, path, held, sizes, threads)
+	return err
+}
+
+// CopyingBars are the lesson model v3's own bars (issue #31), measured
+// with the engine by greedy decoding.
+type CopyingBars struct {
+	// NamesHeld is copying a held-out name (held-out syllables) at the
+	// first cued mention in a held-out sentence pattern; NamesStart the
+	// cases whose story begins with the name.
+	NamesHeld  Rate `json:"names_held_out_patterns"`
+	NamesStart Rate `json:"names_at_start_of_text"`
+	// Repeats is the second half of repeated random token sequences of
+	// 10, 20, 30 and 40 tokens, predicted token by token.
+	Repeats Rate `json:"random_repeats"`
+	// Heads are every head's scores (engine.ScoreHeads on 8 repeated
+	// random sequences of 20 tokens), Induction those at or above
+	// InductionThreshold.
+	Heads     []HeadScore `json:"heads"`
+	Induction []string    `json:"induction_heads"`
+	// Zeroed and MeanAblated are the bars again with the induction heads'
+	// outputs zeroed, and replaced by their mean over held-out text.
+	Zeroed      Ablation `json:"induction_heads_zeroed"`
+	MeanAblated Ablation `json:"induction_heads_mean_ablated"`
+	Intact      Ablation `json:"intact"`
+}
+
+// HeadScore is one head's scores.
+type HeadScore struct {
+	Head      string  `json:"head"` // L4H5
+	Induction float64 `json:"induction"`
+	PrevToken float64 `json:"previous_token"`
+}
+
+// Ablation is copying and recall under one set of edits.
+type Ablation struct {
+	Repeats      Rate    `json:"random_repeats"`
+	NamesHeld    Rate    `json:"names_held_out_patterns"`
+	CapitalTrain Rate    `json:"capital_train_phrasings"`
+	ParisP       float64 `json:"paris_probability"`
+}
+
+// InductionThreshold is the induction score that names a head an
+// induction head.
+const InductionThreshold = 0.3
+
+// MeasureCopying measures the v3 bars of the model at path.
+func MeasureCopying(ctx context.Context, path string, held []corpus.Doc, sizes EvalSizes, threads int) (CopyingBars, error) {
+	var b CopyingBars
+	m, err := model.Load(path)
+	if err != nil {
+		return b, err
+	}
+	defer m.Close()
+	l, err := engine.Load(m, engine.Options{Threads: threads, Backend: "cpu"})
+	if err != nil {
+		return b, err
+	}
+	defer l.Close()
+	seqs, err := engine.RepeatedRandom(m.Tokenizer, m.Config.Vocab, 20, 8, 1)
+	if err != nil {
+		return b, err
+	}
+	hs, err := l.ScoreHeads(ctx, seqs)
+	if err != nil {
+		return b, err
+	}
+	for layer := range hs.Induction {
+		for h := range hs.Induction[layer] {
+			b.Heads = append(b.Heads, HeadScore{Head: fmt.Sprintf("L%dH%d", layer+1, h+1), Induction: hs.Induction[layer][h], PrevToken: hs.PrevToken[layer][h]})
+		}
+	}
+	off := hs.Above(InductionThreshold)
+	for _, e := range off.Edits {
+		b.Induction = append(b.Induction, e.String())
+	}
+	ref := referenceText(m.Tokenizer, held, m.Config.ContextLen)
+	mean, err := l.MeanAblation(ctx, ref, off)
+	if err != nil {
+		return b, err
+	}
+	for _, run := range []struct {
+		a    *Ablation
+		ctx  context.Context
+		full bool
+	}{{&b.Intact, ctx, true}, {&b.Zeroed, intervene.With(ctx, off), false}, {&b.MeanAblated, intervene.With(ctx, mean), false}} {
+		if err := measureAblation(run.ctx, l, m, held, sizes, run.a, run.full, &b); err != nil {
+			return b, err
+		}
+	}
+	b.NamesHeld, b.Repeats = b.Intact.NamesHeld, b.Intact.Repeats
+	return b, nil
+}
+
+// referenceText is held-out text for mean ablation: the first 64
+// documents that fit the context.
+func referenceText(tk *tokenizer.Tokenizer, held []corpus.Doc, ctxLen int) [][]int32 {
+	var out [][]int32
+	for _, d := range held {
+		if ids := tk.EncodeSpecial(d.Text, true); len(ids) <= ctxLen {
+			out = append(out, ids)
+		}
+		if len(out) == 64 {
+			break
+		}
+	}
+	return out
+}
+
+// measureAblation fills a with copying and recall under ctx's edits (and
+// with full, the names at the start of the text into b).
+func measureAblation(ctx context.Context, l *engine.Loaded, m *model.Model, held []corpus.Doc, sizes EvalSizes, a *Ablation, full bool, b *CopyingBars) error {
+	for i, n := range []int{10, 20, 30, 40} {
+		seqs, err := engine.RepeatedRandom(m.Tokenizer, m.Config.Vocab, n, 16, uint64(100+i))
+		if err != nil {
+			return err
+		}
+		hits, total, err := l.CopyCount(ctx, seqs)
+		if err != nil {
+			return err
+		}
+		a.Repeats.Hits += hits
+		a.Repeats.Cases += total
+	}
+	s, err := l.NewSession(0)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	e := evaluator{ctx, s}
+	var bars Bars
+	if err := e.capitals(&bars, sizes.Countries); err != nil {
+		return err
+	}
+	a.CapitalTrain = bars.CapitalTrain
+	if a.ParisP, _, _, err = paris(ctx, s, m.Tokenizer); err != nil {
+		return err
+	}
+	for _, d := range held {
+		if d.Family != corpus.Names || len(d.NameSpans) == 0 || a.NamesHeld.Cases == sizes.Copy {
+			continue
+		}
+		prompt := d.Text[:d.NameSpans[0]-1]
+		got, err := e.completes(prompt, d.Name)
+		if err != nil {
+			return err
+		}
+		a.NamesHeld.add(got.ok, func() string { return fmt.Sprintf("…%s → %q (want %q)", tail(prompt, 40), got.got, d.Name) })
+		if full && strings.HasPrefix(d.Text, d.Name) {
+			b.NamesStart.add(got.ok, func() string { return fmt.Sprintf("%s → %q (want %q)", tail(prompt, 60), got.got, d.Name) })
+		}
+	}
+	return nil
+}
+
+// ReevaluateCopying measures the model in dir (lesson.gguf) against the
+// v3 bars and writes dir/copying-report.json, keeping the training figures
+// of an earlier report there.
+func ReevaluateCopying(ctx context.Context, dir string, o Options) (*CopyingReport, error) {
+	rep := &CopyingReport{Seed: o.Seed, Scale: o.Scale}
+	path := filepath.Join(dir, "copying-report.json")
+	if b, err := os.ReadFile(path); err == nil {
+		if err := json.Unmarshal(b, rep); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	o.Copying = true
+	_, held := corpus.Split(o.corpus(), 0.1)
+	if err := rep.measure(ctx, filepath.Join(dir, CopyingFile), held, ReportSizes, o.Threads); err != nil {
+		return nil, err
+	}
+	return rep, writeJSON(path, rep)
+}
