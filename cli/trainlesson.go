@@ -24,7 +24,7 @@ func runTrainLesson(ctx context.Context, env Env, args []string) error {
 	fs.BoolVar(&o.Resume, "resume", false, "continue from the checkpoints in --out/checkpoints (written every 500 steps) instead of starting over")
 	fs.IntVar(&o.FamilySteps, "family-steps", o.FamilySteps, "training steps of the qwen3 family model (with --family)")
 	family := fs.Bool("family", false, "only train the qwen3-family model on the same corpus and tokenizer (lesson-qwen3.gguf, family-report.json)")
-	copying := fs.Bool("copying", false, "only train the lesson model v3 on the copying corpus (names introduced in more ways, repeated lists and random token sequences) with --tokenizer's tokenizer (lesson.gguf, copying-report.json in --out)")
+	copying := fs.Bool("copying", false, "only train the lesson model v3 on the copying corpus (names introduced in more ways, repeated lists and random token sequences) with --tokenizer's tokenizer (lesson-v3.gguf, copying-report.json in --out; with --eval-only, only measure it again)")
 	fs.StringVar(&o.TokenizerFrom, "tokenizer", "", "with --copying: the model `file` whose tokenizer to use (default models/lesson.gguf)")
 	readmeOnly := fs.Bool("readme-only", false, "only render README.md from the report.json of the last run")
 	evalOnly := fs.Bool("eval-only", false, "only measure the quality bars again on the models in --out (rewrites report.json, or with --family family-report.json, and README.md)")
@@ -92,14 +92,22 @@ func trainFamily(ctx context.Context, env Env, o recipe.Options, evalOnly bool) 
 // writeREADME renders dir/README.md from the main report and, when the
 // directory has one, the family report.
 func writeREADME(dir string, rep *recipe.Report) error {
-	fam, err := recipe.ReadFamilyReport(filepath.Join(dir, "family-report.json"))
-	switch {
-	case err == nil:
-		rep.Family = fam
-	case !errors.Is(err, fs.ErrNotExist):
+	var err error
+	if rep.Family, err = optional(recipe.ReadFamilyReport(filepath.Join(dir, "family-report.json"))); err != nil {
+		return err
+	}
+	if rep.Copying, err = optional(recipe.ReadCopyingReport(filepath.Join(dir, "copying-report.json"))); err != nil {
 		return err
 	}
 	return recipe.WriteREADME(filepath.Join(dir, "README.md"), rep)
+}
+
+// optional is a report that may be absent: nil then, and no error.
+func optional[T any](r *T, err error) (*T, error) {
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return r, err
 }
 
 func trainCopying(ctx context.Context, env Env, o recipe.Options, evalOnly bool) error {
@@ -115,6 +123,11 @@ func trainCopying(ctx context.Context, env Env, o recipe.Options, evalOnly bool)
 	}
 	if err != nil {
 		return err
+	}
+	if main, err := recipe.ReadReport(filepath.Join(o.OutDir, "report.json")); err == nil {
+		if err := writeREADME(o.OutDir, main); err != nil {
+			return err
+		}
 	}
 	b, c := rep.Bars, rep.Copying
 	fmt.Fprintf(env.Stdout, "capitals %s, held-out phrasings %s; copying %s; calculator calls %s, answers %s; thinking %s; turns ended %s\n",

@@ -2,11 +2,14 @@ package recipe
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -64,11 +67,12 @@ func randomRepeats(tk *tokenizer.Tokenizer, n int, seed uint64) []int32 {
 
 // CopyingFile is the lesson model v3 in the output directory of
 // RunCopying.
-const CopyingFile = "lesson.gguf"
+const CopyingFile = "lesson-v3.gguf"
 
 // RunCopying trains the lesson model v3: the main model's shape and
 // steps on the copying corpus, with the tokenizer of o.TokenizerFrom, and
-// writes OutDir/lesson.gguf and OutDir/copying-report.json.
+// writes OutDir/lesson-v3.gguf, OutDir/copying-report.json and a sample of
+// the corpus (corpus-sample-v3.txt).
 func RunCopying(ctx context.Context, o Options) (*CopyingReport, error) {
 	o.Copying = true
 	p, err := prepare(o)
@@ -86,7 +90,7 @@ func RunCopying(ctx context.Context, o Options) (*CopyingReport, error) {
 		return nil, err
 	}
 	rep.Model = mr
-	if err := rep.measure(ctx, path, p.held, o.Eval, o.Threads); err != nil {
+	if err := rep.measure(ctx, path, o.TokenizerFrom, p.held, o.Eval, o.Threads); err != nil {
 		return nil, err
 	}
 	return rep, writeJSON(filepath.Join(o.OutDir, "copying-report.json"), rep)
@@ -101,12 +105,19 @@ type CopyingReport struct {
 	ParisP      float64     `json:"paris_probability"`
 	Bars        Bars        `json:"bars"`
 	Copying     CopyingBars `json:"copying"`
-	Seconds     float64     `json:"train_seconds"`
+	// Base is the v3 bars of the model the tokenizer came from
+	// (lesson.gguf), for comparison.
+	Base    *CopyingBars `json:"base,omitempty"`
+	Seconds float64      `json:"train_seconds"`
 }
 
 // measure fills in the quality bars.
-func (r *CopyingReport) measure(ctx context.Context, path string, held []corpus.Doc, sizes EvalSizes, threads int) error {
-	bars, err := Measure(ctx, path, held, sizes, threads)
+// The main model's bars are measured on the default corpus's held-out
+// split, as report.json measures lesson.gguf, so the two compare.
+// With base (a model file, may be ""), its v3 bars too.
+func (r *CopyingReport) measure(ctx context.Context, path, base string, held []corpus.Doc, sizes EvalSizes, threads int) error {
+	_, baseHeld := corpus.Split(corpus.Default(r.Seed).Scaled(r.Scale), 0.1)
+	bars, err := Measure(ctx, path, baseHeld, sizes, threads)
 	if err != nil {
 		return err
 	}
@@ -114,7 +125,11 @@ func (r *CopyingReport) measure(ctx context.Context, path string, held []corpus.
 	if r.ParisP, _, _, err = MeasureParis(ctx, path, threads); err != nil {
 		return err
 	}
-	r.Copying, err = MeasureCopying(ctx, path, held, sizes, threads)
+	if r.Copying, err = MeasureCopying(ctx, path, held, sizes, threads); err != nil || base == "" {
+		return err
+	}
+	b, err := MeasureCopying(ctx, base, held, sizes, threads)
+	r.Base = &b
 	return err
 }
 
@@ -208,6 +223,13 @@ func MeasureCopying(ctx context.Context, path string, held []corpus.Doc, sizes E
 	return b, nil
 }
 
+// Top are the heads of highest induction score, at most eight.
+func (b CopyingBars) Top() []HeadScore {
+	h := slices.Clone(b.Heads)
+	sort.SliceStable(h, func(i, j int) bool { return h[i].Induction > h[j].Induction })
+	return h[:min(8, len(h))]
+}
+
 // referenceText is held-out text for mean ablation: the first 64
 // documents that fit the context.
 func referenceText(tk *tokenizer.Tokenizer, held []corpus.Doc, ctxLen int) [][]int32 {
@@ -252,38 +274,43 @@ func measureAblation(ctx context.Context, l *engine.Loaded, m *model.Model, held
 	if a.ParisP, _, _, err = paris(ctx, s, m.Tokenizer); err != nil {
 		return err
 	}
-	for _, d := range held {
-		if d.Family != corpus.Names || len(d.NameSpans) == 0 || a.NamesHeld.Cases == sizes.Copy {
-			continue
+	var start func(corpus.Doc, completion)
+	if full {
+		start = func(d corpus.Doc, got completion) {
+			if strings.HasPrefix(d.Text, d.Name) {
+				b.NamesStart.add(got.ok, func() string { return fmt.Sprintf("%s → %q (want %q)", d.Text[:d.NameSpans[0]-1], got.got, d.Name) })
+			}
 		}
-		prompt := d.Text[:d.NameSpans[0]-1]
-		got, err := e.completes(prompt, d.Name)
-		if err != nil {
-			return err
-		}
-		a.NamesHeld.add(got.ok, func() string { return fmt.Sprintf("…%s → %q (want %q)", tail(prompt, 40), got.got, d.Name) })
-		if full && strings.HasPrefix(d.Text, d.Name) {
-			b.NamesStart.add(got.ok, func() string { return fmt.Sprintf("%s → %q (want %q)", tail(prompt, 60), got.got, d.Name) })
-		}
+	}
+	if err := e.copyNames(&a.NamesHeld, held, corpus.Names, sizes.Copy, start); err != nil {
+		return err
 	}
 	return nil
 }
 
-// ReevaluateCopying measures the model in dir (lesson.gguf) against the
+// ReevaluateCopying measures the model in dir (lesson-v3.gguf) against the
 // v3 bars and writes dir/copying-report.json, keeping the training figures
 // of an earlier report there.
 func ReevaluateCopying(ctx context.Context, dir string, o Options) (*CopyingReport, error) {
-	rep := &CopyingReport{Seed: o.Seed, Scale: o.Scale}
 	path := filepath.Join(dir, "copying-report.json")
-	if b, err := os.ReadFile(path); err == nil {
-		if err := json.Unmarshal(b, rep); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
+	rep, err := ReadCopyingReport(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		rep = &CopyingReport{Seed: o.Seed, Scale: o.Scale}
+	case err != nil:
+		return nil, err
 	}
-	o.Copying = true
+	o.Copying, o.Seed, o.Scale = true, rep.Seed, rep.Scale
 	_, held := corpus.Split(o.corpus(), 0.1)
-	if err := rep.measure(ctx, filepath.Join(dir, CopyingFile), held, ReportSizes, o.Threads); err != nil {
+	base := filepath.Join(dir, "lesson.gguf")
+	if _, err := os.Stat(base); err != nil {
+		base = ""
+	}
+	if err := rep.measure(ctx, filepath.Join(dir, CopyingFile), base, held, ReportSizes, o.Threads); err != nil {
 		return nil, err
 	}
 	return rep, writeJSON(path, rep)
 }
+
+// ReadCopyingReport reads copying-report.json.
+func ReadCopyingReport(path string) (*CopyingReport, error) { return readJSON[CopyingReport](path) }

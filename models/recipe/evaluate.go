@@ -198,11 +198,20 @@ func (e evaluator) capitals(b *Bars, n int) error {
 // copying: at the first cued later mention of a held-out story's invented
 // name, greedy decoding must write the whole name.
 func (e evaluator) copying(b *Bars, held []corpus.Doc, n int) error {
+	return e.copyNames(&b.Copy, held, corpus.Stories, n, func(_ corpus.Doc, got completion) {
+		b.CopyFirst.add(got.firstOK, func() string { return got.got })
+	})
+}
+
+// copyNames adds to rate, for up to n held-out documents of family, whether
+// greedy decoding writes the whole name at its first cued mention (then
+// calls each, when not nil, with the document and the completion).
+func (e evaluator) copyNames(rate *Rate, held []corpus.Doc, family corpus.Family, n int, each func(corpus.Doc, completion)) error {
 	for _, d := range held {
-		if b.Copy.Cases == n {
+		if rate.Cases == n {
 			break
 		}
-		if d.Family != corpus.Stories || len(d.NameSpans) == 0 {
+		if d.Family != family || len(d.NameSpans) == 0 {
 			continue
 		}
 		prompt := d.Text[:d.NameSpans[0]-1]
@@ -210,8 +219,10 @@ func (e evaluator) copying(b *Bars, held []corpus.Doc, n int) error {
 		if err != nil {
 			return err
 		}
-		b.Copy.add(got.ok, func() string { return fmt.Sprintf("…%s → %q (want %q)", tail(prompt, 40), got.got, d.Name) })
-		b.CopyFirst.add(got.firstOK, func() string { return got.got })
+		rate.add(got.ok, func() string { return fmt.Sprintf("…%s → %q (want %q)", tail(prompt, 40), got.got, d.Name) })
+		if each != nil {
+			each(d, got)
+		}
 	}
 	return nil
 }

@@ -90,8 +90,10 @@ type Report struct {
 	Quantization []QuantRow         `json:"quantization,omitempty"`
 	Samples      []string           `json:"samples"`
 	Seconds      map[string]float64 `json:"seconds"`
-	// Family is family-report.json when the README is rendered with it.
-	Family *FamilyReport `json:"-"`
+	// Family is family-report.json, Copying copying-report.json, when the
+	// README is rendered with them.
+	Family  *FamilyReport  `json:"-"`
+	Copying *CopyingReport `json:"-"`
 }
 
 // ModelReport describes one trained model.
@@ -159,7 +161,11 @@ func prepare(o Options) (*prepared, error) {
 	if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
 		return nil, err
 	}
-	if err := writeCorpus(filepath.Join(o.OutDir, "corpus-sample.txt"), p.train[:min(200, len(p.train))]); err != nil {
+	sample := "corpus-sample.txt"
+	if o.Copying {
+		sample = "corpus-sample-v3.txt"
+	}
+	if err := writeCorpus(filepath.Join(o.OutDir, sample), p.train[:min(200, len(p.train))]); err != nil {
 		return nil, err
 	}
 	p.corpusS = time.Since(t0).Seconds()
@@ -384,16 +390,19 @@ func (r *FamilyReport) measure(ctx context.Context, path string, held []corpus.D
 }
 
 // ReadFamilyReport reads family-report.json.
-func ReadFamilyReport(path string) (*FamilyReport, error) {
+func ReadFamilyReport(path string) (*FamilyReport, error) { return readJSON[FamilyReport](path) }
+
+// readJSON reads a report written by writeJSON.
+func readJSON[T any](path string) (*T, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	var r FamilyReport
-	if err := json.Unmarshal(b, &r); err != nil {
+	r := new(T)
+	if err := json.Unmarshal(b, r); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return &r, nil
+	return r, nil
 }
 
 // writeJSON writes v indented, with a final newline.

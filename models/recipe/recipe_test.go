@@ -154,6 +154,22 @@ func TestCopyingMiniature(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(o.OutDir, "copying-report.json")); err != nil {
 		t.Error(err)
 	}
+	if rep.Base == nil || rep.Base.Intact.Repeats.Cases == 0 {
+		t.Errorf("the committed model's v3 bars are not measured: %+v", rep.Base)
+	}
+	main, err := ReadReport(filepath.Join("..", "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	main.Copying = rep
+	p := filepath.Join(o.OutDir, "README.md")
+	if err := WriteREADME(p, main); err != nil {
+		t.Fatal(err)
+	}
+	md, _ := os.ReadFile(p)
+	if !strings.Contains(string(md), "## The copying model: lesson-v3.gguf") || strings.Contains(string(md), "<no value>") {
+		t.Errorf("README without the v3 section, or with a missing value:\n%s", md)
+	}
 }
 
 // randomRepeats: each document a BOS, then one random sequence of 8 to 64
