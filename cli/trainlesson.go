@@ -25,6 +25,7 @@ func runTrainLesson(ctx context.Context, env Env, args []string) error {
 	fs.IntVar(&o.FamilySteps, "family-steps", o.FamilySteps, "training steps of the qwen3 family model (with --family)")
 	family := fs.Bool("family", false, "only train the qwen3-family model on the same corpus and tokenizer (lesson-qwen3.gguf, family-report.json)")
 	copying := fs.Bool("copying", false, "only train the lesson model v3 on the copying corpus (names introduced in more ways, repeated lists and random token sequences) with --tokenizer's tokenizer (lesson-v3.gguf, copying-report.json in --out; with --eval-only, only measure it again)")
+	fs.Float64Var(&o.Repeats, "repeats", o.Repeats, "with --copying: repeated random token sequences added to the stream, as a share of its text's tokens")
 	fs.StringVar(&o.TokenizerFrom, "tokenizer", "", "with --copying: the model `file` whose tokenizer to use (default models/lesson.gguf)")
 	readmeOnly := fs.Bool("readme-only", false, "only render README.md from the report.json of the last run")
 	evalOnly := fs.Bool("eval-only", false, "only measure the quality bars again on the models in --out (rewrites report.json, or with --family family-report.json, and README.md)")

@@ -51,6 +51,9 @@ type Options struct {
 	// model file TokenizerFrom instead of a newly trained one.
 	Copying       bool
 	TokenizerFrom string
+	// Repeats is the share of repeated random token sequences added to
+	// the copying corpus's stream, relative to its text's tokens.
+	Repeats float64
 }
 
 // Defaults are the committed models' recipe.
@@ -60,7 +63,7 @@ func Defaults() Options {
 		Main:      train.Config{Ctx: 512, Embd: 192, Layers: 4, Heads: 6, FFN: 768},
 		Draft:     train.Config{Ctx: 512, Embd: 64, Layers: 2, Heads: 2, FFN: 256},
 		Family:    train.Config{Ctx: 512, Embd: 160, Layers: 4, Heads: 5, FFN: 448, Arch: train.Qwen3},
-		MainSteps: 7000, DraftSteps: 2000, FamilySteps: 4000, Batch: 4, T: 512, Scale: 1, CheckpointEvery: 500,
+		MainSteps: 7000, DraftSteps: 2000, FamilySteps: 4000, Batch: 4, T: 512, Scale: 1, CheckpointEvery: 500, Repeats: 0.1,
 		Eval: ReportSizes,
 	}
 }
@@ -187,7 +190,7 @@ func prepare(o Options) (*prepared, error) {
 		p.stream = append(p.stream, tk.EncodeSpecial(d.Text, true)...)
 	}
 	if o.Copying {
-		p.stream = append(p.stream, randomRepeats(tk, len(p.stream)/10, o.Seed)...)
+		p.stream = append(p.stream, randomRepeats(tk, int(o.Repeats*float64(len(p.stream))), o.Seed)...)
 	}
 	p.stream = append(p.stream, vocab.BOS)
 	for _, d := range p.held {
