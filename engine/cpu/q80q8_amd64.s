@@ -246,6 +246,144 @@ x8out:
 	VZEROUPPER
 	RET
 
+// R2_VEC adds vector P's pair of blocks times two rows' pairs (Z1, Z2 and
+// Z10, Z11) to A0 and A1: the vector's values, corrections and scales are
+// loaded once for both rows (Z4, Z5, Z6), and each row's product is
+// Q8_ROWVEC's instructions on them, in its order.
+#define R2_VEC(P, A0, A1) \
+	VMOVDQU32 (P), Z4 \
+	VMOVDQU32 64(P), Z5 \
+	VMOVDQU32 128(P), Z6 \
+	VMOVDQA32 Z5, Z7 \
+	VPDPBUSD Z4, Z1, Z7 \
+	VCVTDQ2PS Z7, Z7 \
+	VMULPS Z6, Z2, Z8 \
+	VFMADD231PS Z7, Z8, A0 \
+	VMOVDQA32 Z5, Z9 \
+	VPDPBUSD Z4, Z10, Z9 \
+	VCVTDQ2PS Z9, Z9 \
+	VMULPS Z6, Z11, Z12 \
+	VFMADD231PS Z9, Z12, A1
+
+// R2_VECLAST is R2_VEC for an odd last block in the low halves (the
+// 256-bit forms clear the upper halves, so the upper lanes add 0·0).
+#define R2_VECLAST(P, A0, A1) \
+	VMOVDQU32 (P), Y4 \
+	VMOVDQU32 64(P), Y5 \
+	VMOVDQU32 128(P), Y6 \
+	VMOVDQA32 Y5, Y7 \
+	VPDPBUSD Y4, Y1, Y7 \
+	VCVTDQ2PS Y7, Y7 \
+	VMULPS Y6, Y2, Y8 \
+	VFMADD231PS Z7, Z8, A0 \
+	VMOVDQA32 Y5, Y9 \
+	VPDPBUSD Y4, Y10, Y9 \
+	VCVTDQ2PS Y9, Y9 \
+	VMULPS Y6, Y11, Y12 \
+	VFMADD231PS Z9, Z12, A1
+
+// func dotQ8_0Q80x8r2VNNI(row *byte, rowStride int, x *uint32, stride int, blocks int, f16 *float32, out *float32)
+// Two Q8_0 rows (rowStride bytes apart) times eight laid-out vectors
+// (stride bytes apart): out[v] for the first row, out[8+v] for the
+// second. Each vector's pair of blocks is read once for both rows, half
+// the x8 kernel's reads of x; each (row, vector) result is the x8
+// kernel's, bit for bit.
+TEXT ·dotQ8_0Q80x8r2VNNI(SB), NOSPLIT, $0-56
+	MOVQ row+0(FP), SI
+	MOVQ rowStride+8(FP), AX
+	LEAQ (SI)(AX*1), R15
+	MOVQ x+16(FP), R9
+	MOVQ stride+24(FP), AX
+	LEAQ (R9)(AX*1), R10
+	LEAQ (R10)(AX*1), R11
+	LEAQ (R11)(AX*1), R12
+	LEAQ (R12)(AX*1), R13
+	LEAQ (R13)(AX*1), R14
+	LEAQ (R14)(AX*1), BX
+	LEAQ (BX)(AX*1), DI
+	MOVQ blocks+32(FP), CX
+	MOVQ f16+40(FP), R8
+	MOVL $0x80808080, AX
+	VPBROADCASTD AX, Z13
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+	VPXORD Z24, Z24, Z24
+	VPXORD Z25, Z25, Z25
+	VPXORD Z26, Z26, Z26
+	VPXORD Z27, Z27, Z27
+	VPXORD Z28, Z28, Z28
+	VPXORD Z29, Z29, Z29
+	VPXORD Z30, Z30, Z30
+	VPXORD Z31, Z31, Z31
+	MOVQ CX, DX
+	SHRQ $1, CX
+	JZ   r2last
+
+r2pair:
+	Q8_ROWPAIR(SI, Y1, Z1, Y2, Z2, Y3)
+	Q8_ROWPAIR(R15, Y10, Z10, Y11, Z11, Y3)
+	R2_VEC(R9, Z16, Z24)
+	R2_VEC(R10, Z17, Z25)
+	R2_VEC(R11, Z18, Z26)
+	R2_VEC(R12, Z19, Z27)
+	R2_VEC(R13, Z20, Z28)
+	R2_VEC(R14, Z21, Z29)
+	R2_VEC(BX, Z22, Z30)
+	R2_VEC(DI, Z23, Z31)
+	ADDQ $68, SI
+	ADDQ $68, R15
+	ADDQ $192, R9
+	ADDQ $192, R10
+	ADDQ $192, R11
+	ADDQ $192, R12
+	ADDQ $192, R13
+	ADDQ $192, R14
+	ADDQ $192, BX
+	ADDQ $192, DI
+	DECQ CX
+	JNZ  r2pair
+
+r2last:
+	TESTQ $1, DX
+	JZ    r2out
+	Q8_ROWLAST(SI, Y1, Y2)
+	Q8_ROWLAST(R15, Y10, Y11)
+	R2_VECLAST(R9, Z16, Z24)
+	R2_VECLAST(R10, Z17, Z25)
+	R2_VECLAST(R11, Z18, Z26)
+	R2_VECLAST(R12, Z19, Z27)
+	R2_VECLAST(R13, Z20, Z28)
+	R2_VECLAST(R14, Z21, Z29)
+	R2_VECLAST(BX, Z22, Z30)
+	R2_VECLAST(DI, Z23, Z31)
+
+r2out:
+	MOVQ out+48(FP), DI
+	Q8_OUT(0, Z16, Y16)
+	Q8_OUT(1, Z17, Y17)
+	Q8_OUT(2, Z18, Y18)
+	Q8_OUT(3, Z19, Y19)
+	Q8_OUT(4, Z20, Y20)
+	Q8_OUT(5, Z21, Y21)
+	Q8_OUT(6, Z22, Y22)
+	Q8_OUT(7, Z23, Y23)
+	Q8_OUT(8, Z24, Y24)
+	Q8_OUT(9, Z25, Y25)
+	Q8_OUT(10, Z26, Y26)
+	Q8_OUT(11, Z27, Y27)
+	Q8_OUT(12, Z28, Y28)
+	Q8_OUT(13, Z29, Y29)
+	Q8_OUT(14, Z30, Y30)
+	Q8_OUT(15, Z31, Y31)
+	VZEROUPPER
+	RET
+
 // func dotQ8_0Q80r4VNNI(row *byte, stride int, x *uint32, blocks int, f16 *float32, out *float32)
 // Four Q8_0 rows (stride bytes apart) times one laid-out vector: out[i]
 // is dotQ8_0Q80x1VNNI of row i, bit for bit. Four row streams keep more
