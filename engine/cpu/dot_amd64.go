@@ -128,9 +128,6 @@ func dotQ8_0Q80x4VNNI(row *byte, x *uint32, stride int, blocks int, f16 *float32
 func dotQ8_0Q80x8VNNI(row *byte, x *uint32, stride int, blocks int, f16 *float32, out *float32)
 
 //go:noescape
-func dotQ8_0Q80x8r2VNNI(row *byte, rowStride int, x *uint32, stride int, blocks int, f16 *float32, out *float32)
-
-//go:noescape
 func dotQ8_0Q80r4VNNI(row *byte, stride int, x *uint32, blocks int, f16 *float32, out *float32)
 
 //go:noescape
@@ -207,19 +204,11 @@ func dotRowsQ80(t quant.Type, data []byte, rb, lo, hi int, z *q80, n, cols int, 
 		}
 		return
 	}
-	var o16 [16]float32
 	for r0 := lo; r0 < hi; r0 += q80TileRows {
 		r1 := min(r0+q80TileRows, hi)
 		for v := 0; v < eight; v += 8 {
 			x := &z.lay[v*z.layWords]
-			r := r0
-			for ; r+2 <= r1; r += 2 { // two rows at a time: x read once for both
-				dotQ8_0Q80x8r2VNNI(&data[r*rb], rb, x, stride, nb, &f16Table[0], &o16[0])
-				for i := range 8 {
-					out[(v+i)*rows+r], out[(v+i)*rows+r+1] = o16[i], o16[8+i]
-				}
-			}
-			for ; r < r1; r++ {
+			for r := r0; r < r1; r++ {
 				dotQ8_0Q80x8VNNI(&data[r*rb], x, stride, nb, &f16Table[0], &o[0])
 				for i, y := range o {
 					out[(v+i)*rows+r] = y
