@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"text/tabwriter"
 
 	"stepthrough/engine"
@@ -16,20 +15,13 @@ import (
 // previous-token scores, the heads above the threshold, and copying of
 // repeated text with and without those heads.
 type HeadsResult struct {
-	SeqLen      int         `json:"seq_len"`
-	Reps        int         `json:"reps"`
-	Heads       []HeadScore `json:"heads"` // by induction score, highest first
-	Threshold   float64     `json:"threshold"`
-	Induction   []string    `json:"induction_heads"` // L4H5, above the threshold
-	CopyIntact  float64     `json:"copy_intact"`
-	CopyWithout float64     `json:"copy_without_induction_heads"`
-}
-
-// HeadScore is one head's scores.
-type HeadScore struct {
-	Head      string  `json:"head"` // L4H5
-	Induction float64 `json:"induction"`
-	PrevToken float64 `json:"previous_token"`
+	SeqLen      int                `json:"seq_len"`
+	Reps        int                `json:"reps"`
+	Heads       []engine.HeadScore `json:"heads"` // by induction score, highest first
+	Threshold   float64            `json:"threshold"`
+	Induction   []string           `json:"induction_heads"` // L4H5, above the threshold
+	CopyIntact  float64            `json:"copy_intact"`
+	CopyWithout float64            `json:"copy_without_induction_heads"`
 }
 
 func runHeads(ctx context.Context, env Env, args []string) error {
@@ -79,13 +71,7 @@ func measureHeads(ctx context.Context, l *engine.Loaded, seqs [][]int32, thresho
 	if err != nil {
 		return nil, err
 	}
-	res := &HeadsResult{SeqLen: hs.SeqLen, Reps: hs.Reps, Threshold: threshold}
-	for layer := range hs.Induction {
-		for h := range hs.Induction[layer] {
-			res.Heads = append(res.Heads, HeadScore{Head: fmt.Sprintf("L%dH%d", layer+1, h+1), Induction: hs.Induction[layer][h], PrevToken: hs.PrevToken[layer][h]})
-		}
-	}
-	sort.SliceStable(res.Heads, func(i, j int) bool { return res.Heads[i].Induction > res.Heads[j].Induction })
+	res := &HeadsResult{SeqLen: hs.SeqLen, Reps: hs.Reps, Threshold: threshold, Heads: hs.List()}
 	off := hs.Above(threshold)
 	for _, e := range off.Edits {
 		res.Induction = append(res.Induction, e.String())

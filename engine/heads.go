@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"sort"
 
 	"stepthrough/engine/hooks"
 	"stepthrough/engine/intervene"
@@ -149,6 +150,26 @@ func (l *Loaded) CopyCount(ctx context.Context, seqs [][]int32) (hits, total int
 		}
 	}
 	return hits, total, nil
+}
+
+// HeadScore is one head's scores, the head named as interventions name
+// it (L4H5, 1-based).
+type HeadScore struct {
+	Head      string  `json:"head"`
+	Induction float64 `json:"induction"`
+	PrevToken float64 `json:"previous_token"`
+}
+
+// List is every head's scores, the highest induction score first.
+func (hs *HeadScores) List() []HeadScore {
+	var out []HeadScore
+	for layer := range hs.Induction {
+		for h := range hs.Induction[layer] {
+			out = append(out, HeadScore{Head: fmt.Sprintf("L%dH%d", layer+1, h+1), Induction: hs.Induction[layer][h], PrevToken: hs.PrevToken[layer][h]})
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Induction > out[j].Induction })
+	return out
 }
 
 // Above are the heads whose induction score is at least threshold, as

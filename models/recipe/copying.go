@@ -8,8 +8,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -147,20 +145,13 @@ type CopyingBars struct {
 	// Heads are every head's scores (engine.ScoreHeads on 8 repeated
 	// random sequences of 20 tokens), Induction those at or above
 	// InductionThreshold.
-	Heads     []HeadScore `json:"heads"`
-	Induction []string    `json:"induction_heads"`
+	Heads     []engine.HeadScore `json:"heads"` // highest induction score first
+	Induction []string           `json:"induction_heads"`
 	// Zeroed and MeanAblated are the bars again with the induction heads'
 	// outputs zeroed, and replaced by their mean over held-out text.
 	Zeroed      Ablation `json:"induction_heads_zeroed"`
 	MeanAblated Ablation `json:"induction_heads_mean_ablated"`
 	Intact      Ablation `json:"intact"`
-}
-
-// HeadScore is one head's scores.
-type HeadScore struct {
-	Head      string  `json:"head"` // L4H5
-	Induction float64 `json:"induction"`
-	PrevToken float64 `json:"previous_token"`
 }
 
 // Ablation is copying and recall under one set of edits.
@@ -196,11 +187,7 @@ func MeasureCopying(ctx context.Context, path string, held []corpus.Doc, sizes E
 	if err != nil {
 		return b, err
 	}
-	for layer := range hs.Induction {
-		for h := range hs.Induction[layer] {
-			b.Heads = append(b.Heads, HeadScore{Head: fmt.Sprintf("L%dH%d", layer+1, h+1), Induction: hs.Induction[layer][h], PrevToken: hs.PrevToken[layer][h]})
-		}
-	}
+	b.Heads = hs.List()
 	off := hs.Above(InductionThreshold)
 	for _, e := range off.Edits {
 		b.Induction = append(b.Induction, e.String())
@@ -224,11 +211,7 @@ func MeasureCopying(ctx context.Context, path string, held []corpus.Doc, sizes E
 }
 
 // Top are the heads of highest induction score, at most eight.
-func (b CopyingBars) Top() []HeadScore {
-	h := slices.Clone(b.Heads)
-	sort.SliceStable(h, func(i, j int) bool { return h[i].Induction > h[j].Induction })
-	return h[:min(8, len(h))]
-}
+func (b CopyingBars) Top() []engine.HeadScore { return b.Heads[:min(8, len(b.Heads))] }
 
 // referenceText is held-out text for mean ablation: the first 64
 // documents that fit the context.
