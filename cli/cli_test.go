@@ -389,3 +389,18 @@ func TestTrainFamilyNeedsTheMainReport(t *testing.T) {
 		t.Errorf("it wrote %d files before failing", len(entries))
 	}
 }
+
+// train-lesson --copying refuses a share of repeats out of range, or a
+// tokenizer file that is not there, in one line and before it trains.
+func TestTrainCopyingRefusesBadInput(t *testing.T) {
+	for _, args := range [][]string{{"--repeats", "-1"}, {"--repeats", "NaN"}, {"--repeats", "11"}, {"--tokenizer", "missing.gguf"}} {
+		dir := t.TempDir()
+		_, errOut, code := run(t, append([]string{"train-lesson", "--copying", "--out", dir}, args...)...)
+		if code == 0 || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+			t.Errorf("%v: exit %d, %q: want one line", args, code, errOut)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "lesson-v3.gguf")); err == nil {
+			t.Errorf("%v: it trained a model", args)
+		}
+	}
+}

@@ -112,6 +112,9 @@ func optional[T any](r *T, err error) (*T, error) {
 }
 
 func trainCopying(ctx context.Context, env Env, o recipe.Options, evalOnly bool) error {
+	if !(o.Repeats >= 0 && o.Repeats <= 10) {
+		return usageError{fmt.Errorf("--repeats: %g is not a share from 0 to 10 of the text's tokens", o.Repeats)}
+	}
 	if o.TokenizerFrom == "" {
 		o.TokenizerFrom = filepath.Join("models", "lesson.gguf")
 	}
