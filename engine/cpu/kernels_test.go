@@ -531,7 +531,9 @@ func TestQ8_0PathFollowsTheRun(t *testing.T) {
 }
 
 // TestAttentionPartsAgree: a token's heads split across parts (as a long
-// context splits them) give the logits one part gives, bit for bit, on
+// context splits them), or taken a head per pass over the cache (as a
+// context too long for all heads' scores takes them), give the logits
+// one part gives, bit for bit, on
 // decode steps of one token, with grouped-query heads and a sliding window.
 func TestAttentionPartsAgree(t *testing.T) {
 	for _, tc := range []model.SynthOptions{
@@ -541,13 +543,15 @@ func TestAttentionPartsAgree(t *testing.T) {
 		m := synthModel(t, tc)
 		ids := m.Tokenizer.EncodeIDs("once upon a time the little cat saw a big red ball", true)
 		one := forwardAll(t, m, Options{Threads: 2, MaxBatch: 1}, ids)
-		old := attnMinWork
+		oldWork, oldFloats := attnMinWork, attnScoreFloats
 		attnMinWork = 1
 		parts := forwardAll(t, m, Options{Threads: 2, MaxBatch: 1}, ids)
-		attnMinWork = old
+		attnMinWork, attnScoreFloats = oldWork, 1 // scores for one head: a pass per head
+		passes := forwardAll(t, m, Options{Threads: 2, MaxBatch: 1}, ids)
+		attnScoreFloats = oldFloats
 		for i := range one {
-			if one[i] != parts[i] {
-				t.Fatalf("%s: logit %d is %g in parts, %g in one", tc.Arch, i, parts[i], one[i])
+			if one[i] != parts[i] || one[i] != passes[i] {
+				t.Fatalf("%s: logit %d is %g in parts, %g a head per pass, %g in one", tc.Arch, i, parts[i], passes[i], one[i])
 			}
 		}
 	}

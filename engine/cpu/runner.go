@@ -145,7 +145,7 @@ func newFwd(m *model.Model, opt Options) (*fwd, error) {
 	r.outRows = make([]int, 0, batch)
 	for w := 0; w < pool.Threads(); w++ {
 		r.scratch = append(r.scratch, make([]float32, ScratchFloats(widest)))
-		r.scores = append(r.scores, make([]float32, c.Heads*ctx))
+		r.scores = append(r.scores, make([]float32, max(ctx, min(c.Heads*ctx, attnScoreFloats))))
 		r.tileS = append(r.tileS, make([]float32, tileRows*ctx))
 		r.tileV = append(r.tileV, make([]float32, c.HeadDim*max(ctx, tileRows+8)))
 	}
@@ -555,6 +555,12 @@ func (r *fwd) attnGroups(n, visible int) int {
 // attention (see attnGroups); a variable for TestAttentionPartsAgree.
 var attnMinWork = 1 << 20
 
+// attnScoreFloats bounds a worker's attention scores (all heads' over
+// the whole context, or one head's when the context is longer): a part
+// takes as many heads per pass over the cache as fit. A variable for
+// TestAttentionPartsAgree.
+var attnScoreFloats = 1 << 18
+
 func (r *fwd) attention(l, n, pos0 int) {
 	if r.h != nil && r.h.OnAttention != nil {
 		// every query row over all positions: future ones masked
@@ -597,10 +603,21 @@ func (a *attnTask) Run(worker, lo, hi int) {
 	}
 }
 
-// row computes heads [h0, h1) of token t: scores of every visible key,
-// softmax, and the weighted sum of values, each head's numbers computed
-// in the same order whatever the part.
+// row computes heads [h0, h1) of token t, as many heads per pass over
+// the cache as the worker's scores hold.
 func (a *attnTask) row(worker, t, h0, h1 int, s *seg) {
+	r := a.r
+	span := r.rowPos[t] + 1 - r.firstKey(a.l, r.rowPos[t])
+	per := len(r.scores[worker]) / span // at least one: the scores hold the context
+	for c0 := h0; c0 < h1; c0 += per {
+		a.heads(worker, t, c0, min(h1, c0+per), s)
+	}
+}
+
+// heads computes heads [h0, h1) of token t in one pass over the cache:
+// scores of every visible key, softmax, and the weighted sum of values,
+// each head's numbers computed in the same order whatever the pass.
+func (a *attnTask) heads(worker, t, h0, h1 int, s *seg) {
 	r, c := a.r, a.r.cfg
 	QD, KVD, HD := c.QDim(), c.KVDim(), c.HeadDim
 	group := c.Heads / c.KVHeads
