@@ -73,6 +73,8 @@ func dotQ8_0Q80(row []byte, z *q80, b0 int) float32 { return dotQ8_0Q80Go(row, z
 
 func quantizeQ80(x []float32, q []int8, d []float32, back []float32) { quantizeQ80Go(x, q, d, back) }
 
+func layQ80(q []int8, d []float32, out []uint32) { layQ80Go(q, d, out) }
+
 // q80Lays is false: no kernel here reads q80.lay.
 func q80Lays(t quant.Type) bool { return false }
 

@@ -556,3 +556,30 @@ func TestAttentionPartsAgree(t *testing.T) {
 		}
 	}
 }
+
+// The laid-out form of a rounded vector is the same bit for bit from the
+// kernel and from Go, for odd and even block counts and values of -128
+// and 127 (the largest corrections).
+func TestLayQ80(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, blocks := range []int{1, 2, 3, 7, 24, 96} {
+		q := make([]int8, blocks*32)
+		for i := range q {
+			q[i] = int8(r.IntN(256) - 128)
+		}
+		for i := range 4 {
+			q[i], q[4+i] = -128, 127
+		}
+		d := make([]float32, blocks)
+		for i := range d {
+			d[i] = r.Float32()
+		}
+		words := (blocks + 1) / 2 * 48
+		want, got := make([]uint32, words), make([]uint32, words)
+		layQ80Go(q, d, want)
+		layQ80(q, d, got)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("blocks=%d: layQ80 differs from layQ80Go (-go +here):\n%s", blocks, diff)
+		}
+	}
+}

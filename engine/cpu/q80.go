@@ -38,24 +38,28 @@ func (z *q80) resize(n, cols int, lay bool) {
 }
 
 // layOut writes vectors [lo, hi) of cols values, already rounded into q
-// and d, into lay: for each pair of blocks 48 words, the 64 values (four
-// to a word), 16 corrections −128·(the sum of each four values) and the
-// two blocks' d eight times each (an odd last block fills the first half
-// of each part).
+// and d, into lay (see layQ80Go).
 func (z *q80) layOut(lo, hi, cols int) {
 	nb := cols / 32
 	for v := lo; v < hi; v++ {
-		out := z.lay[v*z.layWords : (v+1)*z.layWords]
-		for b := range nb {
-			rec := out[b/2*48+b%2*8:]
-			q := z.q[(v*nb+b)*32 : (v*nb+b+1)*32]
-			d := math.Float32bits(z.d[v*nb+b])
-			for i := range 8 {
-				w := q[4*i : 4*i+4]
-				rec[i] = uint32(uint8(w[0])) | uint32(uint8(w[1]))<<8 | uint32(uint8(w[2]))<<16 | uint32(uint8(w[3]))<<24
-				rec[16+i] = uint32(-128 * (int32(w[0]) + int32(w[1]) + int32(w[2]) + int32(w[3])))
-				rec[32+i] = d
-			}
+		layQ80(z.q[v*cols:(v+1)*cols], z.d[v*nb:(v+1)*nb], z.lay[v*z.layWords:(v+1)*z.layWords])
+	}
+}
+
+// layQ80Go lays out one rounded vector (q, d) for the VNNI kernels: for
+// each pair of blocks 48 words, the 64 values (four to a word), 16
+// corrections −128·(the sum of each four values) and the two blocks' d
+// eight times each (an odd last block fills the first half of each part).
+func layQ80Go(q []int8, d []float32, out []uint32) {
+	for b := range d {
+		rec := out[b/2*48+b%2*8:]
+		q := q[b*32 : (b+1)*32]
+		d := math.Float32bits(d[b])
+		for i := range 8 {
+			w := q[4*i : 4*i+4]
+			rec[i] = uint32(uint8(w[0])) | uint32(uint8(w[1]))<<8 | uint32(uint8(w[2]))<<16 | uint32(uint8(w[3]))<<24
+			rec[16+i] = uint32(-128 * (int32(w[0]) + int32(w[1]) + int32(w[2]) + int32(w[3])))
+			rec[32+i] = d
 		}
 	}
 }

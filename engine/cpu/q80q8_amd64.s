@@ -168,6 +168,49 @@ x4out:
 	VZEROUPPER
 	RET
 
+// X8_POINTERS sets R10, R11, R12, R13, R14, BX and DI to the seven
+// vectors after the one at R9, AX bytes apart.
+#define X8_POINTERS \
+	LEAQ (R9)(AX*1), R10 \
+	LEAQ (R10)(AX*1), R11 \
+	LEAQ (R11)(AX*1), R12 \
+	LEAQ (R12)(AX*1), R13 \
+	LEAQ (R13)(AX*1), R14 \
+	LEAQ (R14)(AX*1), BX \
+	LEAQ (BX)(AX*1), DI
+
+// X8_ADVANCE moves the eight vectors' pointers to their next pair.
+#define X8_ADVANCE \
+	ADDQ $192, R9 \
+	ADDQ $192, R10 \
+	ADDQ $192, R11 \
+	ADDQ $192, R12 \
+	ADDQ $192, R13 \
+	ADDQ $192, R14 \
+	ADDQ $192, BX \
+	ADDQ $192, DI
+
+// ZERO_Z16_23 and ZERO_Z24_31 clear eight accumulators each.
+#define ZERO_Z16_23 \
+	VPXORD Z16, Z16, Z16 \
+	VPXORD Z17, Z17, Z17 \
+	VPXORD Z18, Z18, Z18 \
+	VPXORD Z19, Z19, Z19 \
+	VPXORD Z20, Z20, Z20 \
+	VPXORD Z21, Z21, Z21 \
+	VPXORD Z22, Z22, Z22 \
+	VPXORD Z23, Z23, Z23
+
+#define ZERO_Z24_31 \
+	VPXORD Z24, Z24, Z24 \
+	VPXORD Z25, Z25, Z25 \
+	VPXORD Z26, Z26, Z26 \
+	VPXORD Z27, Z27, Z27 \
+	VPXORD Z28, Z28, Z28 \
+	VPXORD Z29, Z29, Z29 \
+	VPXORD Z30, Z30, Z30 \
+	VPXORD Z31, Z31, Z31
+
 // func dotQ8_0Q80x8VNNI(row *byte, x *uint32, stride int, blocks int, f16 *float32, out *float32)
 // A Q8_0 row times eight laid-out vectors (stride bytes apart): out[v].
 // Each pair of blocks is loaded once for all eight.
@@ -175,30 +218,21 @@ TEXT ·dotQ8_0Q80x8VNNI(SB), NOSPLIT, $0-48
 	MOVQ row+0(FP), SI
 	MOVQ x+8(FP), R9
 	MOVQ stride+16(FP), AX
-	LEAQ (R9)(AX*1), R10
-	LEAQ (R10)(AX*1), R11
-	LEAQ (R11)(AX*1), R12
-	LEAQ (R12)(AX*1), R13
-	LEAQ (R13)(AX*1), R14
-	LEAQ (R14)(AX*1), BX
-	LEAQ (BX)(AX*1), DI
+	X8_POINTERS
 	MOVQ blocks+24(FP), CX
 	MOVQ f16+32(FP), R8
 	MOVL $0x80808080, AX
 	VPBROADCASTD AX, Z13
-	VPXORD Z24, Z24, Z24
-	VPXORD Z25, Z25, Z25
-	VPXORD Z26, Z26, Z26
-	VPXORD Z27, Z27, Z27
-	VPXORD Z28, Z28, Z28
-	VPXORD Z29, Z29, Z29
-	VPXORD Z30, Z30, Z30
-	VPXORD Z31, Z31, Z31
+	ZERO_Z24_31
 	MOVQ CX, DX
 	SHRQ $1, CX
 	JZ   x8last
 
 x8pair:
+	// the row 2 KiB ahead: inside a model the rows come from memory, and
+	// an 8-vector step measured 15–20 % faster with it
+	PREFETCHT0 2048(SI)
+	PREFETCHT0 2112(SI)
 	Q8_PAIR
 	Q8_VEC(R9, Z4, Z8, Z24)
 	Q8_VEC(R10, Z5, Z9, Z25)
@@ -209,14 +243,7 @@ x8pair:
 	Q8_VEC(BX, Z16, Z20, Z30)
 	Q8_VEC(DI, Z17, Z21, Z31)
 	ADDQ $68, SI
-	ADDQ $192, R9
-	ADDQ $192, R10
-	ADDQ $192, R11
-	ADDQ $192, R12
-	ADDQ $192, R13
-	ADDQ $192, R14
-	ADDQ $192, BX
-	ADDQ $192, DI
+	X8_ADVANCE
 	DECQ CX
 	JNZ  x8pair
 
@@ -243,6 +270,122 @@ x8out:
 	Q8_OUT(5, Z29, Y29)
 	Q8_OUT(6, Z30, Y30)
 	Q8_OUT(7, Z31, Y31)
+	VZEROUPPER
+	RET
+
+// R2_VEC adds vector P's pair of blocks times two rows' pairs (Z1, Z2 and
+// Z10, Z11) to A0 and A1: the vector's values, corrections and scales are
+// loaded once for both rows (Z4, Z5, Z6), and each row's product is
+// Q8_ROWVEC's instructions on them, in its order.
+#define R2_VEC(P, A0, A1) \
+	VMOVDQU32 (P), Z4 \
+	VMOVDQU32 64(P), Z5 \
+	VMOVDQU32 128(P), Z6 \
+	VMOVDQA32 Z5, Z7 \
+	VPDPBUSD Z4, Z1, Z7 \
+	VCVTDQ2PS Z7, Z7 \
+	VMULPS Z6, Z2, Z8 \
+	VFMADD231PS Z7, Z8, A0 \
+	VMOVDQA32 Z5, Z9 \
+	VPDPBUSD Z4, Z10, Z9 \
+	VCVTDQ2PS Z9, Z9 \
+	VMULPS Z6, Z11, Z12 \
+	VFMADD231PS Z9, Z12, A1
+
+// R2_VECLAST is R2_VEC for an odd last block in the low halves (the
+// 256-bit forms clear the upper halves, so the upper lanes add 0·0).
+#define R2_VECLAST(P, A0, A1) \
+	VMOVDQU32 (P), Y4 \
+	VMOVDQU32 64(P), Y5 \
+	VMOVDQU32 128(P), Y6 \
+	VMOVDQA32 Y5, Y7 \
+	VPDPBUSD Y4, Y1, Y7 \
+	VCVTDQ2PS Y7, Y7 \
+	VMULPS Y6, Y2, Y8 \
+	VFMADD231PS Z7, Z8, A0 \
+	VMOVDQA32 Y5, Y9 \
+	VPDPBUSD Y4, Y10, Y9 \
+	VCVTDQ2PS Y9, Y9 \
+	VMULPS Y6, Y11, Y12 \
+	VFMADD231PS Z9, Z12, A1
+
+// func dotQ8_0Q80x8r2VNNI(row *byte, rowStride int, x *uint32, stride int, blocks int, f16 *float32, out *float32)
+// Two Q8_0 rows (rowStride bytes apart) times eight laid-out vectors
+// (stride bytes apart): out[v] for the first row, out[8+v] for the
+// second. Each vector's pair of blocks is read once for both rows, half
+// the x8 kernel's reads of x; each (row, vector) result is the x8
+// kernel's, bit for bit.
+TEXT ·dotQ8_0Q80x8r2VNNI(SB), NOSPLIT, $0-56
+	MOVQ row+0(FP), SI
+	MOVQ rowStride+8(FP), AX
+	LEAQ (SI)(AX*1), R15
+	MOVQ x+16(FP), R9
+	MOVQ stride+24(FP), AX
+	X8_POINTERS
+	MOVQ blocks+32(FP), CX
+	MOVQ f16+40(FP), R8
+	MOVL $0x80808080, AX
+	VPBROADCASTD AX, Z13
+	ZERO_Z16_23
+	ZERO_Z24_31
+	MOVQ CX, DX
+	SHRQ $1, CX
+	JZ   r2last
+
+r2pair:
+	// both rows 2 KiB ahead (together the stream past the second row)
+	PREFETCHT0 2048(SI)
+	PREFETCHT0 2112(SI)
+	PREFETCHT0 2048(R15)
+	PREFETCHT0 2112(R15)
+	Q8_ROWPAIR(SI, Y1, Z1, Y2, Z2, Y3)
+	Q8_ROWPAIR(R15, Y10, Z10, Y11, Z11, Y3)
+	R2_VEC(R9, Z16, Z24)
+	R2_VEC(R10, Z17, Z25)
+	R2_VEC(R11, Z18, Z26)
+	R2_VEC(R12, Z19, Z27)
+	R2_VEC(R13, Z20, Z28)
+	R2_VEC(R14, Z21, Z29)
+	R2_VEC(BX, Z22, Z30)
+	R2_VEC(DI, Z23, Z31)
+	ADDQ $68, SI
+	ADDQ $68, R15
+	X8_ADVANCE
+	DECQ CX
+	JNZ  r2pair
+
+r2last:
+	TESTQ $1, DX
+	JZ    r2out
+	Q8_ROWLAST(SI, Y1, Y2)
+	Q8_ROWLAST(R15, Y10, Y11)
+	R2_VECLAST(R9, Z16, Z24)
+	R2_VECLAST(R10, Z17, Z25)
+	R2_VECLAST(R11, Z18, Z26)
+	R2_VECLAST(R12, Z19, Z27)
+	R2_VECLAST(R13, Z20, Z28)
+	R2_VECLAST(R14, Z21, Z29)
+	R2_VECLAST(BX, Z22, Z30)
+	R2_VECLAST(DI, Z23, Z31)
+
+r2out:
+	MOVQ out+48(FP), DI
+	Q8_OUT(0, Z16, Y16)
+	Q8_OUT(1, Z17, Y17)
+	Q8_OUT(2, Z18, Y18)
+	Q8_OUT(3, Z19, Y19)
+	Q8_OUT(4, Z20, Y20)
+	Q8_OUT(5, Z21, Y21)
+	Q8_OUT(6, Z22, Y22)
+	Q8_OUT(7, Z23, Y23)
+	Q8_OUT(8, Z24, Y24)
+	Q8_OUT(9, Z25, Y25)
+	Q8_OUT(10, Z26, Y26)
+	Q8_OUT(11, Z27, Y27)
+	Q8_OUT(12, Z28, Y28)
+	Q8_OUT(13, Z29, Y29)
+	Q8_OUT(14, Z30, Y30)
+	Q8_OUT(15, Z31, Y31)
 	VZEROUPPER
 	RET
 
@@ -438,5 +581,55 @@ qzpack:
 	ADDQ $4, DX
 	DECQ CX
 	JNZ  qzblock
+	VZEROUPPER
+	RET
+
+// func layQ80VNNI(q *int8, d *float32, out *uint32, blocks int)
+// Lays out one rounded vector as q80.layOut does (blocks > 0): for each
+// pair of blocks the 64 values, the corrections −128·Σ of each four
+// (VPDPBUSD of 0x80 bytes, unsigned, with the values, then negated) and
+// each block's d eight times; an odd last block fills the low halves.
+TEXT ·layQ80VNNI(SB), NOSPLIT, $0-32
+	MOVQ q+0(FP), SI
+	MOVQ d+8(FP), DX
+	MOVQ out+16(FP), DI
+	MOVQ blocks+24(FP), CX
+	MOVL $0x80808080, AX
+	VPBROADCASTD AX, Z13
+	VPXORD Z0, Z0, Z0
+	MOVQ CX, BX
+	SHRQ $1, CX
+	JZ   laylast
+
+laypair:
+	VMOVDQU32 (SI), Z1
+	VMOVDQU32 Z1, (DI)
+	VPXORD Z2, Z2, Z2
+	VPDPBUSD Z1, Z13, Z2
+	VPSUBD Z2, Z0, Z2
+	VMOVDQU32 Z2, 64(DI)
+	VBROADCASTSS (DX), Y3
+	VBROADCASTSS 4(DX), Y4
+	VINSERTF64X4 $1, Y4, Z3, Z3
+	VMOVUPS Z3, 128(DI)
+	ADDQ $64, SI
+	ADDQ $8, DX
+	ADDQ $192, DI
+	DECQ CX
+	JNZ  laypair
+
+laylast:
+	TESTQ $1, BX
+	JZ    laydone
+	VMOVDQU (SI), Y1
+	VMOVDQU Y1, (DI)
+	VPXORD Y2, Y2, Y2
+	VPDPBUSD Y1, Y13, Y2
+	VPSUBD Y2, Y0, Y2
+	VMOVDQU Y2, 64(DI)
+	VBROADCASTSS (DX), Y3
+	VMOVUPS Y3, 128(DI)
+
+laydone:
 	VZEROUPPER
 	RET
