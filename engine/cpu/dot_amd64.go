@@ -236,7 +236,7 @@ func dotRowsQ80(t quant.Type, data []byte, rb, lo, hi int, z *q80, n, cols int, 
 			}
 			for ; r < r1; r++ {
 				dotQ8_0Q80x8VNNI(&data[r*rb], x, stride, nb, &f16Table[0], &o[0])
-				for i, y := range o {
+				for i, y := range o[:] {
 					out[(v+i)*rows+r] = y
 				}
 			}
@@ -546,7 +546,7 @@ func dotRowsKQ8Multi(t quant.Type, data []byte, rb, lo, hi int, z *q8K, n, nb in
 	for r := lo; r < hi; r++ {
 		for v := 0; v < four; v += 4 {
 			k4(&data[r*rb], &z.q[v*nb*256], &z.bs[v*nb*16], &z.d[v*nb], nb, &f16Table[0], &o4[0])
-			for i, o := range o4 {
+			for i, o := range o4[:] {
 				out[(v+i)*rows+r] = o
 			}
 		}
