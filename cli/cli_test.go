@@ -393,7 +393,7 @@ func TestTrainFamilyNeedsTheMainReport(t *testing.T) {
 // train-lesson --copying refuses a share of repeats out of range, or a
 // tokenizer file that is not there, in one line and before it trains.
 func TestTrainCopyingRefusesBadInput(t *testing.T) {
-	for _, args := range [][]string{{"--repeats", "-1"}, {"--repeats", "NaN"}, {"--repeats", "11"}, {"--tokenizer", "missing.gguf"}} {
+	for _, args := range [][]string{{"--repeats", "-1"}, {"--repeats", "NaN"}, {"--repeats", "11"}, {"--tokenizer", "missing.gguf"}, {"--init", "missing.gguf"}} {
 		dir := t.TempDir()
 		_, errOut, code := run(t, append([]string{"train-lesson", "--copying", "--out", dir}, args...)...)
 		if code == 0 || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {

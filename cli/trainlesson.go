@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 
 	"stepthrough/models/recipe"
@@ -27,6 +28,7 @@ func runTrainLesson(ctx context.Context, env Env, args []string) error {
 	copying := fs.Bool("copying", false, "only train the lesson model v3 on the copying corpus (names introduced in more ways, repeated lists and random token sequences) with --tokenizer's tokenizer (lesson-v3.gguf, copying-report.json in --out; with --eval-only, only measure it again)")
 	fs.Float64Var(&o.Repeats, "repeats", o.Repeats, "with --copying: repeated random token sequences added to the stream, as a share of its text's tokens")
 	fs.StringVar(&o.TokenizerFrom, "tokenizer", "", "with --copying: the model `file` whose tokenizer to use (default models/lesson.gguf)")
+	fs.StringVar(&o.InitFrom, "init", "", "with --copying: start from this F32 model `file`'s weights (of the main model's shape, e.g. models/lesson.gguf) instead of random ones; the learning rate then peaks at 1e-3")
 	readmeOnly := fs.Bool("readme-only", false, "only render README.md from the report.json of the last run")
 	evalOnly := fs.Bool("eval-only", false, "only measure the quality bars again on the models in --out (rewrites report.json, or with --family family-report.json, and README.md)")
 	if err := parse(fs, args); err != nil {
@@ -117,6 +119,11 @@ func trainCopying(ctx context.Context, env Env, o recipe.Options, evalOnly bool)
 	}
 	if o.TokenizerFrom == "" {
 		o.TokenizerFrom = filepath.Join("models", "lesson.gguf")
+	}
+	if o.InitFrom != "" {
+		if _, err := os.Stat(o.InitFrom); err != nil {
+			return usageError{fmt.Errorf("--init: %w", err)}
+		}
 	}
 	var rep *recipe.CopyingReport
 	var err error

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 
 	"stepthrough/engine/gguf"
 	"stepthrough/engine/quant"
@@ -39,10 +40,7 @@ func (m *Model) Writer(name string, v *tokenizer.Vocab) (*gguf.Writer, error) {
 		w.MustSet(a+".attention.layer_norm_epsilon", float32(lnEps))
 	}
 	writeVocab(w, v)
-	if a == Qwen3 {
-		return w, m.addQwen3Tensors(w)
-	}
-	return w, m.addGPT2Tensors(w)
+	return w, m.addTensors(w)
 }
 
 // writeVocab stores the byte-level BPE tokenizer.
@@ -73,73 +71,113 @@ func writeVocab(w *gguf.Writer, v *tokenizer.Vocab) {
 	}
 }
 
-// tensorAdder adds F32 tensors from the model's parameters, keeping the
-// first error.
-type tensorAdder struct {
-	w   *gguf.Writer
-	m   *Model
-	err error
-}
+// tensorFunc is called with each parameter tensor's llama.cpp name, its
+// offset in Model.W and its GGUF dimensions (innermost first).
+type tensorFunc func(name string, off int, dims ...uint64)
 
-func (t *tensorAdder) add(name string, off int, dims ...uint64) {
+// numel is the number of values of a tensor of these dimensions.
+func numel(dims []uint64) int {
 	n := 1
 	for _, d := range dims {
 		n *= int(d)
 	}
-	if t.err == nil {
-		t.err = t.w.AddF32(name, quant.F32, dims, t.m.W[off:off+n])
-	}
+	return n
 }
 
-func (m *Model) addGPT2Tensors(w *gguf.Writer) error {
+// tensors calls f for every parameter tensor of the model's family, in
+// file order.
+func (m *Model) tensors(f tensorFunc) {
+	if m.C.arch() == Qwen3 {
+		m.qwen3Tensors(f)
+		return
+	}
+	m.gpt2Tensors(f)
+}
+
+func (m *Model) gpt2Tensors(add tensorFunc) {
 	c, l := m.C, m.L
 	E, F := uint64(c.Embd), uint64(c.FFN)
-	t := &tensorAdder{w: w, m: m}
-	t.add("token_embd.weight", l.wte, E, uint64(c.Vocab))
-	t.add("position_embd.weight", l.wpe, E, uint64(c.Ctx))
+	add("token_embd.weight", l.wte, E, uint64(c.Vocab))
+	add("position_embd.weight", l.wpe, E, uint64(c.Ctx))
 	for i, o := range l.layers {
 		p := fmt.Sprintf("blk.%d.", i)
-		t.add(p+"attn_norm.weight", o.ln1g, E)
-		t.add(p+"attn_norm.bias", o.ln1b, E)
-		t.add(p+"attn_qkv.weight", o.wqkv, E, 3*E)
-		t.add(p+"attn_qkv.bias", o.bqkv, 3*E)
-		t.add(p+"attn_output.weight", o.wo, E, E)
-		t.add(p+"attn_output.bias", o.bo, E)
-		t.add(p+"ffn_norm.weight", o.ln2g, E)
-		t.add(p+"ffn_norm.bias", o.ln2b, E)
-		t.add(p+"ffn_up.weight", o.wup, E, F)
-		t.add(p+"ffn_up.bias", o.bup, F)
-		t.add(p+"ffn_down.weight", o.wdown, F, E)
-		t.add(p+"ffn_down.bias", o.bdown, E)
+		add(p+"attn_norm.weight", o.ln1g, E)
+		add(p+"attn_norm.bias", o.ln1b, E)
+		add(p+"attn_qkv.weight", o.wqkv, E, 3*E)
+		add(p+"attn_qkv.bias", o.bqkv, 3*E)
+		add(p+"attn_output.weight", o.wo, E, E)
+		add(p+"attn_output.bias", o.bo, E)
+		add(p+"ffn_norm.weight", o.ln2g, E)
+		add(p+"ffn_norm.bias", o.ln2b, E)
+		add(p+"ffn_up.weight", o.wup, E, F)
+		add(p+"ffn_up.bias", o.bup, F)
+		add(p+"ffn_down.weight", o.wdown, F, E)
+		add(p+"ffn_down.bias", o.bdown, E)
 	}
-	t.add("output_norm.weight", l.lnfg, E)
-	t.add("output_norm.bias", l.lnfb, E)
-	return t.err
+	add("output_norm.weight", l.lnfg, E)
+	add("output_norm.bias", l.lnfb, E)
 }
 
-// addQwen3Tensors writes the fused Q/K/V rows as llama.cpp's separate
+// qwen3Tensors names the fused Q/K/V rows as llama.cpp's separate
 // attn_q, attn_k and attn_v.
-func (m *Model) addQwen3Tensors(w *gguf.Writer) error {
+func (m *Model) qwen3Tensors(add tensorFunc) {
 	c, l := m.C, m.L
 	E, F, D := uint64(c.Embd), uint64(c.FFN), uint64(c.Embd/c.Heads)
-	t := &tensorAdder{w: w, m: m}
-	t.add("token_embd.weight", l.wte, E, uint64(c.Vocab))
+	add("token_embd.weight", l.wte, E, uint64(c.Vocab))
 	for i, o := range l.layers {
 		p := fmt.Sprintf("blk.%d.", i)
-		t.add(p+"attn_norm.weight", o.ln1g, E)
-		t.add(p+"attn_q.weight", o.wqkv, E, E)
-		t.add(p+"attn_k.weight", o.wqkv+int(E*E), E, E)
-		t.add(p+"attn_v.weight", o.wqkv+int(2*E*E), E, E)
-		t.add(p+"attn_q_norm.weight", o.qn, D)
-		t.add(p+"attn_k_norm.weight", o.kn, D)
-		t.add(p+"attn_output.weight", o.wo, E, E)
-		t.add(p+"ffn_norm.weight", o.ln2g, E)
-		t.add(p+"ffn_gate.weight", o.wgate, E, F)
-		t.add(p+"ffn_up.weight", o.wup, E, F)
-		t.add(p+"ffn_down.weight", o.wdown, F, E)
+		add(p+"attn_norm.weight", o.ln1g, E)
+		add(p+"attn_q.weight", o.wqkv, E, E)
+		add(p+"attn_k.weight", o.wqkv+int(E*E), E, E)
+		add(p+"attn_v.weight", o.wqkv+int(2*E*E), E, E)
+		add(p+"attn_q_norm.weight", o.qn, D)
+		add(p+"attn_k_norm.weight", o.kn, D)
+		add(p+"attn_output.weight", o.wo, E, E)
+		add(p+"ffn_norm.weight", o.ln2g, E)
+		add(p+"ffn_gate.weight", o.wgate, E, F)
+		add(p+"ffn_up.weight", o.wup, E, F)
+		add(p+"ffn_down.weight", o.wdown, F, E)
 	}
-	t.add("output_norm.weight", l.lnfg, E)
-	return t.err
+	add("output_norm.weight", l.lnfg, E)
+}
+
+// addTensors adds every parameter tensor to w as F32.
+func (m *Model) addTensors(w *gguf.Writer) error {
+	var err error
+	m.tensors(func(name string, off int, dims ...uint64) {
+		if err == nil {
+			err = w.AddF32(name, quant.F32, dims, m.W[off:off+numel(dims)])
+		}
+	})
+	return err
+}
+
+// Init sets every parameter from f, a model of this family and shape in
+// F32 (one that Writer wrote, for example), so that training continues
+// from it. It names the first tensor that is missing, of another type or
+// of another shape.
+func (m *Model) Init(f *gguf.File) error {
+	var err error
+	m.tensors(func(name string, off int, dims ...uint64) {
+		if err != nil {
+			return
+		}
+		t, ok := f.Tensor(name)
+		switch {
+		case !ok:
+			err = fmt.Errorf("tensor %s: missing (this model is %s)", name, m.C)
+		case t.Type != quant.F32:
+			err = fmt.Errorf("tensor %s: type %s, want F32", name, t.Type)
+		case !slices.Equal(t.Dims, dims):
+			err = fmt.Errorf("tensor %s: dimensions %v, want %v (this model is %s)", name, t.Dims, dims, m.C)
+		default:
+			data := f.TensorData(t)
+			for i := range m.W[off : off+numel(dims)] {
+				m.W[off+i] = math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:]))
+			}
+		}
+	})
+	return err
 }
 
 const ckptMagic = "STCKPT01"

@@ -4,6 +4,8 @@ import (
 	"context"
 	"math"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"stepthrough/engine/cpu"
@@ -75,5 +77,46 @@ func exportMatchesEngine(t *testing.T, v *tokenizer.Vocab, arch string) {
 	seed, err := LoadCheckpoint(p, m2, opt2)
 	if err != nil || seed != 99 || opt2.Step != 7 || m2.W[100] != m.W[100] {
 		t.Errorf("checkpoint: seed %d step %d err %v", seed, opt2.Step, err)
+	}
+}
+
+// A model initialised from a file that Writer wrote holds the same
+// parameters bit for bit, for each family; a file of another shape or
+// family is refused, naming the tensor.
+func TestInitFromFile(t *testing.T) {
+	v, err := tokenizer.TrainBPE([]string{"The cat sat on the mat."}, 280, tokenizer.TrainOptions{Control: []string{"<|endoftext|>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, arch := range []string{GPT2, Qwen3} {
+		t.Run(arch, func(t *testing.T) {
+			c := Config{Vocab: len(v.Tokens), Ctx: 16, Embd: 16, Layers: 2, Heads: 2, FFN: 32, Arch: arch}
+			src := NewModel(c, 5, 1)
+			w, err := src.Writer("test", v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := gguf.Parse(w.Bytes())
+			if err != nil {
+				t.Fatal(err)
+			}
+			dst := NewModel(c, 6, 1)
+			if err := dst.Init(f); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(src.W, dst.W) {
+				t.Error("parameters differ after Init")
+			}
+			wider := c
+			wider.FFN = 48
+			if err := NewModel(wider, 6, 1).Init(f); err == nil || !strings.Contains(err.Error(), "ffn_") || !strings.Contains(err.Error(), "dimensions") {
+				t.Errorf("a model with another FFN width: %v, want an FFN tensor's dimensions named", err)
+			}
+			other := c
+			other.Arch = map[string]string{GPT2: Qwen3, Qwen3: GPT2}[arch]
+			if err := NewModel(other, 6, 1).Init(f); err == nil || !strings.Contains(err.Error(), "missing") {
+				t.Errorf("a model of the other family: %v, want a missing tensor named", err)
+			}
+		})
 	}
 }

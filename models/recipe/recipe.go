@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"stepthrough/engine/chat"
+	"stepthrough/engine/gguf"
 	"stepthrough/engine/tokenizer"
 	"stepthrough/engine/train"
 	"stepthrough/models/corpus"
@@ -54,7 +55,18 @@ type Options struct {
 	// Repeats is the share of repeated random token sequences added to
 	// the copying corpus's stream, relative to its text's tokens.
 	Repeats float64
+	// InitFrom, with Copying, starts the model from this F32 model file's
+	// weights (the committed lesson.gguf, say) instead of a random
+	// initialisation; its learning rate then peaks at FineTuneLR.
+	InitFrom string
 }
+
+// PeakLR is the learning rate the schedule warms up to from scratch;
+// FineTuneLR the one from a trained model's weights (Options.InitFrom).
+const (
+	PeakLR     = 3e-3
+	FineTuneLR = 1e-3
+)
 
 // Defaults are the committed models' recipe.
 func Defaults() Options {
@@ -206,7 +218,15 @@ func (p *prepared) trainModel(ctx context.Context, name string, c train.Config, 
 	o, stream, logf := p.o, p.stream, p.logf
 	c.Vocab = len(p.vocab.Tokens)
 	m := train.NewModel(c, seed, o.Threads)
-	opt := train.NewAdamW(len(m.W), 3e-3, 0.1)
+	peak := PeakLR
+	if o.InitFrom != "" {
+		if err := initFrom(m, o.InitFrom); err != nil {
+			return nil, ModelReport{}, err
+		}
+		peak = FineTuneLR
+		logf("%s: starting from the weights of %s", name, o.InitFrom)
+	}
+	opt := train.NewAdamW(len(m.W), peak, 0.1)
 	r := rand.New(rand.NewPCG(seed, 11))
 	B, T := o.Batch, min(o.T, c.Ctx)
 	tok, tgt := make([]int32, B*T), make([]int32, B*T)
@@ -237,7 +257,7 @@ func (p *prepared) trainModel(ctx context.Context, name string, c train.Config, 
 			copy(tgt[b*T:], stream[at+1:at+T+1])
 		}
 		loss := m.Forward(tok, tgt, B, T, true)
-		lr := train.Schedule(s, 100, steps, 3e-3, 3e-4)
+		lr := train.Schedule(s, 100, steps, peak, peak/10)
 		opt.Update(m, lr, 1.0)
 		if s == first {
 			ema = loss
@@ -268,6 +288,19 @@ func (p *prepared) trainModel(ctx context.Context, name string, c train.Config, 
 		}
 	}
 	return m, mr, nil
+}
+
+// initFrom sets m's parameters from the model file at path.
+func initFrom(m *train.Model, path string) error {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return fmt.Errorf("--init: %w", err)
+	}
+	defer f.Close()
+	if err := m.Init(f); err != nil {
+		return fmt.Errorf("--init %s: %w", path, err)
+	}
+	return nil
 }
 
 // write stores a trained model as GGUF at path and records its size.

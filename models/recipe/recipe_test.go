@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"stepthrough/engine/model"
+	"stepthrough/engine/train"
 )
 
 // A miniature run of the whole recipe: files written, loadable, the report
@@ -210,5 +211,25 @@ func TestRandomRepeats(t *testing.T) {
 	}
 	if again := randomRepeats(tk, 5000, 1); !cmp.Equal(again, out) {
 		t.Error("not deterministic")
+	}
+}
+
+// --init takes the committed model's weights into the main shape, and
+// refuses them for another shape in one error naming a tensor.
+func TestInitFromCommittedModel(t *testing.T) {
+	o := Defaults()
+	vf, err := model.LoadVocab(filepath.Join("..", "lesson.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := o.Main
+	c.Vocab = len(vf.Tokenizer.Vocab().Tokens)
+	if err := initFrom(train.NewModel(c, 1, 1), filepath.Join("..", "lesson.gguf")); err != nil {
+		t.Errorf("the main shape: %v", err)
+	}
+	d := o.Draft
+	d.Vocab = c.Vocab
+	if err := initFrom(train.NewModel(d, 1, 1), filepath.Join("..", "lesson.gguf")); err == nil || !strings.Contains(err.Error(), "tensor ") {
+		t.Errorf("the draft's shape: %v, want a tensor named", err)
 	}
 }
