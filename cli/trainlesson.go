@@ -147,7 +147,7 @@ func trainCopying(ctx context.Context, env Env, o recipe.Options, evalOnly bool)
 	for _, a := range []struct {
 		name string
 		a    recipe.Ablation
-	}{{"intact", c.Intact}, {"induction heads zeroed", c.Zeroed}, {"induction heads mean-ablated", c.MeanAblated}} {
+	}{{"intact", c.Intact}, {"induction heads zeroed", c.Zeroed}, {"induction heads mean-ablated", c.MeanAblated}, {c.Strongest + " alone zeroed", c.TopZeroed}} {
 		fmt.Fprintf(env.Stdout, "%s: repeats %s, names %s, capitals %s, p(Paris) %.3f\n", a.name, a.a.Repeats, a.a.NamesHeld, a.a.CapitalTrain, a.a.ParisP)
 	}
 	return nil

@@ -21,8 +21,15 @@ var LessonDraft []byte
 //go:embed lesson-qwen3.gguf
 var LessonQwen3 []byte
 
+// LessonV3 is models/lesson-v3.gguf: the lesson model trained further on
+// text that repeats itself (`train-lesson --copying --init lesson.gguf`),
+// so that it has induction heads, for "The head that copies".
+//
+//go:embed lesson-v3.gguf
+var LessonV3 []byte
+
 // Embedded is every embedded model by the file name the app offers it
 // under.
 func Embedded() map[string][]byte {
-	return map[string][]byte{"lesson.gguf": Lesson, "lesson-draft.gguf": LessonDraft, "lesson-qwen3.gguf": LessonQwen3}
+	return map[string][]byte{"lesson.gguf": Lesson, "lesson-draft.gguf": LessonDraft, "lesson-qwen3.gguf": LessonQwen3, "lesson-v3.gguf": LessonV3}
 }

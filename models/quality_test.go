@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
 	"stepthrough/models/corpus"
 	"stepthrough/models/recipe"
 )
@@ -116,6 +119,43 @@ func TestFamilyModel(t *testing.T) {
 const (
 	familyCapitals = 0.95
 	familyCopy     = 0.90
+)
+
+// The committed copying model (lesson-v3.gguf) measures what
+// copying-report.json says on its held-out split, and its induction heads
+// are what "The head that copies" teaches: with all of them zeroed the
+// repeat of a random sequence is gone; with only the strongest zeroed it
+// falls by more than half, while most capitals are still recalled.
+func TestCopyingModel(t *testing.T) {
+	dir := modelsDir()
+	rep, err := recipe.ReadCopyingReport(filepath.Join(dir, "copying-report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := recipe.CopyingHeldOut(rep.Seed, rep.Scale)
+	c, err := recipe.MeasureCopying(context.Background(), filepath.Join(dir, recipe.CopyingFile), held, recipe.ReportSizes, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := rep.Copying
+	t.Logf("induction heads %v, strongest %s; repeats %s, names %s; zeroed: repeats %s, capitals %s; %s zeroed: repeats %s, capitals %s",
+		c.Induction, c.Strongest, c.Repeats, c.NamesHeld, c.Zeroed.Repeats, c.Zeroed.CapitalTrain, c.Strongest, c.TopZeroed.Repeats, c.TopZeroed.CapitalTrain)
+	if diff := cmp.Diff(want, c, cmpopts.IgnoreFields(recipe.Rate{}, "Misses"), cmpopts.EquateApprox(0, 1e-4)); diff != "" {
+		t.Errorf("copying-report.json is stale (rerun train-lesson --copying --eval-only) (-report +measured):\n%s", diff)
+	}
+	if c.Zeroed.Repeats.Value() > maxRepeatsZeroed {
+		t.Errorf("with the induction heads %v zeroed, random repeats are still copied: %s (want ≤ %.0f%%)", c.Induction, c.Zeroed.Repeats, 100*maxRepeatsZeroed)
+	}
+	if c.TopZeroed.Repeats.Value() > c.Repeats.Value()/2 || c.TopZeroed.CapitalTrain.Value() < minCapitalsTopZeroed {
+		t.Errorf("with %s zeroed: repeats %s (want under half of %s), capitals %s (want ≥ %.0f%%)",
+			c.Strongest, c.TopZeroed.Repeats, c.Repeats, c.TopZeroed.CapitalTrain, 100*minCapitalsTopZeroed)
+	}
+}
+
+// What the copying lesson relies on (models/README.md).
+const (
+	maxRepeatsZeroed     = 0.01
+	minCapitalsTopZeroed = 0.80
 )
 
 // modelsDir is where the models under test are: this directory, or

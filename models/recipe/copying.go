@@ -82,7 +82,7 @@ func RunCopying(ctx context.Context, o Options) (*CopyingReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := &CopyingReport{Seed: o.Seed, Scale: o.Scale, TrainTokens: len(p.stream), Seconds: time.Since(t0).Seconds()}
+	rep := &CopyingReport{Seed: o.Seed, Scale: o.Scale, TrainTokens: len(p.stream), Seconds: time.Since(t0).Seconds(), Command: o.copyingCommand()}
 	path := filepath.Join(o.OutDir, CopyingFile)
 	if err := p.write(m, path, "Stepthrough lesson model", &mr); err != nil {
 		return nil, err
@@ -107,6 +107,43 @@ type CopyingReport struct {
 	// (lesson.gguf), for comparison.
 	Base    *CopyingBars `json:"base,omitempty"`
 	Seconds float64      `json:"train_seconds"`
+	// Command is how the model was made: the train-lesson flags that
+	// shape it (a resumed run says so).
+	Command string `json:"command"`
+}
+
+// Thresholds of the v3 bars (issue #31), on held-out patterns.
+const (
+	MinNamesHeld = 0.90
+	MinRepeats   = 0.95
+)
+
+// Failures lists every bar the copying model misses: the v3 bars and the
+// main model's.
+func (r *CopyingReport) Failures() []string {
+	out := appendShort(nil, "held-out names in held-out patterns", r.Copying.NamesHeld, MinNamesHeld)
+	out = appendShort(out, "the repeat of random sequences", r.Copying.Repeats, MinRepeats)
+	return append(out, r.Bars.Failures()...)
+}
+
+// CopyingHeldOut is the held-out split of the copying model's corpus:
+// the documents its v3 bars are measured on.
+func CopyingHeldOut(seed uint64, scale float64) []corpus.Doc {
+	_, held := corpus.Split(Options{Copying: true, Seed: seed, Scale: scale}.corpus(), 0.1)
+	return held
+}
+
+// copyingCommand is the train-lesson command line that o stands for.
+func (o Options) copyingCommand() string {
+	c := "go run . train-lesson --copying"
+	if o.InitFrom != "" {
+		c += " --init " + o.InitFrom
+	}
+	c += fmt.Sprintf(" --repeats %g --steps %d", o.Repeats, o.MainSteps)
+	if o.Resume {
+		c += " --resume"
+	}
+	return c + " --out DIR"
 }
 
 // measure fills in the quality bars.
@@ -152,6 +189,11 @@ type CopyingBars struct {
 	Zeroed      Ablation `json:"induction_heads_zeroed"`
 	MeanAblated Ablation `json:"induction_heads_mean_ablated"`
 	Intact      Ablation `json:"intact"`
+	// Strongest is the head of highest induction score, and TopZeroed the
+	// bars with it alone zeroed: a head can copy and also carry recall,
+	// so switching off one head shows which job is whose.
+	Strongest string   `json:"strongest_head"`
+	TopZeroed Ablation `json:"strongest_head_zeroed"`
 }
 
 // Ablation is copying and recall under one set of edits.
@@ -192,6 +234,11 @@ func MeasureCopying(ctx context.Context, path string, held []corpus.Doc, sizes E
 	for _, e := range off.Edits {
 		b.Induction = append(b.Induction, e.String())
 	}
+	top, err := intervene.Parse(b.Heads[0].Head)
+	if err != nil {
+		return b, err
+	}
+	b.Strongest = b.Heads[0].Head
 	ref := referenceText(m.Tokenizer, held, m.Config.ContextLen)
 	mean, err := l.MeanAblation(ctx, ref, off)
 	if err != nil {
@@ -201,7 +248,8 @@ func MeasureCopying(ctx context.Context, path string, held []corpus.Doc, sizes E
 		a    *Ablation
 		ctx  context.Context
 		full bool
-	}{{&b.Intact, ctx, true}, {&b.Zeroed, intervene.With(ctx, off), false}, {&b.MeanAblated, intervene.With(ctx, mean), false}} {
+	}{{&b.Intact, ctx, true}, {&b.Zeroed, intervene.With(ctx, off), false}, {&b.MeanAblated, intervene.With(ctx, mean), false},
+		{&b.TopZeroed, intervene.With(ctx, top), false}} {
 		if err := measureAblation(run.ctx, l, m, held, sizes, run.a, run.full, &b); err != nil {
 			return b, err
 		}
@@ -283,8 +331,7 @@ func ReevaluateCopying(ctx context.Context, dir string, o Options) (*CopyingRepo
 	case err != nil:
 		return nil, err
 	}
-	o.Copying, o.Seed, o.Scale = true, rep.Seed, rep.Scale
-	_, held := corpus.Split(o.corpus(), 0.1)
+	held := CopyingHeldOut(rep.Seed, rep.Scale)
 	base := filepath.Join(dir, "lesson.gguf")
 	if _, err := os.Stat(base); err != nil {
 		base = ""

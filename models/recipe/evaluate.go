@@ -68,11 +68,7 @@ const (
 // Failures lists every bar the measurements miss.
 func (b Bars) Failures() []string {
 	var out []string
-	check := func(name string, r Rate, min float64) {
-		if r.Cases == 0 || r.Value() < min {
-			out = append(out, fmt.Sprintf("%s: %s, bar %.0f%%", name, r, 100*min))
-		}
-	}
+	check := func(name string, r Rate, min float64) { out = appendShort(out, name, r, min) }
 	check("capitals, training phrasings", b.CapitalTrain, MinCapitalTrain)
 	check("capitals, held-out phrasings", b.CapitalHeld, MinCapitalHeld)
 	check("copying invented names", b.Copy, MinCopy)
@@ -81,6 +77,15 @@ func (b Bars) Failures() []string {
 	check("replies that end the turn", b.ChatEnd, MinChatEnd)
 	if b.Think.Cases == 0 || b.Think.Value() <= b.Direct.Value() {
 		out = append(out, fmt.Sprintf("thinking %s is not more often right than answering directly %s", b.Think, b.Direct))
+	}
+	return out
+}
+
+// appendShort appends a line to out when r has no cases or falls short
+// of min.
+func appendShort(out []string, name string, r Rate, min float64) []string {
+	if r.Cases == 0 || r.Value() < min {
+		out = append(out, fmt.Sprintf("%s: %s, bar %.0f%%", name, r, 100*min))
 	}
 	return out
 }

@@ -185,8 +185,8 @@ and copying (≥ 90 %) bars, which the Families lesson relies on.
 
 lesson.gguf copies an invented name into the slots its story grammar
 cues, and nowhere else: it learned the slots, not copying. lesson-v3.gguf
-is the same shape trained to copy any sequence, made by ` + "`go run . train-lesson --copying --steps {{.Model.Steps}} --out DIR`" + ` ({{mins .Seconds}}
-here) with the committed tokenizer, on the corpus above and two families
+is the same shape trained to copy any sequence, made by ` + "`{{.Command}}`" + ` ({{mins .Seconds}}
+of training here) with the committed tokenizer, on the corpus above and two families
 generated after it (so every document above is in it too):
 - names: stories that introduce their character at the very start of the
   text, after a comma, in a list and in dialogue, and mention it in slots
@@ -232,7 +232,10 @@ Copying and recall with the induction heads switched off:
 | intact | {{.Copying.Intact.Repeats}} | {{.Copying.Intact.NamesHeld}} | {{.Copying.Intact.CapitalTrain}} | {{f3 .Copying.Intact.ParisP}} |
 | induction heads zeroed | {{.Copying.Zeroed.Repeats}} | {{.Copying.Zeroed.NamesHeld}} | {{.Copying.Zeroed.CapitalTrain}} | {{f3 .Copying.Zeroed.ParisP}} |
 | induction heads mean-ablated (held-out text) | {{.Copying.MeanAblated.Repeats}} | {{.Copying.MeanAblated.NamesHeld}} | {{.Copying.MeanAblated.CapitalTrain}} | {{f3 .Copying.MeanAblated.ParisP}} |
-{{with .Copying.NamesHeld.Misses}}
+| only the strongest, {{.Copying.Strongest}}, zeroed | {{.Copying.TopZeroed.Repeats}} | {{.Copying.TopZeroed.NamesHeld}} | {{.Copying.TopZeroed.CapitalTrain}} | {{f3 .Copying.TopZeroed.ParisP}} |
+{{with .Failures}}
+Bars this model misses, so it does not replace lesson.gguf: {{range $i, $f := .}}{{if $i}}; {{end}}{{$f}}{{end}}.
+{{end}}{{with .Copying.NamesHeld.Misses}}
 Some held-out-pattern misses: {{range .}}{{.}}; {{end}}{{end}}
 {{end}}{{with .Quantization}}
 ## Quantized (stepthrough quantize, measured with stepthrough perplexity)

@@ -1,6 +1,6 @@
 // Package registrytest gives tests a model registry that offers the
-// embedded lesson models (lesson.gguf, lesson-draft.gguf and
-// lesson-qwen3.gguf), closed when the test ends.
+// embedded lesson models (lesson.gguf, lesson-draft.gguf, lesson-qwen3.gguf
+// and lesson-v3.gguf), closed when the test ends.
 package registrytest
 
 import (
