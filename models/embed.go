@@ -23,7 +23,7 @@ var LessonQwen3 []byte
 
 // LessonV3 is models/lesson-v3.gguf: the lesson model trained further on
 // text that repeats itself (`train-lesson --copying --init lesson.gguf`),
-// so that it has induction heads, for "The head that copies".
+// so that it has induction heads to find and switch off.
 //
 //go:embed lesson-v3.gguf
 var LessonV3 []byte

@@ -123,7 +123,7 @@ const (
 
 // The committed copying model (lesson-v3.gguf) measures what
 // copying-report.json says on its held-out split, and its induction heads
-// are what "The head that copies" teaches: with all of them zeroed the
+// do what models/README.md says: with all of them zeroed the
 // repeat of a random sequence is gone; with only the strongest zeroed it
 // falls by more than half, while most capitals are still recalled.
 func TestCopyingModel(t *testing.T) {
