@@ -60,6 +60,7 @@ func (s *Server) lessonStep(c echo.Context) error {
 		e := present.Explorer(se)
 		p.Current, p.Panel, p.ExplorerURL = e.Current, e.Panel, e.URL
 		p.Timing, p.BackendInfo, p.Generated, p.Notice = e.Timing, e.BackendInfo, e.Generated, e.Notice
+		p.Edits = e.Edits
 		if st.SetsBackend {
 			p.BackendNote = se.Backend().Note
 		}
@@ -71,7 +72,7 @@ func (s *Server) lessonStep(c echo.Context) error {
 		if q := p.Question; q != nil {
 			p.Prompt = se.Spec().Prompt
 			if !q.Answered && !st.PanelShown { // the engine's numbers would give the answer away
-				p.Hidden, p.Panel, p.Generated = true, nil, nil
+				p.Hidden, p.Panel, p.Generated, p.Edits = true, nil, nil, nil
 			}
 		}
 	}

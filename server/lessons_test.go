@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
+	"github.com/google/go-cmp/cmp"
 
 	"stepthrough/lessons"
 	"stepthrough/session"
@@ -343,5 +344,35 @@ func TestLessonStepAddresses(t *testing.T) {
 	}
 	if action, _ := doc.Find(`[data-testid="question"]`).Attr("action"); action != "/lessons/logits-and-softmax/2" {
 		t.Errorf("the answer form goes to %q", action)
+	}
+}
+
+// A lesson step that switches part of the model off says so beside its
+// panel, with the next-token probabilities before and after, once the
+// question is answered; a step without interventions (or after "ablate:
+// none") shows none.
+func TestLessonStepShowsItsInterventions(t *testing.T) {
+	_, ts := classServer(t, "")
+	const base = "/lessons/the-head-that-copies/"
+	for _, tt := range []struct {
+		path  string
+		edits string // the interventions' heading; "" for none
+	}{
+		{"3", ""},
+		{"4", ""}, // unanswered: the numbers wait for the answer
+		{"4?answer=The+model+stops+copying+it", "Interventions: L4H1"},
+		{"5?answer=No%3A+every+answer+goes+through+this+head", "Interventions: L4H1"},
+		{"6", ""},
+	} {
+		t.Run(tt.path, func(t *testing.T) {
+			doc := get(t, ts.URL+base+tt.path)
+			got := strings.TrimSpace(doc.Find(`[data-testid="edit-effect"] h2`).Text())
+			if diff := cmp.Diff(tt.edits, got); diff != "" {
+				t.Errorf("interventions heading (-want +got):\n%s", diff)
+			}
+			if tt.edits != "" && doc.Find(`[data-testid="edit-row"]`).Length() == 0 {
+				t.Error("no before/after rows")
+			}
+		})
 	}
 }

@@ -33,14 +33,15 @@ type LessonPage struct {
 	Question                    *LessonQuestion
 	Current                     Stage
 	Panel                       Panel
-	Timing                      Timing     // measured while playing this step
-	BackendInfo                 string     // where the engine ran
-	BackendNote                 string     // why the CPU ran instead of a GPU, if it did
-	Generated                   []GenToken // tokens generated up to this step
-	Notice                      string     // what the runtime did at this step (a tool's result), or why the view moved
-	Hidden                      bool       // the panel waits for the student's answer
-	Prompt                      string     // the step's prompt, shown with its question
-	Highlight                   []GenToken // tokens the step points at, with their ids
+	Timing                      Timing      // measured while playing this step
+	BackendInfo                 string      // where the engine ran
+	BackendNote                 string      // why the CPU ran instead of a GPU, if it did
+	Generated                   []GenToken  // tokens generated up to this step
+	Notice                      string      // what the runtime did at this step (a tool's result), or why the view moved
+	Hidden                      bool        // the panel waits for the student's answer
+	Prompt                      string      // the step's prompt, shown with its question
+	Highlight                   []GenToken  // tokens the step points at, with their ids
+	Edits                       *EditEffect // the step's interventions and what they change (nil: none)
 }
 
 // LessonQuestion is a question and, once answered, the feedback.

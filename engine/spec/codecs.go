@@ -171,9 +171,13 @@ func LessonKeys() []string {
 func FormKeys() []string { return append([]string{"prompt"}, LessonKeys()...) }
 
 // setAblate reads written interventions into their one written form
-// ("l1h2" is not read; "L1H2 + L3mlp" becomes "L1H2;L3mlp").
+// ("l1h2" is not read; "L1H2 + L3mlp" becomes "L1H2;L3mlp"; "none": no
+// intervention, so a lesson step can switch off what an earlier one set).
 func (r *Run) setAblate(v string) error {
 	r.Ablate = strings.TrimSpace(v)
+	if strings.EqualFold(r.Ablate, "none") {
+		r.Ablate = ""
+	}
 	set, err := r.Edits()
 	if err != nil {
 		return err

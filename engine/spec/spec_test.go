@@ -105,6 +105,28 @@ func TestLessonRoundTrip(t *testing.T) {
 	}
 }
 
+// A later lesson step switches an earlier step's intervention off with
+// "none", as it does a steering or a draft.
+func TestLessonAblateNone(t *testing.T) {
+	r := Default("")
+	for _, tc := range []struct{ in, want string }{
+		{"L4H1 + L3mlp", "L4H1;L3mlp"},
+		{"None", ""},
+		{"L4H1", "L4H1"},
+		{" none ", ""},
+	} {
+		if err := SetLesson(&r, "ablate", tc.in); err != nil {
+			t.Fatalf("ablate %q: %v", tc.in, err)
+		}
+		if diff := cmp.Diff(tc.want, r.Ablate); diff != "" {
+			t.Errorf("ablate %q (-want +got):\n%s", tc.in, diff)
+		}
+	}
+	if err := SetLesson(&r, "ablate", "nothing"); err == nil {
+		t.Error(`ablate "nothing": want an error naming the written forms`)
+	}
+}
+
 func TestLaneRoundTrip(t *testing.T) {
 	p := full().Sampler
 	lane := Lane(p)
