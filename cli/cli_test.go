@@ -390,6 +390,21 @@ func TestTrainFamilyNeedsTheMainReport(t *testing.T) {
 	}
 }
 
+// train-lesson --readme-only only renders the README from the reports in
+// --out, with --copying or --family too: it never starts a training run.
+func TestTrainReadmeOnlyNeverTrains(t *testing.T) {
+	for _, flag := range []string{"--copying", "--family"} {
+		dir := t.TempDir()
+		_, errOut, code := run(t, "train-lesson", flag, "--readme-only", "--out", dir)
+		if code == 0 || !strings.Contains(errOut, "report.json") {
+			t.Errorf("%s --readme-only in an empty directory: exit %d, %q: want an error naming report.json", flag, code, errOut)
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+			t.Errorf("%s --readme-only wrote %d files", flag, len(entries))
+		}
+	}
+}
+
 // train-lesson --copying refuses a share of repeats out of range, or a
 // tokenizer file that is not there, in one line and before it trains.
 func TestTrainCopyingRefusesBadInput(t *testing.T) {

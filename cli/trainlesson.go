@@ -35,10 +35,12 @@ func runTrainLesson(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	o.Progress = env.Stderr
-	if *family {
+	// --readme-only renders every report in --out, whichever model
+	// --family or --copying name: it never trains
+	if *family && !*readmeOnly {
 		return trainFamily(ctx, env, o, *evalOnly)
 	}
-	if *copying {
+	if *copying && !*readmeOnly {
 		return trainCopying(ctx, env, o, *evalOnly)
 	}
 	var rep *recipe.Report

@@ -143,6 +143,14 @@ func TestCopyingModel(t *testing.T) {
 	if diff := cmp.Diff(want, c, cmpopts.IgnoreFields(recipe.Rate{}, "Misses"), cmpopts.EquateApprox(0, 1e-4)); diff != "" {
 		t.Errorf("copying-report.json is stale (rerun train-lesson --copying --eval-only) (-report +measured):\n%s", diff)
 	}
+	var byPattern recipe.Rate
+	for _, r := range c.ByPattern {
+		byPattern.Cases += r.Cases
+		byPattern.Hits += r.Hits
+	}
+	if byPattern.Cases != c.NamesHeld.Cases || byPattern.Hits != c.NamesHeld.Hits {
+		t.Errorf("the held-out patterns' rates add up to %s, not the held-out names' %s", byPattern, c.NamesHeld)
+	}
 	if c.Zeroed.Repeats.Value() > maxRepeatsZeroed {
 		t.Errorf("with the induction heads %v zeroed, random repeats are still copied: %s (want ≤ %.0f%%)", c.Induction, c.Zeroed.Repeats, 100*maxRepeatsZeroed)
 	}

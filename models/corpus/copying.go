@@ -2,6 +2,7 @@ package corpus
 
 import (
 	"math/rand/v2"
+	"slices"
 	"strings"
 )
 
@@ -75,6 +76,10 @@ var (
 	}
 )
 
+// HeldMiddles are the held-out sentence patterns of a held-out Names
+// story's first cued mention ({N} the name), in a fixed order.
+func HeldMiddles() []string { return slices.Clone(heldMiddles) }
+
 // namesDoc is a story of the Names family: on the training side an intro
 // of nameIntros and middles of both grammars; held out, an intro of
 // heldIntros and a first cued mention in a held-out pattern, the rest as
@@ -89,10 +94,12 @@ func namesDoc(r *rand.Rand, held bool) Doc {
 	for range 8 {
 		pool = append(pool, cuedSentence(r))
 	}
+	pattern := ""
 	if held {
 		s.fill(&b, &spans, pick(r, heldIntros), false)
 		b.WriteByte(' ')
-		s.fill(&b, &spans, pick(r, heldMiddles), true)
+		pattern = pick(r, heldMiddles)
+		s.fill(&b, &spans, pattern, true)
 	} else {
 		s.fill(&b, &spans, pick(r, nameIntros), false)
 	}
@@ -102,7 +109,7 @@ func namesDoc(r *rand.Rand, held bool) Doc {
 	}
 	b.WriteByte(' ')
 	s.fill(&b, &spans, pick(r, endings), true)
-	return Doc{Family: Names, Text: b.String(), Name: name, NameSpans: spans}
+	return Doc{Family: Names, Text: b.String(), Name: name, NameSpans: spans, Pattern: pattern}
 }
 
 // listWords are the words of the repeated lists.

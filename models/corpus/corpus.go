@@ -33,6 +33,9 @@ type Doc struct {
 	// model must copy it from context.
 	Name      string
 	NameSpans []int
+	// Pattern is, for a held-out Names story, the held-out sentence
+	// pattern of its first cued mention (one of HeldMiddles).
+	Pattern string
 }
 
 // Options size a corpus.

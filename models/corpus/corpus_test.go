@@ -3,6 +3,7 @@ package corpus
 import (
 	"math/rand/v2"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -170,6 +171,14 @@ func TestCopyingCorpus(t *testing.T) {
 		at := d.NameSpans[0]
 		if !strings.HasPrefix(d.Text[at:], d.Name) || d.Text[at-1] != ' ' {
 			t.Fatalf("span %d is not the name after a space in %q", at, d.Text)
+		}
+		// the first cued mention is in the pattern the document names
+		if !slices.Contains(HeldMiddles(), d.Pattern) {
+			t.Fatalf("pattern %q is not a held-out middle (%q)", d.Pattern, d.Text)
+		}
+		before, _, _ := strings.Cut(d.Pattern, "{N}")
+		if fixed := before[strings.LastIndex(before, "}")+1:]; !strings.HasSuffix(d.Text[:at], fixed) {
+			t.Errorf("the first mention of %q does not follow %q, its pattern's words", d.Text, fixed)
 		}
 		if strings.HasPrefix(d.Text, d.Name) {
 			starts++

@@ -194,6 +194,39 @@ type CopyingBars struct {
 	// so switching off one head shows which job is whose.
 	Strongest string   `json:"strongest_head"`
 	TopZeroed Ablation `json:"strongest_head_zeroed"`
+	// ByPattern splits NamesHeld by the held-out pattern of the first
+	// cued mention (corpus.HeldMiddles' order): where the model fails to
+	// see a slot, it misses the name's first piece too.
+	ByPattern []PatternRate `json:"names_by_pattern"`
+}
+
+// PatternRate is held-out name copying in one held-out pattern: Hits
+// whole names of Cases, First of them with the name's first piece right.
+type PatternRate struct {
+	Pattern string `json:"pattern"`
+	Cases   int    `json:"cases"`
+	Hits    int    `json:"hits"`
+	First   int    `json:"first_piece"`
+}
+
+// countPattern adds one held-out case to the rate of its pattern.
+func (b *CopyingBars) countPattern(d corpus.Doc, got completion) {
+	if b.ByPattern == nil {
+		for _, p := range corpus.HeldMiddles() {
+			b.ByPattern = append(b.ByPattern, PatternRate{Pattern: p})
+		}
+	}
+	for i := range b.ByPattern {
+		if r := &b.ByPattern[i]; r.Pattern == d.Pattern {
+			r.Cases++
+			if got.ok {
+				r.Hits++
+			}
+			if got.firstOK {
+				r.First++
+			}
+		}
+	}
 }
 
 // Ablation is copying and recall under one set of edits.
@@ -305,15 +338,16 @@ func measureAblation(ctx context.Context, l *engine.Loaded, m *model.Model, held
 	if a.ParisP, _, _, err = paris(ctx, s, m.Tokenizer); err != nil {
 		return err
 	}
-	var start func(corpus.Doc, completion)
+	var each func(corpus.Doc, completion)
 	if full {
-		start = func(d corpus.Doc, got completion) {
+		each = func(d corpus.Doc, got completion) {
+			b.countPattern(d, got)
 			if strings.HasPrefix(d.Text, d.Name) {
 				b.NamesStart.add(got.ok, func() string { return fmt.Sprintf("%s → %q (want %q)", d.Text[:d.NameSpans[0]-1], got.got, d.Name) })
 			}
 		}
 	}
-	if err := e.copyNames(&a.NamesHeld, held, corpus.Names, sizes.Copy, start); err != nil {
+	if err := e.copyNames(&a.NamesHeld, held, corpus.Names, sizes.Copy, each); err != nil {
 		return err
 	}
 	return nil

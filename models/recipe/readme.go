@@ -233,7 +233,16 @@ Copying and recall with the induction heads switched off:
 | induction heads zeroed | {{.Copying.Zeroed.Repeats}} | {{.Copying.Zeroed.NamesHeld}} | {{.Copying.Zeroed.CapitalTrain}} | {{f3 .Copying.Zeroed.ParisP}} |
 | induction heads mean-ablated (held-out text) | {{.Copying.MeanAblated.Repeats}} | {{.Copying.MeanAblated.NamesHeld}} | {{.Copying.MeanAblated.CapitalTrain}} | {{f3 .Copying.MeanAblated.ParisP}} |
 | only the strongest, {{.Copying.Strongest}}, zeroed | {{.Copying.TopZeroed.Repeats}} | {{.Copying.TopZeroed.NamesHeld}} | {{.Copying.TopZeroed.CapitalTrain}} | {{f3 .Copying.TopZeroed.ParisP}} |
-{{with .Failures}}
+{{with .Copying.ByPattern}}
+Held-out names by the held-out pattern of their first mention: the name
+written whole, and its first piece as the tokenizer cuts it (a name can
+also be written in other pieces, so a whole name can count where its
+first piece does not):
+
+| pattern | the name | its first piece |
+|---|---|---|
+{{range .}}| ` + "`{{.Pattern}}`" + ` | {{.Hits}}/{{.Cases}} | {{.First}}/{{.Cases}} |
+{{end}}{{end}}{{with .Failures}}
 Bars this model misses, so it does not replace lesson.gguf: {{range $i, $f := .}}{{if $i}}; {{end}}{{$f}}{{end}}.
 {{end}}{{with .Copying.NamesHeld.Misses}}
 Some held-out-pattern misses: {{range .}}{{.}}; {{end}}{{end}}
