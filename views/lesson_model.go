@@ -41,7 +41,7 @@ type LessonPage struct {
 	Hidden                      bool        // the panel waits for the student's answer
 	Prompt                      string      // the step's prompt, shown with its question
 	Highlight                   []GenToken  // tokens the step points at, with their ids
-	Edits                       *EditEffect // the step's interventions and what they change (nil: none)
+	Edits                       *EditEffect // the step's interventions and what they change (nil: none, or hidden with the panel)
 }
 
 // LessonQuestion is a question and, once answered, the feedback.

@@ -583,7 +583,7 @@ func LessonStepPage(p LessonPage) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
-		if p.Edits != nil && !p.Hidden {
+		if p.Edits != nil {
 			templ_7745c5c3_Err = EditEffectView(p.Edits, false).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
