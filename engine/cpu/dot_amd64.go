@@ -122,22 +122,16 @@ func dotQ5_0Q80(row []byte, z *q80, b0 int) float32 {
 func dotQ8_0Q80AVX2(row *byte, q *int8, d *float32, blocks int, f16 *float32) float32
 
 //go:noescape
-func dotQ8_0Q80x4VNNI(row *byte, x *uint32, stride int, blocks int, f16 *float32, out *float32)
-
-//go:noescape
-func dotQ8_0Q80x8VNNI(row *byte, x *uint32, stride int, blocks int, f16 *float32, out *float32)
-
-//go:noescape
-func dotQ8_0Q80x8r2VNNI(row *byte, rowStride int, x *uint32, stride int, blocks int, f16 *float32, out *float32)
-
-//go:noescape
 func layQ80VNNI(q *int8, d *float32, out *uint32, blocks int)
 
 //go:noescape
-func dotQ8_0Q80r4VNNI(row *byte, stride int, x *uint32, blocks int, f16 *float32, out *float32)
+func dotQ8_0Q80s4VNNI(row *byte, stride int, x *uint32, blocks int, out *float32)
 
 //go:noescape
-func dotQ8_0Q80x1VNNI(row *byte, x *uint32, blocks int, f16 *float32) float32
+func sumsQ8_0VNNI(row *byte, stride int, blocks int, out *int32)
+
+//go:noescape
+func dotQ8_0Q80v8r4VNNI(row *byte, stride int, x *uint32, blocks int, corr *int32, cstride int, f16 *float32, out *float32, vstride int, lanes int, ahead int)
 
 //go:noescape
 func quantizeQ80AVX2(x *float32, q *int8, d *float32, blocks int, back *float32)
@@ -160,7 +154,8 @@ func quantizeQ80(x []float32, q []int8, d []float32, back []float32) {
 }
 
 // useQ80VNNI reports whether the Q8_0 rows multiply laid-out vectors
-// (q80.lay) in the 512-bit VNNI kernels here, one, four or eight at a time.
+// (q80.lay) in the VNNI kernels here: one vector four rows at a time,
+// several in groups of eight, one lane each.
 var useQ80VNNI = useAVX512 && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VNNI
 
 // layQ80 lays out one rounded vector as layQ80Go does.
@@ -187,73 +182,60 @@ func dotQ8_0Q80(row []byte, z *q80, b0 int) float32 {
 	return dotQ8_0Q80AVX2(&row[0], &z.q[b0*32], &z.d[b0], nb, &f16Table[0])
 }
 
-// q80TileRows is how many Q8_0 rows the VNNI kernels take together: each
-// group of eight (or four) vectors passes over the tile's rows while both stay in L1.
+// q80TileRows is how many Q8_0 rows the VNNI kernels take together: every
+// group of eight vectors passes over the tile's rows while both stay in
+// the caches.
 const q80TileRows = 16
 
 // dotRowsQ80 is rows [lo, hi) of a Q5_0 or Q8_0 matrix (rows of rb
 // bytes) times each of n rounded vectors of cols values: out[v*rows+r].
-// With the VNNI kernels, Q8_0 rows go a tile at a time, eight vectors at
-// a time (two rows at a time, so each vector's values are read once for
-// both), then four, then one; one vector takes four rows at a time (the
-// rows side by side read from memory at 28 GB/s against 47 for one row at
-// a time, four sequential streams at 50).
-func dotRowsQ80(t quant.Type, data []byte, rb, lo, hi int, z *q80, n, cols int, out []float32, rows int) {
+// With the VNNI kernels, one vector takes four rows at a time from the
+// range's four quarters (the rows side by side read from memory at 28
+// GB/s against 47 for one row at a time, four sequential streams at 50);
+// several go a tile of rows at a time, eight vectors at a time, one lane
+// each, from the matrix's block corrections (sums, by blockSums).
+func dotRowsQ80(t quant.Type, data []byte, rb, lo, hi int, z *q80, n, cols int, out []float32, rows int, sums []int32) {
 	if lo >= hi || !q80Lays(t) {
 		dotRowsQ80Each(t, data, rb, lo, hi, z, n, cols, out, rows)
 		return
 	}
 	_ = data[hi*rb-1]
 	_ = out[(n-1)*rows+hi-1]
-	_ = z.lay[n*z.layWords-1]
-	nb, stride := cols/32, 4*z.layWords
-	eight, four := n&^7, n&^3
-	var o [8]float32
-	if n == 1 { // one vector: four rows from the range's four quarters at a time
+	nb := cols / 32
+	if n == 1 {
+		_ = z.lay[z.layWords-1]
+		var o [4]float32
 		q := (hi - lo) / 4
 		for i := range q {
-			dotQ8_0Q80r4VNNI(&data[(lo+i)*rb], q*rb, &z.lay[0], nb, &f16Table[0], &o[0])
-			for k, y := range o[:4] {
+			dotQ8_0Q80s4VNNI(&data[(lo+i)*rb], q*rb, &z.lay[0], nb, &o[0])
+			for k, y := range o {
 				out[lo+i+k*q] = y
 			}
 		}
-		for r := lo + 4*q; r < hi; r++ {
-			out[r] = dotQ8_0Q80x1VNNI(&data[r*rb], &z.lay[0], nb, &f16Table[0])
+		for r := lo + 4*q; r < hi; r++ { // the same row four times
+			dotQ8_0Q80s4VNNI(&data[r*rb], 0, &z.lay[0], nb, &o[0])
+			out[r] = o[0]
 		}
 		return
 	}
-	var o16 [16]float32
+	_ = z.lay[(n+7)/8*z.layWords-1]
+	_ = sums[hi*nb-1]
+	var o [32]float32
+	ahead := q80TileRows * rb
 	for r0 := lo; r0 < hi; r0 += q80TileRows {
 		r1 := min(r0+q80TileRows, hi)
-		for v := 0; v < eight; v += 8 {
-			x := &z.lay[v*z.layWords]
+		for g := 0; g < n; g += 8 {
+			x := &z.lay[g/8*z.layWords]
+			lanes := min(8, n-g)
 			r := r0
-			for ; r+2 <= r1; r += 2 { // two rows at a time: x read once for both
-				dotQ8_0Q80x8r2VNNI(&data[r*rb], rb, x, stride, nb, &f16Table[0], &o16[0])
-				for i := range 8 {
-					out[(v+i)*rows+r], out[(v+i)*rows+r+1] = o16[i], o16[8+i]
-				}
+			for ; r+4 <= r1; r += 4 { // straight into out: vector v's four rows side by side
+				dotQ8_0Q80v8r4VNNI(&data[r*rb], rb, x, nb, &sums[r*nb], 4*nb, &f16Table[0], &out[g*rows+r], 4*rows, lanes, ahead)
 			}
-			for ; r < r1; r++ {
-				dotQ8_0Q80x8VNNI(&data[r*rb], x, stride, nb, &f16Table[0], &o[0])
-				for i, y := range o[:] {
-					out[(v+i)*rows+r] = y
+			for ; r < r1; r++ { // the same row four times
+				dotQ8_0Q80v8r4VNNI(&data[r*rb], 0, x, nb, &sums[r*nb], 0, &f16Table[0], &o[0], 16, lanes, ahead)
+				for v := range lanes {
+					out[(g+v)*rows+r] = o[4*v]
 				}
-			}
-		}
-		for v := eight; v < four; v += 4 {
-			x := &z.lay[v*z.layWords]
-			for r := r0; r < r1; r++ {
-				dotQ8_0Q80x4VNNI(&data[r*rb], x, stride, nb, &f16Table[0], &o[0])
-				for i, y := range o[:4] {
-					out[(v+i)*rows+r] = y
-				}
-			}
-		}
-		for v := four; v < n; v++ {
-			x := &z.lay[v*z.layWords]
-			for r := r0; r < r1; r++ {
-				out[v*rows+r] = dotQ8_0Q80x1VNNI(&data[r*rb], x, nb, &f16Table[0])
 			}
 		}
 	}

@@ -2,7 +2,10 @@
 
 package cpu
 
-import "stepthrough/engine/quant"
+import (
+	"stepthrough/engine/model"
+	"stepthrough/engine/quant"
+)
 
 func dot(a, b []float32) float32 { return dotGo(a, b) }
 
@@ -78,6 +81,11 @@ func layQ80(q []int8, d []float32, out []uint32) { layQ80Go(q, d, out) }
 // q80Lays is false: no kernel here reads q80.lay.
 func q80Lays(t quant.Type) bool { return false }
 
-func dotRowsQ80(t quant.Type, data []byte, rb, lo, hi int, z *q80, n, cols int, out []float32, rows int) {
+// blockSums and q80BlockSums are never needed here: no kernel reads them.
+func blockSums(*model.Tensor) []int32 { return nil }
+
+func q80BlockSums([]byte, int, int) []int32 { return nil }
+
+func dotRowsQ80(t quant.Type, data []byte, rb, lo, hi int, z *q80, n, cols int, out []float32, rows int, _ []int32) {
 	dotRowsQ80Each(t, data, rb, lo, hi, z, n, cols, out, rows)
 }

@@ -61,10 +61,12 @@ func TestDotKernels(t *testing.T) {
 // whether it is multiplied alone or beside others.
 func TestQ8_0Q80Kernels(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
-	const n = 13
-	for _, blocks := range []int{1, 2, 3, 7, 24, 28} {
+	for _, c := range []struct{ blocks, rows, n int }{
+		{1, 5, 13}, {2, 5, 13}, {3, 5, 13}, {7, 5, 13}, {24, 5, 13}, {28, 5, 13},
+		{3, 19, 2}, {5, 16, 8}, {24, 37, 9}, {1, 3, 7}, {6, 1, 17},
+	} {
+		blocks, rows, n := c.blocks, c.rows, c.n
 		cols := blocks * 32
-		const rows = 5
 		data, _ := quant.Quantize(quant.Q8_0, randFloats(r, rows*cols))
 		data[2] = 0x80 // a value of -128, which Quantize never writes
 		deq := make([]float32, rows*cols)
@@ -76,7 +78,7 @@ func TestQ8_0Q80Kernels(t *testing.T) {
 		task := q80Task{z: &z, x: x, back: xr, cols: cols, lay: q80Lays(quant.Q8_0)}
 		task.Run(0, 0, n)
 		out := make([]float32, n*rows)
-		dotRowsQ80(quant.Q8_0, data, 34*blocks, 0, rows, &z, n, cols, out, rows)
+		dotRowsQ80(quant.Q8_0, data, 34*blocks, 0, rows, &z, n, cols, out, rows, q80BlockSums(data, rows, blocks))
 		for row := range rows {
 			raw := data[row*34*blocks : (row+1)*34*blocks]
 			for v := range n {
@@ -89,19 +91,65 @@ func TestQ8_0Q80Kernels(t *testing.T) {
 				}
 			}
 		}
-		// alone: each vector in a product of its own
+		// alone: each vector in a product of its own, and with the row
+		// range cut elsewhere
 		for v := range n {
 			var one q80
 			one.resize(1, cols, q80Lays(quant.Q8_0))
 			(&q80Task{z: &one, x: x[v*cols : (v+1)*cols], cols: cols, lay: q80Lays(quant.Q8_0)}).Run(0, 0, 1)
 			alone := make([]float32, rows)
-			dotRowsQ80(quant.Q8_0, data, 34*blocks, 0, rows, &one, 1, cols, alone, rows)
+			dotRowsQ80(quant.Q8_0, data, 34*blocks, 0, rows, &one, 1, cols, alone, rows, nil)
 			for row := range rows {
 				if alone[row] != out[v*rows+row] {
 					t.Errorf("blocks=%d row %d vector %d: %g alone, %g beside %d others", blocks, row, v, alone[row], out[v*rows+row], n-1)
 				}
 			}
 		}
+		if rows > 1 {
+			part := make([]float32, n*rows)
+			sums := q80BlockSums(data, rows, blocks)
+			dotRowsQ80(quant.Q8_0, data, 34*blocks, 0, 1, &z, n, cols, part, rows, sums)
+			dotRowsQ80(quant.Q8_0, data, 34*blocks, 1, rows, &z, n, cols, part, rows, sums)
+			if diff := cmp.Diff(out, part); diff != "" {
+				t.Errorf("blocks=%d rows=%d n=%d: rows [0,1) and [1,%d) apart differ from all at once (-whole +parts):\n%s", blocks, rows, n, rows, diff)
+			}
+		}
+	}
+}
+
+// A Q8_0 matrix's block corrections are −128 times each block's sum, for
+// any number of rows; a matrix keeps them across products and gets new
+// ones when its bytes are replaced.
+func TestQ8_0BlockSums(t *testing.T) {
+	if !q80Lays(quant.Q8_0) {
+		t.Skip("no VNNI Q8_0 kernels on this machine: nothing reads the corrections")
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, c := range []struct{ rows, blocks int }{{1, 1}, {3, 2}, {4, 3}, {9, 24}, {17, 5}} {
+		data, _ := quant.Quantize(quant.Q8_0, randFloats(r, c.rows*c.blocks*32))
+		data[2], data[3] = 0x80, 0x7f
+		want := make([]int32, c.rows*c.blocks)
+		for i := range want {
+			var sum int32
+			for _, b := range data[i*34+2 : i*34+34] {
+				sum += int32(int8(b))
+			}
+			want[i] = -128 * sum
+		}
+		if diff := cmp.Diff(want, q80BlockSums(data, c.rows, c.blocks)); diff != "" {
+			t.Errorf("rows=%d blocks=%d (-want +got):\n%s", c.rows, c.blocks, diff)
+		}
+	}
+	data, _ := quant.Quantize(quant.Q8_0, randFloats(r, 5*64))
+	w := &model.Tensor{Name: "w", Type: quant.Q8_0, Dims: []int{64, 5}, Data: data}
+	first := blockSums(w)
+	if again := blockSums(w); &again[0] != &first[0] {
+		t.Error("a matrix's corrections were computed twice")
+	}
+	other, _ := quant.Quantize(quant.Q8_0, randFloats(r, 5*64))
+	w.Data = other
+	if diff := cmp.Diff(q80BlockSums(other, 5, 2), blockSums(w)); diff != "" {
+		t.Errorf("after the bytes were replaced (-want +got):\n%s", diff)
 	}
 }
 

@@ -23,6 +23,7 @@ type matmulTask struct {
 	xs      []float32 // the legacy kernels' sums of x over groups (kGroup), per vector
 	z       *q8K      // x quantized to int8 for the K-quant kernels
 	z80     *q80      // x rounded to Q8_0 for the Q5_0 and Q8_0 kernels
+	sums    []int32   // w's block corrections, for several vectors through the VNNI Q8_0 kernels
 }
 
 // hasQ8Kernel reports whether a type multiplies int8-quantized x (q8K).
@@ -95,6 +96,9 @@ func (p *Pool) prepare(out []float32, w *model.Tensor, x []float32, n int, scrat
 		p.q80t = q80Task{}
 		if back == nil {
 			p.mm.z80 = &p.q80
+			if lay && n > 1 {
+				p.mm.sums = blockSums(w)
+			}
 		} else {
 			p.mm.x = back
 		}
@@ -124,7 +128,7 @@ func (m *matmulTask) Run(worker, lo, hi int) {
 		return
 	}
 	if m.z80 != nil { // Q5_0, Q8_0: every vector through the int8 kernel
-		dotRowsQ80(w.Type, w.Data, rb, lo, hi, m.z80, m.n, cols, m.out, rows)
+		dotRowsQ80(w.Type, w.Data, rb, lo, hi, m.z80, m.n, cols, m.out, rows, m.sums)
 		return
 	}
 	if m.n == 1 {

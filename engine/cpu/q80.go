@@ -14,10 +14,13 @@ import (
 type q80 struct {
 	q []int8
 	d []float32 // each block's scale, binary16 widened
-	// lay is q and d laid out for the VNNI Q8_0 kernels (see layOut), when
-	// they run here: layWords per vector.
+	// lay is q and d laid out for the VNNI Q8_0 kernels, when they run
+	// here: one vector as layQ80Go lays it out, several in groups of eight
+	// as layQ80Lane does (the last group's unused lanes hold whatever they
+	// held; their results are dropped). layWords per vector or group.
 	lay      []uint32
 	layWords int
+	grouped  bool
 }
 
 // resize sizes z for n vectors of cols values, and lay too with lay.
@@ -26,23 +29,49 @@ func (z *q80) resize(n, cols int, lay bool) {
 		z.q, z.d = make([]int8, n*cols), make([]float32, n*cols/32)
 	}
 	z.q, z.d = z.q[:n*cols], z.d[:n*cols/32]
+	z.grouped = n > 1
+	records := 1
 	z.layWords = (cols/32 + 1) / 2 * 48
+	if z.grouped {
+		z.layWords, records = cols/32*72, (n+7)/8
+	}
 	if !lay {
 		z.lay = z.lay[:0]
 		return
 	}
-	if cap(z.lay) < n*z.layWords {
-		z.lay = make([]uint32, n*z.layWords)
+	if cap(z.lay) < records*z.layWords {
+		z.lay = make([]uint32, records*z.layWords)
 	}
-	z.lay = z.lay[:n*z.layWords]
+	z.lay = z.lay[:records*z.layWords]
 }
 
 // layOut writes vectors [lo, hi) of cols values, already rounded into q
-// and d, into lay (see layQ80Go).
+// and d, into lay.
 func (z *q80) layOut(lo, hi, cols int) {
 	nb := cols / 32
 	for v := lo; v < hi; v++ {
-		layQ80(z.q[v*cols:(v+1)*cols], z.d[v*nb:(v+1)*nb], z.lay[v*z.layWords:(v+1)*z.layWords])
+		q, d := z.q[v*cols:(v+1)*cols], z.d[v*nb:(v+1)*nb]
+		if z.grouped {
+			layQ80Lane(q, d, z.lay[v/8*z.layWords:(v/8+1)*z.layWords], v%8)
+		} else {
+			layQ80(q, d, z.lay[:z.layWords])
+		}
+	}
+}
+
+// layQ80Lane lays out one rounded vector (q, d) as lane l of a group of
+// eight: for each block 72 words, word 8g+l the four values 4g..4g+3 as
+// unsigned bytes x+128, word 64+l the block's d.
+func layQ80Lane(q []int8, d []float32, out []uint32, l int) {
+	_ = out[len(d)*72-1]
+	for b, db := range d {
+		rec := out[b*72 : b*72+72]
+		q := q[b*32 : b*32+32]
+		for g := range 8 {
+			w := q[4*g : 4*g+4]
+			rec[8*g+l] = (uint32(uint8(w[0])) | uint32(uint8(w[1]))<<8 | uint32(uint8(w[2]))<<16 | uint32(uint8(w[3]))<<24) ^ 0x80808080
+		}
+		rec[64+l] = math.Float32bits(db)
 	}
 }
 

@@ -44,449 +44,329 @@ q8block:
 	MOVSS X0, ret+40(FP)
 	RET
 
-// The VNNI kernels read x in q80's laid-out form (q80.lay): per vector,
-// for each pair of blocks a 192-byte record of the 64 int8 values, 16
-// int32 corrections (−128 × the sum of each four values) and 16 float32
-// scales (each block's d_x, eight times). The row's bytes go in as w+128
-// (unsigned), so VPDPBUSD from the correction gives Σ w·x exactly in
-// each lane of four. A pair of blocks fills one 512-bit register: lanes
-// 0–7 the even block, 8–15 the odd one. An odd last block runs in the
-// low half. Every vector's result is computed by the same instructions
-// whether it comes alone or with three others, so they agree bit for bit.
+// The VNNI kernels. Every one computes a Q8_0 row r times a vector v the
+// same way, so a vector's result is the same bit for bit whatever else
+// shares its product: over the blocks b in order, acc = fma(S, d_w·d_x,
+// acc) from acc = 0, where S = Σ w·x over the block is an exact int32
+// (VPDPBUSD, unsigned bytes times signed ones, with a correction for the
+// offset of 128 that makes one side unsigned) and d_w·d_x one float32
+// product (d_w widened by VCVTPH2PS). One vector alone takes four rows
+// at a time and sums each block's lanes (SUMS4); several vectors take
+// one lane each, so a block's eight products of four values land in the
+// same lane and the float work is done once per block and eight vectors.
 
-// Q8_ROWPAIR loads a pair of blocks at R: ZW the 64 values + 128, ZD
-// the scales d_w, eight lanes each (YW, YD: their low halves; YT a
-// scratch; Z13: 0x80 bytes, R8: the binary16 table).
-#define Q8_ROWPAIR(R, YW, ZW, YD, ZD, YT) \
-	VMOVDQU32 2(R), YW \
-	VINSERTI64X4 $1, 36(R), ZW, ZW \
-	VPXORD Z13, ZW, ZW \
-	MOVWLZX (R), AX \
-	VBROADCASTSS (R8)(AX*4), YD \
-	MOVWLZX 34(R), AX \
-	VBROADCASTSS (R8)(AX*4), YT \
-	VINSERTF64X4 $1, YT, ZD, ZD
+// SUMS4 adds up the eight int32 lanes of each block in A, B, C and D
+// (four rows; lanes 0–7 the even block, 8–15 the odd one) into OUT: lanes
+// 0–3 the even block's sums for rows A–D, lanes 4–7 the odd block's (T1,
+// T2, T3: zmm scratch; YT2, YT3: the low halves of T2 and T3).
+#define SUMS4(A, B, C, D, T1, T2, T3, YT2, YT3, OUT) \
+	VSHUFPS $0x88, B, A, T1 \
+	VSHUFPS $0xDD, B, A, T2 \
+	VPADDD T2, T1, T1 \
+	VSHUFPS $0x88, D, C, T2 \
+	VSHUFPS $0xDD, D, C, T3 \
+	VPADDD T3, T2, T2 \
+	VSHUFPS $0x88, T2, T1, T3 \
+	VSHUFPS $0xDD, T2, T1, T1 \
+	VPADDD T3, T1, T1 \
+	VSHUFI32X4 $0x08, T1, T1, T2 \
+	VSHUFI32X4 $0x0D, T1, T1, T3 \
+	VPADDD YT3, YT2, OUT
 
-// Q8_ROWVEC adds vector P's pair times a row's pair (ZW, ZD) to ACC (T,
-// S: scratch).
-#define Q8_ROWVEC(P, ZW, ZD, T, S, ACC) \
-	VMOVDQU32 64(P), T \
-	VPDPBUSD (P), ZW, T \
-	VCVTDQ2PS T, T \
-	VMULPS 128(P), ZD, S \
-	VFMADD231PS T, S, ACC
-
-// Q8_PAIR loads the pair of blocks at SI into Z1 and Z2.
-#define Q8_PAIR Q8_ROWPAIR(SI, Y1, Z1, Y2, Z2, Y3)
-
-// Q8_VEC adds vector P's pair to ACC (T, S: scratch).
-#define Q8_VEC(P, T, S, ACC) Q8_ROWVEC(P, Z1, Z2, T, S, ACC)
-
-// Q8_ROWLAST loads an odd last block at R into the low halves of ZW and
-// ZD (their upper halves zero).
-#define Q8_ROWLAST(R, YW, YD) \
-	VMOVDQU32 2(R), YW \
-	VPXORD Y13, YW, YW \
-	MOVWLZX (R), AX \
-	VBROADCASTSS (R8)(AX*4), YD
-
-// Q8_ROWVECLAST adds vector P's last block times a row's (YW, YD) to
-// ACC's low lanes: YT and YS are the low halves of ZT and ZS, whose upper
-// halves the 256-bit forms clear, so the upper lanes add 0·0.
-#define Q8_ROWVECLAST(P, YW, YD, YT, YS, ZT, ZS, ACC) \
-	VMOVDQU32 64(P), YT \
-	VPDPBUSD (P), YW, YT \
-	VCVTDQ2PS YT, YT \
-	VMULPS 128(P), YD, YS \
-	VFMADD231PS ZT, ZS, ACC
-
-// Q8_LAST and Q8_VECLAST: the same for the row at SI in Y1 and Y2.
-#define Q8_LAST Q8_ROWLAST(SI, Y1, Y2)
-#define Q8_VECLAST(P, YT, YS, ZT, ZS, ACC) Q8_ROWVECLAST(P, Y1, Y2, YT, YS, ZT, ZS, ACC)
-
-// Q8_OUT writes ACC's 16 lanes, added as the AVX2 kernel adds its 8
-// after folding the upper 8 onto the lower, to out[V] (DI: out).
-#define Q8_OUT(V, ACC, YACC) \
-	VEXTRACTF64X4 $1, ACC, Y3 \
-	VADDPS Y3, YACC, Y0 \
-	VEXTRACTF128 $1, Y0, X1 \
-	VADDPS X1, X0, X0 \
-	VHADDPS X0, X0, X0 \
-	VHADDPS X0, X0, X0 \
-	MOVSS X0, (4*V)(DI)
-
-// func dotQ8_0Q80x4VNNI(row *byte, x *uint32, stride int, blocks int, f16 *float32, out *float32)
-// A Q8_0 row times four laid-out vectors (stride bytes apart): out[v].
-TEXT ·dotQ8_0Q80x4VNNI(SB), NOSPLIT, $0-48
-	MOVQ row+0(FP), SI
-	MOVQ x+8(FP), R9
-	MOVQ stride+16(FP), AX
-	LEAQ (R9)(AX*1), R10
-	LEAQ (R10)(AX*1), R11
-	LEAQ (R11)(AX*1), R12
-	MOVQ blocks+24(FP), CX
-	MOVQ f16+32(FP), R8
-	MOVL $0x80808080, AX
-	VPBROADCASTD AX, Z13
-	VPXORD Z24, Z24, Z24
-	VPXORD Z25, Z25, Z25
-	VPXORD Z26, Z26, Z26
-	VPXORD Z27, Z27, Z27
-	MOVQ CX, BX
-	SHRQ $1, CX
-	JZ   x4last
-
-x4pair:
-	Q8_PAIR
-	Q8_VEC(R9, Z4, Z8, Z24)
-	Q8_VEC(R10, Z5, Z9, Z25)
-	Q8_VEC(R11, Z6, Z10, Z26)
-	Q8_VEC(R12, Z7, Z11, Z27)
-	ADDQ $68, SI
-	ADDQ $192, R9
-	ADDQ $192, R10
-	ADDQ $192, R11
-	ADDQ $192, R12
-	DECQ CX
-	JNZ  x4pair
-
-x4last:
-	TESTQ $1, BX
-	JZ    x4out
-	Q8_LAST
-	Q8_VECLAST(R9, Y4, Y8, Z4, Z8, Z24)
-	Q8_VECLAST(R10, Y5, Y9, Z5, Z9, Z25)
-	Q8_VECLAST(R11, Y6, Y10, Z6, Z10, Z26)
-	Q8_VECLAST(R12, Y7, Y11, Z7, Z11, Z27)
-
-x4out:
-	MOVQ out+40(FP), DI
-	Q8_OUT(0, Z24, Y24)
-	Q8_OUT(1, Z25, Y25)
-	Q8_OUT(2, Z26, Y26)
-	Q8_OUT(3, Z27, Y27)
-	VZEROUPPER
-	RET
-
-// X8_POINTERS sets R10, R11, R12, R13, R14, BX and DI to the seven
-// vectors after the one at R9, AX bytes apart.
-#define X8_POINTERS \
-	LEAQ (R9)(AX*1), R10 \
+// ROWS4 sets R10, R11 and R12 to the three rows after the one at SI, AX
+// bytes apart.
+#define ROWS4 \
+	LEAQ (SI)(AX*1), R10 \
 	LEAQ (R10)(AX*1), R11 \
-	LEAQ (R11)(AX*1), R12 \
-	LEAQ (R12)(AX*1), R13 \
-	LEAQ (R13)(AX*1), R14 \
-	LEAQ (R14)(AX*1), BX \
-	LEAQ (BX)(AX*1), DI
+	LEAQ (R11)(AX*1), R12
 
-// X8_ADVANCE moves the eight vectors' pointers to their next pair.
-#define X8_ADVANCE \
-	ADDQ $192, R9 \
-	ADDQ $192, R10 \
-	ADDQ $192, R11 \
-	ADDQ $192, R12 \
-	ADDQ $192, R13 \
-	ADDQ $192, R14 \
-	ADDQ $192, BX \
-	ADDQ $192, DI
+// W_PAIR loads the pair of blocks at R (their 64 values) into ZW, and
+// YW its low half.
+#define W_PAIR(R, YW, ZW) \
+	VMOVDQU32 2(R), YW \
+	VINSERTI64X4 $1, 36(R), ZW, ZW
 
-// ZERO_Z16_23 and ZERO_Z24_31 clear eight accumulators each.
-#define ZERO_Z16_23 \
-	VPXORD Z16, Z16, Z16 \
-	VPXORD Z17, Z17, Z17 \
-	VPXORD Z18, Z18, Z18 \
-	VPXORD Z19, Z19, Z19 \
-	VPXORD Z20, Z20, Z20 \
-	VPXORD Z21, Z21, Z21 \
-	VPXORD Z22, Z22, Z22 \
-	VPXORD Z23, Z23, Z23
+// W_PAIRS4 loads the pairs of blocks of the rows at SI, R10, R11 and R12
+// into Z1–Z4; W_LAST4 their last block into Y1–Y4.
+#define W_PAIRS4 \
+	W_PAIR(SI, Y1, Z1) \
+	W_PAIR(R10, Y2, Z2) \
+	W_PAIR(R11, Y3, Z3) \
+	W_PAIR(R12, Y4, Z4)
 
-#define ZERO_Z24_31 \
-	VPXORD Z24, Z24, Z24 \
-	VPXORD Z25, Z25, Z25 \
-	VPXORD Z26, Z26, Z26 \
-	VPXORD Z27, Z27, Z27 \
-	VPXORD Z28, Z28, Z28 \
-	VPXORD Z29, Z29, Z29 \
-	VPXORD Z30, Z30, Z30 \
-	VPXORD Z31, Z31, Z31
+#define W_LAST4 \
+	VMOVDQU32 2(SI), Y1 \
+	VMOVDQU32 2(R10), Y2 \
+	VMOVDQU32 2(R11), Y3 \
+	VMOVDQU32 2(R12), Y4
 
-// func dotQ8_0Q80x8VNNI(row *byte, x *uint32, stride int, blocks int, f16 *float32, out *float32)
-// A Q8_0 row times eight laid-out vectors (stride bytes apart): out[v].
-// Each pair of blocks is loaded once for all eight.
-TEXT ·dotQ8_0Q80x8VNNI(SB), NOSPLIT, $0-48
-	MOVQ row+0(FP), SI
-	MOVQ x+8(FP), R9
-	MOVQ stride+16(FP), AX
-	X8_POINTERS
-	MOVQ blocks+24(FP), CX
-	MOVQ f16+32(FP), R8
-	MOVL $0x80808080, AX
-	VPBROADCASTD AX, Z13
-	ZERO_Z24_31
-	MOVQ CX, DX
-	SHRQ $1, CX
-	JZ   x8last
+// DW8 loads the binary16 scales of the pair of blocks of the rows at SI,
+// R10, R11 and R12 into X12 (the even block's four, then the odd one's)
+// and widens them into Y12.
+#define DW8 \
+	MOVWLZX (SI), AX \
+	VMOVD AX, X12 \
+	VPINSRW $1, (R10), X12, X12 \
+	VPINSRW $2, (R11), X12, X12 \
+	VPINSRW $3, (R12), X12, X12 \
+	VPINSRW $4, 34(SI), X12, X12 \
+	VPINSRW $5, 34(R10), X12, X12 \
+	VPINSRW $6, 34(R11), X12, X12 \
+	VPINSRW $7, 34(R12), X12, X12 \
+	VCVTPH2PS X12, Y12
 
-x8pair:
-	// the row 2 KiB ahead: inside a model the rows come from memory, and
-	// an 8-vector step measured 15–20 % faster with it
-	PREFETCHT0 2048(SI)
-	PREFETCHT0 2112(SI)
-	Q8_PAIR
-	Q8_VEC(R9, Z4, Z8, Z24)
-	Q8_VEC(R10, Z5, Z9, Z25)
-	Q8_VEC(R11, Z6, Z10, Z26)
-	Q8_VEC(R12, Z7, Z11, Z27)
-	Q8_VEC(R13, Z14, Z18, Z28)
-	Q8_VEC(R14, Z15, Z19, Z29)
-	Q8_VEC(BX, Z16, Z20, Z30)
-	Q8_VEC(DI, Z17, Z21, Z31)
-	ADDQ $68, SI
-	X8_ADVANCE
-	DECQ CX
-	JNZ  x8pair
-
-x8last:
-	TESTQ $1, DX
-	JZ    x8out
-	Q8_LAST
-	Q8_VECLAST(R9, Y4, Y8, Z4, Z8, Z24)
-	Q8_VECLAST(R10, Y5, Y9, Z5, Z9, Z25)
-	Q8_VECLAST(R11, Y6, Y10, Z6, Z10, Z26)
-	Q8_VECLAST(R12, Y7, Y11, Z7, Z11, Z27)
-	Q8_VECLAST(R13, Y14, Y18, Z14, Z18, Z28)
-	Q8_VECLAST(R14, Y15, Y19, Z15, Z19, Z29)
-	Q8_VECLAST(BX, Y16, Y20, Z16, Z20, Z30)
-	Q8_VECLAST(DI, Y17, Y21, Z17, Z21, Z31)
-
-x8out:
-	MOVQ out+40(FP), DI
-	Q8_OUT(0, Z24, Y24)
-	Q8_OUT(1, Z25, Y25)
-	Q8_OUT(2, Z26, Y26)
-	Q8_OUT(3, Z27, Y27)
-	Q8_OUT(4, Z28, Y28)
-	Q8_OUT(5, Z29, Y29)
-	Q8_OUT(6, Z30, Y30)
-	Q8_OUT(7, Z31, Y31)
-	VZEROUPPER
-	RET
-
-// R2_VEC adds vector P's pair of blocks times two rows' pairs (Z1, Z2 and
-// Z10, Z11) to A0 and A1: the vector's values, corrections and scales are
-// loaded once for both rows (Z4, Z5, Z6), and each row's product is
-// Q8_ROWVEC's instructions on them, in its order.
-#define R2_VEC(P, A0, A1) \
-	VMOVDQU32 (P), Z4 \
-	VMOVDQU32 64(P), Z5 \
-	VMOVDQU32 128(P), Z6 \
-	VMOVDQA32 Z5, Z7 \
-	VPDPBUSD Z4, Z1, Z7 \
-	VCVTDQ2PS Z7, Z7 \
-	VMULPS Z6, Z2, Z8 \
-	VFMADD231PS Z7, Z8, A0 \
-	VMOVDQA32 Z5, Z9 \
-	VPDPBUSD Z4, Z10, Z9 \
-	VCVTDQ2PS Z9, Z9 \
-	VMULPS Z6, Z11, Z12 \
-	VFMADD231PS Z9, Z12, A1
-
-// R2_VECLAST is R2_VEC for an odd last block in the low halves (the
-// 256-bit forms clear the upper halves, so the upper lanes add 0·0).
-#define R2_VECLAST(P, A0, A1) \
-	VMOVDQU32 (P), Y4 \
-	VMOVDQU32 64(P), Y5 \
-	VMOVDQU32 128(P), Y6 \
-	VMOVDQA32 Y5, Y7 \
-	VPDPBUSD Y4, Y1, Y7 \
-	VCVTDQ2PS Y7, Y7 \
-	VMULPS Y6, Y2, Y8 \
-	VFMADD231PS Z7, Z8, A0 \
-	VMOVDQA32 Y5, Y9 \
-	VPDPBUSD Y4, Y10, Y9 \
-	VCVTDQ2PS Y9, Y9 \
-	VMULPS Y6, Y11, Y12 \
-	VFMADD231PS Z9, Z12, A1
-
-// func dotQ8_0Q80x8r2VNNI(row *byte, rowStride int, x *uint32, stride int, blocks int, f16 *float32, out *float32)
-// Two Q8_0 rows (rowStride bytes apart) times eight laid-out vectors
-// (stride bytes apart): out[v] for the first row, out[8+v] for the
-// second. Each vector's pair of blocks is read once for both rows, half
-// the x8 kernel's reads of x; each (row, vector) result is the x8
-// kernel's, bit for bit.
-TEXT ·dotQ8_0Q80x8r2VNNI(SB), NOSPLIT, $0-56
-	MOVQ row+0(FP), SI
-	MOVQ rowStride+8(FP), AX
-	LEAQ (SI)(AX*1), R15
-	MOVQ x+16(FP), R9
-	MOVQ stride+24(FP), AX
-	X8_POINTERS
-	MOVQ blocks+32(FP), CX
-	MOVQ f16+40(FP), R8
-	MOVL $0x80808080, AX
-	VPBROADCASTD AX, Z13
-	ZERO_Z16_23
-	ZERO_Z24_31
-	MOVQ CX, DX
-	SHRQ $1, CX
-	JZ   r2last
-
-r2pair:
-	// both rows 2 KiB ahead (together the stream past the second row)
-	PREFETCHT0 2048(SI)
-	PREFETCHT0 2112(SI)
-	PREFETCHT0 2048(R15)
-	PREFETCHT0 2112(R15)
-	Q8_ROWPAIR(SI, Y1, Z1, Y2, Z2, Y3)
-	Q8_ROWPAIR(R15, Y10, Z10, Y11, Z11, Y3)
-	R2_VEC(R9, Z16, Z24)
-	R2_VEC(R10, Z17, Z25)
-	R2_VEC(R11, Z18, Z26)
-	R2_VEC(R12, Z19, Z27)
-	R2_VEC(R13, Z20, Z28)
-	R2_VEC(R14, Z21, Z29)
-	R2_VEC(BX, Z22, Z30)
-	R2_VEC(DI, Z23, Z31)
-	ADDQ $68, SI
-	ADDQ $68, R15
-	X8_ADVANCE
-	DECQ CX
-	JNZ  r2pair
-
-r2last:
-	TESTQ $1, DX
-	JZ    r2out
-	Q8_ROWLAST(SI, Y1, Y2)
-	Q8_ROWLAST(R15, Y10, Y11)
-	R2_VECLAST(R9, Z16, Z24)
-	R2_VECLAST(R10, Z17, Z25)
-	R2_VECLAST(R11, Z18, Z26)
-	R2_VECLAST(R12, Z19, Z27)
-	R2_VECLAST(R13, Z20, Z28)
-	R2_VECLAST(R14, Z21, Z29)
-	R2_VECLAST(BX, Z22, Z30)
-	R2_VECLAST(DI, Z23, Z31)
-
-r2out:
-	MOVQ out+48(FP), DI
-	Q8_OUT(0, Z16, Y16)
-	Q8_OUT(1, Z17, Y17)
-	Q8_OUT(2, Z18, Y18)
-	Q8_OUT(3, Z19, Y19)
-	Q8_OUT(4, Z20, Y20)
-	Q8_OUT(5, Z21, Y21)
-	Q8_OUT(6, Z22, Y22)
-	Q8_OUT(7, Z23, Y23)
-	Q8_OUT(8, Z24, Y24)
-	Q8_OUT(9, Z25, Y25)
-	Q8_OUT(10, Z26, Y26)
-	Q8_OUT(11, Z27, Y27)
-	Q8_OUT(12, Z28, Y28)
-	Q8_OUT(13, Z29, Y29)
-	Q8_OUT(14, Z30, Y30)
-	Q8_OUT(15, Z31, Y31)
-	VZEROUPPER
-	RET
-
-// func dotQ8_0Q80r4VNNI(row *byte, stride int, x *uint32, blocks int, f16 *float32, out *float32)
-// Four Q8_0 rows (stride bytes apart) times one laid-out vector: out[i]
-// is dotQ8_0Q80x1VNNI of row i, bit for bit. Four row streams keep more
-// of memory's bandwidth busy than one.
-TEXT ·dotQ8_0Q80r4VNNI(SB), NOSPLIT, $0-48
+// func dotQ8_0Q80s4VNNI(row *byte, stride int, x *uint32, blocks int, out *float32)
+// Four Q8_0 rows (stride bytes apart) times one vector laid out by
+// layQ80VNNI (per pair of blocks: the 64 values, 16 corrections −128·Σ of
+// each four, each block's d_x eight times): out[0..3].
+TEXT ·dotQ8_0Q80s4VNNI(SB), NOSPLIT, $0-40
 	MOVQ row+0(FP), SI
 	MOVQ stride+8(FP), AX
-	LEAQ (SI)(AX*1), R10
-	LEAQ (R10)(AX*1), R11
-	LEAQ (R11)(AX*1), R12
+	ROWS4
 	MOVQ x+16(FP), R9
 	MOVQ blocks+24(FP), CX
-	MOVQ f16+32(FP), R8
 	MOVL $0x80808080, AX
 	VPBROADCASTD AX, Z13
-	VPXORD Z24, Z24, Z24
-	VPXORD Z25, Z25, Z25
-	VPXORD Z26, Z26, Z26
-	VPXORD Z27, Z27, Z27
+	VPXORD X20, X20, X20
 	MOVQ CX, BX
 	SHRQ $1, CX
-	JZ   r4last
+	JZ   s4last
 
-r4pair:
-	Q8_ROWPAIR(SI, Y1, Z1, Y2, Z2, Y3)
-	Q8_ROWPAIR(R10, Y14, Z14, Y15, Z15, Y3)
-	Q8_ROWPAIR(R11, Y16, Z16, Y17, Z17, Y3)
-	Q8_ROWPAIR(R12, Y18, Z18, Y19, Z19, Y3)
-	Q8_ROWVEC(R9, Z1, Z2, Z4, Z8, Z24)
-	Q8_ROWVEC(R9, Z14, Z15, Z5, Z9, Z25)
-	Q8_ROWVEC(R9, Z16, Z17, Z6, Z10, Z26)
-	Q8_ROWVEC(R9, Z18, Z19, Z7, Z11, Z27)
+s4pair:
+	PREFETCHT0 1024(SI)
+	PREFETCHT0 1024(R10)
+	PREFETCHT0 1024(R11)
+	PREFETCHT0 1024(R12)
+	W_PAIRS4
+	VPXORD Z13, Z1, Z1
+	VPXORD Z13, Z2, Z2
+	VPXORD Z13, Z3, Z3
+	VPXORD Z13, Z4, Z4
+	VMOVDQU32 64(R9), Z5
+	VMOVDQA32 Z5, Z6
+	VMOVDQA32 Z5, Z7
+	VMOVDQA32 Z5, Z8
+	VMOVDQU32 (R9), Z0
+	VPDPBUSD Z0, Z1, Z5
+	VPDPBUSD Z0, Z2, Z6
+	VPDPBUSD Z0, Z3, Z7
+	VPDPBUSD Z0, Z4, Z8
+	SUMS4(Z5, Z6, Z7, Z8, Z9, Z10, Z11, Y10, Y11, Y9)
+	VCVTDQ2PS Y9, Y9
+	DW8
+	VMULPS 144(R9), Y12, Y12 // d_x: the even block's four times, the odd one's
+	VFMADD231PS X9, X12, X20
+	VEXTRACTF128 $1, Y9, X9
+	VEXTRACTF128 $1, Y12, X12
+	VFMADD231PS X9, X12, X20
 	ADDQ $68, SI
 	ADDQ $68, R10
 	ADDQ $68, R11
 	ADDQ $68, R12
 	ADDQ $192, R9
 	DECQ CX
-	JNZ  r4pair
+	JNZ  s4pair
 
-r4last:
+s4last:
 	TESTQ $1, BX
-	JZ    r4out
-	Q8_ROWLAST(SI, Y1, Y2)
-	Q8_ROWLAST(R10, Y14, Y15)
-	Q8_ROWLAST(R11, Y16, Y17)
-	Q8_ROWLAST(R12, Y18, Y19)
-	Q8_ROWVECLAST(R9, Y1, Y2, Y4, Y8, Z4, Z8, Z24)
-	Q8_ROWVECLAST(R9, Y14, Y15, Y5, Y9, Z5, Z9, Z25)
-	Q8_ROWVECLAST(R9, Y16, Y17, Y6, Y10, Z6, Z10, Z26)
-	Q8_ROWVECLAST(R9, Y18, Y19, Y7, Y11, Z7, Z11, Z27)
+	JZ    s4out
+	W_LAST4
+	VPXORD Y13, Y1, Y1
+	VPXORD Y13, Y2, Y2
+	VPXORD Y13, Y3, Y3
+	VPXORD Y13, Y4, Y4
+	VMOVDQU32 64(R9), Y5 // the 256-bit forms clear the upper lanes
+	VMOVDQA32 Y5, Y6
+	VMOVDQA32 Y5, Y7
+	VMOVDQA32 Y5, Y8
+	VMOVDQU32 (R9), Y0
+	VPDPBUSD Y0, Y1, Y5
+	VPDPBUSD Y0, Y2, Y6
+	VPDPBUSD Y0, Y3, Y7
+	VPDPBUSD Y0, Y4, Y8
+	SUMS4(Z5, Z6, Z7, Z8, Z9, Z10, Z11, Y10, Y11, Y9)
+	VCVTDQ2PS X9, X9
+	MOVWLZX (SI), AX
+	VMOVD AX, X12
+	VPINSRW $1, (R10), X12, X12
+	VPINSRW $2, (R11), X12, X12
+	VPINSRW $3, (R12), X12, X12
+	VCVTPH2PS X12, X12
+	VMULPS 128(R9), X12, X12
+	VFMADD231PS X9, X12, X20
 
-r4out:
-	MOVQ out+40(FP), DI
-	Q8_OUT(0, Z24, Y24)
-	Q8_OUT(1, Z25, Y25)
-	Q8_OUT(2, Z26, Y26)
-	Q8_OUT(3, Z27, Y27)
+s4out:
+	MOVQ out+32(FP), DI
+	VMOVUPS X20, (DI)
 	VZEROUPPER
 	RET
 
-// func dotQ8_0Q80x1VNNI(row *byte, x *uint32, blocks int, f16 *float32) float32
-// A Q8_0 row times one laid-out vector, as dotQ8_0Q80x4VNNI computes each.
-TEXT ·dotQ8_0Q80x1VNNI(SB), NOSPLIT, $0-36
+// func sumsQ8_0VNNI(row *byte, stride int, blocks int, out *int32)
+// For four Q8_0 rows (stride bytes apart), −128·Σ w over each block b:
+// out[4b+k] for row k, the corrections dotQ8_0Q80v8r4VNNI starts from.
+TEXT ·sumsQ8_0VNNI(SB), NOSPLIT, $0-32
 	MOVQ row+0(FP), SI
-	MOVQ x+8(FP), R9
+	MOVQ stride+8(FP), AX
+	ROWS4
 	MOVQ blocks+16(FP), CX
-	MOVQ f16+24(FP), R8
+	MOVQ out+24(FP), DI
 	MOVL $0x80808080, AX
 	VPBROADCASTD AX, Z13
-	VPXORD Z24, Z24, Z24
+	VPXORD Y15, Y15, Y15
 	MOVQ CX, BX
 	SHRQ $1, CX
-	JZ   x1last
+	JZ   sumslast
 
-x1pair:
-	Q8_PAIR
-	Q8_VEC(R9, Z4, Z8, Z24)
+sumspair:
+	W_PAIRS4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPDPBUSD Z1, Z13, Z5
+	VPDPBUSD Z2, Z13, Z6
+	VPDPBUSD Z3, Z13, Z7
+	VPDPBUSD Z4, Z13, Z8
+	SUMS4(Z5, Z6, Z7, Z8, Z9, Z10, Z11, Y10, Y11, Y9)
+	VPSUBD Y9, Y15, Y9
+	VMOVDQU Y9, (DI)
 	ADDQ $68, SI
-	ADDQ $192, R9
+	ADDQ $68, R10
+	ADDQ $68, R11
+	ADDQ $68, R12
+	ADDQ $32, DI
 	DECQ CX
-	JNZ  x1pair
+	JNZ  sumspair
 
-x1last:
+sumslast:
 	TESTQ $1, BX
-	JZ    x1out
-	Q8_LAST
-	Q8_VECLAST(R9, Y4, Y8, Z4, Z8, Z24)
+	JZ    sumsdone
+	W_LAST4
+	VPXORD Y5, Y5, Y5
+	VPXORD Y6, Y6, Y6
+	VPXORD Y7, Y7, Y7
+	VPXORD Y8, Y8, Y8
+	VPDPBUSD Y1, Y13, Y5
+	VPDPBUSD Y2, Y13, Y6
+	VPDPBUSD Y3, Y13, Y7
+	VPDPBUSD Y4, Y13, Y8
+	SUMS4(Z5, Z6, Z7, Z8, Z9, Z10, Z11, Y10, Y11, Y9)
+	VPSUBD X9, X15, X9
+	VMOVDQU X9, (DI)
 
-x1out:
-	VEXTRACTF64X4 $1, Z24, Y3
-	VADDPS Y3, Y24, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VHADDPS X0, X0, X0
-	VHADDPS X0, X0, X0
+sumsdone:
 	VZEROUPPER
-	MOVSS X0, ret+32(FP)
+	RET
+
+// V8_ROW adds eight vectors' products with the block of the row at R to
+// OUT: from the row's correction at C, each group of four of the row's
+// values (broadcast) times the eight vectors' (Y0–Y7, unsigned: x+128)
+// into A, then A·(d_w·d_x) (R8: the binary16 table, Y8: the eight d_x)
+// fused into OUT (YD: scratch). The row ahead is fetched meanwhile (DX).
+#define V8_ROW(R, C, A, YD, OUT) \
+	PREFETCHT0 (R)(DX*1) \
+	VPBROADCASTD (C), A \
+	VPDPBUSD.BCST 2(R), Y0, A \
+	VPDPBUSD.BCST 6(R), Y1, A \
+	VPDPBUSD.BCST 10(R), Y2, A \
+	VPDPBUSD.BCST 14(R), Y3, A \
+	VPDPBUSD.BCST 18(R), Y4, A \
+	VPDPBUSD.BCST 22(R), Y5, A \
+	VPDPBUSD.BCST 26(R), Y6, A \
+	VPDPBUSD.BCST 30(R), Y7, A \
+	VCVTDQ2PS A, A \
+	MOVWLZX (R), AX \
+	VMULPS.BCST (R8)(AX*4), Y8, YD \
+	VFMADD231PS A, YD, OUT
+
+// V8_STORE writes a vector's four results X to DI and moves DI on by AX,
+// unless it was vector CX−1, the last one.
+#define V8_STORE(X, V) \
+	VMOVUPS X, (DI) \
+	CMPQ CX, $V \
+	JEQ  v8done \
+	ADDQ AX, DI
+
+// func dotQ8_0Q80v8r4VNNI(row *byte, stride int, x *uint32, blocks int, corr *int32, cstride int, f16 *float32, out *float32, vstride int, lanes int, ahead int)
+// Four Q8_0 rows (stride bytes apart; their corrections by sumsQ8_0VNNI
+// cstride bytes apart) times a group of eight vectors laid out by
+// layQ80Lane (per block 288 bytes: for each four values the eight
+// vectors' as unsigned bytes x+128, then the eight d_x): the four rows'
+// results for vector v go to out[v·vstride/4 + 0..3], for the first
+// lanes vectors (lanes > 0). The rows ahead bytes on are fetched into the
+// caches meanwhile.
+TEXT ·dotQ8_0Q80v8r4VNNI(SB), NOSPLIT, $0-88
+	MOVQ row+0(FP), SI
+	MOVQ stride+8(FP), AX
+	ROWS4
+	MOVQ corr+32(FP), R13
+	MOVQ cstride+40(FP), AX
+	LEAQ (R13)(AX*1), R14
+	LEAQ (R14)(AX*1), R15
+	LEAQ (R15)(AX*1), BX
+	MOVQ x+16(FP), R9
+	MOVQ blocks+24(FP), CX
+	MOVQ f16+48(FP), R8
+	MOVQ ahead+80(FP), DX
+	VPXORD Y17, Y17, Y17
+	VPXORD Y18, Y18, Y18
+	VPXORD Y19, Y19, Y19
+	VPXORD Y20, Y20, Y20
+
+v8block:
+	VMOVDQU32 (R9), Y0
+	VMOVDQU32 32(R9), Y1
+	VMOVDQU32 64(R9), Y2
+	VMOVDQU32 96(R9), Y3
+	VMOVDQU32 128(R9), Y4
+	VMOVDQU32 160(R9), Y5
+	VMOVDQU32 192(R9), Y6
+	VMOVDQU32 224(R9), Y7
+	VMOVUPS 256(R9), Y8
+	V8_ROW(SI, R13, Y9, Y10, Y17)
+	V8_ROW(R10, R14, Y11, Y12, Y18)
+	V8_ROW(R11, R15, Y13, Y14, Y19)
+	V8_ROW(R12, BX, Y15, Y16, Y20)
+	ADDQ $34, SI
+	ADDQ $34, R10
+	ADDQ $34, R11
+	ADDQ $34, R12
+	ADDQ $4, R13
+	ADDQ $4, R14
+	ADDQ $4, R15
+	ADDQ $4, BX
+	ADDQ $288, R9
+	DECQ CX
+	JNZ  v8block
+
+	// rows × vectors to vectors × rows: Y0 vectors 0 and 4, Y1 1 and 5,
+	// Y2 2 and 6, Y3 3 and 7
+	VUNPCKLPS Y18, Y17, Y4
+	VUNPCKHPS Y18, Y17, Y5
+	VUNPCKLPS Y20, Y19, Y6
+	VUNPCKHPS Y20, Y19, Y7
+	VUNPCKLPD Y6, Y4, Y0
+	VUNPCKHPD Y6, Y4, Y1
+	VUNPCKLPD Y7, Y5, Y2
+	VUNPCKHPD Y7, Y5, Y3
+	MOVQ out+56(FP), DI
+	MOVQ vstride+64(FP), AX
+	MOVQ lanes+72(FP), CX
+	V8_STORE(X0, 1)
+	V8_STORE(X1, 2)
+	V8_STORE(X2, 3)
+	V8_STORE(X3, 4)
+	VEXTRACTF128 $1, Y0, X0
+	VEXTRACTF128 $1, Y1, X1
+	VEXTRACTF128 $1, Y2, X2
+	VEXTRACTF128 $1, Y3, X3
+	V8_STORE(X0, 5)
+	V8_STORE(X1, 6)
+	V8_STORE(X2, 7)
+	VMOVUPS X3, (DI)
+
+v8done:
+	VZEROUPPER
 	RET
 
 // dword order after the packs: 0,4,1,5,2,6,3,7 puts the values back in order

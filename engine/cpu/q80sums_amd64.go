@@ -1,0 +1,84 @@
+//go:build !purego
+
+package cpu
+
+import (
+	"runtime"
+	"sync"
+	"unsafe"
+	"weak"
+
+	"stepthrough/engine/model"
+)
+
+// q80Sums holds, for each Q8_0 matrix that several vectors at once have
+// multiplied here, its block corrections (what dotQ8_0Q80v8r4VNNI starts
+// each block's sums from): computed once, since a loaded matrix's
+// weights do not change (4 bytes per 34-byte block), and dropped with
+// the matrix.
+var q80Sums struct {
+	mu sync.Mutex
+	m  map[weak.Pointer[model.Tensor]]q80SumsOf
+}
+
+// q80SumsOf is one matrix's corrections and the bytes they were computed
+// from.
+type q80SumsOf struct {
+	data *byte
+	n    int
+	sums []int32
+}
+
+// blockSums returns w's block corrections, rows × blocks, computing them
+// on first use (or when w's bytes were replaced).
+func blockSums(w *model.Tensor) []int32 {
+	k := weak.Make(w)
+	q80Sums.mu.Lock()
+	defer q80Sums.mu.Unlock()
+	s, had := q80Sums.m[k]
+	if had && s.data == unsafe.SliceData(w.Data) && s.n == len(w.Data) {
+		return s.sums
+	}
+	s = q80SumsOf{data: unsafe.SliceData(w.Data), n: len(w.Data), sums: q80BlockSums(w.Data, w.Rows(), w.Cols()/32)}
+	if q80Sums.m == nil {
+		q80Sums.m = map[weak.Pointer[model.Tensor]]q80SumsOf{}
+	}
+	q80Sums.m[k] = s
+	if !had {
+		runtime.AddCleanup(w, func(k weak.Pointer[model.Tensor]) {
+			q80Sums.mu.Lock()
+			defer q80Sums.mu.Unlock()
+			delete(q80Sums.m, k)
+		}, k)
+	}
+	return s.sums
+}
+
+// q80BlockSums is −128·Σ of each block's values for rows of nb Q8_0
+// blocks: sums[r·nb+b].
+func q80BlockSums(data []byte, rows, nb int) []int32 {
+	sums := make([]int32, rows*nb)
+	if rows == 0 || nb == 0 {
+		return sums
+	}
+	rb := 34 * nb
+	_ = data[rows*rb-1]
+	four := make([]int32, 4*nb)
+	for r := 0; r < rows; r += 4 {
+		k, stride := min(4, rows-r), rb
+		if k < 4 {
+			stride = 0 // one row at a time: the same row four times
+		}
+		for i := range k {
+			if stride == 0 {
+				sumsQ8_0VNNI(&data[(r+i)*rb], 0, nb, &four[0])
+			} else if i == 0 {
+				sumsQ8_0VNNI(&data[r*rb], stride, nb, &four[0])
+			}
+			for b := range nb {
+				sums[(r+i)*nb+b] = four[4*b+i*(stride/rb)]
+			}
+		}
+	}
+	return sums
+}
