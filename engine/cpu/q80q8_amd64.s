@@ -262,9 +262,10 @@ sumsdone:
 // OUT: from the row's correction at C, each group of four of the row's
 // values (broadcast) times the eight vectors' (Y0–Y7, unsigned: x+128)
 // into A, then A·(d_w·d_x) (R8: the binary16 table, Y8: the eight d_x)
-// fused into OUT (YD: scratch). The row ahead is fetched meanwhile (DX).
+// fused into OUT (YD: scratch). The row ahead (DX) is fetched into L2
+// meanwhile: into L1 it left the 8-vector step 15–20 % slower.
 #define V8_ROW(R, C, A, YD, OUT) \
-	PREFETCHT0 (R)(DX*1) \
+	PREFETCHT1 (R)(DX*1) \
 	VPBROADCASTD (C), A \
 	VPDPBUSD.BCST 2(R), Y0, A \
 	VPDPBUSD.BCST 6(R), Y1, A \
