@@ -63,11 +63,16 @@ func start(t *testing.T, l *engine.Loaded, opt Options) *Scheduler {
 	if err != nil {
 		t.Fatal(err)
 	}
+	run(t, s)
+	return s
+}
+
+// run steps s until the test ends.
+func run(t *testing.T, s *Scheduler) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { s.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
-	return s
 }
 
 // collect reads a request's stream to its end.
@@ -197,15 +202,21 @@ func checkSteps(t *testing.T, s *Scheduler, _ Options) {
 }
 
 // Continuous batching lets a later request start while earlier ones run;
-// static batching makes it wait for the whole batch.
+// static batching makes it wait for the whole batch. The three are queued
+// before the scheduler steps, so a busy machine that stalls the test
+// between submissions cannot let the long one run ahead alone.
 func TestContinuousVersusStatic(t *testing.T) {
 	l := load(t)
 	tok := l.Model.Tokenizer
 	for _, pol := range []Policy{Continuous, Static} {
-		s := start(t, l, Options{Policy: pol, MaxSeqs: 2, ChunkedPrefill: true})
+		s, err := New(l, Options{Policy: pol, MaxSeqs: 2, ChunkedPrefill: true})
+		if err != nil {
+			t.Fatal(err)
+		}
 		long, _ := s.Submit(Request{Prompt: tok.EncodeIDs("Once upon a time", true), MaxTokens: 60, Sampling: greedy(), Stop: []string{"\x00never"}})
 		short, _ := s.Submit(Request{Prompt: tok.EncodeIDs("Tom", true), MaxTokens: 2, Sampling: greedy()})
 		late, _ := s.Submit(Request{Prompt: tok.EncodeIDs("She", true), MaxTokens: 2, Sampling: greedy()})
+		run(t, s)
 		collect(t, short)
 		collect(t, late)
 		collect(t, long)
