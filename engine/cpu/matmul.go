@@ -82,7 +82,7 @@ func (p *Pool) prepare(out []float32, w *model.Tensor, x []float32, n int, scrat
 		}
 	} else if cols := w.Cols(); hasQ80Kernel(w.Type, cols) {
 		var back []float32
-		if n > q80SmallBatch(w.Type) || p.run > q80ChunkQ8_0 {
+		if p.q80Decoded(w.Type, n) {
 			// many vectors: decoded rows through the tile kernels with x
 			// rounded as the kernel rounds it, so a vector's products are
 			// the int8 kernel's (up to float summation order) whatever the batch
@@ -248,23 +248,33 @@ var kQ8SmallBatch = func() int {
 }()
 
 // q80SmallBatchQ8_0 is the most vectors a Q8_0 product multiplies
-// through the int8 kernels: up to it, a vector's product is the same bit
-// for bit whatever else is in the batch, so a decode step of up to 64
-// sequences gives each the logits it gets alone; past it (prompt chunks)
-// decoded rows through the GEMM are faster. 2048 × 768 through MatMul
-// (BenchmarkQ80Paths, VNNI, eight vectors a kernel call): 0.12 ms against
-// 0.21 decoded at 8 vectors, level at 16, 0.52 against 0.42 at 32, 0.98
-// against 0.77 at 64, 1.88 against 1.39 at 128. (A variable for that
-// benchmark.)
+// through the int8 kernels where they take one vector at a time (no
+// VNNI): up to it, a vector's product is the same bit for bit whatever
+// else is in the batch, so a decode step of up to 64 sequences gives each
+// the logits it gets alone; past it (prompt chunks) decoded rows through
+// the GEMM are faster. (A variable for BenchmarkQ80Paths and the tests.)
 var q80SmallBatchQ8_0 = 64
 
 // q80ChunkQ8_0 is the longest run of one sequence's vectors (a prompt
-// chunk, Pool.SetRun) a Q8_0 product multiplies through the int8 kernels:
-// past it decoded rows win (level at 16 in BenchmarkQ80Paths), and a
+// chunk, Pool.SetRun) those kernels take: past it decoded rows win, and a
 // prompt chunk of 17 to 64 tokens would otherwise take the slower path
 // for the sake of a batch invariance that only decode steps need. For the
 // other types q80SmallBatch is already at most this.
 const q80ChunkQ8_0 = 16
+
+// q80Decoded reports whether a Q5_0 or Q8_0 product of n vectors takes
+// decoded rows through the GEMM rather than the int8 kernels. With the
+// VNNI Q8_0 kernels (eight vectors a lane each) it never does unless a
+// test or benchmark asks (q80SmallBatchQ8_0 = 0): 2048 × 768 through
+// MatMul (BenchmarkQ80Paths, three runs) took 0.16 ms against 0.40–0.51
+// decoded at 16 vectors, 0.22–0.31 against 0.55–0.72 at 32, 0.44–0.65
+// against 1.13–1.20 at 64 and 0.98–1.11 against 2.04–2.38 at 128.
+func (p *Pool) q80Decoded(t quant.Type, n int) bool {
+	if q80Lays(t) {
+		return q80SmallBatchQ8_0 == 0
+	}
+	return n > q80SmallBatch(t) || p.run > q80ChunkQ8_0
+}
 
 // q80SmallBatch is the most vectors a product with rows of type t
 // multiplies through its int8 kernel rather than decoded rows.
