@@ -49,6 +49,9 @@ func quantizeQ8K(x []float32, z *q8K, b0 int) { quantizeQ8KGo(x, z, b0) }
 // useKQ8x4: the four-vector K-quant kernels are amd64's.
 const useKQ8x4 = false
 
+// kq8Lanes: the lane kernels are amd64's.
+func kq8Lanes(quant.Type) bool { return false }
+
 // dotRowsKQ8Multi is rows [lo, hi) times each of n quantized vectors.
 func dotRowsKQ8Multi(t quant.Type, data []byte, rb, lo, hi int, z *q8K, n, nb int, out []float32, rows int) {
 	for r := lo; r < hi; r++ {

@@ -24,7 +24,9 @@
 // func dotQ4_KQ8AVX2(row *byte, q *int8, bs *int16, d *float32, blocks int, f16 *float32) float32
 // A row of Q4_K blocks times x quantized to int8 blocks of 256 (q, their
 // sums over 16 values bs, their scales d): per block
-// d·dx·Σ_j sc_j·(q·qx) − dmin·dx·Σ_j m_j·(Σ qx over sub-block j).
+// d·dx·Σ_j sc_j·(q·qx) − dmin·dx·Σ_j m_j·(Σ qx over sub-block j), the
+// two integer sums exact and each fused block by block into its own float
+// sum (acc = fma(S, d·dx, acc)), as dotQ4_KQ8v8r4VNNI sums eight vectors.
 TEXT ·dotQ4_KQ8AVX2(SB), NOSPLIT, $16-52
 	MOVQ row+0(FP), SI
 	MOVQ q+8(FP), DI
@@ -33,7 +35,6 @@ TEXT ·dotQ4_KQ8AVX2(SB), NOSPLIT, $16-52
 	MOVQ blocks+32(FP), CX
 	MOVQ f16+40(FP), R8
 	VXORPS Y0, Y0, Y0
-	VXORPS Y15, Y15, Y15
 	MOVL $0x0f0f0f0f, AX
 	VMOVD AX, X13
 	VPBROADCASTD X13, Y13
@@ -59,17 +60,22 @@ q4q8block:
 	VPMADDWD Y12, Y2, Y2     // Σ qx over each sub-block of 32
 	VMOVQ R13, X3
 	VPMOVZXBD X3, Y3
-	VPMULLD Y3, Y2, Y2
-	VCVTDQ2PS Y2, Y2
-	VFMADD231PS Y2, Y11, Y15 // the mins, subtracted at the end
+	VPMULLD Y3, Y2, Y2       // m_j·(Σ qx over sub-block j)
 	VPXOR Y4, Y4, Y4
 	LEAQ 16(SI), BX
 	Q4Q8_PAIR(0)
 	Q4Q8_PAIR(1)
 	Q4Q8_PAIR(2)
 	Q4Q8_PAIR(3)
-	VCVTDQ2PS Y4, Y4
-	VFMADD231PS Y4, Y10, Y0
+	// the block's two integer sums added up exactly, Σ sc·(q·qx) and the
+	// mins' Σ m·(Σ qx), then each fused into its float sum
+	VPHADDD Y2, Y4, Y4
+	VEXTRACTI128 $1, Y4, X5
+	VPADDD X5, X4, X4
+	VPHADDD X4, X4, X4       // sumi, summ, sumi, summ
+	VCVTDQ2PS X4, X4
+	VUNPCKLPS X11, X10, X5   // d·dx, dmin·dx, …
+	VFMADD231PS X4, X5, X0   // the sum in lane 0, the mins in lane 1
 	ADDQ $144, SI
 	ADDQ $256, DI
 	ADDQ $32, DX
@@ -78,11 +84,8 @@ q4q8block:
 	JMP  q4q8block
 
 q4q8reduce:
-	VSUBPS Y15, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VHADDPS X0, X0, X0
-	VHADDPS X0, X0, X0
+	VMOVSHDUP X0, X15
+	VSUBSS X15, X0, X0
 	VZEROUPPER
 	MOVSS X0, ret+48(FP)
 	RET

@@ -12,8 +12,8 @@ import (
 	"stepthrough/engine/quant"
 )
 
-// The four-vector Q4_K and Q6_K kernels give each vector exactly what the
-// one-vector kernels give it (bit for bit), on quantized rows and on
+// The four-vector Q6_K kernel gives each vector exactly what the
+// one-vector kernel gives it (bit for bit), on quantized rows and on
 // random bytes, so a sequence's logits do not depend on its batch-mates.
 func TestDotKQ8x4(t *testing.T) {
 	if !useKQ8x4 {
@@ -33,7 +33,7 @@ func TestDotKQ8x4(t *testing.T) {
 		for i := range w {
 			w[i] = float32(r.NormFloat64())
 		}
-		for _, typ := range []quant.Type{quant.Q4_K, quant.Q6_K} {
+		for _, typ := range []quant.Type{quant.Q6_K} {
 			quantized, err := quant.Quantize(typ, w)
 			if err != nil {
 				t.Fatal(err)
@@ -64,8 +64,63 @@ func TestDotKQ8x4(t *testing.T) {
 	}
 }
 
+// The Q4_K lane kernel gives each of several vectors exactly what the
+// one-vector kernel gives it (bit for bit), for any number of vectors and
+// rows (whole groups of eight and four and the rest), on quantized rows
+// and on random bytes, and both stay near the Go reference.
+func TestDotQ4KLanes(t *testing.T) {
+	if !kq8Lanes(quant.Q4_K) {
+		t.Skip("this CPU has no AVX-512 VNNI: the lane kernel does not run here")
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, c := range []struct{ cols, rows, n int }{{256, 1, 2}, {256, 7, 8}, {768, 9, 5}, {768, 4, 13}, {2048, 6, 16}, {512, 3, 3}} {
+		x := make([]float32, c.n*c.cols)
+		for i := range x {
+			x[i] = float32(r.NormFloat64()) * float32(1+i%5)
+		}
+		var z q8K
+		z.resize(c.n, c.cols)
+		quantizeQ8K(x, &z, 0)
+		z.resizeLanes(c.n, c.cols)
+		z.layLanes(0, c.n, c.cols)
+		w := make([]float32, c.rows*c.cols)
+		for i := range w {
+			w[i] = float32(r.NormFloat64())
+		}
+		quantized, err := quant.Quantize(quant.Q4_K, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		random := make([]byte, len(quantized))
+		for i := range random {
+			random[i] = byte(r.Uint32())
+		}
+		for i := 0; i < len(random); i += 144 { // finite block scales
+			random[i+1], random[i+3] = random[i+1]&0x3b, random[i+3]&0x3b
+		}
+		nb, rb := c.cols/256, c.cols/256*144
+		for name, data := range map[string][]byte{"quantized": quantized, "random": random} {
+			out := make([]float32, c.n*c.rows)
+			dotRowsKQ8Multi(quant.Q4_K, data, rb, 0, c.rows, &z, c.n, nb, out, c.rows)
+			for row := range c.rows {
+				raw := data[row*rb : (row+1)*rb]
+				for v := range c.n {
+					got := out[v*c.rows+row]
+					alone := dotQ4_KQ8AVX2(&raw[0], &z.q[v*nb*256], &z.bs[v*nb*16], &z.d[v*nb], nb, &f16Table[0])
+					if math.Float32bits(got) != math.Float32bits(alone) {
+						t.Errorf("%d×%d, %s rows, row %d vector %d of %d: %g in lanes, %g alone", c.rows, c.cols, name, row, v, c.n, got, alone)
+					}
+					if ref := dotQ4_KQ8Go(raw, &z, v*nb); name == "quantized" && math.Abs(float64(got-ref)) > 1e-4*(1+math.Abs(float64(ref))) {
+						t.Errorf("%d×%d, row %d vector %d: %g, Go reference %g", c.rows, c.cols, row, v, got, ref)
+					}
+				}
+			}
+		}
+	}
+}
+
 // BenchmarkKQ8Batch is one Q4_K matrix (2048 × 768) times 8 vectors: each
-// vector alone through the one-vector kernel, or four at a time.
+// vector alone through the one-vector kernel, or a vector per lane.
 func BenchmarkKQ8Batch(b *testing.B) {
 	const rows, cols, n = 2048, 768, 8
 	r := rand.New(rand.NewPCG(1, 2))
@@ -93,10 +148,12 @@ func BenchmarkKQ8Batch(b *testing.B) {
 			}
 		}
 	})
-	b.Run("four", func(b *testing.B) {
-		if !useKQ8x4 {
+	b.Run("lanes", func(b *testing.B) {
+		if !kq8Lanes(quant.Q4_K) {
 			b.Skip("no AVX-512 VNNI")
 		}
+		z.resizeLanes(n, cols)
+		z.layLanes(0, n, cols)
 		for b.Loop() {
 			dotRowsKQ8Multi(quant.Q4_K, data, rb, 0, rows, &z, n, nb, out, rows)
 		}

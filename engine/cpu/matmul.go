@@ -73,6 +73,9 @@ func (p *Pool) prepare(out []float32, w *model.Tensor, x []float32, n int, scrat
 	if hasQ8Kernel(w.Type, w.Cols()) {
 		p.quantizeX(x[:n*w.Cols()], n, w.Cols())
 		p.mm.z = &p.q8
+		if n > 1 && n <= kQ8SmallBatch && kq8Lanes(w.Type) {
+			p.layX(n, w.Cols())
+		}
 		if n > kQ8SmallBatch {
 			// many vectors: decoded rows through the tile kernels, with x
 			// rounded to the same 8 bits, so a vector's products are the
@@ -326,10 +329,23 @@ func (p *Pool) quantizeX(x []float32, n, cols int) {
 	p.qx = quantizeXTask{x: x, z: &p.q8, cols: cols}
 	p.Run(n, max(1, quantizeGrain/cols), &p.qx)
 	p.qx = quantizeXTask{}
-	p.q8n, p.q8cols, p.xrOK = n, cols, false
+	p.q8n, p.q8cols, p.xrOK, p.layOK = n, cols, false, false
 	if p.keepX {
 		p.q8For = &x[0]
 	}
+}
+
+// layX lays p.q8's n vectors of cols values out in groups of eight for
+// the lane kernels (q8K.layLanes), unless they are laid out already.
+func (p *Pool) layX(n, cols int) {
+	if p.layOK {
+		return
+	}
+	p.q8.resizeLanes(n, cols)
+	p.qx = quantizeXTask{z: &p.q8, cols: cols, lay: true}
+	p.Run(n, max(1, quantizeGrain/cols), &p.qx)
+	p.qx = quantizeXTask{}
+	p.layOK = true
 }
 
 // roundX sets p.xr to p.q8's n vectors of cols back as floats (x rounded
@@ -350,15 +366,20 @@ func (p *Pool) roundX(n, cols int) {
 // quantizeGrain is the least values a thread quantizes (or rounds back).
 const quantizeGrain = 4096
 
-// quantizeXTask quantizes vectors of x into z (back: sets x from z).
+// quantizeXTask quantizes vectors of x into z (back: sets x from z; lay:
+// lays z's vectors out for the lane kernels).
 type quantizeXTask struct {
-	x    []float32
-	z    *q8K
-	cols int
-	back bool
+	x         []float32
+	z         *q8K
+	cols      int
+	back, lay bool
 }
 
 func (q *quantizeXTask) Run(_, lo, hi int) {
+	if q.lay {
+		q.z.layLanes(lo, hi, q.cols)
+		return
+	}
 	x := q.x[lo*q.cols : hi*q.cols]
 	if q.back {
 		q.z.dequantizeFrom(x, lo*q.cols/256)

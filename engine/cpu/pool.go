@@ -65,12 +65,12 @@ type Pool struct {
 	xr80 []float32 // that x back in floats (many vectors), reused
 	q80t q80Task
 	qx   quantizeXTask
-	// q8For is the x p.q8 holds (and p.xr, when xrOK). It is trusted only
-	// while keepX: a MatMuls call running its products one after the
-	// other, with x unchanged, quantizes it once
-	q8For       *float32
-	q8n, q8cols int
-	xrOK, keepX bool
+	// q8For is the x p.q8 holds (and p.xr, when xrOK; p.q8.lay, when
+	// layOK). It is trusted only while keepX: a MatMuls call running its
+	// products one after the other, with x unchanged, quantizes it once
+	q8For              *float32
+	q8n, q8cols        int
+	xrOK, layOK, keepX bool
 	// run is the most vectors one sequence brings to the products that
 	// follow (SetRun; 0: as many as each product has)
 	run int

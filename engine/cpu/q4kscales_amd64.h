@@ -1,29 +1,33 @@
-// Q4K_SCALES unpacks the 8 six-bit scales and 8 mins of the Q4_K block at
-// SI (12 bytes from SI+4) into R9 (scales, a byte each) and R13 (mins),
-// using R10, R11 and R12.
-#define Q4K_SCALES \
-	MOVL 4(SI), R9 \
-	MOVL 8(SI), R10 \
-	MOVL 12(SI), R11 \
-	MOVL R11, R12 \
-	SHRL $4, R12 \
-	ANDL $0x0f0f0f0f, R12 \
-	MOVL R10, R13 \
-	SHRL $6, R13 \
-	ANDL $0x03030303, R13 \
-	SHLL $4, R13 \
-	ORL  R13, R12 \
-	MOVL R10, R13 \
-	ANDL $0x3f3f3f3f, R13 \
-	MOVL R11, R10 \
-	ANDL $0x0f0f0f0f, R10 \
-	MOVL R9, R11 \
-	SHRL $6, R11 \
-	ANDL $0x03030303, R11 \
-	SHLL $4, R11 \
-	ORL  R11, R10 \
-	ANDL $0x3f3f3f3f, R9 \
-	SHLQ $32, R10 \
-	ORQ  R10, R9 \
-	SHLQ $32, R12 \
-	ORQ  R12, R13
+// Q4K_SCALES_AT unpacks the 8 six-bit scales and 8 mins of the Q4_K block
+// at R (12 bytes from R+4) into SC (scales, a byte each) and MN (mins),
+// using A, B and C.
+#define Q4K_SCALES_AT(R, SC, MN, A, B, C) \
+	MOVL 4(R), SC \
+	MOVL 8(R), A \
+	MOVL 12(R), B \
+	MOVL B, C \
+	SHRL $4, C \
+	ANDL $0x0f0f0f0f, C \
+	MOVL A, MN \
+	SHRL $6, MN \
+	ANDL $0x03030303, MN \
+	SHLL $4, MN \
+	ORL  MN, C \
+	MOVL A, MN \
+	ANDL $0x3f3f3f3f, MN \
+	MOVL B, A \
+	ANDL $0x0f0f0f0f, A \
+	MOVL SC, B \
+	SHRL $6, B \
+	ANDL $0x03030303, B \
+	SHLL $4, B \
+	ORL  B, A \
+	ANDL $0x3f3f3f3f, SC \
+	SHLQ $32, A \
+	ORQ  A, SC \
+	SHLQ $32, C \
+	ORQ  C, MN
+
+// Q4K_SCALES unpacks the scales and mins of the Q4_K block at SI into R9
+// (scales) and R13 (mins), using R10, R11 and R12.
+#define Q4K_SCALES Q4K_SCALES_AT(SI, R9, R13, R10, R11, R12)

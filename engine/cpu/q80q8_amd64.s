@@ -1,6 +1,7 @@
 //go:build !purego
 
 #include "textflag.h"
+#include "lanes_amd64.h"
 
 // func dotQ8_0Q80AVX2(row *byte, q *int8, d *float32, blocks int, f16 *float32) float32
 // A Q8_0 row (34-byte blocks: binary16 d, 32 int8) times x rounded to
@@ -72,13 +73,6 @@ q8block:
 	VSHUFI32X4 $0x08, T1, T1, T2 \
 	VSHUFI32X4 $0x0D, T1, T1, T3 \
 	VPADDD YT3, YT2, OUT
-
-// ROWS4 sets R10, R11 and R12 to the three rows after the one at SI, AX
-// bytes apart.
-#define ROWS4 \
-	LEAQ (SI)(AX*1), R10 \
-	LEAQ (R10)(AX*1), R11 \
-	LEAQ (R11)(AX*1), R12
 
 // W_PAIR loads the pair of blocks at R (their 64 values) into ZW, and
 // YW its low half.
@@ -159,10 +153,7 @@ s4pair:
 	VEXTRACTF128 $1, Y9, X9
 	VEXTRACTF128 $1, Y12, X12
 	VFMADD231PS X9, X12, X20
-	ADDQ $68, SI
-	ADDQ $68, R10
-	ADDQ $68, R11
-	ADDQ $68, R12
+	ROWS4_NEXT(68)
 	ADDQ $192, R9
 	DECQ CX
 	JNZ  s4pair
@@ -230,10 +221,7 @@ sumspair:
 	SUMS4(Z5, Z6, Z7, Z8, Z9, Z10, Z11, Y10, Y11, Y9)
 	VPSUBD Y9, Y15, Y9
 	VMOVDQU Y9, (DI)
-	ADDQ $68, SI
-	ADDQ $68, R10
-	ADDQ $68, R11
-	ADDQ $68, R12
+	ROWS4_NEXT(68)
 	ADDQ $32, DI
 	DECQ CX
 	JNZ  sumspair
@@ -280,14 +268,6 @@ sumsdone:
 	VMULPS.BCST (R8)(AX*4), Y8, YD \
 	VFMADD231PS A, YD, OUT
 
-// V8_STORE writes a vector's four results X to DI and moves DI on by AX,
-// unless it was vector CX−1, the last one.
-#define V8_STORE(X, V) \
-	VMOVUPS X, (DI) \
-	CMPQ CX, $V \
-	JEQ  v8done \
-	ADDQ AX, DI
-
 // func dotQ8_0Q80v8r4VNNI(row *byte, stride int, x *uint32, blocks int, corr *int32, cstride int, f16 *float32, out *float32, vstride int, lanes int, ahead int)
 // Four Q8_0 rows (stride bytes apart; their corrections by sumsQ8_0VNNI
 // cstride bytes apart) times a group of eight vectors laid out by
@@ -328,10 +308,7 @@ v8block:
 	V8_ROW(R10, R14, Y11, Y12, Y18)
 	V8_ROW(R11, R15, Y13, Y14, Y19)
 	V8_ROW(R12, BX, Y15, Y16, Y20)
-	ADDQ $34, SI
-	ADDQ $34, R10
-	ADDQ $34, R11
-	ADDQ $34, R12
+	ROWS4_NEXT(34)
 	ADDQ $4, R13
 	ADDQ $4, R14
 	ADDQ $4, R15
@@ -340,31 +317,14 @@ v8block:
 	DECQ CX
 	JNZ  v8block
 
-	// rows × vectors to vectors × rows: Y0 vectors 0 and 4, Y1 1 and 5,
-	// Y2 2 and 6, Y3 3 and 7
-	VUNPCKLPS Y18, Y17, Y4
-	VUNPCKHPS Y18, Y17, Y5
-	VUNPCKLPS Y20, Y19, Y6
-	VUNPCKHPS Y20, Y19, Y7
-	VUNPCKLPD Y6, Y4, Y0
-	VUNPCKHPD Y6, Y4, Y1
-	VUNPCKLPD Y7, Y5, Y2
-	VUNPCKHPD Y7, Y5, Y3
+	VMOVAPS Y17, Y16
+	VMOVAPS Y18, Y17
+	VMOVAPS Y19, Y18
+	VMOVAPS Y20, Y19
 	MOVQ out+56(FP), DI
 	MOVQ vstride+64(FP), AX
 	MOVQ lanes+72(FP), CX
-	V8_STORE(X0, 1)
-	V8_STORE(X1, 2)
-	V8_STORE(X2, 3)
-	V8_STORE(X3, 4)
-	VEXTRACTF128 $1, Y0, X0
-	VEXTRACTF128 $1, Y1, X1
-	VEXTRACTF128 $1, Y2, X2
-	VEXTRACTF128 $1, Y3, X3
-	V8_STORE(X0, 5)
-	V8_STORE(X1, 6)
-	V8_STORE(X2, 7)
-	VMOVUPS X3, (DI)
+	LANES_STORE(v8done)
 
 v8done:
 	VZEROUPPER

@@ -15,11 +15,53 @@ import (
 // (a relative error near 0.4% per value, far below the weights' own).
 
 // q8K is x quantized: per 256 values d (x ≈ d·q), q, and the sums of q
-// over each 16 values (for the Q4_K mins and the Q6_K offset of 32).
+// over each 16 values (for the Q4_K mins and the Q6_K offset of 32); and,
+// for the lane kernels, lay: the vectors in groups of eight (layLanes).
 type q8K struct {
-	d  []float32
-	q  []int8
-	bs []int16
+	d   []float32
+	q   []int8
+	bs  []int16
+	lay []uint32
+}
+
+// laneBlockWords is the size of one block of a group of eight laid-out
+// vectors: for each four values the eight vectors' (64 groups), their
+// sums over each 16 in pairs (8), their d (1), eight words each.
+const laneBlockWords = 8 * (64 + 8 + 1)
+
+// resizeLanes makes room in lay for n vectors of cols values.
+func (z *q8K) resizeLanes(n, cols int) {
+	w := (n + 7) / 8 * cols / 256 * laneBlockWords
+	if cap(z.lay) < w {
+		z.lay = make([]uint32, w)
+	}
+	z.lay = z.lay[:w]
+}
+
+// layLanes lays out vectors [lo, hi) (cols values each) as lanes of their
+// groups of eight: vector v is lane v%8 of group v/8, whose block b holds
+// at word 8g+l the four values 4g..4g+3 as unsigned bytes x+128, at
+// 512+8j+l the sums over 16 values 2j and 2j+1 as an int16 pair, at 576+l
+// d. The last group's unused lanes hold whatever they held; their results
+// are dropped.
+func (z *q8K) layLanes(lo, hi, cols int) {
+	nb := cols / 256
+	for v := lo; v < hi; v++ {
+		l := v % 8
+		for b := range nb {
+			rec := z.lay[((v/8)*nb+b)*laneBlockWords:][:laneBlockWords]
+			q := z.q[(v*nb+b)*256:][:256]
+			for g := range 64 {
+				w := q[4*g : 4*g+4]
+				rec[8*g+l] = (uint32(uint8(w[0])) | uint32(uint8(w[1]))<<8 | uint32(uint8(w[2]))<<16 | uint32(uint8(w[3]))<<24) ^ 0x80808080
+			}
+			bs := z.bs[(v*nb+b)*16:][:16]
+			for j := range 8 {
+				rec[512+8*j+l] = uint32(uint16(bs[2*j])) | uint32(uint16(bs[2*j+1]))<<16
+			}
+			rec[576+l] = math.Float32bits(z.d[v*nb+b])
+		}
+	}
 }
 
 // resize makes room for n vectors of cols values (cols a multiple of 256).

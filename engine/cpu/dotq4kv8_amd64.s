@@ -1,0 +1,215 @@
+//go:build !purego
+
+#include "textflag.h"
+#include "lanes_amd64.h"
+#include "q4kscales_amd64.h"
+
+// The Q4_K product for several vectors, a vector per lane (AVX-512 VL,
+// BW and VNNI, 256-bit registers), as dotQ8_0Q80v8r4VNNI does for Q8_0:
+// each row's block is unpacked once (nibbles to bytes, scales and mins),
+// each group of four of its values is broadcast against the eight
+// vectors' four (x+128, unsigned) and a sub-block's eight VPDPBUSD land in
+// the same lane; the exact integer sums Σ sc·(q·qx) and Σ m·(Σ qx) are
+// then fused into their float sums once per block for all eight, as
+// dotQ4_KQ8AVX2 fuses them for one vector, bit for bit.
+
+// The stack frame: per row k (of four), 384 bytes from 384·k: its 256
+// values as bytes, its 8 scales as int32, the 8 scales as four bytes each
+// (for K), the 8 mins as int16 pairs (m, m), and −128·Σ sc·(Σ q): what
+// the offset of 128 adds to the sums.
+#define SC(K, J) (384*(K)+256+4*(J))(SP)
+#define SC4(K, J) (384*(K)+288+4*(J))(SP)
+#define MP(K, J) (384*(K)+320+4*(J))(SP)
+#define KC(K) (384*(K)+352)(SP)
+
+// ROW_UNPACK_HALF stores the 32 values of sub-block J (Y: bytes 0–15)
+// for row K and adds Σ sc_J·(Σ of each four) to Y31.
+#define ROW_UNPACK_HALF(K, J, Y, OFF) \
+	VMOVDQU Y, (384*(K)+(OFF))(SP) \
+	VPDPBUSD.BCST SC4(K, J), Y, Y31
+
+// ROW_PREP unpacks row K's block at R into its part of the frame (Y28:
+// 0x0f bytes, Y30: 0x01010101 in each int32).
+#define ROW_PREP(R, K) \
+	Q4K_SCALES_AT(R, R13, R14, AX, BX, DI) \
+	VMOVQ R13, X15 \
+	VPMOVZXBD X15, Y15 \
+	VMOVDQU Y15, SC(K, 0) \
+	VPMULLD Y30, Y15, Y15 \
+	VMOVDQU Y15, SC4(K, 0) \
+	VMOVQ R14, X15 \
+	VPMOVZXBD X15, Y15 \
+	VPSLLD $16, Y15, Y14 \
+	VPOR Y14, Y15, Y15 \
+	VMOVDQU Y15, MP(K, 0) \
+	VPXORD Y31, Y31, Y31 \
+	ROW_NIBBLES(R, K, 0) \
+	ROW_NIBBLES(R, K, 1) \
+	ROW_NIBBLES(R, K, 2) \
+	ROW_NIBBLES(R, K, 3) \
+	VEXTRACTI32X4 $1, Y31, X15 \
+	VPADDD X15, X31, X31 \
+	VPSHUFD $0x4E, X31, X15 \
+	VPADDD X15, X31, X31 \
+	VPSHUFD $0xB1, X31, X15 \
+	VPADDD X15, X31, X31 \
+	VPSLLD $7, X31, X31 \
+	VPXORD X15, X15, X15 \
+	VPSUBD X31, X15, X31 \
+	VMOVD X31, KC(K)
+
+// ROW_NIBBLES splits the 32 bytes of nibbles P of row K's block at R into
+// sub-blocks 2P (low nibbles) and 2P+1 (high).
+#define ROW_NIBBLES(R, K, P) \
+	VMOVDQU (16+32*P)(R), Y15 \
+	VPANDD Y28, Y15, Y14 \
+	ROW_UNPACK_HALF(K, 2*P, Y14, 64*P) \
+	VPSRLW $4, Y15, Y15 \
+	VPANDD Y28, Y15, Y15 \
+	ROW_UNPACK_HALF(K, 2*P+1, Y15, 64*P+32)
+
+// SUB_ROW adds row K's sub-block J times the eight vectors' values
+// (Y0–Y7), scaled by sc_J, to S (Y13: scratch).
+#define SUB_ROW(K, J, S) \
+	VPXORD Y13, Y13, Y13 \
+	VPDPBUSD.BCST (384*(K)+32*(J))(SP), Y0, Y13 \
+	VPDPBUSD.BCST (384*(K)+32*(J)+4)(SP), Y1, Y13 \
+	VPDPBUSD.BCST (384*(K)+32*(J)+8)(SP), Y2, Y13 \
+	VPDPBUSD.BCST (384*(K)+32*(J)+12)(SP), Y3, Y13 \
+	VPDPBUSD.BCST (384*(K)+32*(J)+16)(SP), Y4, Y13 \
+	VPDPBUSD.BCST (384*(K)+32*(J)+20)(SP), Y5, Y13 \
+	VPDPBUSD.BCST (384*(K)+32*(J)+24)(SP), Y6, Y13 \
+	VPDPBUSD.BCST (384*(K)+32*(J)+28)(SP), Y7, Y13 \
+	VPMULLD.BCST SC(K, J), Y13, Y13 \
+	VPADDD Y13, S, S
+
+// SUB loads sub-block J's eight groups of the vectors (R9) and adds them
+// for the four rows.
+#define SUB(J) \
+	VMOVDQU32 (256*(J))(R9), Y0 \
+	VMOVDQU32 (256*(J)+32)(R9), Y1 \
+	VMOVDQU32 (256*(J)+64)(R9), Y2 \
+	VMOVDQU32 (256*(J)+96)(R9), Y3 \
+	VMOVDQU32 (256*(J)+128)(R9), Y4 \
+	VMOVDQU32 (256*(J)+160)(R9), Y5 \
+	VMOVDQU32 (256*(J)+192)(R9), Y6 \
+	VMOVDQU32 (256*(J)+224)(R9), Y7 \
+	SUB_ROW(0, J, Y9) \
+	SUB_ROW(1, J, Y10) \
+	SUB_ROW(2, J, Y11) \
+	SUB_ROW(3, J, Y12)
+
+// MINS_ROW sets M to row K's Σ_j m_j·(the vectors' Σ qx over sub-block j)
+// (Y0–Y7: the vectors' sums over each 16, in pairs).
+#define MINS_ROW(K, M) \
+	VPXORD M, M, M \
+	VPDPWSSD.BCST MP(K, 0), Y0, M \
+	VPDPWSSD.BCST MP(K, 1), Y1, M \
+	VPDPWSSD.BCST MP(K, 2), Y2, M \
+	VPDPWSSD.BCST MP(K, 3), Y3, M \
+	VPDPWSSD.BCST MP(K, 4), Y4, M \
+	VPDPWSSD.BCST MP(K, 5), Y5, M \
+	VPDPWSSD.BCST MP(K, 6), Y6, M \
+	VPDPWSSD.BCST MP(K, 7), Y7, M
+
+// FUSE_ROW fuses the row at R's integer sums S and mins M into ACC and
+// ACCM (Y8: the vectors' d_x, R8: the binary16 table, Y15: scratch).
+#define FUSE_ROW(R, S, M, ACC, ACCM) \
+	VCVTDQ2PS S, S \
+	VCVTDQ2PS M, M \
+	MOVWLZX (R), AX \
+	VMULPS.BCST (R8)(AX*4), Y8, Y15 \
+	VFMADD231PS S, Y15, ACC \
+	MOVWLZX 2(R), AX \
+	VMULPS.BCST (R8)(AX*4), Y8, Y15 \
+	VFMADD231PS M, Y15, ACCM
+
+// ROW_AHEAD fetches the block ahead bytes (DX) past the row at R into L2.
+#define ROW_AHEAD(R) \
+	PREFETCHT1 (R)(DX*1) \
+	PREFETCHT1 64(R)(DX*1) \
+	PREFETCHT1 128(R)(DX*1)
+
+// func dotQ4_KQ8v8r4VNNI(row *byte, stride int, x *uint32, blocks int, f16 *float32, out *float32, vstride int, lanes int, ahead int)
+// Four Q4_K rows (stride bytes apart) times a group of eight vectors laid
+// out by layQ8KLane (per block 2336 bytes: for each four values the eight
+// vectors' as unsigned bytes x+128, then per pair of 16 their sums as
+// int16 pairs, then their d_x): the four rows' results for vector v go to
+// out[v·vstride/4 + 0..3], for the first lanes vectors (lanes > 0). The
+// rows ahead bytes on are fetched into L2 meanwhile.
+TEXT ·dotQ4_KQ8v8r4VNNI(SB), $1536-72
+	MOVQ row+0(FP), SI
+	MOVQ stride+8(FP), AX
+	ROWS4
+	MOVQ x+16(FP), R9
+	MOVQ blocks+24(FP), CX
+	MOVQ f16+32(FP), R8
+	MOVQ ahead+64(FP), DX
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Y28
+	MOVL $0x01010101, AX
+	VPBROADCASTD AX, Y30
+	VPXORD Y16, Y16, Y16
+	VPXORD Y17, Y17, Y17
+	VPXORD Y18, Y18, Y18
+	VPXORD Y19, Y19, Y19
+	VPXORD Y20, Y20, Y20
+	VPXORD Y21, Y21, Y21
+	VPXORD Y22, Y22, Y22
+	VPXORD Y23, Y23, Y23
+
+q4v8block:
+	ROW_AHEAD(SI)
+	ROW_AHEAD(R10)
+	ROW_AHEAD(R11)
+	ROW_AHEAD(R12)
+	ROW_PREP(SI, 0)
+	ROW_PREP(R10, 1)
+	ROW_PREP(R11, 2)
+	ROW_PREP(R12, 3)
+	VPBROADCASTD KC(0), Y9
+	VPBROADCASTD KC(1), Y10
+	VPBROADCASTD KC(2), Y11
+	VPBROADCASTD KC(3), Y12
+	SUB(0)
+	SUB(1)
+	SUB(2)
+	SUB(3)
+	SUB(4)
+	SUB(5)
+	SUB(6)
+	SUB(7)
+	VMOVDQU32 2048(R9), Y0
+	VMOVDQU32 2080(R9), Y1
+	VMOVDQU32 2112(R9), Y2
+	VMOVDQU32 2144(R9), Y3
+	VMOVDQU32 2176(R9), Y4
+	VMOVDQU32 2208(R9), Y5
+	VMOVDQU32 2240(R9), Y6
+	VMOVDQU32 2272(R9), Y7
+	MINS_ROW(0, Y24)
+	MINS_ROW(1, Y25)
+	MINS_ROW(2, Y26)
+	MINS_ROW(3, Y27)
+	VMOVUPS 2304(R9), Y8
+	FUSE_ROW(SI, Y9, Y24, Y16, Y20)
+	FUSE_ROW(R10, Y10, Y25, Y17, Y21)
+	FUSE_ROW(R11, Y11, Y26, Y18, Y22)
+	FUSE_ROW(R12, Y12, Y27, Y19, Y23)
+	ROWS4_NEXT(144)
+	ADDQ $2336, R9
+	DECQ CX
+	JNZ  q4v8block
+
+	VSUBPS Y20, Y16, Y16
+	VSUBPS Y21, Y17, Y17
+	VSUBPS Y22, Y18, Y18
+	VSUBPS Y23, Y19, Y19
+	MOVQ out+40(FP), DI
+	MOVQ vstride+48(FP), AX
+	MOVQ lanes+56(FP), CX
+	LANES_STORE(q4v8done)
+
+q4v8done:
+	VZEROUPPER
+	RET
