@@ -433,27 +433,26 @@ func dotQ6_KQ8AVX2(row *byte, q *int8, bs *int16, d *float32, blocks int, f16 *f
 func dotQ5_KQ8AVX2(row *byte, q *int8, bs *int16, d *float32, blocks int, f16 *float32) float32
 
 //go:noescape
-func dotQ4_KQ8x4VNNI(row *byte, q *int8, bs *int16, d *float32, blocks int, f16 *float32, out *float32)
-
-//go:noescape
-func dotQ6_KQ8x4VNNI(row *byte, q *int8, bs *int16, d *float32, blocks int, f16 *float32, out *float32)
+func dotQ6_KQ8v8r4VNNI(row *byte, stride int, x *uint32, blocks int, f16 *float32, out *float32, vstride int, lanes int, ahead int)
 
 //go:noescape
 func dotQ4_KQ8v8r4VNNI(row *byte, stride int, x *uint32, blocks int, f16 *float32, out *float32, vstride int, lanes int, ahead int)
 
-// kq8x4Kernels are the four-vector kernels by type (Q4_K batches take the
-// lane kernel, kq8Lanes).
-var kq8x4Kernels = map[quant.Type]func(row *byte, q *int8, bs *int16, d *float32, blocks int, f16 *float32, out *float32){
-	quant.Q6_K: dotQ6_KQ8x4VNNI,
-}
+// kq8LaneKernels are the lane kernels by type, with their block bytes.
+var kq8LaneKernels = map[quant.Type]struct {
+	fn func(row *byte, stride int, x *uint32, blocks int, f16 *float32, out *float32, vstride int, lanes int, ahead int)
+	bb int
+}{quant.Q4_K: {dotQ4_KQ8v8r4VNNI, 144}, quant.Q6_K: {dotQ6_KQ8v8r4VNNI, 210}}
 
-// useKQ8x4 reports whether the four-vector and lane K-quant kernels run
-// here.
-var useKQ8x4 = useAVX512 && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VNNI
+// useKQ8Lanes reports whether the lane K-quant kernels run here.
+var useKQ8Lanes = useAVX512 && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VNNI
 
 // kq8Lanes reports whether several vectors times rows of type t take the
 // lane kernel (a vector per lane, q8K.lay).
-func kq8Lanes(t quant.Type) bool { return t == quant.Q4_K && useKQ8x4 }
+func kq8Lanes(t quant.Type) bool {
+	_, ok := kq8LaneKernels[t]
+	return ok && useKQ8Lanes
+}
 
 // kq8Kernels are the int8-activation kernels by type, with their block bytes.
 var kq8Kernels = map[quant.Type]struct {
@@ -527,35 +526,24 @@ func dotRowsKQ8Multi(t quant.Type, data []byte, rb, lo, hi int, z *q8K, n, nb in
 		return
 	}
 	if kq8Lanes(t) {
-		dotRowsKQ8Lanes(data, rb, lo, hi, z, n, nb, out, rows)
+		dotRowsKQ8Lanes(t, data, rb, lo, hi, z, n, nb, out, rows)
 		return
 	}
 	k := kq8Kernels[t]
 	_, _, _ = z.q[n*nb*256-1], z.bs[n*nb*16-1], z.d[n*nb-1]
-	four := 0 // vectors taken four at a time
-	k4, ok := kq8x4Kernels[t]
-	if ok && useKQ8x4 {
-		four = n &^ 3
-	}
-	var o4 [4]float32
 	for r := lo; r < hi; r++ {
-		for v := 0; v < four; v += 4 {
-			k4(&data[r*rb], &z.q[v*nb*256], &z.bs[v*nb*16], &z.d[v*nb], nb, &f16Table[0], &o4[0])
-			for i, o := range o4[:] {
-				out[(v+i)*rows+r] = o
-			}
-		}
-		for v := four; v < n; v++ {
+		for v := range n {
 			out[v*rows+r] = k.fn(&data[r*rb], &z.q[v*nb*256], &z.bs[v*nb*16], &z.d[v*nb], nb, &f16Table[0])
 		}
 	}
 }
 
-// dotRowsKQ8Lanes is dotRowsKQ8Multi for Q4_K rows through the lane
-// kernel: four rows by eight vectors a call (z.lay), each vector's result
-// the one-vector kernel's bit for bit.
-func dotRowsKQ8Lanes(data []byte, rb, lo, hi int, z *q8K, n, nb int, out []float32, rows int) {
+// dotRowsKQ8Lanes is dotRowsKQ8Multi for Q4_K and Q6_K rows through the
+// lane kernels: four rows by eight vectors a call (z.lay), each vector's
+// result the one-vector kernel's bit for bit.
+func dotRowsKQ8Lanes(t quant.Type, data []byte, rb, lo, hi int, z *q8K, n, nb int, out []float32, rows int) {
 	_ = z.lay[(n+7)/8*nb*laneBlockWords-1]
+	k := kq8LaneKernels[t].fn
 	var o [32]float32
 	ahead := 16 * rb
 	for g := 0; g < n; g += 8 {
@@ -563,10 +551,10 @@ func dotRowsKQ8Lanes(data []byte, rb, lo, hi int, z *q8K, n, nb int, out []float
 		lanes := min(8, n-g)
 		r := lo
 		for ; r+4 <= hi; r += 4 { // straight into out: vector v's four rows side by side
-			dotQ4_KQ8v8r4VNNI(&data[r*rb], rb, x, nb, &f16Table[0], &out[g*rows+r], 4*rows, lanes, ahead)
+			k(&data[r*rb], rb, x, nb, &f16Table[0], &out[g*rows+r], 4*rows, lanes, ahead)
 		}
 		for ; r < hi; r++ { // the same row four times
-			dotQ4_KQ8v8r4VNNI(&data[r*rb], 0, x, nb, &f16Table[0], &o[0], 16, lanes, ahead)
+			k(&data[r*rb], 0, x, nb, &f16Table[0], &o[0], 16, lanes, ahead)
 			for v := range lanes {
 				out[(g+v)*rows+r] = o[4*v]
 			}

@@ -47,16 +47,7 @@
 	ROW_NIBBLES(R, K, 1) \
 	ROW_NIBBLES(R, K, 2) \
 	ROW_NIBBLES(R, K, 3) \
-	VEXTRACTI32X4 $1, Y31, X15 \
-	VPADDD X15, X31, X31 \
-	VPSHUFD $0x4E, X31, X15 \
-	VPADDD X15, X31, X31 \
-	VPSHUFD $0xB1, X31, X15 \
-	VPADDD X15, X31, X31 \
-	VPSLLD $7, X31, X31 \
-	VPXORD X15, X15, X15 \
-	VPSUBD X31, X15, X31 \
-	VMOVD X31, KC(K)
+	CORR_STORE(KC(K))
 
 // ROW_NIBBLES splits the 32 bytes of nibbles P of row K's block at R into
 // sub-blocks 2P (low nibbles) and 2P+1 (high).
@@ -86,14 +77,7 @@
 // SUB loads sub-block J's eight groups of the vectors (R9) and adds them
 // for the four rows.
 #define SUB(J) \
-	VMOVDQU32 (256*(J))(R9), Y0 \
-	VMOVDQU32 (256*(J)+32)(R9), Y1 \
-	VMOVDQU32 (256*(J)+64)(R9), Y2 \
-	VMOVDQU32 (256*(J)+96)(R9), Y3 \
-	VMOVDQU32 (256*(J)+128)(R9), Y4 \
-	VMOVDQU32 (256*(J)+160)(R9), Y5 \
-	VMOVDQU32 (256*(J)+192)(R9), Y6 \
-	VMOVDQU32 (256*(J)+224)(R9), Y7 \
+	LOAD8(256*(J)) \
 	SUB_ROW(0, J, Y9) \
 	SUB_ROW(1, J, Y10) \
 	SUB_ROW(2, J, Y11) \
@@ -101,16 +85,7 @@
 
 // MINS_ROW sets M to row K's Σ_j m_j·(the vectors' Σ qx over sub-block j)
 // (Y0–Y7: the vectors' sums over each 16, in pairs).
-#define MINS_ROW(K, M) \
-	VPXORD M, M, M \
-	VPDPWSSD.BCST MP(K, 0), Y0, M \
-	VPDPWSSD.BCST MP(K, 1), Y1, M \
-	VPDPWSSD.BCST MP(K, 2), Y2, M \
-	VPDPWSSD.BCST MP(K, 3), Y3, M \
-	VPDPWSSD.BCST MP(K, 4), Y4, M \
-	VPDPWSSD.BCST MP(K, 5), Y5, M \
-	VPDPWSSD.BCST MP(K, 6), Y6, M \
-	VPDPWSSD.BCST MP(K, 7), Y7, M
+#define MINS_ROW(K, M) PAIRS8(384*(K)+320, M)
 
 // FUSE_ROW fuses the row at R's integer sums S and mins M into ACC and
 // ACCM (Y8: the vectors' d_x, R8: the binary16 table, Y15: scratch).
@@ -132,27 +107,15 @@
 
 // func dotQ4_KQ8v8r4VNNI(row *byte, stride int, x *uint32, blocks int, f16 *float32, out *float32, vstride int, lanes int, ahead int)
 // Four Q4_K rows (stride bytes apart) times a group of eight vectors laid
-// out by layQ8KLane (per block 2336 bytes: for each four values the eight
+// out by q8K.layLanes (per block 2336 bytes: for each four values the eight
 // vectors' as unsigned bytes x+128, then per pair of 16 their sums as
 // int16 pairs, then their d_x): the four rows' results for vector v go to
 // out[v·vstride/4 + 0..3], for the first lanes vectors (lanes > 0). The
 // rows ahead bytes on are fetched into L2 meanwhile.
 TEXT ·dotQ4_KQ8v8r4VNNI(SB), $1536-72
-	MOVQ row+0(FP), SI
-	MOVQ stride+8(FP), AX
-	ROWS4
-	MOVQ x+16(FP), R9
-	MOVQ blocks+24(FP), CX
-	MOVQ f16+32(FP), R8
-	MOVQ ahead+64(FP), DX
-	MOVL $0x0f0f0f0f, AX
-	VPBROADCASTD AX, Y28
+	KLANES_ARGS
 	MOVL $0x01010101, AX
 	VPBROADCASTD AX, Y30
-	VPXORD Y16, Y16, Y16
-	VPXORD Y17, Y17, Y17
-	VPXORD Y18, Y18, Y18
-	VPXORD Y19, Y19, Y19
 	VPXORD Y20, Y20, Y20
 	VPXORD Y21, Y21, Y21
 	VPXORD Y22, Y22, Y22
@@ -179,14 +142,7 @@ q4v8block:
 	SUB(5)
 	SUB(6)
 	SUB(7)
-	VMOVDQU32 2048(R9), Y0
-	VMOVDQU32 2080(R9), Y1
-	VMOVDQU32 2112(R9), Y2
-	VMOVDQU32 2144(R9), Y3
-	VMOVDQU32 2176(R9), Y4
-	VMOVDQU32 2208(R9), Y5
-	VMOVDQU32 2240(R9), Y6
-	VMOVDQU32 2272(R9), Y7
+	LOAD8(2048)
 	MINS_ROW(0, Y24)
 	MINS_ROW(1, Y25)
 	MINS_ROW(2, Y26)

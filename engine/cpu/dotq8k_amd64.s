@@ -130,7 +130,9 @@ q4q8reduce:
 
 // func dotQ6_KQ8AVX2(row *byte, q *int8, bs *int16, d *float32, blocks int, f16 *float32) float32
 // A row of Q6_K blocks times x quantized to int8 blocks of 256: per block
-// d·dx·Σ_s sc_s·(Σ q·qx − 32·Σ qx) over its 16 sub-blocks of 16 values.
+// d·dx·Σ_s sc_s·(Σ q·qx − 32·Σ qx) over its 16 sub-blocks of 16 values,
+// the integer sum exact and fused block by block into the float sum (acc
+// = fma(S, d·dx, acc)), as dotQ6_KQ8v8r4VNNI sums eight vectors.
 TEXT ·dotQ6_KQ8AVX2(SB), NOSPLIT, $32-52
 	MOVQ row+0(FP), SI
 	MOVQ q+8(FP), DI
@@ -161,8 +163,15 @@ q6q8block:
 	VPSUBD Y8, Y4, Y4        // − 32·Σ sc·Σ qx
 	Q6Q8_HALF(0)
 	Q6Q8_HALF(1)
-	VCVTDQ2PS Y4, Y4
-	VFMADD231PS Y4, Y10, Y0
+	// the block's integer sum added up exactly, then fused into the float sum
+	VEXTRACTI128 $1, Y4, X5
+	VPADDD X5, X4, X4
+	VPSHUFD $0x4E, X4, X5
+	VPADDD X5, X4, X4
+	VPSHUFD $0xB1, X4, X5
+	VPADDD X5, X4, X4
+	VCVTDQ2PS X4, X4
+	VFMADD231SS X4, X10, X0
 	ADDQ $210, SI
 	ADDQ $256, DI
 	ADDQ $32, DX
@@ -171,10 +180,6 @@ q6q8block:
 	JMP  q6q8block
 
 q6q8reduce:
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VHADDPS X0, X0, X0
-	VHADDPS X0, X0, X0
 	VZEROUPPER
 	MOVSS X0, ret+48(FP)
 	RET

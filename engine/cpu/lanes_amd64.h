@@ -46,3 +46,62 @@
 	CMPQ CX, $V \
 	JEQ  DONE \
 	ADDQ AX, DI
+
+// LOAD8 loads eight registers Y0–Y7 of the laid-out vectors from OFF(R9)
+// on.
+#define LOAD8(OFF) \
+	VMOVDQU32 (OFF)(R9), Y0 \
+	VMOVDQU32 (OFF+32)(R9), Y1 \
+	VMOVDQU32 (OFF+64)(R9), Y2 \
+	VMOVDQU32 (OFF+96)(R9), Y3 \
+	VMOVDQU32 (OFF+128)(R9), Y4 \
+	VMOVDQU32 (OFF+160)(R9), Y5 \
+	VMOVDQU32 (OFF+192)(R9), Y6 \
+	VMOVDQU32 (OFF+224)(R9), Y7
+
+// CORR_STORE adds up Y31's eight int32 lanes, Σ, and stores −128·Σ at
+// DST: what the offset of 128 on the vectors' side adds to a row's sums
+// (X15: scratch).
+#define CORR_STORE(DST) \
+	VEXTRACTI32X4 $1, Y31, X15 \
+	VPADDD X15, X31, X31 \
+	VPSHUFD $0x4E, X31, X15 \
+	VPADDD X15, X31, X31 \
+	VPSHUFD $0xB1, X31, X15 \
+	VPADDD X15, X31, X31 \
+	VPSLLD $7, X31, X31 \
+	VPXORD X15, X15, X15 \
+	VPSUBD X31, X15, X31 \
+	VMOVD X31, DST
+
+// KLANES_ARGS loads the arguments of the K-quant lane kernels (row,
+// stride, x, blocks, f16, …, ahead): the rows into SI, R10, R11 and R12,
+// x into R9, blocks into CX, the table into R8, ahead into DX, and sets
+// Y28 to 0x0f bytes and the sums Y16–Y19 to zero.
+#define KLANES_ARGS \
+	MOVQ row+0(FP), SI \
+	MOVQ stride+8(FP), AX \
+	ROWS4 \
+	MOVQ x+16(FP), R9 \
+	MOVQ blocks+24(FP), CX \
+	MOVQ f16+32(FP), R8 \
+	MOVQ ahead+64(FP), DX \
+	MOVL $0x0f0f0f0f, AX \
+	VPBROADCASTD AX, Y28 \
+	VPXORD Y16, Y16, Y16 \
+	VPXORD Y17, Y17, Y17 \
+	VPXORD Y18, Y18, Y18 \
+	VPXORD Y19, Y19, Y19
+
+// PAIRS8 sets M to Σ over the eight int16 pairs at OFF(SP) on (each
+// broadcast) times the vectors' pairs in Y0–Y7, as VPDPWSSD adds them.
+#define PAIRS8(OFF, M) \
+	VPXORD M, M, M \
+	VPDPWSSD.BCST (OFF)(SP), Y0, M \
+	VPDPWSSD.BCST (OFF+4)(SP), Y1, M \
+	VPDPWSSD.BCST (OFF+8)(SP), Y2, M \
+	VPDPWSSD.BCST (OFF+12)(SP), Y3, M \
+	VPDPWSSD.BCST (OFF+16)(SP), Y4, M \
+	VPDPWSSD.BCST (OFF+20)(SP), Y5, M \
+	VPDPWSSD.BCST (OFF+24)(SP), Y6, M \
+	VPDPWSSD.BCST (OFF+28)(SP), Y7, M

@@ -237,14 +237,14 @@ func (m *matmulTask) Run(worker, lo, hi int) {
 
 // kQ8SmallBatch is the same for the K-quant int8 kernels; past it their
 // products use decoded rows with x rounded as the kernel rounds it. With
-// the four-vector kernels (AVX-512 VNNI), 2048 × 768 through MatMul
-// (BenchmarkKQ8Paths): Q4_K 0.11 ms against 0.17 decoded at 8 vectors,
-// 0.21 against 0.27 at 16, 0.48 against 0.37 at 32; Q6_K 0.12 against
-// 0.19 at 8, level at 16, behind at 32. Without them (one vector at a
-// time): level at 8, 2.42 ms against 1.67 decoded at 16 for 16,384 × 768.
-// (A variable for that benchmark.)
+// the four-vector kernels that preceded the lane ones (AVX-512 VNNI),
+// 2048 × 768 through MatMul (BenchmarkKQ8Paths): Q4_K 0.11 ms against 0.17
+// decoded at 8 vectors, 0.21 against 0.27 at 16, 0.48 against 0.37 at 32;
+// Q6_K 0.12 against 0.19 at 8, level at 16, behind at 32. Without them
+// (one vector at a time): level at 8, 2.42 ms against 1.67 decoded at 16
+// for 16,384 × 768. (A variable for that benchmark.)
 var kQ8SmallBatch = func() int {
-	if useKQ8x4 {
+	if useKQ8Lanes {
 		return 16
 	}
 	return 8

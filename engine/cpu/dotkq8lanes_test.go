@@ -1,0 +1,159 @@
+//go:build amd64 && !purego
+
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"stepthrough/engine/model"
+	"stepthrough/engine/quant"
+)
+
+// The Q4_K and Q6_K lane kernels give each of several vectors exactly
+// what the one-vector kernels give it (bit for bit), for any number of
+// vectors and rows (whole groups of eight and four and the rest), on
+// quantized rows and on random bytes, and both stay near the Go reference.
+func TestDotKQ8Lanes(t *testing.T) {
+	if !kq8Lanes(quant.Q4_K) {
+		t.Skip("this CPU has no AVX-512 VNNI: the lane kernels do not run here")
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, c := range []struct{ cols, rows, n int }{{256, 1, 2}, {256, 7, 8}, {768, 9, 5}, {768, 4, 13}, {2048, 6, 16}, {512, 3, 3}} {
+		x := make([]float32, c.n*c.cols)
+		for i := range x {
+			x[i] = float32(r.NormFloat64()) * float32(1+i%5)
+		}
+		var z q8K
+		z.resize(c.n, c.cols)
+		quantizeQ8K(x, &z, 0)
+		z.resizeLanes(c.n, c.cols)
+		z.layLanes(0, c.n, c.cols)
+		w := make([]float32, c.rows*c.cols)
+		for i := range w {
+			w[i] = float32(r.NormFloat64())
+		}
+		for _, typ := range []quant.Type{quant.Q4_K, quant.Q6_K} {
+			quantized, err := quant.Quantize(typ, w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bb := typ.BlockBytes()
+			random := make([]byte, len(quantized))
+			for i := range random {
+				random[i] = byte(r.Uint32())
+			}
+			for i := 0; i < len(random); i += bb { // finite block scales
+				if typ == quant.Q4_K {
+					random[i+1], random[i+3] = random[i+1]&0x3b, random[i+3]&0x3b
+				} else {
+					random[i+209] &= 0x3b
+				}
+			}
+			nb, rb := c.cols/256, c.cols/256*bb
+			k := kq8Kernels[typ].fn
+			for name, data := range map[string][]byte{"quantized": quantized, "random": random} {
+				out := make([]float32, c.n*c.rows)
+				dotRowsKQ8Multi(typ, data, rb, 0, c.rows, &z, c.n, nb, out, c.rows)
+				for row := range c.rows {
+					raw := data[row*rb : (row+1)*rb]
+					for v := range c.n {
+						got := out[v*c.rows+row]
+						alone := k(&raw[0], &z.q[v*nb*256], &z.bs[v*nb*16], &z.d[v*nb], nb, &f16Table[0])
+						if math.Float32bits(got) != math.Float32bits(alone) {
+							t.Errorf("%s %d×%d, %s rows, row %d vector %d of %d: %g in lanes, %g alone", typ, c.rows, c.cols, name, row, v, c.n, got, alone)
+						}
+						if ref := dotKQ8Go(typ, raw, &z, v*nb); name == "quantized" && math.Abs(float64(got-ref)) > 1e-4*(1+math.Abs(float64(ref))) {
+							t.Errorf("%s %d×%d, row %d vector %d: %g, Go reference %g", typ, c.rows, c.cols, row, v, got, ref)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkKQ8Batch is one Q4_K matrix (2048 × 768) times 8 vectors: each
+// vector alone through the one-vector kernel, or a vector per lane.
+func BenchmarkKQ8Batch(b *testing.B) {
+	const rows, cols, n = 2048, 768, 8
+	r := rand.New(rand.NewPCG(1, 2))
+	w := make([]float32, rows*cols)
+	for i := range w {
+		w[i] = float32(r.NormFloat64())
+	}
+	data, _ := quant.Quantize(quant.Q4_K, w)
+	x := make([]float32, n*cols)
+	for i := range x {
+		x[i] = float32(r.NormFloat64())
+	}
+	var z q8K
+	z.resize(n, cols)
+	quantizeQ8K(x, &z, 0)
+	out := make([]float32, n*rows)
+	rb, nb := cols/256*144, cols/256
+	k := kq8Kernels[quant.Q4_K]
+	b.Run("alone", func(b *testing.B) {
+		for b.Loop() {
+			for row := range rows {
+				for v := range n {
+					out[v*rows+row] = k.fn(&data[row*rb], &z.q[v*nb*256], &z.bs[v*nb*16], &z.d[v*nb], nb, &f16Table[0])
+				}
+			}
+		}
+	})
+	b.Run("lanes", func(b *testing.B) {
+		if !kq8Lanes(quant.Q4_K) {
+			b.Skip("no AVX-512 VNNI")
+		}
+		z.resizeLanes(n, cols)
+		z.layLanes(0, n, cols)
+		for b.Loop() {
+			dotRowsKQ8Multi(quant.Q4_K, data, rb, 0, rows, &z, n, nb, out, rows)
+		}
+	})
+}
+
+// BenchmarkKQ8Paths is a K-quant matrix (2048 × 768) times n vectors
+// through MatMul, the int8 kernels against decoded rows and the GEMM: where
+// kQ8SmallBatch should sit.
+func BenchmarkKQ8Paths(b *testing.B) {
+	const rows, cols = 2048, 768
+	r := rand.New(rand.NewPCG(1, 2))
+	w := make([]float32, rows*cols)
+	for i := range w {
+		w[i] = float32(r.NormFloat64())
+	}
+	p := NewPool(2)
+	defer p.Close()
+	for _, typ := range []quant.Type{quant.Q4_K, quant.Q6_K} {
+		data, _ := quant.Quantize(typ, w)
+		t := &model.Tensor{Name: "w", Type: typ, Dims: []int{cols, rows}, Data: data}
+		for _, n := range []int{8, 16, 32, 64} {
+			x := make([]float32, n*cols)
+			for i := range x {
+				x[i] = float32(r.NormFloat64())
+			}
+			out := make([]float32, n*rows)
+			scratch := make([][]float32, 2)
+			for i := range scratch {
+				scratch[i] = make([]float32, ScratchFloats(cols))
+			}
+			for _, path := range []struct {
+				name string
+				max  int
+			}{{"int8", 1 << 20}, {"decoded", 0}} {
+				b.Run(fmt.Sprintf("%s/%d/%s", typ, n, path.name), func(b *testing.B) {
+					old := kQ8SmallBatch
+					kQ8SmallBatch = path.max
+					defer func() { kQ8SmallBatch = old }()
+					for b.Loop() {
+						p.MatMul(out, t, x, n, scratch)
+					}
+				})
+			}
+		}
+	}
+}
