@@ -73,10 +73,11 @@ func (p *Pool) prepare(out []float32, w *model.Tensor, x []float32, n int, scrat
 	if hasQ8Kernel(w.Type, w.Cols()) {
 		p.quantizeX(x[:n*w.Cols()], n, w.Cols())
 		p.mm.z = &p.q8
-		if n > 1 && n <= kQ8SmallBatch && kq8Lanes(w.Type) {
+		decoded := kq8Decoded(w.Type, n)
+		if n > 1 && !decoded && kq8Lanes(w.Type) {
 			p.layX(n, w.Cols())
 		}
-		if n > kQ8SmallBatch {
+		if decoded {
 			// many vectors: decoded rows through the tile kernels, with x
 			// rounded to the same 8 bits, so a vector's products are the
 			// int8 kernel's (up to float summation order) whatever the batch
@@ -235,20 +236,35 @@ func (m *matmulTask) Run(worker, lo, hi int) {
 	}
 }
 
-// kQ8SmallBatch is the same for the K-quant int8 kernels; past it their
-// products use decoded rows with x rounded as the kernel rounds it. With
-// the four-vector kernels that preceded the lane ones (AVX-512 VNNI),
-// 2048 × 768 through MatMul (BenchmarkKQ8Paths): Q4_K 0.11 ms against 0.17
+// kQ8SmallBatch is the same for the K-quant int8 kernels that take one
+// vector at a time (Q5_K; Q4_K and Q6_K without AVX-512 VNNI); past it
+// their products use decoded rows with x rounded as the kernel rounds it.
+// Measured with the four-vector kernels that preceded the lane ones, 2048
+// × 768 through MatMul (BenchmarkKQ8Paths): Q4_K 0.11 ms against 0.17
 // decoded at 8 vectors, 0.21 against 0.27 at 16, 0.48 against 0.37 at 32;
-// Q6_K 0.12 against 0.19 at 8, level at 16, behind at 32. Without them
-// (one vector at a time): level at 8, 2.42 ms against 1.67 decoded at 16
-// for 16,384 × 768. (A variable for that benchmark.)
+// Q6_K 0.12 against 0.19 at 8, level at 16, behind at 32. One vector at a
+// time: level at 8, 2.42 ms against 1.67 decoded at 16 for 16,384 × 768.
+// (A variable for that benchmark.)
 var kQ8SmallBatch = func() int {
 	if useKQ8Lanes {
 		return 16
 	}
 	return 8
 }()
+
+// kq8Decoded reports whether a K-quant product of n vectors takes decoded
+// rows through the GEMM rather than the int8 kernels. The lane kernels
+// never do unless a benchmark asks (kQ8SmallBatch = 0): 2048 × 768
+// through MatMul (BenchmarkKQ8Paths, two runs) took, for Q4_K, 0.09–0.11
+// ms against 0.28–0.30 decoded at 8 vectors, 0.37–0.41 against 0.61–0.62
+// at 32 and 0.74–0.78 against 1.15–1.25 at 64; for Q6_K 0.11–0.17 against
+// 0.34–0.49 at 8 and 0.84–1.06 against 1.27–1.61 at 64.
+func kq8Decoded(t quant.Type, n int) bool {
+	if kq8Lanes(t) {
+		return kQ8SmallBatch == 0
+	}
+	return n > kQ8SmallBatch
+}
 
 // q80SmallBatchQ8_0 is the most vectors a Q8_0 product multiplies
 // through the int8 kernels where they take one vector at a time (no
