@@ -3,6 +3,8 @@
 package cpu
 
 import (
+	"unsafe"
+
 	"golang.org/x/sys/cpu"
 
 	"stepthrough/engine/quant"
@@ -108,6 +110,9 @@ func f16ToF32AVX2(src *byte, dst *float32, n int)
 //go:noescape
 func dotQ5_0Q80AVX2(row *byte, q *int8, d *float32, blocks int, f16 *float32) float32
 
+//go:noescape
+func unpackQ5_0AVX2(row *byte, blocks int, out *byte)
+
 // dotQ5_0Q80 is a Q5_0 row times the rounded vector whose blocks start at b0.
 func dotQ5_0Q80(row []byte, z *q80, b0 int) float32 {
 	nb := len(row) / 22
@@ -169,8 +174,9 @@ func layQ80(q []int8, d []float32, out []uint32) {
 	layQ80VNNI(&q[0], &d[0], &out[0], nb)
 }
 
-// q80Lays reports whether products with rows of type t need q80.lay.
-func q80Lays(t quant.Type) bool { return t == quant.Q8_0 && useQ80VNNI }
+// q80Lays reports whether products with rows of type t need q80.lay: Q8_0
+// rows, and Q5_0 rows rewritten as Q8_0 a tile at a time.
+func q80Lays(t quant.Type) bool { return (t == quant.Q8_0 || t == quant.Q5_0) && useQ80VNNI }
 
 // dotQ8_0Q80 is a Q8_0 row times the rounded vector whose blocks start at b0.
 func dotQ8_0Q80(row []byte, z *q80, b0 int) float32 {
@@ -194,14 +200,24 @@ const q80TileRows = 16
 // GB/s against 47 for one row at a time, four sequential streams at 50);
 // several go a tile of rows at a time, eight vectors at a time, one lane
 // each, from the matrix's block corrections (sums, by blockSums).
-func dotRowsQ80(t quant.Type, data []byte, rb, lo, hi int, z *q80, n, cols int, out []float32, rows int, sums []int32) {
+func dotRowsQ80(t quant.Type, data []byte, rb, lo, hi int, z *q80, n, cols int, out []float32, rows int, sums []int32, scratch []float32) {
 	if lo >= hi || !q80Lays(t) {
 		dotRowsQ80Each(t, data, rb, lo, hi, z, n, cols, out, rows)
 		return
 	}
+	if t == quant.Q5_0 {
+		dotRowsQ5_0(data, rb, lo, hi, z, n, cols, out, rows, scratch)
+		return
+	}
+	q80Rows(data, rb, lo, hi, 0, z, n, cols/32, out, rows, sums)
+}
+
+// q80Rows is rows [lo, hi) of a Q8_0 matrix times n laid-out vectors
+// through the VNNI kernels: row r's results go to out[v*rows+off+r]; sums
+// holds the rows' block corrections (row r's from sums[r*nb]) when n > 1.
+func q80Rows(data []byte, rb, lo, hi, off int, z *q80, n, nb int, out []float32, rows int, sums []int32) {
 	_ = data[hi*rb-1]
-	_ = out[(n-1)*rows+hi-1]
-	nb := cols / 32
+	_ = out[(n-1)*rows+off+hi-1]
 	if n == 1 {
 		_ = z.lay[z.layWords-1]
 		var o [4]float32
@@ -209,12 +225,12 @@ func dotRowsQ80(t quant.Type, data []byte, rb, lo, hi int, z *q80, n, cols int, 
 		for i := range q {
 			dotQ8_0Q80s4VNNI(&data[(lo+i)*rb], q*rb, &z.lay[0], nb, &o[0])
 			for k, y := range o {
-				out[lo+i+k*q] = y
+				out[off+lo+i+k*q] = y
 			}
 		}
 		for r := lo + 4*q; r < hi; r++ { // the same row four times
 			dotQ8_0Q80s4VNNI(&data[r*rb], 0, &z.lay[0], nb, &o[0])
-			out[r] = o[0]
+			out[off+r] = o[0]
 		}
 		return
 	}
@@ -229,15 +245,43 @@ func dotRowsQ80(t quant.Type, data []byte, rb, lo, hi int, z *q80, n, cols int, 
 			lanes := min(8, n-g)
 			r := r0
 			for ; r+4 <= r1; r += 4 { // straight into out: vector v's four rows side by side
-				dotQ8_0Q80v8r4VNNI(&data[r*rb], rb, x, nb, &sums[r*nb], 4*nb, &f16Table[0], &out[g*rows+r], 4*rows, lanes, ahead)
+				dotQ8_0Q80v8r4VNNI(&data[r*rb], rb, x, nb, &sums[r*nb], 4*nb, &f16Table[0], &out[g*rows+off+r], 4*rows, lanes, ahead)
 			}
 			for ; r < r1; r++ { // the same row four times
 				dotQ8_0Q80v8r4VNNI(&data[r*rb], 0, x, nb, &sums[r*nb], 0, &f16Table[0], &o[0], 16, lanes, ahead)
 				for v := range lanes {
-					out[(g+v)*rows+r] = o[4*v]
+					out[(g+v)*rows+off+r] = o[4*v]
 				}
 			}
 		}
+	}
+}
+
+// q50TileRows is how many Q5_0 rows dotRowsQ5_0 rewrites as Q8_0 at a
+// time: they and their block sums fit the scratch ScratchFloats gives.
+const q50TileRows = 8
+
+// dotRowsQ5_0 is dotRowsQ80 for Q5_0 rows: each tile of rows is rewritten
+// as Q8_0 rows (the same d, the values as int8) into scratch (at least
+// ScratchFloats(cols) floats) and multiplied by the Q8_0 kernels, so a
+// vector's product is the same bit for bit alone and in any batch.
+func dotRowsQ5_0(data []byte, rb, lo, hi int, z *q80, n, cols int, out []float32, rows int, scratch []float32) {
+	nb := cols / 32
+	rb8 := 34 * nb
+	need := q50TileRows*rb8 + 4*(q50TileRows+4)*nb
+	_ = scratch[(need+3)/4-1]
+	_ = data[hi*rb-1]
+	buf := unsafe.Slice((*byte)(unsafe.Pointer(&scratch[0])), need)
+	tile := buf[:q50TileRows*rb8]
+	sums := unsafe.Slice((*int32)(unsafe.Pointer(&buf[q50TileRows*rb8])), (q50TileRows+4)*nb)
+	sums, four := sums[:q50TileRows*nb], sums[q50TileRows*nb:]
+	for r0 := lo; r0 < hi; r0 += q50TileRows {
+		k := min(q50TileRows, hi-r0)
+		unpackQ5_0AVX2(&data[r0*rb], k*nb, &tile[0])
+		if n > 1 {
+			blockSumsInto(tile[:k*rb8], k, nb, sums, four)
+		}
+		q80Rows(tile, rb8, 0, k, r0, z, n, nb, out, rows, sums)
 	}
 }
 

@@ -89,6 +89,6 @@ func blockSums(*model.Tensor) []int32 { return nil }
 
 func q80BlockSums([]byte, int, int) []int32 { return nil }
 
-func dotRowsQ80(t quant.Type, data []byte, rb, lo, hi int, z *q80, n, cols int, out []float32, rows int, _ []int32) {
+func dotRowsQ80(t quant.Type, data []byte, rb, lo, hi int, z *q80, n, cols int, out []float32, rows int, _ []int32, _ []float32) {
 	dotRowsQ80Each(t, data, rb, lo, hi, z, n, cols, out, rows)
 }

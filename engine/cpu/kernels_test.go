@@ -78,7 +78,7 @@ func TestQ8_0Q80Kernels(t *testing.T) {
 		task := q80Task{z: &z, x: x, back: xr, cols: cols, lay: q80Lays(quant.Q8_0)}
 		task.Run(0, 0, n)
 		out := make([]float32, n*rows)
-		dotRowsQ80(quant.Q8_0, data, 34*blocks, 0, rows, &z, n, cols, out, rows, q80BlockSums(data, rows, blocks))
+		dotRowsQ80(quant.Q8_0, data, 34*blocks, 0, rows, &z, n, cols, out, rows, q80BlockSums(data, rows, blocks), nil)
 		for row := range rows {
 			raw := data[row*34*blocks : (row+1)*34*blocks]
 			for v := range n {
@@ -98,7 +98,7 @@ func TestQ8_0Q80Kernels(t *testing.T) {
 			one.resize(1, cols, q80Lays(quant.Q8_0))
 			(&q80Task{z: &one, x: x[v*cols : (v+1)*cols], cols: cols, lay: q80Lays(quant.Q8_0)}).Run(0, 0, 1)
 			alone := make([]float32, rows)
-			dotRowsQ80(quant.Q8_0, data, 34*blocks, 0, rows, &one, 1, cols, alone, rows, nil)
+			dotRowsQ80(quant.Q8_0, data, 34*blocks, 0, rows, &one, 1, cols, alone, rows, nil, nil)
 			for row := range rows {
 				if alone[row] != out[v*rows+row] {
 					t.Errorf("blocks=%d row %d vector %d: %g alone, %g beside %d others", blocks, row, v, alone[row], out[v*rows+row], n-1)
@@ -108,8 +108,8 @@ func TestQ8_0Q80Kernels(t *testing.T) {
 		if rows > 1 {
 			part := make([]float32, n*rows)
 			sums := q80BlockSums(data, rows, blocks)
-			dotRowsQ80(quant.Q8_0, data, 34*blocks, 0, 1, &z, n, cols, part, rows, sums)
-			dotRowsQ80(quant.Q8_0, data, 34*blocks, 1, rows, &z, n, cols, part, rows, sums)
+			dotRowsQ80(quant.Q8_0, data, 34*blocks, 0, 1, &z, n, cols, part, rows, sums, nil)
+			dotRowsQ80(quant.Q8_0, data, 34*blocks, 1, rows, &z, n, cols, part, rows, sums, nil)
 			if diff := cmp.Diff(out, part); diff != "" {
 				t.Errorf("blocks=%d rows=%d n=%d: rows [0,1) and [1,%d) apart differ from all at once (-whole +parts):\n%s", blocks, rows, n, rows, diff)
 			}
@@ -218,6 +218,47 @@ func TestQ5_0Q80Kernel(t *testing.T) {
 	z.quantizeRange(x, 0, nil)
 	if z.q[0] != 127 || z.q[1] != 0 || z.q[2] != -2 || z.d[0] != 1 {
 		t.Errorf("rounded %v, d %g", z.q[:3], z.d[0])
+	}
+}
+
+// A Q5_0 product gives each vector what it gives that vector alone, bit
+// for bit, for batches below and (with the VNNI kernels, which rewrite Q5_0
+// rows as Q8_0) above 16 vectors and row counts that are and are not
+// whole tiles, and stays near the float64 reference.
+func TestQ5_0BatchEqualsAlone(t *testing.T) {
+	r := rand.New(rand.NewPCG(15, 16))
+	p := NewPool(2)
+	defer p.Close()
+	for _, c := range []struct{ rows, cols, n int }{{5, 96, 2}, {19, 192, 13}, {9, 768, 20}, {16, 64, 8}, {3, 32, 40}} {
+		if c.n > kSmallBatch && !q80Lays(quant.Q5_0) {
+			t.Logf("%d vectors: past %d, decoded rows take the batch where no VNNI kernel runs", c.n, kSmallBatch)
+			continue
+		}
+		data, _ := quant.Quantize(quant.Q5_0, randFloats(r, c.rows*c.cols))
+		w := &model.Tensor{Name: "w", Type: quant.Q5_0, Dims: []int{c.cols, c.rows}, Data: data}
+		deq := make([]float32, c.rows*c.cols)
+		quant.Dequantize(quant.Q5_0, data, deq)
+		scratch := [][]float32{make([]float32, ScratchFloats(c.cols)), make([]float32, ScratchFloats(c.cols))}
+		x := randFloats(r, c.n*c.cols)
+		var zr q80 // x rounded as the kernels round it, for the reference
+		zr.resize(c.n, c.cols, false)
+		xr := make([]float32, c.n*c.cols)
+		zr.quantizeRange(x, 0, xr)
+		batched := make([]float32, c.n*c.rows)
+		p.MatMul(batched, w, x, c.n, scratch)
+		for v := range c.n {
+			alone := make([]float32, c.rows)
+			p.MatMul(alone, w, x[v*c.cols:(v+1)*c.cols], 1, scratch)
+			if diff := cmp.Diff(alone, batched[v*c.rows:(v+1)*c.rows]); diff != "" {
+				t.Errorf("%d×%d, vector %d of %d: batched differs from alone (-alone +batched):\n%s", c.rows, c.cols, v, c.n, diff)
+			}
+			for row := range c.rows {
+				want := float64(dotRef(deq[row*c.cols:(row+1)*c.cols], xr[v*c.cols:(v+1)*c.cols]))
+				if got := float64(alone[row]); math.Abs(got-want) > 1e-5*(1+math.Abs(want))*float64(c.cols/32) {
+					t.Errorf("%d×%d, row %d vector %d: %g, want %g", c.rows, c.cols, row, v, got, want)
+				}
+			}
+		}
 	}
 }
 

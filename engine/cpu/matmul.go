@@ -100,7 +100,7 @@ func (p *Pool) prepare(out []float32, w *model.Tensor, x []float32, n int, scrat
 		p.q80t = q80Task{}
 		if back == nil {
 			p.mm.z80 = &p.q80
-			if lay && n > 1 {
+			if lay && n > 1 && w.Type == quant.Q8_0 { // Q5_0 rows get theirs a tile at a time
 				p.mm.sums = blockSums(w)
 			}
 		} else {
@@ -132,7 +132,7 @@ func (m *matmulTask) Run(worker, lo, hi int) {
 		return
 	}
 	if m.z80 != nil { // Q5_0, Q8_0: every vector through the int8 kernel
-		dotRowsQ80(w.Type, w.Data, rb, lo, hi, m.z80, m.n, cols, m.out, rows, m.sums)
+		dotRowsQ80(w.Type, w.Data, rb, lo, hi, m.z80, m.n, cols, m.out, rows, m.sums, buf)
 		return
 	}
 	if m.n == 1 {

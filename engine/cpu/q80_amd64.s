@@ -74,3 +74,40 @@ q5block:
 	VZEROUPPER
 	MOVSS X0, ret+40(FP)
 	RET
+
+// func unpackQ5_0AVX2(row *byte, blocks int, out *byte)
+// Rewrites Q5_0 blocks (22 bytes) as Q8_0 blocks (34 bytes: the same
+// binary16 d, then the 32 values as int8, −16 to 15), as dotQ5_0Q80AVX2
+// widens them, so the Q8_0 kernels multiply them exactly. blocks > 0.
+TEXT ·unpackQ5_0AVX2(SB), NOSPLIT, $0-24
+	MOVQ row+0(FP), SI
+	MOVQ blocks+8(FP), CX
+	MOVQ out+16(FP), DI
+	VMOVDQU q5shuf<>(SB), Y13
+	VMOVDQU q5bits<>(SB), Y12
+	VPCMPEQB Y11, Y11, Y11      // all ones
+	MOVL $0x0F0F0F0F, AX
+	VMOVD AX, X10
+	VPBROADCASTD X10, Y10       // low-nibble mask
+	VPSLLW $4, Y10, Y9          // 0xF0 bytes
+
+q5unpack:
+	MOVW (SI), AX
+	MOVW AX, (DI)
+	VMOVDQU 6(SI), X1           // 16 bytes of nibbles
+	VPSRLW $4, X1, X2
+	VINSERTI128 $1, X2, Y1, Y1  // low nibbles, then high ones
+	VPAND Y10, Y1, Y1
+	VPBROADCASTD 2(SI), Y3      // the fifth bits
+	VPSHUFB Y13, Y3, Y3
+	VPOR Y12, Y3, Y3
+	VPCMPEQB Y11, Y3, Y3        // 0xFF where the bit is set
+	VPANDN Y9, Y3, Y3           // 0xF0 where it is clear
+	VPOR Y3, Y1, Y1             // signed 5-bit values
+	VMOVDQU Y1, 2(DI)
+	ADDQ $22, SI
+	ADDQ $34, DI
+	DECQ CX
+	JNZ  q5unpack
+	VZEROUPPER
+	RET

@@ -58,12 +58,19 @@ func blockSums(w *model.Tensor) []int32 {
 // blocks: sums[r·nb+b].
 func q80BlockSums(data []byte, rows, nb int) []int32 {
 	sums := make([]int32, rows*nb)
+	blockSumsInto(data, rows, nb, sums, make([]int32, 4*nb))
+	return sums
+}
+
+// blockSumsInto is q80BlockSums into sums (rows·nb), four rows at a time
+// through four (4·nb).
+func blockSumsInto(data []byte, rows, nb int, sums, four []int32) {
 	if rows == 0 || nb == 0 {
-		return sums
+		return
 	}
 	rb := 34 * nb
 	_ = data[rows*rb-1]
-	four := make([]int32, 4*nb)
+	_, _ = sums[rows*nb-1], four[4*nb-1]
 	for r := 0; r < rows; r += 4 {
 		k, stride := min(4, rows-r), rb
 		if k < 4 {
@@ -80,5 +87,4 @@ func q80BlockSums(data []byte, rows, nb int) []int32 {
 			}
 		}
 	}
-	return sums
 }
