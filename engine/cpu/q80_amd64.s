@@ -16,6 +16,32 @@ DATA q5bits<>+16(SB)/8, $0x7fbfdfeff7fbfdfe
 DATA q5bits<>+24(SB)/8, $0x7fbfdfeff7fbfdfe
 GLOBL q5bits<>(SB), RODATA|NOPTR, $32
 
+// Q5_CONSTS sets the registers Q5_VALUES reads: Y13 and Y12 the tables
+// above, Y11 all ones, Y10 the low-nibble mask, Y9 0xF0 bytes.
+#define Q5_CONSTS \
+	VMOVDQU q5shuf<>(SB), Y13 \
+	VMOVDQU q5bits<>(SB), Y12 \
+	VPCMPEQB Y11, Y11, Y11 \
+	MOVL $0x0F0F0F0F, AX \
+	VMOVD AX, X10 \
+	VPBROADCASTD X10, Y10 \
+	VPSLLW $4, Y10, Y9
+
+// Q5_VALUES widens the Q5_0 block at SI into its 32 signed values in Y1
+// (bytes, −16 to 15): the nibbles (low ones, then high ones) with the
+// fifth bit set, or less 16 where it is clear (Y2, Y3: scratch).
+#define Q5_VALUES \
+	VMOVDQU 6(SI), X1 \
+	VPSRLW $4, X1, X2 \
+	VINSERTI128 $1, X2, Y1, Y1 \
+	VPAND Y10, Y1, Y1 \
+	VPBROADCASTD 2(SI), Y3 \
+	VPSHUFB Y13, Y3, Y3 \
+	VPOR Y12, Y3, Y3 \
+	VPCMPEQB Y11, Y3, Y3 \
+	VPANDN Y9, Y3, Y3 \
+	VPOR Y3, Y1, Y1
+
 // func dotQ5_0Q80AVX2(row *byte, q *int8, d *float32, blocks int, f16 *float32) float32
 // A Q5_0 row (22-byte blocks: binary16 d, 32 fifth bits, 16 bytes of
 // nibbles) times x rounded to Q8_0 (q, one d per 32), as llama.cpp's AVX2
@@ -29,13 +55,7 @@ TEXT ·dotQ5_0Q80AVX2(SB), NOSPLIT, $0-44
 	MOVQ blocks+24(FP), CX
 	MOVQ f16+32(FP), R8
 	VXORPS Y0, Y0, Y0
-	VMOVDQU q5shuf<>(SB), Y13
-	VMOVDQU q5bits<>(SB), Y12
-	VPCMPEQB Y11, Y11, Y11      // all ones
-	MOVL $0x0F0F0F0F, AX
-	VMOVD AX, X10
-	VPBROADCASTD X10, Y10       // low-nibble mask
-	VPSLLW $4, Y10, Y9          // 0xF0 bytes
+	Q5_CONSTS
 	MOVL $0x00010001, AX
 	VMOVD AX, X8
 	VPBROADCASTD X8, Y8         // int16 ones
@@ -45,16 +65,7 @@ q5block:
 	VMOVSS (R8)(AX*4), X14      // d_w
 	VMULSS (DX), X14, X14       // · d_x
 	VBROADCASTSS X14, Y14
-	VMOVDQU 6(SI), X1           // 16 bytes of nibbles
-	VPSRLW $4, X1, X2
-	VINSERTI128 $1, X2, Y1, Y1  // low nibbles, then high ones
-	VPAND Y10, Y1, Y1
-	VPBROADCASTD 2(SI), Y3      // the fifth bits
-	VPSHUFB Y13, Y3, Y3
-	VPOR Y12, Y3, Y3
-	VPCMPEQB Y11, Y3, Y3        // 0xFF where the bit is set
-	VPANDN Y9, Y3, Y3           // 0xF0 where it is clear
-	VPOR Y3, Y1, Y1             // signed 5-bit values
+	Q5_VALUES
 	VMOVDQU (DI), Y4            // x's 32 bytes
 	VPSIGNB Y1, Y1, Y5          // |w|
 	VPSIGNB Y1, Y4, Y6          // x · sign w
@@ -83,27 +94,12 @@ TEXT ·unpackQ5_0AVX2(SB), NOSPLIT, $0-24
 	MOVQ row+0(FP), SI
 	MOVQ blocks+8(FP), CX
 	MOVQ out+16(FP), DI
-	VMOVDQU q5shuf<>(SB), Y13
-	VMOVDQU q5bits<>(SB), Y12
-	VPCMPEQB Y11, Y11, Y11      // all ones
-	MOVL $0x0F0F0F0F, AX
-	VMOVD AX, X10
-	VPBROADCASTD X10, Y10       // low-nibble mask
-	VPSLLW $4, Y10, Y9          // 0xF0 bytes
+	Q5_CONSTS
 
 q5unpack:
 	MOVW (SI), AX
 	MOVW AX, (DI)
-	VMOVDQU 6(SI), X1           // 16 bytes of nibbles
-	VPSRLW $4, X1, X2
-	VINSERTI128 $1, X2, Y1, Y1  // low nibbles, then high ones
-	VPAND Y10, Y1, Y1
-	VPBROADCASTD 2(SI), Y3      // the fifth bits
-	VPSHUFB Y13, Y3, Y3
-	VPOR Y12, Y3, Y3
-	VPCMPEQB Y11, Y3, Y3        // 0xFF where the bit is set
-	VPANDN Y9, Y3, Y3           // 0xF0 where it is clear
-	VPOR Y3, Y1, Y1             // signed 5-bit values
+	Q5_VALUES
 	VMOVDQU Y1, 2(DI)
 	ADDQ $22, SI
 	ADDQ $34, DI
