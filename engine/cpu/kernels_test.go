@@ -55,7 +55,7 @@ func TestDotKernels(t *testing.T) {
 }
 
 // The Q8_0 int8 kernels (Go, AVX2, and the VNNI ones reading the laid-out
-// vectors, one or four at a time) equal the float product of the
+// vectors, one alone or eight a lane) equal the float product of the
 // dequantized row with the rounded vector, for odd and even block counts
 // and rows holding -128; and a vector's product is the same bit for bit
 // whether it is multiplied alone or beside others.
