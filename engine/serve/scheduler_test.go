@@ -12,7 +12,9 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"stepthrough/engine"
+	"stepthrough/engine/gguf"
 	"stepthrough/engine/model"
+	"stepthrough/engine/quantize"
 	"stepthrough/engine/reftest"
 	"stepthrough/engine/sample"
 )
@@ -24,6 +26,27 @@ func load(t *testing.T) *engine.Loaded {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close() })
+	return loadModel(t, m)
+}
+
+// loadQuantized is the reference model converted to target in memory
+// (Q4_K_M: at its row lengths of 64 and 172 mostly Q5_0 and F16).
+func loadQuantized(t *testing.T, target string) *engine.Loaded {
+	t.Helper()
+	f, err := gguf.Open(reftest.Path(t, "models", "stories260K.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	m, _, _, err := quantize.InMemory(f, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return loadModel(t, m)
+}
+
+func loadModel(t *testing.T, m *model.Model) *engine.Loaded {
+	t.Helper()
 	l, err := engine.Load(m, engine.Options{Threads: 2, Backend: "cpu", Context: 256})
 	if err != nil {
 		t.Fatal(err)
@@ -105,9 +128,15 @@ var prompts = []string{"Once upon a time", "The little dog", "Lily and Ben went 
 
 // Under every policy, with and without chunked prefill, and with samplers
 // that draw at random, each request gets exactly the tokens it gets
-// alone: a batch changes when work is done, never what is computed.
+// alone: a batch changes when work is done, never what is computed. The
+// same holds for the model quantized as people download them (Q4_K_M),
+// whose products take the int8 kernels.
 func TestRequestsGetTheirOwnTokens(t *testing.T) {
-	l := load(t)
+	t.Run("f32", func(t *testing.T) { requestsGetTheirOwnTokens(t, load(t)) })
+	t.Run("q4_k_m", func(t *testing.T) { requestsGetTheirOwnTokens(t, loadQuantized(t, "Q4_K_M")) })
+}
+
+func requestsGetTheirOwnTokens(t *testing.T, l *engine.Loaded) {
 	tok := l.Model.Tokenizer
 	seeded := sample.Defaults()
 	seeded.Temperature, seeded.Seed, seeded.SeedSet = 0.9, 7, true
