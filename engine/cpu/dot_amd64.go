@@ -482,11 +482,10 @@ func dotQ6_KQ8v8r4VNNI(row *byte, stride int, x *uint32, blocks int, f16 *float3
 //go:noescape
 func dotQ4_KQ8v8r4VNNI(row *byte, stride int, x *uint32, blocks int, f16 *float32, out *float32, vstride int, lanes int, ahead int)
 
-// kq8LaneKernels are the lane kernels by type, with their block bytes.
-var kq8LaneKernels = map[quant.Type]struct {
-	fn func(row *byte, stride int, x *uint32, blocks int, f16 *float32, out *float32, vstride int, lanes int, ahead int)
-	bb int
-}{quant.Q4_K: {dotQ4_KQ8v8r4VNNI, 144}, quant.Q6_K: {dotQ6_KQ8v8r4VNNI, 210}}
+// kq8LaneKernels are the lane kernels by type.
+var kq8LaneKernels = map[quant.Type]func(row *byte, stride int, x *uint32, blocks int, f16 *float32, out *float32, vstride int, lanes int, ahead int){
+	quant.Q4_K: dotQ4_KQ8v8r4VNNI, quant.Q6_K: dotQ6_KQ8v8r4VNNI,
+}
 
 // useKQ8Lanes reports whether the lane K-quant kernels run here.
 var useKQ8Lanes = useAVX512 && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VNNI
@@ -587,7 +586,7 @@ func dotRowsKQ8Multi(t quant.Type, data []byte, rb, lo, hi int, z *q8K, n, nb in
 // result the one-vector kernel's bit for bit.
 func dotRowsKQ8Lanes(t quant.Type, data []byte, rb, lo, hi int, z *q8K, n, nb int, out []float32, rows int) {
 	_ = z.lay[(n+7)/8*nb*laneBlockWords-1]
-	k := kq8LaneKernels[t].fn
+	k := kq8LaneKernels[t]
 	var o [32]float32
 	ahead := 16 * rb
 	for g := 0; g < n; g += 8 {

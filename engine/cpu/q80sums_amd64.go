@@ -72,18 +72,19 @@ func blockSumsInto(data []byte, rows, nb int, sums, four []int32) {
 	_ = data[rows*rb-1]
 	_, _ = sums[rows*nb-1], four[4*nb-1]
 	for r := 0; r < rows; r += 4 {
-		k, stride := min(4, rows-r), rb
-		if k < 4 {
-			stride = 0 // one row at a time: the same row four times
-		}
-		for i := range k {
-			if stride == 0 {
-				sumsQ8_0VNNI(&data[(r+i)*rb], 0, nb, &four[0])
-			} else if i == 0 {
-				sumsQ8_0VNNI(&data[r*rb], stride, nb, &four[0])
+		if r+4 <= rows { // four rows: row r+i's sums in lane i
+			sumsQ8_0VNNI(&data[r*rb], rb, nb, &four[0])
+			for i := range 4 {
+				for b := range nb {
+					sums[(r+i)*nb+b] = four[4*b+i]
+				}
 			}
+			continue
+		}
+		for i := r; i < rows; i++ { // the rest one at a time: the same row four times
+			sumsQ8_0VNNI(&data[i*rb], 0, nb, &four[0])
 			for b := range nb {
-				sums[(r+i)*nb+b] = four[4*b+i*(stride/rb)]
+				sums[i*nb+b] = four[4*b]
 			}
 		}
 	}
