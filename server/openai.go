@@ -371,10 +371,13 @@ func (s *Server) stream(c echo.Context, x *apiExchange) error {
 			send(api.TextCompletion{ID: id, Object: "text_completion", Created: created, Model: model, Choices: []api.TextChoice{}, Usage: &u})
 		}
 	}
-	io.WriteString(w, "data: [DONE]\n\n")
-	transcript.WriteString("data: [DONE]\n\n")
-	w.Flush()
+	// kept before the last line goes out: a client that reads [DONE] and
+	// then asks for the request finds it
+	const end = "data: [DONE]\n\n"
+	transcript.WriteString(end)
 	s.watched.add(x.watch.finish(choices, u, transcript.String(), x.steps), s.cfg.API.Keep, s.cfg.API.KeepBytes)
+	io.WriteString(w, end)
+	w.Flush()
 	return nil
 }
 

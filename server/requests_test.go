@@ -127,3 +127,28 @@ func abs(x float64) float64 {
 	}
 	return x
 }
+
+// A streamed request is kept by the time its client reads [DONE]: the
+// page the reply points to is there at once, every time.
+func TestStreamedRequestKeptWhenItEnds(t *testing.T) {
+	client, base, s := apiServerOf(t, Config{})
+	for i := range 50 {
+		st := client.Completions.NewStreaming(context.Background(), openai.CompletionNewParams{
+			Model: "lesson.gguf", Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("Once upon a time")},
+			MaxTokens: openai.Int(1), Temperature: openai.Float(0),
+		})
+		var id string
+		for st.Next() {
+			id = st.Current().ID
+		}
+		if err := st.Err(); err != nil || id == "" {
+			t.Fatalf("stream %d: %v (id %q)", i, err, id)
+		}
+		if s.watched.get(id) == nil {
+			t.Fatalf("stream %d: %s not kept when the client read [DONE]", i, id)
+		}
+		if code, _ := getPage(t, base+"/requests/"+id); code != http.StatusOK {
+			t.Fatalf("stream %d: /requests/%s right after [DONE]: %d", i, id, code)
+		}
+	}
+}
