@@ -477,13 +477,13 @@ func dotQ6_KQ8AVX2(row *byte, q *int8, bs *int16, d *float32, blocks int, f16 *f
 func dotQ5_KQ8AVX2(row *byte, q *int8, bs *int16, d *float32, blocks int, f16 *float32) float32
 
 //go:noescape
-func dotQ6_KQ8v8r4VNNI(row *byte, stride int, x *uint32, blocks int, f16 *float32, out *float32, vstride int, lanes int, ahead int)
+func dotQ6_KQ8v8r4VNNI(row *byte, stride int, x *uint32, blocks int, f16 *float32, out *float32, vstride int, lanes int, ahead int, kc *int32)
 
 //go:noescape
-func dotQ4_KQ8v8r4VNNI(row *byte, stride int, x *uint32, blocks int, f16 *float32, out *float32, vstride int, lanes int, ahead int)
+func dotQ4_KQ8v8r4VNNI(row *byte, stride int, x *uint32, blocks int, f16 *float32, out *float32, vstride int, lanes int, ahead int, kc *int32)
 
 // kq8LaneKernels are the lane kernels by type.
-var kq8LaneKernels = map[quant.Type]func(row *byte, stride int, x *uint32, blocks int, f16 *float32, out *float32, vstride int, lanes int, ahead int){
+var kq8LaneKernels = map[quant.Type]func(row *byte, stride int, x *uint32, blocks int, f16 *float32, out *float32, vstride int, lanes int, ahead int, kc *int32){
 	quant.Q4_K: dotQ4_KQ8v8r4VNNI, quant.Q6_K: dotQ6_KQ8v8r4VNNI,
 }
 
@@ -553,8 +553,9 @@ func quantizeQ8K(x []float32, z *q8K, b0 int) {
 
 // dotRowsKQ8Multi is rows [lo, hi) times each of n quantized vectors (nb
 // blocks each): out[t*rows+r]. A row stays in L1 while every vector
-// passes over it.
-func dotRowsKQ8Multi(t quant.Type, data []byte, rb, lo, hi int, z *q8K, n, nb int, out []float32, rows int) {
+// passes over it. Through the lane kernels (z.lay laid out), sums holds
+// the rows' block corrections (blockSums).
+func dotRowsKQ8Multi(t quant.Type, data []byte, rb, lo, hi int, z *q8K, n, nb int, out []float32, rows int, sums []int32) {
 	if lo >= hi {
 		return
 	}
@@ -569,7 +570,7 @@ func dotRowsKQ8Multi(t quant.Type, data []byte, rb, lo, hi int, z *q8K, n, nb in
 		return
 	}
 	if kq8Lanes(t) {
-		dotRowsKQ8Lanes(t, data, rb, lo, hi, z, n, nb, out, rows)
+		dotRowsKQ8Lanes(t, data, rb, lo, hi, z, n, nb, out, rows, sums)
 		return
 	}
 	k := kq8Kernels[t]
@@ -582,25 +583,37 @@ func dotRowsKQ8Multi(t quant.Type, data []byte, rb, lo, hi int, z *q8K, n, nb in
 }
 
 // dotRowsKQ8Lanes is dotRowsKQ8Multi for Q4_K and Q6_K rows through the
-// lane kernels: four rows by eight vectors a call (z.lay), each vector's
-// result the one-vector kernel's bit for bit.
-func dotRowsKQ8Lanes(t quant.Type, data []byte, rb, lo, hi int, z *q8K, n, nb int, out []float32, rows int) {
+// lane kernels: four rows (from a multiple of four) by eight vectors a
+// call (z.lay), each vector's result the one-vector kernel's bit for bit.
+// sums holds the rows' block corrections (kBlockSums).
+func dotRowsKQ8Lanes(t quant.Type, data []byte, rb, lo, hi int, z *q8K, n, nb int, out []float32, rows int, sums []int32) {
 	_ = z.lay[(n+7)/8*nb*laneBlockWords-1]
+	_ = sums[(rows+3)/4*4*nb+3]
 	k := kq8LaneKernels[t]
-	var o [32]float32
 	ahead := 16 * rb
 	for g := 0; g < n; g += 8 {
 		x := &z.lay[g/8*nb*laneBlockWords]
 		lanes := min(8, n-g)
 		r := lo
+		for ; r < hi && r%4 != 0; r++ {
+			laneRow(k, data, rb, r, x, nb, out[g*rows:], rows, lanes, sums)
+		}
 		for ; r+4 <= hi; r += 4 { // straight into out: vector v's four rows side by side
-			k(&data[r*rb], rb, x, nb, &f16Table[0], &out[g*rows+r], 4*rows, lanes, ahead)
+			k(&data[r*rb], rb, x, nb, &f16Table[0], &out[g*rows+r], 4*rows, lanes, ahead, &sums[r*nb])
 		}
-		for ; r < hi; r++ { // the same row four times
-			k(&data[r*rb], 0, x, nb, &f16Table[0], &o[0], 16, lanes, ahead)
-			for v := range lanes {
-				out[(g+v)*rows+r] = o[4*v]
-			}
+		for ; r < hi; r++ {
+			laneRow(k, data, rb, r, x, nb, out[g*rows:], rows, lanes, sums)
 		}
+	}
+}
+
+// laneRow is row r times a group of vectors through the lane kernel k,
+// the row four times (lane 0's correction row r's, from its place in
+// sums), into out[v*rows+r].
+func laneRow(k func(*byte, int, *uint32, int, *float32, *float32, int, int, int, *int32), data []byte, rb, r int, x *uint32, nb int, out []float32, rows, lanes int, sums []int32) {
+	var o [32]float32
+	k(&data[r*rb], 0, x, nb, &f16Table[0], &o[0], 16, lanes, 16*rb, &sums[r/4*nb*4+r%4])
+	for v := range lanes {
+		out[v*rows+r] = o[4*v]
 	}
 }

@@ -53,7 +53,7 @@ const useKQ8Lanes = false
 func kq8Lanes(quant.Type) bool { return false }
 
 // dotRowsKQ8Multi is rows [lo, hi) times each of n quantized vectors.
-func dotRowsKQ8Multi(t quant.Type, data []byte, rb, lo, hi int, z *q8K, n, nb int, out []float32, rows int) {
+func dotRowsKQ8Multi(t quant.Type, data []byte, rb, lo, hi int, z *q8K, n, nb int, out []float32, rows int, _ []int32) {
 	for r := lo; r < hi; r++ {
 		for v := range n {
 			out[v*rows+r] = dotKQ8Go(t, data[r*rb:(r+1)*rb], z, v*nb)

@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"stepthrough/engine/model"
 	"stepthrough/engine/quant"
 )
@@ -30,7 +32,7 @@ func TestDotKQ8Lanes(t *testing.T) {
 		z.resize(c.n, c.cols)
 		quantizeQ8K(x, &z, 0)
 		z.resizeLanes(c.n, c.cols)
-		z.layLanes(0, c.n, c.cols)
+		z.layLanes(0, laneBlocks(c.n, c.cols), c.n, c.cols)
 		w := make([]float32, c.rows*c.cols)
 		for i := range w {
 			w[i] = float32(r.NormFloat64())
@@ -56,7 +58,10 @@ func TestDotKQ8Lanes(t *testing.T) {
 			k := kq8Kernels[typ].fn
 			for name, data := range map[string][]byte{"quantized": quantized, "random": random} {
 				out := make([]float32, c.n*c.rows)
-				dotRowsKQ8Multi(typ, data, rb, 0, c.rows, &z, c.n, nb, out, c.rows)
+				sums := kBlockSums(typ, data, c.rows, nb)
+				cut := c.rows / 3 // two ranges, as workers take them: the second from a row not a multiple of four
+				dotRowsKQ8Multi(typ, data, rb, 0, cut, &z, c.n, nb, out, c.rows, sums)
+				dotRowsKQ8Multi(typ, data, rb, cut, c.rows, &z, c.n, nb, out, c.rows, sums)
 				for row := range c.rows {
 					raw := data[row*rb : (row+1)*rb]
 					for v := range c.n {
@@ -109,9 +114,10 @@ func BenchmarkKQ8Batch(b *testing.B) {
 			b.Skip("no AVX-512 VNNI")
 		}
 		z.resizeLanes(n, cols)
-		z.layLanes(0, n, cols)
+		z.layLanes(0, laneBlocks(n, cols), n, cols)
+		sums := kBlockSums(quant.Q4_K, data, rows, nb)
 		for b.Loop() {
-			dotRowsKQ8Multi(quant.Q4_K, data, rb, 0, rows, &z, n, nb, out, rows)
+			dotRowsKQ8Multi(quant.Q4_K, data, rb, 0, rows, &z, n, nb, out, rows, sums)
 		}
 	})
 }
@@ -154,6 +160,53 @@ func BenchmarkKQ8Paths(b *testing.B) {
 					}
 				})
 			}
+		}
+	}
+}
+
+// A Q4_K or Q6_K matrix's block corrections come from the per-matrix
+// cache laid out as the lane kernels read them.
+func TestKBlockSumsCached(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, typ := range []quant.Type{quant.Q4_K, quant.Q6_K} {
+		w := make([]float32, 6*512)
+		for i := range w {
+			w[i] = float32(r.NormFloat64())
+		}
+		data, _ := quant.Quantize(typ, w)
+		m := &model.Tensor{Name: "k", Type: typ, Dims: []int{512, 6}, Data: data}
+		first := blockSums(m)
+		if diff := cmp.Diff(kBlockSums(typ, data, 6, 2), first); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", typ, diff)
+		}
+		if again := blockSums(m); &again[0] != &first[0] {
+			t.Errorf("%s: a matrix's corrections were computed twice", typ)
+		}
+	}
+}
+
+// The block sums the corrections come from are the blocks' products with
+// a vector of ones, on random bytes (every nibble and two-bit pattern).
+func TestKBlockSumsAreProductsWithOnes(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	ones := make([]int8, 256)
+	for i := range ones {
+		ones[i] = 1
+	}
+	for range 200 {
+		var b4 [144]byte
+		var b6 [210]byte
+		for i := range b4 {
+			b4[i] = byte(r.Uint32())
+		}
+		for i := range b6 {
+			b6[i] = byte(r.Uint32())
+		}
+		if got, want := q4KSums(&b4), q4KScaled(b4[:], ones); got != want {
+			t.Fatalf("Q4_K block %x: %d, product with ones %d", b4, got, want)
+		}
+		if got, want := q6KSums(&b6), q6KScaled(b6[:], ones); got != want {
+			t.Fatalf("Q6_K block %x: %d, product with ones %d", b6, got, want)
 		}
 	}
 }

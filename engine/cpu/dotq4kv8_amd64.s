@@ -11,66 +11,55 @@
 // vectors' four (x+128, unsigned) and a sub-block's eight VPDPBUSD land in
 // the same lane; the exact integer sums Σ sc·(q·qx) and Σ m·(Σ qx) are
 // then fused into their float sums once per block for all eight, as
-// dotQ4_KQ8AVX2 fuses them for one vector, bit for bit.
+// dotQ4_KQ8AVX2 fuses them for one vector, bit for bit. Each block's sums
+// start from the row's block correction, −128·Σ sc·(Σ q): what the
+// offset of 128 adds (kBlockSums, computed once per matrix).
 
-// The stack frame: per row k (of four), 384 bytes from 384·k: its 256
-// values as bytes, its 8 scales as int32, the 8 scales as four bytes each
-// (for K), the 8 mins as int16 pairs (m, m), and −128·Σ sc·(Σ q): what
-// the offset of 128 adds to the sums.
-#define SC(K, J) (384*(K)+256+4*(J))(SP)
-#define SC4(K, J) (384*(K)+288+4*(J))(SP)
-#define MP(K, J) (384*(K)+320+4*(J))(SP)
-#define KC(K) (384*(K)+352)(SP)
-
-// ROW_UNPACK_HALF stores the 32 values of sub-block J (Y: bytes 0–15)
-// for row K and adds Σ sc_J·(Σ of each four) to Y31.
-#define ROW_UNPACK_HALF(K, J, Y, OFF) \
-	VMOVDQU Y, (384*(K)+(OFF))(SP) \
-	VPDPBUSD.BCST SC4(K, J), Y, Y31
+// The stack frame: per row k (of four), 320 bytes from 320·k: its 256
+// values as bytes, its 8 scales as int32 and its 8 mins as int16 pairs
+// (m, m).
+#define SC(K, J) (320*(K)+256+4*(J))(SP)
+#define MP(K, J) (320*(K)+288+4*(J))(SP)
 
 // ROW_PREP unpacks row K's block at R into its part of the frame (Y28:
-// 0x0f bytes, Y30: 0x01010101 in each int32).
+// 0x0f bytes).
 #define ROW_PREP(R, K) \
 	Q4K_SCALES_AT(R, R13, R14, AX, BX, DI) \
 	VMOVQ R13, X15 \
 	VPMOVZXBD X15, Y15 \
 	VMOVDQU Y15, SC(K, 0) \
-	VPMULLD Y30, Y15, Y15 \
-	VMOVDQU Y15, SC4(K, 0) \
 	VMOVQ R14, X15 \
 	VPMOVZXBD X15, Y15 \
 	VPSLLD $16, Y15, Y14 \
 	VPOR Y14, Y15, Y15 \
 	VMOVDQU Y15, MP(K, 0) \
-	VPXORD Y31, Y31, Y31 \
 	ROW_NIBBLES(R, K, 0) \
 	ROW_NIBBLES(R, K, 1) \
 	ROW_NIBBLES(R, K, 2) \
-	ROW_NIBBLES(R, K, 3) \
-	CORR_STORE(KC(K))
+	ROW_NIBBLES(R, K, 3)
 
 // ROW_NIBBLES splits the 32 bytes of nibbles P of row K's block at R into
 // sub-blocks 2P (low nibbles) and 2P+1 (high).
 #define ROW_NIBBLES(R, K, P) \
 	VMOVDQU (16+32*P)(R), Y15 \
 	VPANDD Y28, Y15, Y14 \
-	ROW_UNPACK_HALF(K, 2*P, Y14, 64*P) \
+	VMOVDQU Y14, (320*(K)+64*P)(SP) \
 	VPSRLW $4, Y15, Y15 \
 	VPANDD Y28, Y15, Y15 \
-	ROW_UNPACK_HALF(K, 2*P+1, Y15, 64*P+32)
+	VMOVDQU Y15, (320*(K)+64*P+32)(SP)
 
 // SUB_ROW adds row K's sub-block J times the eight vectors' values
 // (Y0–Y7), scaled by sc_J, to S (Y13: scratch).
 #define SUB_ROW(K, J, S) \
 	VPXORD Y13, Y13, Y13 \
-	VPDPBUSD.BCST (384*(K)+32*(J))(SP), Y0, Y13 \
-	VPDPBUSD.BCST (384*(K)+32*(J)+4)(SP), Y1, Y13 \
-	VPDPBUSD.BCST (384*(K)+32*(J)+8)(SP), Y2, Y13 \
-	VPDPBUSD.BCST (384*(K)+32*(J)+12)(SP), Y3, Y13 \
-	VPDPBUSD.BCST (384*(K)+32*(J)+16)(SP), Y4, Y13 \
-	VPDPBUSD.BCST (384*(K)+32*(J)+20)(SP), Y5, Y13 \
-	VPDPBUSD.BCST (384*(K)+32*(J)+24)(SP), Y6, Y13 \
-	VPDPBUSD.BCST (384*(K)+32*(J)+28)(SP), Y7, Y13 \
+	VPDPBUSD.BCST (320*(K)+32*(J))(SP), Y0, Y13 \
+	VPDPBUSD.BCST (320*(K)+32*(J)+4)(SP), Y1, Y13 \
+	VPDPBUSD.BCST (320*(K)+32*(J)+8)(SP), Y2, Y13 \
+	VPDPBUSD.BCST (320*(K)+32*(J)+12)(SP), Y3, Y13 \
+	VPDPBUSD.BCST (320*(K)+32*(J)+16)(SP), Y4, Y13 \
+	VPDPBUSD.BCST (320*(K)+32*(J)+20)(SP), Y5, Y13 \
+	VPDPBUSD.BCST (320*(K)+32*(J)+24)(SP), Y6, Y13 \
+	VPDPBUSD.BCST (320*(K)+32*(J)+28)(SP), Y7, Y13 \
 	VPMULLD.BCST SC(K, J), Y13, Y13 \
 	VPADDD Y13, S, S
 
@@ -85,7 +74,7 @@
 
 // MINS_ROW sets M to row K's Σ_j m_j·(the vectors' Σ qx over sub-block j)
 // (Y0–Y7: the vectors' sums over each 16, in pairs).
-#define MINS_ROW(K, M) PAIRS8(384*(K)+320, M)
+#define MINS_ROW(K, M) PAIRS8(320*(K)+288, M)
 
 // FUSE_ROW fuses the row at R's integer sums S and mins M into ACC and
 // ACCM (Y8: the vectors' d_x, R8: the binary16 table, Y15: scratch).
@@ -105,17 +94,16 @@
 	PREFETCHT1 64(R)(DX*1) \
 	PREFETCHT1 128(R)(DX*1)
 
-// func dotQ4_KQ8v8r4VNNI(row *byte, stride int, x *uint32, blocks int, f16 *float32, out *float32, vstride int, lanes int, ahead int)
+// func dotQ4_KQ8v8r4VNNI(row *byte, stride int, x *uint32, blocks int, f16 *float32, out *float32, vstride int, lanes int, ahead int, kc *int32)
 // Four Q4_K rows (stride bytes apart) times a group of eight vectors laid
 // out by q8K.layLanes (per block 2336 bytes: for each four values the eight
 // vectors' as unsigned bytes x+128, then per pair of 16 their sums as
 // int16 pairs, then their d_x): the four rows' results for vector v go to
-// out[v·vstride/4 + 0..3], for the first lanes vectors (lanes > 0). The
-// rows ahead bytes on are fetched into L2 meanwhile.
-TEXT ·dotQ4_KQ8v8r4VNNI(SB), $1536-72
+// out[v·vstride/4 + 0..3], for the first lanes vectors (lanes > 0). kc
+// holds the rows' block corrections, block by block four side by side
+// (kBlockSums). The rows ahead bytes on are fetched into L2 meanwhile.
+TEXT ·dotQ4_KQ8v8r4VNNI(SB), $1280-80
 	KLANES_ARGS
-	MOVL $0x01010101, AX
-	VPBROADCASTD AX, Y30
 	VPXORD Y20, Y20, Y20
 	VPXORD Y21, Y21, Y21
 	VPXORD Y22, Y22, Y22
@@ -130,10 +118,7 @@ q4v8block:
 	ROW_PREP(R10, 1)
 	ROW_PREP(R11, 2)
 	ROW_PREP(R12, 3)
-	VPBROADCASTD KC(0), Y9
-	VPBROADCASTD KC(1), Y10
-	VPBROADCASTD KC(2), Y11
-	VPBROADCASTD KC(3), Y12
+	KC4_NEXT
 	SUB(0)
 	SUB(1)
 	SUB(2)

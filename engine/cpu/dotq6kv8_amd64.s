@@ -9,31 +9,17 @@
 // broadcast against the eight vectors' four (x+128, unsigned), a
 // sub-block's four VPDPBUSD land in the vector's lane, and the exact sum
 // Σ sc·(Σ q·qx − 32·Σ qx) is fused into the float sum once per block for
-// all eight, as dotQ6_KQ8AVX2 fuses it for one vector, bit for bit.
+// all eight, as dotQ6_KQ8AVX2 fuses it for one vector, bit for bit. Each
+// block's sums start from the row's block correction, −128·Σ sc·(Σ q):
+// what the offset of 128 adds (kBlockSums, computed once per matrix).
 
-// byte j of the 32: the scale of the first sub-block of a quarter (0) for
-// the low 16, the second (1) for the high 16
-DATA q6idx<>+0(SB)/8, $0
-DATA q6idx<>+8(SB)/8, $0
-DATA q6idx<>+16(SB)/8, $0x0101010101010101
-DATA q6idx<>+24(SB)/8, $0x0101010101010101
-GLOBL q6idx<>(SB), RODATA|NOPTR, $32
+// The stack frame: per row k (of four), 352 bytes from 352·k: its 256
+// values as bytes, its 16 scales as int32 and as int16.
+#define SCD(K, J) (352*(K)+256+4*(J))(SP)
+#define SCP(K, J) (352*(K)+320+4*(J))(SP)
 
-// The stack frame: per row k (of four), 384 bytes from 384·k: its 256
-// values as bytes, its 16 scales as int32, the 16 scales as int16, and
-// −128·Σ sc·(Σ q): what the offset of 128 adds to the sums.
-#define SCD(K, J) (384*(K)+256+4*(J))(SP)
-#define SCP(K, J) (384*(K)+320+4*(J))(SP)
-#define KC6(K) (384*(K)+352)(SP)
-
-// Q6_QUARTER stores quarter Q's 32 values (V) for row K and adds
-// Σ sc·(Σ q) over its two sub-blocks to Y31 (Y24: the 16 scales twice,
-// Y25: this quarter's scale index, moved on to the next; Y15: scratch).
-#define Q6_QUARTER(K, Q, V) \
-	VMOVDQU V, (384*(K)+32*(Q))(SP) \
-	VPSHUFB Y25, Y24, Y15 \
-	VPDPBUSD Y15, V, Y31 \
-	VPADDB Y30, Y25, Y25
+// Q6_QUARTER stores quarter Q's 32 values (V) for row K.
+#define Q6_QUARTER(K, Q, V) VMOVDQU V, (352*(K)+32*(Q))(SP)
 
 // Q6_HALF unpacks half H (128 values) of row K's block at R (Y28: 0x0f
 // bytes, Y27: 0x30 bytes; Y1–Y3, Y5, Y14: scratch).
@@ -71,22 +57,18 @@ GLOBL q6idx<>(SB), RODATA|NOPTR, $32
 	VMOVDQU Y15, SCD(K, 8) \
 	VPMOVSXBW 192(R), Y15 \
 	VMOVDQU Y15, SCP(K, 0) \
-	VBROADCASTI32X4 192(R), Y24 \
-	VMOVDQU32 q6idx<>(SB), Y25 \
-	VPXORD Y31, Y31, Y31 \
 	Q6_HALF(R, K, 0) \
-	Q6_HALF(R, K, 1) \
-	CORR_STORE(KC6(K))
+	Q6_HALF(R, K, 1)
 
 // Q6_SUB adds row K's sub-block S (four groups of four at byte O of its
 // values) times the vectors' (X0–X3), scaled by sc_S, to ACC (Y13:
 // scratch).
 #define Q6_SUB(K, S, O, X0, X1, X2, X3, ACC) \
 	VPXORD Y13, Y13, Y13 \
-	VPDPBUSD.BCST (384*(K)+(O))(SP), X0, Y13 \
-	VPDPBUSD.BCST (384*(K)+(O)+4)(SP), X1, Y13 \
-	VPDPBUSD.BCST (384*(K)+(O)+8)(SP), X2, Y13 \
-	VPDPBUSD.BCST (384*(K)+(O)+12)(SP), X3, Y13 \
+	VPDPBUSD.BCST (352*(K)+(O))(SP), X0, Y13 \
+	VPDPBUSD.BCST (352*(K)+(O)+4)(SP), X1, Y13 \
+	VPDPBUSD.BCST (352*(K)+(O)+8)(SP), X2, Y13 \
+	VPDPBUSD.BCST (352*(K)+(O)+12)(SP), X3, Y13 \
 	VPMULLD.BCST SCD(K, S), Y13, Y13 \
 	VPADDD Y13, ACC, ACC
 
@@ -107,7 +89,7 @@ GLOBL q6idx<>(SB), RODATA|NOPTR, $32
 // row K's sums S (Y0–Y7: the vectors' sums over each 16, in pairs; Y13:
 // scratch).
 #define Q6_OFFSET(K, S) \
-	PAIRS8(384*(K)+320, Y13) \
+	PAIRS8(352*(K)+320, Y13) \
 	VPSLLD $5, Y13, Y13 \
 	VPSUBD Y13, S, S
 
@@ -126,17 +108,16 @@ GLOBL q6idx<>(SB), RODATA|NOPTR, $32
 	PREFETCHT1 128(R)(DX*1) \
 	PREFETCHT1 192(R)(DX*1)
 
-// func dotQ6_KQ8v8r4VNNI(row *byte, stride int, x *uint32, blocks int, f16 *float32, out *float32, vstride int, lanes int, ahead int)
+// func dotQ6_KQ8v8r4VNNI(row *byte, stride int, x *uint32, blocks int, f16 *float32, out *float32, vstride int, lanes int, ahead int, kc *int32)
 // Four Q6_K rows (stride bytes apart) times a group of eight vectors laid
 // out by q8K.layLanes: the four rows' results for vector v go to
-// out[v·vstride/4 + 0..3], for the first lanes vectors (lanes > 0). The
-// rows ahead bytes on are fetched into L2 meanwhile.
-TEXT ·dotQ6_KQ8v8r4VNNI(SB), $1536-72
+// out[v·vstride/4 + 0..3], for the first lanes vectors (lanes > 0). kc
+// holds the rows' block corrections, block by block four side by side
+// (kBlockSums). The rows ahead bytes on are fetched into L2 meanwhile.
+TEXT ·dotQ6_KQ8v8r4VNNI(SB), $1408-80
 	KLANES_ARGS
 	MOVL $0x30303030, AX
 	VPBROADCASTD AX, Y27
-	MOVL $0x02020202, AX
-	VPBROADCASTD AX, Y30
 
 q6v8block:
 	Q6_AHEAD(SI)
@@ -147,10 +128,7 @@ q6v8block:
 	Q6_PREP(R10, 1)
 	Q6_PREP(R11, 2)
 	Q6_PREP(R12, 3)
-	VPBROADCASTD KC6(0), Y9
-	VPBROADCASTD KC6(1), Y10
-	VPBROADCASTD KC6(2), Y11
-	VPBROADCASTD KC6(3), Y12
+	KC4_NEXT
 	Q6_Q(0)
 	Q6_Q(1)
 	Q6_Q(2)

@@ -59,25 +59,11 @@
 	VMOVDQU32 (OFF+192)(R9), Y6 \
 	VMOVDQU32 (OFF+224)(R9), Y7
 
-// CORR_STORE adds up Y31's eight int32 lanes, Σ, and stores −128·Σ at
-// DST: what the offset of 128 on the vectors' side adds to a row's sums
-// (X15: scratch).
-#define CORR_STORE(DST) \
-	VEXTRACTI32X4 $1, Y31, X15 \
-	VPADDD X15, X31, X31 \
-	VPSHUFD $0x4E, X31, X15 \
-	VPADDD X15, X31, X31 \
-	VPSHUFD $0xB1, X31, X15 \
-	VPADDD X15, X31, X31 \
-	VPSLLD $7, X31, X31 \
-	VPXORD X15, X15, X15 \
-	VPSUBD X31, X15, X31 \
-	VMOVD X31, DST
-
 // KLANES_ARGS loads the arguments of the K-quant lane kernels (row,
-// stride, x, blocks, f16, …, ahead): the rows into SI, R10, R11 and R12,
-// x into R9, blocks into CX, the table into R8, ahead into DX, and sets
-// Y28 to 0x0f bytes and the sums Y16–Y19 to zero.
+// stride, x, blocks, f16, …, ahead, kc): the rows into SI, R10, R11 and
+// R12, x into R9, blocks into CX, the table into R8, ahead into DX, the
+// block corrections into R15, and sets Y28 to 0x0f bytes and the sums
+// Y16–Y19 to zero.
 #define KLANES_ARGS \
 	MOVQ row+0(FP), SI \
 	MOVQ stride+8(FP), AX \
@@ -86,6 +72,7 @@
 	MOVQ blocks+24(FP), CX \
 	MOVQ f16+32(FP), R8 \
 	MOVQ ahead+64(FP), DX \
+	MOVQ kc+72(FP), R15 \
 	MOVL $0x0f0f0f0f, AX \
 	VPBROADCASTD AX, Y28 \
 	VPXORD Y16, Y16, Y16 \
@@ -105,3 +92,12 @@
 	VPDPWSSD.BCST (OFF+20)(SP), Y5, M \
 	VPDPWSSD.BCST (OFF+24)(SP), Y6, M \
 	VPDPWSSD.BCST (OFF+28)(SP), Y7, M
+
+// KC4_NEXT starts the four rows' integer sums Y9–Y12 from their block
+// corrections at R15 and moves R15 on to the next block's.
+#define KC4_NEXT \
+	VPBROADCASTD (R15), Y9 \
+	VPBROADCASTD 4(R15), Y10 \
+	VPBROADCASTD 8(R15), Y11 \
+	VPBROADCASTD 12(R15), Y12 \
+	ADDQ $16, R15

@@ -23,7 +23,7 @@ type matmulTask struct {
 	xs      []float32 // the legacy kernels' sums of x over groups (kGroup), per vector
 	z       *q8K      // x quantized to int8 for the K-quant kernels
 	z80     *q80      // x rounded to Q8_0 for the Q5_0 and Q8_0 kernels
-	sums    []int32   // w's block corrections, for several vectors through the VNNI Q8_0 kernels
+	sums    []int32   // w's block corrections, for several vectors through the lane kernels (blockSums)
 }
 
 // hasQ8Kernel reports whether a type multiplies int8-quantized x (q8K).
@@ -76,6 +76,7 @@ func (p *Pool) prepare(out []float32, w *model.Tensor, x []float32, n int, scrat
 		decoded := kq8Decoded(w.Type, n)
 		if n > 1 && !decoded && kq8Lanes(w.Type) {
 			p.layX(n, w.Cols())
+			p.mm.sums = blockSums(w)
 		}
 		if decoded {
 			// many vectors: decoded rows through the tile kernels, with x
@@ -128,7 +129,7 @@ func (m *matmulTask) Run(worker, lo, hi int) {
 			dotRowsKQ8(w.Type, w.Data, rb, lo, hi, m.z, m.out)
 			return
 		}
-		dotRowsKQ8Multi(w.Type, w.Data, rb, lo, hi, m.z, m.n, nb, m.out, rows)
+		dotRowsKQ8Multi(w.Type, w.Data, rb, lo, hi, m.z, m.n, nb, m.out, rows, m.sums)
 		return
 	}
 	if m.z80 != nil { // Q5_0, Q8_0: every vector through the int8 kernel
@@ -358,8 +359,8 @@ func (p *Pool) layX(n, cols int) {
 		return
 	}
 	p.q8.resizeLanes(n, cols)
-	p.qx = quantizeXTask{z: &p.q8, cols: cols, lay: true}
-	p.Run(n, max(1, quantizeGrain/cols), &p.qx)
+	p.qx = quantizeXTask{z: &p.q8, n: n, cols: cols, lay: true}
+	p.Run(laneBlocks(n, cols), max(1, quantizeGrain/2048), &p.qx)
 	p.qx = quantizeXTask{}
 	p.layOK = true
 }
@@ -387,13 +388,13 @@ const quantizeGrain = 4096
 type quantizeXTask struct {
 	x         []float32
 	z         *q8K
-	cols      int
+	n, cols   int // lay: n vectors; the task runs over their laid-out blocks
 	back, lay bool
 }
 
 func (q *quantizeXTask) Run(_, lo, hi int) {
 	if q.lay {
-		q.z.layLanes(lo, hi, q.cols)
+		q.z.layLanes(lo, hi, q.n, q.cols)
 		return
 	}
 	x := q.x[lo*q.cols : hi*q.cols]

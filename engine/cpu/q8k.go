@@ -1,7 +1,9 @@
 package cpu
 
 import (
+	"encoding/binary"
 	"math"
+	"unsafe"
 
 	"stepthrough/engine/quant"
 )
@@ -38,22 +40,27 @@ func (z *q8K) resizeLanes(n, cols int) {
 	z.lay = z.lay[:w]
 }
 
-// layLanes lays out vectors [lo, hi) (cols values each) as lanes of their
-// groups of eight: vector v is lane v%8 of group v/8, whose block b holds
-// at word 8g+l the four values 4g..4g+3 as unsigned bytes x+128, at
-// 512+8j+l the sums over 16 values 2j and 2j+1 as an int16 pair, at 576+l
-// d. The last group's unused lanes hold whatever they held; their results
-// are dropped.
-func (z *q8K) layLanes(lo, hi, cols int) {
+// laneBlocks is the number of laid-out blocks of n vectors of cols values:
+// one per group of eight and block of 256 values.
+func laneBlocks(n, cols int) int { return (n + 7) / 8 * (cols / 256) }
+
+// layLanes lays out the laid-out blocks [lo, hi) of n vectors of cols
+// values, each block of one group of eight written whole by one caller:
+// vector v is lane v%8 of group v/8, whose block b holds at word 8g+l the
+// four values 4g..4g+3 as unsigned bytes x+128, at 512+8j+l the sums over
+// 16 values 2j and 2j+1 as an int16 pair, at 576+l d. The last group's
+// unused lanes hold whatever they held; their results are dropped.
+func (z *q8K) layLanes(lo, hi, n, cols int) {
 	nb := cols / 256
-	for v := lo; v < hi; v++ {
-		l := v % 8
-		for b := range nb {
-			rec := z.lay[((v/8)*nb+b)*laneBlockWords:][:laneBlockWords]
+	for gb := lo; gb < hi; gb++ {
+		rec := z.lay[gb*laneBlockWords:][:laneBlockWords]
+		v0, b := gb/nb*8, gb%nb
+		for l := range min(8, n-v0) {
+			v := v0 + l
 			q := z.q[(v*nb+b)*256:][:256]
+			qb := unsafe.Slice((*byte)(unsafe.Pointer(&q[0])), len(q)) // the same bytes
 			for g := range 64 {
-				w := q[4*g : 4*g+4]
-				rec[8*g+l] = (uint32(uint8(w[0])) | uint32(uint8(w[1]))<<8 | uint32(uint8(w[2]))<<16 | uint32(uint8(w[3]))<<24) ^ 0x80808080
+				rec[8*g+l] = binary.LittleEndian.Uint32(qb[4*g:]) ^ 0x80808080
 			}
 			bs := z.bs[(v*nb+b)*16:][:16]
 			for j := range 8 {
@@ -112,17 +119,10 @@ func dotQ4_KQ8Go(row []byte, z *q8K, b0 int) float32 {
 	for b := 0; b*144 < len(row); b++ {
 		blk := row[b*144 : b*144+144]
 		d, dmin := half16(blk), half16(blk[2:])
-		sc, mn := scalesK4(blk[4:16])
-		q, qx, bs := blk[16:], z.q[(b0+b)*256:], z.bs[(b0+b)*16:]
-		var sumi, summ int32
-		for p := 0; p < 4; p++ {
-			var lo, hi int32
-			for l := 0; l < 32; l++ {
-				lo += int32(q[32*p+l]&15) * int32(qx[64*p+l])
-				hi += int32(q[32*p+l]>>4) * int32(qx[64*p+32+l])
-			}
-			sumi += int32(sc[2*p])*lo + int32(sc[2*p+1])*hi
-		}
+		_, mn := scalesK4(blk[4:16])
+		bs := z.bs[(b0+b)*16:]
+		sumi := q4KScaled(blk, z.q[(b0+b)*256:])
+		var summ int32
 		for j := 0; j < 8; j++ {
 			summ += int32(mn[j]) * (int32(bs[2*j]) + int32(bs[2*j+1]))
 		}
@@ -132,37 +132,63 @@ func dotQ4_KQ8Go(row []byte, z *q8K, b0 int) float32 {
 	return sum
 }
 
+// q4KScaled is Σ_j sc_j·(Σ q·qx over sub-block j) for the Q4_K block blk
+// and 256 values qx.
+func q4KScaled(blk []byte, qx []int8) int32 {
+	sc, _ := scalesK4(blk[4:16])
+	q := blk[16:144]
+	qx = qx[:256]
+	var sumi int32
+	for p := 0; p < 4; p++ {
+		var lo, hi int32
+		for l := 0; l < 32; l++ {
+			lo += int32(q[32*p+l]&15) * int32(qx[64*p+l])
+			hi += int32(q[32*p+l]>>4) * int32(qx[64*p+32+l])
+		}
+		sumi += int32(sc[2*p])*lo + int32(sc[2*p+1])*hi
+	}
+	return sumi
+}
+
 // dotQ6_KQ8Go is a Q6_K row times a quantized x: per block
 // d·dx·Σ_s sc_s·(Σ q·qx − 32·Σ qx) over the 16 sub-blocks of 16 values.
 func dotQ6_KQ8Go(row []byte, z *q8K, b0 int) float32 {
 	var sum float32
 	for b := 0; b*210 < len(row); b++ {
 		blk := row[b*210 : b*210+210]
-		qx, bs := z.q[(b0+b)*256:], z.bs[(b0+b)*16:]
-		var sumi int32
-		for n := 0; n < 2; n++ {
-			ql, qh, sc := blk[64*n:], blk[128+32*n:], blk[192+8*n:]
-			xn := qx[128*n:]
-			for g := 0; g < 4; g++ {
-				var s0, s1 int32
-				for l := 0; l < 32; l++ {
-					lo := ql[l+32*(g%2)] >> (4 * (g / 2)) & 15
-					q := int32(lo | (qh[l]>>(2*g)&3)<<4)
-					if l < 16 {
-						s0 += q * int32(xn[32*g+l])
-					} else {
-						s1 += q * int32(xn[32*g+l])
-					}
-				}
-				sumi += int32(int8(sc[2*g]))*s0 + int32(int8(sc[2*g+1]))*s1
-			}
-		}
+		bs := z.bs[(b0+b)*16:]
+		sumi := q6KScaled(blk, z.q[(b0+b)*256:])
 		for s := 0; s < 16; s++ {
 			sumi -= 32 * int32(int8(blk[192+s])) * int32(bs[s])
 		}
 		sum += half16(blk[208:]) * z.d[b0+b] * float32(sumi)
 	}
 	return sum
+}
+
+// q6KScaled is Σ_s sc_s·(Σ q·qx over sub-block s), q the six-bit values
+// (0–63), for the Q6_K block blk and 256 values qx.
+func q6KScaled(blk []byte, qx []int8) int32 {
+	qx = qx[:256]
+	var sumi int32
+	for n := 0; n < 2; n++ {
+		ql, qh, sc := blk[64*n:], blk[128+32*n:], blk[192+8*n:]
+		xn := qx[128*n:]
+		for g := 0; g < 4; g++ {
+			var s0, s1 int32
+			for l := 0; l < 32; l++ {
+				lo := ql[l+32*(g%2)] >> (4 * (g / 2)) & 15
+				q := int32(lo | (qh[l]>>(2*g)&3)<<4)
+				if l < 16 {
+					s0 += q * int32(xn[32*g+l])
+				} else {
+					s1 += q * int32(xn[32*g+l])
+				}
+			}
+			sumi += int32(int8(sc[2*g]))*s0 + int32(int8(sc[2*g+1]))*s1
+		}
+	}
+	return sumi
 }
 
 // dequantizeFrom writes d·q (x as the int8 kernels see it) for the

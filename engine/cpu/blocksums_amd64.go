@@ -1,0 +1,170 @@
+//go:build !purego
+
+package cpu
+
+import (
+	"encoding/binary"
+	"runtime"
+	"sync"
+	"unsafe"
+	"weak"
+
+	"stepthrough/engine/model"
+	"stepthrough/engine/quant"
+)
+
+// q80Sums holds, for each Q8_0, Q4_K or Q6_K matrix that several vectors
+// at once have multiplied here, its block corrections: what the offset of
+// 128 on the vectors' side adds to a block's integer sums in the lane
+// kernels (dotQ8_0Q80v8r4VNNI, dotQ4_KQ8v8r4VNNI, dotQ6_KQ8v8r4VNNI),
+// which start each block's sums from it. Computed once, since a loaded
+// matrix's weights do not change (4 bytes per block: 12 % of a Q8_0
+// matrix, 3 % of a Q4_K one, 2 % of a Q6_K one), and dropped with the
+// matrix.
+var q80Sums struct {
+	mu sync.Mutex
+	m  map[weak.Pointer[model.Tensor]]q80SumsOf
+}
+
+// q80SumsOf is one matrix's corrections and the bytes they were computed
+// from.
+type q80SumsOf struct {
+	data *byte
+	n    int
+	sums []int32
+}
+
+// blockSums returns w's block corrections as its lane kernel reads them
+// (Q8_0: q80BlockSums; Q4_K, Q6_K: kBlockSums), computing them on first
+// use (or when w's bytes were replaced).
+func blockSums(w *model.Tensor) []int32 {
+	k := weak.Make(w)
+	q80Sums.mu.Lock()
+	defer q80Sums.mu.Unlock()
+	s, had := q80Sums.m[k]
+	if had && s.data == unsafe.SliceData(w.Data) && s.n == len(w.Data) {
+		return s.sums
+	}
+	s = q80SumsOf{data: unsafe.SliceData(w.Data), n: len(w.Data), sums: sumsOf(w)}
+	if q80Sums.m == nil {
+		q80Sums.m = map[weak.Pointer[model.Tensor]]q80SumsOf{}
+	}
+	q80Sums.m[k] = s
+	if !had {
+		runtime.AddCleanup(w, func(k weak.Pointer[model.Tensor]) {
+			q80Sums.mu.Lock()
+			defer q80Sums.mu.Unlock()
+			delete(q80Sums.m, k)
+		}, k)
+	}
+	return s.sums
+}
+
+// sumsOf computes w's block corrections.
+func sumsOf(w *model.Tensor) []int32 {
+	switch w.Type {
+	case quant.Q4_K, quant.Q6_K:
+		return kBlockSums(w.Type, w.Data, w.Rows(), w.Cols()/256)
+	}
+	return q80BlockSums(w.Data, w.Rows(), w.Cols()/32)
+}
+
+// kBlockSums is −128·Σ_s sc_s·(Σ q over sub-block s) of each block of
+// rows of nb Q4_K or Q6_K blocks, in the order the lane kernels read
+// them: for each four rows from a multiple of four, block by block, the
+// four rows' side by side (row r's block b at ((r/4)·nb + b)·4 + r%4),
+// and four more after the last, so that a kernel running one row as four
+// (from row r's place) stays inside.
+func kBlockSums(t quant.Type, data []byte, rows, nb int) []int32 {
+	sums := make([]int32, (rows+3)/4*4*nb+4)
+	for r := range rows {
+		for b := range nb {
+			var s int32
+			if t == quant.Q6_K {
+				s = q6KSums((*[210]byte)(data[(r*nb+b)*210:]))
+			} else {
+				s = q4KSums((*[144]byte)(data[(r*nb+b)*144:]))
+			}
+			sums[(r/4*nb+b)*4+r%4] = -128 * s
+		}
+	}
+	return sums
+}
+
+// nibbles masks the low four bits of each byte of a word.
+const nibbles = 0x0f0f0f0f0f0f0f0f
+
+// byteSum is the sum of a word's eight bytes (at most 255 in all).
+func byteSum(w uint64) int32 { return int32(w * 0x0101010101010101 >> 56) }
+
+// q4KSums is Σ_j sc_j·(Σ q over sub-block j) of a Q4_K block: q4KScaled
+// with every qx 1, eight values a word.
+func q4KSums(blk *[144]byte) int32 {
+	sc, _ := scalesK4(blk[4:16])
+	var s int32
+	for p := range 4 {
+		w := blk[16+32*p:]
+		w0, w1 := binary.LittleEndian.Uint64(w), binary.LittleEndian.Uint64(w[8:])
+		w2, w3 := binary.LittleEndian.Uint64(w[16:]), binary.LittleEndian.Uint64(w[24:])
+		lo := byteSum(w0&nibbles+w1&nibbles) + byteSum(w2&nibbles+w3&nibbles)
+		hi := byteSum(w0>>4&nibbles+w1>>4&nibbles) + byteSum(w2>>4&nibbles+w3>>4&nibbles)
+		s += int32(sc[2*p])*lo + int32(sc[2*p+1])*hi
+	}
+	return s
+}
+
+// q6KSums is Σ_s sc_s·(Σ q over sub-block s) of a Q6_K block, q the
+// six-bit values: q6KScaled with every qx 1, eight values a word.
+func q6KSums(blk *[210]byte) int32 {
+	var s int32
+	for n := range 2 {
+		for g := range 4 {
+			for h := range 2 { // sub-block 2g+h of half n: values 16h..16h+15 of the 32
+				ql := blk[64*n+32*(g%2)+16*h:]
+				qh := blk[128+32*n+16*h:]
+				shift := uint(4 * (g / 2))
+				lo := byteSum(binary.LittleEndian.Uint64(ql)>>shift&nibbles + binary.LittleEndian.Uint64(ql[8:])>>shift&nibbles)
+				const two = 0x0303030303030303
+				hi := byteSum(binary.LittleEndian.Uint64(qh)>>(2*g)&two + binary.LittleEndian.Uint64(qh[8:])>>(2*g)&two)
+				s += int32(int8(blk[192+8*n+2*g+h])) * (lo + 16*hi)
+			}
+		}
+	}
+	return s
+}
+
+// q80BlockSums is −128·Σ of each block's values for rows of nb Q8_0
+// blocks: sums[r·nb+b].
+func q80BlockSums(data []byte, rows, nb int) []int32 {
+	sums := make([]int32, rows*nb)
+	blockSumsInto(data, rows, nb, sums, make([]int32, 4*nb))
+	return sums
+}
+
+// blockSumsInto is q80BlockSums into sums (rows·nb), four rows at a time
+// through four (4·nb).
+func blockSumsInto(data []byte, rows, nb int, sums, four []int32) {
+	if rows == 0 || nb == 0 {
+		return
+	}
+	rb := 34 * nb
+	_ = data[rows*rb-1]
+	_, _ = sums[rows*nb-1], four[4*nb-1]
+	for r := 0; r < rows; r += 4 {
+		if r+4 <= rows { // four rows: row r+i's sums in lane i
+			sumsQ8_0VNNI(&data[r*rb], rb, nb, &four[0])
+			for i := range 4 {
+				for b := range nb {
+					sums[(r+i)*nb+b] = four[4*b+i]
+				}
+			}
+			continue
+		}
+		for i := r; i < rows; i++ { // the rest one at a time: the same row four times
+			sumsQ8_0VNNI(&data[i*rb], 0, nb, &four[0])
+			for b := range nb {
+				sums[i*nb+b] = four[4*b]
+			}
+		}
+	}
+}
