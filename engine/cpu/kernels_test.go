@@ -75,8 +75,9 @@ func TestQ8_0Q80Kernels(t *testing.T) {
 		z.resize(n, cols, q80Lays(quant.Q8_0))
 		x := randFloats(r, n*cols)
 		xr := make([]float32, n*cols)
-		task := q80Task{z: &z, x: x, back: xr, cols: cols, lay: q80Lays(quant.Q8_0)}
-		task.Run(0, 0, n)
+		task := q80Task{z: &z, x: x, back: xr, n: n, cols: cols, lay: q80Lays(quant.Q8_0)}
+		items, _ := task.items()
+		task.Run(0, 0, items)
 		out := make([]float32, n*rows)
 		dotRowsQ80(quant.Q8_0, data, 34*blocks, 0, rows, &z, n, cols, out, rows, q80BlockSums(data, rows, blocks), nil)
 		for row := range rows {
@@ -96,7 +97,7 @@ func TestQ8_0Q80Kernels(t *testing.T) {
 		for v := range n {
 			var one q80
 			one.resize(1, cols, q80Lays(quant.Q8_0))
-			(&q80Task{z: &one, x: x[v*cols : (v+1)*cols], cols: cols, lay: q80Lays(quant.Q8_0)}).Run(0, 0, 1)
+			(&q80Task{z: &one, x: x[v*cols : (v+1)*cols], n: 1, cols: cols, lay: q80Lays(quant.Q8_0)}).Run(0, 0, 1)
 			alone := make([]float32, rows)
 			dotRowsQ80(quant.Q8_0, data, 34*blocks, 0, rows, &one, 1, cols, alone, rows, nil, nil)
 			for row := range rows {
@@ -533,44 +534,50 @@ func TestTiledAttentionMatchesNaiveForward(t *testing.T) {
 	}
 }
 
-// MatMuls over matrices of mixed K-quant types (as Q4_K_M's Q, K and V)
-// gives each product exactly what MatMul alone gives it, for one vector,
-// a few and a tile's worth; and a buffer rewritten in place between calls
-// is quantized again (the quantized x is shared only within one call).
+// MatMuls over matrices of one type (one dispatch) or of mixed K-quant
+// types (as Q4_K_M's Q, K and V, one after the other) gives each product
+// exactly what MatMul alone gives it, for one vector, a few and a tile's
+// worth; and a buffer rewritten in place between calls is quantized again
+// (the quantized x is shared only within one call).
 func TestMatMulsSharesQuantizedX(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	pool := NewPool(3)
 	defer pool.Close()
 	cols := 512
-	var ws []*model.Tensor
-	for i, typ := range []quant.Type{quant.Q4_K, quant.Q6_K, quant.Q4_K} {
-		raw, err := quant.Quantize(typ, randFloats(r, (40+8*i)*cols))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ws = append(ws, &model.Tensor{Name: "w", Type: typ, Dims: []int{cols, 40 + 8*i}, Data: raw})
-	}
 	scratch := make([][]float32, 3)
 	for i := range scratch {
 		scratch[i] = make([]float32, ScratchFloats(cols))
 	}
-	for _, n := range []int{1, 3, 20} {
-		x := randFloats(r, n*cols)
-		for round := range 2 {
-			outs := make([][]float32, len(ws))
-			for i, w := range ws {
-				outs[i] = make([]float32, n*w.Rows())
+	for _, types := range [][]quant.Type{
+		{quant.Q4_K, quant.Q6_K, quant.Q4_K}, {quant.Q4_K, quant.Q4_K, quant.Q4_K}, {quant.Q6_K, quant.Q6_K},
+		{quant.Q8_0, quant.Q8_0, quant.Q8_0}, {quant.Q5_0, quant.Q5_0}, {quant.F32, quant.F32, quant.F32},
+	} {
+		var ws []*model.Tensor
+		for i, typ := range types {
+			raw, err := quant.Quantize(typ, randFloats(r, (40+8*i)*cols))
+			if err != nil {
+				t.Fatal(err)
 			}
-			pool.MatMuls(outs, ws, x, n, scratch)
-			for i, w := range ws {
-				want := make([]float32, n*w.Rows())
-				pool.MatMul(want, w, x, n, scratch)
-				if !slices.Equal(outs[i], want) {
-					t.Fatalf("n=%d round %d: MatMuls product %d differs from MatMul alone", n, round, i)
+			ws = append(ws, &model.Tensor{Name: "w", Type: typ, Dims: []int{cols, 40 + 8*i}, Data: raw})
+		}
+		for _, n := range []int{1, 3, 9, 20} {
+			x := randFloats(r, n*cols)
+			for round := range 2 {
+				outs := make([][]float32, len(ws))
+				for i, w := range ws {
+					outs[i] = make([]float32, n*w.Rows())
 				}
-			}
-			for i := range x { // the same buffer, new values
-				x[i] = -x[i] * 0.5
+				pool.MatMuls(outs, ws, x, n, scratch)
+				for i, w := range ws {
+					want := make([]float32, n*w.Rows())
+					pool.MatMul(want, w, x, n, scratch)
+					if !slices.Equal(outs[i], want) {
+						t.Fatalf("%v n=%d round %d: MatMuls product %d differs from MatMul alone", types, n, round, i)
+					}
+				}
+				for i := range x { // the same buffer, new values
+					x[i] = -x[i] * 0.5
+				}
 			}
 		}
 	}

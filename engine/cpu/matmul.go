@@ -54,7 +54,7 @@ func (m *matmulTask) dotK(row []byte, t int) float32 {
 // three rows is decoded once and multiplied with three vectors at a time.
 func (p *Pool) MatMul(out []float32, w *model.Tensor, x []float32, n int, scratch [][]float32) {
 	p.prepare(out, w, x, n, scratch)
-	if useGemmB && n >= gemmMinVectors && p.mm.z == nil && p.mm.z80 == nil && p.mm.xs == nil {
+	if p.gemm() {
 		x := p.mm.x // K-quant types: x rounded as their kernel rounds it
 		p.mm = matmulTask{}
 		p.matMulGemm(out, w, x, n)
@@ -64,6 +64,12 @@ func (p *Pool) MatMul(out []float32, w *model.Tensor, x []float32, n int, scratc
 	grain := max(16, minWorkPerPart/(w.Cols()*n))
 	p.Run(w.Rows(), grain, &p.mm)
 	p.mm = matmulTask{}
+}
+
+// gemm reports whether the product p.mm is set up for goes through the
+// GEMM: several vectors and no int8 kernel for them.
+func (p *Pool) gemm() bool {
+	return useGemmB && p.mm.n >= gemmMinVectors && p.mm.z == nil && p.mm.z80 == nil && p.mm.xs == nil
 }
 
 // prepare sets p.mm up for a product: x quantized for the K-quant
@@ -96,8 +102,9 @@ func (p *Pool) prepare(out []float32, w *model.Tensor, x []float32, n int, scrat
 		}
 		lay := back == nil && q80Lays(w.Type)
 		p.q80.resize(n, cols, lay)
-		p.q80t = q80Task{z: &p.q80, x: x[:n*cols], back: back, cols: cols, lay: lay}
-		p.Run(n, max(1, quantizeGrain/cols), &p.q80t)
+		p.q80t = q80Task{z: &p.q80, x: x[:n*cols], back: back, n: n, cols: cols, lay: lay}
+		items, grain := p.q80t.items()
+		p.Run(items, grain, &p.q80t)
 		p.q80t = q80Task{}
 		if back == nil {
 			p.mm.z80 = &p.q80

@@ -5,33 +5,42 @@ import "stepthrough/engine/model"
 // MatMuls computes several products of one input in one dispatch:
 // outs[i][t][r] = row r of ws[i] · x[t]. A decode step's Q, K and V (and
 // gate and up) then stream their rows as one run per thread and wait for
-// each other once, not three times. The matrices must share a row length;
-// when they differ in type, or for a prompt chunk (which goes through the
-// GEMM), they run one after the other.
+// each other once, not three times, and x is quantized once. The matrices
+// must share a row length; when they differ in type, or for several
+// vectors not through the int8 kernels, they run one after the other.
 func (p *Pool) MatMuls(outs [][]float32, ws []*model.Tensor, x []float32, n int, scratch [][]float32) {
-	same := n == 1 && len(ws) <= len(p.multi.parts)
+	same := len(ws) <= len(p.multi.parts)
 	for _, w := range ws {
 		same = same && w.Type == ws[0].Type && w.Cols() == ws[0].Cols()
 	}
+	p.q8For, p.keepX = nil, true // x is quantized (and rounded) once for all of them
+	defer func() { p.keepX, p.q8For = false, nil }()
+	if same {
+		p.prepare(outs[0], ws[0], x, n, scratch)
+		// several vectors share a dispatch only through the int8 kernels,
+		// whose rows come out the same whichever worker's range they fall
+		// in (the float kernels group rows by threes from a range's start)
+		same = n == 1 || p.mm.z != nil || p.mm.z80 != nil
+	}
 	if !same {
-		p.q8For, p.keepX = nil, true // x is quantized (and rounded) once for all of them
-		defer func() { p.keepX, p.q8For = false, nil }()
 		for i, w := range ws {
 			p.MatMul(outs[i], w, x, n, scratch)
 		}
 		return
 	}
-	p.prepare(outs[0], ws[0], x, n, scratch)
 	m := &p.multi
 	m.n, m.rows = len(ws), 0
 	for i, w := range ws {
 		m.parts[i] = p.mm
 		m.parts[i].w, m.parts[i].out = w, outs[i]
+		if p.mm.sums != nil {
+			m.parts[i].sums = blockSums(w)
+		}
 		m.off[i] = m.rows
 		m.rows += w.Rows()
 	}
 	m.off[len(ws)] = m.rows
-	p.Run(m.rows, max(16, minWorkPerPart/ws[0].Cols()), m)
+	p.Run(m.rows, max(16, minWorkPerPart/(ws[0].Cols()*n)), m)
 	*m = multiTask{}
 	p.mm = matmulTask{}
 }

@@ -93,17 +93,48 @@ func layQ80Go(q []int8, d []float32, out []uint32) {
 	}
 }
 
-// q80Task rounds vectors [lo, hi) of x into z on the pool's workers
-// (and, with back, writes them back as floats; with lay, lays them out
-// for the VNNI Q8_0 kernels).
+// q80Task rounds n vectors of x into z on the pool's workers (and, with
+// back, writes them back as floats; with lay, lays them out for the VNNI
+// Q8_0 kernels). It runs over items: vectors, or, laying out several in
+// groups of eight, runs of q80UnitBlocks blocks of a group, so that each
+// group's laid-out blocks are written by one worker, not interleaved by
+// all (two cores writing the same cache lines).
 type q80Task struct {
 	z       *q80
 	x, back []float32
-	cols    int
+	n, cols int
 	lay     bool
 }
 
+// q80UnitBlocks is how many blocks of a group of eight vectors one item
+// rounds and lays out (8: 2304 bytes laid out, 36 cache lines).
+const q80UnitBlocks = 8
+
+// units is the number of items per group of eight vectors, when the task
+// runs over them (else 0).
+func (t *q80Task) units() int {
+	if !t.lay || !t.z.grouped {
+		return 0
+	}
+	return (t.cols/32 + q80UnitBlocks - 1) / q80UnitBlocks
+}
+
+// items is how many items the task runs over, and grain the least a
+// worker takes.
+func (t *q80Task) items() (n, grain int) {
+	if u := t.units(); u > 0 {
+		return (t.n + 7) / 8 * u, max(1, quantizeGrain/(8*32*q80UnitBlocks))
+	}
+	return t.n, max(1, quantizeGrain/t.cols)
+}
+
 func (t *q80Task) Run(_, lo, hi int) {
+	if u := t.units(); u > 0 {
+		for it := lo; it < hi; it++ {
+			t.runUnit(it/u, it%u*q80UnitBlocks)
+		}
+		return
+	}
 	a, b := lo*t.cols, hi*t.cols
 	var back []float32
 	if t.back != nil {
@@ -112,6 +143,21 @@ func (t *q80Task) Run(_, lo, hi int) {
 	t.z.quantizeRange(t.x[a:b], a, back)
 	if t.lay {
 		t.z.layOut(lo, hi, t.cols)
+	}
+}
+
+// runUnit rounds and lays out blocks [b0, b0+q80UnitBlocks) of group g's
+// vectors.
+func (t *q80Task) runUnit(g, b0 int) {
+	b1 := min(t.cols/32, b0+q80UnitBlocks)
+	for v := g * 8; v < min(t.n, g*8+8); v++ {
+		a, b := v*t.cols+b0*32, v*t.cols+b1*32
+		var back []float32
+		if t.back != nil {
+			back = t.back[a:b]
+		}
+		t.z.quantizeRange(t.x[a:b], a, back)
+		layQ80Lane(t.z.q[a:b], t.z.d[a/32:b/32], t.z.lay[g*t.z.layWords+b0*72:], v%8)
 	}
 }
 
