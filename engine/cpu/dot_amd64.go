@@ -238,6 +238,7 @@ func q80Rows(data []byte, rb, lo, hi, off int, z *q80, n, nb int, out []float32,
 	_ = sums[hi*nb-1]
 	var o [32]float32
 	ahead := q80TileRows * rb
+	prefetchL2(&data[lo*rb], min(hi-lo, q80TileRows)*rb) // the kernel fetches from the tile after on
 	for r0 := lo; r0 < hi; r0 += q80TileRows {
 		r1 := min(r0+q80TileRows, hi)
 		for g := 0; g < n; g += 8 {
@@ -480,6 +481,9 @@ func dotQ5_KQ8AVX2(row *byte, q *int8, bs *int16, d *float32, blocks int, f16 *f
 func dotQ6_KQ8v8r4VNNI(row *byte, stride int, x *uint32, blocks int, f16 *float32, out *float32, vstride int, lanes int, ahead int, kc *int32)
 
 //go:noescape
+func prefetchL2(p *byte, n int)
+
+//go:noescape
 func dotQ4_KQ8v8r4VNNI(row *byte, stride int, x *uint32, blocks int, f16 *float32, out *float32, vstride int, lanes int, ahead int, kc *int32)
 
 // kq8LaneKernels are the lane kernels by type.
@@ -591,6 +595,7 @@ func dotRowsKQ8Lanes(t quant.Type, data []byte, rb, lo, hi int, z *q8K, n, nb in
 	_ = sums[(rows+3)/4*4*nb+3]
 	k := kq8LaneKernels[t]
 	ahead := 16 * rb
+	prefetchL2(&data[lo*rb], min(hi-lo, 16)*rb) // the kernel fetches from 16 rows on
 	for g := 0; g < n; g += 8 {
 		x := &z.lay[g/8*nb*laneBlockWords]
 		lanes := min(8, n-g)

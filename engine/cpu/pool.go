@@ -25,10 +25,13 @@ type Task interface {
 // the last job it helped with, so jobs too small to need it do not keep it
 // spinning, and many-core hosts are not kept busy by idle threads.
 //
-// A job is cut into chunks that workers claim from a shared ticket; the
-// caller waits for the chunks, not for every worker, so a worker the OS
-// has not scheduled yet holds nothing back: it finds the job gone and
-// takes nothing.
+// A job is cut into chunks, and each worker is given a run of them in a
+// row: it claims them from the front, so the rows a kernel fetches ahead
+// of the one it multiplies are the rows it takes next, and once its own
+// are gone it takes others' from the back. The caller waits for the
+// chunks, not for every worker, so a worker the OS has not scheduled yet
+// holds nothing back: the others take its chunks, and it finds the job
+// gone and takes nothing.
 type Pool struct {
 	n       int
 	workers []*poolWorker
@@ -38,15 +41,16 @@ type Pool struct {
 	// state publishes a job: generation << 16 | number of parts. Workers
 	// whose index is below the parts help with it.
 	state atomic.Uint64
-	// ticket hands out the current job's chunks: generation (low 32 bits)
-	// << 32 | chunks << 16 | next chunk. A chunk is claimed by advancing
-	// next while the generation is still the job's, so a late worker
-	// cannot take a chunk of a later job.
-	ticket   atomic.Uint64
+	// runs hands out the current job's chunks: per worker, generation (low
+	// 32 bits) << 32 | first << 16 | end of the chunks left of its run. The
+	// worker claims its first by advancing first, others its last by
+	// lowering end, while the generation is still the job's, so a late
+	// worker cannot take a chunk of a later job.
+	runs     []chunkRun
 	finished atomic.Int64 // chunks of the current job done
 	closed   atomic.Bool
 
-	// the current job: written by Run before it publishes the ticket, read
+	// the current job: written by Run before it publishes the runs, read
 	// by a worker only after it claimed a chunk (so no later job's Run can
 	// be writing them: that waits for the chunk)
 	task         Task
@@ -83,6 +87,12 @@ type Pool struct {
 // sequence, so a chunk takes the same path alone and in a batch.
 func (p *Pool) SetRun(n int) { p.run = n }
 
+// chunkRun is one worker's run of chunks, a cache line to itself.
+type chunkRun struct {
+	atomic.Uint64
+	_ [56]byte
+}
+
 type poolWorker struct {
 	sleeping atomic.Bool
 	wake     chan struct{}
@@ -110,8 +120,8 @@ func NewPool(n int) *Pool {
 	if n <= 0 {
 		n = DefaultThreads()
 	}
-	n = min(n, 1024) // chunksPerPart × 1024 chunks fit the ticket's 16 bits
-	p := &Pool{n: n, workers: make([]*poolWorker, n), oversubscribed: n > runtime.GOMAXPROCS(0)}
+	n = min(n, 1024) // chunksPerPart × 1024 chunks fit a run's 16 bits
+	p := &Pool{n: n, workers: make([]*poolWorker, n), runs: make([]chunkRun, n), oversubscribed: n > runtime.GOMAXPROCS(0)}
 	for w := 1; w < n; w++ {
 		p.workers[w] = &poolWorker{wake: make(chan struct{}, 1)}
 		go p.loop(w)
@@ -147,8 +157,8 @@ func (p *Pool) loop(id int) {
 			if p.closed.Load() {
 				return
 			}
-			if id < int(s&0xffff) {
-				p.work(id, uint32(g))
+			if parts := int(s & 0xffff); id < parts {
+				p.work(id, uint32(g), parts)
 				idle = time.Now()
 			}
 			continue
@@ -176,8 +186,9 @@ func (p *Pool) loop(id int) {
 
 // Run splits [0, n) into chunks of at least grain and runs t on them with
 // up to one worker per chunk's worth of work, the caller among them.
-// Workers claim chunks until none is left (about four a worker). Calls
-// must not overlap: a pool serves one forward pass.
+// Each worker takes a run of about four chunks in a row, then helps with
+// the others' until none is left. Calls must not overlap: a pool serves
+// one forward pass.
 func (p *Pool) Run(n, grain int, t Task) {
 	parts := p.n
 	if grain < 1 {
@@ -197,7 +208,10 @@ func (p *Pool) Run(n, grain int, t Task) {
 	p.task, p.total, p.chunk = t, n, chunk
 	p.finished.Store(0)
 	gen := p.state.Load()>>16 + 1
-	p.ticket.Store(uint64(uint32(gen))<<32 | uint64(chunks)<<16)
+	for w := range parts {
+		first, end := w*chunks/parts, (w+1)*chunks/parts
+		p.runs[w].Store(uint64(uint32(gen))<<32 | uint64(first)<<16 | uint64(end))
+	}
 	p.state.Store(gen<<16 | uint64(parts))
 	for _, w := range p.workers[1:parts] {
 		if w.sleeping.Load() {
@@ -207,7 +221,7 @@ func (p *Pool) Run(n, grain int, t Task) {
 			}
 		}
 	}
-	p.work(0, uint32(gen))
+	p.work(0, uint32(gen), parts)
 	// wait for the chunks others hold; yield now and then, so a worker
 	// just woken (queued to run on this goroutine's CPU) runs
 	for i := 1; p.finished.Load() != int64(chunks); i++ {
@@ -220,25 +234,50 @@ func (p *Pool) Run(n, grain int, t Task) {
 	p.task = nil
 }
 
-// work claims and runs chunks of job gen as worker id until none is
-// left, and counts what it ran into p.finished.
-func (p *Pool) work(id int, gen uint32) {
+// work claims and runs chunks of job gen (of parts workers) as worker id
+// until none is left: its own run's from the front, then the others'
+// from the back. It counts what it ran into p.finished.
+func (p *Pool) work(id int, gen uint32, parts int) {
 	done := 0
-	for {
-		t := p.ticket.Load()
-		if uint32(t>>32) != gen || uint16(t) >= uint16(t>>16) {
-			break
-		}
-		if !p.ticket.CompareAndSwap(t, t+1) {
-			continue
-		}
-		lo := int(uint16(t)) * p.chunk
-		p.task.Run(id, lo, min(p.total, lo+p.chunk))
+	for c := p.claim(id, gen, true); c >= 0; c = p.claim(id, gen, true) {
+		p.runChunk(id, c)
 		done++
+	}
+	for i := 1; i < parts; i++ {
+		w := (id + i) % parts
+		for c := p.claim(w, gen, false); c >= 0; c = p.claim(w, gen, false) {
+			p.runChunk(id, c)
+			done++
+		}
 	}
 	if done > 0 {
 		p.finished.Add(int64(done))
 	}
+}
+
+// claim takes the first chunk left of worker w's run (front), or its
+// last, while the run is job gen's; -1 when none is left.
+func (p *Pool) claim(w int, gen uint32, front bool) int {
+	r := &p.runs[w]
+	for {
+		t := r.Load()
+		first, end := uint16(t>>16), uint16(t)
+		if uint32(t>>32) != gen || first >= end {
+			return -1
+		}
+		if front && r.CompareAndSwap(t, t+1<<16) {
+			return int(first)
+		}
+		if !front && r.CompareAndSwap(t, t-1) {
+			return int(end - 1)
+		}
+	}
+}
+
+// runChunk runs chunk c of the current job as worker id.
+func (p *Pool) runChunk(id, c int) {
+	lo := c * p.chunk
+	p.task.Run(id, lo, min(p.total, lo+p.chunk))
 }
 
 // funcTask adapts a function to Task (it allocates: for tests and cold paths).

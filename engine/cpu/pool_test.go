@@ -55,6 +55,30 @@ func TestPoolRunCoversEachIndexOnce(t *testing.T) {
 	}
 }
 
+// slowTask's worker 1 is held up on every chunk it takes; the chunks each
+// worker ran are counted.
+type slowTask struct{ ran [2]atomic.Int32 }
+
+func (s *slowTask) Run(worker, lo, hi int) {
+	if worker == 1 {
+		time.Sleep(200 * time.Millisecond)
+	}
+	s.ran[worker].Add(1)
+}
+
+// A worker held up in its first chunk holds nothing else back: the caller
+// runs its own run of chunks and then the rest of the slow worker's.
+func TestPoolTakesASlowWorkersChunks(t *testing.T) {
+	p := NewPool(2)
+	defer p.Close()
+	p.Parallel(64, 1, func(int, int, int) {}) // the worker is up and polling
+	task := &slowTask{}
+	p.Run(8, 1, task)
+	if caller, slow := task.ran[0].Load(), task.ran[1].Load(); caller < 7 || caller+slow != 8 {
+		t.Errorf("the caller ran %d chunks and the slow worker %d: want at least 7 of 8 by the caller", caller, slow)
+	}
+}
+
 // Idle workers park within spinFor of their last job, a job wakes the
 // ones it needs, and Close ends them all.
 func TestPoolParksAndCloses(t *testing.T) {
