@@ -6,12 +6,15 @@ import "stepthrough/engine/model"
 // outs[i][t][r] = row r of ws[i] · x[t]. A decode step's Q, K and V (and
 // gate and up) then stream their rows as one run per thread and wait for
 // each other once, not three times, and x is quantized once. The matrices
-// must share a row length; when they differ in type, or for several
-// vectors not through the int8 kernels, they run one after the other.
+// must share a row length and a type (or, several vectors a lane, be
+// Q4_K and Q6_K, which read x laid out the same); otherwise, or for
+// several vectors not through the int8 kernels, they run one after the
+// other.
 func (p *Pool) MatMuls(outs [][]float32, ws []*model.Tensor, x []float32, n int, scratch [][]float32) {
 	same := len(ws) <= len(p.multi.parts)
 	for _, w := range ws {
-		same = same && w.Type == ws[0].Type && w.Cols() == ws[0].Cols()
+		alike := w.Type == ws[0].Type || n > 1 && kq8Lanes(w.Type) && kq8Lanes(ws[0].Type)
+		same = same && alike && w.Cols() == ws[0].Cols()
 	}
 	p.q8For, p.keepX = nil, true // x is quantized (and rounded) once for all of them
 	defer func() { p.keepX, p.q8For = false, nil }()
