@@ -13,7 +13,7 @@ import (
 	"stepthrough/engine/quant"
 )
 
-// q80Sums holds, for each Q8_0, Q4_K or Q6_K matrix that several vectors
+// sumsCache holds, for each Q8_0, Q4_K or Q6_K matrix that several vectors
 // at once have multiplied here, its block corrections: what the offset of
 // 128 on the vectors' side adds to a block's integer sums in the lane
 // kernels (dotQ8_0Q80v8r4VNNI, dotQ4_KQ8v8r4VNNI, dotQ6_KQ8v8r4VNNI),
@@ -21,14 +21,14 @@ import (
 // matrix's weights do not change (4 bytes per block: 12 % of a Q8_0
 // matrix, 3 % of a Q4_K one, 2 % of a Q6_K one), and dropped with the
 // matrix.
-var q80Sums struct {
+var sumsCache struct {
 	mu sync.Mutex
-	m  map[weak.Pointer[model.Tensor]]q80SumsOf
+	m  map[weak.Pointer[model.Tensor]]matrixSums
 }
 
-// q80SumsOf is one matrix's corrections and the bytes they were computed
+// matrixSums is one matrix's corrections and the bytes they were computed
 // from.
-type q80SumsOf struct {
+type matrixSums struct {
 	data *byte
 	n    int
 	sums []int32
@@ -39,22 +39,22 @@ type q80SumsOf struct {
 // use (or when w's bytes were replaced).
 func blockSums(w *model.Tensor) []int32 {
 	k := weak.Make(w)
-	q80Sums.mu.Lock()
-	defer q80Sums.mu.Unlock()
-	s, had := q80Sums.m[k]
+	sumsCache.mu.Lock()
+	defer sumsCache.mu.Unlock()
+	s, had := sumsCache.m[k]
 	if had && s.data == unsafe.SliceData(w.Data) && s.n == len(w.Data) {
 		return s.sums
 	}
-	s = q80SumsOf{data: unsafe.SliceData(w.Data), n: len(w.Data), sums: sumsOf(w)}
-	if q80Sums.m == nil {
-		q80Sums.m = map[weak.Pointer[model.Tensor]]q80SumsOf{}
+	s = matrixSums{data: unsafe.SliceData(w.Data), n: len(w.Data), sums: sumsOf(w)}
+	if sumsCache.m == nil {
+		sumsCache.m = map[weak.Pointer[model.Tensor]]matrixSums{}
 	}
-	q80Sums.m[k] = s
+	sumsCache.m[k] = s
 	if !had {
 		runtime.AddCleanup(w, func(k weak.Pointer[model.Tensor]) {
-			q80Sums.mu.Lock()
-			defer q80Sums.mu.Unlock()
-			delete(q80Sums.m, k)
+			sumsCache.mu.Lock()
+			defer sumsCache.mu.Unlock()
+			delete(sumsCache.m, k)
 		}, k)
 	}
 	return s.sums
