@@ -622,3 +622,38 @@ func laneRow(k func(*byte, int, *uint32, int, *float32, *float32, int, int, int,
 		out[v*rows+r] = o[4*v]
 	}
 }
+
+//go:noescape
+func dotHeadsAVX2(q *float32, key *float32, nh int, hd int, g0 int, group int, scale float32, out *float32, ostride int)
+
+//go:noescape
+func axpyHeadsAVX2(acc *float32, w *float32, wstride int, val *float32, nh int, hd int, g0 int, group int)
+
+// dotHeads sets out[h*ostride] = dot(q[h*hd:][:hd], key[kv*hd:][:hd]) *
+// scale for the nh heads of q, kv moving on by one every group heads
+// from g0 into the first's group, each exactly as dot computes it; it
+// reports false (nothing done) without AVX2 or when hd is not a multiple
+// of 8.
+func dotHeads(q, key []float32, nh, hd, g0, group int, scale float32, out []float32, ostride int) bool {
+	if !useAVX2 || nh == 0 || hd == 0 || hd%8 != 0 {
+		return false
+	}
+	_, _ = q[nh*hd-1], key[(g0+nh-1)/group*hd+hd-1]
+	_ = out[(nh-1)*ostride]
+	dotHeadsAVX2(&q[0], &key[0], nh, hd, g0, group, scale, &out[0], ostride)
+	return true
+}
+
+// axpyHeads adds w[h*wstride]·val[kv*hd:][:hd] to acc[h*hd:][:hd] for the
+// nh heads, kv as dotHeads moves it, each element exactly as axpy adds
+// it; it reports false (nothing done) without AVX2 or when hd is not a
+// multiple of 8.
+func axpyHeads(acc, w []float32, wstride int, val []float32, nh, hd, g0, group int) bool {
+	if !useAVX2 || nh == 0 || hd == 0 || hd%8 != 0 {
+		return false
+	}
+	_, _ = acc[nh*hd-1], val[(g0+nh-1)/group*hd+hd-1]
+	_ = w[(nh-1)*wstride]
+	axpyHeadsAVX2(&acc[0], &w[0], wstride, &val[0], nh, hd, g0, group)
+	return true
+}

@@ -1,51 +1,31 @@
 //go:build !purego
 
 #include "textflag.h"
+#include "dot_amd64.h"
 
 // func dotAVX2(a, b []float32) float32
 TEXT ·dotAVX2(SB), NOSPLIT, $0-52
 	MOVQ a_base+0(FP), SI
 	MOVQ a_len+8(FP), CX
 	MOVQ b_base+24(FP), DI
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
+	DOT_ZERO
 
 loop32:
 	CMPQ CX, $32
 	JL   loop8
-	VMOVUPS (SI), Y4
-	VMOVUPS 32(SI), Y5
-	VMOVUPS 64(SI), Y6
-	VMOVUPS 96(SI), Y7
-	VFMADD231PS (DI), Y4, Y0
-	VFMADD231PS 32(DI), Y5, Y1
-	VFMADD231PS 64(DI), Y6, Y2
-	VFMADD231PS 96(DI), Y7, Y3
-	ADDQ $128, SI
-	ADDQ $128, DI
+	DOT32(SI, DI)
 	SUBQ $32, CX
 	JMP  loop32
 
 loop8:
 	CMPQ CX, $8
 	JL   reduce
-	VMOVUPS (SI), Y4
-	VFMADD231PS (DI), Y4, Y0
-	ADDQ $32, SI
-	ADDQ $32, DI
+	DOT8(SI, DI)
 	SUBQ $8, CX
 	JMP  loop8
 
 reduce:
-	VADDPS Y1, Y0, Y0
-	VADDPS Y3, Y2, Y2
-	VADDPS Y2, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VHADDPS X0, X0, X0
-	VHADDPS X0, X0, X0
+	DOT_REDUCE
 
 tail:
 	CMPQ CX, $0
@@ -355,11 +335,7 @@ TEXT ·axpyAVX2(SB), NOSPLIT, $0-32
 axloop:
 	CMPQ CX, $8
 	JL   axdone
-	VMOVUPS (DI), Y1
-	VFMADD231PS (SI), Y0, Y1
-	VMOVUPS Y1, (DI)
-	ADDQ $32, DI
-	ADDQ $32, SI
+	AXPY8(DI, SI, Y0)
 	SUBQ $8, CX
 	JMP  axloop
 

@@ -92,3 +92,13 @@ func q80BlockSums([]byte, int, int) []int32 { return nil }
 func dotRowsQ80(t quant.Type, data []byte, rb, lo, hi int, z *q80, n, cols int, out []float32, rows int, _ []int32, _ []float32) {
 	dotRowsQ80Each(t, data, rb, lo, hi, z, n, cols, out, rows)
 }
+
+// dotHeads has no kernel here.
+func dotHeads(q, key []float32, nh, hd, g0, group int, scale float32, out []float32, ostride int) bool {
+	return false
+}
+
+// axpyHeads has no kernel here.
+func axpyHeads(acc, w []float32, wstride int, val []float32, nh, hd, g0, group int) bool {
+	return false
+}

@@ -629,6 +629,9 @@ func (a *attnTask) heads(worker, t, h0, h1 int, s *seg) {
 		keys, _ := s.cache.Rows(a.l, j, visible)
 		for i := range len(keys) / KVD {
 			key := keys[i*KVD : (i+1)*KVD]
+			if dotHeads(r.q[t*QD+h0*HD:t*QD+h1*HD], key[(h0/group)*HD:], h1-h0, HD, h0%group, group, c.AttnScale, sc[j-first+i:], span) {
+				continue
+			}
 			for h := h0; h < h1; h++ {
 				kvo := (h / group) * HD
 				sc[(h-h0)*span+j-first+i] = dot(r.q[t*QD+h*HD:t*QD+(h+1)*HD], key[kvo:kvo+HD]) * c.AttnScale
@@ -655,6 +658,9 @@ func (a *attnTask) heads(worker, t, h0, h1 int, s *seg) {
 		_, vals := s.cache.Rows(a.l, j, visible)
 		for i := range len(vals) / KVD {
 			val := vals[i*KVD : (i+1)*KVD]
+			if axpyHeads(r.att[t*QD+h0*HD:t*QD+h1*HD], sc[j-first+i:], span, val[(h0/group)*HD:], h1-h0, HD, h0%group, group) {
+				continue
+			}
 			for h := h0; h < h1; h++ {
 				kvo := (h / group) * HD
 				axpy(r.att[t*QD+h*HD:t*QD+(h+1)*HD], sc[(h-h0)*span+j-first+i], val[kvo:kvo+HD])
