@@ -146,10 +146,7 @@ q4v8block:
 	VSUBPS Y21, Y17, Y17
 	VSUBPS Y22, Y18, Y18
 	VSUBPS Y23, Y19, Y19
-	MOVQ out+40(FP), DI
-	MOVQ vstride+48(FP), AX
-	MOVQ lanes+56(FP), CX
-	LANES_STORE(q4v8done)
+	KLANES_STORE(q4v8done)
 
 q4v8done:
 	VZEROUPPER

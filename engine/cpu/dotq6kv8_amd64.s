@@ -152,10 +152,7 @@ q6v8block:
 	DECQ CX
 	JNZ  q6v8block
 
-	MOVQ out+40(FP), DI
-	MOVQ vstride+48(FP), AX
-	MOVQ lanes+56(FP), CX
-	LANES_STORE(q6v8done)
+	KLANES_STORE(q6v8done)
 
 q6v8done:
 	VZEROUPPER

@@ -93,6 +93,15 @@
 	VPDPWSSD.BCST (OFF+24)(SP), Y6, M \
 	VPDPWSSD.BCST (OFF+28)(SP), Y7, M
 
+// KLANES_STORE stores the K-quant lane kernels' four rows' results
+// Y16–Y19 for the first lanes vectors into out (arguments as
+// KLANES_ARGS reads them), then goes to DONE.
+#define KLANES_STORE(DONE) \
+	MOVQ out+40(FP), DI \
+	MOVQ vstride+48(FP), AX \
+	MOVQ lanes+56(FP), CX \
+	LANES_STORE(DONE)
+
 // KC4_NEXT starts the four rows' integer sums Y9–Y12 from their block
 // corrections at R15 and moves R15 on to the next block's.
 #define KC4_NEXT \
