@@ -4,89 +4,112 @@
 #include "lanes_amd64.h"
 #include "q4kscales_amd64.h"
 
-// The Q4_K product for several vectors, a vector per lane (AVX-512 VL,
-// BW and VNNI, 256-bit registers), as dotQ8_0Q80v8r4VNNI does for Q8_0:
-// each row's block is unpacked once (nibbles to bytes, scales and mins),
-// each group of four of its values is broadcast against the eight
-// vectors' four (x+128, unsigned) and a sub-block's eight VPDPBUSD land in
-// the same lane; the exact integer sums Σ sc·(q·qx) and Σ m·(Σ qx) are
-// then fused into their float sums once per block for all eight, as
-// dotQ4_KQ8AVX2 fuses them for one vector, bit for bit. Each block's sums
-// start from the row's block correction, −128·Σ sc·(Σ q): what the
-// offset of 128 adds (kBlockSums, computed once per matrix).
+// The Q4_K product for several vectors, as dotQ8_0Q80v8r4VNNI does for
+// Q8_0 but two rows to a 512-bit register: lane 2v holds the pair's first
+// row times vector v, lane 2v+1 its second. Each pair's block is unpacked
+// once (nibbles to bytes, scales and mins), its two rows' groups of four
+// values side by side; each group is broadcast as such a pair against the
+// eight vectors' four (x+128, unsigned), each doubled into two lanes, so a
+// sub-block's eight VPDPBUSD land in the row's lane for the vector. The
+// exact integer sums Σ sc·(q·qx) and Σ m·(Σ qx) are then fused into their
+// float sums once per block, as dotQ4_KQ8AVX2 fuses them for one vector,
+// bit for bit. Each block's sums start from the row's block correction,
+// −128·Σ sc·(Σ q): what the offset of 128 adds (kBlockSums, computed once
+// per matrix).
 
-// The stack frame: per row k (of four), 320 bytes from 320·k: its 256
-// values as bytes, its 8 scales as int32 and its 8 mins as int16 pairs
-// (m, m).
-#define SC(K, J) (320*(K)+256+4*(J))(SP)
-#define MP(K, J) (320*(K)+288+4*(J))(SP)
+// The stack frame: per pair p (rows 2p and 2p+1), 640 bytes from 640·p:
+// its 8 sub-blocks of 64 bytes, then its 8 scales as int32 and its 8 mins
+// as int16 pairs (m, m), 64 bytes each, each as PAIR_STORE writes them.
+#define SC2(P, O) (640*(P)+512+(O))(SP)
+#define MN2(P, O) (640*(P)+576+(O))(SP)
 
-// ROW_PREP unpacks row K's block at R into its part of the frame (Y28:
-// 0x0f bytes).
-#define ROW_PREP(R, K) \
-	Q4K_SCALES_AT(R, R13, R14, AX, BX, DI) \
-	VMOVQ R13, X15 \
-	VPMOVZXBD X15, Y15 \
-	VMOVDQU Y15, SC(K, 0) \
-	VMOVQ R14, X15 \
-	VPMOVZXBD X15, Y15 \
-	VPSLLD $16, Y15, Y14 \
-	VPOR Y14, Y15, Y15 \
-	VMOVDQU Y15, MP(K, 0) \
-	ROW_NIBBLES(R, K, 0) \
-	ROW_NIBBLES(R, K, 1) \
-	ROW_NIBBLES(R, K, 2) \
-	ROW_NIBBLES(R, K, 3)
+// PAIR_PREP unpacks the blocks at RA and RB, pair P's rows, into its part
+// of the frame (Y28: 0x0f bytes; Y3–Y7: scratch).
+#define PAIR_PREP(RA, RB, P) \
+	Q4K_SCALES_AT(RA, R13, R14, AX, BX, DI) \
+	VMOVQ R13, X3 \
+	VPMOVZXBD X3, Y3 \
+	VMOVQ R14, X4 \
+	VPMOVZXBD X4, Y4 \
+	VPSLLD $16, Y4, Y5 \
+	VPORD Y5, Y4, Y4 \
+	Q4K_SCALES_AT(RB, R13, R14, AX, BX, DI) \
+	VMOVQ R13, X5 \
+	VPMOVZXBD X5, Y5 \
+	VMOVQ R14, X6 \
+	VPMOVZXBD X6, Y6 \
+	VPSLLD $16, Y6, Y7 \
+	VPORD Y7, Y6, Y6 \
+	PAIR_STORE(Y3, Y5, 640*(P)+512) \
+	PAIR_STORE(Y4, Y6, 640*(P)+576) \
+	PAIR_NIBBLES(RA, RB, P, 0) \
+	PAIR_NIBBLES(RA, RB, P, 1) \
+	PAIR_NIBBLES(RA, RB, P, 2) \
+	PAIR_NIBBLES(RA, RB, P, 3)
 
-// ROW_NIBBLES splits the 32 bytes of nibbles P of row K's block at R into
-// sub-blocks 2P (low nibbles) and 2P+1 (high).
-#define ROW_NIBBLES(R, K, P) \
-	VMOVDQU (16+32*P)(R), Y15 \
-	VPANDD Y28, Y15, Y14 \
-	VMOVDQU Y14, (320*(K)+64*P)(SP) \
-	VPSRLW $4, Y15, Y15 \
-	VPANDD Y28, Y15, Y15 \
-	VMOVDQU Y15, (320*(K)+64*P+32)(SP)
+// PAIR_NIBBLES splits the 32 bytes of nibbles Q of both rows into
+// sub-blocks 2Q (low nibbles) and 2Q+1 (high).
+#define PAIR_NIBBLES(RA, RB, P, Q) \
+	VMOVDQU (16+32*(Q))(RA), Y3 \
+	VMOVDQU (16+32*(Q))(RB), Y4 \
+	VPANDD Y28, Y3, Y5 \
+	VPANDD Y28, Y4, Y6 \
+	PAIR_STORE(Y5, Y6, 640*(P)+128*(Q)) \
+	VPSRLW $4, Y3, Y3 \
+	VPSRLW $4, Y4, Y4 \
+	VPANDD Y28, Y3, Y3 \
+	VPANDD Y28, Y4, Y4 \
+	PAIR_STORE(Y3, Y4, 640*(P)+128*(Q)+64)
 
-// SUB_ROW adds row K's sub-block J times the eight vectors' values
-// (Y0–Y7), scaled by sc_J, to S (Y13: scratch).
-#define SUB_ROW(K, J, S) \
-	VPXORD Y13, Y13, Y13 \
-	VPDPBUSD.BCST (320*(K)+32*(J))(SP), Y0, Y13 \
-	VPDPBUSD.BCST (320*(K)+32*(J)+4)(SP), Y1, Y13 \
-	VPDPBUSD.BCST (320*(K)+32*(J)+8)(SP), Y2, Y13 \
-	VPDPBUSD.BCST (320*(K)+32*(J)+12)(SP), Y3, Y13 \
-	VPDPBUSD.BCST (320*(K)+32*(J)+16)(SP), Y4, Y13 \
-	VPDPBUSD.BCST (320*(K)+32*(J)+20)(SP), Y5, Y13 \
-	VPDPBUSD.BCST (320*(K)+32*(J)+24)(SP), Y6, Y13 \
-	VPDPBUSD.BCST (320*(K)+32*(J)+28)(SP), Y7, Y13 \
-	VPMULLD.BCST SC(K, J), Y13, Y13 \
-	VPADDD Y13, S, S
+// GROUP adds group G (byte O of the pair's sub-block J) of both pairs
+// times the vectors' (each doubled by Z30) to Z13 and Z14.
+#define GROUP(J, G, O) \
+	VPERMD (256*(J)+32*(G))(R9), Z30, Z0 \
+	VBROADCASTI32X2 (64*(J)+(O))(SP), Z1 \
+	VBROADCASTI32X2 (640+64*(J)+(O))(SP), Z2 \
+	VPDPBUSD Z1, Z0, Z13 \
+	VPDPBUSD Z2, Z0, Z14
 
-// SUB loads sub-block J's eight groups of the vectors (R9) and adds them
-// for the four rows.
-#define SUB(J) \
-	LOAD8(256*(J)) \
-	SUB_ROW(0, J, Y9) \
-	SUB_ROW(1, J, Y10) \
-	SUB_ROW(2, J, Y11) \
-	SUB_ROW(3, J, Y12)
+// SUB adds sub-block J (scales at byte O of the pair's) of both pairs,
+// scaled, to Z9 and Z10.
+#define SUB(J, O) \
+	VPXORD Z13, Z13, Z13 \
+	VPXORD Z14, Z14, Z14 \
+	GROUP(J, 0, PG0) \
+	GROUP(J, 1, PG1) \
+	GROUP(J, 2, PG2) \
+	GROUP(J, 3, PG3) \
+	GROUP(J, 4, PG4) \
+	GROUP(J, 5, PG5) \
+	GROUP(J, 6, PG6) \
+	GROUP(J, 7, PG7) \
+	VBROADCASTI32X2 SC2(0, O), Z1 \
+	VBROADCASTI32X2 SC2(1, O), Z2 \
+	VPMULLD Z1, Z13, Z13 \
+	VPMULLD Z2, Z14, Z14 \
+	VPADDD Z13, Z9, Z9 \
+	VPADDD Z14, Z10, Z10
 
-// MINS_ROW sets M to row K's Σ_j m_j·(the vectors' Σ qx over sub-block j)
-// (Y0–Y7: the vectors' sums over each 16, in pairs).
-#define MINS_ROW(K, M) PAIRS8(320*(K)+288, M)
+// MINS adds sub-block J's mins (byte O of the pair's) times the vectors'
+// sums over its two sixteens to Z24 and Z25.
+#define MINS(J, O) \
+	VPERMD (2048+32*(J))(R9), Z30, Z0 \
+	VBROADCASTI32X2 MN2(0, O), Z1 \
+	VBROADCASTI32X2 MN2(1, O), Z2 \
+	VPDPWSSD Z1, Z0, Z24 \
+	VPDPWSSD Z2, Z0, Z25
 
-// FUSE_ROW fuses the row at R's integer sums S and mins M into ACC and
-// ACCM (Y8: the vectors' d_x, R8: the binary16 table, Y15: scratch).
-#define FUSE_ROW(R, S, M, ACC, ACCM) \
+// FUSE fuses the pair RA, RB's integer sums S and mins M into ACC and ACCM
+// (Z8: the vectors' d_x, doubled; R8: the binary16 table; Z15: scratch).
+#define FUSE(RA, RB, S, M, ACC, ACCM) \
 	VCVTDQ2PS S, S \
 	VCVTDQ2PS M, M \
-	MOVWLZX (R), AX \
-	VMULPS.BCST (R8)(AX*4), Y8, Y15 \
-	VFMADD231PS S, Y15, ACC \
-	MOVWLZX 2(R), AX \
-	VMULPS.BCST (R8)(AX*4), Y8, Y15 \
-	VFMADD231PS M, Y15, ACCM
+	PAIR_F16(0, RA, RB) \
+	VMULPS Z8, Z15, Z15 \
+	VFMADD231PS S, Z15, ACC \
+	PAIR_F16(2, RA, RB) \
+	VMULPS Z8, Z15, Z15 \
+	VFMADD231PS M, Z15, ACCM
 
 // ROW_AHEAD fetches the block ahead bytes (DX) past the row at R into L2.
 #define ROW_AHEAD(R) \
@@ -104,49 +127,50 @@
 // (kBlockSums). The rows ahead bytes on are fetched into L2 meanwhile.
 TEXT ·dotQ4_KQ8v8r4VNNI(SB), $1280-80
 	KLANES_ARGS
-	VPXORD Y20, Y20, Y20
-	VPXORD Y21, Y21, Y21
-	VPXORD Y22, Y22, Y22
-	VPXORD Y23, Y23, Y23
+	VMOVDQU32 lanePairs<>(SB), Z30
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
 
 q4v8block:
 	ROW_AHEAD(SI)
 	ROW_AHEAD(R10)
 	ROW_AHEAD(R11)
 	ROW_AHEAD(R12)
-	ROW_PREP(SI, 0)
-	ROW_PREP(R10, 1)
-	ROW_PREP(R11, 2)
-	ROW_PREP(R12, 3)
-	KC4_NEXT
-	SUB(0)
-	SUB(1)
-	SUB(2)
-	SUB(3)
-	SUB(4)
-	SUB(5)
-	SUB(6)
-	SUB(7)
-	LOAD8(2048)
-	MINS_ROW(0, Y24)
-	MINS_ROW(1, Y25)
-	MINS_ROW(2, Y26)
-	MINS_ROW(3, Y27)
+	PAIR_PREP(SI, R10, 0)
+	PAIR_PREP(R11, R12, 1)
+	KC2_NEXT
+	SUB(0, PG0)
+	SUB(1, PG1)
+	SUB(2, PG2)
+	SUB(3, PG3)
+	SUB(4, PG4)
+	SUB(5, PG5)
+	SUB(6, PG6)
+	SUB(7, PG7)
+	VPXORD Z24, Z24, Z24
+	VPXORD Z25, Z25, Z25
+	MINS(0, PG0)
+	MINS(1, PG1)
+	MINS(2, PG2)
+	MINS(3, PG3)
+	MINS(4, PG4)
+	MINS(5, PG5)
+	MINS(6, PG6)
+	MINS(7, PG7)
 	VMOVUPS 2304(R9), Y8
-	FUSE_ROW(SI, Y9, Y24, Y16, Y20)
-	FUSE_ROW(R10, Y10, Y25, Y17, Y21)
-	FUSE_ROW(R11, Y11, Y26, Y18, Y22)
-	FUSE_ROW(R12, Y12, Y27, Y19, Y23)
+	VPERMD Z8, Z30, Z8
+	FUSE(SI, R10, Z9, Z24, Z16, Z20)
+	FUSE(R11, R12, Z10, Z25, Z17, Z21)
 	ROWS4_NEXT(144)
 	ADDQ $2336, R9
 	DECQ CX
 	JNZ  q4v8block
 
-	VSUBPS Y20, Y16, Y16
-	VSUBPS Y21, Y17, Y17
-	VSUBPS Y22, Y18, Y18
-	VSUBPS Y23, Y19, Y19
-	KLANES_STORE(q4v8done)
+	VSUBPS Z20, Z16, Z16
+	VSUBPS Z21, Z17, Z17
+	ZLANES_STORE(q4v8done)
 
 q4v8done:
 	VZEROUPPER

@@ -3,103 +3,135 @@
 #include "textflag.h"
 #include "lanes_amd64.h"
 
-// The Q6_K product for several vectors, a vector per lane, as
-// dotQ4_KQ8v8r4VNNI does for Q4_K: each row's block is unpacked once
-// (six-bit values to bytes, scales), each group of four of its values is
-// broadcast against the eight vectors' four (x+128, unsigned), a
-// sub-block's four VPDPBUSD land in the vector's lane, and the exact sum
-// Σ sc·(Σ q·qx − 32·Σ qx) is fused into the float sum once per block for
-// all eight, as dotQ6_KQ8AVX2 fuses it for one vector, bit for bit. Each
-// block's sums start from the row's block correction, −128·Σ sc·(Σ q):
-// what the offset of 128 adds (kBlockSums, computed once per matrix).
+// The Q6_K product for several vectors, two rows to a 512-bit register as
+// dotQ4_KQ8v8r4VNNI has them: each pair's block is unpacked once (six-bit
+// values to bytes, scales), its two rows' groups of four values side by
+// side; each group is broadcast as such a pair against the eight vectors'
+// four (x+128, unsigned), each doubled into two lanes, so a sub-block's
+// four VPDPBUSD land in the row's lane for the vector. The exact sum
+// Σ sc·(Σ q·qx − 32·Σ qx) is fused into the float sum once per block, as
+// dotQ6_KQ8AVX2 fuses it for one vector, bit for bit. Each block's sums
+// start from the row's block correction, −128·Σ sc·(Σ q): what the offset
+// of 128 adds (kBlockSums, computed once per matrix).
 
-// The stack frame: per row k (of four), 352 bytes from 352·k: its 256
-// values as bytes, its 16 scales as int32 and as int16.
-#define SCD(K, J) (352*(K)+256+4*(J))(SP)
-#define SCP(K, J) (352*(K)+320+4*(J))(SP)
+// The stack frame: per pair p (rows 2p and 2p+1), 704 bytes from 704·p:
+// its 8 quarters (32 values) of 64 bytes, its 16 scales as int32 (128
+// bytes) and as int16 pairs (64 bytes), each as PAIR_STORE writes them.
+#define Q6V(P, Q, O) (704*(P)+64*(Q)+(O))(SP)
+#define Q6SC(P, O) (704*(P)+512+(O))(SP)
+#define Q6SP(P, O) (704*(P)+640+(O))(SP)
 
-// Q6_QUARTER stores quarter Q's 32 values (V) for row K.
-#define Q6_QUARTER(K, Q, V) VMOVDQU V, (352*(K)+32*(Q))(SP)
+// The four quarters of a half of a row's block, from its low bits L1 (the
+// half's first 32 bytes) and L2 (its next 32) and high bits H, into OUT
+// (Y28: 0x0f bytes, Y27: 0x30 bytes; T: scratch).
+#define Q6_Q0(L1, L2, H, OUT, T) \
+	VPANDD Y28, L1, OUT \
+	VPSLLW $4, H, T \
+	VPANDD Y27, T, T \
+	VPORD T, OUT, OUT
 
-// Q6_HALF unpacks half H (128 values) of row K's block at R (Y28: 0x0f
-// bytes, Y27: 0x30 bytes; Y1–Y3, Y5, Y14: scratch).
-#define Q6_HALF(R, K, H) \
-	VMOVDQU (64*(H))(R), Y1 \
-	VMOVDQU (64*(H)+32)(R), Y2 \
-	VMOVDQU (128+32*(H))(R), Y3 \
-	VPANDD Y28, Y1, Y5 \
-	VPSLLW $4, Y3, Y14 \
-	VPANDD Y27, Y14, Y14 \
-	VPORD Y14, Y5, Y5 \
-	Q6_QUARTER(K, 4*(H), Y5) \
-	VPANDD Y28, Y2, Y5 \
-	VPSLLW $2, Y3, Y14 \
-	VPANDD Y27, Y14, Y14 \
-	VPORD Y14, Y5, Y5 \
-	Q6_QUARTER(K, 4*(H)+1, Y5) \
-	VPSRLW $4, Y1, Y5 \
-	VPANDD Y28, Y5, Y5 \
-	VPANDD Y27, Y3, Y14 \
-	VPORD Y14, Y5, Y5 \
-	Q6_QUARTER(K, 4*(H)+2, Y5) \
-	VPSRLW $4, Y2, Y5 \
-	VPANDD Y28, Y5, Y5 \
-	VPSRLW $2, Y3, Y14 \
-	VPANDD Y27, Y14, Y14 \
-	VPORD Y14, Y5, Y5 \
-	Q6_QUARTER(K, 4*(H)+3, Y5)
+#define Q6_Q1(L1, L2, H, OUT, T) \
+	VPANDD Y28, L2, OUT \
+	VPSLLW $2, H, T \
+	VPANDD Y27, T, T \
+	VPORD T, OUT, OUT
 
-// Q6_PREP unpacks row K's block at R into its part of the frame.
-#define Q6_PREP(R, K) \
-	VPMOVSXBD 192(R), Y15 \
-	VMOVDQU Y15, SCD(K, 0) \
-	VPMOVSXBD 200(R), Y15 \
-	VMOVDQU Y15, SCD(K, 8) \
-	VPMOVSXBW 192(R), Y15 \
-	VMOVDQU Y15, SCP(K, 0) \
-	Q6_HALF(R, K, 0) \
-	Q6_HALF(R, K, 1)
+#define Q6_Q2(L1, L2, H, OUT, T) \
+	VPSRLW $4, L1, OUT \
+	VPANDD Y28, OUT, OUT \
+	VPANDD Y27, H, T \
+	VPORD T, OUT, OUT
 
-// Q6_SUB adds row K's sub-block S (four groups of four at byte O of its
-// values) times the vectors' (X0–X3), scaled by sc_S, to ACC (Y13:
-// scratch).
-#define Q6_SUB(K, S, O, X0, X1, X2, X3, ACC) \
-	VPXORD Y13, Y13, Y13 \
-	VPDPBUSD.BCST (352*(K)+(O))(SP), X0, Y13 \
-	VPDPBUSD.BCST (352*(K)+(O)+4)(SP), X1, Y13 \
-	VPDPBUSD.BCST (352*(K)+(O)+8)(SP), X2, Y13 \
-	VPDPBUSD.BCST (352*(K)+(O)+12)(SP), X3, Y13 \
-	VPMULLD.BCST SCD(K, S), Y13, Y13 \
-	VPADDD Y13, ACC, ACC
+#define Q6_Q3(L1, L2, H, OUT, T) \
+	VPSRLW $4, L2, OUT \
+	VPANDD Y28, OUT, OUT \
+	VPSRLW $2, H, T \
+	VPANDD Y27, T, T \
+	VPORD T, OUT, OUT
 
-// Q6_Q loads quarter Q's eight groups of the vectors (R9) and adds its
-// two sub-blocks for the four rows.
-#define Q6_Q(Q) \
-	LOAD8(256*(Q)) \
-	Q6_SUB(0, 2*(Q), 32*(Q), Y0, Y1, Y2, Y3, Y9) \
-	Q6_SUB(0, 2*(Q)+1, 32*(Q)+16, Y4, Y5, Y6, Y7, Y9) \
-	Q6_SUB(1, 2*(Q), 32*(Q), Y0, Y1, Y2, Y3, Y10) \
-	Q6_SUB(1, 2*(Q)+1, 32*(Q)+16, Y4, Y5, Y6, Y7, Y10) \
-	Q6_SUB(2, 2*(Q), 32*(Q), Y0, Y1, Y2, Y3, Y11) \
-	Q6_SUB(2, 2*(Q)+1, 32*(Q)+16, Y4, Y5, Y6, Y7, Y11) \
-	Q6_SUB(3, 2*(Q), 32*(Q), Y0, Y1, Y2, Y3, Y12) \
-	Q6_SUB(3, 2*(Q)+1, 32*(Q)+16, Y4, Y5, Y6, Y7, Y12)
+// Q6_HALF unpacks half H (128 values) of the blocks at RA and RB into pair
+// P's quarters 4H–4H+3 (Y1–Y7, Y14, Y18, Y19, Y22: scratch).
+#define Q6_HALF(RA, RB, P, H) \
+	VMOVDQU (64*(H))(RA), Y1 \
+	VMOVDQU (64*(H)+32)(RA), Y2 \
+	VMOVDQU (128+32*(H))(RA), Y3 \
+	VMOVDQU32 (64*(H))(RB), Y18 \
+	VMOVDQU32 (64*(H)+32)(RB), Y19 \
+	VMOVDQU32 (128+32*(H))(RB), Y22 \
+	Q6_Q0(Y1, Y2, Y3, Y5, Y14) \
+	Q6_Q0(Y18, Y19, Y22, Y6, Y14) \
+	PAIR_STORE(Y5, Y6, 704*(P)+64*(4*(H))) \
+	Q6_Q1(Y1, Y2, Y3, Y5, Y14) \
+	Q6_Q1(Y18, Y19, Y22, Y6, Y14) \
+	PAIR_STORE(Y5, Y6, 704*(P)+64*(4*(H)+1)) \
+	Q6_Q2(Y1, Y2, Y3, Y5, Y14) \
+	Q6_Q2(Y18, Y19, Y22, Y6, Y14) \
+	PAIR_STORE(Y5, Y6, 704*(P)+64*(4*(H)+2)) \
+	Q6_Q3(Y1, Y2, Y3, Y5, Y14) \
+	Q6_Q3(Y18, Y19, Y22, Y6, Y14) \
+	PAIR_STORE(Y5, Y6, 704*(P)+64*(4*(H)+3))
 
-// Q6_OFFSET takes 32·Σ_s sc_s·(the vectors' Σ qx over sub-block s) from
-// row K's sums S (Y0–Y7: the vectors' sums over each 16, in pairs; Y13:
-// scratch).
-#define Q6_OFFSET(K, S) \
-	PAIRS8(352*(K)+320, Y13) \
-	VPSLLD $5, Y13, Y13 \
-	VPSUBD Y13, S, S
+// Q6_PREP unpacks the blocks at RA and RB, pair P's rows, into its part of
+// the frame.
+#define Q6_PREP(RA, RB, P) \
+	VPMOVSXBD 192(RA), Y3 \
+	VPMOVSXBD 192(RB), Y4 \
+	PAIR_STORE(Y3, Y4, 704*(P)+512) \
+	VPMOVSXBD 200(RA), Y3 \
+	VPMOVSXBD 200(RB), Y4 \
+	PAIR_STORE(Y3, Y4, 704*(P)+576) \
+	VPMOVSXBW 192(RA), Y3 \
+	VPMOVSXBW 192(RB), Y4 \
+	PAIR_STORE(Y3, Y4, 704*(P)+640) \
+	Q6_HALF(RA, RB, P, 0) \
+	Q6_HALF(RA, RB, P, 1)
 
-// Q6_FUSE fuses the row at R's sums S into ACC (Y8: the vectors' d_x, R8:
-// the binary16 table, Y15: scratch).
-#define Q6_FUSE(R, S, ACC) \
+// Q6_GROUP adds group G (byte O of quarter Q) of both pairs times the
+// vectors' (each doubled by Z30) to Z13 and Z14.
+#define Q6_GROUP(Q, G, O) \
+	VPERMD (256*(Q)+32*(G))(R9), Z30, Z0 \
+	VBROADCASTI32X2 Q6V(0, Q, O), Z1 \
+	VBROADCASTI32X2 Q6V(1, Q, O), Z2 \
+	VPDPBUSD Z1, Z0, Z13 \
+	VPDPBUSD Z2, Z0, Z14
+
+// Q6_SUB adds the sub-block of quarter Q made of groups G0–G0+3 (at bytes
+// O0–O3), scaled by its scale (at byte OS of the pair's), to Z9 and Z10.
+#define Q6_SUB(Q, G0, O0, O1, O2, O3, OS) \
+	VPXORD Z13, Z13, Z13 \
+	VPXORD Z14, Z14, Z14 \
+	Q6_GROUP(Q, G0, O0) \
+	Q6_GROUP(Q, G0+1, O1) \
+	Q6_GROUP(Q, G0+2, O2) \
+	Q6_GROUP(Q, G0+3, O3) \
+	VBROADCASTI32X2 Q6SC(0, OS), Z1 \
+	VBROADCASTI32X2 Q6SC(1, OS), Z2 \
+	VPMULLD Z1, Z13, Z13 \
+	VPMULLD Z2, Z14, Z14 \
+	VPADDD Z13, Z9, Z9 \
+	VPADDD Z14, Z10, Z10
+
+// Q6_Q adds quarter Q's two sub-blocks (scales at OA and OB).
+#define Q6_Q(Q, OA, OB) \
+	Q6_SUB(Q, 0, PG0, PG1, PG2, PG3, OA) \
+	Q6_SUB(Q, 4, PG4, PG5, PG6, PG7, OB)
+
+// Q6_OFFSET adds scale pair J (byte O of the pair's) times the vectors'
+// sums over its two sixteens to Z24 and Z25.
+#define Q6_OFFSET(J, O) \
+	VPERMD (2048+32*(J))(R9), Z30, Z0 \
+	VBROADCASTI32X2 Q6SP(0, O), Z1 \
+	VBROADCASTI32X2 Q6SP(1, O), Z2 \
+	VPDPWSSD Z1, Z0, Z24 \
+	VPDPWSSD Z2, Z0, Z25
+
+// Q6_FUSE fuses the pair RA, RB's sums S into ACC (Z8: the vectors' d_x,
+// doubled; R8: the binary16 table; Z15: scratch).
+#define Q6_FUSE(RA, RB, S, ACC) \
 	VCVTDQ2PS S, S \
-	MOVWLZX 208(R), AX \
-	VMULPS.BCST (R8)(AX*4), Y8, Y15 \
-	VFMADD231PS S, Y15, ACC
+	PAIR_F16(208, RA, RB) \
+	VMULPS Z8, Z15, Z15 \
+	VFMADD231PS S, Z15, ACC
 
 // Q6_AHEAD fetches the block ahead bytes (DX) past the row at R into L2.
 #define Q6_AHEAD(R) \
@@ -118,41 +150,50 @@ TEXT ·dotQ6_KQ8v8r4VNNI(SB), $1408-80
 	KLANES_ARGS
 	MOVL $0x30303030, AX
 	VPBROADCASTD AX, Y27
+	VMOVDQU32 lanePairs<>(SB), Z30
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
 
 q6v8block:
 	Q6_AHEAD(SI)
 	Q6_AHEAD(R10)
 	Q6_AHEAD(R11)
 	Q6_AHEAD(R12)
-	Q6_PREP(SI, 0)
-	Q6_PREP(R10, 1)
-	Q6_PREP(R11, 2)
-	Q6_PREP(R12, 3)
-	KC4_NEXT
-	Q6_Q(0)
-	Q6_Q(1)
-	Q6_Q(2)
-	Q6_Q(3)
-	Q6_Q(4)
-	Q6_Q(5)
-	Q6_Q(6)
-	Q6_Q(7)
-	LOAD8(2048)
-	Q6_OFFSET(0, Y9)
-	Q6_OFFSET(1, Y10)
-	Q6_OFFSET(2, Y11)
-	Q6_OFFSET(3, Y12)
+	Q6_PREP(SI, R10, 0)
+	Q6_PREP(R11, R12, 1)
+	KC2_NEXT
+	Q6_Q(0, PG0, PG1)
+	Q6_Q(1, PG2, PG3)
+	Q6_Q(2, PG4, PG5)
+	Q6_Q(3, PG6, PG7)
+	Q6_Q(4, 64+PG0, 64+PG1)
+	Q6_Q(5, 64+PG2, 64+PG3)
+	Q6_Q(6, 64+PG4, 64+PG5)
+	Q6_Q(7, 64+PG6, 64+PG7)
+	VPXORD Z24, Z24, Z24
+	VPXORD Z25, Z25, Z25
+	Q6_OFFSET(0, PG0)
+	Q6_OFFSET(1, PG1)
+	Q6_OFFSET(2, PG2)
+	Q6_OFFSET(3, PG3)
+	Q6_OFFSET(4, PG4)
+	Q6_OFFSET(5, PG5)
+	Q6_OFFSET(6, PG6)
+	Q6_OFFSET(7, PG7)
+	VPSLLD $5, Z24, Z24
+	VPSLLD $5, Z25, Z25
+	VPSUBD Z24, Z9, Z9
+	VPSUBD Z25, Z10, Z10
 	VMOVUPS 2304(R9), Y8
-	Q6_FUSE(SI, Y9, Y16)
-	Q6_FUSE(R10, Y10, Y17)
-	Q6_FUSE(R11, Y11, Y18)
-	Q6_FUSE(R12, Y12, Y19)
+	VPERMD Z8, Z30, Z8
+	Q6_FUSE(SI, R10, Z9, Z16)
+	Q6_FUSE(R11, R12, Z10, Z17)
 	ROWS4_NEXT(210)
 	ADDQ $2336, R9
 	DECQ CX
 	JNZ  q6v8block
 
-	KLANES_STORE(q6v8done)
+	ZLANES_STORE(q6v8done)
 
 q6v8done:
 	VZEROUPPER

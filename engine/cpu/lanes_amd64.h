@@ -110,3 +110,90 @@
 	VPBROADCASTD 8(R15), Y11 \
 	VPBROADCASTD 12(R15), Y12 \
 	ADDQ $16, R15
+
+// lanePairs doubles each of eight dwords into two lanes (VPERMD): the
+// vectors' values for a pair of rows side by side, lane 2v and 2v+1.
+DATA lanePairs<>+0(SB)/4, $0
+DATA lanePairs<>+4(SB)/4, $0
+DATA lanePairs<>+8(SB)/4, $1
+DATA lanePairs<>+12(SB)/4, $1
+DATA lanePairs<>+16(SB)/4, $2
+DATA lanePairs<>+20(SB)/4, $2
+DATA lanePairs<>+24(SB)/4, $3
+DATA lanePairs<>+28(SB)/4, $3
+DATA lanePairs<>+32(SB)/4, $4
+DATA lanePairs<>+36(SB)/4, $4
+DATA lanePairs<>+40(SB)/4, $5
+DATA lanePairs<>+44(SB)/4, $5
+DATA lanePairs<>+48(SB)/4, $6
+DATA lanePairs<>+52(SB)/4, $6
+DATA lanePairs<>+56(SB)/4, $7
+DATA lanePairs<>+60(SB)/4, $7
+GLOBL lanePairs<>(SB), RODATA, $64
+
+// PAIR_STORE writes two rows' eight dwords A and B to OFF(SP) as 64
+// bytes, each A's dword beside B's: A0 B0 A1 B1 A4 B4 A5 B5, then A2 B2
+// A3 B3 A6 B6 A7 B7 (Y7: scratch).
+#define PAIR_STORE(A, B, OFF) \
+	VPUNPCKLDQ B, A, Y7 \
+	VMOVDQU Y7, (OFF)(SP) \
+	VPUNPCKHDQ B, A, Y7 \
+	VMOVDQU Y7, (OFF+32)(SP)
+
+// PG0–PG7: where PAIR_STORE puts the pair of dwords g, from OFF.
+#define PG0 0
+#define PG1 8
+#define PG2 32
+#define PG3 40
+#define PG4 16
+#define PG5 24
+#define PG6 48
+#define PG7 56
+
+// PAIR_F16 sets Z15 to the binary16 values at OFF of the rows at RA and RB
+// as float32 pairs (R8: the table), using AX and BX.
+#define PAIR_F16(OFF, RA, RB) \
+	MOVWLZX OFF(RA), AX \
+	MOVWLZX OFF(RB), BX \
+	MOVL (R8)(AX*4), AX \
+	MOVL (R8)(BX*4), BX \
+	SHLQ $32, BX \
+	ORQ  BX, AX \
+	VPBROADCASTQ AX, Z15
+
+// KC2_NEXT starts the two pairs' integer sums Z9 and Z10 from their rows'
+// block corrections at R15 and moves R15 on to the next block's.
+#define KC2_NEXT \
+	VBROADCASTI32X2 (R15), Z9 \
+	VBROADCASTI32X2 8(R15), Z10 \
+	ADDQ $16, R15
+
+// ZLANES_STORE stores the results of the pairs of rows Z16 (rows 0, 1)
+// and Z17 (rows 2, 3), lane 2v and 2v+1 for vector v, for the first lanes
+// vectors into out (arguments as KLANES_ARGS reads them), then goes to
+// DONE. Clobbers Z0–Z2.
+#define ZLANES_STORE(DONE) \
+	MOVQ out+40(FP), DI \
+	MOVQ vstride+48(FP), AX \
+	MOVQ lanes+56(FP), CX \
+	VPUNPCKLQDQ Z17, Z16, Z0 \
+	VPUNPCKHQDQ Z17, Z16, Z1 \
+	ZLANE_STORE(Z0, 0, 1, DONE) \
+	ZLANE_STORE(Z1, 0, 2, DONE) \
+	ZLANE_STORE(Z0, 1, 3, DONE) \
+	ZLANE_STORE(Z1, 1, 4, DONE) \
+	ZLANE_STORE(Z0, 2, 5, DONE) \
+	ZLANE_STORE(Z1, 2, 6, DONE) \
+	ZLANE_STORE(Z0, 3, 7, DONE) \
+	VEXTRACTF32X4 $3, Z1, X2 \
+	VMOVUPS X2, (DI) \
+	JMP DONE
+
+// ZLANE_STORE writes 128-bit lane L of Z (a vector's four results) to DI
+// and moves DI on by AX, unless it was vector CX−1, the last one.
+#define ZLANE_STORE(Z, L, V, DONE) \
+	VEXTRACTF32X4 $L, Z, X2 \
+	VMOVUPS X2, (DI) \
+	CMPQ CX, $V \
+	JEQ  DONE \
+	ADDQ AX, DI
