@@ -127,9 +127,6 @@
 // (kBlockSums). The rows ahead bytes on are fetched into L2 meanwhile.
 TEXT ·dotQ4_KQ8v8r4VNNI(SB), $1280-80
 	KLANES_ARGS
-	VMOVDQU32 lanePairs<>(SB), Z30
-	VPXORD Z16, Z16, Z16
-	VPXORD Z17, Z17, Z17
 	VPXORD Z20, Z20, Z20
 	VPXORD Z21, Z21, Z21
 
@@ -170,7 +167,7 @@ q4v8block:
 
 	VSUBPS Z20, Z16, Z16
 	VSUBPS Z21, Z17, Z17
-	ZLANES_STORE(q4v8done)
+	KZLANES_STORE(q4v8done)
 
 q4v8done:
 	VZEROUPPER
