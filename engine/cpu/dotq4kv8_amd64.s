@@ -18,13 +18,14 @@
 // per matrix).
 
 // The stack frame: per pair p (rows 2p and 2p+1), 640 bytes from 640·p:
-// its 8 sub-blocks of 64 bytes, then its 8 scales as int32 and its 8 mins
-// as int16 pairs (m, m), 64 bytes each, each as PAIR_STORE writes them.
+// its 8 sub-blocks of 64 bytes (group g of the pair's values at 8g, as
+// pairValues interleaves them), then its 8 scales as int32 and its 8
+// mins as int16 pairs (m, m), 64 bytes each, as PAIR_STORE writes them.
 #define SC2(P, O) (640*(P)+512+(O))(SP)
 #define MN2(P, O) (640*(P)+576+(O))(SP)
 
 // PAIR_PREP unpacks the blocks at RA and RB, pair P's rows, into its part
-// of the frame (Y28: 0x0f bytes; Y3–Y7: scratch).
+// of the frame (Z28: 0x0f bytes; Z3–Z7: scratch).
 #define PAIR_PREP(RA, RB, P) \
 	Q4K_SCALES_AT(RA, R13, R14, AX, BX, DI) \
 	VMOVQ R13, X3 \
@@ -48,25 +49,25 @@
 	PAIR_NIBBLES(RA, RB, P, 3)
 
 // PAIR_NIBBLES splits the 32 bytes of nibbles Q of both rows into
-// sub-blocks 2Q (low nibbles) and 2Q+1 (high).
+// sub-blocks 2Q (low nibbles) and 2Q+1 (high), the rows' groups
+// interleaved by Z29.
 #define PAIR_NIBBLES(RA, RB, P, Q) \
 	VMOVDQU (16+32*(Q))(RA), Y3 \
-	VMOVDQU (16+32*(Q))(RB), Y4 \
-	VPANDD Y28, Y3, Y5 \
-	VPANDD Y28, Y4, Y6 \
-	PAIR_STORE(Y5, Y6, 640*(P)+128*(Q)) \
-	VPSRLW $4, Y3, Y3 \
-	VPSRLW $4, Y4, Y4 \
-	VPANDD Y28, Y3, Y3 \
-	VPANDD Y28, Y4, Y4 \
-	PAIR_STORE(Y3, Y4, 640*(P)+128*(Q)+64)
+	VINSERTI64X4 $1, (16+32*(Q))(RB), Z3, Z3 \
+	VPSRLW $4, Z3, Z4 \
+	VPANDD Z28, Z3, Z3 \
+	VPANDD Z28, Z4, Z4 \
+	VPERMD Z3, Z29, Z3 \
+	VPERMD Z4, Z29, Z4 \
+	VMOVDQU32 Z3, (640*(P)+128*(Q))(SP) \
+	VMOVDQU32 Z4, (640*(P)+128*(Q)+64)(SP)
 
-// GROUP adds group G (byte O of the pair's sub-block J) of both pairs
-// times the vectors' (each doubled by Z30) to Z13 and Z14.
-#define GROUP(J, G, O) \
+// GROUP adds group G of sub-block J of both pairs times the vectors'
+// (each doubled by Z30) to Z13 and Z14.
+#define GROUP(J, G) \
 	VPERMD (256*(J)+32*(G))(R9), Z30, Z0 \
-	VBROADCASTI32X2 (64*(J)+(O))(SP), Z1 \
-	VBROADCASTI32X2 (640+64*(J)+(O))(SP), Z2 \
+	VBROADCASTI32X2 (64*(J)+8*(G))(SP), Z1 \
+	VBROADCASTI32X2 (640+64*(J)+8*(G))(SP), Z2 \
 	VPDPBUSD Z1, Z0, Z13 \
 	VPDPBUSD Z2, Z0, Z14
 
@@ -75,14 +76,14 @@
 #define SUB(J, O) \
 	VPXORD Z13, Z13, Z13 \
 	VPXORD Z14, Z14, Z14 \
-	GROUP(J, 0, PG0) \
-	GROUP(J, 1, PG1) \
-	GROUP(J, 2, PG2) \
-	GROUP(J, 3, PG3) \
-	GROUP(J, 4, PG4) \
-	GROUP(J, 5, PG5) \
-	GROUP(J, 6, PG6) \
-	GROUP(J, 7, PG7) \
+	GROUP(J, 0) \
+	GROUP(J, 1) \
+	GROUP(J, 2) \
+	GROUP(J, 3) \
+	GROUP(J, 4) \
+	GROUP(J, 5) \
+	GROUP(J, 6) \
+	GROUP(J, 7) \
 	VBROADCASTI32X2 SC2(0, O), Z1 \
 	VBROADCASTI32X2 SC2(1, O), Z2 \
 	VPMULLD Z1, Z13, Z13 \

@@ -15,61 +15,67 @@
 // of 128 adds (kBlockSums, computed once per matrix).
 
 // The stack frame: per pair p (rows 2p and 2p+1), 704 bytes from 704·p:
-// its 8 quarters (32 values) of 64 bytes, its 16 scales as int32 (128
-// bytes) and as int16 pairs (64 bytes), each as PAIR_STORE writes them.
+// its 8 quarters (32 values) of 64 bytes (group g of the pair's values
+// at 8g, as pairValues interleaves them), then its 16 scales as int32
+// (128 bytes) and as int16 pairs (64 bytes), as PAIR_STORE writes them.
 #define Q6V(P, Q, O) (704*(P)+64*(Q)+(O))(SP)
 #define Q6SC(P, O) (704*(P)+512+(O))(SP)
 #define Q6SP(P, O) (704*(P)+640+(O))(SP)
 
-// The four quarters of a half of a row's block, from its low bits L1 (the
-// half's first 32 bytes) and L2 (its next 32) and high bits H, into OUT
-// (Y28: 0x0f bytes, Y27: 0x30 bytes; T: scratch).
+// The four quarters of a half of both rows' blocks, from their low bits
+// L1 (the half's first 32 bytes of each row), L2 (the next 32) and high
+// bits H, into OUT (Z28: 0x0f bytes, Z27: 0x30 bytes; T: scratch).
 #define Q6_Q0(L1, L2, H, OUT, T) \
-	VPANDD Y28, L1, OUT \
+	VPANDD Z28, L1, OUT \
 	VPSLLW $4, H, T \
-	VPANDD Y27, T, T \
+	VPANDD Z27, T, T \
 	VPORD T, OUT, OUT
 
 #define Q6_Q1(L1, L2, H, OUT, T) \
-	VPANDD Y28, L2, OUT \
+	VPANDD Z28, L2, OUT \
 	VPSLLW $2, H, T \
-	VPANDD Y27, T, T \
+	VPANDD Z27, T, T \
 	VPORD T, OUT, OUT
 
 #define Q6_Q2(L1, L2, H, OUT, T) \
 	VPSRLW $4, L1, OUT \
-	VPANDD Y28, OUT, OUT \
-	VPANDD Y27, H, T \
+	VPANDD Z28, OUT, OUT \
+	VPANDD Z27, H, T \
 	VPORD T, OUT, OUT
 
 #define Q6_Q3(L1, L2, H, OUT, T) \
 	VPSRLW $4, L2, OUT \
-	VPANDD Y28, OUT, OUT \
+	VPANDD Z28, OUT, OUT \
 	VPSRLW $2, H, T \
-	VPANDD Y27, T, T \
+	VPANDD Z27, T, T \
 	VPORD T, OUT, OUT
 
+// Q6_LOAD2 loads the 32 bytes at OFF of the rows at RA and RB as the
+// halves of Z (Y: its low half).
+#define Q6_LOAD2(RA, RB, OFF, Y, Z) \
+	VMOVDQU OFF(RA), Y \
+	VINSERTI64X4 $1, OFF(RB), Z, Z
+
+// Q6_STORE interleaves the rows' groups of quarter Q in Z (Z29) and
+// stores it as pair P's.
+#define Q6_STORE(Z, P, Q) \
+	VPERMD Z, Z29, Z \
+	VMOVDQU32 Z, Q6V(P, Q, 0)
+
 // Q6_HALF unpacks half H (128 values) of the blocks at RA and RB into pair
-// P's quarters 4H–4H+3 (Y1–Y7, Y14, Y18, Y19, Y22: scratch).
+// P's quarters 4H–4H+3 (Z1–Z3, Z5, Z14: scratch).
 #define Q6_HALF(RA, RB, P, H) \
-	VMOVDQU (64*(H))(RA), Y1 \
-	VMOVDQU (64*(H)+32)(RA), Y2 \
-	VMOVDQU (128+32*(H))(RA), Y3 \
-	VMOVDQU32 (64*(H))(RB), Y18 \
-	VMOVDQU32 (64*(H)+32)(RB), Y19 \
-	VMOVDQU32 (128+32*(H))(RB), Y22 \
-	Q6_Q0(Y1, Y2, Y3, Y5, Y14) \
-	Q6_Q0(Y18, Y19, Y22, Y6, Y14) \
-	PAIR_STORE(Y5, Y6, 704*(P)+64*(4*(H))) \
-	Q6_Q1(Y1, Y2, Y3, Y5, Y14) \
-	Q6_Q1(Y18, Y19, Y22, Y6, Y14) \
-	PAIR_STORE(Y5, Y6, 704*(P)+64*(4*(H)+1)) \
-	Q6_Q2(Y1, Y2, Y3, Y5, Y14) \
-	Q6_Q2(Y18, Y19, Y22, Y6, Y14) \
-	PAIR_STORE(Y5, Y6, 704*(P)+64*(4*(H)+2)) \
-	Q6_Q3(Y1, Y2, Y3, Y5, Y14) \
-	Q6_Q3(Y18, Y19, Y22, Y6, Y14) \
-	PAIR_STORE(Y5, Y6, 704*(P)+64*(4*(H)+3))
+	Q6_LOAD2(RA, RB, (64*(H)), Y1, Z1) \
+	Q6_LOAD2(RA, RB, (64*(H)+32), Y2, Z2) \
+	Q6_LOAD2(RA, RB, (128+32*(H)), Y3, Z3) \
+	Q6_Q0(Z1, Z2, Z3, Z5, Z14) \
+	Q6_STORE(Z5, P, 4*(H)) \
+	Q6_Q1(Z1, Z2, Z3, Z5, Z14) \
+	Q6_STORE(Z5, P, 4*(H)+1) \
+	Q6_Q2(Z1, Z2, Z3, Z5, Z14) \
+	Q6_STORE(Z5, P, 4*(H)+2) \
+	Q6_Q3(Z1, Z2, Z3, Z5, Z14) \
+	Q6_STORE(Z5, P, 4*(H)+3)
 
 // Q6_PREP unpacks the blocks at RA and RB, pair P's rows, into its part of
 // the frame.
@@ -86,24 +92,24 @@
 	Q6_HALF(RA, RB, P, 0) \
 	Q6_HALF(RA, RB, P, 1)
 
-// Q6_GROUP adds group G (byte O of quarter Q) of both pairs times the
-// vectors' (each doubled by Z30) to Z13 and Z14.
-#define Q6_GROUP(Q, G, O) \
+// Q6_GROUP adds group G of quarter Q of both pairs times the vectors'
+// (each doubled by Z30) to Z13 and Z14.
+#define Q6_GROUP(Q, G) \
 	VPERMD (256*(Q)+32*(G))(R9), Z30, Z0 \
-	VBROADCASTI32X2 Q6V(0, Q, O), Z1 \
-	VBROADCASTI32X2 Q6V(1, Q, O), Z2 \
+	VBROADCASTI32X2 Q6V(0, Q, 8*(G)), Z1 \
+	VBROADCASTI32X2 Q6V(1, Q, 8*(G)), Z2 \
 	VPDPBUSD Z1, Z0, Z13 \
 	VPDPBUSD Z2, Z0, Z14
 
-// Q6_SUB adds the sub-block of quarter Q made of groups G0–G0+3 (at bytes
-// O0–O3), scaled by its scale (at byte OS of the pair's), to Z9 and Z10.
-#define Q6_SUB(Q, G0, O0, O1, O2, O3, OS) \
+// Q6_SUB adds the sub-block of quarter Q made of groups G0–G0+3, scaled
+// by its scale (at byte OS of the pair's), to Z9 and Z10.
+#define Q6_SUB(Q, G0, OS) \
 	VPXORD Z13, Z13, Z13 \
 	VPXORD Z14, Z14, Z14 \
-	Q6_GROUP(Q, G0, O0) \
-	Q6_GROUP(Q, G0+1, O1) \
-	Q6_GROUP(Q, G0+2, O2) \
-	Q6_GROUP(Q, G0+3, O3) \
+	Q6_GROUP(Q, G0) \
+	Q6_GROUP(Q, G0+1) \
+	Q6_GROUP(Q, G0+2) \
+	Q6_GROUP(Q, G0+3) \
 	VBROADCASTI32X2 Q6SC(0, OS), Z1 \
 	VBROADCASTI32X2 Q6SC(1, OS), Z2 \
 	VPMULLD Z1, Z13, Z13 \
@@ -113,8 +119,8 @@
 
 // Q6_Q adds quarter Q's two sub-blocks (scales at OA and OB).
 #define Q6_Q(Q, OA, OB) \
-	Q6_SUB(Q, 0, PG0, PG1, PG2, PG3, OA) \
-	Q6_SUB(Q, 4, PG4, PG5, PG6, PG7, OB)
+	Q6_SUB(Q, 0, OA) \
+	Q6_SUB(Q, 4, OB)
 
 // Q6_OFFSET adds scale pair J (byte O of the pair's) times the vectors'
 // sums over its two sixteens to Z24 and Z25.
@@ -149,7 +155,7 @@
 TEXT ·dotQ6_KQ8v8r4VNNI(SB), $1408-80
 	KLANES_ARGS
 	MOVL $0x30303030, AX
-	VPBROADCASTD AX, Y27
+	VPBROADCASTD AX, Z27
 
 q6v8block:
 	Q6_AHEAD(SI)

@@ -32,37 +32,9 @@ DATA lanePairs<>+56(SB)/4, $7
 DATA lanePairs<>+60(SB)/4, $7
 GLOBL lanePairs<>(SB), RODATA, $64
 
-// KLANES_ARGS loads the arguments of the K-quant lane kernels (row,
-// stride, x, blocks, f16, …, ahead, kc): the rows into SI, R10, R11 and
-// R12, x into R9, blocks into CX, the table into R8, ahead into DX, the
-// block corrections into R15, and sets Y28 to 0x0f bytes, Z30 to
-// lanePairs and the sums Z16 and Z17 to zero.
-#define KLANES_ARGS \
-	MOVQ row+0(FP), SI \
-	MOVQ stride+8(FP), AX \
-	ROWS4 \
-	MOVQ x+16(FP), R9 \
-	MOVQ blocks+24(FP), CX \
-	MOVQ f16+32(FP), R8 \
-	MOVQ ahead+64(FP), DX \
-	MOVQ kc+72(FP), R15 \
-	MOVL $0x0f0f0f0f, AX \
-	VPBROADCASTD AX, Y28 \
-	VMOVDQU32 lanePairs<>(SB), Z30 \
-	VPXORD Z16, Z16, Z16 \
-	VPXORD Z17, Z17, Z17
-
-// PAIR_STORE writes two rows' eight dwords A and B to OFF(SP) as 64
-// bytes, each A's dword beside B's: A0 B0 A1 B1 A4 B4 A5 B5, then A2 B2
-// A3 B3 A6 B6 A7 B7 (Y7: scratch).
-#define PAIR_STORE(A, B, OFF) \
-	VPUNPCKLDQ B, A, Y7 \
-	VMOVDQU Y7, (OFF)(SP) \
-	VPUNPCKHDQ B, A, Y7 \
-	VMOVDQU Y7, (OFF+32)(SP)
-
 // pairValues interleaves the dwords of two rows' 32 bytes loaded as the
-// halves of one register (VPERMD): A0 B0 A1 B1 … A7 B7.
+// halves of one register (VPERMD): A0 B0 A1 B1 … A7 B7, each group of
+// four of the first row's values beside the second's.
 DATA pairValues<>+0(SB)/4, $0
 DATA pairValues<>+4(SB)/4, $8
 DATA pairValues<>+8(SB)/4, $1
@@ -80,6 +52,36 @@ DATA pairValues<>+52(SB)/4, $14
 DATA pairValues<>+56(SB)/4, $7
 DATA pairValues<>+60(SB)/4, $15
 GLOBL pairValues<>(SB), RODATA, $64
+
+// KLANES_ARGS loads the arguments of the K-quant lane kernels (row,
+// stride, x, blocks, f16, …, ahead, kc): the rows into SI, R10, R11 and
+// R12, x into R9, blocks into CX, the table into R8, ahead into DX, the
+// block corrections into R15, and sets Z28 to 0x0f bytes, Z29 to
+// pairValues, Z30 to lanePairs and the sums Z16 and Z17 to zero.
+#define KLANES_ARGS \
+	MOVQ row+0(FP), SI \
+	MOVQ stride+8(FP), AX \
+	ROWS4 \
+	MOVQ x+16(FP), R9 \
+	MOVQ blocks+24(FP), CX \
+	MOVQ f16+32(FP), R8 \
+	MOVQ ahead+64(FP), DX \
+	MOVQ kc+72(FP), R15 \
+	MOVL $0x0f0f0f0f, AX \
+	VPBROADCASTD AX, Z28 \
+	VMOVDQU32 pairValues<>(SB), Z29 \
+	VMOVDQU32 lanePairs<>(SB), Z30 \
+	VPXORD Z16, Z16, Z16 \
+	VPXORD Z17, Z17, Z17
+
+// PAIR_STORE writes two rows' eight dwords A and B to OFF(SP) as 64
+// bytes, each A's dword beside B's: A0 B0 A1 B1 A4 B4 A5 B5, then A2 B2
+// A3 B3 A6 B6 A7 B7 (Y7: scratch).
+#define PAIR_STORE(A, B, OFF) \
+	VPUNPCKLDQ B, A, Y7 \
+	VMOVDQU Y7, (OFF)(SP) \
+	VPUNPCKHDQ B, A, Y7 \
+	VMOVDQU Y7, (OFF+32)(SP)
 
 // PG0–PG7: where PAIR_STORE puts the pair of dwords g, from OFF.
 #define PG0 0
