@@ -127,6 +127,12 @@ GLOBL pairValues<>(SB), RODATA, $64
 #define ZLANES_STORE(DONE) \
 	VPUNPCKLQDQ Z17, Z16, Z0 \
 	VPUNPCKHQDQ Z17, Z16, Z1 \
+	ZLANES_PUT(DONE)
+
+// ZLANES_PUT writes four rows' results for eight vectors, 128 bits i of
+// Z0 vector 2i's and of Z1 vector 2i+1's, as ZLANES_STORE does (X2:
+// scratch).
+#define ZLANES_PUT(DONE) \
 	ZLANE_STORE(Z0, 0, 1, DONE) \
 	ZLANE_STORE(Z1, 0, 2, DONE) \
 	ZLANE_STORE(Z0, 1, 3, DONE) \

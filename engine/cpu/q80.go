@@ -33,7 +33,7 @@ func (z *q80) resize(n, cols int, lay bool) {
 	records := 1
 	z.layWords = (cols/32 + 1) / 2 * 48
 	if z.grouped {
-		z.layWords, records = cols/32*72, (n+7)/8
+		z.layWords, records = cols/32*q80LaneWords, (n+7)/8
 	}
 	if !lay {
 		z.lay = z.lay[:0]
@@ -59,19 +59,27 @@ func (z *q80) layOut(lo, hi, cols int) {
 	}
 }
 
+// q80LaneWords is the words of a block of a group of eight vectors laid
+// out by layQ80Lane.
+const q80LaneWords = 80
+
 // layQ80Lane lays out one rounded vector (q, d) as lane l of a group of
-// eight: for each block 72 words, word 8g+l the four values 4g..4g+3 as
-// unsigned bytes x+128, word 64+l the block's d.
+// eight, as dotQ8_0Q80v8r4VNNI reads them: for each block 80 words, for
+// each pair of groups of four values (2k, 2k+1) the eight vectors' side
+// by side, word 16k+2l+p group 2k+p as unsigned bytes x+128; then the
+// block's d at words 64+4⌊l/2⌋+l%2 and two on, the order in which the
+// kernel's sums come out of its pair additions.
 func layQ80Lane(q []int8, d []float32, out []uint32, l int) {
-	_ = out[len(d)*72-1]
+	_ = out[len(d)*q80LaneWords-1]
 	for b, db := range d {
-		rec := out[b*72 : b*72+72]
+		rec := out[b*q80LaneWords : (b+1)*q80LaneWords]
 		q := q[b*32 : b*32+32]
 		for g := range 8 {
 			w := q[4*g : 4*g+4]
-			rec[8*g+l] = (uint32(uint8(w[0])) | uint32(uint8(w[1]))<<8 | uint32(uint8(w[2]))<<16 | uint32(uint8(w[3]))<<24) ^ 0x80808080
+			rec[16*(g/2)+2*l+g%2] = (uint32(uint8(w[0])) | uint32(uint8(w[1]))<<8 | uint32(uint8(w[2]))<<16 | uint32(uint8(w[3]))<<24) ^ 0x80808080
 		}
-		rec[64+l] = math.Float32bits(db)
+		rec[64+4*(l/2)+l%2] = math.Float32bits(db)
+		rec[64+4*(l/2)+2+l%2] = math.Float32bits(db)
 	}
 }
 
@@ -157,7 +165,7 @@ func (t *q80Task) runUnit(g, b0 int) {
 			back = t.back[a:b]
 		}
 		t.z.quantizeRange(t.x[a:b], a, back)
-		layQ80Lane(t.z.q[a:b], t.z.d[a/32:b/32], t.z.lay[g*t.z.layWords+b0*72:], v%8)
+		layQ80Lane(t.z.q[a:b], t.z.d[a/32:b/32], t.z.lay[g*t.z.layWords+b0*q80LaneWords:], v%8)
 	}
 }
 

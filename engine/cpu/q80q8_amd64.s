@@ -247,53 +247,50 @@ sumsdone:
 	VZEROUPPER
 	RET
 
-// V8_PAIR loads the blocks of the rows at RA and RB into Z, each group
-// of four of RA's beside RB's (Z29: pairValues), so that group g of the
-// pair is qword g; and starts
-// their sums S from the rows' corrections at CA and CB (K1: the odd
-// lanes; Y: Z's low half).
-#define V8_PAIR(RA, RB, CA, CB, S, Y, Z) \
-	VMOVDQU32 2(RA), Y \
-	VINSERTI64X4 $1, 2(RB), Z, Z \
-	VPERMD Z, Z29, Z \
-	VPBROADCASTD (CA), S \
-	VPBROADCASTD (CB), K1, S
+// V8_ROW adds the block of the row at R (its pairs of groups of four
+// broadcast) times the vectors' (Z0–Z3) to S, from the row's correction
+// at C in the even lanes (K1); T: scratch. Lane 2v then sums vector v's
+// even groups, lane 2v+1 its odd ones.
+#define V8_ROW(R, C, S, T) \
+	VPBROADCASTD.Z (C), K1, S \
+	VBROADCASTI32X2 2(R), T \
+	VPDPBUSD T, Z0, S \
+	VBROADCASTI32X2 10(R), T \
+	VPDPBUSD T, Z1, S \
+	VBROADCASTI32X2 18(R), T \
+	VPDPBUSD T, Z2, S \
+	VBROADCASTI32X2 26(R), T \
+	VPDPBUSD T, Z3, S
 
-// V8_GROUP adds group G of both pairs (Z11, Z14; ZI: qword G's index)
-// times the vectors' (ZX) to Z9 and Z10.
-#define V8_GROUP(ZI, ZX) \
-	VPERMQ Z11, ZI, Z12 \
-	VPERMQ Z14, ZI, Z13 \
-	VPDPBUSD Z12, ZX, Z9 \
-	VPDPBUSD Z13, ZX, Z10
-
-// QWORD_INDEX sets Z to qword G in every place (VPERMQ's index).
-#define QWORD_INDEX(G, Z) \
-	MOVQ $G, AX \
-	VPBROADCASTQ AX, Z
-
-// V8_FUSE fuses the pair RA, RB's sums S into ACC: ACC = fma(S,
-// d_w·d_x, ACC) (Z8: the vectors' d_x, doubled; R8: the binary16 table;
-// Z15: scratch).
-#define V8_FUSE(RA, RB, S, ACC) \
-	VCVTDQ2PS S, S \
-	PAIR_F16(0, RA, RB) \
+// V8_FUSE adds the even and odd lanes of the rows RA's and RB's sums SA
+// and SB, giving per 128 bits RA's for vectors 2i and 2i+1, then RB's,
+// and fuses them into ACC: ACC = fma(S, d_w·d_x, ACC) (Z8: the vectors'
+// d_x in that order; R8: the binary16 table; K2: lanes 2 and 3 of each
+// 128 bits; Z15, Z20, Z21: scratch).
+#define V8_FUSE(RA, RB, SA, SB, ACC) \
+	VSHUFPS $0x88, SB, SA, Z20 \
+	VSHUFPS $0xdd, SB, SA, Z21 \
+	VPADDD Z21, Z20, Z20 \
+	VCVTDQ2PS Z20, Z20 \
+	MOVWLZX (RA), AX \
+	MOVWLZX (RB), BX \
+	VPBROADCASTD (R8)(AX*4), Z15 \
+	VPBROADCASTD (R8)(BX*4), K2, Z15 \
 	VMULPS Z8, Z15, Z15 \
-	VFMADD231PS S, Z15, ACC
+	VFMADD231PS Z20, Z15, ACC
 
 // func dotQ8_0Q80v8r4VNNI(row *byte, stride int, x *uint32, blocks int, corr *int32, cstride int, f16 *float32, out *float32, vstride int, lanes int, ahead int)
 // Four Q8_0 rows (stride bytes apart; their corrections by sumsQ8_0VNNI
 // cstride bytes apart) times a group of eight vectors laid out by
-// layQ80Lane (per block 288 bytes: for each four values the eight
-// vectors' as unsigned bytes x+128, then the eight d_x): the four rows'
-// results for vector v go to out[v·vstride/4 + 0..3], for the first
-// lanes vectors (lanes > 0). Two rows share a 512-bit register, lane 2v
-// and 2v+1 for vector v: each group of four of the pair's values is
-// broadcast side by side against the eight vectors' four, each doubled
-// into two lanes (Z30), and a block's eight VPDPBUSD land in the row's
-// lane for the vector, from the row's correction. The rows ahead bytes
-// on are fetched into L2 meanwhile: into L1 it left the 8-vector step
-// 15–20 % slower.
+// layQ80Lane (per block 320 bytes: for each pair of groups of four values
+// the eight vectors' side by side as unsigned bytes x+128, then their
+// d_x): the four rows' results for vector v go to out[v·vstride/4 +
+// 0..3], for the first lanes vectors (lanes > 0). A row's pair of groups
+// is broadcast straight from the row against the vectors' pairs, so a
+// block's four VPDPBUSD leave each vector's sum over its even groups and
+// over its odd ones side by side; the two are added once per block, two
+// rows at a time. The rows ahead bytes on are fetched into L2 meanwhile:
+// into L1 it left the 8-vector step 15–20 % slower.
 TEXT ·dotQ8_0Q80v8r4VNNI(SB), NOSPLIT, $0-88
 	MOVQ row+0(FP), SI
 	MOVQ stride+8(FP), AX
@@ -307,61 +304,44 @@ TEXT ·dotQ8_0Q80v8r4VNNI(SB), NOSPLIT, $0-88
 	MOVQ blocks+24(FP), CX
 	MOVQ f16+48(FP), R8
 	MOVQ ahead+80(FP), DX
-	MOVL $0xaaaa, AX
+	MOVL $0x5555, AX
 	KMOVW AX, K1
-	VMOVDQU32 lanePairs<>(SB), Z30
-	VMOVDQU32 pairValues<>(SB), Z29
+	MOVL $0xcccc, AX
+	KMOVW AX, K2
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
-	QWORD_INDEX(0, Z18)
-	QWORD_INDEX(1, Z19)
-	QWORD_INDEX(2, Z20)
-	QWORD_INDEX(3, Z21)
-	QWORD_INDEX(4, Z22)
-	QWORD_INDEX(5, Z23)
-	QWORD_INDEX(6, Z24)
-	QWORD_INDEX(7, Z25)
 
 v8block:
 	PREFETCHT1 (SI)(DX*1)
 	PREFETCHT1 (R10)(DX*1)
 	PREFETCHT1 (R11)(DX*1)
 	PREFETCHT1 (R12)(DX*1)
-	V8_PAIR(SI, R10, R13, R14, Z9, Y11, Z11)
-	V8_PAIR(R11, R12, R15, DI, Z10, Y14, Z14)
-	VPERMD (R9), Z30, Z0
-	VPERMD 32(R9), Z30, Z1
-	VPERMD 64(R9), Z30, Z2
-	VPERMD 96(R9), Z30, Z3
-	VPERMD 128(R9), Z30, Z4
-	VPERMD 160(R9), Z30, Z5
-	VPERMD 192(R9), Z30, Z6
-	VPERMD 224(R9), Z30, Z7
-	VMOVUPS 256(R9), Y8
-	VPERMD Z8, Z30, Z8
-	V8_GROUP(Z18, Z0)
-	V8_GROUP(Z19, Z1)
-	V8_GROUP(Z20, Z2)
-	V8_GROUP(Z21, Z3)
-	V8_GROUP(Z22, Z4)
-	V8_GROUP(Z23, Z5)
-	V8_GROUP(Z24, Z6)
-	V8_GROUP(Z25, Z7)
-	V8_FUSE(SI, R10, Z9, Z16)
-	V8_FUSE(R11, R12, Z10, Z17)
+	VMOVDQU32 (R9), Z0
+	VMOVDQU32 64(R9), Z1
+	VMOVDQU32 128(R9), Z2
+	VMOVDQU32 192(R9), Z3
+	VMOVDQU32 256(R9), Z8
+	V8_ROW(SI, R13, Z9, Z12)
+	V8_ROW(R10, R14, Z10, Z13)
+	V8_ROW(R11, R15, Z11, Z18)
+	V8_ROW(R12, DI, Z14, Z19)
+	V8_FUSE(SI, R10, Z9, Z10, Z16)
+	V8_FUSE(R11, R12, Z11, Z14, Z17)
 	ROWS4_NEXT(34)
 	ADDQ $4, R13
 	ADDQ $4, R14
 	ADDQ $4, R15
 	ADDQ $4, DI
-	ADDQ $288, R9
+	ADDQ $320, R9
 	DECQ CX
 	JNZ  v8block
 
 	MOVQ out+56(FP), DI
 	MOVQ vstride+64(FP), AX
 	MOVQ lanes+72(FP), CX
-	ZLANES_STORE(v8done)
+	VSHUFPS $0x88, Z17, Z16, Z0
+	VSHUFPS $0xdd, Z17, Z16, Z1
+	ZLANES_PUT(v8done)
 
 v8done:
 	VZEROUPPER
