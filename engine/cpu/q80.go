@@ -76,7 +76,7 @@ func layQ80Lane(q []int8, d []float32, out []uint32, l int) {
 		q := q[b*32 : b*32+32]
 		for g := range 8 {
 			w := q[4*g : 4*g+4]
-			rec[16*(g/2)+2*l+g%2] = (uint32(uint8(w[0])) | uint32(uint8(w[1]))<<8 | uint32(uint8(w[2]))<<16 | uint32(uint8(w[3]))<<24) ^ 0x80808080
+			rec[lanePair(g, l)] = (uint32(uint8(w[0])) | uint32(uint8(w[1]))<<8 | uint32(uint8(w[2]))<<16 | uint32(uint8(w[3]))<<24) ^ 0x80808080
 		}
 		rec[64+4*(l/2)+l%2] = math.Float32bits(db)
 		rec[64+4*(l/2)+2+l%2] = math.Float32bits(db)
@@ -115,7 +115,7 @@ type q80Task struct {
 }
 
 // q80UnitBlocks is how many blocks of a group of eight vectors one item
-// rounds and lays out (8: 2304 bytes laid out, 36 cache lines).
+// rounds and lays out (8: 2560 bytes laid out, 40 cache lines).
 const q80UnitBlocks = 8
 
 // units is the number of items per group of eight vectors, when the task

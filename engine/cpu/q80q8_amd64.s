@@ -263,19 +263,13 @@ sumsdone:
 	VPDPBUSD T, Z3, S
 
 // V8_FUSE adds the even and odd lanes of the rows RA's and RB's sums SA
-// and SB, giving per 128 bits RA's for vectors 2i and 2i+1, then RB's,
-// and fuses them into ACC: ACC = fma(S, d_w·d_x, ACC) (Z8: the vectors'
-// d_x in that order; R8: the binary16 table; K2: lanes 2 and 3 of each
-// 128 bits; Z15, Z20, Z21: scratch).
+// and SB (PAIR_ADD) and fuses them into ACC: ACC = fma(S, d_w·d_x, ACC)
+// (Z8: the vectors' d_x in PAIR_ADD's order; R8: the binary16 table; K2:
+// lanes 2 and 3 of each 128 bits; Z15, Z20, Z21: scratch).
 #define V8_FUSE(RA, RB, SA, SB, ACC) \
-	VSHUFPS $0x88, SB, SA, Z20 \
-	VSHUFPS $0xdd, SB, SA, Z21 \
-	VPADDD Z21, Z20, Z20 \
+	PAIR_ADD(SA, SB, Z20, Z21) \
 	VCVTDQ2PS Z20, Z20 \
-	MOVWLZX (RA), AX \
-	MOVWLZX (RB), BX \
-	VPBROADCASTD (R8)(AX*4), Z15 \
-	VPBROADCASTD (R8)(BX*4), K2, Z15 \
+	ROWS_F16(0, RA, RB, Z15) \
 	VMULPS Z8, Z15, Z15 \
 	VFMADD231PS Z20, Z15, ACC
 
@@ -304,10 +298,7 @@ TEXT ·dotQ8_0Q80v8r4VNNI(SB), NOSPLIT, $0-88
 	MOVQ blocks+24(FP), CX
 	MOVQ f16+48(FP), R8
 	MOVQ ahead+80(FP), DX
-	MOVL $0x5555, AX
-	KMOVW AX, K1
-	MOVL $0xcccc, AX
-	KMOVW AX, K2
+	LANE_MASKS
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 
@@ -339,9 +330,7 @@ v8block:
 	MOVQ out+56(FP), DI
 	MOVQ vstride+64(FP), AX
 	MOVQ lanes+72(FP), CX
-	VSHUFPS $0x88, Z17, Z16, Z0
-	VSHUFPS $0xdd, Z17, Z16, Z1
-	ZLANES_PUT(v8done)
+	LANES_STORE(v8done)
 
 v8done:
 	VZEROUPPER

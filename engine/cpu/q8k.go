@@ -28,8 +28,9 @@ type q8K struct {
 
 // laneBlockWords is the size of one block of a group of eight laid-out
 // vectors: for each four values the eight vectors' (64 groups), their
-// sums over each 16 in pairs (8), their d (1), eight words each.
-const laneBlockWords = 8 * (64 + 8 + 1)
+// sums over each 16 in pairs (8), eight words each, and their d twice
+// (16 words).
+const laneBlockWords = 8*(64+8) + 16
 
 // resizeLanes makes room in lay for n vectors of cols values.
 func (z *q8K) resizeLanes(n, cols int) {
@@ -45,11 +46,14 @@ func (z *q8K) resizeLanes(n, cols int) {
 func laneBlocks(n, cols int) int { return (n + 7) / 8 * (cols / 256) }
 
 // layLanes lays out the laid-out blocks [lo, hi) of n vectors of cols
-// values, each block of one group of eight written whole by one caller:
-// vector v is lane v%8 of group v/8, whose block b holds at word 8g+l the
-// four values 4g..4g+3 as unsigned bytes x+128, at 512+8j+l the sums over
-// 16 values 2j and 2j+1 as an int16 pair, at 576+l d. The last group's
-// unused lanes hold whatever they held; their results are dropped.
+// values, each block of one group of eight written whole by one caller.
+// Vector v is lane l = v%8 of group v/8, whose block b holds, pairs side
+// by side as the lane kernels read them (word 16⌊i/2⌋+2l+i%2 for item i
+// of lane l): the four values 4g..4g+3 as unsigned bytes x+128 (item g,
+// words 0–511), the sums over 16 values 2j and 2j+1 as an int16 pair
+// (item j, from word 512); then d at words 576+4⌊l/2⌋+l%2 and two on
+// (the order of the kernels' pair additions, PAIR_ADD). The last group's unused lanes hold whatever they held;
+// their results are dropped.
 func (z *q8K) layLanes(lo, hi, n, cols int) {
 	nb := cols / 256
 	for gb := lo; gb < hi; gb++ {
@@ -60,16 +64,21 @@ func (z *q8K) layLanes(lo, hi, n, cols int) {
 			q := z.q[(v*nb+b)*256:][:256]
 			qb := unsafe.Slice((*byte)(unsafe.Pointer(&q[0])), len(q)) // the same bytes
 			for g := range 64 {
-				rec[8*g+l] = binary.LittleEndian.Uint32(qb[4*g:]) ^ 0x80808080
+				rec[lanePair(g, l)] = binary.LittleEndian.Uint32(qb[4*g:]) ^ 0x80808080
 			}
 			bs := z.bs[(v*nb+b)*16:][:16]
 			for j := range 8 {
-				rec[512+8*j+l] = uint32(uint16(bs[2*j])) | uint32(uint16(bs[2*j+1]))<<16
+				rec[512+lanePair(j, l)] = uint32(uint16(bs[2*j])) | uint32(uint16(bs[2*j+1]))<<16
 			}
-			rec[576+l] = math.Float32bits(z.d[v*nb+b])
+			d := math.Float32bits(z.d[v*nb+b])
+			rec[576+4*(l/2)+l%2], rec[576+4*(l/2)+2+l%2] = d, d
 		}
 	}
 }
+
+// lanePair is the word of item i of lane l in a run of laid-out pairs of
+// items: the eight lanes' items 2k and 2k+1 side by side, 16 words.
+func lanePair(i, l int) int { return 16*(i/2) + 2*l + i%2 }
 
 // resize makes room for n vectors of cols values (cols a multiple of 256).
 func (z *q8K) resize(n, cols int) {
