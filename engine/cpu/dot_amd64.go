@@ -160,8 +160,8 @@ func quantizeQ80(x []float32, q []int8, d []float32, back []float32) {
 
 // useQ80VNNI reports whether the Q8_0 rows multiply laid-out vectors
 // (q80.lay) in the VNNI kernels here: one vector four rows at a time,
-// several in groups of eight, a lane for each row and vector (two rows to
-// a 512-bit register; DQ for their broadcasts).
+// several in groups of eight, a row's pairs of groups of four against the
+// vectors' in 512-bit registers (DQ for the pairs' broadcasts).
 var useQ80VNNI = useAVX512 && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512DQ && cpu.X86.HasAVX512VNNI
 
 // layQ80 lays out one rounded vector as layQ80Go does.
@@ -204,8 +204,7 @@ const q80LaneAhead = 512
 // range's four quarters (the rows side by side read from memory at 28
 // GB/s against 47 for one row at a time, four sequential streams at 50);
 // several also four rows at a time from the four quarters, eight vectors
-// at a time, a lane for each row and vector, from the matrix's block
-// corrections (sums, by blockSums).
+// at a time, from the matrix's block corrections (sums, by blockSums).
 func dotRowsQ80(t quant.Type, data []byte, rb, lo, hi int, z *q80, n, cols int, out []float32, rows int, sums []int32, scratch []float32) {
 	if lo >= hi || !q80Lays(t) {
 		dotRowsQ80Each(t, data, rb, lo, hi, z, n, cols, out, rows)
@@ -502,11 +501,11 @@ var kq8LaneKernels = map[quant.Type]func(row *byte, stride int, x *uint32, block
 }
 
 // useKQ8Lanes reports whether the lane K-quant kernels run here (DQ: the
-// broadcasts of a pair of rows' values).
+// broadcasts of a row's pairs of groups).
 var useKQ8Lanes = useAVX512 && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512DQ && cpu.X86.HasAVX512VNNI
 
 // kq8Lanes reports whether several vectors times rows of type t take the
-// lane kernel (a lane for each row and vector, q8K.lay).
+// lane kernel (eight vectors a call, q8K.lay).
 func kq8Lanes(t quant.Type) bool {
 	_, ok := kq8LaneKernels[t]
 	return ok && useKQ8Lanes
