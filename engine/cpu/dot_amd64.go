@@ -161,8 +161,8 @@ func quantizeQ80(x []float32, q []int8, d []float32, back []float32) {
 // useQ80VNNI reports whether the Q8_0 rows multiply laid-out vectors
 // (q80.lay) in the VNNI kernels here: one vector four rows at a time,
 // several in groups of eight, a row's pairs of groups of four against the
-// vectors' in 512-bit registers (DQ for the pairs' broadcasts).
-var useQ80VNNI = useAVX512 && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512DQ && cpu.X86.HasAVX512VNNI
+// vectors' in 512-bit registers.
+var useQ80VNNI = useAVX512 && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VNNI
 
 // layQ80 lays out one rounded vector as layQ80Go does.
 func layQ80(q []int8, d []float32, out []uint32) {
@@ -500,9 +500,8 @@ var kq8LaneKernels = map[quant.Type]func(row *byte, stride int, x *uint32, block
 	quant.Q4_K: dotQ4_KQ8v8r4VNNI, quant.Q6_K: dotQ6_KQ8v8r4VNNI,
 }
 
-// useKQ8Lanes reports whether the lane K-quant kernels run here (DQ: the
-// broadcasts of a row's pairs of groups).
-var useKQ8Lanes = useAVX512 && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512DQ && cpu.X86.HasAVX512VNNI
+// useKQ8Lanes reports whether the lane K-quant kernels run here.
+var useKQ8Lanes = useAVX512 && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VNNI
 
 // kq8Lanes reports whether several vectors times rows of type t take the
 // lane kernel (eight vectors a call, q8K.lay).

@@ -53,14 +53,14 @@
 // B: scratch) times the vectors' pairs (Z0–Z3), scaled by sc_J, to S
 // (T: scratch).
 #define SUB_ROW(K, J, S, T, B) \
-	VBROADCASTI32X2 (320*(K)+32*(J))(SP), B \
+	VPBROADCASTQ (320*(K)+32*(J))(SP), B \
 	VPXORD T, T, T \
 	VPDPBUSD B, Z0, T \
-	VBROADCASTI32X2 (320*(K)+32*(J)+8)(SP), B \
+	VPBROADCASTQ (320*(K)+32*(J)+8)(SP), B \
 	VPDPBUSD B, Z1, T \
-	VBROADCASTI32X2 (320*(K)+32*(J)+16)(SP), B \
+	VPBROADCASTQ (320*(K)+32*(J)+16)(SP), B \
 	VPDPBUSD B, Z2, T \
-	VBROADCASTI32X2 (320*(K)+32*(J)+24)(SP), B \
+	VPBROADCASTQ (320*(K)+32*(J)+24)(SP), B \
 	VPDPBUSD B, Z3, T \
 	VPMULLD.BCST SC(K, J), T, T \
 	VPADDD T, S, S
@@ -81,14 +81,14 @@
 // j), even sub-blocks in lane 2v and odd ones in 2v+1 (Z0–Z3: the
 // vectors' sums over each 16 in pairs; B: scratch).
 #define MINS_ROW(K, M, B) \
-	VBROADCASTI32X2 MP(K, 0), B \
+	VPBROADCASTQ MP(K, 0), B \
 	VPXORD M, M, M \
 	VPDPWSSD B, Z0, M \
-	VBROADCASTI32X2 MP(K, 2), B \
+	VPBROADCASTQ MP(K, 2), B \
 	VPDPWSSD B, Z1, M \
-	VBROADCASTI32X2 MP(K, 4), B \
+	VPBROADCASTQ MP(K, 4), B \
 	VPDPWSSD B, Z2, M \
-	VBROADCASTI32X2 MP(K, 6), B \
+	VPBROADCASTQ MP(K, 6), B \
 	VPDPWSSD B, Z3, M
 
 // FUSE fuses the rows RA's and RB's sums SA, SB and mins MA, MB into ACC

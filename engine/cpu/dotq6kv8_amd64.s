@@ -66,10 +66,10 @@
 // values, B: scratch) times the vectors' pairs XA and XB, scaled by sc_S,
 // to ACC (T: scratch).
 #define Q6_SUB(K, S, O, XA, XB, ACC, T, B) \
-	VBROADCASTI32X2 (352*(K)+(O))(SP), B \
+	VPBROADCASTQ (352*(K)+(O))(SP), B \
 	VPXORD T, T, T \
 	VPDPBUSD B, XA, T \
-	VBROADCASTI32X2 (352*(K)+(O)+8)(SP), B \
+	VPBROADCASTQ (352*(K)+(O)+8)(SP), B \
 	VPDPBUSD B, XB, T \
 	VPMULLD.BCST SCD(K, S), T, T \
 	VPADDD T, ACC, ACC
@@ -94,14 +94,14 @@
 // row K's sums S (Z0–Z3: the vectors' sums over each 16 in pairs; M, B:
 // scratch).
 #define Q6_OFFSET(K, S, M, B) \
-	VBROADCASTI32X2 SCP(K, 0), B \
+	VPBROADCASTQ SCP(K, 0), B \
 	VPXORD M, M, M \
 	VPDPWSSD B, Z0, M \
-	VBROADCASTI32X2 SCP(K, 2), B \
+	VPBROADCASTQ SCP(K, 2), B \
 	VPDPWSSD B, Z1, M \
-	VBROADCASTI32X2 SCP(K, 4), B \
+	VPBROADCASTQ SCP(K, 4), B \
 	VPDPWSSD B, Z2, M \
-	VBROADCASTI32X2 SCP(K, 6), B \
+	VPBROADCASTQ SCP(K, 6), B \
 	VPDPWSSD B, Z3, M \
 	VPSLLD $5, M, M \
 	VPSUBD M, S, S

@@ -253,13 +253,13 @@ sumsdone:
 // even groups, lane 2v+1 its odd ones.
 #define V8_ROW(R, C, S, T) \
 	VPBROADCASTD.Z (C), K1, S \
-	VBROADCASTI32X2 2(R), T \
+	VPBROADCASTQ 2(R), T \
 	VPDPBUSD T, Z0, S \
-	VBROADCASTI32X2 10(R), T \
+	VPBROADCASTQ 10(R), T \
 	VPDPBUSD T, Z1, S \
-	VBROADCASTI32X2 18(R), T \
+	VPBROADCASTQ 18(R), T \
 	VPDPBUSD T, Z2, S \
-	VBROADCASTI32X2 26(R), T \
+	VPBROADCASTQ 26(R), T \
 	VPDPBUSD T, Z3, S
 
 // V8_FUSE adds the even and odd lanes of the rows RA's and RB's sums SA
