@@ -80,16 +80,7 @@
 // MINS_ROW sets M to row K's Σ_j m_j·(the vectors' Σ qx over sub-block
 // j), even sub-blocks in lane 2v and odd ones in 2v+1 (Z0–Z3: the
 // vectors' sums over each 16 in pairs; B: scratch).
-#define MINS_ROW(K, M, B) \
-	VPBROADCASTQ MP(K, 0), B \
-	VPXORD M, M, M \
-	VPDPWSSD B, Z0, M \
-	VPBROADCASTQ MP(K, 2), B \
-	VPDPWSSD B, Z1, M \
-	VPBROADCASTQ MP(K, 4), B \
-	VPDPWSSD B, Z2, M \
-	VPBROADCASTQ MP(K, 6), B \
-	VPDPWSSD B, Z3, M
+#define MINS_ROW(K, M, B) PAIRS4(320*(K)+288, M, B)
 
 // FUSE fuses the rows RA's and RB's sums SA, SB and mins MA, MB into ACC
 // and ACCM (Z8: the vectors' d_x in PAIR_ADD's order; R8: the binary16

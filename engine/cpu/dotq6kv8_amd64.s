@@ -94,15 +94,7 @@
 // row K's sums S (Z0–Z3: the vectors' sums over each 16 in pairs; M, B:
 // scratch).
 #define Q6_OFFSET(K, S, M, B) \
-	VPBROADCASTQ SCP(K, 0), B \
-	VPXORD M, M, M \
-	VPDPWSSD B, Z0, M \
-	VPBROADCASTQ SCP(K, 2), B \
-	VPDPWSSD B, Z1, M \
-	VPBROADCASTQ SCP(K, 4), B \
-	VPDPWSSD B, Z2, M \
-	VPBROADCASTQ SCP(K, 6), B \
-	VPDPWSSD B, Z3, M \
+	PAIRS4(352*(K)+320, M, B) \
 	VPSLLD $5, M, M \
 	VPSUBD M, S, S
 

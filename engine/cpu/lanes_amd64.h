@@ -57,6 +57,20 @@
 	VPBROADCASTD.Z 12(R15), K1, Z18 \
 	ADDQ $16, R15
 
+// PAIRS4 sets M to Σ over the four pairs of int16 pairs from OFF(SP) on
+// (8 bytes each, broadcast) times the vectors' pairs of sums in Z0–Z3,
+// as VPDPWSSD adds them (B: scratch).
+#define PAIRS4(OFF, M, B) \
+	VPBROADCASTQ (OFF)(SP), B \
+	VPXORD M, M, M \
+	VPDPWSSD B, Z0, M \
+	VPBROADCASTQ (OFF+8)(SP), B \
+	VPDPWSSD B, Z1, M \
+	VPBROADCASTQ (OFF+16)(SP), B \
+	VPDPWSSD B, Z2, M \
+	VPBROADCASTQ (OFF+24)(SP), B \
+	VPDPWSSD B, Z3, M
+
 // PAIR_ADD adds the even and odd lanes of A's and B's: per 128 bits A's
 // for vectors 2i and 2i+1, then B's, into OUT (T: scratch).
 #define PAIR_ADD(A, B, OUT, T) \
