@@ -78,8 +78,7 @@ func layQ80Lane(q []int8, d []float32, out []uint32, l int) {
 			w := q[4*g : 4*g+4]
 			rec[lanePair(g, l)] = (uint32(uint8(w[0])) | uint32(uint8(w[1]))<<8 | uint32(uint8(w[2]))<<16 | uint32(uint8(w[3]))<<24) ^ 0x80808080
 		}
-		rec[64+4*(l/2)+l%2] = math.Float32bits(db)
-		rec[64+4*(l/2)+2+l%2] = math.Float32bits(db)
+		layLaneD(rec[64:], l, db)
 	}
 }
 

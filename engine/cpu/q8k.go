@@ -70,8 +70,7 @@ func (z *q8K) layLanes(lo, hi, n, cols int) {
 			for j := range 8 {
 				rec[512+lanePair(j, l)] = uint32(uint16(bs[2*j])) | uint32(uint16(bs[2*j+1]))<<16
 			}
-			d := math.Float32bits(z.d[v*nb+b])
-			rec[576+4*(l/2)+l%2], rec[576+4*(l/2)+2+l%2] = d, d
+			layLaneD(rec[576:], l, z.d[v*nb+b])
 		}
 	}
 }
@@ -79,6 +78,14 @@ func (z *q8K) layLanes(lo, hi, n, cols int) {
 // lanePair is the word of item i of lane l in a run of laid-out pairs of
 // items: the eight lanes' items 2k and 2k+1 side by side, 16 words.
 func lanePair(i, l int) int { return 16*(i/2) + 2*l + i%2 }
+
+// layLaneD writes lane l's d into the 16 words at rec in the order the
+// lane kernels' pair additions leave their sums (PAIR_ADD): per 4 words
+// lanes 2i and 2i+1, twice.
+func layLaneD(rec []uint32, l int, d float32) {
+	rec[4*(l/2)+l%2] = math.Float32bits(d)
+	rec[4*(l/2)+2+l%2] = math.Float32bits(d)
+}
 
 // resize makes room for n vectors of cols values (cols a multiple of 256).
 func (z *q8K) resize(n, cols int) {
