@@ -136,7 +136,7 @@ func dotQ8_0Q80s4VNNI(row *byte, stride int, x *uint32, blocks int, out *float32
 func sumsQ8_0VNNI(row *byte, stride int, blocks int, out *int32)
 
 //go:noescape
-func dotQ8_0Q80v8r4VNNI(row *byte, stride int, x *uint32, blocks int, corr *int32, cstride int, f16 *float32, out *float32, vstride int, lanes int, ahead int)
+func dotQ8_0Q80v8r4VNNI(row *byte, stride int, x *uint32, blocks int, corr *int32, cstride int, f16 *float32, out *float32, vstride int, lanes int, ahead int, rstride int)
 
 //go:noescape
 func quantizeQ80AVX2(x *float32, q *int8, d *float32, blocks int, back *float32)
@@ -244,22 +244,17 @@ func q80Rows(data []byte, rb, lo, hi, off int, z *q80, n, nb int, out []float32,
 	var o [32]float32
 	q := (hi - lo) / 4
 	ahead := q80LaneAhead
-	for i := range q { // four rows a call, one from each quarter of the range
+	for i := range q { // four rows a call, one from each quarter of the range, straight into out
 		r := lo + i
 		for g := 0; g < n; g += 8 {
 			lanes := min(8, n-g)
-			dotQ8_0Q80v8r4VNNI(&data[r*rb], q*rb, &z.lay[g/8*z.layWords], nb, &sums[r*nb], 4*nb*q, &f16Table[0], &o[0], 16, lanes, ahead)
-			for v := range lanes {
-				for k := range 4 {
-					out[(g+v)*rows+off+r+k*q] = o[4*v+k]
-				}
-			}
+			dotQ8_0Q80v8r4VNNI(&data[r*rb], q*rb, &z.lay[g/8*z.layWords], nb, &sums[r*nb], 4*nb*q, &f16Table[0], &out[g*rows+off+r], 4*rows, lanes, ahead, 4*q)
 		}
 	}
 	for r := lo + 4*q; r < hi; r++ { // the same row four times
 		for g := 0; g < n; g += 8 {
 			lanes := min(8, n-g)
-			dotQ8_0Q80v8r4VNNI(&data[r*rb], 0, &z.lay[g/8*z.layWords], nb, &sums[r*nb], 0, &f16Table[0], &o[0], 16, lanes, ahead)
+			dotQ8_0Q80v8r4VNNI(&data[r*rb], 0, &z.lay[g/8*z.layWords], nb, &sums[r*nb], 0, &f16Table[0], &o[0], 16, lanes, ahead, 4)
 			for v := range lanes {
 				out[(g+v)*rows+off+r] = o[4*v]
 			}

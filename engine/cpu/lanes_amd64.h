@@ -115,6 +115,34 @@
 	VMOVUPS X2, (DI) \
 	JMP DONE
 
+// LANES_STORE_Q is LANES_STORE with the four rows' results BX bytes
+// apart (rows from four quarters of a range): row k's for vector v to DI
+// + v·AX + k·BX. Clobbers Z0–Z2 and R8.
+#define LANES_STORE_Q(DONE) \
+	LEAQ (BX)(BX*2), R8 \
+	VSHUFPS $0x88, Z17, Z16, Z0 \
+	VSHUFPS $0xdd, Z17, Z16, Z1 \
+	LANE_STORE_Q(Z0, 0, 1, DONE) \
+	LANE_STORE_Q(Z1, 0, 2, DONE) \
+	LANE_STORE_Q(Z0, 1, 3, DONE) \
+	LANE_STORE_Q(Z1, 1, 4, DONE) \
+	LANE_STORE_Q(Z0, 2, 5, DONE) \
+	LANE_STORE_Q(Z1, 2, 6, DONE) \
+	LANE_STORE_Q(Z0, 3, 7, DONE) \
+	LANE_STORE_Q(Z1, 3, 8, DONE)
+
+// LANE_STORE_Q is LANE_STORE with the four results BX bytes apart (R8:
+// 3·BX).
+#define LANE_STORE_Q(Z, L, V, DONE) \
+	VEXTRACTF32X4 $L, Z, X2 \
+	VMOVSS X2, (DI) \
+	VEXTRACTPS $1, X2, (DI)(BX*1) \
+	VEXTRACTPS $2, X2, (DI)(BX*2) \
+	VEXTRACTPS $3, X2, (DI)(R8*1) \
+	CMPQ CX, $V \
+	JEQ  DONE \
+	ADDQ AX, DI
+
 // LANE_STORE writes 128-bit lane L of Z (a vector's four results) to DI
 // and moves DI on by AX, unless it was vector CX−1, the last one.
 #define LANE_STORE(Z, L, V, DONE) \

@@ -273,19 +273,19 @@ sumsdone:
 	VMULPS Z8, Z15, Z15 \
 	VFMADD231PS Z20, Z15, ACC
 
-// func dotQ8_0Q80v8r4VNNI(row *byte, stride int, x *uint32, blocks int, corr *int32, cstride int, f16 *float32, out *float32, vstride int, lanes int, ahead int)
+// func dotQ8_0Q80v8r4VNNI(row *byte, stride int, x *uint32, blocks int, corr *int32, cstride int, f16 *float32, out *float32, vstride int, lanes int, ahead int, rstride int)
 // Four Q8_0 rows (stride bytes apart; their corrections by sumsQ8_0VNNI
 // cstride bytes apart) times a group of eight vectors laid out by
 // layQ80Lane (per block 320 bytes: for each pair of groups of four values
 // the eight vectors' side by side as unsigned bytes x+128, then their
-// d_x): the four rows' results for vector v go to out[v·vstride/4 +
-// 0..3], for the first lanes vectors (lanes > 0). A row's pair of groups
+// d_x): row k's result for vector v goes to byte v·vstride + k·rstride
+// of out, for the first lanes vectors (lanes > 0). A row's pair of groups
 // is broadcast straight from the row against the vectors' pairs, so a
 // block's four VPDPBUSD leave each vector's sum over its even groups and
 // over its odd ones side by side; the two are added once per block, two
 // rows at a time. The rows ahead bytes on are fetched into L2 meanwhile
 // (q80LaneAhead; into L1 measured the same).
-TEXT ·dotQ8_0Q80v8r4VNNI(SB), NOSPLIT, $0-88
+TEXT ·dotQ8_0Q80v8r4VNNI(SB), NOSPLIT, $0-96
 	MOVQ row+0(FP), SI
 	MOVQ stride+8(FP), AX
 	ROWS4
@@ -330,7 +330,8 @@ v8block:
 	MOVQ out+56(FP), DI
 	MOVQ vstride+64(FP), AX
 	MOVQ lanes+72(FP), CX
-	LANES_STORE(v8done)
+	MOVQ rstride+88(FP), BX
+	LANES_STORE_Q(v8done)
 
 v8done:
 	VZEROUPPER
