@@ -9,16 +9,31 @@ import (
 // RMSNorm writes x / sqrt(mean(x²) + eps) * w into out, accumulating in
 // float64 as ggml does.
 func RMSNorm(out, x, w []float32, eps float32) {
-	var sum float64
-	for _, v := range x {
-		sum += float64(v) * float64(v)
-	}
+	sum := sumSquares(x)
 	scale := float32(1 / math.Sqrt(float64(float32(sum/float64(len(x)))+eps)))
 	w = w[:len(x)]
 	out = out[:len(x)]
 	for i, v := range x {
 		out[i] = v * scale * w[i]
 	}
+}
+
+// sumSquares is Σ x² in float64, over four running sums: one would wait
+// on each addition's latency, and a batch's norms run on one thread.
+func sumSquares(x []float32) float64 {
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		v := x[i : i+4 : i+4]
+		s0 += float64(v[0]) * float64(v[0])
+		s1 += float64(v[1]) * float64(v[1])
+		s2 += float64(v[2]) * float64(v[2])
+		s3 += float64(v[3]) * float64(v[3])
+	}
+	for ; i < len(x); i++ {
+		s0 += float64(x[i]) * float64(x[i])
+	}
+	return (s0 + s1) + (s2 + s3)
 }
 
 // LayerNorm writes (x - mean) / sqrt(var + eps) * w + b into out.

@@ -34,9 +34,10 @@ func LogSumExp(logits []float32) float64 {
 // one wins ties (-1 when there is none).
 func Argmax[T float32 | float64](x []T) int {
 	best := -1
+	var bv T // x[best], held in a register: greedy decoding scans a vocabulary per token
 	for i, v := range x {
-		if v == v && (best < 0 || v > x[best]) {
-			best = i
+		if v > bv || best < 0 && v == v {
+			best, bv = i, v
 		}
 	}
 	return best

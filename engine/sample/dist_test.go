@@ -33,6 +33,11 @@ func TestArgmaxAndTopN(t *testing.T) {
 		{"n beyond the length", []float32{3, 1, 2}, 5, 0, []int32{0, 2, 1}},
 		{"first of equals", []float32{5, 5, 5}, 2, 0, []int32{0, 1}},
 		{"NaN skipped", []float32{nan, 1, 2}, 2, 2, []int32{2, 1}},
+		{"all negative", []float32{-3, -1, -2, -1}, 2, 1, []int32{1, 3}},
+		{"NaN before negatives", []float32{nan, -2, -1, nan}, 1, 2, []int32{2}},
+		{"only NaN", []float32{nan, nan}, 1, -1, []int32{}},
+		{"infinities", []float32{float32(math.Inf(-1)), float32(math.Inf(-1)), float32(math.Inf(1))}, 1, 2, []int32{2}},
+		{"all minus infinity", []float32{float32(math.Inf(-1)), float32(math.Inf(-1))}, 1, 0, []int32{0}},
 		{"none", []float32{1}, 0, 0, nil},
 	}
 	for _, c := range cases {
