@@ -59,9 +59,15 @@ func (o *rowTask) Run(_, lo, hi int) {
 func (r *fwd) rows(n, perRow int, op rowTask) {
 	op.r = r
 	r.rowOp = op
-	r.pool.Run(n, max(1, minWorkPerPart/max(1, perRow)), &r.rowOp)
+	r.pool.Run(n, max(1, minWorkPerPart/max(1, rowCost*perRow)), &r.rowOp)
 	r.rowOp = rowTask{}
 }
+
+// rowCost is what a row op costs a value, in multiply-adds of a product:
+// a norm's sum and scaling or a rotation take several instructions a
+// value, none of them vectorised, so eight decoding sequences' norms
+// (eight rows of 768) are worth two threads.
+const rowCost = 8
 
 // headNorms RMS-normalises each head of x (len(w) values each) with
 // weight w: qwen3's and gemma3's Q/K norms.
