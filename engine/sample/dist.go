@@ -33,11 +33,46 @@ func LogSumExp(logits []float32) float64 {
 // Argmax returns the index of the largest value, NaNs aside; the first
 // one wins ties (-1 when there is none).
 func Argmax[T float32 | float64](x []T) int {
-	best := -1
-	var bv T // x[best], held in a register: greedy decoding scans a vocabulary per token
-	for i, v := range x {
-		if v > bv || best < 0 && v == v {
-			best, bv = i, v
+	// Greedy decoding scans a vocabulary per token: four running maxima
+	// (comparisons NaNs never pass) with where each was first seen.
+	m := T(math.Inf(-1))
+	m0, m1, m2, m3 := m, m, m, m
+	i0, i1, i2, i3 := -1, -1, -1, -1
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		v := x[i : i+4 : i+4]
+		if v[0] > m0 {
+			m0, i0 = v[0], i
+		}
+		if v[1] > m1 {
+			m1, i1 = v[1], i+1
+		}
+		if v[2] > m2 {
+			m2, i2 = v[2], i+2
+		}
+		if v[3] > m3 {
+			m3, i3 = v[3], i+3
+		}
+	}
+	for ; i < len(x); i++ {
+		if x[i] > m0 {
+			m0, i0 = x[i], i
+		}
+	}
+	best, bv := i0, m0
+	for _, c := range [3]struct {
+		v T
+		i int
+	}{{m1, i1}, {m2, i2}, {m3, i3}} {
+		if c.i >= 0 && (best < 0 || c.v > bv || c.v == bv && c.i < best) {
+			best, bv = c.i, c.v
+		}
+	}
+	if best < 0 { // no value above −∞: the first −∞, if any
+		for i, v := range x {
+			if v == m {
+				return i
+			}
 		}
 	}
 	return best

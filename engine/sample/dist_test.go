@@ -2,6 +2,7 @@ package sample
 
 import (
 	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 )
@@ -59,6 +60,42 @@ func TestRank(t *testing.T) {
 	for i, want := range []int{3, 1, 1, 4} {
 		if got := Rank(x, int32(i)); got != want {
 			t.Errorf("Rank(x, %d) = %d, want %d", i, got, want)
+		}
+	}
+}
+
+func BenchmarkArgmax(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	x := make([]float32, 32000)
+	for i := range x {
+		x[i] = float32(r.NormFloat64())
+	}
+	for b.Loop() {
+		Argmax(x)
+	}
+}
+
+// TestArgmaxAgreesWithScan checks Argmax against the plain scan on random
+// vectors of every length up to 40, drawn from few values (ties) with NaNs
+// and infinities.
+func TestArgmaxAgreesWithScan(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	vals := []float32{float32(math.NaN()), float32(math.Inf(-1)), float32(math.Inf(1)), -2, -1, 0, 1, 2}
+	for n := range 41 {
+		for range 200 {
+			x := make([]float32, n)
+			for i := range x {
+				x[i] = vals[r.IntN(len(vals))]
+			}
+			want := -1
+			for i, v := range x {
+				if v == v && (want < 0 || v > x[want]) {
+					want = i
+				}
+			}
+			if got := Argmax(x); got != want {
+				t.Fatalf("Argmax(%v) = %d, want %d", x, got, want)
+			}
 		}
 	}
 }
