@@ -1,7 +1,9 @@
 package cpu
 
 import (
+	"encoding/binary"
 	"math"
+	"unsafe"
 
 	"stepthrough/engine/quant"
 )
@@ -71,12 +73,17 @@ const q80LaneWords = 80
 // kernel's sums come out of its pair additions.
 func layQ80Lane(q []int8, d []float32, out []uint32, l int) {
 	_ = out[len(d)*q80LaneWords-1]
+	if len(d) == 0 {
+		return
+	}
+	_ = q[len(d)*32-1]
+	qb := unsafe.Slice((*byte)(unsafe.Pointer(&q[0])), len(d)*32)
 	for b, db := range d {
 		rec := out[b*q80LaneWords : (b+1)*q80LaneWords]
-		q := q[b*32 : b*32+32]
-		for g := range 8 {
-			w := q[4*g : 4*g+4]
-			rec[lanePair(g, l)] = (uint32(uint8(w[0])) | uint32(uint8(w[1]))<<8 | uint32(uint8(w[2]))<<16 | uint32(uint8(w[3]))<<24) ^ 0x80808080
+		for k := range 4 { // groups 2k and 2k+1: eight bytes on both sides
+			w := binary.LittleEndian.Uint64(qb[b*32+8*k:]) ^ 0x8080808080808080
+			i := lanePair(2*k, l)
+			rec[i], rec[i+1] = uint32(w), uint32(w>>32)
 		}
 		layLaneD(rec[64:], l, db)
 	}
