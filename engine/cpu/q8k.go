@@ -63,8 +63,10 @@ func (z *q8K) layLanes(lo, hi, n, cols int) {
 			v := v0 + l
 			q := z.q[(v*nb+b)*256:][:256]
 			qb := unsafe.Slice((*byte)(unsafe.Pointer(&q[0])), len(q)) // the same bytes
-			for g := range 64 {
-				rec[lanePair(g, l)] = binary.LittleEndian.Uint32(qb[4*g:]) ^ 0x80808080
+			for k := range 32 { // groups 2k and 2k+1: eight bytes on both sides
+				w := binary.LittleEndian.Uint64(qb[8*k:]) ^ 0x8080808080808080
+				i := lanePair(2*k, l)
+				rec[i], rec[i+1] = uint32(w), uint32(w>>32)
 			}
 			bs := z.bs[(v*nb+b)*16:][:16]
 			for j := range 8 {
