@@ -13,51 +13,99 @@ import (
 	"stepthrough/engine/quant"
 )
 
-// sumsCache holds, for each Q8_0, Q4_K or Q6_K matrix that several vectors
-// at once have multiplied here, its block corrections: what the offset of
-// 128 on the vectors' side adds to a block's integer sums in the lane
-// kernels (dotQ8_0Q80v8r4VNNI, dotQ4_KQ8v8r4VNNI, dotQ6_KQ8v8r4VNNI),
-// which start each block's sums from it. Computed once, since a loaded
-// matrix's weights do not change (4 bytes per block: 12 % of a Q8_0
-// matrix, 3 % of a Q4_K one, 2 % of a Q6_K one), and dropped with the
-// matrix.
-var sumsCache struct {
-	mu sync.Mutex
-	m  map[weak.Pointer[model.Tensor]]matrixSums
+// matrixCache holds what the kernels for several vectors at once derive
+// from a loaded matrix's weights, computed on first use (they do not
+// change) and dropped with the matrix:
+//   - the block corrections of Q4_K, Q6_K (and, past the tile budget,
+//     Q8_0) matrices: what the offset of 128 on the vectors' side adds to
+//     a block's integer sums in the lane kernels (dotQ8_0Q80v8r4VNNI,
+//     dotQ4_KQ8v8r4VNNI, dotQ6_KQ8v8r4VNNI), which start each block's sums
+//     from it (4 bytes per block: 12 % of a Q8_0 matrix, 3 % of a Q4_K
+//     one, 2 % of a Q6_K one);
+//   - Q8_0 matrices in tiles of sixteen rows (repackR16), a copy the size
+//     of the matrix, while all copies fit r16Budget.
+var matrixCache struct {
+	mu       sync.Mutex
+	m        map[weak.Pointer[model.Tensor]]*matrixAux
+	r16Bytes int // the tiled copies' bytes
 }
 
-// matrixSums is one matrix's corrections and the bytes they were computed
-// from.
-type matrixSums struct {
-	data *byte
-	n    int
-	sums []int32
+// matrixAux is what matrixCache holds for one matrix, and the bytes it
+// was computed from.
+type matrixAux struct {
+	data    *byte
+	n       int
+	sums    []int32
+	tiles   []byte
+	untiled bool // refused tiles: over the budget
+}
+
+// r16Budget bounds the bytes of all Q8_0 matrices' tiled copies (1 GiB);
+// beyond it, several vectors take the lane kernel over the matrix itself.
+// A variable for tests.
+var r16Budget = 1 << 30
+
+// auxOf returns w's entry, new when w has none or its bytes were
+// replaced (matrixCache.mu held).
+func auxOf(w *model.Tensor) *matrixAux {
+	k := weak.Make(w)
+	a, had := matrixCache.m[k]
+	if had && a.data == unsafe.SliceData(w.Data) && a.n == len(w.Data) {
+		return a
+	}
+	if had {
+		matrixCache.r16Bytes -= len(a.tiles)
+	}
+	a = &matrixAux{data: unsafe.SliceData(w.Data), n: len(w.Data)}
+	if matrixCache.m == nil {
+		matrixCache.m = map[weak.Pointer[model.Tensor]]*matrixAux{}
+	}
+	matrixCache.m[k] = a
+	if !had {
+		runtime.AddCleanup(w, func(k weak.Pointer[model.Tensor]) {
+			matrixCache.mu.Lock()
+			defer matrixCache.mu.Unlock()
+			if a := matrixCache.m[k]; a != nil {
+				matrixCache.r16Bytes -= len(a.tiles)
+			}
+			delete(matrixCache.m, k)
+		}, k)
+	}
+	return a
 }
 
 // blockSums returns w's block corrections as its lane kernel reads them
-// (Q8_0: q80BlockSums; Q4_K, Q6_K: kBlockSums), computing them on first
-// use (or when w's bytes were replaced).
+// (Q8_0: q80BlockSums; Q4_K, Q6_K: kBlockSums).
 func blockSums(w *model.Tensor) []int32 {
-	k := weak.Make(w)
-	sumsCache.mu.Lock()
-	defer sumsCache.mu.Unlock()
-	s, had := sumsCache.m[k]
-	if had && s.data == unsafe.SliceData(w.Data) && s.n == len(w.Data) {
-		return s.sums
+	matrixCache.mu.Lock()
+	defer matrixCache.mu.Unlock()
+	a := auxOf(w)
+	if a.sums == nil {
+		a.sums = sumsOf(w)
 	}
-	s = matrixSums{data: unsafe.SliceData(w.Data), n: len(w.Data), sums: sumsOf(w)}
-	if sumsCache.m == nil {
-		sumsCache.m = map[weak.Pointer[model.Tensor]]matrixSums{}
+	return a.sums
+}
+
+// q80Tiles returns the Q8_0 matrix w in tiles of sixteen rows
+// (repackR16) for dotQ8_0R16v8VNNI, or nil: the kernel cannot run here,
+// or the copy would take the tiled copies past r16Budget.
+func q80Tiles(w *model.Tensor) []byte {
+	if !useQ80VNNI || w.Type != quant.Q8_0 || w.Cols()%32 != 0 {
+		return nil
 	}
-	sumsCache.m[k] = s
-	if !had {
-		runtime.AddCleanup(w, func(k weak.Pointer[model.Tensor]) {
-			sumsCache.mu.Lock()
-			defer sumsCache.mu.Unlock()
-			delete(sumsCache.m, k)
-		}, k)
+	matrixCache.mu.Lock()
+	defer matrixCache.mu.Unlock()
+	a := auxOf(w)
+	if a.tiles == nil && !a.untiled {
+		rows, nb := w.Rows(), w.Cols()/32
+		if size := (rows + 15) / 16 * nb * r16BlockBytes; matrixCache.r16Bytes+size > r16Budget {
+			a.untiled = true
+		} else {
+			a.tiles = repackR16(w.Data, rows, nb)
+			matrixCache.r16Bytes += size
+		}
 	}
-	return s.sums
+	return a.tiles
 }
 
 // sumsOf computes w's block corrections.

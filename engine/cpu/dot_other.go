@@ -87,9 +87,12 @@ func q80Lays(t quant.Type) bool { return false }
 // blockSums and q80BlockSums are never needed here: no kernel reads them.
 func blockSums(*model.Tensor) []int32 { return nil }
 
+// q80Tiles is never needed here: no kernel reads Q8_0 tiles.
+func q80Tiles(*model.Tensor) []byte { return nil }
+
 func q80BlockSums([]byte, int, int) []int32 { return nil }
 
-func dotRowsQ80(t quant.Type, data []byte, rb, lo, hi int, z *q80, n, cols int, out []float32, rows int, _ []int32, _ []float32) {
+func dotRowsQ80(t quant.Type, data []byte, rb, lo, hi int, z *q80, n, cols int, out []float32, rows int, _ []int32, _ []byte, _ []float32) {
 	dotRowsQ80Each(t, data, rb, lo, hi, z, n, cols, out, rows)
 }
 

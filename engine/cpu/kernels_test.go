@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -60,26 +61,42 @@ func TestDotKernels(t *testing.T) {
 // and rows holding -128; and a vector's product is the same bit for bit
 // whether it is multiplied alone or beside others.
 func TestQ8_0Q80Kernels(t *testing.T) {
+	for _, tiled := range []bool{false, true} {
+		t.Run(fmt.Sprintf("tiled=%v", tiled), func(t *testing.T) { testQ8_0Q80Kernels(t, tiled) })
+	}
+}
+
+// testQ8_0Q80Kernels is TestQ8_0Q80Kernels with several vectors through
+// the lane kernel or (tiled) through the matrix in tiles of sixteen rows.
+func testQ8_0Q80Kernels(t *testing.T, tiled bool) {
 	r := rand.New(rand.NewPCG(7, 8))
 	for _, c := range []struct{ blocks, rows, n int }{
 		{1, 5, 13}, {2, 5, 13}, {3, 5, 13}, {7, 5, 13}, {24, 5, 13}, {28, 5, 13},
-		{3, 19, 2}, {5, 16, 8}, {24, 37, 9}, {1, 3, 7}, {6, 1, 17},
+		{3, 19, 2}, {5, 16, 8}, {24, 37, 9}, {1, 3, 7}, {6, 1, 17}, {4, 48, 16}, {2, 33, 3},
 	} {
 		blocks, rows, n := c.blocks, c.rows, c.n
 		cols := blocks * 32
 		data, _ := quant.Quantize(quant.Q8_0, randFloats(r, rows*cols))
 		data[2] = 0x80 // a value of -128, which Quantize never writes
+		var tiles []byte
+		if tiled {
+			if tiles = q80Tiles(&model.Tensor{Name: "w", Type: quant.Q8_0, Dims: []int{cols, rows}, Data: data}); tiles == nil {
+				t.Skip("no tiled Q8_0 kernel on this machine")
+			}
+		}
 		deq := make([]float32, rows*cols)
 		quant.Dequantize(quant.Q8_0, data, deq)
 		var z q80
 		z.resize(n, cols, q80Lays(quant.Q8_0))
+		z.tiled = tiled
 		x := randFloats(r, n*cols)
 		xr := make([]float32, n*cols)
 		task := q80Task{z: &z, x: x, back: xr, n: n, cols: cols, lay: q80Lays(quant.Q8_0)}
 		items, _ := task.items()
 		task.Run(0, 0, items)
 		out := make([]float32, n*rows)
-		dotRowsQ80(quant.Q8_0, data, 34*blocks, 0, rows, &z, n, cols, out, rows, q80BlockSums(data, rows, blocks), nil)
+		scratch := make([]float32, ScratchFloats(cols))
+		dotRowsQ80(quant.Q8_0, data, 34*blocks, 0, rows, &z, n, cols, out, rows, q80BlockSums(data, rows, blocks), tiles, scratch)
 		for row := range rows {
 			raw := data[row*34*blocks : (row+1)*34*blocks]
 			for v := range n {
@@ -99,7 +116,7 @@ func TestQ8_0Q80Kernels(t *testing.T) {
 			one.resize(1, cols, q80Lays(quant.Q8_0))
 			(&q80Task{z: &one, x: x[v*cols : (v+1)*cols], n: 1, cols: cols, lay: q80Lays(quant.Q8_0)}).Run(0, 0, 1)
 			alone := make([]float32, rows)
-			dotRowsQ80(quant.Q8_0, data, 34*blocks, 0, rows, &one, 1, cols, alone, rows, nil, nil)
+			dotRowsQ80(quant.Q8_0, data, 34*blocks, 0, rows, &one, 1, cols, alone, rows, nil, nil, nil)
 			for row := range rows {
 				if alone[row] != out[v*rows+row] {
 					t.Errorf("blocks=%d row %d vector %d: %g alone, %g beside %d others", blocks, row, v, alone[row], out[v*rows+row], n-1)
@@ -109,8 +126,8 @@ func TestQ8_0Q80Kernels(t *testing.T) {
 		if rows > 1 {
 			part := make([]float32, n*rows)
 			sums := q80BlockSums(data, rows, blocks)
-			dotRowsQ80(quant.Q8_0, data, 34*blocks, 0, 1, &z, n, cols, part, rows, sums, nil)
-			dotRowsQ80(quant.Q8_0, data, 34*blocks, 1, rows, &z, n, cols, part, rows, sums, nil)
+			dotRowsQ80(quant.Q8_0, data, 34*blocks, 0, 1, &z, n, cols, part, rows, sums, tiles, scratch)
+			dotRowsQ80(quant.Q8_0, data, 34*blocks, 1, rows, &z, n, cols, part, rows, sums, tiles, scratch)
 			if diff := cmp.Diff(out, part); diff != "" {
 				t.Errorf("blocks=%d rows=%d n=%d: rows [0,1) and [1,%d) apart differ from all at once (-whole +parts):\n%s", blocks, rows, n, rows, diff)
 			}

@@ -24,6 +24,7 @@ type matmulTask struct {
 	z       *q8K      // x quantized to int8 for the K-quant kernels
 	z80     *q80      // x rounded to Q8_0 for the Q5_0 and Q8_0 kernels
 	sums    []int32   // w's block corrections, for several vectors through the lane kernels (blockSums)
+	tiles   []byte    // w in tiles of sixteen rows, for several vectors through dotQ8_0R16v8VNNI (q80Tiles)
 }
 
 // hasQ8Kernel reports whether a type multiplies int8-quantized x (q8K).
@@ -101,14 +102,21 @@ func (p *Pool) prepare(out []float32, w *model.Tensor, x []float32, n int, scrat
 			back = p.xr80
 		}
 		lay := back == nil && q80Lays(w.Type)
+		var tiles []byte
+		if lay && n > 1 {
+			tiles = q80Tiles(w)
+		}
 		p.q80.resize(n, cols, lay)
+		p.q80.tiled = tiles != nil
 		p.q80t = q80Task{z: &p.q80, x: x[:n*cols], back: back, n: n, cols: cols, lay: lay}
 		items, grain := p.q80t.items()
 		p.Run(items, grain, &p.q80t)
 		p.q80t = q80Task{}
 		if back == nil {
 			p.mm.z80 = &p.q80
-			if lay && n > 1 && w.Type == quant.Q8_0 { // Q5_0 rows get theirs a tile at a time
+			if tiles != nil {
+				p.mm.tiles = tiles
+			} else if lay && n > 1 && w.Type == quant.Q8_0 { // Q5_0 rows get theirs a tile at a time
 				p.mm.sums = blockSums(w)
 			}
 		} else {
@@ -140,7 +148,7 @@ func (m *matmulTask) Run(worker, lo, hi int) {
 		return
 	}
 	if m.z80 != nil { // Q5_0, Q8_0: every vector through the int8 kernel
-		dotRowsQ80(w.Type, w.Data, rb, lo, hi, m.z80, m.n, cols, m.out, rows, m.sums, buf)
+		dotRowsQ80(w.Type, w.Data, rb, lo, hi, m.z80, m.n, cols, m.out, rows, m.sums, m.tiles, buf)
 		return
 	}
 	if m.n == 1 {

@@ -39,6 +39,15 @@ func (p *Pool) MatMuls(outs [][]float32, ws []*model.Tensor, x []float32, n int,
 		if p.mm.sums != nil {
 			m.parts[i].sums = blockSums(w)
 		}
+		if p.mm.tiles != nil {
+			if m.parts[i].tiles = q80Tiles(w); m.parts[i].tiles == nil { // over the budget: x laid out for tiles will not do
+				*m, p.mm = multiTask{}, matmulTask{}
+				for i, w := range ws {
+					p.MatMul(outs[i], w, x, n, scratch)
+				}
+				return
+			}
+		}
 		m.off[i] = m.rows
 		m.rows += w.Rows()
 	}

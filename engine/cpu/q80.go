@@ -23,6 +23,9 @@ type q80 struct {
 	lay      []uint32
 	layWords int
 	grouped  bool
+	// tiled: groups of eight laid out by layR16Lane instead, for Q8_0
+	// matrices in sixteen-row tiles (q80Tiles)
+	tiled bool
 }
 
 // resize sizes z for n vectors of cols values, and lay too with lay.
@@ -54,7 +57,7 @@ func (z *q80) layOut(lo, hi, cols int) {
 	for v := lo; v < hi; v++ {
 		q, d := z.q[v*cols:(v+1)*cols], z.d[v*nb:(v+1)*nb]
 		if z.grouped {
-			layQ80Lane(q, d, z.lay[v/8*z.layWords:(v/8+1)*z.layWords], v%8)
+			z.layLane(q, d, z.lay[v/8*z.layWords:(v/8+1)*z.layWords], v%8)
 		} else {
 			layQ80(q, d, z.lay[:z.layWords])
 		}
@@ -64,6 +67,40 @@ func (z *q80) layOut(lo, hi, cols int) {
 // q80LaneWords is the words of a block of a group of eight vectors laid
 // out by layQ80Lane.
 const q80LaneWords = 80
+
+// layLane lays out one rounded vector as lane l of a group of eight, in
+// z's layout.
+func (z *q80) layLane(q []int8, d []float32, out []uint32, l int) {
+	if z.tiled {
+		layR16Lane(q, d, out, l)
+	} else {
+		layQ80Lane(q, d, out, l)
+	}
+}
+
+// layR16Lane lays out one rounded vector (q, d) as lane l of a group of
+// eight, as dotQ8_0R16v8VNNI reads them: for each block 80 words, the
+// eight vectors' 32 values (eight words each, lane l's from word 8l), then
+// their corrections −128·Σ q (word 64+l), then their d (word 72+l).
+func layR16Lane(q []int8, d []float32, out []uint32, l int) {
+	_ = out[len(d)*q80LaneWords-1]
+	if len(d) == 0 {
+		return
+	}
+	_ = q[len(d)*32-1]
+	qb := unsafe.Slice((*byte)(unsafe.Pointer(&q[0])), len(d)*32)
+	for b, db := range d {
+		rec := out[b*q80LaneWords : (b+1)*q80LaneWords]
+		var s int32
+		for k := range 8 {
+			w := binary.LittleEndian.Uint32(qb[b*32+4*k:])
+			rec[8*l+k] = w
+			s += int32(int8(w)) + int32(int8(w>>8)) + int32(int8(w>>16)) + int32(int8(w>>24))
+		}
+		rec[64+l] = uint32(-128 * s)
+		rec[72+l] = math.Float32bits(db)
+	}
+}
 
 // layQ80Lane lays out one rounded vector (q, d) as lane l of a group of
 // eight, as dotQ8_0Q80v8r4VNNI reads them: for each block 80 words, for
@@ -171,7 +208,7 @@ func (t *q80Task) runUnit(g, b0 int) {
 			back = t.back[a:b]
 		}
 		t.z.quantizeRange(t.x[a:b], a, back)
-		layQ80Lane(t.z.q[a:b], t.z.d[a/32:b/32], t.z.lay[g*t.z.layWords+b0*q80LaneWords:], v%8)
+		t.z.layLane(t.z.q[a:b], t.z.d[a/32:b/32], t.z.lay[g*t.z.layWords+b0*q80LaneWords:], v%8)
 	}
 }
 

@@ -63,7 +63,8 @@ func (z *q8K) layLanes(lo, hi, n, cols int) {
 			v := v0 + l
 			q := z.q[(v*nb+b)*256:][:256]
 			qb := unsafe.Slice((*byte)(unsafe.Pointer(&q[0])), len(q)) // the same bytes
-			for k := range 32 { // groups 2k and 2k+1: eight bytes on both sides
+			// groups 2k and 2k+1: eight bytes on both sides
+			for k := range 32 {
 				w := binary.LittleEndian.Uint64(qb[8*k:]) ^ 0x8080808080808080
 				i := lanePair(2*k, l)
 				rec[i], rec[i+1] = uint32(w), uint32(w>>32)
