@@ -68,62 +68,60 @@ func (z *q80) layOut(lo, hi, cols int) {
 // out by layQ80Lane.
 const q80LaneWords = 80
 
-// layLane lays out one rounded vector as lane l of a group of eight, in
-// z's layout.
+// layLane lays out one rounded vector (q, d) as lane l of a group of
+// eight, 80 words a block, in z's layout (layR16Block or layQ80LaneBlock).
 func (z *q80) layLane(q []int8, d []float32, out []uint32, l int) {
-	if z.tiled {
-		layR16Lane(q, d, out, l)
-	} else {
-		layQ80Lane(q, d, out, l)
-	}
-}
-
-// layR16Lane lays out one rounded vector (q, d) as lane l of a group of
-// eight, as dotQ8_0R16v8VNNI reads them: for each block 80 words, the
-// eight vectors' 32 values (eight words each, lane l's from word 8l), then
-// their corrections −128·Σ q (word 64+l), then their d (word 72+l).
-func layR16Lane(q []int8, d []float32, out []uint32, l int) {
 	_ = out[len(d)*q80LaneWords-1]
 	if len(d) == 0 {
 		return
 	}
-	_ = q[len(d)*32-1]
-	qb := unsafe.Slice((*byte)(unsafe.Pointer(&q[0])), len(d)*32)
+	qb := int8Bytes(q[:len(d)*32])
 	for b, db := range d {
-		rec := out[b*q80LaneWords : (b+1)*q80LaneWords]
-		var s int32
-		for k := range 8 {
-			w := binary.LittleEndian.Uint32(qb[b*32+4*k:])
-			rec[8*l+k] = w
-			s += int32(int8(w)) + int32(int8(w>>8)) + int32(int8(w>>16)) + int32(int8(w>>24))
+		rec := (*[q80LaneWords]uint32)(out[b*q80LaneWords:])
+		if z.tiled {
+			layR16Block((*[32]byte)(qb[b*32:]), db, rec, l)
+		} else {
+			layQ80LaneBlock((*[32]byte)(qb[b*32:]), db, rec, l)
 		}
-		rec[64+l] = uint32(-128 * s)
-		rec[72+l] = math.Float32bits(db)
 	}
 }
 
-// layQ80Lane lays out one rounded vector (q, d) as lane l of a group of
-// eight, as dotQ8_0Q80v8r4VNNI reads them: for each block 80 words, for
-// each pair of groups of four values (2k, 2k+1) the eight vectors' side
-// by side, word 16k+2l+p group 2k+p as unsigned bytes x+128; then the
-// block's d at words 64+4⌊l/2⌋+l%2 and two on, the order in which the
-// kernel's sums come out of its pair additions.
-func layQ80Lane(q []int8, d []float32, out []uint32, l int) {
-	_ = out[len(d)*q80LaneWords-1]
-	if len(d) == 0 {
-		return
+// int8Bytes is the same memory as q, as bytes.
+func int8Bytes(q []int8) []byte {
+	if len(q) == 0 {
+		return nil
 	}
-	_ = q[len(d)*32-1]
-	qb := unsafe.Slice((*byte)(unsafe.Pointer(&q[0])), len(d)*32)
-	for b, db := range d {
-		rec := out[b*q80LaneWords : (b+1)*q80LaneWords]
-		for k := range 4 { // groups 2k and 2k+1: eight bytes on both sides
-			w := binary.LittleEndian.Uint64(qb[b*32+8*k:]) ^ 0x8080808080808080
-			i := lanePair(2*k, l)
-			rec[i], rec[i+1] = uint32(w), uint32(w>>32)
-		}
-		layLaneD(rec[64:], l, db)
+	return unsafe.Slice((*byte)(unsafe.Pointer(&q[0])), len(q))
+}
+
+// layR16Block lays out one block of a rounded vector (its 32 values q
+// and d) as lane l of a group of eight, as dotQ8_0R16v8VNNI reads them:
+// the eight vectors' 32 values (eight words each, lane l's from word 8l),
+// then their corrections −128·Σ q (word 64+l), then their d (word 72+l).
+func layR16Block(q *[32]byte, d float32, rec *[q80LaneWords]uint32, l int) {
+	var s int32
+	for k := range 8 {
+		w := binary.LittleEndian.Uint32(q[4*k:])
+		rec[8*l+k] = w
+		s += int32(int8(w)) + int32(int8(w>>8)) + int32(int8(w>>16)) + int32(int8(w>>24))
 	}
+	rec[64+l] = uint32(-128 * s)
+	rec[72+l] = math.Float32bits(d)
+}
+
+// layQ80LaneBlock lays out one block of a rounded vector (q, d) as lane l
+// of a group of eight, as dotQ8_0Q80v8r4VNNI reads them: for each pair of
+// groups of four values (2k, 2k+1) the eight vectors' side by side, word
+// 16k+2l+p group 2k+p as unsigned bytes x+128; then the block's d at
+// words 64+4⌊l/2⌋+l%2 and two on, the order in which the kernel's sums
+// come out of its pair additions.
+func layQ80LaneBlock(q *[32]byte, d float32, rec *[q80LaneWords]uint32, l int) {
+	for k := range 4 { // groups 2k and 2k+1: eight bytes on both sides
+		w := binary.LittleEndian.Uint64(q[8*k:]) ^ 0x8080808080808080
+		i := lanePair(2*k, l)
+		rec[i], rec[i+1] = uint32(w), uint32(w>>32)
+	}
+	layLaneD(rec[64:], l, d)
 }
 
 // layQ80Go lays out one rounded vector (q, d) for the VNNI kernels: for

@@ -3,7 +3,6 @@ package cpu
 import (
 	"encoding/binary"
 	"math"
-	"unsafe"
 
 	"stepthrough/engine/quant"
 )
@@ -61,8 +60,7 @@ func (z *q8K) layLanes(lo, hi, n, cols int) {
 		v0, b := gb/nb*8, gb%nb
 		for l := range min(8, n-v0) {
 			v := v0 + l
-			q := z.q[(v*nb+b)*256:][:256]
-			qb := unsafe.Slice((*byte)(unsafe.Pointer(&q[0])), len(q)) // the same bytes
+			qb := int8Bytes(z.q[(v*nb+b)*256:][:256])
 			// groups 2k and 2k+1: eight bytes on both sides
 			for k := range 32 {
 				w := binary.LittleEndian.Uint64(qb[8*k:]) ^ 0x8080808080808080
