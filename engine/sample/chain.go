@@ -224,10 +224,61 @@ func byLogitDesc(x, y Candidate) int {
 
 // topK keeps the k highest logits (ties: lower id first), sorted.
 func topK(c []Candidate, k int) []Candidate {
-	selectTop(c, k)
+	if !heapTop(c, k) {
+		selectTop(c, k)
+	}
 	c = c[:k]
 	slices.SortFunc(c, byLogitDesc)
 	return c
+}
+
+// heapTop moves the k first candidates in byLogitDesc order to c[:k] (in
+// any order), 0 < k < len(c), keeping there a heap whose root is the
+// worst of them: most candidates cost one comparison with the root, where
+// selectTop moves them all several times (a vocabulary of 32,000 every
+// token, for every sequence a step). It reports false, having only
+// reordered c, when a logit is NaN (byLogitDesc does not order those).
+func heapTop(c []Candidate, k int) bool {
+	h := c[:k]
+	for _, x := range h {
+		if x.Logit != x.Logit {
+			return false
+		}
+	}
+	for i := k/2 - 1; i >= 0; i-- {
+		siftWorst(h, i)
+	}
+	w := h[0]
+	for i := k; i < len(c); i++ {
+		x := c[i]
+		if x.Logit > w.Logit || x.Logit == w.Logit && x.ID < w.ID {
+			h[0], c[i] = x, w
+			siftWorst(h, 0)
+			w = h[0]
+		} else if x.Logit != x.Logit {
+			return false
+		}
+	}
+	return true
+}
+
+// siftWorst moves h[i] down the heap whose root is the worst candidate
+// (the last in byLogitDesc order).
+func siftWorst(h []Candidate, i int) {
+	for {
+		w, l := i, 2*i+1
+		if l < len(h) && byLogitDesc(h[l], h[w]) > 0 {
+			w = l
+		}
+		if r := l + 1; r < len(h) && byLogitDesc(h[r], h[w]) > 0 {
+			w = r
+		}
+		if w == i {
+			return
+		}
+		h[i], h[w] = h[w], h[i]
+		i = w
+	}
 }
 
 // selectTop moves the k first candidates in byLogitDesc order to c[:k]

@@ -2,6 +2,7 @@ package sample
 
 import (
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -322,5 +323,39 @@ func TestProbabilities(t *testing.T) {
 	p = Probabilities([]float32{0, float32(math.Log(2))}, 0.5) // T=0.5 squares the ratio
 	if !near([]float64{float64(p[0]), float64(p[1])}, 0.2, 0.8) {
 		t.Errorf("T=0.5: %v", p)
+	}
+}
+
+// topK's heap gives what selecting by quickselect and sorting gives, on
+// candidates with many ties and infinities, in any order, for every k.
+func TestTopKHeapAgreesWithSelect(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	vals := []float32{float32(math.Inf(-1)), -3, -1, 0, 0.5, 2, float32(math.Inf(1))}
+	for n := 2; n <= 70; n++ {
+		for range 20 {
+			c := make([]Candidate, n)
+			for i := range c {
+				c[i] = Candidate{ID: int32(i), Logit: vals[r.IntN(len(vals))]}
+			}
+			r.Shuffle(n, func(i, j int) { c[i], c[j] = c[j], c[i] })
+			k := 1 + r.IntN(n-1)
+			want := slices.Clone(c)
+			selectTop(want, k)
+			want = want[:k]
+			slices.SortFunc(want, byLogitDesc)
+			if got := topK(slices.Clone(c), k); !slices.Equal(got, want) {
+				t.Fatalf("n=%d k=%d: %v, want %v", n, k, got, want)
+			}
+		}
+	}
+}
+
+// A NaN logit leaves topK to quickselect, which still keeps k candidates.
+func TestTopKWithNaN(t *testing.T) {
+	nan := float32(math.NaN())
+	c := []Candidate{{0, 1, 0}, {1, nan, 0}, {2, 3, 0}, {3, 2, 0}, {4, nan, 0}, {5, 0, 0}}
+	got := topK(c, 3)
+	if len(got) != 3 {
+		t.Fatalf("kept %d candidates, want 3", len(got))
 	}
 }
