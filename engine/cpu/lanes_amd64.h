@@ -1,6 +1,6 @@
 // The lane kernels' shared steps. Several vectors (a group of eight) are
 // laid out with the pairs of a block's groups of four values side by side
-// (q8K.layLanes, layQ80Lane); a row's pair of groups, broadcast against
+// (q8K.layLanes, layQ80LaneBlock); a row's pair of groups, broadcast against
 // them, leaves in lane 2v vector v's sum over the even groups and in lane
 // 2v+1 over the odd ones. PAIR_ADD adds the two once per block, two rows
 // at a time.

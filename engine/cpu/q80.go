@@ -17,13 +17,14 @@ type q80 struct {
 	q []int8
 	d []float32 // each block's scale, binary16 widened
 	// lay is q and d laid out for the VNNI Q8_0 kernels, when they run
-	// here: one vector as layQ80Go lays it out, several in groups of eight
-	// as layQ80Lane does (the last group's unused lanes hold whatever they
-	// held; their results are dropped). layWords per vector or group.
+	// here: one vector as layQ80Go lays it out, several in groups of
+	// eight as layQ80LaneBlock does (the last group's unused lanes hold
+	// whatever they held; their results are dropped). layWords per vector
+	// or group.
 	lay      []uint32
 	layWords int
 	grouped  bool
-	// tiled: groups of eight laid out by layR16Lane instead, for Q8_0
+	// tiled: groups of eight laid out by layR16Block instead, for Q8_0
 	// matrices in sixteen-row tiles (q80Tiles)
 	tiled bool
 }
@@ -65,7 +66,7 @@ func (z *q80) layOut(lo, hi, cols int) {
 }
 
 // q80LaneWords is the words of a block of a group of eight vectors laid
-// out by layQ80Lane.
+// out by layQ80LaneBlock.
 const q80LaneWords = 80
 
 // layLane lays out one rounded vector (q, d) as lane l of a group of

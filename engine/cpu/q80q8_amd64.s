@@ -276,7 +276,7 @@ sumsdone:
 // func dotQ8_0Q80v8r4VNNI(row *byte, stride int, x *uint32, blocks int, corr *int32, cstride int, f16 *float32, out *float32, vstride int, lanes int, ahead int, rstride int)
 // Four Q8_0 rows (stride bytes apart; their corrections by sumsQ8_0VNNI
 // cstride bytes apart) times a group of eight vectors laid out by
-// layQ80Lane (per block 320 bytes: for each pair of groups of four values
+// layQ80LaneBlock (per block 320 bytes: for each pair of groups of four values
 // the eight vectors' side by side as unsigned bytes x+128, then their
 // d_x): row k's result for vector v goes to byte v·vstride + k·rstride
 // of out, for the first lanes vectors (lanes > 0). A row's pair of groups

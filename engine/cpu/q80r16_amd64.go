@@ -44,7 +44,7 @@ func repackR16(data []byte, rows, nb int) []byte {
 }
 
 // r16Rows is rows [lo, hi) of a Q8_0 matrix in tiles (repackR16) times n
-// vectors laid out by layR16Lane, eight at a time: row r's results go to
+// vectors laid out by layR16Block, eight at a time: row r's results go to
 // out[v*rows+r]. A tile the range holds whole (and the matrix fills) goes
 // straight into out; one it cuts is computed whole into scratch (at least
 // 128 floats), the range's rows copied from there.

@@ -24,7 +24,7 @@
 
 // func dotQ8_0R16v8VNNI(w *byte, blocks int, x *uint32, out *float32, ostride int, lanes int)
 // A tile of sixteen Q8_0 rows (repackR16) times a group of eight vectors
-// laid out by layR16Lane: per block, each of the tile's eight groups of
+// laid out by layR16Block: per block, each of the tile's eight groups of
 // four values (sixteen rows' side by side, unsigned w+128) takes one
 // VPDPBUSD per vector, the vector's four values broadcast from memory,
 // from the vector's correction −128·Σ x; the block's sums then fuse into
