@@ -100,36 +100,30 @@
 // LANES_STORE writes four rows' results for eight vectors, Z16 rows 0
 // and 1 and Z17 rows 2 and 3 in PAIR_ADD's order, as each vector's four
 // results side by side: the four for vector v to DI + v·AX, for the first
-// CX vectors (CX > 0), then jumps to DONE. Clobbers Z0–Z2.
-#define LANES_STORE(DONE) \
-	VSHUFPS $0x88, Z17, Z16, Z0 \
-	VSHUFPS $0xdd, Z17, Z16, Z1 \
-	LANE_STORE(Z0, 0, 1, DONE) \
-	LANE_STORE(Z1, 0, 2, DONE) \
-	LANE_STORE(Z0, 1, 3, DONE) \
-	LANE_STORE(Z1, 1, 4, DONE) \
-	LANE_STORE(Z0, 2, 5, DONE) \
-	LANE_STORE(Z1, 2, 6, DONE) \
-	LANE_STORE(Z0, 3, 7, DONE) \
-	VEXTRACTF32X4 $3, Z1, X2 \
-	VMOVUPS X2, (DI) \
-	JMP DONE
+// CX vectors (CX > 0), then goes to DONE (the label after it). Clobbers
+// Z0–Z2.
+#define LANES_STORE(DONE) LANES_STORE_BY(LANE_STORE, DONE)
 
 // LANES_STORE_Q is LANES_STORE with the four rows' results BX bytes
 // apart (rows from four quarters of a range): row k's for vector v to DI
 // + v·AX + k·BX. Clobbers Z0–Z2 and R8.
 #define LANES_STORE_Q(DONE) \
 	LEAQ (BX)(BX*2), R8 \
+	LANES_STORE_BY(LANE_STORE_Q, DONE)
+
+// LANES_STORE_BY is LANES_STORE with each vector's four results stored
+// by STORE (LANE_STORE or LANE_STORE_Q).
+#define LANES_STORE_BY(STORE, DONE) \
 	VSHUFPS $0x88, Z17, Z16, Z0 \
 	VSHUFPS $0xdd, Z17, Z16, Z1 \
-	LANE_STORE_Q(Z0, 0, 1, DONE) \
-	LANE_STORE_Q(Z1, 0, 2, DONE) \
-	LANE_STORE_Q(Z0, 1, 3, DONE) \
-	LANE_STORE_Q(Z1, 1, 4, DONE) \
-	LANE_STORE_Q(Z0, 2, 5, DONE) \
-	LANE_STORE_Q(Z1, 2, 6, DONE) \
-	LANE_STORE_Q(Z0, 3, 7, DONE) \
-	LANE_STORE_Q(Z1, 3, 8, DONE)
+	STORE(Z0, 0, 1, DONE) \
+	STORE(Z1, 0, 2, DONE) \
+	STORE(Z0, 1, 3, DONE) \
+	STORE(Z1, 1, 4, DONE) \
+	STORE(Z0, 2, 5, DONE) \
+	STORE(Z1, 2, 6, DONE) \
+	STORE(Z0, 3, 7, DONE) \
+	STORE(Z1, 3, 8, DONE)
 
 // LANE_STORE_Q is LANE_STORE with the four results BX bytes apart (R8:
 // 3·BX).
