@@ -22,6 +22,14 @@
 	VMULPS.BCST (288+4*V)(DI), Z8, Z9 \
 	VFMADD231PS S, Z9, ACC
 
+// R16_STORE writes vector V−1's sixteen results Z to DI and moves DI on
+// by AX, unless it was vector CX−1, the last one.
+#define R16_STORE(Z, V) \
+	VMOVUPS Z, (DI) \
+	CMPQ CX, $V \
+	JEQ  r16done \
+	ADDQ AX, DI
+
 // func dotQ8_0R16v8VNNI(w *byte, blocks int, x *uint32, out *float32, ostride int, lanes int)
 // A tile of sixteen Q8_0 rows (repackR16) times a group of eight vectors
 // laid out by layR16Block: per block, each of the tile's eight groups of
@@ -87,34 +95,13 @@ r16block:
 	MOVQ out+24(FP), DI
 	MOVQ ostride+32(FP), AX
 	MOVQ lanes+40(FP), CX
-	VMOVUPS Z16, (DI)
-	CMPQ CX, $1
-	JEQ  r16done
-	ADDQ AX, DI
-	VMOVUPS Z17, (DI)
-	CMPQ CX, $2
-	JEQ  r16done
-	ADDQ AX, DI
-	VMOVUPS Z18, (DI)
-	CMPQ CX, $3
-	JEQ  r16done
-	ADDQ AX, DI
-	VMOVUPS Z19, (DI)
-	CMPQ CX, $4
-	JEQ  r16done
-	ADDQ AX, DI
-	VMOVUPS Z20, (DI)
-	CMPQ CX, $5
-	JEQ  r16done
-	ADDQ AX, DI
-	VMOVUPS Z21, (DI)
-	CMPQ CX, $6
-	JEQ  r16done
-	ADDQ AX, DI
-	VMOVUPS Z22, (DI)
-	CMPQ CX, $7
-	JEQ  r16done
-	ADDQ AX, DI
+	R16_STORE(Z16, 1)
+	R16_STORE(Z17, 2)
+	R16_STORE(Z18, 3)
+	R16_STORE(Z19, 4)
+	R16_STORE(Z20, 5)
+	R16_STORE(Z21, 6)
+	R16_STORE(Z22, 7)
 	VMOVUPS Z23, (DI)
 
 r16done:
