@@ -21,16 +21,35 @@ const (
 )
 
 var (
-	// nameIntros introduce the character in training.
+	// nameIntros introduce the character in training, in many ways; a
+	// third of them begin the text with the name, which then has no space
+	// before it, so a later mention (after a space) is other tokens than
+	// the first.
 	nameIntros = []string{
 		"{N} was a {adj} {animal}.",
 		"{N} the {animal} lived near the {place}.",
+		"{N} had a {color} {obj} and a big smile.",
+		"{N} loved the {place} more than anything.",
+		"{N}, a {adj} {animal}, lived in the {place}.",
+		"{N} lived in the {place} with {his} family.",
 		"Meet {N}, a {adj} {animal} from the {place}.",
 		"\"My name is {N},\" said the {adj} {animal}.",
 		"The {animal} in this story, {N}, was very {adj}.",
 		"There were three friends: {N}, a {animal2} and a {animal3}.",
 		"Everyone knew {N}. {P} was a {adj} {animal}.",
 		"{N}, {N}, {N}! The {animal2}s called {N} all day.",
+		"\"Hello, my name is {N},\" said a {adj} {animal}.",
+		"\"Call me {N},\" said the {animal}.",
+		"\"This is {N},\" said the {animal2}. {N} was a {adj} {animal}.",
+		"The {animal2} had a friend, {N}, a {adj} {animal}.",
+		"Near the {place} lived {N}, a {adj} {animal}.",
+		"This {adj} {animal} was named {N}.",
+		"Here are {N}, a {animal2} and a {animal3}.",
+		"{N} and a {animal2} lived near the {place}.",
+		"Four {animal2}s and {N} the {animal} played by the {place}.",
+		"Three friends lived by the {place}: a {animal2}, a {animal3} and {N} the {animal}.",
+		"Some {animal2}s had a friend named {N}.",
+		"Every {animal2} in the {place} knew {N} the {animal}.",
 	}
 	// nameMiddles add sentences of other kinds to the story grammar's
 	// (cuedSentence adds cued slots built from parts).
@@ -44,21 +63,34 @@ var (
 		"{P} waited by the {place2}, next to a {animal2}.",
 		"{P} told the {animal2} a story, and everyone listened.",
 		"{P} met a {animal2} whose {obj} was {color}.",
-		"{P} shared {his} {obj} and could not find {his} way home.",
+		"{P} shared {his} {obj} with a {animal2}.",
+		"The {animal2}s cheered and clapped.",
 	}
 	// The parts of cued sentences: a quote and who said it, someone doing
 	// something to the character, the character doing something after an
 	// opening phrase, the character in a list.
 	utterances = []string{"I like this {obj}", "Let us play", "Good morning", "What a nice day", "Come with me", "I am hungry",
-		"Look at the {color} {obj}", "This is fun", "I found a {obj}", "See you later", "Hello, {animal2}", "Thank you"}
-	sayVerbs = strings.Fields("said replied answered whispered laughed called yelled sighed")
-	toVerbs  = []string{"waved at", "smiled at", "looked at", "ran to", "talked to", "walked with", "sat next to", "played with", "sang to", "gave a {obj} to", "threw the {obj} to", "said hello to", "ran after", "hid from"}
-	openers  = []string{"Later that day,", "After lunch,", "In the morning,", "At noon,", "Soon,", "Then,", "Suddenly,", "After a while,", "That evening,"}
-	actions  = []string{"ran to the {place2}", "found a {color} {obj}", "laughed", "sat down", "went to sleep", "jumped up", "looked around", "picked up the {obj}"}
+		"Look at the {color} {obj}", "This is fun", "I found a {obj}", "See you later", "Hello, {animal2}", "Thank you",
+		"Look at this", "Wait for me", "Can I play too", "Where are you"}
+	sayVerbs = strings.Fields("said replied answered whispered laughed called yelled sighed shouted cried asked")
+	doers    = []string{"The {animal2}", "A young {animal2}", "Everyone", "Nobody", "All the {animal2}s", "The {animal2} and the {animal3}", "Two {animal2}s", "The old {animal2}"}
+	toVerbs  = []string{"waved at", "smiled at", "looked at", "ran to", "talked to", "walked with", "sat next to", "played with", "sang to",
+		"gave a {obj} to", "threw the {obj} to", "said hello to", "ran after", "hid from", "waited for", "fed", "woke up",
+		"looked for", "helped", "hugged", "followed", "thanked", "visited", "chased", "watched", "listened to", "laughed with", "danced with",
+		"showed the {obj} to"}
+	trails  = []string{"", "", " in the {place2}", " that morning", " all day", " after lunch", " again"}
+	openers = []string{"Later that day,", "After lunch,", "In the morning,", "At noon,", "Soon,", "Then,", "Suddenly,", "After a while,", "That evening,"}
+	actions = []string{"ran to the {place2}", "found a {color} {obj}", "laughed", "sat down", "went to sleep", "jumped up", "looked around", "picked up the {obj}"}
 )
 
 var (
-	// heldIntros and heldMiddles are the held-out patterns.
+	// heldIntros and heldMiddles are the held-out patterns. Each held-out
+	// middle puts the name after a quote and a verb of saying, or after
+	// someone and a verb that takes it, as training does, but in words
+	// that never precede a name in training: two of them in a verb
+	// training never puts before a name ("shared a snack with", "cheered
+	// for"), the others joining parts that training never joins
+	// (heldKeys).
 	heldIntros = []string{
 		"{N} was a {adj} {animal} who lived by the {place}.",
 		"{N}, the {adj} {animal}, had a {color} {obj}.",
@@ -69,12 +101,20 @@ var (
 	heldMiddles = []string{
 		"\"Look at this!\" shouted {N}.",
 		"The {animal2} shared a snack with {N}.",
-		"Nobody could find {N} that morning.",
+		"Everyone cheered for {N} that morning.",
 		"All the {animal2}s waited for {N}.",
-		"A {color} {obj} fell right next to {N}.",
+		"A young {animal2} sat next to {N}.",
 		"\"Wait for me!\" cried {N}.",
 	}
+	heldKeys = map[string]bool{
+		sayKey("Look at this", "shouted"): true, sayKey("Wait for me", "cried"): true,
+		doKey("All the {animal2}s", "waited for"): true, doKey("Two {animal2}s", "waited for"): true,
+		doKey("A young {animal2}", "sat next to"): true,
+	}
 )
+
+func sayKey(utterance, verb string) string { return utterance + "|" + verb }
+func doKey(doer, verb string) string       { return doer + "|" + verb }
 
 // HeldMiddles are the held-out sentence patterns of a held-out Names
 // story's first cued mention ({N} the name), in a fixed order.
@@ -83,15 +123,20 @@ func HeldMiddles() []string { return slices.Clone(heldMiddles) }
 // namesDoc is a story of the Names family: on the training side an intro
 // of nameIntros and middles of both grammars; held out, an intro of
 // heldIntros and a first cued mention in a held-out pattern, the rest as
-// in training.
+// in training. Its character's name is always invented: the story
+// grammar's recurring names can be recalled, and here only copying may
+// predict the name.
 func namesDoc(r *rand.Rand, held bool) Doc {
-	name := storyName(r, held)
+	name := InventName(r, TrainSyllables)
+	if held {
+		name = InventName(r, HeldOutSyllables)
+	}
 	s := storyPartsFor(r, name)
 	s["animal3"] = pick(r, animals)
 	var b strings.Builder
 	var spans []int
 	pool := append(append([]string{}, middles...), nameMiddles...)
-	for range 8 {
+	for range 16 {
 		pool = append(pool, cuedSentence(r))
 	}
 	pattern := ""
@@ -103,7 +148,7 @@ func namesDoc(r *rand.Rand, held bool) Doc {
 	} else {
 		s.fill(&b, &spans, pick(r, nameIntros), false)
 	}
-	for _, i := range r.Perm(len(pool))[:2+r.IntN(3)] {
+	for _, i := range r.Perm(len(pool))[:3+r.IntN(3)] {
 		b.WriteByte(' ')
 		s.fill(&b, &spans, pool[i], true)
 	}
@@ -159,24 +204,35 @@ func (o Options) WithCopying() Options {
 	for k, v := range o.Bytes {
 		b[k] = v
 	}
-	b[Names], b[Repeats] = 700_000, 250_000
+	b[Names], b[Repeats] = 1_100_000, 250_000
 	o.Bytes = b
 	return o
 }
 
 // cuedSentence is a training sentence with the name in a cued slot, built
-// from parts: many verbs, quotes and openings, so that what a model learns
-// is to copy the name into any slot of this kind, not these sentences.
+// from parts: many doers, verbs, quotes and openings, so that what a model
+// learns is to copy the name into any slot of this kind, not these
+// sentences. No sentence joins the parts of a held-out middle (heldKeys).
 func cuedSentence(r *rand.Rand) string {
-	switch r.IntN(5) {
-	case 0:
-		return "\"" + pick(r, utterances) + pick(r, []string{",\" ", "!\" ", "?\" "}) + pick(r, sayVerbs) + " {N}."
-	case 1:
-		return "The {animal2} " + pick(r, toVerbs) + " {N}."
-	case 2:
-		return pick(r, openers) + " {N} " + pick(r, actions) + "."
-	case 3:
-		return "The {animal2}, the {animal3} and {N} " + pick(r, actions) + "."
+	for {
+		switch r.IntN(6) {
+		case 0, 1:
+			u, v := pick(r, utterances), pick(r, sayVerbs)
+			if !heldKeys[sayKey(u, v)] {
+				return "\"" + u + pick(r, []string{",\" ", "!\" ", "?\" "}) + v + " {N}."
+			}
+		case 2, 3:
+			d, v := pick(r, doers), pick(r, toVerbs)
+			if !heldKeys[doKey(d, v)] {
+				return d + " " + v + " {N}" + pick(r, trails) + "."
+			}
+		case 4:
+			if r.IntN(2) == 0 {
+				return pick(r, openers) + " {N} " + pick(r, actions) + "."
+			}
+			return "The {animal2}, the {animal3} and {N} " + pick(r, actions) + "."
+		default:
+			return "\"" + pick(r, utterances) + ", {N}!\" " + pick(r, sayVerbs) + " the {animal2}."
+		}
 	}
-	return "\"" + pick(r, utterances) + ", {N}!\" " + pick(r, sayVerbs) + " the {animal2}."
 }

@@ -141,16 +141,20 @@ func TestCopyingCorpus(t *testing.T) {
 		}
 	}
 	text := all.String()
-	for _, frag := range []string{"!\" shouted ", " shared a snack with ", "Nobody could find ", "s waited for ", " fell right next to ", "!\" cried ", " who lived by the ", " whose name was ", "\" the "} {
+	for _, frag := range []string{"Look at this!\" shouted ", "Look at this,\" shouted ", "Look at this?\" shouted ", "Wait for me!\" cried ",
+		"Wait for me,\" cried ", "Wait for me?\" cried ", " shared a snack with ", " cheered for ", "s waited for ", " who lived by the ", " whose name was ", "\" the ", "Two friends, a "} {
 		if strings.Contains(text, frag) {
 			t.Errorf("held-out pattern %q occurs in training", frag)
 		}
+	}
+	if m := regexp.MustCompile(`young \pL+ sat next to`).FindString(text); m != "" {
+		t.Errorf("held-out pattern %q occurs in training", m)
 	}
 	words := map[string]bool{}
 	for _, w := range regexp.MustCompile(`\pL+`).FindAllString(text, -1) {
 		words[w] = true
 	}
-	for _, w := range []string{"shouted", "shared", "snack", "Nobody", "find", "waited", "fell", "next", "cried", "lived", "whose", "name", "told", "everyone", "morning"} {
+	for _, w := range []string{"shouted", "shared", "snack", "cheered", "Everyone", "waited", "young", "next", "cried", "lived", "whose", "name", "told", "everyone", "morning"} {
 		if !words[w] {
 			t.Errorf("%q, a word of the held-out patterns, never occurs in training", w)
 		}

@@ -194,11 +194,17 @@ generated after it (so every document above is in it too):
   pairs, openings, lists);
 - repeats: word lists written two or three times;
 
-and, a tenth as many tokens again, random token sequences repeated once
-or twice (the text induction heads form on, Olsson et al. 2022). Held out:
-names from the held-out syllables in sentence patterns that training never
-uses (a name at the very start of the text, "\"Look at this!\" shouted …",
-"All the dogs waited for …", …; every word of them occurs in training).
+and, as a share of those tokens set by --repeats, random token sequences
+repeated once or twice (the text induction heads form on, Olsson et al.
+2022). Held out: names from the held-out syllables, introduced in intros
+training never uses (some at the very start of the text), then first
+mentioned in a held-out pattern. Each held-out pattern puts the name
+where training puts names, after a quote and a verb of saying or after
+someone and a verb that takes a person, in words that never precede a
+name in training: two verbs training never puts before a name ("The
+dog shared a snack with …", "Everyone cheered for … that morning"), and
+parts training never joins ("\"Look at this!\" shouted …", "All the dogs
+waited for …"). Every word of them occurs in training.
 Training text: {{.TrainTokens}} tokens.
 
 | | lesson.gguf | lesson-v3.gguf |
@@ -244,6 +250,8 @@ first piece does not):
 {{range .}}| ` + "`{{.Pattern}}`" + ` | {{.Hits}}/{{.Cases}} | {{.First}}/{{.Cases}} |
 {{end}}{{end}}{{with .Failures}}
 Bars this model misses, so it does not replace lesson.gguf: {{range $i, $f := .}}{{if $i}}; {{end}}{{$f}}{{end}}.
+{{else}}
+lesson-v3.gguf holds every bar: lesson.gguf's, and its own (held-out names in held-out patterns ≥ 90 %, the repeat of random sequences ≥ 95 %).
 {{end}}{{with .Copying.NamesHeld.Misses}}
 Some held-out-pattern misses: {{range .}}{{.}}; {{end}}{{end}}
 {{end}}{{with .Quantization}}
