@@ -27,7 +27,7 @@ func TestQualityBars(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, held := corpus.Split(corpus.Default(rep.Seed).Scaled(rep.Scale), 0.1)
+	held := heldOut(rep.Seed, rep.Scale)
 	bars, err := recipe.Measure(context.Background(), filepath.Join(dir, "lesson.gguf"), held, recipe.ReportSizes, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +69,7 @@ func TestQuantizationTable(t *testing.T) {
 	if len(stated) < 13 {
 		t.Fatalf("report.json has %d quantization rows (rerun train-lesson --eval-only)", len(stated))
 	}
-	_, held := corpus.Split(corpus.Default(rep.Seed).Scaled(rep.Scale), 0.1)
+	held := heldOut(rep.Seed, rep.Scale)
 	rows, err := recipe.MeasureQuantization(context.Background(), filepath.Join(dir, "lesson.gguf"), recipe.QuantText(held), []string{"Q8_0", "Q4_K_M"}, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -97,7 +97,7 @@ func TestFamilyModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, recipe.FamilyFile)
-	_, held := corpus.Split(corpus.Default(rep.Seed).Scaled(rep.Scale), 0.1)
+	held := heldOut(rep.Seed, rep.Scale)
 	bars, err := recipe.Measure(context.Background(), path, held, recipe.ReportSizes, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -146,7 +146,7 @@ func TestCopyingModel(t *testing.T) {
 	if diff := cmp.Diff(want, c, cmpopts.IgnoreFields(recipe.Rate{}, "Misses"), cmpopts.EquateApprox(0, 1e-4)); diff != "" {
 		t.Errorf("copying-report.json is stale (rerun train-lesson --copying --eval-only) (-report +measured):\n%s", diff)
 	}
-	_, baseHeld := corpus.Split(corpus.Default(rep.Seed).Scaled(rep.Scale), 0.1)
+	baseHeld := heldOut(rep.Seed, rep.Scale)
 	bars, err := recipe.Measure(context.Background(), filepath.Join(dir, recipe.CopyingFile), baseHeld, recipe.ReportSizes, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -194,6 +194,13 @@ const (
 	maxRepeatsZeroed     = 0.01
 	minCapitalsTopZeroed = 0.80
 )
+
+// heldOut is the default corpus's held-out split, which every model's
+// lesson.gguf bars are measured on.
+func heldOut(seed uint64, scale float64) []corpus.Doc {
+	_, held := corpus.Split(corpus.Default(seed).Scaled(scale), 0.1)
+	return held
+}
 
 // modelsDir is where the models under test are: this directory, or
 // STEPTHROUGH_MODELS_DIR (another run's train-lesson --out).

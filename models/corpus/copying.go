@@ -89,8 +89,9 @@ var (
 	// someone and a verb that takes it, as training does, but in words
 	// that never precede a name in training: two of them in a verb
 	// training never puts before a name ("shared a snack with", "cheered
-	// for"), the others joining parts that training never joins
-	// (heldKeys).
+	// for"), the others joining parts that training never joins. heldKeys
+	// are the joins training leaves out: those of the held-out middles,
+	// and "Two dogs waited for", which would hold "dogs waited for" too.
 	heldIntros = []string{
 		"{N} was a {adj} {animal} who lived by the {place}.",
 		"{N}, the {adj} {animal}, had a {color} {obj}.",
