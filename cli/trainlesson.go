@@ -149,8 +149,17 @@ func trainCopying(ctx context.Context, env Env, o recipe.Options, evalOnly bool)
 	for _, a := range []struct {
 		name string
 		a    recipe.Ablation
-	}{{"intact", c.Intact}, {"induction heads zeroed", c.Zeroed}, {"induction heads mean-ablated", c.MeanAblated}, {c.Strongest + " alone zeroed", c.TopZeroed}} {
-		fmt.Fprintf(env.Stdout, "%s: repeats %s, names %s, capitals %s, p(Paris) %.3f\n", a.name, a.a.Repeats, a.a.NamesHeld, a.a.CapitalTrain, a.a.ParisP)
+	}{{"intact", c.Intact}, {"induction heads zeroed", c.Zeroed}, {"induction heads mean-ablated", c.MeanAblated}} {
+		printAblation(env, a.name, a.a)
 	}
+	for _, h := range c.Alone {
+		printAblation(env, h.Head+" alone zeroed", h.Ablation)
+	}
+	fmt.Fprintf(env.Stdout, "copier: %s\n", c.Copier)
 	return nil
+}
+
+// printAblation writes one line of copying and recall under an ablation.
+func printAblation(env Env, name string, a recipe.Ablation) {
+	fmt.Fprintf(env.Stdout, "%s: repeats %s, names %s, capitals %s, p(Paris) %.3f\n", name, a.Repeats, a.NamesHeld, a.CapitalTrain, a.ParisP)
 }

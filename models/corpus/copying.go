@@ -50,6 +50,10 @@ var (
 		"Three friends lived by the {place}: a {animal2}, a {animal3} and {N} the {animal}.",
 		"Some {animal2}s had a friend named {N}.",
 		"Every {animal2} in the {place} knew {N} the {animal}.",
+		"\"Hi! I'm {N},\" said a {adj} {animal}.",
+		"\"Everyone calls me {N},\" said the {animal}.",
+		"\"Do you know {N}?\" asked the {animal2}. {N} was a {adj} {animal}.",
+		"\"{N} is my name,\" said the {adj} {animal}.",
 	}
 	// nameMiddles add sentences of other kinds to the story grammar's
 	// (cuedSentence adds cued slots built from parts).
@@ -59,8 +63,6 @@ var (
 		"{P} shouted with joy.",
 		"{P} cried a little, then {p} sang a song.",
 		"{P} ate a snack in the morning.",
-		"Next to the {place2}, a {color} {obj} fell.",
-		"{P} waited by the {place2}, next to a {animal2}.",
 		"{P} told the {animal2} a story, and everyone listened.",
 		"{P} met a {animal2} whose {obj} was {color}.",
 		"{P} shared {his} {obj} with a {animal2}.",

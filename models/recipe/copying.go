@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -189,11 +190,14 @@ type CopyingBars struct {
 	Zeroed      Ablation `json:"induction_heads_zeroed"`
 	MeanAblated Ablation `json:"induction_heads_mean_ablated"`
 	Intact      Ablation `json:"intact"`
-	// Strongest is the head of highest induction score, and TopZeroed the
-	// bars with it alone zeroed: a head can copy and also carry recall,
-	// so switching off one head shows which job is whose.
-	Strongest string   `json:"strongest_head"`
-	TopZeroed Ablation `json:"strongest_head_zeroed"`
+	// Alone are the bars with each induction head zeroed on its own: a
+	// head can copy and also carry recall, so switching off one head at a
+	// time shows which job is whose. Copier is the one whose own job is
+	// copying: zeroed alone, it costs the least recall for the most
+	// copying (its capitals' rate less its held-out names' rate is the
+	// highest).
+	Alone  []HeadAblation `json:"each_induction_head_zeroed"`
+	Copier string         `json:"copier"`
 	// ByPattern splits NamesHeld by the held-out pattern of the first
 	// cued mention (corpus.HeldMiddles' order): where the model fails to
 	// see a slot, it misses the name's first piece too.
@@ -227,6 +231,12 @@ func (b *CopyingBars) countPattern(d corpus.Doc, got completion) {
 			}
 		}
 	}
+}
+
+// HeadAblation is copying and recall with one head zeroed.
+type HeadAblation struct {
+	Head string `json:"head"`
+	Ablation
 }
 
 // Ablation is copying and recall under one set of edits.
@@ -267,11 +277,6 @@ func MeasureCopying(ctx context.Context, path string, held []corpus.Doc, sizes E
 	for _, e := range off.Edits {
 		b.Induction = append(b.Induction, e.String())
 	}
-	top, err := intervene.Parse(b.Heads[0].Head)
-	if err != nil {
-		return b, err
-	}
-	b.Strongest = b.Heads[0].Head
 	ref := referenceText(m.Tokenizer, held, m.Config.ContextLen)
 	mean, err := l.MeanAblation(ctx, ref, off)
 	if err != nil {
@@ -281,14 +286,42 @@ func MeasureCopying(ctx context.Context, path string, held []corpus.Doc, sizes E
 		a    *Ablation
 		ctx  context.Context
 		full bool
-	}{{&b.Intact, ctx, true}, {&b.Zeroed, intervene.With(ctx, off), false}, {&b.MeanAblated, intervene.With(ctx, mean), false},
-		{&b.TopZeroed, intervene.With(ctx, top), false}} {
+	}{{&b.Intact, ctx, true}, {&b.Zeroed, intervene.With(ctx, off), false}, {&b.MeanAblated, intervene.With(ctx, mean), false}} {
 		if err := measureAblation(run.ctx, l, m, held, sizes, run.a, run.full, &b); err != nil {
 			return b, err
 		}
 	}
 	b.NamesHeld, b.Repeats = b.Intact.NamesHeld, b.Intact.Repeats
-	return b, nil
+	return b, b.measureAlone(ctx, l, m, held, sizes, off)
+}
+
+// measureAlone fills Alone with each of off's heads zeroed on its own, and
+// names the Copier.
+func (b *CopyingBars) measureAlone(ctx context.Context, l *engine.Loaded, m *model.Model, held []corpus.Doc, sizes EvalSizes, off *intervene.Set) error {
+	best := math.Inf(-1)
+	for _, e := range off.Edits {
+		h := HeadAblation{Head: e.String()}
+		one := &intervene.Set{Edits: []intervene.Edit{e}}
+		if err := measureAblation(intervene.With(ctx, one), l, m, held, sizes, &h.Ablation, false, b); err != nil {
+			return err
+		}
+		b.Alone = append(b.Alone, h)
+		if s := h.CapitalTrain.Value() - h.NamesHeld.Value(); s > best {
+			best, b.Copier = s, h.Head
+		}
+	}
+	return nil
+}
+
+// CopierZeroed is Alone's entry for the Copier (the zero Ablation when
+// there is no induction head).
+func (b CopyingBars) CopierZeroed() Ablation {
+	for _, h := range b.Alone {
+		if h.Head == b.Copier {
+			return h.Ablation
+		}
+	}
+	return Ablation{}
 }
 
 // Top are the heads of highest induction score, at most eight.

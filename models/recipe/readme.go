@@ -238,8 +238,15 @@ Copying and recall with the induction heads switched off:
 | intact | {{.Copying.Intact.Repeats}} | {{.Copying.Intact.NamesHeld}} | {{.Copying.Intact.CapitalTrain}} | {{f3 .Copying.Intact.ParisP}} |
 | induction heads zeroed | {{.Copying.Zeroed.Repeats}} | {{.Copying.Zeroed.NamesHeld}} | {{.Copying.Zeroed.CapitalTrain}} | {{f3 .Copying.Zeroed.ParisP}} |
 | induction heads mean-ablated (held-out text) | {{.Copying.MeanAblated.Repeats}} | {{.Copying.MeanAblated.NamesHeld}} | {{.Copying.MeanAblated.CapitalTrain}} | {{f3 .Copying.MeanAblated.ParisP}} |
-| only the strongest, {{.Copying.Strongest}}, zeroed | {{.Copying.TopZeroed.Repeats}} | {{.Copying.TopZeroed.NamesHeld}} | {{.Copying.TopZeroed.CapitalTrain}} | {{f3 .Copying.TopZeroed.ParisP}} |
-{{with .Copying.ByPattern}}
+{{range .Copying.Alone}}| only {{.Head}} zeroed | {{.Repeats}} | {{.NamesHeld}} | {{.CapitalTrain}} | {{f3 .ParisP}} |
+{{end}}{{with .Copying.Copier}}
+The copier is {{.}}: of the induction heads, the one that, switched off on
+its own, costs the least recall for the most copying (capitals less
+held-out names). The lesson "The head that copies" switches it off.
+The heads are not copiers alone: with all of them zeroed the capitals
+recalled are {{$.Copying.Copying.Zeroed.CapitalTrain}}, against {{$.Copying.Copying.Intact.CapitalTrain}} intact, so recall
+passes through them too; with the copier alone zeroed, {{$.Copying.Copying.CopierZeroed.CapitalTrain}}.
+{{end}}{{with .Copying.ByPattern}}
 Held-out names by the held-out pattern of their first mention: the name
 written whole, and its first piece as the tokenizer cuts it (a name can
 also be written in other pieces, so a whole name can count where its
