@@ -161,5 +161,5 @@ func trainCopying(ctx context.Context, env Env, o recipe.Options, evalOnly bool)
 
 // printAblation writes one line of copying and recall under an ablation.
 func printAblation(env Env, name string, a recipe.Ablation) {
-	fmt.Fprintf(env.Stdout, "%s: repeats %s, names %s, capitals %s, p(Paris) %.3f\n", name, a.Repeats, a.NamesHeld, a.CapitalTrain, a.ParisP)
+	fmt.Fprintf(env.Stdout, "%s: repeats %s, passages %s, names %s, capitals %s, p(Paris) %.3f\n", name, a.Repeats, a.Passages, a.NamesHeld, a.CapitalTrain, a.ParisP)
 }

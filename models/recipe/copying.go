@@ -180,6 +180,10 @@ type CopyingBars struct {
 	// Repeats is the second half of repeated random token sequences of
 	// 10, 20, 30 and 40 tokens, predicted token by token.
 	Repeats Rate `json:"random_repeats"`
+	// Passages is the same with text the model could also continue from
+	// what it knows: the first PassageTokens tokens of held-out stories
+	// and fact sheets, read twice.
+	Passages Rate `json:"repeated_passages"`
 	// Heads are every head's scores (engine.ScoreHeads on 8 repeated
 	// random sequences of 20 tokens), Induction those at or above
 	// InductionThreshold.
@@ -242,6 +246,7 @@ type HeadAblation struct {
 // Ablation is copying and recall under one set of edits.
 type Ablation struct {
 	Repeats      Rate    `json:"random_repeats"`
+	Passages     Rate    `json:"repeated_passages"`
 	NamesHeld    Rate    `json:"names_held_out_patterns"`
 	CapitalTrain Rate    `json:"capital_train_phrasings"`
 	ParisP       float64 `json:"paris_probability"`
@@ -291,7 +296,7 @@ func MeasureCopying(ctx context.Context, path string, held []corpus.Doc, sizes E
 			return b, err
 		}
 	}
-	b.NamesHeld, b.Repeats = b.Intact.NamesHeld, b.Intact.Repeats
+	b.NamesHeld, b.Repeats, b.Passages = b.Intact.NamesHeld, b.Intact.Repeats, b.Intact.Passages
 	return b, b.measureAlone(ctx, l, m, held, sizes, off)
 }
 
@@ -342,6 +347,35 @@ func referenceText(tk *tokenizer.Tokenizer, held []corpus.Doc, ctxLen int) [][]i
 	return out
 }
 
+// PassageTokens is the length of the passages read twice, and
+// passagesPerFamily how many of each family's.
+const (
+	PassageTokens     = 20
+	passagesPerFamily = 40
+)
+
+// passages are the first PassageTokens tokens of held-out stories and fact
+// sheets, each after the start token and then again (RepeatedRandom's
+// form).
+func passages(tk *tokenizer.Tokenizer, held []corpus.Doc) [][]int32 {
+	var out [][]int32
+	n := map[corpus.Family]int{}
+	for _, d := range held {
+		if d.Family != corpus.Stories && d.Family != corpus.Facts || n[d.Family] == passagesPerFamily {
+			continue
+		}
+		ids := tk.EncodeIDs(d.Text, false)
+		if len(ids) < PassageTokens {
+			continue
+		}
+		seq := tk.EncodeIDs("", true)
+		seq = append(append(seq, ids[:PassageTokens]...), ids[:PassageTokens]...)
+		out = append(out, seq)
+		n[d.Family]++
+	}
+	return out
+}
+
 // measureAblation fills a with copying and recall under ctx's edits (and
 // with full, the names at the start of the text into b).
 func measureAblation(ctx context.Context, l *engine.Loaded, m *model.Model, held []corpus.Doc, sizes EvalSizes, a *Ablation, full bool, b *CopyingBars) error {
@@ -357,6 +391,11 @@ func measureAblation(ctx context.Context, l *engine.Loaded, m *model.Model, held
 		a.Repeats.Hits += hits
 		a.Repeats.Cases += total
 	}
+	hits, total, err := l.CopyCount(ctx, passages(m.Tokenizer, held))
+	if err != nil {
+		return err
+	}
+	a.Passages = Rate{Hits: hits, Cases: total}
 	s, err := l.NewSession(0)
 	if err != nil {
 		return err

@@ -9,10 +9,11 @@ import (
 )
 
 var readmeTmpl = template.Must(template.New("readme").Funcs(template.FuncMap{
-	"pct":  func(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) },
-	"f3":   func(f float64) string { return fmt.Sprintf("%.3f", f) },
-	"mins": func(s float64) string { return fmt.Sprintf("%.1f min", s/60) },
-	"mib":  func(b int64) string { return fmt.Sprintf("%.2f MiB", float64(b)/(1<<20)) },
+	"pct":           func(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) },
+	"f3":            func(f float64) string { return fmt.Sprintf("%.3f", f) },
+	"passageTokens": func() int { return PassageTokens },
+	"mins":          func(s float64) string { return fmt.Sprintf("%.1f min", s/60) },
+	"mib":           func(b int64) string { return fmt.Sprintf("%.2f MiB", float64(b)/(1<<20)) },
 	"keys": func(m map[string]float64) []string {
 		var k []string
 		for x := range m {
@@ -192,7 +193,8 @@ generated after it (so every document above is in it too):
   text, after a comma, in a list and in dialogue, and mention it in slots
   built from parts (quotes with many speech verbs, many verb–preposition
   pairs, openings, lists);
-- repeats: word lists written two or three times;
+- repeats: word lists, and the openings of stories, fact sheets and
+  names stories, written two or three times;
 
 and, as a share of those tokens set by --repeats, random token sequences
 repeated once or twice (the text induction heads form on, Olsson et al.
@@ -221,6 +223,7 @@ Training text: {{.TrainTokens}} tokens.
 {{with .Base}}| held-out names in held-out patterns | {{.NamesHeld}} | {{$.Copying.Copying.NamesHeld}} |
 | … of them, named at the very start of the text | {{.NamesStart}} | {{$.Copying.Copying.NamesStart}} |
 | repeated random sequences of 10–40 tokens, the repeat predicted | {{.Repeats}} | {{$.Copying.Copying.Repeats}} |
+| held-out stories and fact sheets, their first 20 tokens read twice, the repeat predicted | {{.Passages}} | {{$.Copying.Copying.Passages}} |
 | induction heads (score ≥ 0.3) | {{.Induction}} | {{$.Copying.Copying.Induction}} |
 {{end}}
 The heads of lesson-v3.gguf by induction score (` + "`stepthrough heads`" + `: 8 random
@@ -233,12 +236,12 @@ on the token after the current one's earlier occurrence):
 {{end}}
 Copying and recall with the induction heads switched off:
 
-| lesson-v3.gguf | repeated random sequences | held-out names | capitals, training phrasings | p(" Paris") |
-|---|---|---|---|---|
-| intact | {{.Copying.Intact.Repeats}} | {{.Copying.Intact.NamesHeld}} | {{.Copying.Intact.CapitalTrain}} | {{f3 .Copying.Intact.ParisP}} |
-| induction heads zeroed | {{.Copying.Zeroed.Repeats}} | {{.Copying.Zeroed.NamesHeld}} | {{.Copying.Zeroed.CapitalTrain}} | {{f3 .Copying.Zeroed.ParisP}} |
-| induction heads mean-ablated (held-out text) | {{.Copying.MeanAblated.Repeats}} | {{.Copying.MeanAblated.NamesHeld}} | {{.Copying.MeanAblated.CapitalTrain}} | {{f3 .Copying.MeanAblated.ParisP}} |
-{{range .Copying.Alone}}| only {{.Head}} zeroed | {{.Repeats}} | {{.NamesHeld}} | {{.CapitalTrain}} | {{f3 .ParisP}} |
+| lesson-v3.gguf | repeated random sequences | repeated passages | held-out names | capitals, training phrasings | p(" Paris") |
+|---|---|---|---|---|---|
+| intact | {{.Copying.Intact.Repeats}} | {{.Copying.Intact.Passages}} | {{.Copying.Intact.NamesHeld}} | {{.Copying.Intact.CapitalTrain}} | {{f3 .Copying.Intact.ParisP}} |
+| induction heads zeroed | {{.Copying.Zeroed.Repeats}} | {{.Copying.Zeroed.Passages}} | {{.Copying.Zeroed.NamesHeld}} | {{.Copying.Zeroed.CapitalTrain}} | {{f3 .Copying.Zeroed.ParisP}} |
+| induction heads mean-ablated (held-out text) | {{.Copying.MeanAblated.Repeats}} | {{.Copying.MeanAblated.Passages}} | {{.Copying.MeanAblated.NamesHeld}} | {{.Copying.MeanAblated.CapitalTrain}} | {{f3 .Copying.MeanAblated.ParisP}} |
+{{range .Copying.Alone}}| only {{.Head}} zeroed | {{.Repeats}} | {{.Passages}} | {{.NamesHeld}} | {{.CapitalTrain}} | {{f3 .ParisP}} |
 {{end}}{{with .Copying.Copier}}
 The copier is {{.}}: of the induction heads, the one that, switched off on
 its own, costs the least recall for the most copying (capitals less
@@ -246,7 +249,14 @@ held-out names). The lesson "The head that copies" switches it off.
 The heads are not copiers alone: with all of them zeroed the capitals
 recalled are {{$.Copying.Copying.Zeroed.CapitalTrain}}, against {{$.Copying.Copying.Intact.CapitalTrain}} intact, so recall
 passes through them too; with the copier alone zeroed, {{$.Copying.Copying.CopierZeroed.CapitalTrain}}.
-{{end}}{{with .Copying.ByPattern}}
+{{end}}
+Repeated passages are text the model could also continue from what it
+knows: held-out stories and fact sheets, their first {{passageTokens}} tokens read
+twice. lesson-v3.gguf predicts {{.Copying.Intact.Passages}} of the repeat; with its
+induction heads zeroed, {{.Copying.Zeroed.Passages}}, what it predicts there without
+copying{{with .Base}}; lesson.gguf, {{.Passages}}{{end}} (random sequences:
+{{.Copying.Intact.Repeats}}). No bar is set on them.
+{{with .Copying.ByPattern}}
 Held-out names by the held-out pattern of their first mention: the name
 written whole, and its first piece as the tokenizer cuts it (a name can
 also be written in other pieces, so a whole name can count where its

@@ -149,7 +149,7 @@ func TestCopyingMiniature(t *testing.T) {
 		t.Errorf("the v3 model's vocabulary is not the committed model's (-committed +v3):\n%s", diff)
 	}
 	c := rep.Copying
-	if len(c.Heads) != 4*6 || c.Intact.NamesHeld.Cases != 5 || c.Intact.Repeats.Cases == 0 || c.Zeroed.CapitalTrain.Cases == 0 || len(c.Alone) != len(c.Induction) || (c.Copier == "") != (len(c.Induction) == 0) {
+	if len(c.Heads) != 4*6 || c.Intact.NamesHeld.Cases != 5 || c.Intact.Repeats.Cases == 0 || c.Passages.Cases == 0 || c.Zeroed.CapitalTrain.Cases == 0 || len(c.Alone) != len(c.Induction) || (c.Copier == "") != (len(c.Induction) == 0) {
 		t.Errorf("copying bars %+v", c)
 	}
 	if len(c.Induction) > 0 && c.CopierZeroed().CapitalTrain.Cases != c.Zeroed.CapitalTrain.Cases {
