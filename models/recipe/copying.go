@@ -287,27 +287,31 @@ func MeasureCopying(ctx context.Context, path string, held []corpus.Doc, sizes E
 	if err != nil {
 		return b, err
 	}
+	ar, err := newAblationRun(l, m, held, sizes, &b)
+	if err != nil {
+		return b, err
+	}
 	for _, run := range []struct {
 		a    *Ablation
 		ctx  context.Context
 		full bool
 	}{{&b.Intact, ctx, true}, {&b.Zeroed, intervene.With(ctx, off), false}, {&b.MeanAblated, intervene.With(ctx, mean), false}} {
-		if err := measureAblation(run.ctx, l, m, held, sizes, run.a, run.full, &b); err != nil {
+		if err := ar.measure(run.ctx, run.a, run.full); err != nil {
 			return b, err
 		}
 	}
 	b.NamesHeld, b.Repeats, b.Passages = b.Intact.NamesHeld, b.Intact.Repeats, b.Intact.Passages
-	return b, b.measureAlone(ctx, l, m, held, sizes, off)
+	return b, b.measureAlone(ctx, ar, off)
 }
 
 // measureAlone fills Alone with each of off's heads zeroed on its own, and
 // names the Copier.
-func (b *CopyingBars) measureAlone(ctx context.Context, l *engine.Loaded, m *model.Model, held []corpus.Doc, sizes EvalSizes, off *intervene.Set) error {
+func (b *CopyingBars) measureAlone(ctx context.Context, ar ablationRun, off *intervene.Set) error {
 	best := math.Inf(-1)
 	for _, e := range off.Edits {
 		h := HeadAblation{Head: e.String()}
 		one := &intervene.Set{Edits: []intervene.Edit{e}}
-		if err := measureAblation(intervene.With(ctx, one), l, m, held, sizes, &h.Ablation, false, b); err != nil {
+		if err := ar.measure(intervene.With(ctx, one), &h.Ablation, false); err != nil {
 			return err
 		}
 		b.Alone = append(b.Alone, h)
@@ -376,14 +380,37 @@ func passages(tk *tokenizer.Tokenizer, held []corpus.Doc) [][]int32 {
 	return out
 }
 
-// measureAblation fills a with copying and recall under ctx's edits (and
-// with full, the names at the start of the text into b).
-func measureAblation(ctx context.Context, l *engine.Loaded, m *model.Model, held []corpus.Doc, sizes EvalSizes, a *Ablation, full bool, b *CopyingBars) error {
+// ablationRun measures copying and recall of one model under edits, on
+// probes made once: repeated random sequences of 10, 20, 30 and 40 tokens
+// (16 of each) and the held-out passages.
+type ablationRun struct {
+	l        *engine.Loaded
+	m        *model.Model
+	held     []corpus.Doc
+	sizes    EvalSizes
+	b        *CopyingBars
+	repeats  [][][]int32
+	passages [][]int32
+}
+
+// newAblationRun makes the probes of l's model.
+func newAblationRun(l *engine.Loaded, m *model.Model, held []corpus.Doc, sizes EvalSizes, b *CopyingBars) (ablationRun, error) {
+	r := ablationRun{l: l, m: m, held: held, sizes: sizes, b: b, passages: passages(m.Tokenizer, held)}
 	for i, n := range []int{10, 20, 30, 40} {
 		seqs, err := engine.RepeatedRandom(m.Tokenizer, m.Config.Vocab, n, 16, uint64(100+i))
 		if err != nil {
-			return err
+			return r, err
 		}
+		r.repeats = append(r.repeats, seqs)
+	}
+	return r, nil
+}
+
+// measure fills a with copying and recall under ctx's edits (and with
+// full, the names at the start of the text into r.b).
+func (r ablationRun) measure(ctx context.Context, a *Ablation, full bool) error {
+	l, m, held, sizes, b := r.l, r.m, r.held, r.sizes, r.b
+	for _, seqs := range r.repeats {
 		hits, total, err := l.CopyCount(ctx, seqs)
 		if err != nil {
 			return err
@@ -391,7 +418,7 @@ func measureAblation(ctx context.Context, l *engine.Loaded, m *model.Model, held
 		a.Repeats.Hits += hits
 		a.Repeats.Cases += total
 	}
-	hits, total, err := l.CopyCount(ctx, passages(m.Tokenizer, held))
+	hits, total, err := l.CopyCount(ctx, r.passages)
 	if err != nil {
 		return err
 	}
