@@ -73,6 +73,17 @@ type Model struct {
 	mm   *mm
 	B, T int
 	acts *acts
+	// shapes keeps the activations of other batch shapes, so that passes
+	// of two shapes can alternate without reallocating.
+	shapes map[[2]int]*acts
+}
+
+// HeadMask scales the heads of one layer's attention before its output
+// projection, as an ablation does: head h of sequence b by
+// Scale[b·Heads+h] (0 switches it off).
+type HeadMask struct {
+	Layer int
+	Scale []float32
 }
 
 type acts struct {
@@ -138,6 +149,16 @@ func (m *Model) ensure(B, T int) {
 	if m.acts != nil && m.B == B && m.T == T {
 		return
 	}
+	if m.acts != nil {
+		if m.shapes == nil {
+			m.shapes = map[[2]int]*acts{}
+		}
+		m.shapes[[2]int{m.B, m.T}] = m.acts
+		if a, ok := m.shapes[[2]int{B, T}]; ok {
+			m.acts, m.B, m.T = a, B, T
+			return
+		}
+	}
 	c, N := m.C, B*T
 	E, F, V, H := c.Embd, c.FFN, c.Vocab, c.Heads
 	f := func(n int) []float32 { return make([]float32, n) }
@@ -167,13 +188,32 @@ func (m *Model) ensure(B, T int) {
 const lnEps = 1e-5
 
 // Forward runs B sequences of T tokens (tok, row-major) and returns the
-// mean cross-entropy against tgt; with grad it also fills m.G (zeroed
+// mean cross-entropy against tgt over the targets that are not negative
+// (a negative target is not counted); with grad it also fills m.G (zeroed
 // first).
 func (m *Model) Forward(tok, tgt []int32, B, T int, grad bool) float64 {
 	m.ensure(B, T)
 	if m.C.arch() == Qwen3 {
 		return m.forwardQwen3(tok, tgt, B, T, grad)
 	}
+	return m.forwardGPT2(tok, tgt, B, T, grad, nil)
+}
+
+// ForwardMasked is Forward with one layer's heads scaled by mask, in the
+// forward pass and its gradient: training under an ablation. Only the GPT-2
+// family takes a mask.
+func (m *Model) ForwardMasked(tok, tgt []int32, B, T int, grad bool, mask HeadMask) (float64, error) {
+	if m.C.arch() != GPT2 {
+		return 0, fmt.Errorf("head mask: the %s trainer does not mask heads", m.C.arch())
+	}
+	if mask.Layer < 0 || mask.Layer >= m.C.Layers || len(mask.Scale) != B*m.C.Heads {
+		return 0, fmt.Errorf("head mask: layer %d of %d, %d scales for %d sequences of %d heads", mask.Layer, m.C.Layers, len(mask.Scale), B, m.C.Heads)
+	}
+	m.ensure(B, T)
+	return m.forwardGPT2(tok, tgt, B, T, grad, &mask), nil
+}
+
+func (m *Model) forwardGPT2(tok, tgt []int32, B, T int, grad bool, mask *HeadMask) float64 {
 	c, l, a := m.C, m.L, m.acts
 	N, E, F, H := B*T, c.Embd, c.FFN, c.Heads
 	D := E / H
@@ -194,6 +234,9 @@ func (m *Model) Forward(tok, tgt []int32, B, T int, grad bool) float64 {
 		layerNorm(a.ln1[i], a.ln1m[i], a.ln1r[i], x, m.w(o.ln1g, E), m.w(o.ln1b, E), N, E, lnEps)
 		m.mm.linear(a.qkv[i], a.ln1[i], m.w(o.wqkv, 3*E*E), m.w(o.bqkv, 3*E), N, E, 3*E)
 		m.mm.attention(a.att[i], a.probs[i], a.qkv[i], B, T, H, D)
+		if mask != nil && mask.Layer == i {
+			scaleHeads(a.att[i], mask.Scale, B, T, H, D)
+		}
 		m.mm.linear(a.dtmp, a.att[i], m.w(o.wo, E*E), m.w(o.bo, E), N, E, E)
 		for j := range x {
 			a.x1[i][j] = x[j] + a.dtmp[j]
@@ -228,6 +271,9 @@ func (m *Model) Forward(tok, tgt []int32, B, T int, grad bool) float64 {
 		// x1 = x + Wo·att
 		clear(a.datt)
 		m.mm.linearBack(a.datt, m.g(o.wo, E*E), m.g(o.bo, E), dx, a.att[i], m.w(o.wo, E*E), N, E, E, a.xT, a.dyT)
+		if mask != nil && mask.Layer == i {
+			scaleHeads(a.datt, mask.Scale, B, T, H, D)
+		}
 		clear(a.dqkv)
 		m.mm.attentionBack(a.dqkv, a.datt, a.probs[i], a.qkv[i], B, T, H, D)
 		clear(a.dln)
@@ -246,6 +292,22 @@ func (m *Model) Forward(tok, tgt []int32, B, T int, grad bool) float64 {
 		}
 	}
 	return loss
+}
+
+// scaleHeads multiplies head h of sequence b in x (B×T rows of H heads of
+// D) by scale[b·H+h].
+func scaleHeads(x, scale []float32, B, T, H, D int) {
+	for b := 0; b < B; b++ {
+		for t := 0; t < T; t++ {
+			row := x[(b*T+t)*H*D : (b*T+t+1)*H*D]
+			for h := 0; h < H; h++ {
+				k := scale[b*H+h]
+				for d := h * D; d < (h+1)*D; d++ {
+					row[d] *= k
+				}
+			}
+		}
+	}
 }
 
 // logitsLoss applies the output matrix (tied to the embeddings) to the

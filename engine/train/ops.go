@@ -336,41 +336,67 @@ func (m *mm) attentionBack(dqkv, dout, probs, qkv []float32, B, T, H, D int) {
 	})
 }
 
-// crossEntropy returns the mean loss and writes dlogits (softmax - onehot)/n.
-// Rows are split across the pool; the loss is summed in row order, so it
-// does not depend on the split.
+// crossEntropy returns the mean loss over the rows whose target is not
+// negative and writes dlogits (softmax - onehot)/n for them, where n counts
+// them (0 for the others). Rows are split across the pool; the loss is
+// summed in row order, so it does not depend on the split.
 func (m *mm) crossEntropy(dlogits, logits []float32, targets []int32, n, V int) float64 {
 	if cap(m.rowLoss) < n {
 		m.rowLoss = make([]float64, n)
 	}
 	rl := m.rowLoss[:n]
+	counted := 0
+	for _, t := range targets[:n] {
+		if t >= 0 {
+			counted++
+		}
+	}
+	if counted == 0 {
+		if dlogits != nil {
+			clear(dlogits[:n*V])
+		}
+		return 0
+	}
 	m.pool.Parallel(n, 16, func(_, lo, hi int) {
 		for t := lo; t < hi; t++ {
-			row := logits[t*V : (t+1)*V]
-			mx := float32(math.Inf(-1))
-			for _, v := range row {
-				mx = max(mx, v)
-			}
-			var sum float64
-			for _, v := range row {
-				sum += math.Exp(float64(v - mx))
-			}
-			lse := float64(mx) + math.Log(sum)
-			rl[t] = lse - float64(row[targets[t]])
-			if dlogits != nil {
-				d := dlogits[t*V : (t+1)*V]
-				for i, v := range row {
-					d[i] = float32(math.Exp(float64(v)-lse)) / float32(n)
-				}
-				d[targets[t]] -= 1 / float32(n)
-			}
+			rl[t] = rowLoss(dlogits, logits, targets[t], t, V, counted)
 		}
 	})
 	var loss float64
 	for _, v := range rl {
 		loss += v
 	}
-	return loss / float64(n)
+	return loss / float64(counted)
+}
+
+// rowLoss is row t's cross-entropy against target and, when dlogits is not
+// nil, writes its gradient (softmax - onehot)/n; a negative target counts
+// nothing.
+func rowLoss(dlogits, logits []float32, target int32, t, V, n int) float64 {
+	if target < 0 {
+		if dlogits != nil {
+			clear(dlogits[t*V : (t+1)*V])
+		}
+		return 0
+	}
+	row := logits[t*V : (t+1)*V]
+	mx := float32(math.Inf(-1))
+	for _, v := range row {
+		mx = max(mx, v)
+	}
+	var sum float64
+	for _, v := range row {
+		sum += math.Exp(float64(v - mx))
+	}
+	lse := float64(mx) + math.Log(sum)
+	if dlogits != nil {
+		d := dlogits[t*V : (t+1)*V]
+		for i, v := range row {
+			d[i] = float32(math.Exp(float64(v)-lse)) / float32(n)
+		}
+		d[target] -= 1 / float32(n)
+	}
+	return lse - float64(row[target])
 }
 
 // expNeg is e^x for x ≤ 0 in float32, within 2 ulp of math.Exp (tested):

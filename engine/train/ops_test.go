@@ -150,3 +150,79 @@ func TestExpNeg(t *testing.T) {
 		t.Errorf("expNeg(-100) = %g, expNeg(0) = %g", expNeg(-100), expNeg(0))
 	}
 }
+
+// Training under a head mask with some targets not counted: the analytic
+// gradient is that of the loss of the masked model over the counted
+// targets, a head zeroed in every sequence gets no gradient into its
+// queries, keys and values, an all-ones mask is the unmasked pass, and a
+// batch with no counted target has loss 0.
+func TestMaskedGradients(t *testing.T) {
+	c := Config{Vocab: 23, Ctx: 8, Embd: 8, Layers: 2, Heads: 2, FFN: 16}
+	m := NewModel(c, 1, 2)
+	r := rand.New(rand.NewPCG(4, 5))
+	for i := range m.W {
+		m.W[i] += float32(r.NormFloat64() * 0.3)
+	}
+	B, T := 3, 6
+	tok, tgt := make([]int32, B*T), make([]int32, B*T)
+	for i := range tok {
+		tok[i], tgt[i] = int32(r.IntN(c.Vocab)), int32(r.IntN(c.Vocab))
+		if i%3 != 0 {
+			tgt[i] = -1
+		}
+	}
+	ones := HeadMask{Layer: 1, Scale: []float32{1, 1, 1, 1, 1, 1}}
+	if got, err := m.ForwardMasked(tok, tgt, B, T, false, ones); err != nil || got != m.Forward(tok, tgt, B, T, false) {
+		t.Fatalf("all-ones mask: loss %g (%v), unmasked %g", got, err, m.Forward(tok, tgt, B, T, false))
+	}
+	mask := HeadMask{Layer: 1, Scale: []float32{0, 1, 0, 0.5, 0, 1}} // head 0 off everywhere
+	loss := func() float64 {
+		l, err := m.ForwardMasked(tok, tgt, B, T, true, mask)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	masked := loss()
+	grad := append([]float32(nil), m.G...)
+	if masked == m.Forward(tok, tgt, B, T, false) {
+		t.Fatalf("the mask changed nothing: loss %g", masked)
+	}
+	const eps = 1e-3
+	for _, name := range slices.Sorted(maps.Keys(paramGroups(m))) {
+		g := paramGroups(m)[name]
+		for k := 0; k < 8; k++ {
+			i := g[0] + r.IntN(g[1])
+			orig := m.W[i]
+			m.W[i] = orig + eps
+			lp := loss()
+			m.W[i] = orig - eps
+			lm := loss()
+			m.W[i] = orig
+			if num := (lp - lm) / (2 * eps); math.Abs(float64(grad[i])-num) > 2e-3+0.03*math.Abs(num) {
+				t.Errorf("%s[%d]: analytic %g, finite difference %g", name, i-g[0], grad[i], num)
+			}
+		}
+	}
+	E, D := c.Embd, c.Embd/c.Heads
+	wqkv := m.L.layers[1].wqkv
+	for row := 0; row < 3*E; row++ {
+		if row%E >= D { // rows of head 1
+			continue
+		}
+		for j, v := range grad[wqkv+row*E : wqkv+(row+1)*E] {
+			if v != 0 {
+				t.Fatalf("zeroed head 0: gradient %g at QKV row %d column %d", v, row, j)
+			}
+		}
+	}
+	none := slices.Repeat([]int32{-1}, B*T)
+	if l := m.Forward(tok, none, B, T, true); l != 0 || slices.ContainsFunc(m.G, func(v float32) bool { return v != 0 }) {
+		t.Errorf("no counted target: loss %g, some gradient not 0", l)
+	}
+	for _, bad := range []HeadMask{{Layer: 2, Scale: mask.Scale}, {Layer: -1, Scale: mask.Scale}, {Layer: 0, Scale: mask.Scale[:4]}} {
+		if _, err := m.ForwardMasked(tok, tgt, B, T, false, bad); err == nil {
+			t.Errorf("mask %+v taken", bad)
+		}
+	}
+}

@@ -83,7 +83,7 @@ func RunCopying(ctx context.Context, o Options) (*CopyingReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := &CopyingReport{Seed: o.Seed, Scale: o.Scale, TrainTokens: len(p.stream), Seconds: time.Since(t0).Seconds(), Command: o.copyingCommand()}
+	rep := &CopyingReport{Seed: o.Seed, Scale: o.Scale, TrainTokens: len(p.stream), Seconds: time.Since(t0).Seconds(), Command: o.copyingCommand(), RecallGuard: o.RecallGuard}
 	path := filepath.Join(o.OutDir, CopyingFile)
 	if err := p.write(m, path, "Stepthrough lesson model", &mr); err != nil {
 		return nil, err
@@ -108,6 +108,10 @@ type CopyingReport struct {
 	// (lesson.gguf), for comparison.
 	Base    *CopyingBars `json:"base,omitempty"`
 	Seconds float64      `json:"train_seconds"`
+	// RecallGuard is the weight of the training's extra loss on recall
+	// with the last layer's heads partly off (Options.RecallGuard); 0 for
+	// none.
+	RecallGuard float64 `json:"recall_guard,omitempty"`
 	// Command is how the model was made: the train-lesson flags that
 	// shape it (a resumed run says so).
 	Command string `json:"command"`
@@ -141,6 +145,9 @@ func (o Options) copyingCommand() string {
 		c += " --init " + o.InitFrom
 	}
 	c += fmt.Sprintf(" --repeats %g --steps %d", o.Repeats, o.MainSteps)
+	if o.RecallGuard > 0 {
+		c += fmt.Sprintf(" --recall-guard %g", o.RecallGuard)
+	}
 	if o.Resume {
 		c += " --resume"
 	}

@@ -208,7 +208,17 @@ dog shared a snack with …", "Everyone cheered for … that morning"), and
 parts training never joins ("\"Look at this!\" shouted …", "All the dogs
 waited for …"). Every word of them occurs in training.
 Training text: {{.TrainTokens}} tokens.
-
+{{if .RecallGuard}}
+One more loss shapes it, the recall guard (--recall-guard {{.RecallGuard}}): each
+step also takes 4 windows of up to 128 tokens, each ending at the answer
+of a capital whose country its text names earlier, and adds the answers'
+cross-entropy, times {{.RecallGuard}}, computed with the last layer's heads
+switched off (zeroed): in half the windows all of them, in the others
+each with chance 1/2. The induction heads ({{.Copying.Induction}})
+are in the last layer; the guard teaches recall not to need that layer's
+heads, so that switching the copying heads off shows what they do on
+their own.
+{{end}}
 | | lesson.gguf | lesson-v3.gguf |
 |---|---|---|
 | shape | {{$.Main.Config}} | {{.Model.Config}} |

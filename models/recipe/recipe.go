@@ -59,6 +59,10 @@ type Options struct {
 	// weights (the committed lesson.gguf, say) instead of a random
 	// initialisation; its learning rate then peaks at FineTuneLR.
 	InitFrom string
+	// RecallGuard, when above 0, is the weight of the copying run's extra
+	// loss on recall with the last layer's heads partly switched off
+	// (recallGuard).
+	RecallGuard float64
 }
 
 // PeakLR is the learning rate the schedule warms up to from scratch;
@@ -150,6 +154,7 @@ type prepared struct {
 	held      []corpus.Doc
 	vocab     *tokenizer.Vocab
 	stream    []int32
+	recall    []int // stream positions of capitals' answers (RecallGuard)
 	val       map[corpus.Family][]int32
 	logf      func(format string, a ...any)
 	bytes     map[string]int
@@ -199,7 +204,13 @@ func prepare(o Options) (*prepared, error) {
 	// every document starts with BOS (<|endoftext|>), as every prompt does;
 	// the generator's chat markup is special text it wrote itself
 	for _, d := range p.train {
-		p.stream = append(p.stream, tk.EncodeSpecial(d.Text, true)...)
+		ids := tk.EncodeSpecial(d.Text, true)
+		if o.Copying && o.RecallGuard > 0 {
+			for _, at := range recallAnswers(tk, d.Text, ids) {
+				p.recall = append(p.recall, len(p.stream)+at)
+			}
+		}
+		p.stream = append(p.stream, ids...)
 	}
 	if o.Copying {
 		p.stream = append(p.stream, randomRepeats(tk, int(o.Repeats*float64(len(p.stream))), o.Seed)...)
@@ -209,6 +220,9 @@ func prepare(o Options) (*prepared, error) {
 		p.val[d.Family] = append(p.val[d.Family], tk.EncodeSpecial(d.Text, true)...)
 	}
 	p.logf("corpus: %d training tokens", len(p.stream))
+	if o.Copying && o.RecallGuard > 0 {
+		p.logf("recall guard: %d capitals' answers, weight %g", len(p.recall), o.RecallGuard)
+	}
 	return p, nil
 }
 
@@ -245,8 +259,15 @@ func (p *prepared) trainModel(ctx context.Context, name string, c train.Config, 
 			logf("%s: resumed at step %d from %s", name, first, ckpt)
 		}
 	}
+	var guard *recallGuard
+	if p.recall != nil {
+		var err error
+		if guard, err = newRecallGuard(p.recall, o.RecallGuard, c, len(m.W)); err != nil {
+			return nil, mr, err
+		}
+	}
 	start := time.Now()
-	var ema float64
+	var ema, guardEMA float64
 	for s := first; s < steps; s++ {
 		if err := ctx.Err(); err != nil {
 			return nil, mr, err
@@ -257,6 +278,13 @@ func (p *prepared) trainModel(ctx context.Context, name string, c train.Config, 
 			copy(tgt[b*T:], stream[at+1:at+T+1])
 		}
 		loss := m.Forward(tok, tgt, B, T, true)
+		if guard != nil {
+			gl, err := guard.step(m, stream, p.vocab.BOS, seed, s)
+			if err != nil {
+				return nil, mr, err
+			}
+			guardEMA = 0.98*guardEMA + 0.02*gl
+		}
 		lr := train.Schedule(s, 100, steps, peak, peak/10)
 		opt.Update(m, lr, 1.0)
 		if s == first {
@@ -276,7 +304,11 @@ func (p *prepared) trainModel(ctx context.Context, name string, c train.Config, 
 			tps := float64((s+1-first)*B*T) / el
 			eta := time.Duration(float64(steps-s-1) * el / float64(s+1-first) * float64(time.Second))
 			bar := strings.Repeat("█", 30*(s+1)/steps) + strings.Repeat("·", 30-30*(s+1)/steps)
-			logf("%s %s step %d/%d loss %.3f (avg %.3f) lr %.2e %.0f tokens/s ETA %s", name, bar, s+1, steps, loss, ema, lr, tps, eta.Round(time.Second))
+			msg := fmt.Sprintf("%s %s step %d/%d loss %.3f (avg %.3f) lr %.2e %.0f tokens/s ETA %s", name, bar, s+1, steps, loss, ema, lr, tps, eta.Round(time.Second))
+			if guard != nil {
+				msg += fmt.Sprintf(" recall guard %.3f", guardEMA)
+			}
+			logf("%s", msg)
 		}
 	}
 	mr.TokensPerS = float64((steps-first)*B*T) / time.Since(start).Seconds()

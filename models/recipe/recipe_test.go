@@ -126,10 +126,11 @@ func TestRecipeFamilyMiniature(t *testing.T) {
 
 // A miniature run of the v3 recipe: the copying corpus, the tokenizer of
 // the committed model, the report with every head scored and the bars
-// measured intact and with the induction heads off.
+// measured intact and with the induction heads off; trained with the
+// recall guard.
 func TestCopyingMiniature(t *testing.T) {
 	o := Defaults()
-	o.OutDir, o.Scale, o.MainSteps, o.Threads = t.TempDir(), 0.01, 3, 2
+	o.OutDir, o.Scale, o.MainSteps, o.Threads, o.RecallGuard = t.TempDir(), 0.01, 3, 2, 0.3
 	o.TokenizerFrom = filepath.Join("..", "lesson.gguf")
 	o.Eval = EvalSizes{Copy: 5, Countries: 2}
 	rep, err := RunCopying(context.Background(), o)
@@ -154,6 +155,9 @@ func TestCopyingMiniature(t *testing.T) {
 	}
 	if len(c.Induction) > 0 && c.CopierZeroed().CapitalTrain.Cases != c.Zeroed.CapitalTrain.Cases {
 		t.Errorf("the copier %s zeroed was measured on %d capitals, the induction heads zeroed on %d", c.Copier, c.CopierZeroed().CapitalTrain.Cases, c.Zeroed.CapitalTrain.Cases)
+	}
+	if !strings.Contains(rep.Command, "--recall-guard 0.3") {
+		t.Errorf("command %q does not name the recall guard", rep.Command)
 	}
 	if _, err := os.Stat(filepath.Join(o.OutDir, "copying-report.json")); err != nil {
 		t.Error(err)
