@@ -213,6 +213,7 @@ func (m *Model) ForwardMasked(tok, tgt []int32, B, T int, grad bool, mask HeadMa
 	return m.forwardGPT2(tok, tgt, B, T, grad, &mask), nil
 }
 
+// forwardGPT2 is the GPT-2 family's pass, with mask (may be nil) applied.
 func (m *Model) forwardGPT2(tok, tgt []int32, B, T int, grad bool, mask *HeadMask) float64 {
 	c, l, a := m.C, m.L, m.acts
 	N, E, F, H := B*T, c.Embd, c.FFN, c.Heads
