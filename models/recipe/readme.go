@@ -215,7 +215,7 @@ of a capital whose country its text names earlier, and adds the answers'
 cross-entropy, times {{.RecallGuard}}, computed with the last layer's heads
 switched off (zeroed): in half the windows all of them, in the others
 each with chance 1/2. The induction heads ({{.Copying.Induction}})
-are in the last layer; the guard teaches recall not to need that layer's
+are in the last layer; the guard aims to teach recall not to need that layer's
 heads, so that switching the copying heads off shows what they do on
 their own.
 {{end}}

@@ -13,7 +13,7 @@ import (
 
 // recallAnswers returns the positions in ids (a document's tokens, as the
 // stream holds them) whose next token begins a capital whose country the
-// text names before it: the answers that only recall predicts.
+// text names before it: the answers recall predicts.
 func recallAnswers(tk *tokenizer.Tokenizer, text string, ids []int32) []int {
 	lower := strings.ToLower(text)
 	if len(lower) != len(text) {
@@ -44,18 +44,16 @@ func recallAnswers(tk *tokenizer.Tokenizer, text string, ids []int32) []int {
 	return slices.Compact(out)
 }
 
-// recallGuard is an extra loss on recall: on windows that end at a
-// capital's answer, the answer's cross-entropy with the heads of the last
-// layer switched off (zeroed, as an ablation does): in half the windows
-// all of them, in the others each with chance 1/2; added
-// to the step's gradient times weight. It teaches recall not to need the
-// last layer's attention, where the induction heads form, so that
-// switching them off breaks copying and leaves recall.
+// recallGuard is an extra loss on recall, added to each step's gradient
+// times weight: on short windows that each end at a capital's answer, the
+// answer's cross-entropy with the last layer's heads zeroed, as an
+// ablation zeroes them (in half the windows all of them, in the others
+// each with chance 1/2). It aims to teach recall not to need the last
+// layer's heads, where the induction heads form.
 type recallGuard struct {
 	at       []int // stream positions whose target begins a capital's answer
 	weight   float64
 	B, T     int
-	heads    int
 	tok, tgt []int32
 	mask     train.HeadMask
 	main     []float32 // the step's gradient while the guard's pass runs
@@ -70,7 +68,7 @@ func newRecallGuard(at []int, weight float64, c train.Config, params int) (*reca
 	}
 	T := min(guardT, c.Ctx)
 	return &recallGuard{
-		at: at, weight: weight, B: guardB, T: T, heads: c.Heads,
+		at: at, weight: weight, B: guardB, T: T,
 		tok: make([]int32, guardB*T), tgt: make([]int32, guardB*T),
 		mask: train.HeadMask{Layer: c.Layers - 1, Scale: make([]float32, guardB*c.Heads)},
 		main: make([]float32, params),
@@ -92,12 +90,13 @@ func (g *recallGuard) step(m *train.Model, stream []int32, bos int32, seed uint6
 		}
 		tgt[p-start] = stream[p+1]
 	}
+	H := len(g.mask.Scale) / g.B
 	for b := range g.B { // all heads off, or each off with chance 1/2
 		all := r.IntN(2) == 0
-		for h := range g.heads {
-			g.mask.Scale[b*g.heads+h] = 0
+		for i := b * H; i < (b+1)*H; i++ {
+			g.mask.Scale[i] = 0
 			if !all {
-				g.mask.Scale[b*g.heads+h] = float32(r.IntN(2))
+				g.mask.Scale[i] = float32(r.IntN(2))
 			}
 		}
 	}
