@@ -27,7 +27,7 @@ func runTrainLesson(ctx context.Context, env Env, args []string) error {
 	family := fs.Bool("family", false, "only train the qwen3-family model on the same corpus and tokenizer (lesson-qwen3.gguf, family-report.json)")
 	copying := fs.Bool("copying", false, "only train the lesson model v3 on the copying corpus (names introduced in more ways, repeated lists and random token sequences) with --tokenizer's tokenizer (lesson-v3.gguf, copying-report.json in --out; with --eval-only, only measure it again)")
 	fs.Float64Var(&o.Repeats, "repeats", o.Repeats, "with --copying: repeated random token sequences added to the stream, as a share of its text's tokens")
-	fs.Float64Var(&o.RecallGuard, "recall-guard", 0, "with --copying: the weight of an extra loss on the capitals' answers with the last layer's heads switched off (all of them, or each with chance 1/2), so that recall does not need the heads that copy")
+	fs.Float64Var(&o.RecallGuard, "recall-guard", 0, "with --copying: the weight of an extra loss on the capitals' answers with the last layer's induction heads switched off (scored every 100 steps; before any forms, all of the layer's heads or each with chance 1/2), so that recall does not need the heads that copy")
 	fs.StringVar(&o.TokenizerFrom, "tokenizer", "", "with --copying: the model `file` whose tokenizer to use (default models/lesson.gguf)")
 	fs.StringVar(&o.InitFrom, "init", "", "with --copying: start from this F32 model `file`'s weights (of the main model's shape, e.g. models/lesson.gguf) instead of random ones; the learning rate then peaks at 1e-3")
 	readmeOnly := fs.Bool("readme-only", false, "only render README.md from the report.json of the last run")

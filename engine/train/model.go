@@ -331,6 +331,10 @@ func (m *Model) logitsLoss(tgt []int32, N int, grad bool) float64 {
 // Logits of the last Forward, [B·T×V].
 func (m *Model) Logits() []float32 { return m.acts.logits }
 
+// Attention is the attention weights of layer in the last Forward,
+// [B×Heads×T×T]: row i of a head holds query i's weights on keys 0..i.
+func (m *Model) Attention(layer int) []float32 { return m.acts.probs[layer] }
+
 // AdamW holds optimizer state.
 type AdamW struct {
 	LR, Beta1, Beta2, Eps, WeightDecay float64

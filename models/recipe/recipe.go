@@ -6,6 +6,7 @@
 package recipe
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"stepthrough/engine"
 	"stepthrough/engine/chat"
 	"stepthrough/engine/gguf"
 	"stepthrough/engine/tokenizer"
@@ -153,6 +155,7 @@ type prepared struct {
 	train     []corpus.Doc
 	held      []corpus.Doc
 	vocab     *tokenizer.Vocab
+	tk        *tokenizer.Tokenizer
 	stream    []int32
 	recall    []int // stream positions of capitals' answers (RecallGuard)
 	val       map[corpus.Family][]int32
@@ -198,7 +201,7 @@ func prepare(o Options) (*prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.vocab = vocab
+	p.vocab, p.tk = vocab, tk
 	p.tokenizeS = time.Since(t0).Seconds()
 	p.logf("tokenizer: %d tokens (%d merges) in %.1fs", len(vocab.Tokens), len(vocab.Merges), p.tokenizeS)
 	// every document starts with BOS (<|endoftext|>), as every prompt does;
@@ -261,8 +264,11 @@ func (p *prepared) trainModel(ctx context.Context, name string, c train.Config, 
 	}
 	var guard *recallGuard
 	if p.recall != nil {
-		var err error
-		if guard, err = newRecallGuard(p.recall, o.RecallGuard, c, len(m.W)); err != nil {
+		probe, err := engine.RepeatedRandom(p.tk, c.Vocab, guardProbeLen, guardProbeSeqs, o.Seed+1)
+		if err != nil {
+			return nil, mr, err
+		}
+		if guard, err = newRecallGuard(p.recall, o.RecallGuard, c, len(m.W), probe); err != nil {
 			return nil, mr, err
 		}
 	}
@@ -306,7 +312,7 @@ func (p *prepared) trainModel(ctx context.Context, name string, c train.Config, 
 			bar := strings.Repeat("█", 30*(s+1)/steps) + strings.Repeat("·", 30-30*(s+1)/steps)
 			msg := fmt.Sprintf("%s %s step %d/%d loss %.3f (avg %.3f) lr %.2e %.0f tokens/s ETA %s", name, bar, s+1, steps, loss, ema, lr, tps, eta.Round(time.Second))
 			if guard != nil {
-				msg += fmt.Sprintf(" recall guard %.3f", guardEMA)
+				msg += fmt.Sprintf(" recall guard %.3f, off: %s", guardEMA, cmp.Or(guard.Heads(), "by chance"))
 			}
 			logf("%s", msg)
 		}
