@@ -181,6 +181,9 @@ func TestCopyingModel(t *testing.T) {
 	if c.Zeroed.Repeats.Value() > maxRepeatsZeroed || c.Zeroed.NamesHeld.Value() > maxNamesZeroed {
 		t.Errorf("with the induction heads %v zeroed, copying goes on: random repeats %s (want ≤ %.0f%%), held-out names %s (want ≤ %.0f%%)", c.Induction, c.Zeroed.Repeats, 100*maxRepeatsZeroed, c.Zeroed.NamesHeld, 100*maxNamesZeroed)
 	}
+	if c.Zeroed.CapitalTrain.Value() < minCapitalsZeroed || c.Zeroed.ParisP < minParisZeroed {
+		t.Errorf("with the induction heads %v zeroed, recall fails: capitals %s (want ≥ %.0f%%), p(\" Paris\") %.3f (want ≥ %.2f)", c.Induction, c.Zeroed.CapitalTrain, 100*minCapitalsZeroed, c.Zeroed.ParisP, minParisZeroed)
+	}
 	for _, h := range c.Induction {
 		if !strings.HasPrefix(h, lastLayer) {
 			t.Errorf("induction head %s is not in the last layer (models/README.md says they are)", h)
@@ -189,8 +192,8 @@ func TestCopyingModel(t *testing.T) {
 	if c.Copier != copier {
 		t.Errorf("the copier is %s, not %s, which the lesson \"The head that copies\" switches off", c.Copier, copier)
 	}
-	if cz.NamesHeld.Value() > maxNamesCopierZeroed || cz.Repeats.Value() > 2*c.Repeats.Value()/3 || cz.CapitalTrain.Value() < minCapitalsCopierZeroed {
-		t.Errorf("with %s zeroed: held-out names %s (want ≤ %.0f%%), repeats %s (want under two thirds of %s), capitals %s (want ≥ %.0f%%)",
+	if cz.NamesHeld.Value() > maxNamesCopierZeroed || cz.Repeats.Value() > 3*c.Repeats.Value()/4 || cz.CapitalTrain.Value() < minCapitalsCopierZeroed {
+		t.Errorf("with %s zeroed: held-out names %s (want ≤ %.0f%%), repeats %s (want under three quarters of %s), capitals %s (want ≥ %.0f%%)",
 			c.Copier, cz.NamesHeld, 100*maxNamesCopierZeroed, cz.Repeats, c.Repeats, cz.CapitalTrain, 100*minCapitalsCopierZeroed)
 	}
 }
@@ -204,8 +207,12 @@ const (
 	maxRepeatsZeroed        = 0.01
 	maxNamesZeroed          = 0.05
 	lastLayer               = "L4H"
-	maxNamesCopierZeroed    = 0.10
+	maxNamesCopierZeroed    = 0.25
 	minCapitalsCopierZeroed = 0.80
+	// recall with every induction head zeroed (issue #31: copying fails,
+	// recall survives)
+	minCapitalsZeroed = 0.90
+	minParisZeroed    = 0.90
 	// copier is the head the lesson "The head that copies" switches off.
 	copier = "L4H1"
 )

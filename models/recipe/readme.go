@@ -258,9 +258,10 @@ Copying and recall with the induction heads switched off:
 The copier is {{.}}: of the induction heads, the one that, switched off on
 its own, costs the least recall for the most copying (capitals less
 held-out names). The lesson "The head that copies" switches it off.
-The heads are not copiers alone: with all of them zeroed the capitals
-recalled are {{$.Copying.Copying.Zeroed.CapitalTrain}}, against {{$.Copying.Copying.Intact.CapitalTrain}} intact, so recall
-passes through them too; with the copier alone zeroed, {{$.Copying.Copying.CopierZeroed.CapitalTrain}}.
+Recall with them off: with all of them zeroed the capitals recalled
+are {{$.Copying.Copying.Zeroed.CapitalTrain}}, against {{$.Copying.Copying.Intact.CapitalTrain}} intact, and p(" Paris") is
+{{f3 $.Copying.Copying.Zeroed.ParisP}} against {{f3 $.Copying.Copying.Intact.ParisP}}; with the copier alone zeroed, the
+capitals are {{$.Copying.Copying.CopierZeroed.CapitalTrain}}.
 {{end}}
 Repeated passages are text the model could also continue from what it
 knows: held-out stories and fact sheets, their first {{passageTokens}} tokens read
