@@ -66,7 +66,7 @@ func tokensBefore(tk *tokenizer.Tokenizer, prefix string, ids []int32) int {
 // times weight: on short windows that each hold a capital's answer, the
 // cross-entropy of every answer token in them with the last layer's
 // induction heads zeroed, as the report's ablation zeroes them. Every
-// guardMeasureEvery steps it scores the last layer's heads on repeated
+// g.every steps (measureEvery) it scores the last layer's heads on repeated
 // random sequences as the report does and zeroes those at or above
 // InductionThreshold; while none is, it zeroes all the layer's heads in
 // half the windows and each with chance 1/2 in the others. It aims to
@@ -85,6 +85,7 @@ type recallGuard struct {
 	probeB, probeT  int
 	induction       []bool
 	measured        bool
+	every           int // steps between scorings (measureEvery)
 }
 
 // Shape of the guard's batch: a few short windows, each with an answer.
@@ -97,6 +98,18 @@ const guardProbeLen, guardProbeSeqs = 20, 8
 
 // guardMeasureEvery is how often (in steps) the guard scores the heads.
 const guardMeasureEvery = 100
+
+// measureEvery is how often the guard scores the heads in a run that
+// checkpoints every checkpointEvery steps (0: never): the largest step
+// count that divides both, so that every checkpoint falls on a scoring
+// step and a run resumed from one scores where an unbroken run did.
+func measureEvery(checkpointEvery int) int {
+	a, b := guardMeasureEvery, checkpointEvery
+	for b > 0 {
+		a, b = b, a%b
+	}
+	return a
+}
 
 func newRecallGuard(at []int, weight float64, c train.Config, params int, probe [][]int32) (*recallGuard, error) {
 	if len(at) == 0 {
@@ -112,6 +125,7 @@ func newRecallGuard(at []int, weight float64, c train.Config, params int, probe 
 		mask:   train.HeadMask{Layer: c.Layers - 1, Scale: make([]float32, guardB*c.Heads)},
 		main:   make([]float32, params),
 		probeB: len(probe), probeT: len(probe[0]), induction: make([]bool, c.Heads),
+		every: guardMeasureEvery,
 	}
 	for _, seq := range probe {
 		if len(seq) != g.probeT {
@@ -129,9 +143,9 @@ func newRecallGuard(at []int, weight float64, c train.Config, params int, probe 
 // step adds the guard's gradient for training step s to m.G (which holds
 // the step's own) and returns the guard's loss. Its draws depend only on
 // seed and s, and its head scores on the weights at the last multiple of
-// guardMeasureEvery, so a resumed run makes the same ones.
+// g.every, so a run resumed from a checkpoint makes the same ones.
 func (g *recallGuard) step(m *train.Model, stream []int32, bos int32, seed uint64, s int) (float64, error) {
-	if s%guardMeasureEvery == 0 || !g.measured {
+	if s%g.every == 0 || !g.measured {
 		g.measure(m)
 	}
 	r := rand.New(rand.NewPCG(seed, 0x9ec411+uint64(s)))

@@ -207,3 +207,16 @@ func TestRecallGuardMask(t *testing.T) {
 		t.Errorf("none measured: %d windows with every head off, %d with some on, of %d", allOff, someOn, 50*g.B)
 	}
 }
+
+// Every checkpoint falls on a step where the guard scores the heads, so a
+// resumed run scores where an unbroken one did; the guard scores at least
+// every 100 steps.
+func TestRecallGuardMeasuresAtCheckpoints(t *testing.T) {
+	for _, tt := range []struct{ checkpoint, want int }{
+		{0, 100}, {500, 100}, {300, 100}, {250, 50}, {2, 2}, {7, 1},
+	} {
+		if got := measureEvery(tt.checkpoint); got != tt.want {
+			t.Errorf("checkpoints every %d steps: scores every %d, want %d", tt.checkpoint, got, tt.want)
+		}
+	}
+}

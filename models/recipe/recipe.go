@@ -271,6 +271,7 @@ func (p *prepared) trainModel(ctx context.Context, name string, c train.Config, 
 		if guard, err = newRecallGuard(p.recall, o.RecallGuard, c, len(m.W), probe); err != nil {
 			return nil, mr, err
 		}
+		guard.every = measureEvery(o.CheckpointEvery)
 	}
 	start := time.Now()
 	var ema, guardEMA float64
