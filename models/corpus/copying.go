@@ -54,6 +54,11 @@ var (
 		"\"Everyone calls me {N},\" said the {animal}.",
 		"\"Do you know {N}?\" asked the {animal2}. {N} was a {adj} {animal}.",
 		"\"{N} is my name,\" said the {adj} {animal}.",
+		"The {animal} was called {N}.",
+		"Its name was {N}. {P} was a {adj} {animal}.",
+		"Say hello to {N}, a {adj} {animal}.",
+		"{N}! That was the name of a {adj} {animal}.",
+		"Once there was a {animal} called {N}.",
 	}
 	// nameMiddles add sentences of other kinds to the story grammar's
 	// (cuedSentence adds cued slots built from parts).
@@ -130,17 +135,14 @@ func HeldMiddles() []string { return slices.Clone(heldMiddles) }
 // grammar's recurring names can be recalled, and here only copying may
 // predict the name.
 func namesDoc(r *rand.Rand, held bool) Doc {
-	name := InventName(r, TrainSyllables)
-	if held {
-		name = InventName(r, HeldOutSyllables)
-	}
+	name := copyName(r, held)
 	s := storyPartsFor(r, name)
 	s["animal3"] = pick(r, animals)
 	var b strings.Builder
 	var spans []int
 	pool := append(append([]string{}, middles...), nameMiddles...)
 	for range 16 {
-		pool = append(pool, cuedSentence(r))
+		pool = append(pool, cuedSentence(r), freeSentence(r))
 	}
 	pattern := ""
 	if held {
@@ -166,30 +168,18 @@ var listWords = func() []string {
 	for _, l := range [][]string{animals, colors, objects, places, adjs, feelings} {
 		w = append(w, l...)
 	}
-	return append(w, strings.Fields("one two three four five six seven eight nine ten sun moon tree rain snow milk bread apple jam tea")...)
+	w = append(w, strings.Fields("one two three four five six seven eight nine ten sun moon tree rain snow milk bread apple jam tea")...)
+	return append(w, commonWords...)
 }()
 
 // repeatsDoc is a list of random words (or invented names) written twice
-// or three times, in one of a few forms: the later copies can only be
+// or three times, in one of a few forms, or a short passage of sentences
+// about several characters written twice: the later copies can only be
 // predicted by copying the first.
 func repeatsDoc(r *rand.Rand, held bool) Doc {
-	n := 4 + r.IntN(16)
-	items := make([]string, n)
-	for i := range items {
-		if r.IntN(4) == 0 {
-			items[i] = storyName(r, held)
-		} else {
-			items[i] = pick(r, listWords)
-		}
-	}
-	var list string
-	switch r.IntN(3) {
-	case 0:
-		list = strings.Join(items, " ") + "."
-	case 1:
-		list = strings.Join(items, ", ") + "."
-	default:
-		list = strings.Join(items, "\n") + "\n"
+	list := randomList(r, held)
+	if r.IntN(3) == 0 {
+		list = passage(r, held)
 	}
 	sep := pick(r, []string{" ", "\n", " Again: ", "\nOnce more:\n"})
 	text := list + sep + list
@@ -197,6 +187,47 @@ func repeatsDoc(r *rand.Rand, held bool) Doc {
 		text += sep + list
 	}
 	return Doc{Family: Repeats, Text: text}
+}
+
+// randomList is 4 to 19 list words and names, joined in one of three ways.
+func randomList(r *rand.Rand, held bool) string {
+	items := make([]string, 4+r.IntN(16))
+	for i := range items {
+		items[i] = pick(r, listWords)
+		if r.IntN(4) == 0 {
+			items[i] = copyName(r, held)
+		}
+	}
+	switch r.IntN(3) {
+	case 0:
+		return strings.Join(items, " ") + "."
+	case 1:
+		return strings.Join(items, ", ") + "."
+	}
+	return strings.Join(items, "\n") + "\n"
+}
+
+// passage is two to four free sentences, each about its own character.
+func passage(r *rand.Rand, held bool) string {
+	var b strings.Builder
+	var spans []int
+	for k := range 2 + r.IntN(3) {
+		if k > 0 {
+			b.WriteByte(' ')
+		}
+		s := storyPartsFor(r, copyName(r, held))
+		s.fill(&b, &spans, freeSentence(r), true)
+	}
+	return b.String()
+}
+
+// copyName is an invented name of the copying families: held out, of the
+// held-out syllables; in training, a wide one.
+func copyName(r *rand.Rand, held bool) string {
+	if held {
+		return InventName(r, HeldOutSyllables)
+	}
+	return wideName(r)
 }
 
 // WithCopying adds the copying families (the lesson model v3's corpus):
@@ -207,7 +238,7 @@ func (o Options) WithCopying() Options {
 	for k, v := range o.Bytes {
 		b[k] = v
 	}
-	b[Names], b[Repeats] = 1_100_000, 250_000
+	b[Names], b[Repeats] = 1_600_000, 400_000
 	o.Bytes = b
 	return o
 }

@@ -192,3 +192,29 @@ func TestCopyingCorpus(t *testing.T) {
 		t.Errorf("held out: %d names documents (%d named at the start), %d repeats", counts[Names], starts, counts[Repeats])
 	}
 }
+
+// Training names of the copying families start with letters and shapes
+// the stories' syllables lack, and share no syllable with held-out names.
+func TestWideNames(t *testing.T) {
+	held := map[string]bool{}
+	for _, s := range HeldOutSyllables {
+		held[s] = true
+	}
+	for _, s := range wideSyllables {
+		if held[s] {
+			t.Errorf("first syllable %q is a held-out syllable", s)
+		}
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	initials := map[byte]bool{}
+	for range 2000 {
+		n := wideName(r)
+		if len(n) < 3 || n[0] < 'A' || n[0] > 'Z' {
+			t.Fatalf("name %q", n)
+		}
+		initials[n[0]] = true
+	}
+	if len(initials) != 26 {
+		t.Errorf("names start with %d of the 26 capitals", len(initials))
+	}
+}

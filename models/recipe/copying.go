@@ -252,9 +252,12 @@ type HeadAblation struct {
 
 // Ablation is copying and recall under one set of edits.
 type Ablation struct {
-	Repeats      Rate    `json:"random_repeats"`
-	Passages     Rate    `json:"repeated_passages"`
-	NamesHeld    Rate    `json:"names_held_out_patterns"`
+	Repeats   Rate `json:"random_repeats"`
+	Passages  Rate `json:"repeated_passages"`
+	NamesHeld Rate `json:"names_held_out_patterns"`
+	// Handwritten is the hand-written checks (handwritten.tsv): sentence
+	// forms the generator never writes, names of other letters.
+	Handwritten  Rate    `json:"handwritten_forms"`
 	CapitalTrain Rate    `json:"capital_train_phrasings"`
 	ParisP       float64 `json:"paris_probability"`
 }
@@ -456,7 +459,7 @@ func (r ablationRun) measure(ctx context.Context, a *Ablation, full bool) error 
 	if err := e.copyNames(&a.NamesHeld, held, corpus.Names, sizes.Copy, each); err != nil {
 		return err
 	}
-	return nil
+	return e.handwritten(&a.Handwritten)
 }
 
 // ReevaluateCopying measures the model in dir (lesson-v3.gguf) against the

@@ -191,10 +191,19 @@ of training here) with the committed tokenizer, on the corpus above and two fami
 generated after it (so every document above is in it too):
 - names: stories that introduce their character at the very start of the
   text, after a comma, in a list and in dialogue, and mention it in slots
-  built from parts (quotes with many speech verbs, many verb–preposition
-  pairs, openings, lists);
-- repeats: word lists, and the openings of stories, fact sheets and
-  names stories, written two or three times;
+  built from parts: quotes with many speech verbs, many verb–preposition
+  pairs, openings, lists, and free sentences about people (kings, pilots,
+  grandmas …) with some eighty verbs and phrases before the name, and
+  the name after "and", "by", "is", "than";
+- repeats: lists of words (the stories' words, common English words,
+  invented names) and passages of two to four free sentences, each about
+  its own character, written two or three times;
+
+The invented names of these two families are drawn more widely than the
+stories': a first syllable that may open with a cluster (bl, str, qu …),
+with y or x or with a vowel, have a vowel pair and end in st, nd, x …,
+then none to two of the stories' training syllables. No first syllable
+is a held-out syllable.
 
 and, as a share of those tokens set by --repeats, random token sequences
 repeated once or twice (the text induction heads form on, Olsson et al.
@@ -236,6 +245,7 @@ shows what they do on their own.
 | … of them, named at the very start of the text | {{.NamesStart}} | {{$.Copying.Copying.NamesStart}} |
 | repeated random sequences of 10–40 tokens, the repeat predicted | {{.Repeats}} | {{$.Copying.Copying.Repeats}} |
 | held-out stories and fact sheets, their first 20 tokens read twice, the repeat predicted | {{.Passages}} | {{$.Copying.Copying.Passages}} |
+| hand-written forms (other sentences, other letters; see below) | {{.Intact.Handwritten}} | {{$.Copying.Copying.Intact.Handwritten}} |
 | induction heads (score ≥ 0.3) | {{.Induction}} | {{$.Copying.Copying.Induction}} |
 {{end}}
 The heads of lesson-v3.gguf by induction score (` + "`stepthrough heads`" + `: 8 random
@@ -248,12 +258,12 @@ on the token after the current one's earlier occurrence):
 {{end}}
 Copying and recall with the induction heads switched off:
 
-| lesson-v3.gguf | repeated random sequences | repeated passages | held-out names | capitals, training phrasings | p(" Paris") |
-|---|---|---|---|---|---|
-| intact | {{.Copying.Intact.Repeats}} | {{.Copying.Intact.Passages}} | {{.Copying.Intact.NamesHeld}} | {{.Copying.Intact.CapitalTrain}} | {{f3 .Copying.Intact.ParisP}} |
-| induction heads zeroed | {{.Copying.Zeroed.Repeats}} | {{.Copying.Zeroed.Passages}} | {{.Copying.Zeroed.NamesHeld}} | {{.Copying.Zeroed.CapitalTrain}} | {{f3 .Copying.Zeroed.ParisP}} |
-| induction heads mean-ablated (held-out text) | {{.Copying.MeanAblated.Repeats}} | {{.Copying.MeanAblated.Passages}} | {{.Copying.MeanAblated.NamesHeld}} | {{.Copying.MeanAblated.CapitalTrain}} | {{f3 .Copying.MeanAblated.ParisP}} |
-{{range .Copying.Alone}}| only {{.Head}} zeroed | {{.Repeats}} | {{.Passages}} | {{.NamesHeld}} | {{.CapitalTrain}} | {{f3 .ParisP}} |
+| lesson-v3.gguf | repeated random sequences | repeated passages | held-out names | hand-written forms | capitals, training phrasings | p(" Paris") |
+|---|---|---|---|---|---|---|
+| intact | {{.Copying.Intact.Repeats}} | {{.Copying.Intact.Passages}} | {{.Copying.Intact.NamesHeld}} | {{.Copying.Intact.Handwritten}} | {{.Copying.Intact.CapitalTrain}} | {{f3 .Copying.Intact.ParisP}} |
+| induction heads zeroed | {{.Copying.Zeroed.Repeats}} | {{.Copying.Zeroed.Passages}} | {{.Copying.Zeroed.NamesHeld}} | {{.Copying.Zeroed.Handwritten}} | {{.Copying.Zeroed.CapitalTrain}} | {{f3 .Copying.Zeroed.ParisP}} |
+| induction heads mean-ablated (held-out text) | {{.Copying.MeanAblated.Repeats}} | {{.Copying.MeanAblated.Passages}} | {{.Copying.MeanAblated.NamesHeld}} | {{.Copying.MeanAblated.Handwritten}} | {{.Copying.MeanAblated.CapitalTrain}} | {{f3 .Copying.MeanAblated.ParisP}} |
+{{range .Copying.Alone}}| only {{.Head}} zeroed | {{.Repeats}} | {{.Passages}} | {{.NamesHeld}} | {{.Handwritten}} | {{.CapitalTrain}} | {{f3 .ParisP}} |
 {{end}}{{with .Copying.Copier}}
 The copier is {{.}}: of the induction heads, the one that, switched off on
 its own, costs the least recall for the most copying (capitals less
@@ -269,6 +279,16 @@ twice. lesson-v3.gguf predicts {{.Copying.Intact.Passages}} of the repeat; with 
 induction heads zeroed, {{.Copying.Zeroed.Passages}}, what it predicts there without
 copying{{with .Base}}; lesson.gguf, {{.Passages}}{{end}} (random sequences:
 {{.Copying.Intact.Repeats}}). No bar is set on them.
+
+Hand-written forms are ` + "`models/recipe/handwritten.tsv`" + `: {{.Copying.Intact.Handwritten.Cases}} short texts
+written by hand in sentences the generator never writes. Most name an
+invented character whose letters and shape the stories' syllables lack
+(Yuwen, Quorra, Ixel, Blorptank …), then end where only that name fits;
+a few write a list of words or digits and stop partway through its
+repeat. Greedy decoding must write the name, or the list's next word,
+whole. The last three words of each text never occur in training, nor
+do the names (a test checks). lesson-v3.gguf writes
+{{.Copying.Intact.Handwritten}} of them{{with .Copying.Intact.Handwritten.Misses}}; some misses: {{range .}}{{.}}; {{end}}{{end}}
 {{with .Copying.ByPattern}}
 Held-out names by the held-out pattern of their first mention: the name
 written whole, and its first piece as the tokenizer cuts it (a name can

@@ -1,0 +1,133 @@
+package corpus
+
+import (
+	"math/rand/v2"
+	"strings"
+)
+
+// The free forms widen the copying families past the story grammar, so
+// that copying a name rests neither on the name's letters nor on the words
+// before it: names whose first syllable has letters and shapes the
+// grammar's syllables lack, and sentences about people (not only animals)
+// that put the name after many more verbs, prepositions and openings.
+
+// wideSyllables are first syllables of training names: an onset that may
+// be a cluster (bl, str, qu, y …) or none, a vowel that may be a pair, a
+// coda such as st, nd or x. None is a held-out syllable, so no held-out
+// name shares a syllable with a training name.
+var wideSyllables = func() []string {
+	held := map[string]bool{}
+	for _, s := range HeldOutSyllables {
+		held[s] = true
+	}
+	onsets := append([]string{""}, strings.Fields("b c d f g h j k l m n p r s t v w x z y qu bl br cl cr dr fl fr gl gr pl pr sk sl sm sn sp st sw tr th sh ch str")...)
+	vowels := strings.Fields("a e i o u y ee oo ai ou ea")
+	codas := append([]string{"", "", ""}, strings.Fields("n r l s m k t x st nd rk sh")...)
+	seen := map[string]bool{}
+	var out []string
+	for _, o := range onsets {
+		for _, v := range vowels {
+			for _, c := range codas {
+				s := o + v + c
+				if !seen[s] && !held[s] && (o != "" || v != "y") {
+					seen[s] = true
+					out = append(out, s)
+				}
+			}
+		}
+	}
+	return out
+}()
+
+// wideName invents a training name: a wide first syllable, then none to
+// two of the grammar's training syllables (at least three letters in all).
+func wideName(r *rand.Rand) string {
+	var b strings.Builder
+	b.WriteString(pick(r, wideSyllables))
+	for range r.IntN(2) + r.IntN(2) {
+		b.WriteString(pick(r, TrainSyllables))
+	}
+	if b.Len() < 3 {
+		b.WriteString(pick(r, TrainSyllables))
+	}
+	return title(b.String())
+}
+
+// The parts of free sentences.
+var (
+	people = strings.Fields("boy girl man woman baby king queen farmer doctor nurse pilot cook driver singer clown robot " +
+		"dragon giant witch wizard pirate knight princess prince mother father sister brother grandma grandpa uncle aunt " +
+		"friend child captain sailor painter fisherman guard mayor coach")
+	freeDoers = []string{"The {person}", "A {person}", "My {person}", "Her {person}", "His {person}", "Our {person}",
+		"The old {person}", "The {adj} {person}", "Every {person}", "Tom", "Mia", "Leo", "Zoe", "Sam", "Lily", "Max", "Ruby", "We", "I", "They", "Somebody"}
+	freeVerbs = []string{"kissed", "called", "phoned", "met", "saw", "heard", "found", "asked", "told", "picked", "chose",
+		"invited", "trusted", "missed", "loved", "liked", "knew", "greeted", "carried", "pushed", "pulled", "tickled",
+		"pointed at", "shouted at", "yelled at", "winked at", "nodded at", "bowed to", "wrote to", "sent a letter to",
+		"sang a song for", "baked a cake for", "made a hat for", "bought a gift for", "read a story to", "brought the {obj} to",
+		"handed the {obj} to", "took the {obj} from", "got a {obj} from", "learned a lot from", "ran away from", "stood behind",
+		"sat beside", "sat near", "walked behind", "went home with", "went out with", "stayed with", "cooked dinner for",
+		"looked after", "cared for", "worried about", "dreamed about", "talked about", "asked about", "laughed at",
+		"painted a picture of", "made a cake for", "built a house for", "opened the door for", "was afraid of", "was proud of",
+		"jumped over", "ran toward", "came back to", "said sorry to", "said goodbye to", "could not find", "wanted to meet",
+		"went looking for", "rescued", "married", "taught", "believed", "copied", "forgave", "obeyed", "answered"}
+	freeOpeners = []string{"Yesterday,", "Today,", "On Monday,", "At the party,", "In the kitchen,", "Before bed,", "Last week,",
+		"Every night,", "On the way home,", "At dinner,", "In the evening,", "Once,", "Next,", "Then one day,", "Early the next day,",
+		"After school,", "In winter,", "Far away,", "By the river,", "Later,"}
+	freeTrails = []string{"", "", "", " again", " at once", " for a long time", " with a smile", " in the {place}", " once more", " every day"}
+	// freeFrames put the name in slots of other kinds: after "and", after
+	// "by", after "is" and "was", after "like" and "than", as an object
+	// of a phrase.
+	freeFrames = []string{
+		"{doer} and {N} went to the {place}.",
+		"{doer} and {N} {action}.",
+		"The {obj} was found by {N}.",
+		"The cake was made by {N}.",
+		"The song was written by {N}.",
+		"The best {person} in town is {N}.",
+		"The name of the {person} was {N}.",
+		"The one with the {color} {obj} is {N}.",
+		"Nobody was braver than {N}.",
+		"{doer} wanted to be like {N}.",
+		"It was time to wake up {N}.",
+		"That {obj} is for {N}.",
+		"The last one home was {N}.",
+		"Who is at the door? It is {N}.",
+		"{doer} {verb} {N}, and {N} {verb} {doer2}.",
+	}
+)
+
+// freeSentence is a sentence with the name in a cued slot, built from the
+// free parts.
+func freeSentence(r *rand.Rand) string {
+	doer := strings.ReplaceAll(pick(r, freeDoers), "{person}", pick(r, people))
+	verb := pick(r, freeVerbs)
+	var s string
+	switch r.IntN(4) {
+	case 0, 1:
+		s = doer + " " + verb + " {N}" + pick(r, freeTrails) + "."
+		if r.IntN(2) == 0 {
+			s = pick(r, freeOpeners) + " " + strings.ToLower(s[:1]) + s[1:]
+			s = strings.Replace(s, " i ", " I ", 1)
+			for _, n := range RecurringNames {
+				s = strings.Replace(s, " "+strings.ToLower(n)+" ", " "+n+" ", 1)
+			}
+		}
+	default:
+		s = pick(r, freeFrames)
+		doer2 := strings.ReplaceAll(pick(r, freeDoers), "{person}", pick(r, people))
+		s = strings.NewReplacer("{doer}", doer, "{doer2}", strings.ToLower(doer2[:1])+doer2[1:], "{verb}", verb,
+			"{action}", pick(r, actions), "{person}", pick(r, people)).Replace(s)
+	}
+	return s
+}
+
+// commonWords join the list words, so that repeated lists are not only the
+// grammar's words.
+var commonWords = strings.Fields("chair table door window lamp bed cup plate spoon fork knife clock phone paper pencil pen " +
+	"river mountain road bridge island cloud star wind fire water stone sand grass flower leaf branch garden city village " +
+	"king queen boat train plane bike bus truck ship rocket " +
+	"bread cheese soup rice egg cake cookie orange banana grape lemon pear carrot potato " +
+	"run jump swim sing dance read write draw cook sleep walk talk think laugh cry " +
+	"big small tall short hot cold fast slow old new soft hard loud dark bright warm " +
+	"Monday Tuesday Friday Sunday summer winter spring autumn morning evening night today " +
+	"eleven twelve twenty hundred first second third last")
