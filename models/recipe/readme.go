@@ -221,7 +221,7 @@ Training text: {{.TrainTokens}} tokens.
 One more loss shapes it, the recall guard (--recall-guard {{.RecallGuard}}): each
 step also takes 4 windows of up to 128 tokens, each holding an answer
 of a capital whose country its text names earlier, and adds the
-cross-entropy of every token of those answers, times {{.RecallGuard}},
+cross-entropy of every token of those answers and of the token after each, times {{.RecallGuard}},
 computed with the last layer's induction heads switched off (zeroed).
 Every 100 steps the guard scores that layer's heads on repeated random
 sequences, as this report does, and switches off those scoring at least

@@ -13,9 +13,9 @@ import (
 
 // recallAnswers returns the positions in ids (a document's tokens, as the
 // stream holds them) whose next token is part of a capital whose country
-// the text names before it: the answers recall predicts, every token of
-// the name (the first only where the name does not end on a token
-// boundary).
+// the text names before it, or the token after that capital: the answers
+// recall predicts, every token of the name and the one that ends it (the
+// first token only where the name does not end on a token boundary).
 func recallAnswers(tk *tokenizer.Tokenizer, text string, ids []int32) []int {
 	lower := strings.ToLower(text)
 	if len(lower) != len(text) {
@@ -41,7 +41,7 @@ func recallAnswers(tk *tokenizer.Tokenizer, text string, ids []int32) []int {
 			}
 			end := n + 1
 			if k := tokensBefore(tk, text[:from], ids); k > n {
-				end = k
+				end = min(k+1, len(ids)) // and the token after it
 			}
 			for j := n; j < end; j++ {
 				out = append(out, j-1)

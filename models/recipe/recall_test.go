@@ -27,16 +27,17 @@ func TestRecallAnswers(t *testing.T) {
 	tk := vf.Tokenizer
 	type answer struct {
 		before string // the text before the capital
-		tokens int    // the capital's tokens
+		tokens int    // the capital's tokens and the one after it
 	}
 	for _, tt := range []struct {
 		text string
 		want []answer
 	}{
 		{"France is in Europe. Its capital is Paris. Paris is big.", []answer{
-			{"France is in Europe. Its capital is", 2}, {"France is in Europe. Its capital is Paris.", 2},
+			{"France is in Europe. Its capital is", 3}, {"France is in Europe. Its capital is Paris.", 3},
 		}},
-		{"the capital of japan is tokyo.", []answer{{"the capital of japan is", 4}}},
+		{"the capital of japan is tokyo.", []answer{{"the capital of japan is", 5}}},
+		{"The capital of Spain is Madrid", []answer{{"The capital of Spain is", 3}}},
 		{"Paris is a city. It is in France.", nil},
 		{"Lily went to Paris with Tom.", nil},
 	} {
