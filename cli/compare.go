@@ -29,7 +29,7 @@ func runCompare(ctx context.Context, env Env, args []string) error {
 	backend := fs.String("backend", "auto", "auto, cpu or vulkan (every lane runs on it)")
 	asJSON := fs.Bool("json", false, "print the comparison as JSON")
 	var lanes laneFlags
-	fs.Var(&lanes, "lane", "a strategy: greedy, beam=W[,length-penalty=A], sampler settings key=value,…, or spec=DRAFT[,k=K] with sampler settings (speculative decoding with a draft file or self:N; \"greedy,spec=…\" for greedy) (repeat 2 to 6 times)")
+	fs.Var(&lanes, "lane", "a strategy: greedy, beam=W[,length-penalty=A], sampler settings key=value,…, or spec=DRAFT[,k=K] with sampler settings (speculative decoding with a draft file or self:N; \"greedy,spec=…\" for greedy); a sampling or greedy lane may add ablate=L4H5;L2mlp and steer=L2:happy|sad*4 (repeat 2 to 6 times)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}

@@ -73,11 +73,11 @@ func (f *editFlags) vectors(ctx context.Context, s *engine.Session, set *interve
 	defer s.Reset()
 	tk := s.Model.Tokenizer
 	if l := *f.steerLayer; l != 0 {
-		v, err := s.SteerVector(ctx, l-1, tk.EncodeIDs(*f.steerToward, false), tk.EncodeIDs(*f.steerAway, false))
+		e, err := s.SteerEdit(ctx, intervene.Steer{Layer: l - 1, Toward: *f.steerToward, Away: *f.steerAway, Strength: float32(*f.steerStrength)})
 		if err != nil {
 			return usageError{err}
 		}
-		set.Edits = append(set.Edits, intervene.Edit{Layer: l - 1, Site: intervene.Resid, Pos: -1, Op: intervene.Add, Factor: float32(*f.steerStrength), Vector: v})
+		set.Edits = append(set.Edits, e)
 	}
 	if *f.patch != "" {
 		var l, p int

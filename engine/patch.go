@@ -150,3 +150,19 @@ func (s *Session) SteerVector(ctx context.Context, layer int, toward, away []int
 	}
 	return v, nil
 }
+
+// SteerEdit is st as an edit of the residual stream: its direction
+// (SteerVector of its two texts, read on s, which is left empty after)
+// added after its layer at every position, times its strength.
+func (s *Session) SteerEdit(ctx context.Context, st intervene.Steer) (intervene.Edit, error) {
+	defer s.Reset()
+	if st.Layer < 0 || st.Layer >= s.Model.Config.Layers {
+		return intervene.Edit{}, fmt.Errorf("steering after layer %d: the model has layers 1 to %d", st.Layer+1, s.Model.Config.Layers)
+	}
+	tk := s.Model.Tokenizer
+	v, err := s.SteerVector(ctx, st.Layer, tk.EncodeIDs(st.Toward, false), tk.EncodeIDs(st.Away, false))
+	if err != nil {
+		return intervene.Edit{}, err
+	}
+	return intervene.Edit{Layer: st.Layer, Site: intervene.Resid, Pos: -1, Op: intervene.Add, Factor: st.Strength, Vector: v}, nil
+}

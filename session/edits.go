@@ -103,23 +103,14 @@ func withSteer(ctx context.Context, lm *engine.Loaded, edits *intervene.Set, r s
 	if st == nil {
 		return edits, nil
 	}
-	if st.Layer >= lm.Model.Config.Layers {
-		return nil, errorf("steering after layer %d: the model has layers 1 to %d", st.Layer+1, lm.Model.Config.Layers)
-	}
 	scratch, err := lm.NewSession(0)
 	if err != nil {
 		return nil, err
 	}
 	defer scratch.Close()
-	tk := lm.Model.Tokenizer
-	v, err := scratch.SteerVector(ctx, st.Layer, tk.EncodeIDs(st.Toward, false), tk.EncodeIDs(st.Away, false))
+	e, err := scratch.SteerEdit(ctx, *st)
 	if err != nil {
-		return nil, errorf("steering: %v", err)
+		return nil, errorf("%v", err)
 	}
-	out := &intervene.Set{}
-	if edits != nil {
-		out.Edits = slices.Clone(edits.Edits)
-	}
-	out.Edits = append(out.Edits, intervene.Edit{Layer: st.Layer, Site: intervene.Resid, Pos: -1, Op: intervene.Add, Factor: st.Strength, Vector: v})
-	return out, nil
+	return edits.Plus(e), nil
 }

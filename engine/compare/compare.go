@@ -34,6 +34,11 @@ type Strategy struct {
 	// a broken model runs beside the intact one).
 	Ablate string         `json:"ablate,omitempty"`
 	edits  *intervene.Set // Ablate, read
+	// Steer is the lane's steering, written L2:happy|sad*4 (texts without
+	// commas): its direction is read on the lane's model at the lane's
+	// start and added from the prompt on, as Ablate's edits are.
+	Steer string           `json:"steer,omitempty"`
+	steer *intervene.Steer // Steer, read
 }
 
 // ParseLane reads a lane: "greedy"; "beam=4[,length-penalty=1]";
@@ -105,6 +110,13 @@ func ParseLane(laneText string, sharedSeed *uint64) (Strategy, error) {
 			} else if len(set.Edits) > 0 {
 				s.edits, s.Ablate = set, set.String()
 			}
+		case "steer":
+			st, perr := intervene.ParseSteer(v)
+			if perr != nil {
+				err = fmt.Errorf("lane %q: %w", laneText, perr)
+			} else {
+				s.steer, s.Steer = &st, st.String()
+			}
 		case "force":
 			for _, t := range strings.Split(v, ">") {
 				id, perr := strconv.ParseInt(t, 10, 32)
@@ -133,8 +145,8 @@ func ParseLane(laneText string, sharedSeed *uint64) (Strategy, error) {
 	if s.K != 0 && s.Draft == "" {
 		return s, fmt.Errorf("lane %q: k is the draft's: add spec=DRAFT", laneText)
 	}
-	if s.edits != nil && (s.Kind == "beam" || s.Draft != "") {
-		return s, fmt.Errorf("lane %q: an ablated lane samples or is greedy (no beams, no draft)", laneText)
+	if (s.edits != nil || s.steer != nil) && (s.Kind == "beam" || s.Draft != "") {
+		return s, fmt.Errorf("lane %q: an ablated or steered lane samples or is greedy (no beams, no draft)", laneText)
 	}
 	if s.Draft != "" && (s.Kind == "beam" || len(s.Force) > 0) {
 		return s, fmt.Errorf("lane %q: a speculative lane cannot search beams or force tokens", laneText)
@@ -354,8 +366,12 @@ func runLane(ctx context.Context, lm *engine.Loaded, base *engine.Session, st St
 		return beamLane(ctx, base, st, first, n, eog)
 	}
 	var r *engine.Session
-	if st.edits != nil { // the edits change the prompt's pass too: a prefill of its own
-		ctx = intervene.With(ctx, st.edits)
+	edits, err := laneEdits(ctx, lm, st)
+	if err != nil {
+		return lane, 0, err
+	}
+	if edits != nil { // the edits change the prompt's pass too: a prefill of its own
+		ctx = intervene.With(ctx, edits)
 		if r, first, err = prefill(ctx, lm, prompt, base.Capacity()); err != nil {
 			return lane, 0, err
 		}
@@ -398,6 +414,24 @@ func runLane(ctx context.Context, lm *engine.Loaded, base *engine.Session, st St
 		}})
 	lane.ended = finish == engine.FinishEOS
 	return lane, copyMS, err
+}
+
+// laneEdits are the lane's edits with its steering added, its direction
+// read on a fresh session of lm.
+func laneEdits(ctx context.Context, lm *engine.Loaded, st Strategy) (*intervene.Set, error) {
+	if st.steer == nil {
+		return st.edits, nil
+	}
+	scratch, err := lm.NewSession(0)
+	if err != nil {
+		return nil, err
+	}
+	defer scratch.Close()
+	e, err := scratch.SteerEdit(ctx, *st.steer)
+	if err != nil {
+		return nil, fmt.Errorf("lane %q: %w", st.Spec, err)
+	}
+	return st.edits.Plus(e), nil
 }
 
 // prefill reads prompt in a new session of lm (ctx's edits applied) and

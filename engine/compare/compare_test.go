@@ -3,11 +3,12 @@ package compare
 import (
 	"context"
 	"math"
+	"os"
 	"slices"
 	"strings"
 	"testing"
 
-	"os"
+	"github.com/google/go-cmp/cmp"
 
 	"stepthrough/engine"
 	"stepthrough/engine/intervene"
@@ -237,6 +238,54 @@ func TestAblatedLane(t *testing.T) {
 		if _, err := ParseLane(bad, nil); err == nil {
 			t.Errorf("%s accepted", bad)
 		}
+	}
+}
+
+// A steered lane adds its direction from the prompt on: at strength 0 it
+// is the intact greedy lane to the bit; at strength 8 it is a greedy
+// generation of the model with that edit; bad steerings are refused.
+func TestSteeredLane(t *testing.T) {
+	m := stories(t)
+	lm := load(t, m, "cpu")
+	prompt := m.Tokenizer.EncodeIDs("Once upon a time", true)
+	res, err := Run(context.Background(), lm, prompt, lanes(t, "greedy", "greedy,steer=L2:happy|sad*0", "greedy,steer=L2:happy|sad*8"), Options{N: 12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	intact, zero, steered := res.Lanes[0], res.Lanes[1], res.Lanes[2]
+	if diff := cmp.Diff(intact.Steps, zero.Steps); diff != "" {
+		t.Errorf("a zero-strength steer changed the lane (-intact +steered):\n%s", diff)
+	}
+	s, err := lm.NewSession(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	e, err := s.SteerEdit(context.Background(), intervene.Steer{Layer: 1, Toward: "happy", Away: "sad", Strength: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []int32
+	ctx := intervene.With(context.Background(), (*intervene.Set)(nil).Plus(e))
+	if err := s.Greedy(ctx, prompt, 12, func(id int32) error { want = append(want, id); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(steered.Tokens, want) {
+		t.Errorf("steered lane %v, the steered model's greedy tokens %v", steered.Tokens, want)
+	}
+	if slices.Equal(intact.Tokens, steered.Tokens) {
+		t.Error("steering at strength 8 changed nothing in 12 tokens")
+	}
+	if steered.Strategy.Steer != "L2:happy|sad*8" {
+		t.Errorf("lane steer %q", steered.Strategy.Steer)
+	}
+	for _, bad := range []string{"greedy,steer=L0:a|b*1", "greedy,steer=L2:happy*4", "beam=2,steer=L1:a|b*1", "spec=self:1,steer=L1:a|b*1"} {
+		if _, err := ParseLane(bad, nil); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+	if _, err := Run(context.Background(), lm, prompt, lanes(t, "greedy", "greedy,steer=L99:a|b*1"), Options{N: 2}); err == nil || !strings.Contains(err.Error(), "layers 1 to") {
+		t.Errorf("steering past the last layer: %v", err)
 	}
 }
 

@@ -13,6 +13,7 @@ package intervene
 import (
 	"context"
 	"fmt"
+	"slices"
 )
 
 // Site is where in a layer an edit applies.
@@ -103,6 +104,16 @@ func (e *Edit) Check(s Shape) error {
 // Set is the edits of one forward pass, applied in order at each site.
 type Set struct {
 	Edits []Edit
+}
+
+// Plus is a new set: s's edits (a nil set has none), then e.
+func (s *Set) Plus(e Edit) *Set {
+	out := &Set{}
+	if s != nil {
+		out.Edits = slices.Clone(s.Edits)
+	}
+	out.Edits = append(out.Edits, e)
+	return out
 }
 
 // Check checks every edit against the model's shape (a nil set has none).
