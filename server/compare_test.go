@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -70,6 +71,40 @@ func TestComparePage(t *testing.T) {
 	resp.Body.Close()
 	if lines := strings.Split(strings.TrimSpace(string(body)), "\n"); len(lines) != 9 || !strings.HasPrefix(lines[0], "lane,strategy,step") {
 		t.Errorf("CSV export:\n%s", body)
+	}
+}
+
+// A Compare link may steer a lane: the page shows the steered lane beside
+// the intact one, its JSON export names the steering, and a steering past
+// the model's layers is explained.
+func TestCompareSteeredLane(t *testing.T) {
+	_, ts := testServer(t)
+	u := compareURL(ts.URL, 8, 7, "greedy", "greedy,steer=L2:happy|sad*8")
+	doc := get(t, u)
+	if n := doc.Find(`[data-testid="lane"]`).Length(); n != 2 {
+		t.Fatalf("%d lanes (%s)", n, doc.Find(`[data-testid="error"]`).Text())
+	}
+	resp, err := http.Get(strings.Replace(u, "/compare?", "/compare.json?", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		Lanes []struct {
+			Strategy struct{ Steer string }
+			Tokens   []int32
+		}
+	}
+	err = json.NewDecoder(resp.Body).Decode(&res)
+	resp.Body.Close()
+	if err != nil || len(res.Lanes) != 2 {
+		t.Fatalf("JSON export: %v %+v", err, res)
+	}
+	if res.Lanes[1].Strategy.Steer != "L2:happy|sad*8" || slices.Equal(res.Lanes[0].Tokens, res.Lanes[1].Tokens) {
+		t.Errorf("steered lane %+v beside intact %+v", res.Lanes[1], res.Lanes[0])
+	}
+	doc = getStatus(t, compareURL(ts.URL, 4, 0, "greedy", "greedy,steer=L9:happy|sad*8"), 400)
+	if msg := doc.Find(`[data-testid="error"]`).Text(); !strings.Contains(msg, "layers 1 to") {
+		t.Errorf("steering past the last layer: %q", msg)
 	}
 }
 
