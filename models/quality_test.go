@@ -221,7 +221,7 @@ const (
 	minParisZeroed    = 0.90
 	// the hand-written forms (models/recipe/handwritten.tsv): copied
 	// intact, and not with the induction heads zeroed
-	minHandwritten       = 0.35
+	minHandwritten       = 0.40
 	maxHandwrittenZeroed = 0.05
 	// copier is the head the lesson "The head that copies" switches off.
 	copier = "L4H1"

@@ -3,6 +3,7 @@ package corpus
 import (
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -151,7 +152,11 @@ func namesDoc(r *rand.Rand, held bool) Doc {
 		pattern = pick(r, heldMiddles)
 		s.fill(&b, &spans, pattern, true)
 	} else {
-		s.fill(&b, &spans, pick(r, nameIntros), false)
+		intro := pick(r, nameIntros)
+		if r.IntN(2) == 0 {
+			intro = freeIntro(r)
+		}
+		s.fill(&b, &spans, intro, false)
 	}
 	for _, i := range r.Perm(len(pool))[:3+r.IntN(3)] {
 		b.WriteByte(' ')
@@ -189,13 +194,24 @@ func repeatsDoc(r *rand.Rand, held bool) Doc {
 	return Doc{Family: Repeats, Text: text}
 }
 
-// randomList is 4 to 19 list words and names, joined in one of three ways.
+// randomList is 4 to 19 items joined in one of three ways: list words,
+// names and invented lowercase words, or (one list in eight) numbers.
 func randomList(r *rand.Rand, held bool) string {
 	items := make([]string, 4+r.IntN(16))
+	digits := r.IntN(8) == 0
 	for i := range items {
-		items[i] = pick(r, listWords)
-		if r.IntN(4) == 0 {
+		switch {
+		case digits:
+			items[i] = strconv.Itoa(r.IntN(10))
+			if r.IntN(3) == 0 {
+				items[i] = strconv.Itoa(r.IntN(1000))
+			}
+		case r.IntN(4) == 0:
 			items[i] = copyName(r, held)
+		case r.IntN(5) == 0:
+			items[i] = strings.ToLower(copyName(r, held))
+		default:
+			items[i] = pick(r, listWords)
 		}
 	}
 	switch r.IntN(3) {
@@ -238,7 +254,7 @@ func (o Options) WithCopying() Options {
 	for k, v := range o.Bytes {
 		b[k] = v
 	}
-	b[Names], b[Repeats] = 1_600_000, 400_000
+	b[Names], b[Repeats] = 2_400_000, 800_000
 	o.Bytes = b
 	return o
 }

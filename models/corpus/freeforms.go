@@ -40,14 +40,14 @@ var wideSyllables = func() []string {
 }()
 
 // wideName invents a training name: a wide first syllable, then none to
-// two of the grammar's training syllables (at least three letters in all).
+// two of the grammar's training syllables (at least four letters in all).
 func wideName(r *rand.Rand) string {
 	var b strings.Builder
 	b.WriteString(pick(r, wideSyllables))
 	for range r.IntN(2) + r.IntN(2) {
 		b.WriteString(pick(r, TrainSyllables))
 	}
-	if b.Len() < 3 {
+	if b.Len() < 4 {
 		b.WriteString(pick(r, TrainSyllables))
 	}
 	return title(b.String())
@@ -69,7 +69,9 @@ var (
 		"looked after", "cared for", "worried about", "dreamed about", "talked about", "asked about", "laughed at",
 		"painted a picture of", "made a cake for", "built a house for", "opened the door for", "was afraid of", "was proud of",
 		"jumped over", "ran toward", "came back to", "said sorry to", "said goodbye to", "could not find", "wanted to meet",
-		"went looking for", "rescued", "married", "taught", "believed", "copied", "forgave", "obeyed", "answered"}
+		"went looking for", "rescued", "married", "taught", "believed", "copied", "forgave", "obeyed", "answered",
+		"patted", "woke", "fed", "hugged", "waved to", "ate lunch with", "played chess with", "wrote a poem for", "voted for",
+		"paid", "warned", "drove", "hired", "thanked", "visited", "followed", "helped", "joined", "washed", "dressed"}
 	freeOpeners = []string{"Yesterday,", "Today,", "On Monday,", "At the party,", "In the kitchen,", "Before bed,", "Last week,",
 		"Every night,", "On the way home,", "At dinner,", "In the evening,", "Once,", "Next,", "Then one day,", "Early the next day,",
 		"After school,", "In winter,", "Far away,", "By the river,", "Later,"}
@@ -131,3 +133,45 @@ var commonWords = strings.Fields("chair table door window lamp bed cup plate spo
 	"big small tall short hot cold fast slow old new soft hard loud dark bright warm " +
 	"Monday Tuesday Friday Sunday summer winter spring autumn morning evening night today " +
 	"eleven twelve twenty hundred first second third last")
+
+// The parts of free intros: what a character does in the first sentence
+// of a story, and first sentences that name someone at their end.
+var (
+	freePreds = []string{"found a {color} {obj} in the {place}", "lost {his} {color} {obj}", "went to the {place} early",
+		"lived in a small house", "had a very loud laugh", "was very {adj}", "could run very fast", "worked at the {place}",
+		"made soup every day", "loved to sing", "wrote a long story", "opened the old {obj}", "painted the {obj} {color}",
+		"climbed a tall tree", "fell asleep in the {place}", "was the best {person} in town", "came home late",
+		"carried a {color} {obj}", "knew every song", "drew a {animal2}", "kept a {animal2} as a pet", "sold apples at the market",
+		"built a boat", "could not sleep", "grew carrots and beans", "woke up before the sun", "played the drum",
+		"never told a lie", "had two brothers", "walked to the {place} alone", "lived on a farm", "baked pies for everyone",
+		"was new in town", "liked rainy days", "missed the bus", "broke a cup", "got a {color} bike", "ran a little shop"}
+	namingIntros = []string{"The {person} was called {N}.", "My {animal} is called {N}.", "Our new {person} is named {N}.",
+		"I met a {person} named {N} in the {place}.", "{doer} had a friend called {N}.", "The new {person} was {N}.",
+		"Everyone in town knew the {person} {N}.", "Nobody was kinder than {N}.", "This is the story of {N}.",
+		"The {animal} that lived in the {place} was named {N}.", "There was once a {person} named {N}.",
+		"{doer} wrote a letter to {N}.", "The first one to arrive was {N}."}
+)
+
+// freeIntro is the first sentence of a training Names story in a form the
+// story grammar lacks: the name first and something it did, the name and
+// what it is, an opening word before the name, or the name at the end of a
+// sentence about someone else.
+func freeIntro(r *rand.Rand) string {
+	var s string
+	switch r.IntN(5) {
+	case 0, 1:
+		s = "{N} " + pick(r, freePreds) + "."
+	case 2:
+		s = "{N} the {person} " + pick(r, freePreds) + "."
+	case 3:
+		o := pick(r, freeOpeners)
+		if r.IntN(2) == 0 {
+			o = strings.TrimSuffix(o, ",")
+		}
+		s = o + " {N} " + pick(r, freePreds) + "."
+	default:
+		s = pick(r, namingIntros)
+	}
+	doer := strings.ReplaceAll(pick(r, freeDoers), "{person}", pick(r, people))
+	return strings.NewReplacer("{doer}", doer, "{person}", pick(r, people)).Replace(s)
+}

@@ -189,25 +189,29 @@ cues, and nowhere else: it learned the slots, not copying. lesson-v3.gguf
 is the same shape trained to copy any sequence, made by ` + "`{{.Command}}`" + ` ({{mins .Seconds}}
 of training here) with the committed tokenizer, on the corpus above and two families
 generated after it (so every document above is in it too):
-- names: stories that introduce their character at the very start of the
-  text, after a comma, in a list and in dialogue, and mention it in slots
-  built from parts: quotes with many speech verbs, many verb–preposition
-  pairs, openings, lists, and free sentences about people (kings, pilots,
-  grandmas …) with some eighty verbs and phrases before the name, and
-  the name after "and", "by", "is", "than";
-- repeats: lists of words (the stories' words, common English words,
-  invented names) and passages of two to four free sentences, each about
-  its own character, written two or three times;
+- names (2.4 MB of text): stories that introduce their character at the
+  very start of the text (the name, then what it did or what it is, or an
+  opening word and then the name), at the end of a first sentence about
+  someone else, after a comma, in a list and in dialogue, and mention it
+  in slots built from parts: quotes with many speech verbs, many
+  verb–preposition pairs, openings, lists, and free sentences about
+  people (kings, pilots, grandmas …) with about a hundred verbs and
+  phrases before the name, and the name after "and", "by", "is", "than";
+- repeats (0.8 MB): lists (of the stories' words, common English words,
+  invented names and invented lowercase words, or of numbers) and
+  passages of two to four free sentences, each about its own character,
+  written two or three times;
+- and, as a share of those tokens set by --repeats, random token
+  sequences repeated once or twice (the text induction heads form on,
+  Olsson et al. 2022).
 
-The invented names of these two families are drawn more widely than the
+The invented names of these families are drawn more widely than the
 stories': a first syllable that may open with a cluster (bl, str, qu …),
 with y or x or with a vowel, have a vowel pair and end in st, nd, x …,
-then none to two of the stories' training syllables. No first syllable
-is a held-out syllable.
+then none to two of the stories' training syllables (four letters at
+least). No first syllable is a held-out syllable.
 
-and, as a share of those tokens set by --repeats, random token sequences
-repeated once or twice (the text induction heads form on, Olsson et al.
-2022). Held out: names from the held-out syllables, introduced in intros
+Held out: names from the held-out syllables, introduced in intros
 training never uses (some at the very start of the text), then first
 mentioned in a held-out pattern. Each held-out pattern puts the name
 where training puts names, after a quote and a verb of saying or after
