@@ -128,8 +128,9 @@ const (
 // v3 bars and lesson.gguf's) but those copyingShort lists, and its induction heads
 // do what models/README.md says: with all of them zeroed the
 // repeat of a random sequence is gone; with only the copier zeroed,
-// held-out names are next to never copied and repeats fall by more than a
-// third, while most capitals are still recalled. The hand-written forms
+// held-out names are rarely copied and repeats fall by more than a
+// seventh (the other head copies most of a random sequence on its own),
+// while most capitals are still recalled. The hand-written forms
 // are copied at least as often as models/README.md says, and next to
 // never with the induction heads zeroed.
 func TestCopyingModel(t *testing.T) {
@@ -198,9 +199,9 @@ func TestCopyingModel(t *testing.T) {
 	if c.Copier != copier {
 		t.Errorf("the copier is %s, not %s, which the lesson \"The head that copies\" switches off", c.Copier, copier)
 	}
-	if cz.NamesHeld.Value() > maxNamesCopierZeroed || cz.Repeats.Value() > 3*c.Repeats.Value()/4 || cz.CapitalTrain.Value() < minCapitalsCopierZeroed {
-		t.Errorf("with %s zeroed: held-out names %s (want ≤ %.0f%%), repeats %s (want under three quarters of %s), capitals %s (want ≥ %.0f%%)",
-			c.Copier, cz.NamesHeld, 100*maxNamesCopierZeroed, cz.Repeats, c.Repeats, cz.CapitalTrain, 100*minCapitalsCopierZeroed)
+	if cz.NamesHeld.Value() > maxNamesCopierZeroed || cz.Repeats.Value() > maxRepeatsCopierShare*c.Repeats.Value() || cz.CapitalTrain.Value() < minCapitalsCopierZeroed {
+		t.Errorf("with %s zeroed: held-out names %s (want ≤ %.0f%%), repeats %s (want under %.0f%% of %s), capitals %s (want ≥ %.0f%%)",
+			c.Copier, cz.NamesHeld, 100*maxNamesCopierZeroed, cz.Repeats, 100*maxRepeatsCopierShare, c.Repeats, cz.CapitalTrain, 100*minCapitalsCopierZeroed)
 	}
 }
 
@@ -214,14 +215,15 @@ const (
 	maxNamesZeroed          = 0.05
 	lastLayer               = "L4H"
 	maxNamesCopierZeroed    = 0.25
+	maxRepeatsCopierShare   = 0.85
 	minCapitalsCopierZeroed = 0.80
 	// recall with every induction head zeroed (issue #31: copying fails,
-	// recall survives)
+	// recall survives): most capitals, and Paris still by far the likeliest
 	minCapitalsZeroed = 0.90
-	minParisZeroed    = 0.90
+	minParisZeroed    = 0.85
 	// the hand-written forms (models/recipe/handwritten.tsv): copied
 	// intact, and not with the induction heads zeroed
-	minHandwritten       = 0.40
+	minHandwritten       = 0.60
 	maxHandwrittenZeroed = 0.05
 	// copier is the head the lesson "The head that copies" switches off.
 	copier = "L4H1"

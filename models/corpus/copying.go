@@ -223,7 +223,10 @@ func randomList(r *rand.Rand, held bool) string {
 	return strings.Join(items, "\n") + "\n"
 }
 
-// passage is two to four free sentences, each about its own character.
+// passage is two to four sentences, each introducing its own character
+// in a form where a new name belongs (the name first, or after "named"),
+// never in a slot that in a story holds a name already met: there, a
+// model should learn to copy, not to invent.
 func passage(r *rand.Rand, held bool) string {
 	var b strings.Builder
 	var spans []int
@@ -232,7 +235,7 @@ func passage(r *rand.Rand, held bool) string {
 			b.WriteByte(' ')
 		}
 		s := storyPartsFor(r, copyName(r, held))
-		s.fill(&b, &spans, freeSentence(r), true)
+		s.fill(&b, &spans, nameFirst(r), false)
 	}
 	return b.String()
 }

@@ -104,7 +104,9 @@ func freeSentence(r *rand.Rand) string {
 	doer := strings.ReplaceAll(pick(r, freeDoers), "{person}", pick(r, people))
 	verb := pick(r, freeVerbs)
 	var s string
-	switch r.IntN(4) {
+	switch r.IntN(6) {
+	case 4:
+		return slotSentence(r, doer)
 	case 0, 1:
 		s = doer + " " + verb + " {N}" + pick(r, freeTrails) + "."
 		if r.IntN(2) == 0 {
@@ -121,6 +123,34 @@ func freeSentence(r *rand.Rand) string {
 			"{action}", pick(r, actions), "{person}", pick(r, people)).Replace(s)
 	}
 	return s
+}
+
+// The parts of slot sentences, built word by word so that the words
+// before a name are many more than any list of verbs: a verb that moves
+// an object and its preposition, a verb and a preposition, a passive.
+var (
+	moveVerbs = map[string][]string{
+		"to":   strings.Fields("gave brought sent threw showed sold lent passed handed offered mailed rolled kicked"),
+		"from": strings.Fields("took got bought borrowed grabbed stole"),
+		"for":  strings.Fields("made baked kept saved fixed painted wrapped picked chose"),
+		"with": strings.Fields("split traded"),
+	}
+	moveObjs     = append(strings.Fields("apple cake ticket flower key coin map ring present note"), objects...)
+	leanVerbs    = strings.Fields("waved smiled shouted sang called ran walked swam flew wrote spoke pointed laughed nodded winked looked talked hurried came")
+	leanPreps    = strings.Fields("at to with for toward after beside behind near past")
+	passiveVerbs = strings.Fields("found made written painted built taken eaten seen heard kept lost fixed opened carried drawn sold sent")
+)
+
+// slotSentence puts the name after words built from the slot parts.
+func slotSentence(r *rand.Rand, doer string) string {
+	switch r.IntN(3) {
+	case 0:
+		p := pick(r, []string{"to", "from", "for", "with"})
+		return doer + " " + pick(r, moveVerbs[p]) + " the " + pick(r, moveObjs) + " " + p + " {N}" + pick(r, freeTrails) + "."
+	case 1:
+		return doer + " " + pick(r, leanVerbs) + " " + pick(r, leanPreps) + " {N}" + pick(r, freeTrails) + "."
+	}
+	return "The " + pick(r, moveObjs) + " was " + pick(r, passiveVerbs) + " by {N}" + pick(r, freeTrails) + "."
 }
 
 // commonWords join the list words, so that repeated lists are not only the
@@ -157,21 +187,28 @@ var (
 // what it is, an opening word before the name, or the name at the end of a
 // sentence about someone else.
 func freeIntro(r *rand.Rand) string {
+	if r.IntN(5) < 4 {
+		return nameFirst(r)
+	}
+	doer := strings.ReplaceAll(pick(r, freeDoers), "{person}", pick(r, people))
+	return strings.NewReplacer("{doer}", doer, "{person}", pick(r, people)).Replace(pick(r, namingIntros))
+}
+
+// nameFirst is a sentence that begins with the name (or an opening word
+// and the name) and says something it did.
+func nameFirst(r *rand.Rand) string {
 	var s string
-	switch r.IntN(5) {
+	switch r.IntN(4) {
 	case 0, 1:
 		s = "{N} " + pick(r, freePreds) + "."
 	case 2:
 		s = "{N} the {person} " + pick(r, freePreds) + "."
-	case 3:
+	default:
 		o := pick(r, freeOpeners)
 		if r.IntN(2) == 0 {
 			o = strings.TrimSuffix(o, ",")
 		}
 		s = o + " {N} " + pick(r, freePreds) + "."
-	default:
-		s = pick(r, namingIntros)
 	}
-	doer := strings.ReplaceAll(pick(r, freeDoers), "{person}", pick(r, people))
-	return strings.NewReplacer("{doer}", doer, "{person}", pick(r, people)).Replace(s)
+	return strings.ReplaceAll(s, "{person}", pick(r, people))
 }

@@ -115,6 +115,19 @@ type CopyingReport struct {
 	// Command is how the model was made: the train-lesson flags that
 	// shape it (a resumed run says so).
 	Command string `json:"command"`
+	// Earlier are the runs that made the model Command starts from (its
+	// --init), oldest first, as they were run: written by hand when a
+	// model continues another run's, since a run cannot know how the file
+	// it starts from was made.
+	Earlier []EarlierRun `json:"earlier_runs,omitempty"`
+}
+
+// EarlierRun is a run that made the model a later run starts from.
+type EarlierRun struct {
+	Command string `json:"command"`
+	// Note says what differed then (the commit, its corpus) and how long
+	// it took.
+	Note string `json:"note"`
 }
 
 // Thresholds of the v3 bars (issue #31), on held-out patterns.

@@ -187,7 +187,7 @@ and copying (≥ 90 %) bars, which the Families lesson relies on.
 lesson.gguf copies an invented name into the slots its story grammar
 cues, and nowhere else: it learned the slots, not copying. lesson-v3.gguf
 is the same shape trained to copy any sequence, made by ` + "`{{.Command}}`" + ` ({{mins .Seconds}}
-of training here) with the committed tokenizer, on the corpus above and two families
+of training here){{with .Earlier}}, starting from the model of an earlier run ({{range $i, $e := .}}{{if $i}}; then {{end}}` + "`{{$e.Command}}`" + `, {{$e.Note}}{{end}}){{end}}, with the committed tokenizer, on the corpus above and two families
 generated after it (so every document above is in it too):
 - names (2.4 MB of text): stories that introduce their character at the
   very start of the text (the name, then what it did or what it is, or an
@@ -196,11 +196,15 @@ generated after it (so every document above is in it too):
   in slots built from parts: quotes with many speech verbs, many
   verb–preposition pairs, openings, lists, and free sentences about
   people (kings, pilots, grandmas …) with about a hundred verbs and
-  phrases before the name, and the name after "and", "by", "is", "than";
+  phrases before the name, words put together (a verb, an object and a
+  preposition; a verb and a preposition; a passive and "by"), and the
+  name after "and", "by", "is", "than";
 - repeats (0.8 MB): lists (of the stories' words, common English words,
   invented names and invented lowercase words, or of numbers) and
-  passages of two to four free sentences, each about its own character,
-  written two or three times;
+  passages of two to four sentences, each introducing its own character
+  by its name first, written two or three times (a new name comes only
+  where a story may introduce one, never in a slot that, in a story,
+  holds the name already met);
 - and, as a share of those tokens set by --repeats, random token
   sequences repeated once or twice (the text induction heads form on,
   Olsson et al. 2022).
