@@ -224,8 +224,8 @@ func randomList(r *rand.Rand, held bool) string {
 }
 
 // passage is two to four sentences, each introducing its own character
-// in a form where a new name belongs (the name first, or after "named"),
-// never in a slot that in a story holds a name already met: there, a
+// in a form where a new name belongs (the name first, or after an opening
+// word), never in a slot that in a story holds a name already met: there, a
 // model should learn to copy, not to invent.
 func passage(r *rand.Rand, held bool) string {
 	var b strings.Builder
