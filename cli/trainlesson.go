@@ -149,7 +149,7 @@ func trainCopying(ctx context.Context, env Env, o recipe.Options, evalOnly bool)
 	b, c := rep.Bars, rep.Copying
 	fmt.Fprintf(env.Stdout, "capitals %s, held-out phrasings %s; copying %s; calculator calls %s, answers %s; thinking %s; turns ended %s\n",
 		b.CapitalTrain, b.CapitalHeld, b.Copy, b.ToolCall, b.ToolAnswer, b.Think, b.ChatEnd)
-	fmt.Fprintf(env.Stdout, "held-out patterns: names %s (at the start %s); random repeats %s; induction heads %v\n", c.NamesHeld, c.NamesStart, c.Repeats, c.Induction)
+	fmt.Fprintf(env.Stdout, "held-out patterns: names %s (at the start %s, beginning with a vowel %s); random repeats %s; induction heads %v\n", c.NamesHeld, c.NamesStart, c.NamesVowel, c.Repeats, c.Induction)
 	for _, a := range []struct {
 		name string
 		a    recipe.Ablation

@@ -152,11 +152,7 @@ func namesDoc(r *rand.Rand, held bool) Doc {
 		pattern = pick(r, heldMiddles)
 		s.fill(&b, &spans, pattern, true)
 	} else {
-		intro := pick(r, nameIntros)
-		if r.IntN(2) == 0 {
-			intro = freeIntro(r)
-		}
-		s.fill(&b, &spans, intro, false)
+		s.fill(&b, &spans, trainingIntro(r, s), false)
 	}
 	for _, i := range r.Perm(len(pool))[:3+r.IntN(3)] {
 		b.WriteByte(' ')
@@ -166,6 +162,38 @@ func namesDoc(r *rand.Rand, held bool) Doc {
 	s.fill(&b, &spans, pick(r, endings), true)
 	return Doc{Family: Names, Text: b.String(), Name: name, NameSpans: spans, Pattern: pattern}
 }
+
+// trainingIntro is the first sentence of a training Names story: one of
+// nameIntros, a free intro, or (one in eight) a dialogue in which the
+// character and someone else ({M}) give their names and the other greets
+// the character. In one story in eight the character has a title, which
+// every mention repeats ("Mr. N").
+func trainingIntro(r *rand.Rand, s storyParts) string {
+	if r.IntN(8) == 0 {
+		s["N"] = pick(r, titles) + " " + s["N"]
+	}
+	switch r.IntN(8) {
+	case 0:
+		s["M"] = wideName(r)
+		return pick(r, dialogueIntros)
+	case 1, 2, 3:
+		return freeIntro(r)
+	}
+	return pick(r, nameIntros)
+}
+
+var (
+	titles         = strings.Fields("Mr. Mrs. Miss Ms. Dr. Captain Uncle Aunt Professor King Queen Sir Lady Grandma Grandpa Old Little Farmer Doctor Princess")
+	dialogueIntros = []string{
+		"\"Hi, I am {N},\" said a {animal}. \"And I am {M},\" said a {animal2}. \"Welcome, {N}!\" said {M}.",
+		"Hello, I am {N}. Who are you? I am {M}. Pleased to see you, {N}.",
+		"\"Who are you?\" asked {M}. \"I am {N},\" said the {animal}. \"Hello, {N},\" said {M}.",
+		"{M} met {N} at the {place}. \"Good to see you, {N},\" said {M}.",
+		"My name is {M}. This is my friend {N}. Say hi, {N}!",
+		"\"I am {M}. What is your name?\" \"My name is {N}.\" \"How are you, {N}?\"",
+		"Hi, {M} here. Is that you, {N}? Yes, it is {N}.",
+	}
+)
 
 // listWords are the words of the repeated lists.
 var listWords = func() []string {
@@ -241,9 +269,13 @@ func passage(r *rand.Rand, held bool) string {
 }
 
 // copyName is an invented name of the copying families: held out, of the
-// held-out syllables; in training, a wide one.
+// held-out syllables (a quarter of them beginning with a held-out vowel
+// syllable); in training, a wide one.
 func copyName(r *rand.Rand, held bool) string {
-	if held {
+	switch {
+	case held && r.IntN(4) == 0:
+		return title(pick(r, heldVowelSyllables) + pick(r, HeldOutSyllables))
+	case held:
 		return InventName(r, HeldOutSyllables)
 	}
 	return wideName(r)

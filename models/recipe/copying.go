@@ -140,6 +140,8 @@ const (
 // main model's.
 func (r *CopyingReport) Failures() []string {
 	out := appendShort(nil, "held-out names in held-out patterns", r.Copying.NamesHeld, MinNamesHeld)
+	out = appendShort(out, "held-out names at the start of the text", r.Copying.NamesStart, MinNamesHeld)
+	out = appendShort(out, "held-out names beginning with a vowel", r.Copying.NamesVowel, MinNamesHeld)
 	out = appendShort(out, "the repeat of random sequences", r.Copying.Repeats, MinRepeats)
 	return append(out, r.Bars.Failures()...)
 }
@@ -194,9 +196,12 @@ func (r *CopyingReport) measure(ctx context.Context, path, base string, held []c
 type CopyingBars struct {
 	// NamesHeld is copying a held-out name (held-out syllables) at the
 	// first cued mention in a held-out sentence pattern; NamesStart the
-	// cases whose story begins with the name.
+	// cases whose story begins with the name, NamesVowel those whose name
+	// begins with a vowel (at the start of the text, its first letter is
+	// a token of its own).
 	NamesHeld  Rate `json:"names_held_out_patterns"`
 	NamesStart Rate `json:"names_at_start_of_text"`
+	NamesVowel Rate `json:"names_beginning_with_a_vowel"`
 	// Repeats is the second half of repeated random token sequences of
 	// 10, 20, 30 and 40 tokens, predicted token by token.
 	Repeats Rate `json:"random_repeats"`
@@ -464,8 +469,12 @@ func (r ablationRun) measure(ctx context.Context, a *Ablation, full bool) error 
 	if full {
 		each = func(d corpus.Doc, got completion) {
 			b.countPattern(d, got)
+			miss := func() string { return fmt.Sprintf("%s → %q (want %q)", d.Text[:d.NameSpans[0]-1], got.got, d.Name) }
 			if strings.HasPrefix(d.Text, d.Name) {
-				b.NamesStart.add(got.ok, func() string { return fmt.Sprintf("%s → %q (want %q)", d.Text[:d.NameSpans[0]-1], got.got, d.Name) })
+				b.NamesStart.add(got.ok, miss)
+			}
+			if strings.ContainsRune("AEIOU", rune(d.Name[0])) {
+				b.NamesVowel.add(got.ok, miss)
 			}
 		}
 	}

@@ -251,6 +251,7 @@ shows what they do on their own.
 | chat turns ended | {{$.Bars.ChatEnd}} | {{.Bars.ChatEnd}} |
 {{with .Base}}| held-out names in held-out patterns | {{.NamesHeld}} | {{$.Copying.Copying.NamesHeld}} |
 | … of them, named at the very start of the text | {{.NamesStart}} | {{$.Copying.Copying.NamesStart}} |
+| … of them, names beginning with a vowel | {{.NamesVowel}} | {{$.Copying.Copying.NamesVowel}} |
 | repeated random sequences of 10–40 tokens, the repeat predicted | {{.Repeats}} | {{$.Copying.Copying.Repeats}} |
 | held-out stories and fact sheets, their first 20 tokens read twice, the repeat predicted | {{.Passages}} | {{$.Copying.Copying.Passages}} |
 | hand-written forms (other sentences, other letters; see below) | {{.Intact.Handwritten}} | {{$.Copying.Copying.Intact.Handwritten}} |
