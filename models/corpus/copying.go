@@ -145,6 +145,11 @@ func namesDoc(r *rand.Rand, held bool) Doc {
 	for range 16 {
 		pool = append(pool, cuedSentence(r), freeSentence(r))
 	}
+	if !held {
+		for range 4 {
+			pool = append(pool, filler(r))
+		}
+	}
 	pattern := ""
 	if held {
 		s.fill(&b, &spans, pick(r, heldIntros), false)

@@ -95,7 +95,12 @@ var (
 		"jumped over", "ran toward", "came back to", "said sorry to", "said goodbye to", "could not find", "wanted to meet",
 		"went looking for", "rescued", "married", "taught", "believed", "copied", "forgave", "obeyed", "answered",
 		"patted", "woke", "fed", "hugged", "waved to", "ate lunch with", "played chess with", "wrote a poem for", "voted for",
-		"paid", "warned", "drove", "hired", "thanked", "visited", "followed", "helped", "joined", "washed", "dressed"}
+		"paid", "warned", "drove", "hired", "thanked", "visited", "followed", "helped", "joined", "washed", "dressed",
+		"praised", "blamed", "comforted", "surprised", "tricked", "cheered on", "lifted", "held", "poked", "tagged", "teased",
+		"scolded", "splashed", "served", "guided", "led", "protected", "hid", "beat", "caught", "needed", "admired", "envied",
+		"phoned up", "drew a picture of", "made friends with", "played tag with",
+		"had lunch with", "sat down next to", "stood in front of", "walked over to", "ran up to", "looked up at", "called out for",
+		"waited a long time for", "saved a seat for", "kept a secret from", "heard a story about", "got a hug from", "was angry with"}
 	freeOpeners = []string{"Yesterday,", "Today,", "On Monday,", "At the party,", "In the kitchen,", "Before bed,", "Last week,",
 		"Every night,", "On the way home,", "At dinner,", "In the evening,", "Once,", "Next,", "Then one day,", "Early the next day,",
 		"After school,", "In winter,", "Far away,", "By the river,", "Later,"}
@@ -118,6 +123,17 @@ var (
 		"That {obj} is for {N}.",
 		"The last one home was {N}.",
 		"Who is at the door? It is {N}.",
+		"We won the game, all thanks to {N}.",
+		"The {obj} next to {N} was {color}.",
+		"{doer} sat close to {N}.",
+		"{doer} went along with {N}.",
+		"{doer} stood in front of {N}.",
+		"{doer} played instead of {N}.",
+		"Everything changed because of {N}.",
+		"This {obj} is a gift from {N}.",
+		"Look, here comes {N}!",
+		"Nobody knew more songs than {N}.",
+		"{doer} could not stop thinking about {N}.",
 		"{doer} {verb} {N}, and {N} {verb} {doer2}.",
 	}
 )
@@ -240,4 +256,24 @@ func nameFirst(r *rand.Rand) string {
 		s = o + " {N} " + pick(r, freePreds) + "."
 	}
 	return strings.ReplaceAll(s, "{person}", pick(r, people))
+}
+
+// The parts of fillers: sentences about the scene, not the character, in
+// words the story grammar lacks, that put distance between two mentions.
+var (
+	sceneNouns = strings.Fields("house sky road sun cloud window kitchen street door letter wind rain snow sea grass roof wall floor table soup bread tea clock bus town shop tree")
+	sceneAdjs  = strings.Fields("cold warm bright dark wet dry heavy empty full old new tiny huge noisy quiet still clean dirty red grey")
+	sceneVerbs = []string{"was", "looked", "felt", "seemed", "got", "grew", "stayed"}
+	sceneTimes = []string{"", "", " that day", " all morning", " at night", " for a while", " again", " in the morning"}
+)
+
+// filler is a sentence about the scene: "The road was wet all morning."
+func filler(r *rand.Rand) string {
+	switch r.IntN(3) {
+	case 0:
+		return "The " + pick(r, sceneNouns) + " " + pick(r, sceneVerbs) + " " + pick(r, sceneAdjs) + pick(r, sceneTimes) + "."
+	case 1:
+		return "It was " + pick(r, sceneAdjs) + " outside" + pick(r, sceneTimes) + "."
+	}
+	return "{P} saw that the " + pick(r, sceneNouns) + " was " + pick(r, sceneAdjs) + "."
 }
