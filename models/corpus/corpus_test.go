@@ -197,24 +197,31 @@ func TestCopyingCorpus(t *testing.T) {
 // the stories' syllables lack, and share no syllable with held-out names.
 func TestWideNames(t *testing.T) {
 	held := map[string]bool{}
-	for _, s := range HeldOutSyllables {
+	for _, s := range slices.Concat(HeldOutSyllables, heldVowelSyllables) {
 		held[s] = true
 	}
-	for _, s := range wideSyllables {
+	for _, s := range slices.Concat(wideSyllables, vowelSyllables) {
 		if held[s] {
 			t.Errorf("first syllable %q is a held-out syllable", s)
 		}
 	}
 	r := rand.New(rand.NewPCG(3, 4))
 	initials := map[byte]bool{}
+	vowels := 0
 	for range 2000 {
 		n := wideName(r)
 		if len(n) < 3 || n[0] < 'A' || n[0] > 'Z' {
 			t.Fatalf("name %q", n)
 		}
 		initials[n[0]] = true
+		if strings.ContainsRune("AEIOU", rune(n[0])) {
+			vowels++
+		}
 	}
 	if len(initials) != 26 {
 		t.Errorf("names start with %d of the 26 capitals", len(initials))
+	}
+	if vowels < 400 {
+		t.Errorf("%d of 2000 training names begin with a vowel, want about a quarter", vowels)
 	}
 }

@@ -44,7 +44,8 @@ var wideSyllables = func() []string {
 // a text the tokenizer writes their first letter as a word of its own ("I",
 // "O", "A"), which a later mention, after a space, writes as another token.
 // vowelSyllables begin training names; heldVowelSyllables (about one in
-// five, split by hash) begin held-out ones, and no training name has them.
+// five, split by hash) begin held-out ones, and are no training name's
+// first syllable.
 var vowelSyllables, heldVowelSyllables = func() (train, held []string) {
 	for _, v := range strings.Fields("a e i o u ee oo ai ou ea") {
 		for _, c := range strings.Fields("b c d f g h j k l m n p r s t v w x z st nd rk sh lv mb rv") {

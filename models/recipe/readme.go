@@ -225,8 +225,8 @@ text the tokenizer writes a vowel's capital as a token of its own ("I",
 first syllable is a held-out syllable.
 
 Held out: names from the held-out syllables (one in four beginning
-with a held-out vowel syllable, "ul", "ix", "ond" …, with which no
-training name begins), introduced in intros
+with a held-out vowel syllable, "ul", "ix", "ond" …, which is no
+training name's first syllable), introduced in intros
 training never uses (some at the very start of the text), then first
 mentioned in a held-out pattern. Each held-out pattern puts the name
 where training puts names, after a quote and a verb of saying or after
