@@ -129,7 +129,7 @@ const (
 // do what models/README.md says: with all of them zeroed the
 // repeat of a random sequence is gone; with only the copier zeroed,
 // held-out names are rarely copied and repeats fall by more than a
-// seventh (the other head copies most of a random sequence on its own),
+// tenth (the other head copies most of a random sequence on its own),
 // while most capitals are still recalled. The hand-written forms
 // are copied at least as often as models/README.md says, and next to
 // never with the induction heads zeroed.
@@ -220,8 +220,7 @@ const (
 	maxRepeatsCopierShare   = 0.90
 	minCapitalsCopierZeroed = 0.80
 	// recall with every induction head zeroed (issue #31: copying fails,
-	// recall survives): most capitals, and Paris still by far the likeliest
-	// (0.69 against 0.97 intact; the next token has under 0.04)
+	// recall survives): most capitals, and p(" Paris") above minParisZeroed
 	minCapitalsZeroed = 0.90
 	minParisZeroed    = 0.60
 	// the hand-written forms (models/recipe/handwritten.tsv): copied

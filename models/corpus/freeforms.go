@@ -49,7 +49,7 @@ var wideSyllables = func() []string {
 var vowelSyllables, heldVowelSyllables = func() (train, held []string) {
 	for _, v := range strings.Fields("a e i o u ee oo ai ou ea") {
 		for _, c := range strings.Fields("b c d f g h j k l m n p r s t v w x z st nd rk sh lv mb rv") {
-			if s := v + c; Hash(s)%5 == 0 {
+			if s := v + c; heldByHash(s) {
 				held = append(held, s)
 			} else {
 				train = append(train, s)

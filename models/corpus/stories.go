@@ -18,10 +18,14 @@ var (
 	RecurringNames = strings.Fields("Tom Mia Leo Zoe Sam Lily Max Ruby")
 )
 
+// heldByHash says whether a syllable is on the held-out side: about one
+// in five, by hash.
+func heldByHash(s string) bool { return Hash(s)%5 == 0 }
+
 func syllables() (train, held []string) {
 	const cons, vows = "bcdfghjklmnprstvwz", "aeiou"
 	add := func(s string) {
-		if Hash(s)%5 == 0 {
+		if heldByHash(s) {
 			held = append(held, s)
 		} else {
 			train = append(train, s)
