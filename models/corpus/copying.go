@@ -151,12 +151,15 @@ func namesDoc(r *rand.Rand, held bool) Doc {
 		}
 	}
 	pattern := ""
-	if held {
+	switch {
+	case !held && r.IntN(3) == 0:
+		startStory(r, s, &b, &spans)
+	case held:
 		s.fill(&b, &spans, pick(r, heldIntros), false)
 		b.WriteByte(' ')
 		pattern = pick(r, heldMiddles)
 		s.fill(&b, &spans, pattern, true)
-	} else {
+	default:
 		s.fill(&b, &spans, trainingIntro(r, s), false)
 	}
 	for _, i := range r.Perm(len(pool))[:3+r.IntN(3)] {

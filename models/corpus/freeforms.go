@@ -192,7 +192,8 @@ func slotSentence(r *rand.Rand, doer string) string {
 		return doer + " " + pick(r, auxes) + " " + pick(r, baseVerbs) + " {N}" + pick(r, freeTrails) + "."
 	case 0:
 		p := pick(r, []string{"to", "from", "for", "with"})
-		return doer + " " + pick(r, moveVerbs[p]) + " the " + pick(r, moveObjs) + " " + p + " {N}" + pick(r, freeTrails) + "."
+		art := pick(r, []string{"the", "the", "a", "{his}", "my", "some"})
+		return doer + " " + pick(r, moveVerbs[p]) + " " + art + " " + pick(r, moveObjs) + " " + p + " {N}" + pick(r, freeTrails) + "."
 	case 1:
 		return doer + " " + pick(r, leanVerbs) + " " + pick(r, leanPreps) + " {N}" + pick(r, freeTrails) + "."
 	}
@@ -278,3 +279,53 @@ func filler(r *rand.Rand) string {
 	}
 	return "{P} saw that the " + pick(r, sceneNouns) + " was " + pick(r, sceneAdjs) + "."
 }
+
+// startStory begins a training Names story the way hand-written ones
+// often begin: the name first in the text (so its first letter is a
+// token of its own, with no space before it), then one to three sentences
+// that do not name the character (what it did, the scene, other people),
+// then a cued mention, often by someone else. The cued mention is the
+// first one after a space, so it can only be copied from the name's
+// unspaced first mention, across the gap.
+func startStory(r *rand.Rand, s storyParts, b *strings.Builder, spans *[]int) {
+	intro := "{N} " + pick(r, freePreds) + "."
+	switch r.IntN(4) {
+	case 0:
+		intro = "{N} the {person} " + pick(r, freePreds) + "."
+	case 1:
+		intro = "{N}, a {adj} {person}, " + pick(r, freePreds) + "."
+	}
+	s["person"], s["person2"], s["His"] = pick(r, people), pick(r, people), title(s["his"])
+	s.fill(b, spans, intro, false)
+	for range 1 + r.IntN(3) {
+		b.WriteByte(' ')
+		s.fill(b, spans, gapSentence(r), false)
+	}
+	b.WriteByte(' ')
+	if r.IntN(2) == 0 {
+		s.fill(b, spans, cuedSentence(r), true)
+	} else {
+		s.fill(b, spans, freeSentence(r), true)
+	}
+}
+
+// gapSentence says something that does not name the character: what
+// {P} did, the scene, or what someone else did, with objects and people
+// after the verbs where a name might be.
+func gapSentence(r *rand.Rand) string {
+	switch r.IntN(6) {
+	case 0:
+		return filler(r)
+	case 1, 2:
+		return "{P} " + pick(r, freePreds) + "."
+	case 3:
+		return "{P} " + pick(r, gapVerbs) + " " + pick(r, []string{"{his}", "the", "a"}) + " {person2}" + pick(r, freeTrails) + "."
+	case 4:
+		return pick(r, []string{"{His}", "The", "A"}) + " {person2} " + pick(r, freePreds) + "."
+	}
+	return "{P} " + pick(r, moveVerbs["to"]) + " " + pick(r, []string{"it", "the " + pick(r, moveObjs), "a " + pick(r, moveObjs)}) + " to " +
+		pick(r, []string{"{his}", "the"}) + " {person2}."
+}
+
+// gapVerbs are what the character does to someone else in a gap sentence.
+var gapVerbs = []string{"called", "met", "saw", "helped", "visited", "waved at", "talked to", "smiled at", "went out with", "played with", "waited for", "looked for"}
