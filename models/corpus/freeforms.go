@@ -192,7 +192,10 @@ func slotSentence(r *rand.Rand, doer string) string {
 		return doer + " " + pick(r, auxes) + " " + pick(r, baseVerbs) + " {N}" + pick(r, freeTrails) + "."
 	case 0:
 		p := pick(r, []string{"to", "from", "for", "with"})
-		art := pick(r, []string{"the", "the", "a", "{his}", "my", "some"})
+		art := "the"
+		if p != "with" {
+			art = pick(r, []string{"the", "the", "a", "{his}", "my", "some"})
+		}
 		return doer + " " + pick(r, moveVerbs[p]) + " " + art + " " + pick(r, moveObjs) + " " + p + " {N}" + pick(r, freeTrails) + "."
 	case 1:
 		return doer + " " + pick(r, leanVerbs) + " " + pick(r, leanPreps) + " {N}" + pick(r, freeTrails) + "."
@@ -310,22 +313,14 @@ func startStory(r *rand.Rand, s storyParts, b *strings.Builder, spans *[]int) {
 }
 
 // gapSentence says something that does not name the character: what
-// {P} did, the scene, or what someone else did, with objects and people
-// after the verbs where a name might be.
+// {P} did, the scene, or what someone else did. None ends in a slot where
+// a person might be, so a cued slot after the gap is still the name's.
 func gapSentence(r *rand.Rand) string {
-	switch r.IntN(6) {
+	switch r.IntN(5) {
 	case 0:
 		return filler(r)
-	case 1, 2:
-		return "{P} " + pick(r, freePreds) + "."
-	case 3:
-		return "{P} " + pick(r, gapVerbs) + " " + pick(r, []string{"{his}", "the", "a"}) + " {person2}" + pick(r, freeTrails) + "."
-	case 4:
+	case 1:
 		return pick(r, []string{"{His}", "The", "A"}) + " {person2} " + pick(r, freePreds) + "."
 	}
-	return "{P} " + pick(r, moveVerbs["to"]) + " " + pick(r, []string{"it", "the " + pick(r, moveObjs), "a " + pick(r, moveObjs)}) + " to " +
-		pick(r, []string{"{his}", "the"}) + " {person2}."
+	return "{P} " + pick(r, freePreds) + "."
 }
-
-// gapVerbs are what the character does to someone else in a gap sentence.
-var gapVerbs = []string{"called", "met", "saw", "helped", "visited", "waved at", "talked to", "smiled at", "went out with", "played with", "waited for", "looked for"}
