@@ -360,7 +360,7 @@ func TestLessonStepShowsItsInterventions(t *testing.T) {
 	}{
 		{"3", ""},
 		{"4", ""}, // unanswered: the numbers wait for the answer
-		{"4?answer=The+model+stops+copying+it", "Interventions: L4H1"},
+		{"4?answer=The+model+still+copies+it%2C+less+surely", "Interventions: L4H1"},
 		{"5?answer=Almost+none+of+it", "Interventions: L4H1;L4H3"},
 		{"6?answer=No%3A+every+answer+goes+through+these+heads", "Interventions: L4H1;L4H3"},
 		{"7", ""},

@@ -192,19 +192,21 @@ generated after it (so every document above is in it too):
 - names (2.4 MB of text): stories that introduce their character at the
   very start of the text (the name, then what it did or what it is, or an
   opening word and then the name), at the end of a first sentence about
-  someone else, after a comma, in a list and in dialogue (in one story
-  in eight, a dialogue in which the character and someone else give
-  their names and the other greets the character; in one in eight, the
-  character has a title, "Mr.", "Captain", "Aunt" …, at every mention),
-  and mention it in slots built from parts: quotes with many speech
-  verbs, many verb–preposition pairs, openings, lists, and free
-  sentences about people (kings, pilots, grandmas …) with about a
-  hundred and fifty verbs and phrases before the name, words put
-  together (a verb, an object and a preposition; a verb and a
-  preposition; a passive and "by"; an auxiliary and a verb, "could
-  hear", "wanted to call"), the name after "and", "by", "is", "than",
-  "thanks to", "because of", and sentences about the scene between
-  mentions;
+  someone else, after a comma, in a list and in dialogue. In a third of
+  them the name begins the text, and one to three sentences that do not
+  name it (the scene, what it did, other people) come before its first
+  mention after a space. Of the rest, one in eight opens with a dialogue
+  in which the character and someone else give their names and the other
+  greets the character, and in one in eight the character has a title,
+  "Mr.", "Captain", "Aunt" …, at every mention. The stories mention the
+  character in slots built from parts: quotes with many speech verbs,
+  many verb–preposition pairs, openings, lists, and free sentences about
+  people (kings, pilots, grandmas …) with about a hundred and fifty verbs
+  and phrases before the name, words put together (a verb, an object
+  after "the", "a", "some" or "his", and a preposition; a verb and a
+  preposition; a passive and "by"; an auxiliary and a verb, "could hear",
+  "wanted to call"), the name after "and", "by", "is", "than", "thanks
+  to", "because of", and sentences about the scene between mentions;
 - repeats (0.8 MB): lists (of the stories' words, common English words,
   invented names and invented lowercase words, or of numbers) and
   passages of two to four sentences, each introducing its own character
