@@ -225,3 +225,35 @@ func TestWideNames(t *testing.T) {
 		t.Errorf("%d of 2000 training names begin with a vowel, want about a quarter", vowels)
 	}
 }
+
+// A story that begins with the name says one to three things without it
+// (no " Name" after a space) before its first cued mention, which is the
+// name whole.
+func TestStartStory(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 500 {
+		name := wideName(r)
+		s := storyPartsFor(r, name)
+		s["animal3"] = pick(r, animals)
+		var b strings.Builder
+		var spans []int
+		startStory(r, s, &b, &spans)
+		text := b.String()
+		if !strings.HasPrefix(text, name+" ") && !strings.HasPrefix(text, name+",") {
+			t.Fatalf("%q does not begin with %s", text, name)
+		}
+		if len(spans) == 0 || !strings.HasPrefix(text[spans[0]:], name) {
+			t.Fatalf("%q: cued spans %v, want the first at the name", text, spans)
+		}
+		gap := text[len(name):spans[0]]
+		if strings.Contains(gap, " "+name) {
+			t.Fatalf("%q names %s before its cued mention", text, name)
+		}
+		if sentences := strings.Count(gap, ". "); sentences < 2 || sentences > 4 {
+			t.Fatalf("%q: %d sentences before the cued one, want the intro and one to three more", text, sentences)
+		}
+		if strings.Contains(text[:spans[0]], "{") {
+			t.Fatalf("%q has an unfilled slot", text)
+		}
+	}
+}

@@ -203,8 +203,8 @@ generated after it (so every document above is in it too):
   many verb–preposition pairs, openings, lists, and free sentences about
   people (kings, pilots, grandmas …) with about a hundred and fifty verbs
   and phrases before the name, words put together (a verb, an object
-  after "the", "a", "some" or "his", and a preposition; a verb and a
-  preposition; a passive and "by"; an auxiliary and a verb, "could hear",
+  after "the", "a", "my", "some", "his" or "her", and a preposition; a
+  verb and a preposition; a passive and "by"; an auxiliary and a verb, "could hear",
   "wanted to call"), the name after "and", "by", "is", "than", "thanks
   to", "because of", and sentences about the scene between mentions;
 - repeats (0.8 MB): lists (of the stories' words, common English words,
