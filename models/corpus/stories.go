@@ -80,7 +80,11 @@ func (s storyParts) fill(b *strings.Builder, spans *[]int, tmpl string, cued boo
 		if key == "N" && cued {
 			*spans = append(*spans, b.Len())
 		}
-		b.WriteString(s[key])
+		v, ok := s[key]
+		if !ok {
+			v = "{" + key + "}" // a slot the story has no part for stays visible, for tests to find
+		}
+		b.WriteString(v)
 	}
 }
 
