@@ -222,10 +222,10 @@ const (
 	// recall with every induction head zeroed (issue #31: copying fails,
 	// recall survives): most capitals, and p(" Paris") above minParisZeroed
 	minCapitalsZeroed = 0.90
-	minParisZeroed    = 0.85
+	minParisZeroed    = 0.95
 	// the hand-written forms (models/recipe/handwritten.tsv): copied
 	// intact, and not with the induction heads zeroed
-	minHandwritten       = 0.65
+	minHandwritten       = 0.70
 	maxHandwrittenZeroed = 0.05
 	// copier is the head the lesson "The head that copies" switches off.
 	copier = "L4H1"

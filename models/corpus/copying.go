@@ -138,12 +138,15 @@ func HeldMiddles() []string { return slices.Clone(heldMiddles) }
 func namesDoc(r *rand.Rand, held bool) Doc {
 	name := copyName(r, held)
 	s := storyPartsFor(r, name)
-	s["animal3"] = pick(r, animals)
+	s["animal3"], s["person2"], s["His"] = pick(r, animals), pick(r, people), title(s["his"])
 	var b strings.Builder
 	var spans []int
 	pool := append(append([]string{}, middles...), nameMiddles...)
 	for range 16 {
 		pool = append(pool, cuedSentence(r), freeSentence(r))
+	}
+	for range 16 {
+		pool = append(pool, swapSentence(r))
 	}
 	if !held {
 		for range 4 {
@@ -210,7 +213,7 @@ var listWords = func() []string {
 		w = append(w, l...)
 	}
 	w = append(w, strings.Fields("one two three four five six seven eight nine ten sun moon tree rain snow milk bread apple jam tea")...)
-	return append(w, commonWords...)
+	return slices.Concat(w, commonWords, longWords)
 }()
 
 // repeatsDoc is a list of random words (or invented names) written twice
@@ -222,7 +225,7 @@ func repeatsDoc(r *rand.Rand, held bool) Doc {
 	if r.IntN(3) == 0 {
 		list = passage(r, held)
 	}
-	sep := pick(r, []string{" ", "\n", " Again: ", "\nOnce more:\n"})
+	sep := pick(r, []string{" ", "\n", " Again: ", "\nOnce more:\n", " Once more: ", " One more time: ", "\nRepeat:\n", " I will say it twice. "})
 	text := list + sep + list
 	if r.IntN(3) == 0 {
 		text += sep + list

@@ -105,7 +105,7 @@ var (
 	freeOpeners = []string{"Yesterday,", "Today,", "On Monday,", "At the party,", "In the kitchen,", "Before bed,", "Last week,",
 		"Every night,", "On the way home,", "At dinner,", "In the evening,", "Once,", "Next,", "Then one day,", "Early the next day,",
 		"After school,", "In winter,", "Far away,", "By the river,", "Later,"}
-	freeTrails = []string{"", "", "", " again", " at once", " for a long time", " with a smile", " in the {place}", " once more", " every day"}
+	freeTrails = []string{"", "", "", " again", " at once", " all day long", " happily", " in the {place}", " once more", " every day"}
 	// freeFrames put the name in slots of other kinds: after "and", after
 	// "by", after "is" and "was", after "like" and "than", as an object
 	// of a phrase.
@@ -160,7 +160,10 @@ func freeSentence(r *rand.Rand) string {
 	default:
 		s = pick(r, freeFrames)
 		doer2 := strings.ReplaceAll(pick(r, freeDoers), "{person}", pick(r, people))
-		s = strings.NewReplacer("{doer}", doer, "{doer2}", strings.ToLower(doer2[:1])+doer2[1:], "{verb}", verb,
+		if doer2 != "I" && !slices.Contains(RecurringNames, doer2) {
+			doer2 = strings.ToLower(doer2[:1]) + doer2[1:]
+		}
+		s = strings.NewReplacer("{doer}", doer, "{doer2}", doer2, "{verb}", verb,
 			"{action}", pick(r, actions), "{person}", pick(r, people)).Replace(s)
 	}
 	return s
@@ -213,6 +216,30 @@ var commonWords = strings.Fields("chair table door window lamp bed cup plate spo
 	"big small tall short hot cold fast slow old new soft hard loud dark bright warm " +
 	"Monday Tuesday Friday Sunday summer winter spring autumn morning evening night today " +
 	"eleven twelve twenty hundred first second third last")
+
+// longWords join the list words too: everyday words the stories never
+// write, most of them two tokens or more, so that copying a list is
+// copying every piece of a word, not only the grammar's one-token words.
+var longWords = strings.Fields(
+	"apron attic basket battery beetle bicycle blossom bottle bracelet branch bubble cabbage cactus camera candy canoe " +
+		"castle cellar chimney cinnamon circus closet coconut collar compass cookie cotton crayon cricket crown crystal " +
+		"cupboard curtain cushion daisy desert diamond dinosaur doorbell dragonfly drawer eagle elbow envelope eraser " +
+		"feather fence finger firework flag flashlight forest fountain freezer galaxy giraffe glove goblin grapefruit " +
+		"guitar hamster harbor helicopter honeybee hoodie iceberg igloo insect island jacket jelly jigsaw jungle kangaroo " +
+		"kettle kitchen kitten ladle lantern lettuce library lizard locket magnet mango meadow melon mitten monkey mushroom " +
+		"napkin necklace needle noodle notebook octopus olive orchard ostrich oven paddle pancake panda paper parrot peanut " +
+		"pebble pencil penguin pepperoni piano picnic pineapple planet plum puddle pumpkin puppet puzzle rabbit radio " +
+		"raincoat rainbow raisin ribbon robot rooster saddle sandwich scarf scissors seashell shadow shovel skateboard sled " +
+		"slipper snail snowflake sofa spinach sponge squirrel stapler strawberry sugar suitcase sunflower sweater teapot " +
+		"telescope tent thimble thunder ticket toaster tomato toothbrush torch towel tractor treasure trumpet tulip turtle " +
+		"umbrella unicorn vase vegetable wagon walnut wallet walrus whistle wizard yogurt zebra zipper angry bumpy chilly " +
+		"cloudy crispy curly dizzy dusty fluffy fuzzy gentle giant golden greedy grumpy hairy hollow huge icy juicy lazy " +
+		"lucky messy muddy narrow noisy plain polite rough round rusty salty sandy scary sharp shiny silly silver skinny " +
+		"smooth sour spicy sticky stormy striped sunny sweet thick thirsty tidy tiny wild windy wooden bake borrow bounce " +
+		"build carry catch chase climb collect count crawl dig drip drop explore fix float fold gallop giggle glue hide hop " +
+		"hum hurry juggle kick knit knock launch lick march melt mix nap paint peel plant pour pull push race rescue roll " +
+		"rush scribble search shake share shout skip slide sneeze spill splash squeeze stamp stir stretch swing tickle toss " +
+		"travel trip tumble twist wander wash whisper wiggle wobble yawn")
 
 // The parts of free intros: what a character does in the first sentence
 // of a story, and first sentences that name someone at their end.
@@ -269,7 +296,7 @@ var (
 	sceneNouns = strings.Fields("house sky road sun cloud window kitchen street door letter wind rain snow sea grass roof wall floor table soup bread tea clock bus town shop tree")
 	sceneAdjs  = strings.Fields("cold warm bright dark wet dry heavy empty full old new tiny huge noisy quiet still clean dirty red grey")
 	sceneVerbs = []string{"was", "looked", "felt", "seemed", "got", "grew", "stayed"}
-	sceneTimes = []string{"", "", " that day", " all morning", " at night", " for a while", " again", " in the morning"}
+	sceneTimes = []string{"", "", " that day", " all morning", " at night", " all week", " again", " in the morning"}
 )
 
 // filler is a sentence about the scene: "The road was wet all morning."
@@ -289,7 +316,8 @@ func filler(r *rand.Rand) string {
 // that do not name the character (what it did, the scene, other people),
 // then a cued mention, often by someone else. The cued mention is the
 // first one after a space, so it can only be copied from the name's
-// unspaced first mention, across the gap.
+// unspaced first mention, across the gap. s holds the story's parts,
+// someone else ({person2}) and the capital possessive ({His}) among them.
 func startStory(r *rand.Rand, s storyParts, b *strings.Builder, spans *[]int) {
 	intro := "{N} " + pick(r, freePreds) + "."
 	switch r.IntN(4) {
@@ -298,17 +326,20 @@ func startStory(r *rand.Rand, s storyParts, b *strings.Builder, spans *[]int) {
 	case 1:
 		intro = "{N}, a {adj} {person}, " + pick(r, freePreds) + "."
 	}
-	s["person"], s["person2"], s["His"] = pick(r, people), pick(r, people), title(s["his"])
+	s["person"] = pick(r, people)
 	s.fill(b, spans, intro, false)
 	for range 1 + r.IntN(3) {
 		b.WriteByte(' ')
 		s.fill(b, spans, gapSentence(r), false)
 	}
 	b.WriteByte(' ')
-	if r.IntN(2) == 0 {
+	switch r.IntN(3) {
+	case 0:
 		s.fill(b, spans, cuedSentence(r), true)
-	} else {
+	case 1:
 		s.fill(b, spans, freeSentence(r), true)
+	default:
+		s.fill(b, spans, swapSentence(r), true)
 	}
 }
 

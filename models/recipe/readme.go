@@ -206,9 +206,14 @@ generated after it (so every document above is in it too):
   after "the", "a", "my", "some", "his" or "her", and a preposition; a
   verb and a preposition; a passive and "by"; an auxiliary and a verb, "could hear",
   "wanted to call"), the name after "and", "by", "is", "than", "thanks
-  to", "because of", and sentences about the scene between mentions;
+  to", "because of", and sentences about the scene between mentions.
+  Some mentions take the place of someone in a sentence about something
+  else ("She threw a stone at the dog." → "She threw a stone at
+  Zorvik."), so that with a name in the text the name competes with "a"
+  and "the" after more verbs and prepositions;
 - repeats (0.8 MB): lists (of the stories' words, common English words,
-  invented names and invented lowercase words, or of numbers) and
+  everyday words of two tokens or more, invented names and invented
+  lowercase words, or of numbers) and
   passages of two to four sentences, each introducing its own character
   by its name first, written two or three times (a new name comes only
   where a story may introduce one, never in a slot that, in a story,
