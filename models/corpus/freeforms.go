@@ -151,22 +151,24 @@ func freeSentence(r *rand.Rand) string {
 	case 0, 1:
 		s = doer + " " + verb + " {N}" + pick(r, freeTrails) + "."
 		if r.IntN(2) == 0 {
-			s = pick(r, freeOpeners) + " " + strings.ToLower(s[:1]) + s[1:]
-			s = strings.Replace(s, " i ", " I ", 1)
-			for _, n := range RecurringNames {
-				s = strings.Replace(s, " "+strings.ToLower(n)+" ", " "+n+" ", 1)
-			}
+			s = pick(r, freeOpeners) + " " + midSentence(doer) + s[len(doer):]
 		}
 	default:
 		s = pick(r, freeFrames)
 		doer2 := strings.ReplaceAll(pick(r, freeDoers), "{person}", pick(r, people))
-		if doer2 != "I" && !slices.Contains(RecurringNames, doer2) {
-			doer2 = strings.ToLower(doer2[:1]) + doer2[1:]
-		}
-		s = strings.NewReplacer("{doer}", doer, "{doer2}", doer2, "{verb}", verb,
+		s = strings.NewReplacer("{doer}", doer, "{doer2}", midSentence(doer2), "{verb}", verb,
 			"{action}", pick(r, actions), "{person}", pick(r, people)).Replace(s)
 	}
 	return s
+}
+
+// midSentence writes a doer inside a sentence: its first letter
+// lowercased ("The boy" → "the boy"), unless it is "I" or a name.
+func midSentence(doer string) string {
+	if doer == "I" || slices.Contains(RecurringNames, doer) {
+		return doer
+	}
+	return strings.ToLower(doer[:1]) + doer[1:]
 }
 
 // The parts of slot sentences, built word by word so that the words

@@ -67,3 +67,12 @@ func TestSwapSentence(t *testing.T) {
 		}
 	}
 }
+
+// A doer inside a sentence loses its capital unless it is "I" or a name.
+func TestMidSentence(t *testing.T) {
+	for in, want := range map[string]string{"The old king": "the old king", "We": "we", "I": "I", "Tom": "Tom", "Somebody": "somebody"} {
+		if diff := cmp.Diff(want, midSentence(in)); diff != "" {
+			t.Errorf("midSentence(%q) (-want +got)\n%s", in, diff)
+		}
+	}
+}
