@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 
 	"stepthrough/engine"
 	"stepthrough/engine/hooks"
@@ -21,6 +22,7 @@ type editFlags struct {
 	steerToward, steerAway *string
 	steerStrength          *float64
 	patch, patchFrom       *string
+	meanOver               *string
 }
 
 // addEditFlags registers --ablate, --steer-* and --patch*.
@@ -33,6 +35,7 @@ func addEditFlags(fs *flag.FlagSet) *editFlags {
 		steerStrength: fs.Float64("steer-strength", 4, "steering: the multiple of the direction added"),
 		patch:         fs.String("patch", "", "activation patching: the residual stream after layer L at position P, written L3@5 (from 1), taken from a run of --patch-from"),
 		patchFrom:     fs.String("patch-from", "", "activation patching: the text whose run gives --patch's vector"),
+		meanOver:      fs.String("mean-over", "", "mean ablation: --ablate's heads and units switched off (no factor) take their mean output over this text's positions instead of zero"),
 	}
 }
 
@@ -57,6 +60,8 @@ func (f *editFlags) read(m *model.Model) (*intervene.Set, error) {
 		return nil, usageError{fmt.Errorf("intervention: --steer-layer needs --steer-toward and --steer-away texts")}
 	case patch && *f.patchFrom == "":
 		return nil, usageError{fmt.Errorf("intervention: --patch needs --patch-from, the text its vector comes from")}
+	case *f.meanOver != "" && !slices.ContainsFunc(set.Edits, meanable):
+		return nil, usageError{fmt.Errorf("intervention: --mean-over needs --ablate with a head or an MLP unit switched off (L4H1, L2U7)")}
 	}
 	if len(set.Edits) == 0 && !steer && !patch {
 		return nil, nil
@@ -72,6 +77,13 @@ func (f *editFlags) vectors(ctx context.Context, s *engine.Session, set *interve
 	}
 	defer s.Reset()
 	tk := s.Model.Tokenizer
+	if *f.meanOver != "" {
+		mean, err := s.MeanAblation(ctx, [][]int32{tk.EncodeIDs(*f.meanOver, true)}, set)
+		if err != nil {
+			return usageError{err}
+		}
+		*set = *mean
+	}
 	if l := *f.steerLayer; l != 0 {
 		e, err := s.SteerEdit(ctx, intervene.Steer{Layer: l - 1, Toward: *f.steerToward, Away: *f.steerAway, Strength: float32(*f.steerStrength)})
 		if err != nil {
@@ -95,6 +107,12 @@ func (f *editFlags) vectors(ctx context.Context, s *engine.Session, set *interve
 		set.Edits = append(set.Edits, intervene.Edit{Layer: l - 1, Site: intervene.Resid, Pos: p - 1, Op: intervene.Replace, Vector: rows[p-1]})
 	}
 	return nil
+}
+
+// meanable reports whether --mean-over changes e: a head or a unit
+// switched off.
+func meanable(e intervene.Edit) bool {
+	return e.Op == intervene.Zero && (e.Site == intervene.Head || e.Site == intervene.Unit)
 }
 
 // lensTop is how many tokens the logit lens lists per layer and position.

@@ -63,10 +63,12 @@ func TestLensAndAblateCommands(t *testing.T) {
 	}
 }
 
-// Steering and patching from the command line: a zero-strength steer is
-// the plain run bit for bit, a strong one changes it; patching the last
-// layer at the last position from another prompt gives that prompt's
-// last logits exactly; incomplete flags are refused.
+// Steering, patching and mean ablation from the command line: a
+// zero-strength steer is the plain run bit for bit, a strong one changes
+// it; patching the last layer at the last position from another prompt
+// gives that prompt's last logits exactly; a head switched off to its
+// mean differs from it switched off to zero; incomplete flags are
+// refused.
 func TestSteerAndPatchCommands(t *testing.T) {
 	m := stories(t)
 	dir := t.TempDir()
@@ -100,7 +102,13 @@ func TestSteerAndPatchCommands(t *testing.T) {
 	if !bytes.Equal(patched[:4*row], plain[:4*row]) {
 		t.Error("patching the last position changed the earlier positions' logits")
 	}
-	for _, bad := range [][]string{{"--patch", "L1@1"}, {"--patch", "X", "--patch-from", "a"}, {"--steer-layer", "9", "--steer-toward", "a", "--steer-away", "b"}, {"--steer-layer", "1"}} {
+	zeroed := logits("zeroed", "Once upon a time", "--ablate", "L2H1")
+	mean := logits("mean", "Once upon a time", "--ablate", "L2H1", "--mean-over", "Once upon a day, a bird sang.")
+	if bytes.Equal(mean, plain) || bytes.Equal(mean, zeroed) || bytes.Equal(zeroed, plain) {
+		t.Error("a head switched off to its mean gave the plain or the zeroed logits")
+	}
+	for _, bad := range [][]string{{"--patch", "L1@1"}, {"--patch", "X", "--patch-from", "a"}, {"--steer-layer", "9", "--steer-toward", "a", "--steer-away", "b"}, {"--steer-layer", "1"},
+		{"--mean-over", "a"}, {"--ablate", "L1H1*0.5", "--mean-over", "a"}} {
 		if _, errOut, code := run(t, append([]string{"logits", "--model", m, "--prompt", "x", "--lens"}, bad...)...); code != 2 || !strings.Contains(errOut, "intervention") {
 			t.Errorf("%v: exit %d, %q", bad, code, errOut)
 		}

@@ -186,39 +186,15 @@ func (hs *HeadScores) Above(threshold float64) *intervene.Set {
 	return off
 }
 
-// MeanAblation turns each head edit of off into a mean ablation: the
-// head's output (its context vector, before the output projection) is
-// replaced by its mean over every position of the reference sequences,
-// which removes what the head reads from this text while keeping what it
-// adds on average. Sites other than heads are kept as they are.
+// MeanAblation turns each switched-off head or MLP unit of off (a Zero
+// edit) into a mean ablation: the head's output (its context vector,
+// before the output projection) or the unit's activation is replaced by
+// its mean over every position of the reference sequences, which removes
+// what it reads from this text while keeping what it adds on average.
+// Other edits are kept as they are.
 func (l *Loaded) MeanAblation(ctx context.Context, ref [][]int32, off *intervene.Set) (*intervene.Set, error) {
-	c := l.Model.Config
-	hd := c.HeadDim
-	sums := map[[2]int][]float64{}
-	for _, e := range off.Edits {
-		if e.Site == intervene.Head {
-			sums[[2]int{e.Layer, e.Index}] = make([]float64, hd)
-		}
-	}
-	n := 0
-	watch := &hooks.Hooks{OnAttention: func(a hooks.Attention) {
-		for key, sum := range sums {
-			if key[0] != a.Layer {
-				continue
-			}
-			for t := range a.N {
-				row := a.Context[(t*a.Heads+key[1])*a.HeadDim:][:a.HeadDim]
-				for i, v := range row {
-					sum[i] += float64(v)
-				}
-			}
-		}
-	}}
 	longest := 0
 	for _, seq := range ref {
-		if len(seq) == 0 || len(seq) > c.ContextLen {
-			return nil, fmt.Errorf("mean ablation: a reference sequence of %d tokens (the model holds %d)", len(seq), c.ContextLen)
-		}
 		longest = max(longest, len(seq))
 	}
 	s, err := l.NewSession(max(longest, 1))
@@ -226,20 +202,21 @@ func (l *Loaded) MeanAblation(ctx context.Context, ref [][]int32, off *intervene
 		return nil, err
 	}
 	defer s.Close()
-	for _, seq := range ref {
-		s.Reset()
-		if _, err := s.Eval(hooks.WithHooks(ctx, watch), seq); err != nil {
-			return nil, err
-		}
-		n += len(seq)
-	}
-	if n == 0 {
-		return nil, fmt.Errorf("mean ablation: no reference text")
+	return s.MeanAblation(ctx, ref, off)
+}
+
+// MeanAblation is Loaded.MeanAblation on s, which reads the reference
+// sequences (and is left empty after).
+func (s *Session) MeanAblation(ctx context.Context, ref [][]int32, off *intervene.Set) (*intervene.Set, error) {
+	sums := meanSums(off, s.Model.Config.HeadDim)
+	n, err := s.readMeans(ctx, ref, sums)
+	if err != nil {
+		return nil, err
 	}
 	out := &intervene.Set{}
 	for _, e := range off.Edits {
-		if sum, ok := sums[[2]int{e.Layer, e.Index}]; ok && e.Site == intervene.Head {
-			v := make([]float32, hd)
+		if sum, ok := sums[meanKey(e)]; ok && e.Op == intervene.Zero {
+			v := make([]float32, len(sum))
 			for i, x := range sum {
 				v[i] = float32(x / float64(n))
 			}
@@ -248,4 +225,67 @@ func (l *Loaded) MeanAblation(ctx context.Context, ref [][]int32, off *intervene
 		out.Edits = append(out.Edits, e)
 	}
 	return out, nil
+}
+
+// meanSite is a head or a unit whose mean a mean ablation reads.
+type meanSite struct {
+	site         intervene.Site
+	layer, index int
+}
+
+func meanKey(e intervene.Edit) meanSite { return meanSite{e.Site, e.Layer, e.Index} }
+
+// meanSums are zeroed sums for off's switched-off heads and units.
+func meanSums(off *intervene.Set, headDim int) map[meanSite][]float64 {
+	sums := map[meanSite][]float64{}
+	for _, e := range off.Edits {
+		switch {
+		case e.Op != intervene.Zero:
+		case e.Site == intervene.Head:
+			sums[meanKey(e)] = make([]float64, headDim)
+		case e.Site == intervene.Unit:
+			sums[meanKey(e)] = make([]float64, 1)
+		}
+	}
+	return sums
+}
+
+// readMeans adds every position's value of each site of sums over the
+// reference sequences and returns the positions read.
+func (s *Session) readMeans(ctx context.Context, ref [][]int32, sums map[meanSite][]float64) (int, error) {
+	c := s.Model.Config
+	add := func(site intervene.Site, layer, n, stride, width int, x []float32) {
+		for key, sum := range sums {
+			if key.site != site || key.layer != layer {
+				continue
+			}
+			for t := range n {
+				for i, v := range x[t*stride+key.index*width:][:width] {
+					sum[i] += float64(v)
+				}
+			}
+		}
+	}
+	watch := hooks.WithHooks(ctx, &hooks.Hooks{
+		OnAttention: func(a hooks.Attention) {
+			add(intervene.Head, a.Layer, a.N, a.Heads*a.HeadDim, a.HeadDim, a.Context)
+		},
+		OnMLP: func(m hooks.MLP) { add(intervene.Unit, m.Layer, m.N, c.FFN, 1, m.Act) },
+	})
+	defer s.Reset()
+	n := 0
+	for _, seq := range ref {
+		if len(seq) == 0 || len(seq) > s.Capacity() {
+			return 0, fmt.Errorf("mean ablation: a reference text of %d tokens (at most %d here)", len(seq), s.Capacity())
+		}
+		s.Reset()
+		if _, err := s.Eval(watch, seq); err != nil {
+			return 0, err
+		}
+		n += len(seq)
+	}
+	if n == 0 {
+		return 0, fmt.Errorf("mean ablation: no reference text")
+	}
+	return n, nil
 }

@@ -74,7 +74,7 @@ func TestScoreHeads(t *testing.T) {
 }
 
 // A mean ablation over a reference text of one position replaces a head's
-// output with that position's own: on the same text the logits are
+// output (and a unit's activation) with that position's own: on the same text the logits are
 // bit-identical to the intact model's, and on another text they differ
 // (the head's output there is not its mean). Above names the heads over a
 // threshold, as zeroing edits.
@@ -86,8 +86,22 @@ func TestMeanAblation(t *testing.T) {
 	if off.String() != "L1H2;L2H1" {
 		t.Fatalf("above 0.3: %q", off)
 	}
+	// a unit switched off is mean-ablated too; a scaled head stays scaled
+	off = off.Plus(intervene.Edit{Layer: 0, Site: intervene.Unit, Index: 4, Pos: -1, Op: intervene.Zero})
+	off = off.Plus(intervene.Edit{Layer: 1, Site: intervene.Head, Index: 1, Pos: -1, Op: intervene.Scale, Factor: 0.5})
 	one := m.Tokenizer.EncodeIDs("The", false)[:1]
-	mean, err := l.MeanAblation(ctx, [][]int32{one}, off)
+	mean, err := l.MeanAblation(ctx, [][]int32{one}, &intervene.Set{Edits: off.Edits[:3]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range mean.Edits {
+		if e.Op != intervene.Replace || len(e.Vector) == 0 {
+			t.Fatalf("edit %d (%s): not a mean ablation", i, e.String())
+		}
+	}
+	if all, err := l.MeanAblation(ctx, [][]int32{one}, off); err != nil || all.Edits[3].Op != intervene.Scale {
+		t.Fatalf("a scaled head became %v (%v)", all, err)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,6 +36,9 @@ func (s *snap) editEffect(st *trace.Step) *views.EditEffect {
 		return nil
 	}
 	x := &views.EditEffect{Edits: s.Run.Ablate}
+	if s.Run.MeanOver != "" {
+		x.Edits += fmt.Sprintf(" (to the mean over %q)", s.Run.MeanOver)
+	}
 	if s.Run.Steer != "" {
 		x.Edits = strings.TrimPrefix(x.Edits+"; steer "+s.Run.Steer, "; ")
 	}
@@ -81,8 +84,11 @@ func inWords(e intervene.Edit) string {
 	default:
 		what = e.String()
 	}
-	if e.Op == intervene.Scale {
+	switch e.Op {
+	case intervene.Scale:
 		return fmt.Sprintf("%s scaled by %g", what, e.Factor)
+	case intervene.Replace:
+		return what + " replaced by its mean over the reference text"
 	}
 	return what + " switched off"
 }

@@ -230,3 +230,44 @@ func TestSteerInTheExplorer(t *testing.T) {
 		t.Errorf("a steering after layer 9 of 4: %v", err)
 	}
 }
+
+// A run whose form names a reference text switches its heads off to their
+// mean over that text: the box says so, the logits differ from both the
+// intact run's and the zeroed run's, the link carries the text, and a
+// text longer than the model's context is refused by name.
+func TestMeanAblationFromTheForm(t *testing.T) {
+	reg := registrytest.Lesson(t)
+	ctx := context.Background()
+	logits := func(ablate, mean string) ([]float32, *session.Session) {
+		t.Helper()
+		r := run("The capital of France is")
+		r.Sampler.Temperature = 0
+		r.Ablate, r.MeanOver = ablate, mean
+		se := session.New("mean", "", reg)
+		t.Cleanup(se.Close)
+		if err := se.Run(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		return slices.Clone(se.Snapshot().Cursor.Steps[0].Logits.Logits), se
+	}
+	intact, _ := logits("", "")
+	zeroed, _ := logits("L2H1", "")
+	mean, se := logits("L2H1", "Once upon a time, a girl sat in the park.")
+	if slices.Equal(mean, intact) || slices.Equal(mean, zeroed) {
+		t.Fatalf("the mean ablation's logits equal the intact run's (%v) or the zeroed run's (%v)", slices.Equal(mean, intact), slices.Equal(mean, zeroed))
+	}
+	e := Explorer(se).Edits
+	if e == nil || len(e.Items) != 1 || e.Items[0] != "layer 2, head 1 replaced by its mean over the reference text" || !strings.Contains(e.Edits, `mean over "Once upon a time`) {
+		t.Errorf("edit effect %+v", e)
+	}
+	if q := se.Spec().Query(); q.Get("mean_over") != "Once upon a time, a girl sat in the park." {
+		t.Errorf("the link carries mean_over=%q", q.Get("mean_over"))
+	}
+	r := run("The capital of France is")
+	r.Ablate, r.MeanOver = "L2H1", strings.Repeat("q7 ", 330) // 990 bytes, 990 tokens
+	long := session.New("long", "", reg)
+	defer long.Close()
+	if err := long.Run(ctx, r); err == nil || !strings.Contains(err.Error(), "tokens (it has") {
+		t.Errorf("a reference text past the context: %v", err)
+	}
+}

@@ -109,6 +109,7 @@ func Form(r spec.Run) views.Settings {
 		TopP: f["top_p"], MinP: f["min_p"], TypicalP: f["typical_p"], RepeatPenalty: f["repeat_penalty"], RepeatLastN: f["repeat_last_n"],
 		FreqPen: f["frequency_penalty"], PresPen: f["presence_penalty"], Seed: f["seed"], Order: f["order"], MaxTokens: f["max_tokens"],
 		Special: f["special"], Tools: f["tools"], Draft: f["draft"], DraftK: f["draft_k"], Ablate: f["ablate"], AblateMax: spec.MaxAblateChars, Steer: f["steer"],
+		MeanOver: f["mean_over"], MeanOverMax: spec.MaxMeanOverChars,
 		Backends: spec.Backends, MaxTokensMax: spec.MaxNewTokens, DraftKMax: spec.MaxDraftK, DraftKDefault: strconv.Itoa(spec.DefaultDraftK)}
 }
 

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
 	"stepthrough/engine"
@@ -93,6 +94,24 @@ func (s *Session) closeBaseline() {
 		s.bes.Close()
 		s.bes = nil
 	}
+}
+
+// withMean makes the run's switched-off heads and units mean ablations
+// when it names a reference text (spec.Run.MeanOver): their means over
+// the text are read once at the run's start, on the intact model.
+func withMean(ctx context.Context, lm *engine.Loaded, edits *intervene.Set, r spec.Run) (*intervene.Set, error) {
+	if r.MeanOver == "" || edits == nil {
+		return edits, nil
+	}
+	ids := lm.Model.Tokenizer.EncodeIDs(r.MeanOver, true)
+	if n := lm.Model.Config.ContextLen; len(ids) > n {
+		return nil, &spec.Error{Param: "mean over", Value: "", Allowed: fmt.Sprintf("a text of at most %d tokens (it has %d)", n, len(ids))}
+	}
+	set, err := lm.MeanAblation(ctx, [][]int32{ids}, edits)
+	if err != nil {
+		return nil, errorf("%v", err)
+	}
+	return set, nil
 }
 
 // withSteer adds the run's steering to its edits: the direction is the

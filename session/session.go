@@ -244,6 +244,9 @@ func (s *Session) start(ctx context.Context, r spec.Run) error {
 	if err := edits.Check(lm.Model.Config.EditShape()); err != nil {
 		return errorf("%v", err)
 	}
+	if edits, err = withMean(ctx, lm, edits, r); err != nil {
+		return err
+	}
 	if edits, err = withSteer(ctx, lm, edits, r); err != nil {
 		return err
 	}

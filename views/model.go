@@ -30,6 +30,8 @@ type Settings struct {
 	Draft, DraftK                                string
 	Ablate                                       string // the run's interventions, written (L1H2;L3mlp)
 	Steer                                        string // the run's steering, written (L2:happy|sad*4)
+	MeanOver                                     string // the mean ablation's reference text ("": to zero)
+	MeanOverMax                                  int    // its longest, in bytes
 	AblateMax                                    int
 	// what engine/spec allows: the backends, the most new tokens, the
 	// draft's k (the most, and the default the form offers)

@@ -77,6 +77,9 @@ func FromForm(get Getter, base Run) (Run, error) {
 			return base, err
 		}
 	}
+	if v, ok := get("mean_over"); ok {
+		r.setMeanOver(v)
+	}
 	if v, ok := get("draft_k"); ok && strings.TrimSpace(v) != "" {
 		if err := whole("draft k", &r.DraftK, v); err != nil {
 			return base, err
@@ -132,6 +135,9 @@ func (r Run) Query() url.Values {
 	if r.Steer != "" {
 		v.Set("steer", r.Steer)
 	}
+	if r.MeanOver != "" {
+		v.Set("mean_over", r.MeanOver)
+	}
 	r.View.query(v)
 	if r.View.Scores {
 		v.Set("scores", "1")
@@ -147,7 +153,7 @@ func (r Run) Query() url.Values {
 
 // Form is r's settings as the Explorer's form shows them, by form key.
 func (r Run) Form() map[string]string {
-	f := map[string]string{"prompt": r.Prompt, "model": r.Model, "backend": r.Backend, "max_tokens": strconv.Itoa(r.MaxTokens), "tools": r.Tools, "ablate": r.Ablate, "steer": r.Steer}
+	f := map[string]string{"prompt": r.Prompt, "model": r.Model, "backend": r.Backend, "max_tokens": strconv.Itoa(r.MaxTokens), "tools": r.Tools, "ablate": r.Ablate, "steer": r.Steer, "mean_over": r.MeanOver}
 	if r.Draft != "" {
 		f["draft"], f["draft_k"] = r.Draft, strconv.Itoa(r.DraftK)
 	}
@@ -163,7 +169,7 @@ func (r Run) Form() map[string]string {
 // LessonKeys are the settings a lesson step may set, with the query keys:
 // the sampler keys, max_tokens, model and backend.
 func LessonKeys() []string {
-	return append(SamplerKeys(), "max_tokens", "model", "backend", "special", "tools", "draft", "draft_k", "ablate", "steer")
+	return append(SamplerKeys(), "max_tokens", "model", "backend", "special", "tools", "draft", "draft_k", "ablate", "steer", "mean_over")
 }
 
 // FormKeys are the settings form's field names: the prompt and every
@@ -201,6 +207,15 @@ func (r *Run) setSteer(v string) error {
 		r.Steer = s.String()
 	}
 	return nil
+}
+
+// setMeanOver reads a mean ablation's reference text ("" or "none": heads
+// and units switched off go to zero).
+func (r *Run) setMeanOver(v string) {
+	r.MeanOver = strings.TrimSpace(v)
+	if strings.EqualFold(r.MeanOver, "none") {
+		r.MeanOver = ""
+	}
 }
 
 // draftName normalises a draft value ("none" is no draft).
@@ -271,6 +286,8 @@ func SetLesson(r *Run, key, value string) error {
 		return r.setAblate(value)
 	case "steer":
 		return r.setSteer(value)
+	case "mean_over":
+		r.setMeanOver(value)
 	case "draft_k":
 		if err := whole("draft k", &r.DraftK, value); err != nil {
 			return err

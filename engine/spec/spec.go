@@ -73,8 +73,17 @@ type Run struct {
 	// strength times the difference of the two texts' mean residual
 	// streams is added. Empty: none.
 	Steer string `json:"steer,omitempty"`
-	View  View   `json:"view"`
+	// MeanOver makes Ablate's switched-off heads and units (those written
+	// without a factor) mean ablations: each is replaced by its mean over
+	// every position of this reference text instead of by zero, which
+	// removes what it reads from the prompt but keeps what it adds on
+	// average. Empty: switched off to zero.
+	MeanOver string `json:"mean_over,omitempty"`
+	View     View   `json:"view"`
 }
+
+// MaxMeanOverChars bounds a mean ablation's reference text.
+const MaxMeanOverChars = 1000
 
 // Steering reads the run's steering (nil for none).
 func (r *Run) Steering() (*intervene.Steer, error) {
@@ -168,6 +177,8 @@ func (r *Run) Validate() error {
 		return &Error{Param: "draft k", Value: fmt.Sprint(r.DraftK), Allowed: fmt.Sprintf("choose 1 to %d", MaxDraftK)}
 	case r.Steer != "" && r.Draft != "":
 		return &Error{Param: "steer", Value: r.Steer, Allowed: "steering runs without a draft: choose one"}
+	case len(r.MeanOver) > MaxMeanOverChars || !utf8.ValidString(r.MeanOver):
+		return &Error{Param: "mean over", Value: "", Allowed: fmt.Sprintf("a text of at most %d bytes", MaxMeanOverChars)}
 	case r.Ablate != "" && r.Draft != "":
 		return &Error{Param: "ablate", Value: r.Ablate, Allowed: "interventions run without a draft: choose one"}
 	case r.Draft != "" && r.Tools != "":

@@ -24,6 +24,7 @@ func full() Run {
 	p.Seed, p.SeedSet = 18446744073709551615, true
 	p.Order = []sample.Step{sample.Temperature, sample.TopK, sample.MinP}
 	r.Special, r.Tools = true, "calc"
+	r.Ablate, r.Steer, r.MeanOver = "L2H1;L1U7*0.5", "L1:happy day|sad night*4", "Once upon a time, a cat sat."
 	r.View = View{Token: 3, Stage: 5, Head: 2, Scores: true, Layer: -1, Temperature: 1.5}
 	return r
 }
@@ -32,6 +33,7 @@ func full() Run {
 func fullDraft() Run {
 	r := full()
 	r.Tools, r.Draft, r.DraftK = "", "lesson-draft.gguf", 7
+	r.Ablate, r.Steer, r.MeanOver = "", "", "" // interventions run without a draft
 	return r
 }
 
@@ -124,6 +126,13 @@ func TestLessonAblateNone(t *testing.T) {
 	}
 	if err := SetLesson(&r, "ablate", "nothing"); err == nil {
 		t.Error(`ablate "nothing": want an error naming the written forms`)
+	}
+	if err := SetLesson(&r, "mean_over", " None "); err != nil || r.MeanOver != "" {
+		t.Errorf(`mean_over "None": %q, %v`, r.MeanOver, err)
+	}
+	r.MeanOver = strings.Repeat("a", MaxMeanOverChars+1)
+	if err := r.Validate(); err == nil || !strings.Contains(err.Error(), "mean over") {
+		t.Errorf("a reference text of %d bytes: %v", len(r.MeanOver), err)
 	}
 }
 
