@@ -39,6 +39,10 @@ type Strategy struct {
 	// start and added from the prompt on, as Ablate's edits are.
 	Steer string           `json:"steer,omitempty"`
 	steer *intervene.Steer // Steer, read
+	// Mean makes Ablate's switched-off heads and units mean ablations
+	// (spec.Run.MeanOver): each takes its mean over this text (without
+	// commas), read on the lane's model at the lane's start.
+	Mean string `json:"mean,omitempty"`
 }
 
 // ParseLane reads a lane: "greedy"; "beam=4[,length-penalty=1]";
@@ -117,6 +121,10 @@ func ParseLane(laneText string, sharedSeed *uint64) (Strategy, error) {
 			} else {
 				s.steer, s.Steer = &st, st.String()
 			}
+		case "mean":
+			if s.Mean = strings.TrimSpace(v); s.Mean == "" || len(s.Mean) > spec.MaxMeanOverChars {
+				err = fmt.Errorf("lane %q: mean takes a reference text of 1 to %d bytes", laneText, spec.MaxMeanOverChars)
+			}
 		case "force":
 			for _, t := range strings.Split(v, ">") {
 				id, perr := strconv.ParseInt(t, 10, 32)
@@ -144,6 +152,9 @@ func ParseLane(laneText string, sharedSeed *uint64) (Strategy, error) {
 	}
 	if s.K != 0 && s.Draft == "" {
 		return s, fmt.Errorf("lane %q: k is the draft's: add spec=DRAFT", laneText)
+	}
+	if s.Mean != "" && s.edits == nil {
+		return s, fmt.Errorf("lane %q: mean needs ablate= with a head or a unit switched off", laneText)
 	}
 	if (s.edits != nil || s.steer != nil) && (s.Kind == "beam" || s.Draft != "") {
 		return s, fmt.Errorf("lane %q: an ablated or steered lane samples or is greedy (no beams, no draft)", laneText)
@@ -416,10 +427,10 @@ func runLane(ctx context.Context, lm *engine.Loaded, base *engine.Session, st St
 	return lane, copyMS, err
 }
 
-// laneEdits are the lane's edits with its steering added, its direction
-// read on a fresh session of lm.
+// laneEdits are the lane's edits, mean-ablated over its reference text
+// and with its steering added, both read on a fresh session of lm.
 func laneEdits(ctx context.Context, lm *engine.Loaded, st Strategy) (*intervene.Set, error) {
-	if st.steer == nil {
+	if st.steer == nil && st.Mean == "" {
 		return st.edits, nil
 	}
 	scratch, err := lm.NewSession(0)
@@ -427,11 +438,21 @@ func laneEdits(ctx context.Context, lm *engine.Loaded, st Strategy) (*intervene.
 		return nil, err
 	}
 	defer scratch.Close()
+	edits := st.edits
+	if st.Mean != "" {
+		ref := lm.Model.Tokenizer.EncodeIDs(st.Mean, true)
+		if edits, err = scratch.MeanAblation(ctx, [][]int32{ref}, edits); err != nil {
+			return nil, fmt.Errorf("lane %q: %w", st.Spec, err)
+		}
+	}
+	if st.steer == nil {
+		return edits, nil
+	}
 	e, err := scratch.SteerEdit(ctx, *st.steer)
 	if err != nil {
 		return nil, fmt.Errorf("lane %q: %w", st.Spec, err)
 	}
-	return st.edits.Plus(e), nil
+	return edits.Plus(e), nil
 }
 
 // prefill reads prompt in a new session of lm (ctx's edits applied) and

@@ -289,6 +289,46 @@ func TestSteeredLane(t *testing.T) {
 	}
 }
 
+// A lane with mean=TEXT switches its heads off to their mean over TEXT:
+// it is the greedy generation of the model with that mean ablation, and
+// its log-probabilities differ from the zeroed lane's; mean without a
+// head switched off is refused.
+func TestMeanAblatedLane(t *testing.T) {
+	m := stories(t)
+	lm := load(t, m, "cpu")
+	prompt := m.Tokenizer.EncodeIDs("Once upon a time", true)
+	res, err := Run(context.Background(), lm, prompt, lanes(t, "greedy,ablate=L2H1", "greedy,ablate=L2H1,mean=The cat sat on the mat."), Options{N: 12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	zeroed, mean := res.Lanes[0], res.Lanes[1]
+	s, err := lm.NewSession(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	off, _ := intervene.Parse("L2H1")
+	set, err := s.MeanAblation(context.Background(), [][]int32{m.Tokenizer.EncodeIDs("The cat sat on the mat.", true)}, off)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []int32
+	if err := s.Greedy(intervene.With(context.Background(), set), prompt, 12, func(id int32) error { want = append(want, id); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(mean.Tokens, want) {
+		t.Errorf("mean-ablated lane %v, the model's greedy tokens with the mean ablation %v", mean.Tokens, want)
+	}
+	if cmp.Equal(zeroed.Steps, mean.Steps) {
+		t.Error("the mean-ablated lane is the zeroed lane")
+	}
+	for _, bad := range []string{"greedy,mean=a", "greedy,ablate=L1H1,mean="} {
+		if _, err := ParseLane(bad, nil); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+}
+
 // Every lane's speed is timed Rounds times, the lanes taking turns; the
 // speed shown is the median, with the range, and an unseeded sampling
 // lane reruns with the seed it drew (the same tokens each time).
