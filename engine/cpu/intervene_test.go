@@ -45,6 +45,7 @@ func TestInterventionsMatchOracle(t *testing.T) {
 			{"mean-ablated head", intervene.Set{Edits: []intervene.Edit{{Layer: 1, Site: intervene.Head, Index: 0, Pos: -1, Op: intervene.Replace, Vector: vec(c.HeadDim)}}}},
 			{"ablated MLP unit", intervene.Set{Edits: []intervene.Edit{{Layer: 0, Site: intervene.Unit, Index: 7, Pos: -1, Op: intervene.Zero},
 				{Layer: 1, Site: intervene.Unit, Index: 3, Pos: -1, Op: intervene.Scale, Factor: -3}}}},
+			{"mean-ablated MLP unit", intervene.Set{Edits: []intervene.Edit{{Layer: 1, Site: intervene.Unit, Index: 5, Pos: -1, Op: intervene.Replace, Vector: []float32{2.5}}}}},
 			{"ablated attention", intervene.Set{Edits: []intervene.Edit{{Layer: 1, Site: intervene.Attn, Pos: -1, Op: intervene.Zero}}}},
 			{"ablated MLP", intervene.Set{Edits: []intervene.Edit{{Layer: 0, Site: intervene.MLP, Pos: -1, Op: intervene.Zero}}}},
 			{"patched residual", intervene.Set{Edits: []intervene.Edit{{Layer: 0, Site: intervene.Resid, Pos: 3, Op: intervene.Replace, Vector: vec(c.Embd)}}}},

@@ -46,9 +46,10 @@ func TestInterventionParity(t *testing.T) {
 			"mean-ablated head": {Edits: []intervene.Edit{{Layer: 1, Site: intervene.Head, Index: 0, Pos: -1, Op: intervene.Replace, Vector: vec(c.HeadDim)}}},
 			"units": {Edits: []intervene.Edit{{Layer: 0, Site: intervene.Unit, Index: 7, Pos: -1, Op: intervene.Zero},
 				{Layer: 1, Site: intervene.Unit, Index: 3, Pos: -1, Op: intervene.Scale, Factor: -3}}},
-			"sublayers":        {Edits: []intervene.Edit{{Layer: 1, Site: intervene.Attn, Pos: -1, Op: intervene.Zero}, {Layer: 0, Site: intervene.MLP, Pos: -1, Op: intervene.Scale, Factor: 0.5}}},
-			"patched residual": {Edits: []intervene.Edit{{Layer: 0, Site: intervene.Resid, Pos: 3, Op: intervene.Replace, Vector: vec(c.Embd)}}},
-			"steered layer":    {Edits: []intervene.Edit{{Layer: 1, Site: intervene.Resid, Pos: -1, Op: intervene.Add, Factor: 4, Vector: vec(c.Embd)}}},
+			"mean-ablated unit": {Edits: []intervene.Edit{{Layer: 1, Site: intervene.Unit, Index: 5, Pos: -1, Op: intervene.Replace, Vector: []float32{2.5}}}},
+			"sublayers":         {Edits: []intervene.Edit{{Layer: 1, Site: intervene.Attn, Pos: -1, Op: intervene.Zero}, {Layer: 0, Site: intervene.MLP, Pos: -1, Op: intervene.Scale, Factor: 0.5}}},
+			"patched residual":  {Edits: []intervene.Edit{{Layer: 0, Site: intervene.Resid, Pos: 3, Op: intervene.Replace, Vector: vec(c.Embd)}}},
+			"steered layer":     {Edits: []intervene.Edit{{Layer: 1, Site: intervene.Resid, Pos: -1, Op: intervene.Add, Factor: 4, Vector: vec(c.Embd)}}},
 		}
 		plain := passes(t, d, m, prompt, nil, true)
 		for name, set := range sets {
