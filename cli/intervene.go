@@ -78,7 +78,7 @@ func (f *editFlags) vectors(ctx context.Context, s *engine.Session, set *interve
 	defer s.Reset()
 	tk := s.Model.Tokenizer
 	if *f.meanOver != "" {
-		mean, err := s.MeanAblation(ctx, [][]int32{tk.EncodeIDs(*f.meanOver, true)}, set)
+		mean, err := s.MeanOver(ctx, *f.meanOver, set)
 		if err != nil {
 			return usageError{err}
 		}

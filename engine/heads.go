@@ -227,6 +227,12 @@ func (s *Session) MeanAblation(ctx context.Context, ref [][]int32, off *interven
 	return out, nil
 }
 
+// MeanOver is MeanAblation on s over one reference text (BOS added when
+// the model asks for it), as a run, a lane or a command writes it.
+func (s *Session) MeanOver(ctx context.Context, text string, off *intervene.Set) (*intervene.Set, error) {
+	return s.MeanAblation(ctx, [][]int32{s.Model.Tokenizer.EncodeIDs(text, true)}, off)
+}
+
 // meanSite is a head or a unit whose mean a mean ablation reads.
 type meanSite struct {
 	site         intervene.Site

@@ -267,7 +267,7 @@ func TestMeanAblationFromTheForm(t *testing.T) {
 	r.Ablate, r.MeanOver = "L2H1", strings.Repeat("q7 ", 330) // 990 bytes, 990 tokens
 	long := session.New("long", "", reg)
 	defer long.Close()
-	if err := long.Run(ctx, r); err == nil || !strings.Contains(err.Error(), "tokens (it has") {
+	if err := long.Run(ctx, r); err == nil || !strings.Contains(err.Error(), "a reference text of 991 tokens") {
 		t.Errorf("a reference text past the context: %v", err)
 	}
 }

@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"fmt"
 	"slices"
 
 	"stepthrough/engine"
@@ -98,16 +97,18 @@ func (s *Session) closeBaseline() {
 
 // withMean makes the run's switched-off heads and units mean ablations
 // when it names a reference text (spec.Run.MeanOver): their means over
-// the text are read once at the run's start, on the intact model.
+// the text are read once at the run's start, on the intact model, by a
+// session of its own.
 func withMean(ctx context.Context, lm *engine.Loaded, edits *intervene.Set, r spec.Run) (*intervene.Set, error) {
 	if r.MeanOver == "" || edits == nil {
 		return edits, nil
 	}
-	ids := lm.Model.Tokenizer.EncodeIDs(r.MeanOver, true)
-	if n := lm.Model.Config.ContextLen; len(ids) > n {
-		return nil, &spec.Error{Param: "mean over", Value: "", Allowed: fmt.Sprintf("a text of at most %d tokens (it has %d)", n, len(ids))}
+	scratch, err := lm.NewSession(0)
+	if err != nil {
+		return nil, err
 	}
-	set, err := lm.MeanAblation(ctx, [][]int32{ids}, edits)
+	defer scratch.Close()
+	set, err := scratch.MeanOver(ctx, r.MeanOver, edits)
 	if err != nil {
 		return nil, errorf("%v", err)
 	}

@@ -440,8 +440,7 @@ func laneEdits(ctx context.Context, lm *engine.Loaded, st Strategy) (*intervene.
 	defer scratch.Close()
 	edits := st.edits
 	if st.Mean != "" {
-		ref := lm.Model.Tokenizer.EncodeIDs(st.Mean, true)
-		if edits, err = scratch.MeanAblation(ctx, [][]int32{ref}, edits); err != nil {
+		if edits, err = scratch.MeanOver(ctx, st.Mean, edits); err != nil {
 			return nil, fmt.Errorf("lane %q: %w", st.Spec, err)
 		}
 	}

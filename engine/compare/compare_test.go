@@ -308,7 +308,7 @@ func TestMeanAblatedLane(t *testing.T) {
 	}
 	defer s.Close()
 	off, _ := intervene.Parse("L2H1")
-	set, err := s.MeanAblation(context.Background(), [][]int32{m.Tokenizer.EncodeIDs("The cat sat on the mat.", true)}, off)
+	set, err := s.MeanOver(context.Background(), "The cat sat on the mat.", off)
 	if err != nil {
 		t.Fatal(err)
 	}
