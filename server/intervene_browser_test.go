@@ -86,22 +86,27 @@ func TestInterveneInBrowser(t *testing.T) {
 
 // A link that switches a head off to its mean over a reference text: the
 // box names the mean ablation, the Advanced settings show the text, and
-// the page fits a phone.
+// the page fits a phone and a projector.
 func TestMeanAblationInBrowser(t *testing.T) {
 	ctx, base := browserWith(t, Config{Embedded: lessonModels()})
-	do(t, ctx, chromedp.EmulateViewport(390, 844),
-		chromedp.Navigate(base+"/?prompt=The+capital+of+France+is&temperature=0&backend=cpu&token=1&stage=attention&layer=2&ablate=L2H1&mean_over=Once+upon+a+time%2C+a+girl+named+Lily+sat+in+the+park+and+read+a+book+about+ships."),
-		chromedp.WaitVisible(chromedp.CSS(`[data-testid="edit-effect"]`)))
-	box := eval[string](t, ctx, `document.querySelector('[data-testid="edit-effect"]').textContent`, false)
-	if !strings.Contains(box, "replaced by its mean over the reference text") || !strings.Contains(box, "mean over \"Once upon a time") {
-		t.Errorf("the intervention box says %q", box)
+	for _, size := range []struct {
+		name string
+		w, h int64
+	}{{"phone", 390, 844}, {"projector", 1920, 1080}} {
+		do(t, ctx, chromedp.EmulateViewport(size.w, size.h),
+			chromedp.Navigate(base+"/?prompt=The+capital+of+France+is&temperature=0&backend=cpu&token=1&stage=attention&layer=2&ablate=L2H1&mean_over=Once+upon+a+time%2C+a+girl+named+Lily+sat+in+the+park+and+read+a+book+about+ships."),
+			chromedp.WaitVisible(chromedp.CSS(`[data-testid="edit-effect"]`)))
+		box := eval[string](t, ctx, `document.querySelector('[data-testid="edit-effect"]').textContent`, false)
+		if !strings.Contains(box, "replaced by its mean over the reference text") || !strings.Contains(box, "mean over \"Once upon a time") {
+			t.Errorf("%s: the intervention box says %q", size.name, box)
+		}
+		click(t, ctx, `[data-testid="advanced"] summary`)
+		if v := eval[string](t, ctx, `document.querySelector('input[name="mean_over"]').value`, false); !strings.HasPrefix(v, "Once upon a time, a girl") {
+			t.Errorf("%s: the settings show the reference text %q", size.name, v)
+		}
+		if w := eval[int](t, ctx, `document.documentElement.scrollWidth`, false); w > int(size.w)+2 {
+			t.Errorf("%s: with a mean ablation the page is %d px wide in a %d px viewport", size.name, w, size.w)
+		}
+		screenshot(t, ctx, "mean-ablation-"+size.name)
 	}
-	click(t, ctx, `[data-testid="advanced"] summary`)
-	if v := eval[string](t, ctx, `document.querySelector('input[name="mean_over"]').value`, false); !strings.HasPrefix(v, "Once upon a time, a girl") {
-		t.Errorf("the settings show the reference text %q", v)
-	}
-	if w := eval[int](t, ctx, `document.documentElement.scrollWidth`, false); w > 392 {
-		t.Errorf("with a mean ablation the page is %d px wide in a 390 px viewport", w)
-	}
-	screenshot(t, ctx, "mean-ablation-phone")
 }
