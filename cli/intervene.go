@@ -60,7 +60,7 @@ func (f *editFlags) read(m *model.Model) (*intervene.Set, error) {
 		return nil, usageError{fmt.Errorf("intervention: --steer-layer needs --steer-toward and --steer-away texts")}
 	case patch && *f.patchFrom == "":
 		return nil, usageError{fmt.Errorf("intervention: --patch needs --patch-from, the text its vector comes from")}
-	case *f.meanOver != "" && !slices.ContainsFunc(set.Edits, meanable):
+	case *f.meanOver != "" && !slices.ContainsFunc(set.Edits, func(e intervene.Edit) bool { return e.Meanable() }):
 		return nil, usageError{fmt.Errorf("intervention: --mean-over needs --ablate with a head or an MLP unit switched off (L4H1, L2U7)")}
 	}
 	if len(set.Edits) == 0 && !steer && !patch {
@@ -107,12 +107,6 @@ func (f *editFlags) vectors(ctx context.Context, s *engine.Session, set *interve
 		set.Edits = append(set.Edits, intervene.Edit{Layer: l - 1, Site: intervene.Resid, Pos: p - 1, Op: intervene.Replace, Vector: rows[p-1]})
 	}
 	return nil
-}
-
-// meanable reports whether --mean-over changes e: a head or a unit
-// switched off.
-func meanable(e intervene.Edit) bool {
-	return e.Op == intervene.Zero && (e.Site == intervene.Head || e.Site == intervene.Unit)
 }
 
 // lensTop is how many tokens the logit lens lists per layer and position.

@@ -215,7 +215,7 @@ func (s *Session) MeanAblation(ctx context.Context, ref [][]int32, off *interven
 	}
 	out := &intervene.Set{}
 	for _, e := range off.Edits {
-		if sum, ok := sums[meanKey(e)]; ok && e.Op == intervene.Zero {
+		if sum, ok := sums[meanKey(e)]; ok && e.Meanable() {
 			v := make([]float32, len(sum))
 			for i, x := range sum {
 				v[i] = float32(x / float64(n))
@@ -246,10 +246,10 @@ func meanSums(off *intervene.Set, headDim int) map[meanSite][]float64 {
 	sums := map[meanSite][]float64{}
 	for _, e := range off.Edits {
 		switch {
-		case e.Op != intervene.Zero:
+		case !e.Meanable():
 		case e.Site == intervene.Head:
 			sums[meanKey(e)] = make([]float64, headDim)
-		case e.Site == intervene.Unit:
+		default:
 			sums[meanKey(e)] = make([]float64, 1)
 		}
 	}

@@ -153,7 +153,7 @@ func ParseLane(laneText string, sharedSeed *uint64) (Strategy, error) {
 	if s.K != 0 && s.Draft == "" {
 		return s, fmt.Errorf("lane %q: k is the draft's: add spec=DRAFT", laneText)
 	}
-	if s.Mean != "" && s.edits == nil {
+	if s.Mean != "" && (s.edits == nil || !slices.ContainsFunc(s.edits.Edits, func(e intervene.Edit) bool { return e.Meanable() })) {
 		return s, fmt.Errorf("lane %q: mean needs ablate= with a head or a unit switched off", laneText)
 	}
 	if (s.edits != nil || s.steer != nil) && (s.Kind == "beam" || s.Draft != "") {

@@ -322,7 +322,7 @@ func TestMeanAblatedLane(t *testing.T) {
 	if cmp.Equal(zeroed.Steps, mean.Steps) {
 		t.Error("the mean-ablated lane is the zeroed lane")
 	}
-	for _, bad := range []string{"greedy,mean=a", "greedy,ablate=L1H1,mean="} {
+	for _, bad := range []string{"greedy,mean=a", "greedy,ablate=L1H1,mean=", "greedy,ablate=L1mlp,mean=a", "greedy,ablate=L1H1*0.5,mean=a"} {
 		if _, err := ParseLane(bad, nil); err == nil {
 			t.Errorf("%s accepted", bad)
 		}

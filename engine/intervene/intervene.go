@@ -63,6 +63,12 @@ type Edit struct {
 // At reports whether the edit applies at absolute position p.
 func (e *Edit) At(p int) bool { return e.Pos < 0 || e.Pos == p }
 
+// Meanable reports whether a mean ablation replaces the edit: a head or
+// an MLP unit switched off (to zero).
+func (e *Edit) Meanable() bool {
+	return e.Op == Zero && (e.Site == Head || e.Site == Unit)
+}
+
 // Shape is what an edit is checked against: the model's sizes.
 type Shape struct {
 	Layers, Heads, HeadDim, FFN, Embd int
