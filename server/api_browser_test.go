@@ -22,10 +22,7 @@ func TestAPIPagesInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, size := range []struct {
-		name string
-		w, h int64
-	}{{"phone", 390, 844}, {"projector", 1920, 1080}} {
+	for _, size := range phoneAndProjector {
 		link := `[data-testid="request"] a[href="/requests/` + res.ID + `"]`
 		do(t, ctx, chromedp.EmulateViewport(size.w, size.h), chromedp.Navigate(base+"/requests"), chromedp.WaitVisible(chromedp.CSS(link)))
 		click(t, ctx, link)

@@ -28,6 +28,16 @@ func browser(t *testing.T) (context.Context, string) {
 	return browserWith(t, Config{ModelsDirs: []string{dir}})
 }
 
+// screenSize is a viewport a browser test renders at.
+type screenSize struct {
+	name string
+	w, h int64
+}
+
+// phoneAndProjector are the two sizes a class meets: a phone (390 px
+// wide) and a projector (1920 × 1080).
+var phoneAndProjector = []screenSize{{"phone", 390, 844}, {"projector", 1920, 1080}}
+
 // browserWith is browser over a server built from cfg.
 func browserWith(t *testing.T, cfg Config) (context.Context, string) {
 	t.Helper()

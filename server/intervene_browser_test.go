@@ -14,10 +14,7 @@ import (
 // page does not overflow, and "Restore the model" brings the run back.
 func TestInterveneInBrowser(t *testing.T) {
 	ctx, base := browserWith(t, Config{Embedded: lessonModels()})
-	for _, size := range []struct {
-		name string
-		w, h int64
-	}{{"phone", 390, 844}, {"projector", 1920, 1080}} {
+	for _, size := range phoneAndProjector {
 		do(t, ctx, chromedp.EmulateViewport(size.w, size.h),
 			chromedp.Navigate(base+"/?prompt=The+capital+of+France+is&temperature=0&backend=cpu&token=1&stage=attention&layer=2"),
 			chromedp.WaitVisible(chromedp.CSS(`[data-testid="intervene-head"]`)))
@@ -89,10 +86,7 @@ func TestInterveneInBrowser(t *testing.T) {
 // the page fits a phone and a projector.
 func TestMeanAblationInBrowser(t *testing.T) {
 	ctx, base := browserWith(t, Config{Embedded: lessonModels()})
-	for _, size := range []struct {
-		name string
-		w, h int64
-	}{{"phone", 390, 844}, {"projector", 1920, 1080}} {
+	for _, size := range phoneAndProjector {
 		do(t, ctx, chromedp.EmulateViewport(size.w, size.h),
 			chromedp.Navigate(base+"/?prompt=The+capital+of+France+is&temperature=0&backend=cpu&token=1&stage=attention&layer=2&ablate=L2H1&mean_over=Once+upon+a+time%2C+a+girl+named+Lily+sat+in+the+park+and+read+a+book+about+ships."),
 			chromedp.WaitVisible(chromedp.CSS(`[data-testid="edit-effect"]`)))

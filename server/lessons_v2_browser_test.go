@@ -14,10 +14,7 @@ import (
 // with the runtime's note, and the thinking tokens are there.
 func TestChatToolReasoningLessonsInBrowser(t *testing.T) {
 	ctx, base := browserWith(t, Config{Embedded: lessonModels()})
-	for _, size := range []struct {
-		name string
-		w, h int64
-	}{{"phone", 390, 844}, {"projector", 1920, 1080}} {
+	for _, size := range phoneAndProjector {
 		do(t, ctx, chromedp.EmulateViewport(size.w, size.h))
 		// tool calls: the pass that reads the result
 		do(t, ctx, chromedp.Navigate(base+"/lessons/tool-calls?step=2"))

@@ -14,10 +14,7 @@ import (
 // one line.
 func TestMemoryCalculatorInBrowser(t *testing.T) {
 	ctx, base := browserWith(t, Config{Embedded: lessonModels()})
-	for _, size := range []struct {
-		name string
-		w, h int64
-	}{{"phone", 390, 844}, {"projector", 1920, 1080}} {
+	for _, size := range phoneAndProjector {
 		do(t, ctx, chromedp.EmulateViewport(size.w, size.h), chromedp.Navigate(base+"/memory"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="figures"]`)))
 		w := eval[string](t, ctx, `document.querySelector('[data-testid="figure"][data-name="weights"]').textContent`, false)
 		if !strings.Contains(w, "70,000,000,000 parameters × 16 bits (F16) ÷ 8 = 140.00 GB") {

@@ -15,10 +15,7 @@ import (
 func TestQuantizationPageInBrowser(t *testing.T) {
 	ctx, base := browserWith(t, Config{Embedded: lessonModels()})
 	q := url.Values{"model": {"lesson.gguf"}, "prompt": {"Once upon a time, there was a girl named"}, "n": {"12"}, "types": {"Q8_0", "Q4_0"}}
-	for _, size := range []struct {
-		name string
-		w, h int64
-	}{{"phone", 390, 844}, {"projector", 1920, 1080}} {
+	for _, size := range phoneAndProjector {
 		do(t, ctx, chromedp.EmulateViewport(size.w, size.h), chromedp.Navigate(base+"/quantization?"+q.Encode()), chromedp.WaitVisible(chromedp.CSS(`[data-testid="quant-summary"]`)))
 		kls := eval[[]string](t, ctx, `[...document.querySelectorAll('[data-testid="quant-row"]')].map(e => e.dataset.kl)`, false)
 		if len(kls) != 3 {

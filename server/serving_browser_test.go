@@ -13,10 +13,7 @@ import (
 // and a wrong value refused in one line.
 func TestServingInBrowser(t *testing.T) {
 	ctx, base := browserWith(t, Config{Embedded: lessonModels()})
-	for _, size := range []struct {
-		name string
-		w, h int64
-	}{{"phone", 390, 844}, {"projector", 1920, 1080}} {
+	for _, size := range phoneAndProjector {
 		do(t, ctx, chromedp.EmulateViewport(size.w, size.h), chromedp.Navigate(base+"/serving"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="start"]`)))
 		if w := eval[int](t, ctx, `document.documentElement.scrollWidth`, false); w > int(size.w)+2 {
 			t.Errorf("%s: the form is %d px wide in a %d px viewport", size.name, w, size.w)

@@ -20,10 +20,7 @@ func TestSpeculativeInBrowser(t *testing.T) {
 	ctx, base := browserWith(t, Config{Embedded: map[string][]byte{"lesson.gguf": models.Lesson, "lesson-draft.gguf": models.LessonDraft}})
 	q := url.Values{"prompt": {"Once upon a time, there was a girl named"}, "model": {"lesson.gguf"}, "draft": {"lesson-draft.gguf"}, "draft_k": {"4"},
 		"temperature": {"1"}, "seed": {"11"}, "max_tokens": {"24"}, "step": {"1"}, "stage": {"0"}}
-	for _, size := range []struct {
-		name string
-		w, h int64
-	}{{"phone", 390, 844}, {"projector", 1920, 1080}} {
+	for _, size := range phoneAndProjector {
 		do(t, ctx, chromedp.EmulateViewport(size.w, size.h), chromedp.Navigate(base+"/?"+q.Encode()), chromedp.WaitVisible(chromedp.CSS(`[data-stage="propose"]`)))
 		if n := eval[int](t, ctx, `document.querySelectorAll('[data-testid="proposal"].ghost').length`, false); n != 4 {
 			t.Errorf("%s: %d ghost chips, want the draft's 4 guesses", size.name, n)
@@ -72,10 +69,7 @@ func TestSpeculativeInBrowser(t *testing.T) {
 	}
 	// the lesson: the prediction question on the draft's guesses, then
 	// the verdicts (the second guess rejected)
-	for _, size := range []struct {
-		name string
-		w, h int64
-	}{{"phone", 390, 844}, {"projector", 1920, 1080}} {
+	for _, size := range phoneAndProjector {
 		do(t, ctx, chromedp.EmulateViewport(size.w, size.h), chromedp.Navigate(base+"/lessons/speculative-decoding?step=1"), chromedp.WaitVisible(chromedp.CSS(`[data-stage="propose"]`)))
 		if n := eval[int](t, ctx, `document.querySelectorAll('[data-testid="proposal"].ghost').length`, false); n != 4 {
 			t.Errorf("lesson %s: %d ghost chips", size.name, n)
