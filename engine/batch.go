@@ -54,6 +54,14 @@ func (l *Loaded) Batch(ctx context.Context, items []BatchItem, logits [][]float3
 	if err := l.cpu.ForwardBatch(ctx, seqs, logits); err != nil {
 		return err
 	}
+	for i := range logits {
+		if !finite(logits[i]) { // a pass no session keeps, as on error
+			for _, it := range items {
+				it.Session.backend.Truncate(len(it.Session.tokens))
+			}
+			return fmt.Errorf("batch: session %d: %w", i, &NonFiniteError{Layer: -1, After: "output", Pos: items[i].Session.Pos() + len(items[i].Tokens) - 1, NaN: hasNaN(logits[i])})
+		}
+	}
 	for _, it := range items {
 		it.Session.tokens = append(it.Session.tokens, it.Tokens...)
 	}

@@ -160,22 +160,26 @@ func (s *Session) report(ctx context.Context, text string, toks []tokenizer.Toke
 }
 
 // Eval runs ids through the model after the tokens so far and returns the
-// logits of the last one (valid until the next call).
+// logits of the last one (valid until the next call). A pass whose logits
+// are not all finite keeps nothing and returns a *NonFiniteError naming
+// where the first NaN or infinity appeared.
 func (s *Session) Eval(ctx context.Context, ids []int32) ([]float32, error) {
-	logits, err := s.backend.Forward(ctx, ids, false)
-	if err != nil {
-		s.backend.Truncate(len(s.tokens)) // a pass stopped part way keeps nothing
-		return nil, err
-	}
-	s.tokens = append(s.tokens, ids...)
-	return logits, nil
+	return s.eval(ctx, ids, false)
 }
 
 // EvalAll is Eval returning the logits of every id, len(ids)×vocab.
 func (s *Session) EvalAll(ctx context.Context, ids []int32) ([]float32, error) {
-	logits, err := s.backend.Forward(ctx, ids, true)
-	if err != nil {
+	return s.eval(ctx, ids, true)
+}
+
+func (s *Session) eval(ctx context.Context, ids []int32, all bool) ([]float32, error) {
+	logits, err := s.backend.Forward(ctx, ids, all)
+	if err == nil && !finite(logits) {
 		s.backend.Truncate(len(s.tokens))
+		return nil, s.whereNonFinite(ctx, ids)
+	}
+	if err != nil {
+		s.backend.Truncate(len(s.tokens)) // a pass stopped part way keeps nothing
 		return nil, err
 	}
 	s.tokens = append(s.tokens, ids...)

@@ -13,6 +13,7 @@ package intervene
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 )
 
@@ -122,7 +123,15 @@ func (s *Set) Plus(e Edit) *Set {
 	return out
 }
 
-// Check checks every edit against the model's shape (a nil set has none).
+// MaxFactor bounds how much a set may scale any one value: a scale's
+// factor, and the product of the scales that reach one value (a layer's
+// attention scaled and one of its heads too). Past this the residual
+// stream overflows float32 within a few layers, and the logits are NaN.
+const MaxFactor = 1e4
+
+// Check checks every edit against the model's shape (a nil set has none),
+// and the set as a whole: one switch-off or scale per site, and no value
+// scaled past MaxFactor.
 func (s *Set) Check(sh Shape) error {
 	if s == nil {
 		return nil
@@ -130,6 +139,37 @@ func (s *Set) Check(sh Shape) error {
 	for i := range s.Edits {
 		if err := s.Edits[i].Check(sh); err != nil {
 			return err
+		}
+	}
+	return s.checkScales()
+}
+
+// checkScales refuses two switch-offs or scales on one site (write the
+// site once, with the factor meant) and a head or unit whose scale times
+// its sublayer's passes MaxFactor.
+func (s *Set) checkScales() error {
+	whole := map[[2]int]float64{} // layer, Attn or MLP → its factor
+	for i, e := range s.Edits {
+		if e.Op != Zero && e.Op != Scale {
+			continue
+		}
+		if e.Op == Scale && !(math.Abs(float64(e.Factor)) <= MaxFactor) {
+			return fmt.Errorf("intervention %s: the factor is a number from -%g to %g", &e, float64(MaxFactor), float64(MaxFactor))
+		}
+		for _, prev := range s.Edits[:i] {
+			if (prev.Op == Zero || prev.Op == Scale) && prev.Layer == e.Layer && prev.Site == e.Site && prev.Index == e.Index && prev.Pos == e.Pos {
+				return fmt.Errorf("intervention %s: %s already edits that site (write each site once, with the factor you mean)", &e, &prev)
+			}
+		}
+		if e.Op == Scale && (e.Site == Attn || e.Site == MLP) {
+			whole[[2]int{e.Layer, int(e.Site)}] = math.Abs(float64(e.Factor))
+		}
+	}
+	for _, e := range s.Edits {
+		outer := map[Site]Site{Head: Attn, Unit: MLP}[e.Site]
+		f, ok := whole[[2]int{e.Layer, int(outer)}]
+		if e.Op == Scale && outer != 0 && ok && f*math.Abs(float64(e.Factor)) > MaxFactor {
+			return fmt.Errorf("intervention %s: with layer %d's %s scaled by %g it scales that value by %g (at most %g)", &e, e.Layer+1, map[Site]string{Attn: "attention", MLP: "MLP"}[outer], f, f*math.Abs(float64(e.Factor)), float64(MaxFactor))
 		}
 	}
 	return nil

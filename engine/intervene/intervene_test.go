@@ -27,6 +27,16 @@ func TestParse(t *testing.T) {
 		{in: "L1X2", err: "after the layer"},
 		{in: "L1H2*NaN", err: "not a number"},
 		{in: "L1H2*1e9", err: "not a number"},
+		// one edit per site, and no value scaled past MaxFactor (a link that
+		// scaled one MLP by 10⁴ ten times made every logit NaN)
+		{in: strings.Repeat("L1mlp*10000;", 10), err: "L1mlp*10000 already edits that site"},
+		{in: "L2H1;L2H1*0.5", err: "L2H1 already edits that site"},
+		{in: "L2U3*2 L2U3*2", err: "already edits that site"},
+		{in: "L1attn*100;L1H1*101", err: "scales that value by 10100"},
+		{in: "L1mlp*-1000;L1U4*20", err: "scales that value by 20000"},
+		{in: "L1attn*100;L1H1*100;L2H1*10000", want: []Edit{{Layer: 0, Site: Attn, Pos: -1, Op: Scale, Factor: 100},
+			{Layer: 0, Site: Head, Pos: -1, Op: Scale, Factor: 100}, {Layer: 1, Site: Head, Pos: -1, Op: Scale, Factor: 10000}}},
+		{in: "L1attn;L1H1*10000", want: []Edit{{Layer: 0, Site: Attn, Pos: -1, Op: Zero}, {Layer: 0, Site: Head, Pos: -1, Op: Scale, Factor: 10000}}},
 	}
 	for _, c := range cases {
 		t.Run(c.in, func(t *testing.T) {
@@ -46,6 +56,34 @@ func TestParse(t *testing.T) {
 		})
 	}
 }
+
+// A set made in code is held to the same bounds as a written one when a
+// backend checks it; vector edits (a patch and a steering on one site)
+// may share a site.
+func TestSetBounds(t *testing.T) {
+	sh := Shape{Layers: 2, Heads: 2, HeadDim: 4, FFN: 8, Embd: 8}
+	vec := make([]float32, 8)
+	for _, c := range []struct {
+		name string
+		set  Set
+		err  string
+	}{
+		{"scale past the bound", Set{Edits: []Edit{{Site: MLP, Pos: -1, Op: Scale, Factor: 1e30}}}, "from -10000 to 10000"},
+		{"NaN factor", Set{Edits: []Edit{{Site: Attn, Pos: -1, Op: Scale, Factor: float32(nan())}}}, "from -10000 to 10000"},
+		{"same site twice", Set{Edits: []Edit{{Site: Head, Index: 1, Pos: -1, Op: Zero}, {Site: Head, Index: 1, Pos: -1, Op: Zero}}}, "already edits"},
+		{"other positions", Set{Edits: []Edit{{Site: Head, Index: 1, Pos: 2, Op: Zero}, {Site: Head, Index: 1, Pos: 3, Op: Zero}}}, ""},
+		{"patch and steer", Set{Edits: []Edit{{Layer: 1, Site: Resid, Pos: -1, Op: Add, Factor: 4, Vector: vec}, {Layer: 1, Site: Resid, Pos: -1, Op: Replace, Vector: vec}}}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := c.set.Check(sh)
+			if (c.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.err)) {
+				t.Errorf("got %v, want %q", err, c.err)
+			}
+		})
+	}
+}
+
+func nan() float64 { var z float64; return z / z }
 
 // An edit outside the model, or a vector of the wrong width, is refused.
 func TestCheck(t *testing.T) {

@@ -82,6 +82,9 @@ func Parse(text string) (*Set, error) {
 		}
 		s.Edits = append(s.Edits, e)
 	}
+	if err := s.checkScales(); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -93,7 +96,7 @@ func parseEdit(f string) (Edit, error) {
 	e := Edit{Pos: -1, Op: Zero}
 	if scaled {
 		v, err := strconv.ParseFloat(factor, 32)
-		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || math.Abs(v) > 1e4 {
+		if err != nil || !(math.Abs(v) <= MaxFactor) {
 			return bad("the factor after * is not a number from -10000 to 10000")
 		}
 		e.Op, e.Factor = Scale, float32(v)

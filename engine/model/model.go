@@ -59,6 +59,9 @@ func FromFile(f *gguf.File) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkFinite(fileTensors(f)); err != nil {
+		return nil, err
+	}
 	tok, err := tokenizer.FromGGUF(f)
 	if err != nil {
 		return nil, err
@@ -67,6 +70,17 @@ func FromFile(f *gguf.File) (*Model, error) {
 		return nil, fmt.Errorf("tokenizer has %d tokens but the model's vocabulary is %d", tok.Len(), cfg.Vocab)
 	}
 	return &Model{File: f, Spec: spec, Config: cfg, Weights: w, Tokenizer: tok}, nil
+}
+
+// fileTensors are the file's tensors as Tensors (every one is bound: a
+// tensor the model does not use is refused before this).
+func fileTensors(f *gguf.File) []*Tensor {
+	ts := make([]*Tensor, len(f.Tensors))
+	for i := range f.Tensors {
+		ti := &f.Tensors[i]
+		ts[i] = &Tensor{Name: ti.Name, Type: ti.Type, Data: f.TensorData(ti)}
+	}
+	return ts
 }
 
 // Close releases the model file (a FirstLayers model releases nothing:
