@@ -165,8 +165,9 @@ func (r *Room) instructorAct(ctx context.Context, c *client, msg wsconn.Message)
 		}
 		r.setExpiry(time.Now().Add(r.cl.cfg.RoomTTL))
 		c.conn.Note("")
-		r.persist(ctx)
-		r.broadcast()
+		if r.persist(ctx) { // shown once the store took it; refused, the room already shows the store's
+			r.broadcast()
+		}
 	})
 }
 

@@ -65,6 +65,9 @@ type Config struct {
 	// render a room's view and queue it for every client, and to how many
 	// (from the room's goroutine: it must not block).
 	OnBroadcast func(d time.Duration, clients int)
+	// beforeRender, set by tests, sees each state before its view is
+	// drawn (a panic there is a view that cannot be drawn).
+	beforeRender func(State)
 
 	MaxRooms       int           // live rooms (default 100)
 	MaxStudents    int           // connected student tabs per room (default 300)

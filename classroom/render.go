@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -33,7 +34,7 @@ func Note(msg string) []byte { return render(views.Note(msg)) }
 
 // view builds what followers see.
 func (r *Room) view() views.RoomView {
-	v := views.RoomView{Code: r.code, Explorer: present.Explorer(r.se), Version: r.version, Stored: r.stored}
+	v := views.RoomView{Code: r.code, Explorer: present.Explorer(r.se), Version: r.stored, Broadcast: r.broadcasts}
 	if l := r.lesson; l != nil {
 		i := r.state.LessonStep
 		st := l.Steps[i]
@@ -93,12 +94,34 @@ func (r *Room) statusView() views.RoomStatus {
 	return st
 }
 
-// render renders the followers' bytes once.
-func (r *Room) render() {
+// render renders the followers' bytes once. A state no view can draw is
+// an error, never a panic: the caller puts the room back (restore). The
+// state that rendered becomes the room's last good one.
+func (r *Room) render() (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%v", p)
+			r.cl.log.Error("a room's view could not be drawn", "room", r.code, "panic", err.Error(), "stack", string(debug.Stack()))
+		}
+	}()
+	if f := r.cl.cfg.beforeRender; f != nil {
+		f(r.state)
+	}
 	main := render(views.RoomMain(r.view()))
 	status := render(views.RoomStatusView(r.statusView()))
-	r.follow = wsconn.Prepare(append(main, status...))
+	r.shown = append(main, status...)
+	r.follow = wsconn.Prepare(r.shown)
 	r.status = wsconn.Prepare(status)
+	r.good, r.hasGood = r.state.clone(), true
+	return nil
+}
+
+// renderBroken renders what followers see when no state of the room can
+// be drawn: the room's code and why, nothing from its session.
+func (r *Room) renderBroken(why string) {
+	main := render(views.RoomMain(views.RoomView{Code: r.code, Version: r.stored, Explorer: views.Explorer{Error: why}}))
+	r.shown = main
+	r.follow, r.status = wsconn.Prepare(main), wsconn.Prepare(nil)
 }
 
 // broadcast sends the current state to every client: followers get the
@@ -113,8 +136,16 @@ func (r *Room) broadcast() {
 			f(time.Since(start), len(r.clients))
 		}
 	}()
-	r.version++
-	r.render()
+	r.broadcasts++
+	if err := r.render(); err != nil {
+		r.restore(err)
+		return
+	}
+	r.send()
+}
+
+// send sends the rendered state to every client (see broadcast).
+func (r *Room) send() {
 	var extras []byte
 	mine := map[string][]byte{}
 	for c := range r.clients {

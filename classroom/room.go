@@ -45,22 +45,26 @@ type Room struct {
 	dirty      atomic.Bool // writes the store refused wait in memory: not unloaded while set
 
 	// owned by the room's goroutine
-	state     State
-	se        *session.Session
-	answers   map[int]map[string]string // lesson step → student → answer
-	clients   map[*client]bool
-	follow    *websocket.PreparedMessage // #room-main and #room-status: every follower gets these bytes
-	status    *websocket.PreparedMessage // #room-status alone, for students exploring
-	version   int                        // broadcasts so far
-	due       bool                       // an instructor refresh is scheduled
-	joins     []time.Time                // student connections in the last minute
-	closed    bool                       // ended or unloaded: the goroutine stops after this change
-	unsaved   unsaved                    // writes the store refused, retried
-	damage    string                     // what was wrong with the stored state, told to the instructor
-	voters    map[string]map[string]bool // address → the student ids that answered from it
-	refused   int                        // answers refused by the per-address limit
-	stored    int64                      // the state's version in the store (0: not saved yet)
-	reloadDue bool                       // a reload of answers saved elsewhere is scheduled
+	state      State
+	se         *session.Session
+	answers    map[int]map[string]string // lesson step → student → answer
+	clients    map[*client]bool
+	follow     *websocket.PreparedMessage // #room-main and #room-status: every follower gets these bytes
+	shown      []byte                     // follow's bytes (what the followers were last sent)
+	status     *websocket.PreparedMessage // #room-status alone, for students exploring
+	broadcasts int                        // sends of the room's view so far (the view shows it)
+	good       State                      // the last state whose view rendered: where a failed render returns
+	hasGood    bool
+	restoring  bool                       // a failed render is being undone: a second failure shows the room as broken
+	due        bool                       // an instructor refresh is scheduled
+	joins      []time.Time                // student connections in the last minute
+	closed     bool                       // ended or unloaded: the goroutine stops after this change
+	unsaved    unsaved                    // writes the store refused, retried
+	damage     string                     // what was wrong with the stored state, told to the instructor
+	voters     map[string]map[string]bool // address → the student ids that answered from it
+	refused    int                        // answers refused by the per-address limit
+	stored     int64                      // the state's version in the store (0: not saved yet)
+	reloadDue  bool                       // a reload of answers saved elsewhere is scheduled
 }
 
 // client is one connected tab.
@@ -103,7 +107,7 @@ func (r *Room) engineCtx() context.Context { return context.Background() }
 // in turn until the room closes.
 func (r *Room) run(start func(context.Context) error) {
 	defer close(r.quit)
-	r.err = start(r.engineCtx())
+	r.err = r.safely("starting", start)
 	close(r.ready)
 	if r.err != nil {
 		if r.se != nil {
@@ -116,17 +120,76 @@ func (r *Room) run(start func(context.Context) error) {
 	}
 }
 
-// apply runs one change; a panic is logged with its stack and the room's
-// session is rebuilt from the saved state, so the room stays usable.
+// safely runs a room's start (create or load), turning a panic into an
+// error: the room does not start, and the server goes on.
+func (r *Room) safely(what string, start func(context.Context) error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.cl.log.Error("panic "+what+" a room", "room", r.code, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			err = fmt.Errorf("the room could not start: %v", p)
+		}
+	}()
+	return start(r.engineCtx())
+}
+
+// apply runs one change; a panic is logged with its stack and the room
+// goes back to its last good state (restore), so the room stays usable.
 func (r *Room) apply(f func()) {
 	defer func() {
 		if p := recover(); p != nil {
 			r.cl.log.Error("panic in a room", "room", r.code, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-			r.rebuild(r.engineCtx())
-			r.broadcast()
+			r.restore(fmt.Errorf("%v", p))
 		}
 	}()
 	f()
+}
+
+// restore puts the room back to the last state whose view rendered after
+// a change that failed (why): that state is replayed, rendered, saved (so
+// a restart does not load the failed one) and sent, and the instructors
+// are told. The failed state is never rendered again here. Should the
+// good state fail too, or restore itself panic, the room shows why and
+// waits for the instructor, with nothing from its session.
+func (r *Room) restore(why error) {
+	msg := fmt.Sprintf("The room could not show its last change (%v), so it went back to the last state it could show.", why)
+	defer func() {
+		if p := recover(); p != nil {
+			r.cl.log.Error("panic restoring a room", "room", r.code, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			r.state.Broken = msg + " That state could not be shown either: choose a lesson step or run a new prompt."
+			r.renderBroken(r.state.Broken)
+			r.sendFollow()
+		}
+		r.restoring = false
+	}()
+	r.cl.counts.restored.Add(1)
+	if r.restoring || !r.hasGood {
+		panic("no good state to go back to")
+	}
+	r.restoring = true
+	r.state = r.good.clone()
+	r.rebuild(r.engineCtx())
+	if err := r.render(); err != nil {
+		panic(err)
+	}
+	r.persist(r.engineCtx())
+	r.send()
+	r.noteInstructors(msg)
+}
+
+// sendFollow sends the followers' bytes to every client.
+func (r *Room) sendFollow() {
+	for c := range r.clients {
+		c.conn.Send(r.follow)
+	}
+}
+
+// noteInstructors shows msg on every instructor page here.
+func (r *Room) noteInstructors(msg string) {
+	for c := range r.clients {
+		if c.instructor {
+			c.conn.Note(msg)
+		}
+	}
 }
 
 // do runs f on the room's goroutine and waits for it. When ctx ends
@@ -203,13 +266,15 @@ func (r *Room) create(ctx context.Context, lessonName string, explorer url.Value
 		}
 		r.capture()
 	}
+	if err := r.render(); err != nil { // drawn before it is saved: a room no view can draw is never stored
+		return fmt.Errorf("the room's first view could not be drawn: %w", err)
+	}
 	if err := r.save(ctx); err != nil {
 		r.cl.counts.storeErrors.Add(1)
 		r.cl.log.Error("saving a new room", "room", r.code, "err", err)
 		return ErrStore
 	}
-	r.render()
-	return nil
+	return r.render() // again, with its stored version
 }
 
 // load restores a stored room: the same run and seed replay the same
@@ -252,7 +317,15 @@ func (r *Room) load(ctx context.Context) error {
 	if r.state.Broken == "" {
 		r.rebuild(ctx)
 	}
-	r.render()
+	if err := r.render(); err != nil { // a stored state no view can draw: quarantined, as one that does not replay
+		r.state.Broken = fmt.Sprintf("the room's saved state could not be shown (%v): choose a lesson step or run a new prompt", err)
+		r.se.Close()
+		r.se = session.New("room-"+r.code, "", r.cl.cfg.Engines) // not replayed, as a state that did not replay
+		if err := r.render(); err != nil {
+			r.renderBroken(r.state.Broken)
+		}
+		r.persist(ctx)
+	}
 	r.cl.log.Info("room resumed from the store", "room", r.code, "lesson_step", r.state.LessonStep, "answers", len(r.answers))
 	return nil
 }

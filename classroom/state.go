@@ -37,6 +37,12 @@ type State struct {
 	Broken string `json:"broken,omitempty"`
 }
 
+// clone is a copy that shares nothing the room changes in place.
+func (s State) clone() State {
+	s.Revealed = maps.Clone(s.Revealed)
+	return s
+}
+
 // Marshal is the stored form.
 func (s State) Marshal() ([]byte, error) {
 	s.Version = stateVersion

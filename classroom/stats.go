@@ -12,10 +12,13 @@ type Stats struct {
 	// the bus refused, rooms reloaded because another server changed
 	// them, and writes refused because another server wrote first.
 	Published, Received, BusErrors, CaughtUp, Conflicts int64
+	// Restored counts the times a room went back to its last good state
+	// after a change it could not show.
+	Restored int64
 }
 
 type counters struct {
-	broadcasts, storeErrors                             atomic.Int64
+	broadcasts, storeErrors, restored                   atomic.Int64
 	published, received, busErrors, caughtUp, conflicts atomic.Int64
 }
 
@@ -25,7 +28,7 @@ func (cl *Classroom) Stats() Stats {
 	defer cl.mu.Unlock()
 	c := &cl.counts
 	st := Stats{Rooms: len(cl.rooms), Broadcasts: c.broadcasts.Load(), StoreErrors: c.storeErrors.Load(),
-		Published: c.published.Load(), Received: c.received.Load(), BusErrors: c.busErrors.Load(), CaughtUp: c.caughtUp.Load(), Conflicts: c.conflicts.Load()}
+		Published: c.published.Load(), Received: c.received.Load(), BusErrors: c.busErrors.Load(), CaughtUp: c.caughtUp.Load(), Conflicts: c.conflicts.Load(), Restored: c.restored.Load()}
 	for _, r := range cl.rooms {
 		st.Connections += int(r.nclients.Load())
 	}

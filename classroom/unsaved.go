@@ -37,23 +37,28 @@ func (u *unsaved) pending() int {
 }
 
 // persist saves the room's state, keeping it to retry when the store
-// refuses.
-func (r *Room) persist(ctx context.Context) {
+// refuses. It reports false when another server had changed the room
+// first: the write was refused and the room now shows the stored state
+// (conflicted), so the caller must not send its own.
+func (r *Room) persist(ctx context.Context) bool {
 	if r.cl.store == nil {
-		return
+		r.stored++ // the state's version in memory
+		return true
 	}
 	if r.unsaved.err != nil { // still failing: queue behind the rest
 		r.unsaved.state = true
-		return
+		return true
 	}
 	err := r.save(ctx)
 	switch {
 	case errors.Is(err, ErrConflict):
 		r.conflicted(ctx)
+		return false
 	case err != nil:
 		r.unsaved.state = true
 		r.storeFailed(err)
 	}
+	return true
 }
 
 // persistAnswer saves one answer, keeping it to retry when the store

@@ -50,15 +50,18 @@ func (s *snap) editEffect(st *trace.Step) *views.EditEffect {
 		}
 		x.Items = append(x.Items, inWords(e))
 	}
-	top := sample.TopN(before, 8)
+	top, now := sample.TopN(before, 8), sample.TopN(after, 1)
+	if len(top) == 0 || len(now) == 0 { // no number to compare (the engine refuses non-finite logits; this holds if one slips by)
+		return nil
+	}
 	for _, id := range top {
 		x.Top = append(x.Top, views.EditRow{Piece: s.piece(id), Before: float64(before[id]), After: float64(after[id])})
 	}
 	was := top[0]
 	x.Token, x.WasP, x.NowP = s.piece(was), float64(before[was]), float64(after[was])
 	x.NowRank = sample.Rank(after, was)
-	if now := sample.TopN(after, 1)[0]; now != was {
-		x.NewTop = s.piece(now)
+	if now[0] != was {
+		x.NewTop = s.piece(now[0])
 	}
 	lb, la := sample.LogSoftmax(s.Baseline), sample.LogSoftmax(st.Logits.Logits)
 	for i, p := range before {
@@ -103,6 +106,11 @@ func (s *snap) lensGrid(st *trace.Step) *views.LensGrid {
 		return nil
 	}
 	last := st.Layers[len(st.Layers)-1].Lens
+	for _, L := range st.Layers {
+		if L.Lens == nil || len(L.Lens.Top) != len(last.Top) || slices.ContainsFunc(L.Lens.Top, func(r []trace.Candidate) bool { return len(r) == 0 }) {
+			return nil // a layer without a reading at every position: no grid rather than a wrong one
+		}
+	}
 	labels := s.pieces(st)
 	cols := min(lensCols, len(last.Top))
 	first := len(last.Top) - cols // the kept rows are the pass's last ones
@@ -115,9 +123,6 @@ func (s *snap) lensGrid(st *trace.Step) *views.LensGrid {
 	final := last.Top[len(last.Top)-1][0].ID
 	g.Final = s.piece(final)
 	for _, L := range st.Layers {
-		if L.Lens == nil || len(L.Lens.Top) != len(last.Top) {
-			return nil
-		}
 		row := views.LensRow{Layer: L.Index + 1, FinalRank: sample.Rank(L.Lens.Last, final)}
 		for c := range cols {
 			top := L.Lens.Top[first+c][0]

@@ -50,7 +50,7 @@ func follower(t *testing.T, base, code string) *wsClient {
 	return c
 }
 
-var storedRE = regexp.MustCompile(`data-stored="(\d+)" data-lesson-step="(\d+)" data-step="(\d+)"`)
+var storedRE = regexp.MustCompile(`data-version="(\d+)" data-broadcast="\d+" data-lesson-step="(\d+)" data-step="(\d+)"`)
 
 // shown is the stored version, lesson step and token step a room view
 // shows ("" when m is not a room view).
@@ -62,8 +62,9 @@ func shown(m string) string {
 }
 
 // latest reads c's messages until none arrives for quiet and returns the
-// last room view's stored version, lesson step and token step.
-func (c *wsClient) latest(quiet time.Duration) string {
+// last room view's stored version, lesson step and token step; each view
+// read on the way is passed to each of saw.
+func (c *wsClient) latest(quiet time.Duration, saw ...func(string)) string {
 	c.t.Helper()
 	last := ""
 	for {
@@ -74,6 +75,9 @@ func (c *wsClient) latest(quiet time.Duration) string {
 			}
 			if s := shown(m); s != "" {
 				last = s
+				for _, f := range saw {
+					f(s)
+				}
 			}
 		case <-time.After(quiet):
 			return last
@@ -141,10 +145,20 @@ func TestRoomsNeverFork(t *testing.T) {
 	for _, s := range servers {
 		conflicts += s.class.Stats().Conflicts
 	}
-	// settle: every server catches up with the last write
+	// settle: every server catches up with the last write. No screen, on
+	// any server, ever showed a state the store did not accept: one
+	// version is one state everywhere.
+	states := map[string]string{} // version → lesson step/step
+	saw := func(s string) {
+		v, st, _ := strings.Cut(s, "/")
+		if prev, ok := states[v]; ok && prev != st {
+			t.Errorf("version %s was shown as %s and as %s", v, prev, st)
+		}
+		states[v] = st
+	}
 	var a, b, w string
 	eventually(t, "the three servers to show one state", func() bool {
-		a, b, w = ta.latest(300*time.Millisecond), tb.latest(300*time.Millisecond), watch.latest(300*time.Millisecond)
+		a, b, w = ta.latest(300*time.Millisecond, saw), tb.latest(300*time.Millisecond, saw), watch.latest(300*time.Millisecond, saw)
 		return a != "" && a == b && b == w
 	})
 	r, err := servers[2].class.Store().LoadRoom(t.Context(), code)

@@ -10,11 +10,14 @@ import (
 // lesson step and the engine's current stage. It is rendered once per
 // change and the same bytes go to every student.
 type RoomView struct {
-	Code    string
-	Version int // counts the room's broadcasts on this server (clients and load tests can tell views apart)
-	// Stored is the room's state version in its store, the same on every
-	// server showing that state (0 without a store).
-	Stored      int64
+	Code string
+	// Version is the version of the room's state that the view shows: the
+	// one its store accepted, the same on every server showing that state
+	// (without a store, the count of the room's changes).
+	Version int64
+	// Broadcast counts the room's sends on this server (a client or a load
+	// test tells two sends of one state apart by it).
+	Broadcast   int
 	LessonTitle string // empty in a room started from the Explorer
 	LessonStep  int
 	LessonSteps int
