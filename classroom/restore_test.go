@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"stepthrough/engine/registry/registrytest"
 	"stepthrough/lessons"
@@ -132,5 +133,47 @@ func TestRoomRestoresAfterAViewThatCannotBeDrawn(t *testing.T) {
 		}
 	} else if !strings.Contains(err.Error(), "nothing draws") {
 		t.Errorf("a room whose first view cannot be drawn: %v", err)
+	}
+}
+
+// A state written by another server that this one cannot draw arrives by
+// catch-up (the bus event, or the periodic read): this server restores its
+// last good state instead of dying, as it does for its own changes.
+func TestCatchUpWithAViewThatCannotBeDrawn(t *testing.T) {
+	reg := registrytest.Lesson(t)
+	all, err := lessons.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := OpenSQLite(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := New(Config{Engines: reg, Lessons: all, Store: st, beforeRender: renderFails(2)})
+	t.Cleanup(cl.Close)
+	r, _, err := cl.Create(t.Context(), "x", "logits-and-softmax", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	goTo(t, r, 1)
+	saved, err := st.LoadRoom(t.Context(), r.Code())
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved.State.LessonStep = 2 // another server's change
+	if _, err := st.SaveRoom(t.Context(), Record{Code: r.Code(), SecretHash: saved.SecretHash, Created: saved.Created, Expires: saved.Expires, Version: saved.Version}, saved.State); err != nil {
+		t.Fatal(err)
+	}
+	cl.Receive(Event{Room: r.Code(), Kind: EventState, Version: saved.Version + 1, From: "another"})
+	var step int
+	var restored int64
+	deadline := time.Now().Add(5 * time.Second)
+	for restored == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+		r.do(t.Context(), func() { step = r.state.LessonStep })
+		restored = cl.Stats().Restored
+	}
+	if restored != 1 || step != 1 {
+		t.Errorf("after catching up with a state it cannot draw: %d restores, the room at step %d; want 1 and step 1", restored, step)
 	}
 }

@@ -90,3 +90,31 @@ func TestNonFiniteWeightsRefused(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkCheckFinite measures the load-time scan of a model's weights
+// (bytes/s over the whole file: a block type reads only its scales).
+func BenchmarkCheckFinite(b *testing.B) {
+	for _, typ := range []quant.Type{quant.F32, quant.Q8_0} {
+		b.Run(typ.String(), func(b *testing.B) {
+			w, err := Synthesize(SynthOptions{Arch: "llama", Embd: 512, Layers: 8, Heads: 8, FFN: 1536, Vocab: 8000, Context: 64, Type: typ})
+			if err != nil {
+				b.Fatal(err)
+			}
+			f, err := gguf.Parse(w.Bytes())
+			if err != nil {
+				b.Fatal(err)
+			}
+			ts := fileTensors(f)
+			size := 0
+			for _, t := range ts {
+				size += len(t.Data)
+			}
+			b.SetBytes(int64(size))
+			for b.Loop() {
+				if err := checkFinite(ts); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
