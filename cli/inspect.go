@@ -181,6 +181,9 @@ func printBackendAndTensors(w io.Writer, in Inspection) {
 	}
 	sort.Strings(types)
 	fmt.Fprintf(w, "backend:       %s\n", in.Backend)
+	if in.Backend.Kernels != "" {
+		fmt.Fprintf(w, "CPU kernels:   %s\n", in.Backend.Kernels)
+	}
 	if in.Backend.Note != "" {
 		fmt.Fprintf(w, "               (%s)\n", oneLine(in.Backend.Note))
 	}

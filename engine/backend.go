@@ -17,6 +17,9 @@ type BackendInfo struct {
 	Device  *vulkan.Info `json:"device,omitempty"`
 	// Note explains a fallback to the CPU (one line), empty otherwise.
 	Note string `json:"note,omitempty"`
+	// Kernels is the CPU's vector level in use (cpu.Level), for a CPU
+	// backend.
+	Kernels string `json:"kernels,omitempty"`
 }
 
 func (b BackendInfo) String() string {
@@ -83,7 +86,7 @@ func Load(m *model.Model, opt Options) (*Loaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Loaded{Model: m, cpu: cl, info: BackendInfo{Name: "cpu", Threads: cl.Threads(), Note: note}}, nil
+	return &Loaded{Model: m, cpu: cl, info: BackendInfo{Name: "cpu", Threads: cl.Threads(), Note: note, Kernels: cpu.Level()}}, nil
 }
 
 // Backend says what computes this model's passes.

@@ -183,7 +183,11 @@ func q6KSums(blk *[210]byte) int32 {
 
 // q80BlockSums is −128·Σ of each block's values for rows of nb Q8_0
 // blocks: sums[r·nb+b].
+// nil when the CPU has no kernel that reads them (no AVX-512 VNNI).
 func q80BlockSums(data []byte, rows, nb int) []int32 {
+	if !useQ80VNNI {
+		return nil
+	}
 	sums := make([]int32, rows*nb)
 	blockSumsInto(data, rows, nb, sums, make([]int32, 4*nb))
 	return sums

@@ -90,16 +90,29 @@ func gemm4x4AVX512(a *float32, lda int, x *float32, ldx int, k int, out *float32
 //go:noescape
 func axpyAVX2(dst *float32, a float32, x *float32, n int)
 
-var useAVX512 = cpu.X86.HasAVX512F && useAVX2
+var useAVX512 = cpu.X86.HasAVX512F && useAVX2 && allows(levelAVX512)
 
 // useGemmB reports whether the broadcast GEMM's kernels run here: they use
 // AVX-512 with its 256-bit forms (VL) and double-word shuffles (DQ).
 var useGemmB = useAVX512 && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512DQ
 
-var useAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+var useAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA && allows(levelAVX2)
 
 // useF16C: F16 rows are widened by F16C (VCVTPH2PS) in the kernels.
 var useF16C = useAVX2 && cpu.X86.HasF16C
+
+// kernelLevel names the kernels chosen (see Level).
+func kernelLevel() string {
+	switch {
+	case useQ80VNNI:
+		return "avx512+vnni"
+	case useAVX512:
+		return "avx512"
+	case useAVX2:
+		return "avx2"
+	}
+	return "generic"
+}
 
 //go:noescape
 func dotF16AVX2(row *byte, x *float32, n int) float32

@@ -92,6 +92,9 @@ func q80Tiles(*model.Tensor) []byte { return nil }
 
 func q80BlockSums([]byte, int, int) []int32 { return nil }
 
+// kernelLevel names the kernels chosen (see Level): the portable ones.
+func kernelLevel() string { return "generic" }
+
 func dotRowsQ80(t quant.Type, data []byte, rb, lo, hi int, z *q80, n, cols int, out []float32, rows int, _ []int32, _ []byte, _ []float32) {
 	dotRowsQ80Each(t, data, rb, lo, hi, z, n, cols, out, rows)
 }
