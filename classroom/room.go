@@ -43,24 +43,29 @@ type Room struct {
 	lastActive atomic.Int64
 	nclients   atomic.Int32
 	dirty      atomic.Bool // writes the store refused wait in memory: not unloaded while set
+	// What the bus said (Receive reads them, so that a burst of events
+	// costs a lookup each and at most one catch-up at a time; follow.go).
+	heard      atomic.Int64 // the newest state version held here or announced: an event at or below it costs nothing
+	doubted    atomic.Bool  // the bus announced a version the store did not hold: its state events wait for the next read of the store's versions
+	catching   atomic.Bool  // a catch-up for a state event is queued
+	answersDue atomic.Bool  // a reload of answers saved elsewhere is scheduled
 
 	// owned by the room's goroutine
-	state     State
-	se        *session.Session
-	answers   map[int]map[string]string // lesson step → student → answer
-	clients   map[*client]bool
-	follow    *websocket.PreparedMessage // #room-main and #room-status: every follower gets these bytes
-	status    *websocket.PreparedMessage // #room-status alone, for students exploring
-	version   int                        // broadcasts so far
-	due       bool                       // an instructor refresh is scheduled
-	joins     []time.Time                // student connections in the last minute
-	closed    bool                       // ended or unloaded: the goroutine stops after this change
-	unsaved   unsaved                    // writes the store refused, retried
-	damage    string                     // what was wrong with the stored state, told to the instructor
-	voters    map[string]map[string]bool // address → the student ids that answered from it
-	refused   int                        // answers refused by the per-address limit
-	stored    int64                      // the state's version in the store (0: not saved yet)
-	reloadDue bool                       // a reload of answers saved elsewhere is scheduled
+	state   State
+	se      *session.Session
+	answers map[int]map[string]string // lesson step → student → answer
+	clients map[*client]bool
+	follow  *websocket.PreparedMessage // #room-main and #room-status: every follower gets these bytes
+	status  *websocket.PreparedMessage // #room-status alone, for students exploring
+	version int                        // broadcasts so far
+	due     bool                       // an instructor refresh is scheduled
+	joins   []time.Time                // student connections in the last minute
+	closed  bool                       // ended or unloaded: the goroutine stops after this change
+	unsaved unsaved                    // writes the store refused, retried
+	damage  string                     // what was wrong with the stored state, told to the instructor
+	voters  map[string]map[string]bool // address → the student ids that answered from it
+	refused int                        // answers refused by the per-address limit
+	stored  int64                      // the state's version in the store (0: not saved yet; set by hold)
 }
 
 // client is one connected tab.
@@ -227,7 +232,8 @@ func (r *Room) load(ctx context.Context) error {
 	if time.Now().After(sr.Expires) {
 		return ErrRoomGone
 	}
-	r.secretHash, r.created, r.state, r.answers, r.stored = sr.SecretHash, sr.Created, sr.State, sr.Answers, sr.Version
+	r.secretHash, r.created, r.state, r.answers = sr.SecretHash, sr.Created, sr.State, sr.Answers
+	r.hold(sr.Version)
 	r.setExpiry(sr.Expires)
 	damage := sr.Damage
 	if r.state.Lesson != "" {
@@ -296,7 +302,7 @@ func (r *Room) save(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r.stored = v
+	r.hold(v)
 	r.cl.publish(Event{Room: r.code, Kind: EventState, Version: v})
 	return nil
 }

@@ -12,11 +12,17 @@ type Stats struct {
 	// the bus refused, rooms reloaded because another server changed
 	// them, and writes refused because another server wrote first.
 	Published, Received, BusErrors, CaughtUp, Conflicts int64
+	// Reloads are a room's reads from the store to catch up (what the
+	// bus's events and the reads of the versions cost the store; CaughtUp
+	// counts those that found a newer state); BusDoubts are the times the
+	// bus announced a version the store did not hold.
+	Reloads, BusDoubts int64
 }
 
 type counters struct {
 	broadcasts, storeErrors                             atomic.Int64
 	published, received, busErrors, caughtUp, conflicts atomic.Int64
+	reloads, busDoubts                                  atomic.Int64
 }
 
 // Stats returns the classroom's figures.
@@ -25,7 +31,8 @@ func (cl *Classroom) Stats() Stats {
 	defer cl.mu.Unlock()
 	c := &cl.counts
 	st := Stats{Rooms: len(cl.rooms), Broadcasts: c.broadcasts.Load(), StoreErrors: c.storeErrors.Load(),
-		Published: c.published.Load(), Received: c.received.Load(), BusErrors: c.busErrors.Load(), CaughtUp: c.caughtUp.Load(), Conflicts: c.conflicts.Load()}
+		Published: c.published.Load(), Received: c.received.Load(), BusErrors: c.busErrors.Load(), CaughtUp: c.caughtUp.Load(), Conflicts: c.conflicts.Load(),
+		Reloads: c.reloads.Load(), BusDoubts: c.busDoubts.Load()}
 	for _, r := range cl.rooms {
 		st.Connections += int(r.nclients.Load())
 	}
