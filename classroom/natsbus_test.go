@@ -97,6 +97,7 @@ func TestOpenNATSCredentials(t *testing.T) {
 		{"an nkey it does not know", users.URL(), BusAuth{NkeyFile: wrongNkey}, "refused"},
 		{"wrong token", tokens.URL(), BusAuth{Token: "wrong-Secret-3"}, "refused"},
 		{"no token", tokens.URL(), BusAuth{}, "refused"},
+		{"wrong token in the address", strings.Replace(tokens.URL(), "nats://", "nats://wrong-Secret-3@", 1), BusAuth{}, "refused"},
 		{"given twice", withUser(users.URL(), "stepthrough", password), BusAuth{User: "stepthrough", Password: password}, "one kind of credentials"},
 		{"a user without a password", users.URL(), BusAuth{User: "stepthrough"}, "needs its password"},
 		{"an nkey file that is not there", users.URL(), BusAuth{NkeyFile: filepath.Join(t.TempDir(), "none.nk")}, "nkey seed"},
