@@ -65,7 +65,7 @@ type Room struct {
 	damage  string                     // what was wrong with the stored state, told to the instructor
 	voters  map[string]map[string]bool // address → the student ids that answered from it
 	refused int                        // answers refused by the per-address limit
-	stored  int64                      // the state's version in the store (0: not saved yet; set by hold)
+	stored  int64                      // the state's version in the store (0: not saved yet, or unknown after a conflict; hold sets it)
 }
 
 // client is one connected tab.
