@@ -50,7 +50,14 @@ type Request struct {
 	// replies): an end-of-generation token is then generated like any
 	// other and is not text.
 	IgnoreEOS bool
+	// CacheSalt (vLLM's cache_salt) narrows whose prompts the request may
+	// find in the prefix cache to those sent with the same salt (and
+	// otherwise the same scope: the server's key, or the client's address).
+	CacheSalt string
 }
+
+// MaxCacheSalt is the longest cache_salt, in bytes.
+const MaxCacheSalt = 256
 
 // wire is the body of both endpoints (the fields each one reads).
 type wire struct {
@@ -81,6 +88,8 @@ type wire struct {
 	RepeatPenalty *float64 `json:"repeat_penalty"`
 	RepeatLastN   *int     `json:"repeat_last_n"`
 	IgnoreEOS     bool     `json:"ignore_eos"`
+	// vLLM's
+	CacheSalt *string `json:"cache_salt"`
 }
 
 type wireMessage struct {
@@ -145,7 +154,7 @@ func decode(ctx context.Context, body []byte, lim Limits, chat bool) (*Request, 
 	if e != nil {
 		return nil, e
 	}
-	for _, f := range []func(wire, Limits) *Error{r.counts, r.stop, r.logprobs, r.sampling} {
+	for _, f := range []func(wire, Limits) *Error{r.counts, r.stop, r.logprobs, r.sampling, r.cacheSalt} {
 		if e := f(w, lim); e != nil {
 			return nil, e
 		}
@@ -276,6 +285,17 @@ func (r *Request) stop(w wire, lim Limits) *Error {
 			return invalid("stop", "a stop sequence is 1 to 256 bytes")
 		}
 	}
+	return nil
+}
+
+func (r *Request) cacheSalt(w wire, _ Limits) *Error {
+	if w.CacheSalt == nil {
+		return nil
+	}
+	if n := len(*w.CacheSalt); n < 1 || n > MaxCacheSalt {
+		return invalid("cache_salt", "cache_salt is a string of 1 to %d bytes, got %d", MaxCacheSalt, n)
+	}
+	r.CacheSalt = *w.CacheSalt
 	return nil
 }
 

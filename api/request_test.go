@@ -36,6 +36,9 @@ func TestDecode(t *testing.T) {
 		{"a completion without a prompt", `{"model": "m"}`, "prompt", false},
 		{"completion logprobs 6", `{"prompt": "x", "logprobs": 6}`, "logprobs", false},
 		{"echo", `{"prompt": "x", "echo": true}`, "echo", false},
+		{"an empty cache_salt", `{"prompt": "x", "cache_salt": ""}`, "cache_salt", false},
+		{"a cache_salt too long", `{"prompt": "x", "cache_salt": "` + strings.Repeat("s", MaxCacheSalt+1) + `"}`, "cache_salt", false},
+		{"a cache_salt that is not a string", `{"messages": [{"role": "user", "content": "x"}], "cache_salt": 5}`, "", true},
 	}
 	for _, b := range bad {
 		_, e := decode(context.Background(), []byte(b.body), DefaultLimits, b.chat)
@@ -59,14 +62,14 @@ func TestDecode(t *testing.T) {
 		"temperature": 0.5, "top_p": 0.9, "seed": 7, "stop": "x", "n": 2, "logprobs": true, "top_logprobs": 3, "max_tokens": 9,
 		"presence_penalty": 0.5, "top_k": 5, "min_p": 0.1, "repeat_penalty": 1.1, "stream": true, "stream_options": {"include_usage": true},
 		"tools": [{"type": "function", "function": {"name": "calculator", "parameters": {"type": "object", "properties": {"expression": {"type": "string"}}}}}],
-		"tool_choice": {"type": "function", "function": {"name": "calculator"}}}`), DefaultLimits)
+		"tool_choice": {"type": "function", "function": {"name": "calculator"}}, "cache_salt": "class 3B"}`), DefaultLimits)
 	if e != nil {
 		t.Fatal(e)
 	}
 	p := r.Sampler
 	if r.Messages[0].Role != "system" || r.Messages[0].Content != "Be brief." || p.Temperature != 0.5 || p.TopP != 0.9 || p.Seed != 7 || !p.SeedSet ||
 		r.Stop[0] != "x" || r.N != 2 || !r.Logprobs || r.TopLogprobs != 3 || r.MaxTokens != 9 || p.PresencePenalty != 0.5 || p.TopK != 5 ||
-		p.MinP != 0.1 || p.RepeatPenalty != 1.1 || !r.Stream || !r.IncludeUsage || r.Tools[0].Name != "calculator" || r.ToolChoice != "calculator" {
+		p.MinP != 0.1 || p.RepeatPenalty != 1.1 || !r.Stream || !r.IncludeUsage || r.Tools[0].Name != "calculator" || r.ToolChoice != "calculator" || r.CacheSalt != "class 3B" {
 		t.Errorf("decoded %+v", r)
 	}
 }

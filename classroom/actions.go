@@ -217,7 +217,8 @@ func (r *Room) end(ctx context.Context) {
 	err := r.save(ctx)
 	if errors.Is(err, ErrConflict) { // changed elsewhere meanwhile: end the stored room as it is
 		if sr, lerr := r.cl.store.LoadRoom(ctx, r.code); lerr == nil {
-			r.state, r.stored = sr.State, sr.Version
+			r.state = sr.State
+			r.hold(sr.Version)
 			err = r.save(ctx)
 		}
 	}

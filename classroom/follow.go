@@ -3,8 +3,10 @@ package classroom
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"stepthrough/views"
@@ -72,7 +74,10 @@ func (cl *Classroom) publish(ev Event) {
 }
 
 // Receive handles an event from the bus: a room this server holds
-// catches up from the store.
+// catches up from the store. Anyone who can publish on the bus can send
+// events, so one costs a lookup here, no goroutine, and a burst for a
+// room coalesces into at most one queued catch-up (heardState) or one
+// answer reload per answerReload (heardAnswer).
 func (cl *Classroom) Receive(ev Event) {
 	if ev.From == cl.cfg.ServerID {
 		return
@@ -82,7 +87,12 @@ func (cl *Classroom) Receive(ev Event) {
 	if r == nil || !r.isReady() || r.err != nil {
 		return
 	}
-	r.post(func() { r.remote(ev) })
+	switch ev.Kind {
+	case EventState:
+		r.heardState(ev.Version)
+	case EventAnswer:
+		r.heardAnswer()
+	}
 }
 
 // Follow reads the versions of the rooms this server holds every
@@ -128,6 +138,7 @@ func (cl *Classroom) checkMarks(ctx context.Context) {
 			if !ok || m.Version > r.stored || m.Answers != countAnswers(r.answers) {
 				r.catchUp(r.engineCtx())
 			}
+			r.believe()
 		})
 	}
 }
@@ -140,52 +151,108 @@ func countAnswers(a map[int]map[string]string) int {
 	return n
 }
 
-// remote applies an event from another server (on the room's goroutine).
-func (r *Room) remote(ev Event) {
-	if r.closed {
+// heardState handles a state event for version v (outside the room's
+// goroutine): a version the room holds, or has heard of already, costs
+// nothing more; a newer one queues a catch-up unless one is queued, which
+// will read the newest. A catch-up that finds the store behind what was
+// announced means the bus lies (a server writes the store before it
+// announces), so the room stops believing it until the next read of the
+// store's versions: forged events cost a store read at most once per
+// FollowEvery.
+func (r *Room) heardState(v int64) {
+	if r.doubted.Load() || !raise(&r.heard, v) || r.catching.Swap(true) {
 		return
 	}
-	switch ev.Kind {
-	case EventState:
-		if ev.Version > r.stored {
-			r.catchUp(r.engineCtx())
-		}
-	case EventAnswer:
-		if r.reloadDue {
+	r.post(func() {
+		r.catching.Store(false)
+		if r.doubted.Load() {
 			return
 		}
-		r.reloadDue = true
-		time.AfterFunc(answerReload, func() {
-			r.post(func() {
-				r.reloadDue = false
-				r.catchUp(r.engineCtx())
-			})
+		want := r.heard.Load()
+		if r.catchUp(r.engineCtx()) == nil && !r.closed && r.stored < want {
+			r.distrust(want)
+		}
+	})
+}
+
+// heardAnswer handles an answer event (outside the room's goroutine): the
+// first schedules a reload of the room's answers after answerReload, and
+// the ones before it runs cost nothing more (a poll of 1,000 students is
+// not 1,000 reloads).
+func (r *Room) heardAnswer() {
+	if r.answersDue.Swap(true) {
+		return
+	}
+	time.AfterFunc(answerReload, func() {
+		r.do(context.Background(), func() {
+			r.answersDue.Store(false)
+			r.catchUp(r.engineCtx())
 		})
+	})
+}
+
+// distrust stops believing the bus's state events for the room until
+// believe (on the room's goroutine).
+func (r *Room) distrust(announced int64) {
+	r.doubted.Store(true)
+	if r.cl.counts.busDoubts.Add(1) == 1 {
+		r.cl.log.Warn("the bus announced a version of a room that the store does not hold: a forged event? The room follows the store alone until its next read of the versions (further ones are counted, not logged)",
+			"room", r.code, "announced", announced, "stored", r.stored)
+	}
+}
+
+// believe trusts the bus again, from what the room holds now (on the
+// room's goroutine, after reading the store's versions).
+func (r *Room) believe() {
+	r.heard.Store(r.stored)
+	r.doubted.Store(false)
+}
+
+// hold records the state's version in the store (on the room's
+// goroutine); events at or below it cost nothing.
+func (r *Room) hold(v int64) {
+	r.stored = v
+	raise(&r.heard, v)
+}
+
+// raise sets a to v if v is larger, and says whether it did.
+func raise(a *atomic.Int64, v int64) bool {
+	for {
+		old := a.Load()
+		if v <= old {
+			return false
+		}
+		if a.CompareAndSwap(old, v) {
+			return true
+		}
 	}
 }
 
 // catchUp reads the room from the store and shows what changed: a newer
 // state is replayed in the room's session and broadcast; answers saved on
 // other servers join this server's (its own not yet saved are kept); a
-// room that has ended or expired closes here too.
-func (r *Room) catchUp(ctx context.Context) {
+// room that has ended or expired closes here too. The error is the
+// store's, when it did not answer.
+func (r *Room) catchUp(ctx context.Context) error {
 	if r.closed {
-		return
+		return nil
 	}
+	r.cl.counts.reloads.Add(1)
 	sr, err := r.cl.store.LoadRoom(ctx, r.code)
 	if errors.Is(err, ErrNoRoom) || (err == nil && !time.Now().Before(sr.Expires)) {
 		r.finish()
 		r.cl.log.Info("room ended on another server", "room", r.code)
-		return
+		return nil
 	}
 	if err != nil {
 		r.cl.counts.storeErrors.Add(1)
 		r.cl.log.Warn("catching up with the store", "room", r.code, "err", err)
-		return
+		return fmt.Errorf("catching up room %s: %w", r.code, err)
 	}
 	changed := false
 	if sr.Version > r.stored {
-		r.state, r.stored, changed = sr.State, sr.Version, true
+		r.state, changed = sr.State, true
+		r.hold(sr.Version)
 		r.setExpiry(sr.Expires)
 		if r.state.Revealed == nil {
 			r.state.Revealed = map[int]bool{}
@@ -213,6 +280,7 @@ func (r *Room) catchUp(ctx context.Context) {
 	if changed {
 		r.broadcast()
 	}
+	return nil
 }
 
 // conflicted handles a write the store refused because another server

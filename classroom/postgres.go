@@ -72,11 +72,18 @@ func OpenPostgres(ctx context.Context, url string) (*Postgres, error) {
 	return &Postgres{pool: pool}, nil
 }
 
-// redact is url without its password.
+// redact is an address (a store's or a bus's) fit for logs and errors:
+// its password replaced, and a user given alone too, since there it is a
+// token (nats://TOKEN@HOST).
 func redact(s string) string {
 	u, err := url.Parse(s)
 	if err != nil {
 		return "(an address that does not parse)"
+	}
+	if u.User != nil {
+		if _, ok := u.User.Password(); !ok {
+			u.User = url.User("xxxxx")
+		}
 	}
 	return u.Redacted()
 }

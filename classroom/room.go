@@ -43,6 +43,12 @@ type Room struct {
 	lastActive atomic.Int64
 	nclients   atomic.Int32
 	dirty      atomic.Bool // writes the store refused wait in memory: not unloaded while set
+	// What the bus said (Receive reads them, so that a burst of events
+	// costs a lookup each and at most one catch-up at a time; follow.go).
+	heard      atomic.Int64 // the newest state version held here or announced: an event at or below it costs nothing
+	doubted    atomic.Bool  // the bus announced a version the store did not hold: its state events wait for the next read of the store's versions
+	catching   atomic.Bool  // a catch-up for a state event is queued
+	answersDue atomic.Bool  // a reload of answers saved elsewhere is scheduled
 
 	// owned by the room's goroutine
 	state      State
@@ -63,8 +69,7 @@ type Room struct {
 	damage     string                     // what was wrong with the stored state, told to the instructor
 	voters     map[string]map[string]bool // address → the student ids that answered from it
 	refused    int                        // answers refused by the per-address limit
-	stored     int64                      // the state's version in the store (0: not saved yet)
-	reloadDue  bool                       // a reload of answers saved elsewhere is scheduled
+	stored     int64                      // the state's version in the store (0: not saved yet, or unknown after a conflict; hold sets it)
 }
 
 // client is one connected tab.
@@ -292,7 +297,8 @@ func (r *Room) load(ctx context.Context) error {
 	if time.Now().After(sr.Expires) {
 		return ErrRoomGone
 	}
-	r.secretHash, r.created, r.state, r.answers, r.stored = sr.SecretHash, sr.Created, sr.State, sr.Answers, sr.Version
+	r.secretHash, r.created, r.state, r.answers = sr.SecretHash, sr.Created, sr.State, sr.Answers
+	r.hold(sr.Version)
 	r.setExpiry(sr.Expires)
 	damage := sr.Damage
 	if r.state.Lesson != "" {
@@ -369,7 +375,7 @@ func (r *Room) save(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r.stored = v
+	r.hold(v)
 	r.cl.publish(Event{Room: r.code, Kind: EventState, Version: v})
 	return nil
 }

@@ -42,7 +42,7 @@ func (u *unsaved) pending() int {
 // (conflicted), so the caller must not send its own.
 func (r *Room) persist(ctx context.Context) bool {
 	if r.cl.store == nil {
-		r.stored++ // the state's version in memory
+		r.hold(r.stored + 1) // the state's version in memory
 		return true
 	}
 	if r.unsaved.err != nil { // still failing: queue behind the rest

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -17,7 +18,7 @@ import (
 
 // runServe runs the web app until ctx is done (Ctrl-C, SIGTERM).
 func runServe(ctx context.Context, env Env, args []string) error {
-	fs := newFlags(env, "serve", "[--addr HOST:PORT] [--models-dir DIRS] [--data-dir DIR | --store postgres://… [--bus nats://…]] [--allowed-hosts HOSTS] [--trusted-proxies CIDRS] [--tls-cert FILE --tls-key FILE] [--memory-budget MiB] [--api-key KEY] [--api-max-concurrent N] [--api-max-tokens N] [--max-students N] [--students-per-address N]")
+	fs := newFlags(env, "serve", "[--addr HOST:PORT] [--models-dir DIRS] [--data-dir DIR | --store postgres://… [--bus nats://… [--bus-user USER | --bus-token TOKEN | --bus-nkey FILE]]] [--allowed-hosts HOSTS] [--trusted-proxies CIDRS] [--tls-cert FILE --tls-key FILE] [--memory-budget MiB] [--api-key KEY] [--api-max-concurrent N] [--api-max-tokens N] [--max-students N] [--students-per-address N]")
 	addr := fs.String("addr", "127.0.0.1:8080", "listen `address` (0.0.0.0:8080 serves a LAN)")
 	hosts := fs.String("allowed-hosts", "", "comma-separated `names` this server answers to (default: the listen host and localhost; any host on 0.0.0.0)")
 	proxies := fs.String("trusted-proxies", "", "comma-separated `CIDRs` of reverse proxies whose X-Forwarded-For is believed (default: none, the socket's peer is the client)")
@@ -27,7 +28,11 @@ func runServe(ctx context.Context, env Env, args []string) error {
 	dirs := fs.String("models-dir", "", "more `directories` of .gguf models, comma-separated (models/ and the embedded lesson models are always offered)")
 	data := fs.String("data-dir", "data", "`directory` where classrooms are stored (rooms.db, SQLite) and the cookie-signing secret is kept")
 	store := fs.String("store", "", "keep classrooms in PostgreSQL at this `address` (postgres://USER:PASSWORD@HOST:PORT/DATABASE) instead of SQLite: several servers may share it")
-	bus := fs.String("bus", "", "announce room changes on NATS at this `address` (nats://HOST:PORT) to the other servers sharing --store, so their students follow at once (without it they notice within 2 s)")
+	bus := fs.String("bus", "", "announce room changes on NATS at this `address` (nats://HOST:PORT, or nats://USER:PASSWORD@HOST:PORT) to the other servers sharing --store, so their students follow at once (without it they notice within 2 s)")
+	busUser := fs.String("bus-user", "", "the `user` this server is on the NATS server (its password: --bus-password, else $STEPTHROUGH_BUS_PASSWORD)")
+	busPassword := fs.String("bus-password", "", "the bus user's `password` (default: $STEPTHROUGH_BUS_PASSWORD, which the process list does not show)")
+	busToken := fs.String("bus-token", "", "a `token` the NATS server takes instead of a user (default: $STEPTHROUGH_BUS_TOKEN)")
+	busNkey := fs.String("bus-nkey", "", "an nkey user seed `file` the NATS server takes instead of a user")
 	apiKey := fs.String("api-key", os.Getenv("STEPTHROUGH_API_KEY"), "require this `key` on the OpenAI-compatible API (Authorization: Bearer KEY) and its request pages (default: $STEPTHROUGH_API_KEY; empty: no key)")
 	apiConc := fs.Int("api-max-concurrent", 8, "API sequences (requests' choices) generating at once in a model's continuous batch; more requests wait in a queue")
 	apiQueue := fs.Int("api-max-queued", 64, "API requests that may wait for a place in the batch; beyond it they are answered 429")
@@ -73,6 +78,7 @@ func runServe(ctx context.Context, env Env, args []string) error {
 	}
 	log := slog.New(slog.NewTextHandler(env.Stderr, nil))
 	s, err := server.New(server.Config{Addr: *addr, ModelsDirs: modelDirs, Logger: log, DataDir: *data, StoreURL: *store, BusURL: *bus,
+		BusAuth:      busAuth(*busUser, *busPassword, *busToken, *busNkey),
 		Embedded:     models.Embedded(),
 		AllowedHosts: allowed, TrustedProxies: trusted, TLSCert: *cert, TLSKey: *key, MemoryBudget: int64(*budget) << 20,
 		StudentsPerAddress: *perAddr, MaxStudents: *maxStudents,
@@ -94,6 +100,23 @@ func runServe(ctx context.Context, env Env, args []string) error {
 func dirExists(d string) bool {
 	st, err := os.Stat(d)
 	return err == nil && st.IsDir()
+}
+
+// busAuth are the bus's credentials from the flags, the password and the
+// token from the environment when no flag gives them: a flag's value is
+// visible to every user of the machine in the process list, and -h would
+// print a default taken from the environment.
+func busAuth(user, password, token, nkey string) classroom.BusAuth {
+	return classroom.BusAuth{User: user, Password: cmp.Or(password, envIf(user != "", "STEPTHROUGH_BUS_PASSWORD")),
+		Token: cmp.Or(token, envIf(user == "" && nkey == "", "STEPTHROUGH_BUS_TOKEN")), NkeyFile: nkey}
+}
+
+// envIf is the environment variable name when cond holds, else "".
+func envIf(cond bool, name string) string {
+	if !cond {
+		return ""
+	}
+	return os.Getenv(name)
 }
 
 // apiLimits are the API's default limits with the token cap set.

@@ -40,15 +40,17 @@ func (s *Session) paged() *kv.Paged {
 	return nil
 }
 
-// SharePrefix starts an empty paged session with the full prefix blocks
-// that live sessions have registered for the same first tokens of prompt
-// (never all of it). It returns how many of prompt's tokens are now in the
-// cache; the session continues after them.
-func (s *Session) SharePrefix(prompt []int32) (int, error) {
+// SharePrefix starts an empty paged session in scope (kv.ScopeOf) with
+// the full prefix blocks that sessions of the same scope have registered
+// for the same first tokens of prompt (never all of it). It returns how
+// many of prompt's tokens are now in the cache; the session continues
+// after them, and RegisterPrefix offers its blocks in the same scope.
+func (s *Session) SharePrefix(scope kv.Hash, prompt []int32) (int, error) {
 	p := s.paged()
 	if p == nil {
 		return 0, fmt.Errorf("share prefix: the session's KV cache is not paged")
 	}
+	p.SetScope(scope)
 	n := p.SharePrefix(prompt)
 	s.tokens = append(s.tokens[:0], prompt[:n]...)
 	return n, nil

@@ -63,13 +63,13 @@ func (s *Server) agentPage(c echo.Context) error {
 		}
 	}
 	err := s.withWork(c, func() error {
-		ctx := c.Request().Context()
-		if e := s.toolLoop(ctx, &p); e != nil {
+		ctx, scope := c.Request().Context(), s.cacheScope(c, "")
+		if e := s.toolLoop(ctx, scope, &p); e != nil {
 			p.Error = e.Message
 			return nil
 		}
-		p.Direct, p.Thinking = s.reasoningRun(ctx, q, ""), s.reasoningRun(ctx, q, chat.SystemThink)
-		p.Retrieval = s.retrievalTask(ctx, rq, p.Model)
+		p.Direct, p.Thinking = s.reasoningRun(ctx, scope, q, ""), s.reasoningRun(ctx, scope, q, chat.SystemThink)
+		p.Retrieval = s.retrievalTask(ctx, scope, rq, p.Model)
 		return nil
 	})
 	if err != nil {
@@ -80,14 +80,14 @@ func (s *Server) agentPage(c echo.Context) error {
 
 // toolLoop asks the question with the calculator offered, runs each call
 // the model makes, and asks again with the result, until it answers.
-func (s *Server) toolLoop(ctx context.Context, p *views.AgentPage) *api.Error {
+func (s *Server) toolLoop(ctx context.Context, scope string, p *views.AgentPage) *api.Error {
 	tool := map[string]any{"type": "function", "function": map[string]any{"name": api.CalculatorTool.Name, "description": api.CalculatorTool.Description, "parameters": api.CalculatorTool.Parameters}}
 	messages := []any{map[string]any{"role": "user", "content": p.Question}}
 	retry := false // the last pass's call was malformed: this pass is the model's second try
 	for n := 1; n <= agentMaxPasses; n++ {
 		body, _ := json.Marshal(map[string]any{"model": p.Model, "messages": messages, "temperature": 0, "max_tokens": agentMaxTokens, "tools": []any{tool}})
 		start := time.Now()
-		r, e := s.chatInProcess(ctx, body)
+		r, e := s.chatInProcess(ctx, scope, body)
 		if e != nil {
 			return e
 		}
@@ -131,7 +131,7 @@ var sumQuestion = regexp.MustCompile(`^What is (\d{1,9}) \+ (\d{1,9})\?$`)
 
 // reasoningRun asks the question without tools, with an optional system
 // message, and measures the reply.
-func (s *Server) reasoningRun(ctx context.Context, q, system string) views.ReasoningRun {
+func (s *Server) reasoningRun(ctx context.Context, scope, q, system string) views.ReasoningRun {
 	r := views.ReasoningRun{System: system}
 	messages := []any{map[string]any{"role": "user", "content": q}}
 	if system != "" {
@@ -139,7 +139,7 @@ func (s *Server) reasoningRun(ctx context.Context, q, system string) views.Reaso
 	}
 	body, _ := json.Marshal(map[string]any{"messages": messages, "temperature": 0, "max_tokens": 128})
 	start := time.Now()
-	ip, e := s.chatInProcess(ctx, body)
+	ip, e := s.chatInProcess(ctx, scope, body)
 	if e != nil {
 		r.Error = e.Message
 		return r

@@ -146,7 +146,7 @@ func (s *Server) choices(ctx context.Context, x *apiExchange, emit func(i int, d
 	for i := range n {
 		r := x.gen.Reply(i)
 		replies[i] = r
-		req := serve.Request{Label: x.id, Prompt: x.gen.IDs, MaxTokens: x.gen.Max, Sampling: x.gen.Sampling(i), IgnoreEOS: x.req.IgnoreEOS,
+		req := serve.Request{Label: x.id, Prompt: x.gen.IDs, MaxTokens: x.gen.Max, Sampling: x.gen.Sampling(i), IgnoreEOS: x.req.IgnoreEOS, CacheScope: x.scope,
 			OnToken: func(t serve.Token) bool { // in the scheduler's goroutine: never blocks (out holds every delta)
 				d, complete := r.Token(t.ID, t.Logits)
 				if i == 0 && len(x.steps) < maxWatchedTokens {

@@ -46,6 +46,20 @@ func (s *Server) keyOK(c echo.Context) bool {
 	return err == nil && subtle.ConstantTimeCompare([]byte(ck.Value), []byte(s.apiKeyToken())) == 1
 }
 
+// cacheScope names whose prompts a request may find in the prefix cache
+// (serve.Request.CacheScope): with a key, everyone holding it (one key,
+// one tenant); without, the client's address, so no one can learn from
+// cached_tokens or from its time to first token what another address
+// asked. A cache_salt narrows it further. The key is in it only through a
+// MAC with the server's secret.
+func (s *Server) cacheScope(c echo.Context, salt string) string {
+	who := "address\x00" + clientOf(c)
+	if s.cfg.API.Key != "" {
+		who = "key\x00" + s.cfg.API.Key
+	}
+	return s.mac("prefix-cache", who+"\x00"+salt)
+}
+
 // keyPages are where the key form may send a browser back to.
 var keyPages = []string{"/requests", "/agent"}
 

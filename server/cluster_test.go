@@ -18,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"stepthrough/classroom/natstest"
 	"stepthrough/classroom/pgtest"
 )
 
@@ -46,7 +45,8 @@ var buildBinary = sync.OnceValues(func() (string, error) {
 })
 
 // startInstance runs `stepthrough serve` on a free loopback port against
-// the store and bus, and waits until /readyz answers.
+// the store and bus (as busUser, its password from the environment, as
+// deploy/compose.yaml gives it), and waits until /readyz answers.
 func startInstance(t *testing.T, store, bus string) *instance {
 	t.Helper()
 	bin, err := buildBinary()
@@ -59,7 +59,7 @@ func startInstance(t *testing.T, store, bus string) *instance {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	in := &instance{t: t, bin: bin, addr: addr, args: []string{"serve", "--addr", addr, "--store", store, "--bus", bus, "--data-dir", t.TempDir(), "--students-per-address", "100"}}
+	in := &instance{t: t, bin: bin, addr: addr, args: []string{"serve", "--addr", addr, "--store", store, "--bus", bus, "--bus-user", busUser, "--data-dir", t.TempDir(), "--students-per-address", "100"}}
 	in.start()
 	t.Cleanup(in.kill)
 	return in
@@ -71,6 +71,7 @@ func (in *instance) start() {
 	in.t.Helper()
 	in.cmd = exec.Command(in.bin, in.args...)
 	in.cmd.Dir = in.t.TempDir()
+	in.cmd.Env = append(os.Environ(), "STEPTHROUGH_BUS_PASSWORD="+busPassword)
 	in.cmd.Stderr = &prefixWriter{t: in.t, prefix: in.addr}
 	if err := in.cmd.Start(); err != nil {
 		in.t.Fatal(err)
@@ -165,7 +166,7 @@ func TestClusterSurvivesSIGKILL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three server processes")
 	}
-	nats := natstest.Start(t)
+	nats := busWithAuth(t)
 	store := pgtest.URL(t)
 	var insts []*instance
 	for range 3 {

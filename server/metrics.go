@@ -56,10 +56,12 @@ var (
 	busErrorsDesc   = prometheus.NewDesc("stepthrough_bus_errors_total", "Room events the bus refused to publish.", nil, nil)
 	caughtUpDesc    = prometheus.NewDesc("stepthrough_room_catchups_total", "Rooms reloaded from the store because another server changed them.", nil, nil)
 	conflictsDesc   = prometheus.NewDesc("stepthrough_room_conflicts_total", "Room writes refused because another server had changed the room first.", nil, nil)
+	reloadsDesc     = prometheus.NewDesc("stepthrough_room_reloads_total", "Reads of a room from the store to catch up with other servers (bus events and version checks).", nil, nil)
+	busDoubtsDesc   = prometheus.NewDesc("stepthrough_bus_doubts_total", "Bus events announcing a room version the store did not hold (forged or misdirected).", nil, nil)
 )
 
 func (roomCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{roomsDesc, connectionsDesc, broadcastsDesc, storeErrorsDesc, publishedDesc, receivedDesc, busErrorsDesc, caughtUpDesc, conflictsDesc} {
+	for _, d := range []*prometheus.Desc{roomsDesc, connectionsDesc, broadcastsDesc, storeErrorsDesc, publishedDesc, receivedDesc, busErrorsDesc, caughtUpDesc, conflictsDesc, reloadsDesc, busDoubtsDesc} {
 		ch <- d
 	}
 }
@@ -70,7 +72,7 @@ func (rc roomCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(connectionsDesc, prometheus.GaugeValue, float64(st.Connections))
 	ch <- prometheus.MustNewConstMetric(broadcastsDesc, prometheus.CounterValue, float64(st.Broadcasts))
 	for d, v := range map[*prometheus.Desc]int64{storeErrorsDesc: st.StoreErrors, publishedDesc: st.Published, receivedDesc: st.Received,
-		busErrorsDesc: st.BusErrors, caughtUpDesc: st.CaughtUp, conflictsDesc: st.Conflicts} {
+		busErrorsDesc: st.BusErrors, caughtUpDesc: st.CaughtUp, conflictsDesc: st.Conflicts, reloadsDesc: st.Reloads, busDoubtsDesc: st.BusDoubts} {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v))
 	}
 }

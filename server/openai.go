@@ -141,7 +141,7 @@ func (s *Server) apiGenerate(chat bool) echo.HandlerFunc {
 		default:
 			return apiError(c, api.TooMany(cap(s.apiSlots)))
 		}
-		x, e := s.prepare(c.Request().Context(), req)
+		x, e := s.prepare(c.Request().Context(), req, s.cacheScope(c, req.CacheSalt))
 		if e != nil {
 			return apiError(c, e)
 		}
@@ -190,12 +190,14 @@ type apiExchange struct {
 	watch   *Watched
 	steps   []tokenStep // choice 0's tokens' steps (written by the scheduler's goroutine until choice 0 ends)
 	cached  int         // prompt tokens read from the prefix cache
+	scope   string      // whose prefix-cache blocks it may read (cacheScope)
 	times   serve.Times // choice 0's, when it ended
 }
 
 // prepare resolves the model, renders and tokenizes the prompt, and fits
-// it to the context.
-func (s *Server) prepare(ctx context.Context, req *api.Request) (*apiExchange, *api.Error) {
+// it to the context; the request will share prefix-cache blocks only
+// within scope.
+func (s *Server) prepare(ctx context.Context, req *api.Request, scope string) (*apiExchange, *api.Error) {
 	name := req.Model
 	if name == "" {
 		name = s.reg.Default()
@@ -232,7 +234,7 @@ func (s *Server) prepare(ctx context.Context, req *api.Request) (*apiExchange, *
 	if max < 1 || len(ids)+max > capacity {
 		return nil, api.ContextExceeded(len(ids), max, capacity)
 	}
-	x := &apiExchange{req: req, model: name, batch: batch, created: time.Now().Unix(),
+	x := &apiExchange{req: req, model: name, batch: batch, created: time.Now().Unix(), scope: scope,
 		gen: &api.Generator{Tok: tk, Req: req, Prompt: p, IDs: ids, Max: max}}
 	x.id = s.watched.next(req.Chat)
 	x.watch = &Watched{ID: x.id, Time: time.Now(), Chat: req.Chat, Model: name, Prompt: p.Text, Template: p.Template, PromptTokens: len(ids), PromptIDs: ids, Sampler: req.Sampler}
@@ -282,14 +284,14 @@ type inProcess struct {
 }
 
 // chatInProcess runs a chat request body the way /v1/chat/completions does
-// (recorded for watching), for the server's own pages; the caller holds
-// a work slot.
-func (s *Server) chatInProcess(ctx context.Context, body []byte) (inProcess, *api.Error) {
+// (recorded for watching), for the server's own pages, in the page
+// visitor's prefix-cache scope; the caller holds a work slot.
+func (s *Server) chatInProcess(ctx context.Context, scope string, body []byte) (inProcess, *api.Error) {
 	req, e := api.DecodeChat(ctx, body, s.cfg.API.Limits)
 	if e != nil {
 		return inProcess{}, e
 	}
-	x, e := s.prepare(ctx, req)
+	x, e := s.prepare(ctx, req, scope)
 	if e != nil {
 		return inProcess{}, e
 	}

@@ -20,7 +20,7 @@ import (
 // retrievalHits is how many passages go into the prompt.
 const retrievalHits = 2
 
-func (s *Server) retrievalTask(ctx context.Context, q, model string) views.RetrievalTask {
+func (s *Server) retrievalTask(ctx context.Context, scope, q, model string) views.RetrievalTask {
 	t := views.RetrievalTask{Question: q}
 	start := time.Now()
 	lib, err := library.Builtin()
@@ -45,7 +45,7 @@ func (s *Server) retrievalTask(ctx context.Context, q, model string) views.Retri
 	for i := range t.Asks {
 		ask := &t.Asks[i]
 		start := time.Now()
-		r, e := s.chatInProcess(ctx, body)
+		r, e := s.chatInProcess(ctx, scope, body)
 		if e != nil {
 			t.Error = e.Message
 			return t

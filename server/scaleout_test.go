@@ -22,9 +22,17 @@ import (
 // cluster is n servers sharing one PostgreSQL store and one NATS bus.
 func cluster(t *testing.T, n int, bus string) (servers []*Server, urls []string, store string) {
 	t.Helper()
+	return clusterWith(t, n, Config{BusURL: bus})
+}
+
+// clusterWith is cluster with cfg's bus (and its credentials): the lesson
+// models and a fresh store are added.
+func clusterWith(t *testing.T, n int, cfg Config) (servers []*Server, urls []string, store string) {
+	t.Helper()
 	store = pgtest.URL(t)
+	cfg.Embedded, cfg.StoreURL = lessonModels(), store
 	for range n {
-		s := mustNew(t, Config{Embedded: lessonModels(), StoreURL: store, BusURL: bus})
+		s := mustNew(t, cfg)
 		ts := httptest.NewServer(s.Handler())
 		t.Cleanup(ts.Close)
 		servers, urls = append(servers, s), append(urls, ts.URL)

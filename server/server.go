@@ -66,8 +66,10 @@ type Config struct {
 	DataDir  string
 	StoreURL string
 	// BusURL (nats://…) carries each room's changes to the other servers
-	// sharing StoreURL at once; without it they notice within 2 s.
+	// sharing StoreURL at once; without it they notice within 2 s. BusAuth
+	// are the credentials the NATS server asks for.
 	BusURL         string
+	BusAuth        classroom.BusAuth
 	MaxRooms       int           // live rooms on the server (default 100)
 	MaxStudents    int           // connected student tabs per room (default 300)
 	RoomTTL        time.Duration // a room expires this long after the instructor's last action (default 12 h)

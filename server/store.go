@@ -71,7 +71,7 @@ func openBus(cfg Config, store classroom.Store) (*classroom.NATS, error) {
 	if cfg.StoreURL == "" {
 		return nil, fmt.Errorf("--bus needs --store postgres://…: the servers read rooms from the store they share")
 	}
-	return classroom.OpenNATS(cfg.BusURL, cfg.Logger)
+	return classroom.OpenNATS(cfg.BusURL, cfg.BusAuth, cfg.Logger)
 }
 
 // serverID names this server on the bus: its host, process and a random

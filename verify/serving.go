@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"stepthrough/engine"
+	"stepthrough/engine/kv"
 	"stepthrough/engine/memcalc"
 	"stepthrough/engine/quant"
 	"stepthrough/engine/sample"
@@ -254,6 +255,6 @@ func (s *checker) secondRequest(ctx context.Context, block int, retain bool) (sh
 	}
 	defer second.Close()
 	more := append(slices.Clone(s.Prompt), s.Model.Tokenizer.EncodeIDs(" And then", false)...)
-	n, err := second.SharePrefix(more)
+	n, err := second.SharePrefix(kv.Hash{}, more) // both in the default scope
 	return n, pool.Stats().Revived, err
 }

@@ -17,6 +17,7 @@ type Server struct {
 	t    testing.TB
 	bin  string
 	port int
+	args []string // nats-server's own flags beyond the address
 	cmd  *exec.Cmd
 }
 
@@ -41,16 +42,18 @@ func Binary(t testing.TB) string {
 	return ""
 }
 
-// Start runs a nats-server on a free loopback port until the test ends.
-func Start(t testing.TB) *Server {
+// Start runs a nats-server on a free loopback port until the test ends,
+// with args added to its command line (--user U --pass P, --auth TOKEN, or
+// -c FILE for an authorization block).
+func Start(t testing.TB, args ...string) *Server {
 	t.Helper()
-	s := &Server{t: t, bin: Binary(t), port: freePort(t)}
+	s := &Server{t: t, bin: Binary(t), port: freePort(t), args: args}
 	s.Start()
 	t.Cleanup(s.Stop)
 	return s
 }
 
-// URL is the server's address.
+// URL is the server's address (without credentials).
 func (s *Server) URL() string { return fmt.Sprintf("nats://127.0.0.1:%d", s.port) }
 
 // Start (re)starts the process on its port and waits until it accepts
@@ -60,7 +63,7 @@ func (s *Server) Start() {
 	if s.cmd != nil {
 		return
 	}
-	s.cmd = exec.Command(s.bin, "-a", "127.0.0.1", "-p", fmt.Sprint(s.port))
+	s.cmd = exec.Command(s.bin, append([]string{"-a", "127.0.0.1", "-p", fmt.Sprint(s.port)}, s.args...)...)
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatalf("start nats-server: %v", err)
 	}

@@ -54,6 +54,16 @@ type Pool struct {
 // hashes mean equal token prefixes.
 type Hash [sha256.Size]byte
 
+// ScopeOf is the hash a cache's block chain starts from for a named scope
+// (Paged.SetScope): "" is the zero hash, the one scope every cache starts
+// in.
+func ScopeOf(name string) Hash {
+	if name == "" {
+		return Hash{}
+	}
+	return sha256.Sum256([]byte("stepthrough kv prefix scope\x00" + name))
+}
+
 // chain is the hash of a block holding tokens after a block hashed parent.
 func chain(parent Hash, tokens []int32) Hash {
 	h := sha256.New()
@@ -186,6 +196,19 @@ type Paged struct {
 	n, cap int
 	shared int    // leading blocks registered as prefix blocks
 	chain  []Hash // the hashes of the leading full blocks' tokens
+	scope  Hash   // the first block's parent in the chain (SetScope)
+}
+
+// SetScope starts c's block hashes from scope (ScopeOf) instead of the
+// zero hash, before c shares or registers a block: caches share prefix
+// blocks only within one scope. The scope is in every block's hash, not
+// checked beside it, so a block registered in one scope can never be
+// found from another, whatever its tokens (a client cannot learn, from
+// what it is served from the cache, what another client asked).
+func (c *Paged) SetScope(scope Hash) {
+	if c.n == 0 && len(c.chain) == 0 {
+		c.scope = scope
+	}
 }
 
 // NewPaged makes an empty cache of at most capacity positions in p. It
@@ -284,11 +307,11 @@ func (c *Paged) Fork() *Paged {
 	for _, b := range c.table {
 		p.refs[b]++
 	}
-	return &Paged{pool: p, table: append([]int32(nil), c.table...), n: c.n, cap: c.cap, shared: c.shared, chain: append([]Hash(nil), c.chain...)}
+	return &Paged{pool: p, table: append([]int32(nil), c.table...), n: c.n, cap: c.cap, shared: c.shared, chain: append([]Hash(nil), c.chain...), scope: c.scope}
 }
 
 // SharePrefix starts an empty cache with the longest run of full blocks
-// registered for the same first tokens, by a live sequence or retained
+// registered for the same first tokens in c's scope, by a live sequence or retained
 // after one ended (never all of tokens: the last one must still be
 // computed for its logits). It returns the positions now filled.
 func (c *Paged) SharePrefix(tokens []int32) int {
@@ -298,7 +321,7 @@ func (c *Paged) SharePrefix(tokens []int32) int {
 	p := c.pool
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var parent Hash
+	parent := c.scope
 	for i := 0; (i+1)*p.BlockSize < len(tokens) && (i+1)*p.BlockSize <= c.cap; i++ {
 		h := chain(parent, tokens[i*p.BlockSize:(i+1)*p.BlockSize])
 		b, ok := p.prefix[h]
@@ -324,7 +347,7 @@ func (c *Paged) Register(tokens []int32) {
 	p := c.pool
 	full := min(c.n, len(tokens)) / p.BlockSize
 	for i := len(c.chain); i < full; i++ { // hashed outside the lock
-		var parent Hash
+		parent := c.scope
 		if i > 0 {
 			parent = c.chain[i-1]
 		}

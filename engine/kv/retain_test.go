@@ -137,3 +137,53 @@ func TestRewrittenBlockIsForgotten(t *testing.T) {
 	}
 	c.Free()
 }
+
+// Blocks are shared only within a scope: a prompt registered in one is
+// found from the same scope, live or retained, and from no other (the
+// default zero scope included), whatever the tokens; a fork keeps its
+// scope.
+func TestPrefixScopes(t *testing.T) {
+	const layers, dim, bs = 1, 2, 4
+	sys := []int32{1, 2, 3, 4, 5, 6, 7, 8, 9}
+	for _, tc := range []struct {
+		name       string
+		registered string // the scope the first sequence ran in
+		asked      string
+		want       int
+	}{
+		{"same scope", "client A", "client A", 8},
+		{"another scope", "client A", "client B", 0},
+		{"the default scope asks", "client A", "", 0},
+		{"asks the default scope", "", "client B", 0},
+		{"both default", "", "", 8},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, retained := range []bool{false, true} {
+				pool, _ := NewPool(layers, dim, bs, 8)
+				pool.Retain = true
+				a, _ := pool.NewPaged(64)
+				a.SetScope(ScopeOf(tc.registered))
+				fillTokens(t, a, layers, dim, sys)
+				if retained {
+					a.Free()
+				}
+				b, _ := pool.NewPaged(64)
+				b.SetScope(ScopeOf(tc.asked))
+				if got := b.SharePrefix(sys); got != tc.want {
+					t.Errorf("retained %v: shared %d positions, want %d", retained, got, tc.want)
+				}
+			}
+		})
+	}
+	pool, _ := NewPool(layers, dim, bs, 8)
+	a, _ := pool.NewPaged(64)
+	a.SetScope(ScopeOf("client A"))
+	fillTokens(t, a, layers, dim, sys[:4])
+	f := a.Fork()
+	fillTokens(t, f, layers, dim, sys) // its second block registered from the fork
+	b, _ := pool.NewPaged(64)
+	b.SetScope(ScopeOf("client A"))
+	if got := b.SharePrefix(sys); got != 8 {
+		t.Errorf("a fork's blocks: shared %d positions in its scope, want 8", got)
+	}
+}

@@ -1,6 +1,10 @@
 package serve
 
-import "slices"
+import (
+	"slices"
+
+	"stepthrough/engine/kv"
+)
 
 // admitPaged admits q into the paged pool when the blocks its feed and
 // first reply token need are free, after sharing any registered prefix.
@@ -10,7 +14,7 @@ func (s *Scheduler) admitPaged(q *seq) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	shared, err := sess.SharePrefix(q.feed)
+	shared, err := sess.SharePrefix(kv.ScopeOf(q.req.CacheScope), q.feed)
 	if err != nil {
 		sess.Close()
 		return false, err

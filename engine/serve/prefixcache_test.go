@@ -139,3 +139,28 @@ func TestOnTokenHook(t *testing.T) {
 		t.Errorf("no token shared a step with the other request: %+v", seen)
 	}
 }
+
+// Requests share cached blocks only within their CacheScope: the same
+// prompt asked from another scope is computed again and reports nothing
+// cached, while its own scope still finds it.
+func TestPrefixCacheScopes(t *testing.T) {
+	l := load(t)
+	prompt := l.Model.Tokenizer.EncodeIDs("Once upon a time, there was a little girl named Lily. She loved to play outside.", true)
+	s := start(t, l, Options{Paged: true, PrefixCache: true, BlockSize: 8, MaxSeqs: 4})
+	var cached []int
+	for _, scope := range []string{"client A", "client B", "client A", "", "client B"} { // one at a time
+		h, err := s.Submit(Request{Prompt: prompt, MaxTokens: 2, Sampling: greedy(), CacheScope: scope})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for ev := range h.Events {
+			if ev.Done {
+				cached = append(cached, ev.Times.Cached)
+			}
+		}
+	}
+	full := (len(prompt) - 1) / 8 * 8
+	if diff := cmp.Diff([]int{0, 0, full, 0, full}, cached); diff != "" {
+		t.Errorf("cached tokens per request (-want +got):\n%s", diff)
+	}
+}

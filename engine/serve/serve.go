@@ -63,10 +63,11 @@ type Options struct {
 	Paged     bool
 	BlockSize int
 	// PrefixCache (with Paged) keeps the full prompt blocks of requests
-	// that ended, keyed by a hash of their tokens from position 0, so a
-	// later request that starts the same way (a shared system prompt, the
-	// same conversation asked again) reads only the rest; retained blocks
-	// are reused for other tokens least recently used first, when no free
+	// that ended, keyed by a hash of their scope (Request.CacheScope) and
+	// their tokens from position 0, so a later request of the same scope
+	// that starts the same way (a shared system prompt, the same
+	// conversation asked again) reads only the rest; retained blocks are
+	// reused for other tokens least recently used first, when no free
 	// block is left.
 	PrefixCache bool
 	// Steps is how many recent steps are kept for Steps (0: 4096).
@@ -89,6 +90,11 @@ type Request struct {
 	// block. Returning true ends the request with this token (FinishStop):
 	// a caller's own stop rule, such as a closed tool call.
 	OnToken func(Token) bool
+	// CacheScope is whose KV blocks the request may share, live or kept
+	// (Paged): only those of requests with the same scope, so what it
+	// reads from the cache (Times.Cached) tells nothing of other scopes'
+	// prompts. An API server names its client here; "" is one scope.
+	CacheScope string
 }
 
 // Token is a generated token as OnToken sees it.
@@ -132,7 +138,8 @@ type Times struct {
 	PromptTokens, Generated                 int
 	Preemptions                             int
 	// Cached is how many prompt tokens were read from KV blocks another
-	// request had computed (a shared or retained prefix), not computed.
+	// request of its scope had computed (a shared or retained prefix), not
+	// computed.
 	Cached int
 }
 
