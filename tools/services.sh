@@ -6,8 +6,19 @@
 # tests' throw-away databases), and names Debian's nats-server binary (the
 # tests start their own nats-server processes on free ports). Prints
 # nothing for a service that is not installed; the tests that need it then
-# say so when they skip.
+# say so when they skip. A cluster it had to start is named in
+# STEPTHROUGH_STARTED_PG, and `services.sh stop` stops that one alone (the
+# test task does, so a test run leaves no service running that was not
+# running before).
 set -uo pipefail
+
+if [ "${1:-}" = stop ]; then
+  if [ -n "${STEPTHROUGH_STARTED_PG:-}" ]; then
+    read -r ver name <<<"$STEPTHROUGH_STARTED_PG"
+    if [ "$(id -u)" = 0 ]; then pg_ctlcluster "$ver" "$name" stop; else sudo -n pg_ctlcluster "$ver" "$name" stop; fi >&2 || true
+  fi
+  exit 0
+fi
 
 if [ -n "${STEPTHROUGH_POSTGRES:-}" ]; then
   echo "export STEPTHROUGH_POSTGRES='$STEPTHROUGH_POSTGRES'"
@@ -22,7 +33,9 @@ elif command -v pg_lsclusters >/dev/null 2>&1; then
   }
   read -r ver name port status _ < <(pg_lsclusters --no-header | head -1)
   if [ -n "${ver:-}" ]; then
-    [ "$status" = online ] || start pg_ctlcluster "$ver" "$name" start >&2 || true
+    if [ "$status" != online ] && start pg_ctlcluster "$ver" "$name" start >&2; then
+      echo "export STEPTHROUGH_STARTED_PG='$ver $name'"
+    fi
     if as_postgres psql -p "$port" -qtAc "SELECT 1" >/dev/null 2>&1; then
       as_postgres psql -p "$port" -qc "DO \$\$ BEGIN
         IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'stepthrough') THEN
