@@ -243,6 +243,9 @@ func runGenerate(ctx context.Context, env Env, args []string) (err error) {
 	if len(p) == 0 {
 		return fmt.Errorf("the prompt has no tokens and the model adds no BOS: give a --prompt")
 	}
+	if err := s.Fits(len(p), *n); err != nil { // before the interventions' passes
+		return err
+	}
 	if err := ef.vectors(ctx, s, edits, len(p)); err != nil {
 		return err
 	}

@@ -218,3 +218,30 @@ func TestPatchFlag(t *testing.T) {
 		})
 	}
 }
+
+// generate refuses a run past the context before its interventions'
+// passes: a mean-over or steering text that is itself too long is not
+// read first.
+func TestGenerateChecksContextFirst(t *testing.T) {
+	m := stories(t)
+	long := strings.Repeat("zq ", 1200) // 3601 tokens (3602 with the BOS), past the 2048 positions
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"mean-over text and -n past the context", []string{"-n", "5000", "--ablate", "L1H1", "--mean-over", long},
+			"stepthrough generate: generate: 3 prompt tokens and 5000 new ones exceed the context of 2048 positions\n"},
+		{"steering text and -n past the context", []string{"-n", "5000", "--steer-layer", "1", "--steer-toward", long, "--steer-away", "b"},
+			"stepthrough generate: generate: 3 prompt tokens and 5000 new ones exceed the context of 2048 positions\n"},
+		{"mean-over text alone past the context", []string{"-n", "4", "--ablate", "L1H1", "--mean-over", long},
+			"stepthrough generate: mean ablation: a reference text of 3602 tokens (at most 2048 here) (see 'stepthrough generate -h')\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, errOut, code := run(t, append([]string{"generate", "--model", m, "--prompt", "Once upon"}, tt.args...)...)
+			if diff := cmp.Diff(tt.want, errOut); diff != "" || code == 0 {
+				t.Errorf("exit %d; stderr (-want +got):\n%s", code, diff)
+			}
+		})
+	}
+}
