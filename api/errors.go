@@ -44,6 +44,14 @@ func NotFoundModel(name string, offered []string) *Error {
 		Type: "invalid_request_error", Param: str("model"), Code: str("model_not_found")}
 }
 
+// ModelUnavailable is an offered model that the server cannot load (its
+// file is broken): 503, naming the model by its name; another model may
+// serve.
+func ModelUnavailable(name string, err error) *Error {
+	return &Error{Status: http.StatusServiceUnavailable, Message: fmt.Sprintf("The model %q is offered but cannot be loaded (%v): choose another model", name, err),
+		Type: "model_unavailable", Param: str("model"), Code: str("model_unavailable")}
+}
+
 // Unauthorized is a missing or wrong API key.
 func Unauthorized() *Error {
 	return &Error{Status: http.StatusUnauthorized, Message: "Incorrect or missing API key: send Authorization: Bearer KEY (serve --api-key)",

@@ -49,7 +49,7 @@ func runCheckLesson(ctx context.Context, env Env, args []string) error {
 		}
 		if err := lessons.Check(l, m); err != nil {
 			fmt.Fprintf(env.Stdout, "FAIL %v\n", err)
-			failed++
+			failed, total = failed+1, total+1
 			continue
 		}
 		se := session.New("check", "cli", reg)

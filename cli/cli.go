@@ -12,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strings"
 )
@@ -129,7 +130,23 @@ func parse(fs *flag.FlagSet, args []string) error {
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
 	}
-	return nil
+	return finite(fs)
+}
+
+// finite refuses a number flag given NaN or an infinity, which the flag
+// package reads as numbers; each command checks its flags' ranges.
+func finite(fs *flag.FlagSet) error {
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		g, ok := f.Value.(flag.Getter)
+		if !ok || err != nil {
+			return
+		}
+		if v, ok := g.Get().(float64); ok && (math.IsNaN(v) || math.IsInf(v, 0)) {
+			err = usageError{fmt.Errorf("--%s %v: not a finite number", f.Name, v)}
+		}
+	})
+	return err
 }
 
 func required(name, v string) error {

@@ -159,7 +159,7 @@ func TestErrors(t *testing.T) {
 		{[]string{"inspect", "--model", bad}, 1, "gguf: at byte"},
 		{[]string{"synth", "--out", "x", "--type", "q9"}, 2, "unknown tensor type"},
 		{[]string{"nosuch"}, 2, "unknown command"},
-		{[]string{"generate", "--model", "x", "--temperature", "-1"}, 2, "invalid temperature -1: must be a number >= 0"},
+		{[]string{"generate", "--model", "x", "--temperature", "-1"}, 2, "invalid temperature -1: must be 0 or in [0.001, 100]"},
 		{[]string{"generate", "--model", "x", "--top-p", "1.5"}, 2, "invalid top-p 1.5: must be in [0, 1]"},
 		{[]string{"generate", "--model", "x", "--min-p", "NaN"}, 2, "invalid min-p NaN"},
 		{[]string{"generate", "--model", "x", "--seed", "abc"}, 2, "invalid seed abc"},

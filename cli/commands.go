@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/binary"
+	"errors"
 	"flag"
 	"fmt"
 	"maps"
@@ -102,7 +103,7 @@ func runLogits(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	defer s.Close()
-	if err := ef.vectors(ctx, s, edits); err != nil {
+	if err := ef.vectors(ctx, s, edits, len(ids)); err != nil {
 		return err
 	}
 	ctx = intervene.With(ctx, edits)
@@ -182,7 +183,7 @@ func samplerFlags(fs *flag.FlagSet) func() (sample.Params, error) {
 	}
 }
 
-func runGenerate(ctx context.Context, env Env, args []string) error {
+func runGenerate(ctx context.Context, env Env, args []string) (err error) {
 	fs := newFlags(env, "generate", "--model PATH --prompt TEXT -n N [--ids] [sampler flags] [--trace FILE] [--ablate L4H5] [--steer-layer L --steer-toward TEXT --steer-away TEXT] [--patch L3@5 --patch-from TEXT] [--draft PATH [--draft-k K] [--draft-adaptive]]")
 	path := fs.String("model", "", "GGUF model `file`")
 	prompt := fs.String("prompt", "", "prompt text (BOS added when the model asks for it)")
@@ -233,32 +234,22 @@ func runGenerate(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	defer s.Close()
-	if err := ef.vectors(ctx, s, edits); err != nil {
+	tctx, traced, err := withTrace(ctx, *tracePath)
+	if err != nil {
 		return err
 	}
-	ctx = intervene.With(ctx, edits)
-	var traceErr error
-	if *tracePath != "" {
-		f, err := os.Create(*tracePath)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		bw := bufio.NewWriter(f)
-		defer bw.Flush()
-		rec := trace.NewRecorder(trace.Full())
-		rec.OnStep = func(st *trace.Step) {
-			if traceErr == nil {
-				traceErr = trace.WriteJSONL(bw, st)
-			}
-		}
-		defer rec.Finish()
-		ctx = hooks.WithHooks(ctx, rec.Hooks())
-	}
-	p := s.Tokenize(ctx, *prompt, true)
+	defer func() { err = errors.Join(err, traced()) }()
+	p := s.Tokenize(tctx, *prompt, true)
 	if len(p) == 0 {
 		return fmt.Errorf("the prompt has no tokens and the model adds no BOS: give a --prompt")
 	}
+	if err := s.Fits(len(p), *n); err != nil { // before the interventions' passes
+		return err
+	}
+	if err := ef.vectors(ctx, s, edits, len(p)); err != nil {
+		return err
+	}
+	ctx = intervene.With(tctx, edits)
 	fmt.Fprintf(env.Stderr, "seed: %d\n", smp.Seed())
 	w := bufio.NewWriter(env.Stdout)
 	defer w.Flush()
@@ -282,10 +273,33 @@ func runGenerate(ctx context.Context, env Env, args []string) error {
 		err = s.Generate(ctx, p, *n, smp, emit)
 	}
 	w.WriteByte('\n')
-	if err != nil {
-		return err
+	return err
+}
+
+// withTrace adds to ctx a recorder that writes every step to path as JSON
+// lines (none for ""); done finishes the trace and reports its first
+// error.
+func withTrace(ctx context.Context, path string) (_ context.Context, done func() error, _ error) {
+	if path == "" {
+		return ctx, func() error { return nil }, nil
 	}
-	return traceErr
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--trace: %w", err)
+	}
+	bw := bufio.NewWriter(f)
+	var traceErr error
+	rec := trace.NewRecorder(trace.Full())
+	rec.OnStep = func(st *trace.Step) {
+		if traceErr == nil {
+			traceErr = trace.WriteJSONL(bw, st)
+		}
+	}
+	done = func() error {
+		rec.Finish()
+		return errors.Join(traceErr, bw.Flush(), f.Close())
+	}
+	return hooks.WithHooks(ctx, rec.Hooks()), done, nil
 }
 
 // generateSpeculative runs target session s with a draft model and prints

@@ -7,12 +7,15 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
+	"strings"
 
 	"stepthrough/engine"
 	"stepthrough/engine/hooks"
 	"stepthrough/engine/intervene"
 	"stepthrough/engine/model"
 	"stepthrough/engine/sample"
+	"stepthrough/engine/tokenizer"
 )
 
 // editFlags are the interventions a command takes.
@@ -23,7 +26,12 @@ type editFlags struct {
 	steerStrength          *float64
 	patch, patchFrom       *string
 	meanOver               *string
+	patchAt                patchSite // --patch read by read
 }
+
+// patchSite is where --patch replaces the residual stream: after layer
+// Layer at position Pos (both from 0).
+type patchSite struct{ Layer, Pos int }
 
 // addEditFlags registers --ablate, --steer-* and --patch*.
 func addEditFlags(fs *flag.FlagSet) *editFlags {
@@ -32,15 +40,15 @@ func addEditFlags(fs *flag.FlagSet) *editFlags {
 		steerLayer:    fs.Int("steer-layer", 0, "steering: add a direction to the residual stream after this layer (from 1; 0: none), at every position"),
 		steerToward:   fs.String("steer-toward", "", "steering: the direction is this text's mean residual stream at --steer-layer…"),
 		steerAway:     fs.String("steer-away", "", "…minus this text's"),
-		steerStrength: fs.Float64("steer-strength", 4, "steering: the multiple of the direction added"),
-		patch:         fs.String("patch", "", "activation patching: the residual stream after layer L at position P, written L3@5 (from 1), taken from a run of --patch-from"),
+		steerStrength: fs.Float64("steer-strength", 4, "steering: the multiple of the direction added (-1000 to 1000)"),
+		patch:         fs.String("patch", "", "activation patching: the residual stream after layer L at position P of the prompt, written L3@5 (from 1), taken from a run of --patch-from"),
 		patchFrom:     fs.String("patch-from", "", "activation patching: the text whose run gives --patch's vector"),
 		meanOver:      fs.String("mean-over", "", "mean ablation: --ablate's heads and units switched off (no factor) take their mean output over this text's positions instead of zero"),
 	}
 }
 
-// read reads --ablate for m and checks the other flags; nil for no
-// intervention.
+// read reads --ablate and --patch for m and checks the other flags; nil
+// for no intervention.
 func (f *editFlags) read(m *model.Model) (*intervene.Set, error) {
 	set := &intervene.Set{}
 	if *f.ablate != "" {
@@ -52,16 +60,21 @@ func (f *editFlags) read(m *model.Model) (*intervene.Set, error) {
 	if err := set.Check(m.Config.EditShape()); err != nil {
 		return nil, usageError{err}
 	}
+	if err := f.checkSteer(m.Config.Layers); err != nil {
+		return nil, usageError{err}
+	}
 	steer, patch := *f.steerLayer != 0, *f.patch != ""
 	switch {
-	case steer && (*f.steerLayer < 1 || *f.steerLayer > m.Config.Layers):
-		return nil, usageError{fmt.Errorf("intervention: --steer-layer %d: the model has layers 1 to %d", *f.steerLayer, m.Config.Layers)}
-	case steer && (*f.steerToward == "" || *f.steerAway == ""):
-		return nil, usageError{fmt.Errorf("intervention: --steer-layer needs --steer-toward and --steer-away texts")}
 	case patch && *f.patchFrom == "":
 		return nil, usageError{fmt.Errorf("intervention: --patch needs --patch-from, the text its vector comes from")}
 	case *f.meanOver != "" && !slices.ContainsFunc(set.Edits, func(e intervene.Edit) bool { return e.Meanable() }):
 		return nil, usageError{fmt.Errorf("intervention: --mean-over needs --ablate with a head or an MLP unit switched off (L4H1, L2U7)")}
+	}
+	if patch {
+		var err error
+		if f.patchAt, err = parsePatch(*f.patch, m.Config.Layers); err != nil {
+			return nil, usageError{err}
+		}
 	}
 	if len(set.Edits) == 0 && !steer && !patch {
 		return nil, nil
@@ -69,14 +82,87 @@ func (f *editFlags) read(m *model.Model) (*intervene.Set, error) {
 	return set, nil
 }
 
+// checkSteer checks the --steer-* flags for a model of layers layers; the
+// strength has the bounds of a written steering (intervene.ParseSteer's,
+// as the Explorer and Compare lanes read it).
+func (f *editFlags) checkSteer(layers int) error {
+	l := *f.steerLayer
+	switch {
+	case l == 0:
+		return nil
+	case l < 1 || l > layers:
+		return fmt.Errorf("intervention: --steer-layer %d: the model has layers 1 to %d", l, layers)
+	case *f.steerToward == "" || *f.steerAway == "":
+		return fmt.Errorf("intervention: --steer-layer needs --steer-toward and --steer-away texts")
+	}
+	written := intervene.Steer{Layer: l - 1, Toward: "toward", Away: "away", Strength: float32(*f.steerStrength)}
+	if _, err := intervene.ParseSteer(written.String()); err != nil {
+		return fmt.Errorf("intervention: --steer-strength %v: %w", *f.steerStrength, err)
+	}
+	return nil
+}
+
+// parsePatch reads --patch, written L3@5 (the layer, 1 to layers, and
+// the prompt position, from 1), and nothing after it.
+func parsePatch(text string, layers int) (patchSite, error) {
+	bad := func(why string) (patchSite, error) {
+		return patchSite{}, fmt.Errorf("intervention: --patch %.40q: %s (write L3@5: the layer and the prompt position, from 1)", text, why)
+	}
+	layer, pos, ok := strings.Cut(strings.TrimPrefix(text, "L"), "@")
+	if !ok || !strings.HasPrefix(text, "L") {
+		return bad("it is L, the layer, @ and the position")
+	}
+	l, lok := fromOne(layer)
+	p, pok := fromOne(pos)
+	switch {
+	case !lok || !pok:
+		return bad("the layer and the position are whole numbers from 1, with nothing after them")
+	case l >= layers:
+		return bad(fmt.Sprintf("the model has layers 1 to %d", layers))
+	}
+	return patchSite{Layer: l, Pos: p}, nil
+}
+
+// fromOne reads a whole number counted from 1, in its plain decimal form
+// (no sign, no leading zero), and returns it from 0.
+func fromOne(s string) (int, bool) {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || strconv.Itoa(n) != s {
+		return 0, false
+	}
+	return n - 1, true
+}
+
+// patchSource is --patch-from's tokens (nil without --patch), once
+// --patch's position is within them and within the prompt's tokens.
+func (f *editFlags) patchSource(tk *tokenizer.Tokenizer, prompt int) ([]int32, error) {
+	if *f.patch == "" {
+		return nil, nil
+	}
+	from := tk.EncodeIDs(*f.patchFrom, true)
+	for _, text := range []struct {
+		name string
+		n    int
+	}{{"the prompt", prompt}, {"--patch-from", len(from)}} {
+		if f.patchAt.Pos >= text.n {
+			return nil, usageError{fmt.Errorf("intervention: --patch %s: position %d is past %s, which has %d tokens", *f.patch, f.patchAt.Pos+1, text.name, text.n)}
+		}
+	}
+	return from, nil
+}
+
 // vectors adds the steering and patching edits, whose vectors come from
-// runs of their texts on s (left empty after).
-func (f *editFlags) vectors(ctx context.Context, s *engine.Session, set *intervene.Set) error {
+// runs of their texts on s (left empty after); prompt is the tokens of
+// the prompt the edits run on.
+func (f *editFlags) vectors(ctx context.Context, s *engine.Session, set *intervene.Set, prompt int) error {
 	if set == nil {
 		return nil
 	}
 	defer s.Reset()
-	tk := s.Model.Tokenizer
+	from, err := f.patchSource(s.Model.Tokenizer, prompt)
+	if err != nil {
+		return err
+	}
 	if *f.meanOver != "" {
 		mean, err := s.MeanOver(ctx, *f.meanOver, set)
 		if err != nil {
@@ -91,20 +177,12 @@ func (f *editFlags) vectors(ctx context.Context, s *engine.Session, set *interve
 		}
 		set.Edits = append(set.Edits, e)
 	}
-	if *f.patch != "" {
-		var l, p int
-		if n, err := fmt.Sscanf(*f.patch, "L%d@%d", &l, &p); err != nil || n != 2 || l < 1 || l > s.Model.Config.Layers || p < 1 {
-			return usageError{fmt.Errorf("intervention: --patch %q: write L3@5 (layer and position from 1)", *f.patch)}
-		}
-		from := tk.EncodeIDs(*f.patchFrom, true)
-		if p > len(from) {
-			return usageError{fmt.Errorf("intervention: --patch-from has %d tokens; position %d is past them", len(from), p)}
-		}
-		rows, err := s.Residuals(ctx, l-1, from)
+	if from != nil {
+		rows, err := s.Residuals(ctx, f.patchAt.Layer, from)
 		if err != nil {
 			return err
 		}
-		set.Edits = append(set.Edits, intervene.Edit{Layer: l - 1, Site: intervene.Resid, Pos: p - 1, Op: intervene.Replace, Vector: rows[p-1]})
+		set.Edits = append(set.Edits, intervene.Edit{Layer: f.patchAt.Layer, Site: intervene.Resid, Pos: f.patchAt.Pos, Op: intervene.Replace, Vector: rows[f.patchAt.Pos]})
 	}
 	return nil
 }

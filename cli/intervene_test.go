@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // logits --lens writes every layer's prediction at every position (the
@@ -142,5 +144,104 @@ func TestHeadsCommand(t *testing.T) {
 	}
 	if _, _, code := run(t, "heads", "--model", stories(t), "--len", "1"); code != 2 {
 		t.Errorf("--len 1: exit %d", code)
+	}
+}
+
+// Number flags refuse NaN, infinities and values past their bounds (the
+// sampler's and a written steering's, as the Explorer has them), with one
+// line naming the flag and what it allows.
+func TestFloatFlagBounds(t *testing.T) {
+	m := stories(t)
+	gen := []string{"generate", "--model", m, "--prompt", "Once upon", "-n", "1"}
+	steer := append(slices.Clone(gen), "--steer-layer", "1", "--steer-toward", "a", "--steer-away", "b")
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"steer strength NaN", append(slices.Clone(steer), "--steer-strength", "NaN"),
+			"stepthrough generate: --steer-strength NaN: not a finite number (see 'stepthrough generate -h')\n"},
+		{"steer strength Inf", append(slices.Clone(steer), "--steer-strength", "-Inf"),
+			"stepthrough generate: --steer-strength -Inf: not a finite number (see 'stepthrough generate -h')\n"},
+		{"steer strength 1e308", append(slices.Clone(steer), "--steer-strength", "1e308"),
+			`stepthrough generate: intervention: --steer-strength 1e+308: steering "L1:toward|away*+Inf": the strength is a number from -1000 to 1000 (write L2:happy day|sad night*4) (see 'stepthrough generate -h')` + "\n"},
+		{"logits steer strength NaN", []string{"logits", "--model", m, "--prompt", "x", "--lens", "--steer-layer", "1", "--steer-toward", "a", "--steer-away", "b", "--steer-strength", "nan"},
+			"stepthrough logits: --steer-strength NaN: not a finite number (see 'stepthrough logits -h')\n"},
+		{"temperature 1e308", append(slices.Clone(gen), "--temperature", "1e308"),
+			"stepthrough generate: invalid temperature 1e+308: must be 0 or in [0.001, 100] (0 means greedy) (see 'stepthrough generate -h')\n"},
+		{"top-p Inf", append(slices.Clone(gen), "--top-p", "Inf"),
+			"stepthrough generate: invalid top-p Inf: not a number (see 'stepthrough generate -h')\n"},
+		{"repeat penalty 1e308", append(slices.Clone(gen), "--repeat-penalty", "1e308"),
+			"stepthrough generate: invalid repeat-penalty 1e+308: must be in [0.01, 100] (1 is off) (see 'stepthrough generate -h')\n"},
+		{"presence penalty -1e308", append(slices.Clone(gen), "--presence-penalty", "-1e308"),
+			"stepthrough generate: invalid presence-penalty -1e+308: must be in [-100, 100] (0 is off) (see 'stepthrough generate -h')\n"},
+		{"heads threshold NaN", []string{"heads", "--model", m, "--threshold", "NaN"},
+			"stepthrough heads: --threshold NaN: not a finite number (see 'stepthrough heads -h')\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, errOut, code := run(t, tt.args...)
+			if diff := cmp.Diff(tt.want, errOut); diff != "" || code != 2 {
+				t.Errorf("exit %d (want 2); stderr (-want +got):\n%s", code, diff)
+			}
+		})
+	}
+}
+
+// --patch is L, the layer, @ and a position within the prompt and
+// --patch-from, nothing more; anything else is refused naming why.
+func TestPatchFlag(t *testing.T) {
+	m := stories(t)
+	const hint = " (write L3@5: the layer and the prompt position, from 1)"
+	for _, tt := range []struct {
+		name, patch, from, want string
+	}{
+		{"past the prompt", "L2@20", "Once upon a time there was", "intervention: --patch L2@20: position 20 is past the prompt, which has 3 tokens"},
+		{"past --patch-from", "L2@3", "a", "intervention: --patch L2@3: position 3 is past --patch-from, which has 2 tokens"},
+		{"trailing junk", "L1@1junk", "a", `intervention: --patch "L1@1junk": the layer and the position are whole numbers from 1, with nothing after them` + hint},
+		{"leading zero", "L1@01", "a", `intervention: --patch "L1@01": the layer and the position are whole numbers from 1, with nothing after them` + hint},
+		{"position 0", "L1@0", "a", `intervention: --patch "L1@0": the layer and the position are whole numbers from 1, with nothing after them` + hint},
+		{"no layer", "L@1", "a", `intervention: --patch "L@1": the layer and the position are whole numbers from 1, with nothing after them` + hint},
+		{"no L", "1@1", "a", `intervention: --patch "1@1": it is L, the layer, @ and the position` + hint},
+		{"no position", "L1", "a", `intervention: --patch "L1": it is L, the layer, @ and the position` + hint},
+		{"past the layers", "L6@1", "a", `intervention: --patch "L6@1": the model has layers 1 to 5` + hint},
+		{"fits", "L2@3", "Once upon a time", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, errOut, code := run(t, "generate", "--model", m, "--prompt", "Once upon", "-n", "1", "--patch", tt.patch, "--patch-from", tt.from)
+			want, wantCode := "seed: ", 0
+			if tt.want != "" {
+				want, wantCode = "stepthrough generate: "+tt.want+" (see 'stepthrough generate -h')\n", 2
+			}
+			if diff := cmp.Diff(want, errOut[:min(len(errOut), len(want))]); diff != "" || code != wantCode {
+				t.Errorf("exit %d (want %d); stderr (-want +got):\n%s", code, wantCode, diff)
+			}
+		})
+	}
+}
+
+// generate refuses a run past the context before its interventions'
+// passes: a mean-over or steering text that is itself too long is not
+// read first.
+func TestGenerateChecksContextFirst(t *testing.T) {
+	m := stories(t)
+	long := strings.Repeat("zq ", 1200) // 3601 tokens (3602 with the BOS), past the 2048 positions
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"mean-over text and -n past the context", []string{"-n", "5000", "--ablate", "L1H1", "--mean-over", long},
+			"stepthrough generate: generate: 3 prompt tokens and 5000 new ones exceed the context of 2048 positions\n"},
+		{"steering text and -n past the context", []string{"-n", "5000", "--steer-layer", "1", "--steer-toward", long, "--steer-away", "b"},
+			"stepthrough generate: generate: 3 prompt tokens and 5000 new ones exceed the context of 2048 positions\n"},
+		{"mean-over text alone past the context", []string{"-n", "4", "--ablate", "L1H1", "--mean-over", long},
+			"stepthrough generate: mean ablation: a reference text of 3602 tokens (at most 2048 here) (see 'stepthrough generate -h')\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, errOut, code := run(t, append([]string{"generate", "--model", m, "--prompt", "Once upon"}, tt.args...)...)
+			if diff := cmp.Diff(tt.want, errOut); diff != "" || code == 0 {
+				t.Errorf("exit %d; stderr (-want +got):\n%s", code, diff)
+			}
+		})
 	}
 }

@@ -87,6 +87,16 @@ func (s *Session) Continue(ctx context.Context, logits []float32, g Gen) (string
 	}
 }
 
+// Fits refuses a generation of n new tokens after prompt tokens that
+// would not fit what is left of the session's context: Generate's own
+// check, for a caller to make before costly work of its own.
+func (s *Session) Fits(prompt, n int) error {
+	if len(s.tokens)+prompt+max(n-1, 0) > s.Capacity() {
+		return fmt.Errorf("generate: %d prompt tokens and %d new ones exceed the context of %d positions", prompt, n, s.Capacity()-len(s.tokens))
+	}
+	return nil
+}
+
 // Generate processes prompt, then samples up to n tokens with smp (which
 // it feeds the prompt and each chosen token), calling emit with each. It
 // stops early at an end-of-generation token (which is emitted), when emit
@@ -96,8 +106,8 @@ func (s *Session) Generate(ctx context.Context, prompt []int32, n int, smp *samp
 	if len(prompt) == 0 {
 		return fmt.Errorf("generate: empty prompt")
 	}
-	if len(s.tokens)+len(prompt)+max(n-1, 0) > s.Capacity() {
-		return fmt.Errorf("generate: %d prompt tokens and %d new ones exceed the context of %d positions", len(prompt), n, s.Capacity()-len(s.tokens))
+	if err := s.Fits(len(prompt), n); err != nil {
+		return err
 	}
 	start := time.Now()
 	logits, err := s.Eval(ctx, prompt)

@@ -120,8 +120,11 @@ func (s *Session) Residuals(ctx context.Context, layer int, ids []int32) ([][]fl
 // after it over the positions of toward, minus the mean over those of
 // away (each text's own tokens, without a BOS).
 func (s *Session) SteerVector(ctx context.Context, layer int, toward, away []int32) ([]float32, error) {
-	if len(toward) == 0 || len(away) == 0 {
+	switch {
+	case len(toward) == 0 || len(away) == 0:
 		return nil, fmt.Errorf("steering: both texts need tokens")
+	case max(len(toward), len(away)) > s.Capacity():
+		return nil, fmt.Errorf("steering: texts of %d and %d tokens (at most %d here)", len(toward), len(away), s.Capacity())
 	}
 	mean := func(ids []int32) ([]float64, error) {
 		rows, err := s.Residuals(ctx, layer, ids)

@@ -5,6 +5,11 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"stepthrough/engine/hooks"
+	"stepthrough/engine/intervene"
 )
 
 // Activation patching on the lesson model, France against Japan: patching
@@ -52,5 +57,40 @@ func TestPatch(t *testing.T) {
 		if err == nil || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%q vs %q: %v", bad[0], bad[1], err)
 		}
+	}
+}
+
+// A steering text longer than the session's cache is refused before any
+// pass runs (the other text's included), naming both lengths.
+func TestSteerTextPastContext(t *testing.T) {
+	_, l := lessonCPU(t)
+	s, err := l.NewSession(8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	long := strings.Repeat("zq", 10) // 20 tokens
+	for _, tt := range []struct {
+		name, toward, away, want string
+	}{
+		{"toward too long", long, "sad", "steering: texts of 20 and 2 tokens (at most 8 here)"},
+		{"away too long", "happy", long, "steering: texts of 3 and 20 tokens (at most 8 here)"},
+		{"both fit", "happy", "sad", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			passes := 0
+			ctx := hooks.WithHooks(context.Background(), &hooks.Hooks{OnEmbed: func(hooks.Embed) { passes++ }})
+			_, err := s.SteerEdit(ctx, intervene.Steer{Layer: 1, Toward: tt.toward, Away: tt.away, Strength: 4})
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("error (-want +got):\n%s", diff)
+			}
+			if want := map[bool]int{true: 0, false: 2}[tt.want != ""]; passes != want {
+				t.Errorf("%d forward passes, want %d", passes, want)
+			}
+		})
 	}
 }

@@ -9,8 +9,9 @@ import (
 
 // Check validates a lesson against the model it names: every highlighted
 // token and next-token choice is one token of the vocabulary, layers and
-// heads exist, a self draft has fewer layers than the model, and prompts
-// fit the context.
+// heads exist, interventions name layers, heads and units the model has,
+// a self draft has fewer layers than the model, and prompts fit the
+// context.
 func Check(l *Lesson, m *model.Model) error {
 	c, tk := m.Config, m.Tokenizer
 	oneToken := func(s *Step, what, text string) error {
@@ -32,6 +33,9 @@ func Check(l *Lesson, m *model.Model) error {
 		}
 		if s.Head > c.Heads {
 			return &Error{l.File, s.Line, fmt.Sprintf("head %d: %s has %d heads", s.Head, l.Model, c.Heads)}
+		}
+		if err := checkEdits(s, c); err != nil {
+			return &Error{l.File, s.Line, fmt.Sprintf("%v in %s", err, l.Model)}
 		}
 		for _, h := range s.Highlight {
 			if err := oneToken(s, "highlight", h); err != nil {
@@ -59,6 +63,26 @@ func Check(l *Lesson, m *model.Model) error {
 				}
 			}
 		}
+	}
+	return nil
+}
+
+// checkEdits refuses a step's ablations and steering (claims or not) that
+// name a layer, head or unit the model lacks.
+func checkEdits(s *Step, c *model.Config) error {
+	set, err := s.Run.Edits()
+	if err != nil {
+		return err
+	}
+	if err := set.Check(c.EditShape()); err != nil {
+		return err
+	}
+	st, err := s.Run.Steering()
+	switch {
+	case err != nil:
+		return err
+	case st != nil && st.Layer >= c.Layers:
+		return fmt.Errorf("steering %s: the model has layers 1 to %d", st, c.Layers)
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"stepthrough/api"
+	"stepthrough/engine/registry"
 	"stepthrough/engine/serve"
 	"stepthrough/wsconn"
 )
@@ -208,7 +209,7 @@ func (s *Server) prepare(ctx context.Context, req *api.Request, scope string) (*
 	}
 	lm, err := s.reg.Engine(name, "auto")
 	if err != nil {
-		return nil, api.Internal(err)
+		return nil, s.modelError(name, err)
 	}
 	batch, err := s.batch(name, lm)
 	if err != nil {
@@ -242,6 +243,18 @@ func (s *Server) prepare(ctx context.Context, req *api.Request, scope string) (*
 }
 
 func ptr(s string) *string { return &s }
+
+// modelError answers a model that could not be prepared: an offered model
+// whose file is broken is unavailable (503, logged with its path), any
+// other failure the engine's.
+func (s *Server) modelError(name string, err error) *api.Error {
+	var le *registry.LoadError
+	if !errors.As(err, &le) {
+		return api.Internal(err)
+	}
+	s.log.Warn("model failed to load", "model", le.Name, "path", le.Path, "err", le.Err)
+	return api.ModelUnavailable(name, err)
+}
 
 // respond answers a request that does not stream.
 func (s *Server) respond(c echo.Context, x *apiExchange) error {

@@ -95,6 +95,24 @@ func (s *Session) closeBaseline() {
 	}
 }
 
+// fits refuses a run whose prompt, with its new tokens, does not fit
+// lm's context before the passes of its mean ablation and steering run
+// (those refuse a text past the context themselves, before their passes).
+func fits(lm *engine.Loaded, r spec.Run) error {
+	tk, n := lm.Model.Tokenizer, lm.Context()
+	prompt := len(tk.EncodeIDs(r.Prompt, true))
+	if r.Special {
+		prompt = len(tk.EncodeSpecial(r.Prompt, true))
+	}
+	if prompt == 0 || r.Prompt == "" { // BOS alone is not a prompt
+		return errorf("the prompt has no tokens: type something")
+	}
+	if prompt+r.MaxTokens > n {
+		return errorf("the prompt is %d tokens; with %d new ones that exceeds the context of %d", prompt, r.MaxTokens, n)
+	}
+	return nil
+}
+
 // withMean makes the run's switched-off heads and units mean ablations
 // when it names a reference text (spec.Run.MeanOver): their means over
 // the text are read once at the run's start, on the intact model, by a

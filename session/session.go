@@ -244,6 +244,9 @@ func (s *Session) start(ctx context.Context, r spec.Run) error {
 	if err := edits.Check(lm.Model.Config.EditShape()); err != nil {
 		return errorf("%v", err)
 	}
+	if err := fits(lm, r); err != nil {
+		return err
+	}
 	if edits, err = withMean(ctx, lm, edits, r); err != nil {
 		return err
 	}
@@ -275,13 +278,7 @@ func (s *Session) start(ctx context.Context, r spec.Run) error {
 	if r.Special {
 		tokenize = s.es.TokenizeSpecial
 	}
-	ids := tokenize(hctx, r.Prompt, true)
-	if len(ids) == 0 || r.Prompt == "" { // BOS alone is not a prompt
-		return errorf("the prompt has no tokens: type something")
-	}
-	if len(ids)+r.MaxTokens > s.es.Capacity() {
-		return errorf("the prompt is %d tokens; with %d new ones that exceeds the context of %d", len(ids), r.MaxTokens, s.es.Capacity())
-	}
+	ids := tokenize(hctx, r.Prompt, true) // fits checked its length
 	draftBytes, err := s.openDraft(r, len(ids))
 	if err != nil {
 		return err

@@ -60,13 +60,13 @@ func (l *Loaded) ForwardBatch(ctx context.Context, seqs []Seq, out [][]float32) 
 	f.hk.tokens = tokens
 	f.h, f.iv = nil, nil // a batch is watched and edited by no one
 	f.run(tokens)
-	f.segs = f.segs[:0]
+	f.dropSegs()
 	return nil
 }
 
 // plan checks a batch and lays its sequences out as the chunk's segments.
 func (f *fwd) plan(seqs []Seq) error {
-	f.segs = f.segs[:0]
+	f.dropSegs()
 	total := 0
 	for i, s := range seqs {
 		if s.Runner == nil || s.Runner.l.f != f {

@@ -229,6 +229,15 @@ func (r *fwd) forwardChunk(tokens []int32, allOut []float32, last bool) {
 	}
 	r.segs = append(r.segs[:0], s)
 	r.run(tokens)
+	r.dropSegs()
+}
+
+// dropSegs forgets the chunk's sequences: the segments' caches and logits
+// are their runners', and the Loaded outlives them (a registry keeps it),
+// so a segment left in the buffer would keep a finished run's KV cache.
+func (r *fwd) dropSegs() {
+	clear(r.segs)
+	r.segs = r.segs[:0]
 }
 
 // run computes the chunk r.segs describes; tokens are its rows in order.

@@ -150,10 +150,13 @@ func TestMissingTensor(t *testing.T) {
 	}
 }
 
-// Any byte-level corruption of a model file gives an error or a model
-// whose tensors all match the shapes the kernels rely on — never a panic.
+// Any byte-level corruption of a model file gives an error or a file
+// whose tensors each hold whole blocks of their type within it, and a
+// model whose tensors all match the shapes the kernels rely on — never a
+// panic. The seeds are small (a few KB models of each family, and a
+// block of each tensor type alone), so the fuzzer mutates structure, not
+// weights, and a new input's minimization takes moments.
 func FuzzLoadModel(f *testing.F) {
-	// small seeds (a few KB), so the fuzzer mutates structure, not weights
 	for _, o := range []SynthOptions{
 		{Arch: "llama", Embd: 32, Layers: 1, Heads: 2, KVHeads: 1, FFN: 32, Vocab: 40, Context: 8, Type: quant.Q8_0, Tiny: true},
 		{Arch: "gpt2", Embd: 8, Layers: 1, Heads: 2, FFN: 8, Vocab: 40, Context: 8, Type: quant.F16, Tiny: true},
@@ -168,15 +171,61 @@ func FuzzLoadModel(f *testing.F) {
 		}
 		f.Add(w.Bytes())
 	}
+	for _, seed := range typeSeeds(f) {
+		f.Add(seed)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		file, err := gguf.Parse(data)
 		if err != nil {
 			return
 		}
+		readTensors(t, file)
 		m, err := FromFile(file)
 		if err != nil {
 			return
 		}
 		m.Tokenizer.Encode("fuzz me", true)
 	})
+}
+
+// typeSeeds are files of one tensor each, a block of every tensor type
+// the engine reads (a few hundred bytes).
+func typeSeeds(f *testing.F) [][]byte {
+	var seeds [][]byte
+	for typ := range quant.Type(256) {
+		if !typ.Known() {
+			continue
+		}
+		w := gguf.NewWriter()
+		w.MustSet("general.architecture", "llama")
+		n := typ.BlockElems()
+		vals := make([]float32, n)
+		for i := range vals {
+			vals[i] = float32(i%7-3) / 4
+		}
+		if err := w.AddF32("token_embd.weight", typ, []uint64{uint64(n), 1}, vals); err != nil {
+			f.Fatal(err)
+		}
+		seeds = append(seeds, w.Bytes())
+	}
+	return seeds
+}
+
+// readTensors reads the first block of each tensor of a parsed file as
+// its type: the parser promises each tensor whole blocks within the file.
+func readTensors(t *testing.T, f *gguf.File) {
+	for i := range f.Tensors {
+		ti := &f.Tensors[i]
+		data := f.TensorData(ti)
+		bb, be := ti.Type.BlockBytes(), ti.Type.BlockElems()
+		switch {
+		case uint64(len(data)) != ti.Size || ti.Size != ti.Elements()/uint64(be)*uint64(bb):
+			t.Fatalf("tensor %q: %d bytes for %d %s elements", ti.Name, len(data), ti.Elements(), ti.Type)
+		case ti.Elements() == 0:
+			continue
+		}
+		if err := quant.Dequantize(ti.Type, data[:bb], make([]float32, be)); err != nil {
+			t.Fatalf("tensor %q: %v", ti.Name, err)
+		}
+	}
 }

@@ -378,22 +378,40 @@ func locked[T any](mu *sync.Mutex, f func() (T, bool)) (T, bool) {
 	return f()
 }
 
+// LoadError is an offered model that failed to load (a broken file). Its
+// message names the model by its name, never by its path on the server:
+// web and API users read it. Path is for the server's log.
+type LoadError struct {
+	Name, Path string
+	Err        error
+}
+
+func (e *LoadError) Error() string {
+	msg := e.Err.Error()
+	if e.Path != "" {
+		msg = strings.ReplaceAll(msg, e.Path, e.Name)
+	}
+	return fmt.Sprintf("model %s failed to load: %s", e.Name, msg)
+}
+
+func (e *LoadError) Unwrap() error { return e.Err }
+
 // loadModel parses an embedded model or loads a file.
 func loadModel(name string, data []byte, embedded bool, path string) (*model.Model, error) {
 	if !embedded {
 		m, err := model.Load(path)
 		if err != nil {
-			return nil, fmt.Errorf("model %s failed to load: %w", name, err)
+			return nil, &LoadError{Name: name, Path: path, Err: err}
 		}
 		return m, nil
 	}
 	f, err := gguf.Parse(data)
 	if err != nil {
-		return nil, fmt.Errorf("embedded model %s: %w", name, err)
+		return nil, &LoadError{Name: name, Err: err}
 	}
 	m, err := model.FromFile(f)
 	if err != nil {
-		return nil, fmt.Errorf("embedded model %s: %w", name, err)
+		return nil, &LoadError{Name: name, Err: err}
 	}
 	return m, nil
 }

@@ -40,7 +40,6 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 	"unicode"
@@ -140,29 +139,65 @@ func (e *ParamError) Error() string {
 	return fmt.Sprintf("invalid %s %s: %s", e.Param, v, e.Allowed)
 }
 
+// Bounds of the float settings. Past them the arithmetic leaves float32
+// (a logit divided by a temperature of 1e-300, a penalty of 1e308 times a
+// count) and every probability becomes NaN.
+const (
+	MinTemperature = 0.001 // above 0, the smallest temperature (0 is greedy)
+	MaxTemperature = 100
+	MinRepeat      = 0.01
+	MaxRepeat      = 100
+	MaxPenalty     = 100 // the frequency and presence penalties: -100 to 100
+)
+
+// floatBound is the range one float setting may take: lo to hi, or 0 too
+// when zero is set.
+type floatBound struct {
+	name   string
+	field  func(*Params) float64
+	lo, hi float64
+	zero   bool
+	note   string
+}
+
+// floatBounds are the float settings' ranges, in Params order: the one
+// check of them, for the web form, links, lessons, Compare lanes, the API
+// and the command line.
+var floatBounds = []floatBound{
+	{"temperature", func(p *Params) float64 { return p.Temperature }, MinTemperature, MaxTemperature, true, "0 means greedy"},
+	{"top-p", func(p *Params) float64 { return p.TopP }, 0, 1, false, "1 keeps all tokens"},
+	{"min-p", func(p *Params) float64 { return p.MinP }, 0, 1, false, "0 keeps all tokens"},
+	{"typical-p", func(p *Params) float64 { return p.TypicalP }, 0, 1, false, "1 keeps all tokens"},
+	{"repeat-penalty", func(p *Params) float64 { return p.RepeatPenalty }, MinRepeat, MaxRepeat, false, "1 is off"},
+	{"frequency-penalty", func(p *Params) float64 { return p.FrequencyPenalty }, -MaxPenalty, MaxPenalty, false, "0 is off"},
+	{"presence-penalty", func(p *Params) float64 { return p.PresencePenalty }, -MaxPenalty, MaxPenalty, false, "0 is off"},
+}
+
+// check refuses a value outside the bound (NaN and infinities included).
+func (b floatBound) check(p *Params) error {
+	v := b.field(p)
+	if (v >= b.lo && v <= b.hi) || (b.zero && v == 0) {
+		return nil
+	}
+	allowed := fmt.Sprintf("must be in [%g, %g] (%s)", b.lo, b.hi, b.note)
+	if b.zero {
+		allowed = fmt.Sprintf("must be 0 or in [%g, %g] (%s)", b.lo, b.hi, b.note)
+	}
+	return &ParamError{b.name, fmt.Sprint(v), allowed}
+}
+
 // Validate reports the first invalid parameter. Values are never clamped.
 func (p *Params) Validate() error {
-	bad := func(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) }
-	f := func(v float64) string { return fmt.Sprint(v) }
+	for _, b := range floatBounds {
+		if err := b.check(p); err != nil {
+			return err
+		}
+	}
 	switch {
-	case bad(p.Temperature) || p.Temperature < 0:
-		return &ParamError{"temperature", f(p.Temperature), "must be a number >= 0 (0 means greedy)"}
 	case p.TopK < 0:
 		return &ParamError{"top-k", fmt.Sprint(p.TopK), "must be >= 0 (0 keeps all tokens)"}
-	case bad(p.TopP) || p.TopP < 0 || p.TopP > 1:
-		return &ParamError{"top-p", f(p.TopP), "must be in [0, 1] (1 keeps all tokens)"}
-	case bad(p.MinP) || p.MinP < 0 || p.MinP > 1:
-		return &ParamError{"min-p", f(p.MinP), "must be in [0, 1] (0 keeps all tokens)"}
-	case bad(p.TypicalP) || p.TypicalP < 0 || p.TypicalP > 1:
-		return &ParamError{"typical-p", f(p.TypicalP), "must be in [0, 1] (1 keeps all tokens)"}
-	case bad(p.RepeatPenalty) || p.RepeatPenalty <= 0:
-		return &ParamError{"repeat-penalty", f(p.RepeatPenalty), "must be a number > 0 (1 is off)"}
 	case p.RepeatLastN < -1:
 		return &ParamError{"repeat-last-n", fmt.Sprint(p.RepeatLastN), "must be >= -1 (-1: whole history, 0: off)"}
-	case bad(p.FrequencyPenalty):
-		return &ParamError{"frequency-penalty", f(p.FrequencyPenalty), "must be a finite number (0 is off)"}
-	case bad(p.PresencePenalty):
-		return &ParamError{"presence-penalty", f(p.PresencePenalty), "must be a finite number (0 is off)"}
 	}
 	return nil
 }

@@ -297,6 +297,43 @@ func TestValidateAndParse(t *testing.T) {
 	}
 }
 
+// Every float setting refuses NaN, infinities and values past its bounds
+// (where the arithmetic leaves float32), naming the setting and the range,
+// and takes its bounds themselves.
+func TestValidateBounds(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		edit func(*Params)
+		want string // "" for valid
+	}{
+		{"temperature NaN", func(p *Params) { p.Temperature = math.NaN() }, "invalid temperature NaN: must be 0 or in [0.001, 100] (0 means greedy)"},
+		{"temperature 1e308", func(p *Params) { p.Temperature = 1e308 }, "invalid temperature 1e+308: must be 0 or in [0.001, 100] (0 means greedy)"},
+		{"temperature 1e-300", func(p *Params) { p.Temperature = 1e-300 }, "invalid temperature 1e-300: must be 0 or in [0.001, 100] (0 means greedy)"},
+		{"temperature 0", func(p *Params) { p.Temperature = 0 }, ""},
+		{"temperature 100", func(p *Params) { p.Temperature = 100 }, ""},
+		{"top-p +Inf", func(p *Params) { p.TopP = math.Inf(1) }, "invalid top-p +Inf: must be in [0, 1] (1 keeps all tokens)"},
+		{"min-p -Inf", func(p *Params) { p.MinP = math.Inf(-1) }, "invalid min-p -Inf: must be in [0, 1] (0 keeps all tokens)"},
+		{"typical-p NaN", func(p *Params) { p.TypicalP = math.NaN() }, "invalid typical-p NaN: must be in [0, 1] (1 keeps all tokens)"},
+		{"repeat-penalty 1e308", func(p *Params) { p.RepeatPenalty = 1e308 }, "invalid repeat-penalty 1e+308: must be in [0.01, 100] (1 is off)"},
+		{"repeat-penalty 0", func(p *Params) { p.RepeatPenalty = 0 }, "invalid repeat-penalty 0: must be in [0.01, 100] (1 is off)"},
+		{"frequency-penalty 1e308", func(p *Params) { p.FrequencyPenalty = 1e308 }, "invalid frequency-penalty 1e+308: must be in [-100, 100] (0 is off)"},
+		{"presence-penalty -1e308", func(p *Params) { p.PresencePenalty = -1e308 }, "invalid presence-penalty -1e+308: must be in [-100, 100] (0 is off)"},
+		{"penalties at their bounds", func(p *Params) { p.RepeatPenalty, p.FrequencyPenalty, p.PresencePenalty = 100, -100, 100 }, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := Defaults()
+			tt.edit(&p)
+			got := ""
+			if err := p.Validate(); err != nil {
+				got = err.Error()
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Validate (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 func BenchmarkSample(b *testing.B) {
 	for _, n := range []int{512, 32000} {
 		logits := make([]float32, n)
