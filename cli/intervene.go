@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -95,9 +96,8 @@ func (f *editFlags) checkSteer(layers int) error {
 	case *f.steerToward == "" || *f.steerAway == "":
 		return fmt.Errorf("intervention: --steer-layer needs --steer-toward and --steer-away texts")
 	}
-	written := intervene.Steer{Layer: l - 1, Toward: "toward", Away: "away", Strength: float32(*f.steerStrength)}
-	if _, err := intervene.ParseSteer(written.String()); err != nil {
-		return fmt.Errorf("intervention: --steer-strength %v: %w", *f.steerStrength, err)
+	if s := *f.steerStrength; !(math.Abs(s) <= intervene.MaxSteerStrength) {
+		return fmt.Errorf("intervention: --steer-strength %v: the strength is a number from -%g to %g", s, float64(intervene.MaxSteerStrength), float64(intervene.MaxSteerStrength))
 	}
 	return nil
 }

@@ -164,7 +164,7 @@ func TestFloatFlagBounds(t *testing.T) {
 		{"steer strength Inf", append(slices.Clone(steer), "--steer-strength", "-Inf"),
 			"stepthrough generate: --steer-strength -Inf: not a finite number (see 'stepthrough generate -h')\n"},
 		{"steer strength 1e308", append(slices.Clone(steer), "--steer-strength", "1e308"),
-			`stepthrough generate: intervention: --steer-strength 1e+308: steering "L1:toward|away*+Inf": the strength is a number from -1000 to 1000 (write L2:happy day|sad night*4) (see 'stepthrough generate -h')` + "\n"},
+			`stepthrough generate: intervention: --steer-strength 1e+308: the strength is a number from -1000 to 1000 (see 'stepthrough generate -h')` + "\n"},
 		{"logits steer strength NaN", []string{"logits", "--model", m, "--prompt", "x", "--lens", "--steer-layer", "1", "--steer-toward", "a", "--steer-away", "b", "--steer-strength", "nan"},
 			"stepthrough logits: --steer-strength NaN: not a finite number (see 'stepthrough logits -h')\n"},
 		{"temperature 1e308", append(slices.Clone(gen), "--temperature", "1e308"),

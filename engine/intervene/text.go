@@ -153,6 +153,9 @@ type Steer struct {
 	Strength     float32
 }
 
+// MaxSteerStrength bounds a steering's strength (either sign).
+const MaxSteerStrength = 1e3
+
 // MaxSteerText bounds each steering text.
 const MaxSteerText = 200
 
@@ -174,8 +177,8 @@ func ParseSteer(s string) (Steer, error) {
 		return bad("the strength comes after *")
 	}
 	f, err := strconv.ParseFloat(strings.TrimSpace(strength), 32)
-	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) > 1e3 {
-		return bad("the strength is a number from -1000 to 1000")
+	if err != nil || !(math.Abs(f) <= MaxSteerStrength) {
+		return bad(fmt.Sprintf("the strength is a number from -%g to %g", float64(MaxSteerStrength), float64(MaxSteerStrength)))
 	}
 	toward, away, ok := strings.Cut(texts, "|")
 	toward, away = strings.TrimSpace(toward), strings.TrimSpace(away)
