@@ -52,6 +52,15 @@ func ModelUnavailable(name string, err error) *Error {
 		Type: "model_unavailable", Param: str("model"), Code: str("model_unavailable")}
 }
 
+// NonFinite is a pass of the model that computed logits that are not
+// finite numbers (its weights overflow float32 on this prompt): nothing
+// can be sampled from them, and the model is unusable here, as one whose
+// file is broken (503); the message names where the overflow began.
+func NonFinite(name string, err error) *Error {
+	return &Error{Status: http.StatusServiceUnavailable, Message: fmt.Sprintf("The model %q cannot answer this prompt: %v", name, err),
+		Type: "model_unavailable", Param: str("model"), Code: str("non_finite_logits")}
+}
+
 // Unauthorized is a missing or wrong API key.
 func Unauthorized() *Error {
 	return &Error{Status: http.StatusUnauthorized, Message: "Incorrect or missing API key: send Authorization: Bearer KEY (serve --api-key)",

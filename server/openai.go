@@ -16,6 +16,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"stepthrough/api"
+	"stepthrough/engine"
 	"stepthrough/engine/registry"
 	"stepthrough/engine/serve"
 	"stepthrough/wsconn"
@@ -256,11 +257,21 @@ func (s *Server) modelError(name string, err error) *api.Error {
 	return api.ModelUnavailable(name, err)
 }
 
+// engineError answers a failure of the engine while it generated for
+// model name: a pass whose logits were not finite is the model's, named
+// (503); anything else the server's.
+func engineError(name string, err error) *api.Error {
+	if errors.Is(err, engine.ErrNonFinite) {
+		return api.NonFinite(name, err)
+	}
+	return api.Internal(err)
+}
+
 // respond answers a request that does not stream.
 func (s *Server) respond(c echo.Context, x *apiExchange) error {
 	b, _, err := s.complete(c.Request().Context(), x)
 	if err != nil {
-		return apiError(c, api.Internal(err))
+		return apiError(c, engineError(x.model, err))
 	}
 	return c.JSONBlob(http.StatusOK, b)
 }
@@ -311,7 +322,7 @@ func (s *Server) chatInProcess(ctx context.Context, scope string, body []byte) (
 	x.watch.Raw = string(body)
 	_, cc, err := s.complete(ctx, x)
 	if err != nil {
-		return inProcess{}, api.Internal(err)
+		return inProcess{}, engineError(x.model, err)
 	}
 	return inProcess{cc: cc, times: x.times}, nil
 }
@@ -375,7 +386,7 @@ func (s *Server) stream(c echo.Context, x *apiExchange) error {
 		// the status is sent: the error goes in the stream, as OpenAI does
 		send(struct {
 			Error *api.Error `json:"error"`
-		}{api.Internal(err)})
+		}{engineError(x.model, err)})
 		return nil
 	}
 	u := api.NewUsage(len(x.gen.IDs), x.cached, choices)
