@@ -271,3 +271,30 @@ func TestMeanAblationFromTheForm(t *testing.T) {
 		t.Errorf("a reference text past the context: %v", err)
 	}
 }
+
+// The form's steering example does what it is offered for, on the
+// default model: on "She was very" it makes " happy" the likeliest token
+// and " sad" less likely, without breaking the model (the example it
+// replaced, L2:happy|sad*4, put "ican" on top at a KL of 2.76).
+func TestSteerExample(t *testing.T) {
+	reg := registrytest.Lesson(t)
+	se := session.New("steer", "", reg)
+	defer se.Close()
+	r := run("She was very")
+	r.Sampler.Temperature = 0
+	r.View.StageName, r.View.Layer = "logits", -1
+	r.Steer = views.SteerExample
+	if err := se.Open(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	x := Explorer(se).Edits
+	p := map[string][2]float64{}
+	for _, row := range x.Top {
+		p[row.Piece] = [2]float64{row.Before, row.After}
+	}
+	happy, sad := strconv.Quote(" happy"), strconv.Quote(" sad") // pieces are shown quoted
+	if x.NewTop != happy || !(p[sad][1] < p[sad][0]) || x.KL > 0.5 {
+		t.Errorf("%s on %q: new top %s, p(sad) %v, KL %.3f; want ' happy' on top, ' sad' less likely, KL under 0.5", views.SteerExample, r.Prompt, x.NewTop, p[sad], x.KL)
+	}
+	t.Logf("%s: %q %.3f → %.3f, new top %q, KL %.3f", views.SteerExample, x.Token, x.WasP, x.NowP, x.NewTop, x.KL)
+}

@@ -29,7 +29,7 @@ type Settings struct {
 	Special, Tools                               string
 	Draft, DraftK                                string
 	Ablate                                       string // the run's interventions, written (L1H2;L3mlp)
-	Steer                                        string // the run's steering, written (L2:happy|sad*4)
+	Steer                                        string // the run's steering, written (SteerExample)
 	MeanOver                                     string // the mean ablation's reference text ("": to zero)
 	MeanOverMax                                  int    // its longest, in bytes
 	AblateMax                                    int
@@ -503,3 +503,8 @@ type UnitToggle struct {
 	Toggle string  // L2U17
 	Off    bool    // the run switches it off (or scales it)
 }
+
+// SteerExample is the steering the Explorer's form offers as its example:
+// on the default model it steers "She was very" toward " happy" without
+// breaking the model (present's TestSteerExample holds it to that).
+const SteerExample = "L3:happy|sad*1"
