@@ -2,10 +2,13 @@ package trace
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"math"
 	"reflect"
+	"runtime"
+	"slices"
 	"testing"
 
 	"stepthrough/engine"
@@ -156,5 +159,44 @@ func TestVecNonFinite(t *testing.T) {
 	var w Vec
 	if err := json.Unmarshal(b, &w); err != nil || !math.IsInf(float64(w[1]), -1) || w[0] != 1.5 {
 		t.Errorf("%v %v", w, err)
+	}
+}
+
+// A sampler step over a vocabulary of a million keeps its few candidates
+// without copying, sorting or indexing the whole vocabulary: the bytes it
+// allocates are a small fraction of the step's own candidates (12 MB),
+// and what it keeps is the highest first, ties by id, as a full sort
+// would give.
+func TestSamplerStepOverAHugeVocabulary(t *testing.T) {
+	const vocab = 1 << 20
+	before := make([]sample.Candidate, vocab)
+	for i := range before {
+		before[i] = sample.Candidate{ID: int32(i), Logit: float32((i * 7919) % 1000)} // many ties
+	}
+	after := before[:40]
+	r := NewRecorder(Options{Candidates: 50, Removed: 30})
+	h := r.Hooks()
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	h.OnSamplerStep(sample.StepResult{Step: sample.TopK, Before: before, After: after})
+	runtime.ReadMemStats(&m1)
+	if b := m1.TotalAlloc - m0.TotalAlloc; b > 1<<20 {
+		t.Errorf("recording one step over %d candidates allocated %d KiB", vocab, b>>10)
+	}
+	st := r.Steps()[0].Sampler[0]
+	want := slices.Clone(before[40:])
+	slices.SortFunc(want, func(a, b sample.Candidate) int {
+		if c := cmp.Compare(b.Logit, a.Logit); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+	if st.RemovedCount != vocab-40 || len(st.Removed) != 30 || len(st.After) != 40 {
+		t.Fatalf("%d removed, %d listed, %d after", st.RemovedCount, len(st.Removed), len(st.After))
+	}
+	for i, c := range st.Removed {
+		if c.ID != want[i].ID || c.Logit != want[i].Logit {
+			t.Fatalf("removed[%d] = %+v, want %+v", i, c, want[i])
+		}
 	}
 }
