@@ -6,6 +6,7 @@
 package trace
 
 import (
+	"math"
 	"slices"
 	"time"
 
@@ -284,7 +285,7 @@ func (r *Recorder) layer(l int) *Layer {
 func (r *Recorder) Hooks() *hooks.Hooks {
 	h := r.hooks()
 	if r.opt.Lens > 0 { // the lens costs a vocabulary-wide product per layer: asked for only
-		h.OnLens = r.lens
+		h.OnLens, h.LensRows = r.lens, r.opt.LastPositions
 	}
 	return h
 }
@@ -297,15 +298,29 @@ func (r *Recorder) lens(e hooks.Lens) {
 	k := r.kept(e.N)
 	L := &Lens{Last: vec(e.Logits[(e.N-1)*e.Vocab : e.N*e.Vocab])}
 	for t := k; t < e.N; t++ {
-		row := e.Logits[t*e.Vocab : (t+1)*e.Vocab]
-		probs := sample.Probabilities(row, 1)
-		var top []Candidate
-		for _, id := range sample.TopN(probs, r.opt.Lens) {
-			top = append(top, Candidate{ID: id, Logit: row[id], P: probs[id]})
-		}
-		L.Top = append(L.Top, top)
+		L.Top = append(L.Top, likeliest(e.Logits[t*e.Vocab:(t+1)*e.Vocab], r.opt.Lens))
 	}
 	r.layer(e.Layer).Lens = L
+}
+
+// likeliest are the n likeliest tokens of a row of logits with their
+// probabilities at T = 1 (as sample.Probabilities computes them), without
+// a vocabulary-wide copy of the row.
+func likeliest(row []float32, n int) []Candidate {
+	m := float32(math.Inf(-1))
+	for _, l := range row {
+		m = max(m, l)
+	}
+	var sum float64
+	for _, l := range row {
+		sum += math.Exp(float64(l - m))
+	}
+	var top []Candidate
+	for _, id := range sample.TopN(row, n) {
+		p := float32(math.Exp(float64(row[id] - m)))
+		top = append(top, Candidate{ID: id, Logit: row[id], P: float32(float64(p) / sum)})
+	}
+	return top
 }
 
 func (r *Recorder) hooks() *hooks.Hooks {

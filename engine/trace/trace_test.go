@@ -200,3 +200,21 @@ func TestSamplerStepOverAHugeVocabulary(t *testing.T) {
 		}
 	}
 }
+
+// The lens's likeliest tokens carry the probabilities
+// sample.Probabilities gives, bit for bit.
+func TestLikeliestMatchesProbabilities(t *testing.T) {
+	for _, row := range [][]float32{
+		{0.5, 3, -1, 3, 2.25, float32(math.Inf(-1))},
+		{-40, -41.5, -39, 12, 11.999, 0},
+		{1, 1, 1},
+	} {
+		probs := sample.Probabilities(row, 1)
+		got := likeliest(row, 3)
+		for i, id := range sample.TopN(probs, 3) {
+			if got[i].ID != id || got[i].P != probs[id] || got[i].Logit != row[id] {
+				t.Errorf("%v: %d: %+v, want id %d p %g", row, i, got[i], id, probs[id])
+			}
+		}
+	}
+}
