@@ -326,12 +326,17 @@ var recording = trace.Options{Attention: true, QKV: true, MLP: true, LastPositio
 // lesson models are a few million; a 0.5B model's are billions).
 const lensBudget = 64 << 20
 
+// lensPositions are the last positions of a pass whose lens the Explorer
+// keeps: its grid shows 8 (present's lensCols), and each costs a
+// vocabulary-wide product and softmax per layer.
+const lensPositions = 8
+
 // recordingFor is what the trace keeps of a model's passes: recording,
 // with the logit lens for a model small enough.
 func recordingFor(c *model.Config) trace.Options {
 	o := recording
 	if int64(c.Vocab)*int64(c.Embd)*int64(c.Layers) <= lensBudget {
-		o.Lens = 3
+		o.Lens, o.LensPositions = 3, lensPositions
 	}
 	return o
 }

@@ -31,6 +31,10 @@ type Options struct {
 	// kept position, and the last position's whole row per layer (0: no
 	// lens, and the backend computes none).
 	Lens int
+	// LensPositions keeps the lens's likeliest tokens for only the last
+	// this-many positions of a pass (0: every kept position): each is a
+	// vocabulary-wide softmax per layer, and a viewer shows a few.
+	LensPositions int
 }
 
 // Full keeps everything, with 64 candidates and removed tokens per step.
@@ -133,7 +137,7 @@ type Layer struct {
 // Lens is one layer's logit lens: the final norm and output matrix
 // applied to its residual stream.
 type Lens struct {
-	Top  [][]Candidate `json:"top"`  // per kept position, the likeliest tokens (p at T = 1)
+	Top  [][]Candidate `json:"top"`  // per kept position (Options.LensPositions), the likeliest tokens (p at T = 1)
 	Last Vec           `json:"last"` // the last position's logits
 }
 
@@ -285,9 +289,18 @@ func (r *Recorder) layer(l int) *Layer {
 func (r *Recorder) Hooks() *hooks.Hooks {
 	h := r.hooks()
 	if r.opt.Lens > 0 { // the lens costs a vocabulary-wide product per layer: asked for only
-		h.OnLens, h.LensRows = r.lens, r.opt.LastPositions
+		h.OnLens, h.LensRows = r.lens, r.lensRows()
 	}
 	return h
+}
+
+// lensRows is how many of a pass's last rows the lens keeps (0: all).
+func (r *Recorder) lensRows() int {
+	a, b := r.opt.LastPositions, r.opt.LensPositions
+	if a == 0 || b > 0 && b < a {
+		return b
+	}
+	return a
 }
 
 // lens records one layer's logit lens.
@@ -295,7 +308,10 @@ func (r *Recorder) lens(e hooks.Lens) {
 	if !r.keepLayer(e.Layer) {
 		return
 	}
-	k := r.kept(e.N)
+	k := 0
+	if n := r.lensRows(); n > 0 && e.N > n {
+		k = e.N - n
+	}
 	L := &Lens{Last: vec(e.Logits[(e.N-1)*e.Vocab : e.N*e.Vocab])}
 	for t := k; t < e.N; t++ {
 		L.Top = append(L.Top, likeliest(e.Logits[t*e.Vocab:(t+1)*e.Vocab], r.opt.Lens))

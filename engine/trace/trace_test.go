@@ -218,3 +218,26 @@ func TestLikeliestMatchesProbabilities(t *testing.T) {
 		}
 	}
 }
+
+// The lens keeps its likeliest tokens for the last LensPositions
+// positions, or the last LastPositions when fewer or unset, and asks the
+// backend for no more rows than that.
+func TestLensPositions(t *testing.T) {
+	const prompt = "Once upon a time there was a little girl" // more than 6 tokens
+	for _, tc := range []struct{ last, lens, want int }{{0, 0, -1}, {4, 0, 4}, {0, 2, 2}, {4, 2, 2}, {2, 4, 2}} {
+		opt := Options{Lens: 3, LastPositions: tc.last, LensPositions: tc.lens}
+		if got := NewRecorder(opt).Hooks().LensRows; got != max(tc.want, 0) {
+			t.Errorf("last %d, lens %d: asks for %d rows, want %d", tc.last, tc.lens, got, max(tc.want, 0))
+		}
+		steps, _ := record(t, opt, prompt, 1)
+		want := tc.want
+		if want < 0 {
+			want = steps[0].N
+		}
+		for _, L := range steps[0].Layers {
+			if L.Lens == nil || len(L.Lens.Top) != want {
+				t.Fatalf("last %d, lens %d: layer %d keeps %v, want %d rows", tc.last, tc.lens, L.Index, L.Lens, want)
+			}
+		}
+	}
+}
