@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"stepthrough/engine/model"
+	"stepthrough/engine/trace"
 )
 
 // PoolConfig bounds the sessions of a Pool.
@@ -268,12 +269,17 @@ func (p *Pool) Reserved() int64 {
 
 // reserve admits a run of s that will hold bytes, replacing the
 // reservation of its previous run; ErrBusy when the budget would be
-// exceeded. s.mu is held.
+// exceeded, and a reason of its own for a run larger than the whole
+// budget (waiting would not help it). s.mu is held.
 func (p *Pool) reserve(s *Session, bytes int64) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if _, ok := p.sessions[s.id]; !ok {
 		return ErrExpired
+	}
+	if bytes > p.cfg.MemoryBudget {
+		return errorf("this run would hold about %d MiB (its KV cache and trace, the logit lens included), more than the %d MiB all runs on this server may hold (--memory-budget): use a shorter prompt or fewer new tokens",
+			bytes>>20, p.cfg.MemoryBudget>>20)
 	}
 	if p.reserved-s.reserved+bytes > p.cfg.MemoryBudget {
 		return ErrBusy
@@ -284,10 +290,10 @@ func (p *Pool) reserve(s *Session, bytes int64) error {
 }
 
 // runBytes estimates what a run of promptTokens and maxTokens new tokens
-// holds: its KV cache (float32 K and V, every layer) and the trace the
-// Explorer records (attention rows of the last 64 positions per step,
-// activations, logits and the sampler's candidates).
-func runBytes(m *model.Model, promptTokens, maxTokens, draftK int) int64 {
+// recording rec holds: its KV cache (float32 K and V, every layer) and the
+// trace the Explorer records (attention rows of the last 64 positions per
+// step, activations, logits, the sampler's candidates and the logit lens).
+func runBytes(m *model.Model, rec trace.Options, promptTokens, maxTokens, draftK int) int64 {
 	c := m.Config
 	ctx := int64(promptTokens + maxTokens + draftK)
 	kv := int64(c.Layers) * int64(c.KVDim()) * 8 * ctx
@@ -296,5 +302,28 @@ func runBytes(m *model.Model, promptTokens, maxTokens, draftK int) int64 {
 	positions := int64(min(promptTokens, 64)) + int64(maxTokens)*int64(draftK+1)
 	steps := int64(1 + maxTokens)
 	trace := positions*int64(c.Layers)*perPosLayer + positions*2*int64(c.Embd)*4 + steps*(int64(c.Vocab)*4+8<<10)
-	return kv + trace
+	return kv + trace + lensBytes(c, rec, promptTokens, maxTokens, draftK)
+}
+
+// lensBytes is what a run's logit lens holds (none when rec keeps none):
+// every step keeps each layer's last row of logits (the vocabulary, per
+// layer and step) and the likeliest tokens of its last positions; while
+// a pass runs, the backend's buffer holds a layer's rows of logits.
+func lensBytes(c *model.Config, rec trace.Options, promptTokens, maxTokens, draftK int) int64 {
+	if rec.Lens == 0 {
+		return 0
+	}
+	rows := func(n int) int64 { // the rows of a pass of n positions the lens keeps
+		for _, k := range []int{rec.LastPositions, rec.LensPositions} {
+			if k > 0 {
+				n = min(n, k)
+			}
+		}
+		return int64(n)
+	}
+	steps, layers, vocab := int64(1+maxTokens), int64(c.Layers), int64(c.Vocab)
+	last := steps * layers * vocab * 4
+	kept := (rows(promptTokens) + int64(maxTokens)*rows(draftK+1)) * layers * (int64(rec.Lens)*12 + 24)
+	buffer := rows(max(promptTokens, draftK+1)) * vocab * 4
+	return last + kept + buffer
 }

@@ -263,7 +263,8 @@ func (s *Session) start(ctx context.Context, r spec.Run) error {
 		s.close()
 		s.es, s.esKey, s.m, s.lm = es, key, lm.Model, lm
 	}
-	rec := trace.NewRecorder(recordingFor(lm.Model.Config))
+	recOpt := recordingFor(lm.Model.Config)
+	rec := trace.NewRecorder(recOpt)
 	hctx := hooks.WithHooks(intervene.With(ctx, edits), rec.Hooks())
 	calcID := int32(-1)
 	if r.Tools == "calc" {
@@ -287,7 +288,7 @@ func (s *Session) start(ctx context.Context, r spec.Run) error {
 		return err
 	}
 	if s.pool != nil {
-		if err := s.pool.reserve(s, runBytes(lm.Model, len(ids), r.MaxTokens, r.DraftK)+draftBytes); err != nil {
+		if err := s.pool.reserve(s, runBytes(lm.Model, recOpt, len(ids), r.MaxTokens, r.DraftK)+draftBytes); err != nil {
 			return err
 		}
 	}
