@@ -62,8 +62,7 @@ func (s *Server) agentPage(c echo.Context) error {
 			return renderPageStatus(c, http.StatusBadRequest, views.AgentPageView(p))
 		}
 	}
-	err := s.withWork(c, func() error {
-		ctx := c.Request().Context()
+	err := s.withWork(c, func(ctx context.Context) error {
 		if e := s.toolLoop(ctx, &p); e != nil {
 			p.Error = e.Message
 			return nil

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"encoding/csv"
 	"fmt"
 	"net/http"
@@ -155,8 +156,8 @@ func (s *Server) runCompare(c echo.Context, q compareQuery) (*compare.Result, *m
 	}
 	ids := m.Tokenizer.EncodeIDs(q.prompt, true)
 	var r *compare.Result
-	if err := s.withWork(c, func() (err error) {
-		r, err = compare.Run(c.Request().Context(), lm, ids, lanes, compare.Options{N: q.n, Draft: func(name string) (*engine.Loaded, error) {
+	if err := s.withWork(c, func(ctx context.Context) (err error) {
+		r, err = compare.Run(ctx, lm, ids, lanes, compare.Options{N: q.n, Draft: func(name string) (*engine.Loaded, error) {
 			return s.reg.Draft(q.model, name, "auto")
 		}})
 		return err

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"slices"
@@ -44,8 +45,8 @@ func (s *Server) patchingPage(c echo.Context) error {
 	}
 	tk := lm.Model.Tokenizer
 	clean, corrupt := tk.EncodeIDs(p.Clean, true), tk.EncodeIDs(p.Corrupt, true)
-	err = s.withWork(c, func() error {
-		r, err := lm.Patch(c.Request().Context(), clean, corrupt)
+	err = s.withWork(c, func(ctx context.Context) error {
+		r, err := lm.Patch(ctx, clean, corrupt)
 		if err == nil {
 			p.Result = present.Patching(tk, r, clean, corrupt)
 		}

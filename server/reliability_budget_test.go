@@ -1,10 +1,17 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -71,6 +78,13 @@ func (a abuseServer) explore(t *testing.T, sid, from string, msg map[string]stri
 	return string(reply)
 }
 
+// wideModel is wide.gguf: a vocabulary of 262,144 tokens at width 16 over
+// 4 layers, whose logit lens the Explorer records (its product is 16.8M
+// multiply-adds a position) and whose lens rows are a MiB each.
+func wideModel(t *testing.T) string {
+	return synthDir(t, "wide", model.SynthOptions{Arch: "llama", Embd: 16, Layers: 4, Heads: 2, FFN: 32, Vocab: 1 << 18, Context: 512, Type: quant.F32, Tied: true, Seed: 1})
+}
+
 // Finding 5: the logit lens of a 1M-token vocabulary kept a row of the
 // vocabulary per layer and step that the memory budget did not count
 // (4.41 GB peak), and 1.34 GB stayed in the heap after the sessions
@@ -78,9 +92,8 @@ func (a abuseServer) explore(t *testing.T, sid, from string, msg map[string]stri
 // is over the budget is refused with the reason, one within it holds no
 // more than it reserved, and the heap comes back when its session goes.
 func TestReliabilityLensOnAHugeVocabulary(t *testing.T) {
-	const vocab = 1 << 18 // 262,144 tokens, width 16, 4 layers: the lens is on (its product is 16.8M per position)
-	dir := synthDir(t, "wide", model.SynthOptions{Arch: "llama", Embd: 16, Layers: 4, Heads: 2, FFN: 32, Vocab: vocab, Context: 512, Type: quant.F32, Tied: true, Seed: 1})
-	a := newAbuseServer(t, Config{ModelsDirs: []string{dir}, MemoryBudget: 64 << 20})
+	const vocab = 1 << 18
+	a := newAbuseServer(t, Config{ModelsDirs: []string{wideModel(t)}, MemoryBudget: 64 << 20})
 	prompt := strings.Repeat("Lily saw a dog and a cat. ", 12)[:300]
 	run := func(maxTokens string) (string, string) {
 		se, err := a.s.sessions.New("198.51.100.21")
@@ -124,4 +137,188 @@ func errText(fragment string) string {
 	_, rest, _ = strings.Cut(rest, ">")
 	msg, _, _ := strings.Cut(rest, "<")
 	return strings.TrimSpace(msg)
+}
+
+// patchingURL is /patching on a model with two prompts.
+func patchingURL(model, clean, corrupt string) string {
+	return "/patching?" + url.Values{"model": {model}, "clean": {clean}, "corrupt": {corrupt}}.Encode()
+}
+
+// longPatch is a pair of 200-character prompts of as many tokens (one a
+// letter or so on the lesson model and the deep one) that the models
+// answer differently: the costliest patching the page takes.
+func longPatch() (clean, corrupt string) {
+	letters := strings.Repeat("zyxwvutsrqponmlkjihgfedcba", 8)[:maxPatchPrompt-4]
+	return letters + " the", letters + " and"
+}
+
+// body fetches a path from an address and returns its status and body.
+func (a abuseServer) body(t *testing.T, ctx context.Context, path, from string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, "GET", a.ts.URL+path, nil)
+	req.Header = as(from)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// deepModel is a 12-layer random model whose patching of two 200-
+// character prompts is thousands of passes of billions of multiply-adds
+// (minutes of CPU): work that must be stopped, not finished.
+func deepModel(t *testing.T) string {
+	return synthDir(t, "deep", model.SynthOptions{Arch: "llama", Embd: 128, Layers: 12, Heads: 4, FFN: 256, Vocab: 512, Context: 256, Type: quant.F32, Seed: 1})
+}
+
+// A /patching request whose client goes, or that runs past the work
+// timeout, stops between passes and frees its slot: on a 12-layer model
+// its whole run would take minutes, and it is over in moments.
+func TestReliabilityPatchingStops(t *testing.T) {
+	clean, corrupt := longPatch()
+	dir := deepModel(t)
+	path := patchingURL("deep.gguf", clean, corrupt)
+	t.Run("the client goes", func(t *testing.T) {
+		a := newAbuseServer(t, Config{ModelsDirs: []string{dir}})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan int)
+		go func() {
+			st, _ := a.body(t, ctx, path, "198.51.100.42")
+			done <- st
+		}()
+		eventually(t, "the patching takes a slot", func() bool { all, _ := a.s.work.usage(""); return all == 1 })
+		cpu0 := cpuTime(t)
+		cancel()
+		<-done
+		eventually(t, "the slot is freed", func() bool { all, _ := a.s.work.usage(""); return all == 0 })
+		t.Logf("patching 2 × %d characters on 12 layers: slot freed after the client went, %v of CPU after it", len(clean), cpuTime(t)-cpu0)
+	})
+	t.Run("past the work timeout", func(t *testing.T) {
+		a := newAbuseServer(t, Config{ModelsDirs: []string{dir}, WorkTimeout: 300 * time.Millisecond})
+		cpu0 := cpuTime(t)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // its whole run would take far longer
+		defer cancel()
+		st, body := a.body(t, ctx, path, "198.51.100.43")
+		if msg := errText(body); st != 400 || !strings.Contains(msg, "stopped after 300ms of work, the most one request may take (--work-timeout)") {
+			t.Fatalf("%d: %s", st, msg)
+		}
+		if all, _ := a.s.work.usage(""); all != 0 {
+			t.Errorf("%d work slots held after the timeout", all)
+		}
+		if st, _ := a.get(t, "/patching", "198.51.100.43"); st != 200 {
+			t.Errorf("after the timeout, the page's own patching: %d", st)
+		}
+		t.Logf("past the 300 ms work timeout: %d, %v of CPU in all", st, cpuTime(t)-cpu0)
+	})
+}
+
+// wsRun is an Explorer connection of one session from an address.
+type wsRun struct {
+	c   *websocket.Conn
+	run []byte
+}
+
+func (a abuseServer) explorerTab(t *testing.T, from, prompt string) wsRun {
+	t.Helper()
+	se, err := a.s.sessions.New(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, _ := json.Marshal(map[string]string{"action": "run", "prompt": prompt, "max_tokens": "1", "temperature": "0"})
+	return wsRun{a.ws(t, "/ws?sid="+se.ID(), as(from)), run}
+}
+
+// do runs the tab's prompt and returns the error its fragment shows.
+func (r wsRun) do() (string, error) {
+	if err := r.c.WriteMessage(websocket.TextMessage, r.run); err != nil {
+		return "", err
+	}
+	r.c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	_, m, err := r.c.ReadMessage()
+	if err == nil && !strings.Contains(string(m), `id="explorer"`) {
+		return string(m), nil // a note
+	}
+	return errText(string(m)), err
+}
+
+// median of counts.
+func median(n []int) int {
+	s := slices.Clone(n)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func p50(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// Finding 7: six tabs from one address sending long-prompt runs back to
+// back took another user's median run from 6 ms to 566 ms: every run
+// waited behind all of theirs. Now an Explorer run holds a work slot and
+// one address at most half of them, so another address's run is served
+// beside the flood, waiting behind at most the one run the flood has on
+// the model (and one more that reached the model first), not all six.
+func TestReliabilityExplorerFairShare(t *testing.T) {
+	a := newAbuseServer(t, Config{WorkSlots: 2}) // one slot an address
+	const flooder, other, tabs, runs = "198.51.100.51", "192.0.2.51", 6, 20
+	me := a.explorerTab(t, other, "Once upon a time")
+	measure := func(finished *atomic.Int64) (lat []time.Duration, behind []int) {
+		for range runs {
+			var before int64
+			if finished != nil {
+				before = finished.Load()
+			}
+			start := time.Now()
+			if msg, err := me.do(); msg != "" || err != nil {
+				t.Fatalf("another address's run: %q %v", msg, err)
+			}
+			lat = append(lat, time.Since(start))
+			if finished != nil {
+				behind = append(behind, int(finished.Load()-before))
+				if _, held := a.s.work.usage(flooder); held > a.s.work.perAddr {
+					t.Errorf("the flooding address holds %d slots, its share is %d", held, a.s.work.perAddr)
+				}
+			}
+		}
+		return lat, behind
+	}
+	alone, _ := measure(nil)
+	rss0, cpu0 := rssMiB(t), cpuTime(t)
+	long := strings.Repeat("Lily saw a big dog in the park and they ran to the tree. ", 20) // 300 tokens or so
+	var finished atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range tabs {
+		tab := a.explorerTab(t, flooder, long)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if msg, err := tab.do(); err != nil || msg != "" {
+					t.Errorf("a flooding tab: %q %v", msg, err)
+					return
+				}
+				finished.Add(1)
+			}
+		}()
+	}
+	eventually(t, "the flood runs", func() bool { return finished.Load() >= tabs })
+	during, behind := measure(&finished)
+	peak := rssMiB(t)
+	close(stop)
+	wg.Wait()
+	t.Logf("another address's run: p50 %v alone, %v beside %d tabs flooding from one address (%d of their runs in that time, %v of CPU); it waited behind a median of %d and at most %d of their runs; RSS %.0f → %.0f MiB (peak) → %.0f MiB",
+		p50(alone), p50(during), tabs, finished.Load(), cpuTime(t)-cpu0, median(behind), slices.Max(behind), rss0, peak, rssMiB(t))
+	if m := median(behind); m > a.s.work.perAddr+2 {
+		t.Errorf("another address's run waited behind a median of %d of the flood's runs, want at most %d", m, a.s.work.perAddr+2)
+	}
 }
