@@ -150,11 +150,15 @@ func (s *Server) runCompare(c echo.Context, q compareQuery) (*compare.Result, *m
 	if r, ok := s.compares.get(key); ok && !q.again {
 		return r, m, nil
 	}
+	ids := m.Tokenizer.EncodeIDs(q.prompt, true)
+	what := fmt.Sprintf("this comparison reads a prompt of %d tokens %d times and runs %d token passes", len(ids), 3+len(lanes), cost)
+	if err := s.checkWork(what, compareWork(m, len(ids), len(lanes), cost, q.n), "use a shorter prompt, or fewer tokens, lanes or beams"); err != nil {
+		return nil, nil, err
+	}
 	lm, err := s.reg.Engine(q.model, "auto")
 	if err != nil {
 		return nil, nil, err
 	}
-	ids := m.Tokenizer.EncodeIDs(q.prompt, true)
 	var r *compare.Result
 	if err := s.withWork(c, func(ctx context.Context) (err error) {
 		r, err = compare.Run(ctx, lm, ids, lanes, compare.Options{N: q.n, Draft: func(name string) (*engine.Loaded, error) {

@@ -45,6 +45,13 @@ func (s *Server) patchingPage(c echo.Context) error {
 	}
 	tk := lm.Model.Tokenizer
 	clean, corrupt := tk.EncodeIDs(p.Clean, true), tk.EncodeIDs(p.Corrupt, true)
+	if len(clean) == len(corrupt) { // else Patch says why not
+		n, layers := len(clean), lm.Model.Config.Layers
+		what := fmt.Sprintf("this patching runs %d passes of %d tokens (%d layers × %d positions, and the two prompts)", layers*n+2, n, layers, n)
+		if err := s.checkWork(what, patchWork(lm.Model, n), "use shorter prompts"); err != nil {
+			return fail(http.StatusBadRequest, err)
+		}
+	}
 	err = s.withWork(c, func(ctx context.Context) error {
 		r, err := lm.Patch(ctx, clean, corrupt)
 		if err == nil {

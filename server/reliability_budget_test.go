@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"html"
 	"io"
 	"net/http"
 	"net/url"
@@ -173,6 +174,46 @@ func deepModel(t *testing.T) string {
 	return synthDir(t, "deep", model.SynthOptions{Arch: "llama", Embd: 128, Layers: 12, Heads: 4, FFN: 256, Vocab: 512, Context: 256, Type: quant.F32, Seed: 1})
 }
 
+// Finding 4: /patching was bounded only by its passes: two 200-character
+// prompts (183 tokens, 732 passes) took 30 s of CPU and a work slot for
+// 15 s. Now its multiply-adds are estimated from the model's shape before
+// it starts, and over the work budget it is refused with the estimate;
+// the usual prompts still run.
+func TestReliabilityWorkBudget(t *testing.T) {
+	clean, corrupt := longPatch()
+	compare := "/compare?" + url.Values{"prompt": {strings.Repeat("Lily saw a big dog. ", 20)}, "n": {"64"},
+		"lane": {"greedy", "beam=8", "beam=8", "beam=8"}}.Encode()
+	wide := wideModel(t)
+	explore := "/?" + url.Values{"model": {"wide.gguf"}, "prompt": {"Once upon a time"}, "max_tokens": {"32"}}.Encode()
+	for _, tc := range []struct {
+		name   string
+		budget int64
+		path   string
+		status int
+		want   string
+	}{
+		{"patching 200-character prompts", 0, patchingURL("lesson.gguf", clean, corrupt), 400, "over the 100.0 G one request may take (--work-budget): use shorter prompts"},
+		{"patching the page's own prompts", 0, "/patching", 200, "forward passes, computed now on this server"},
+		{"a comparison of long beams", 2e9, compare, 400, "over the 2.0 G one request may take (--work-budget): use a shorter prompt"},
+		{"a comparison of few tokens", 2e9, "/compare?prompt=Once&n=4&lane=greedy&lane=beam%3D2", 200, "greedy"},
+		{"an Explorer run's lens over 262,144 tokens", 0.5e9, explore, 400, "logit lens would take about 0.7 G multiply-adds (40 rows × 4 layers over a vocabulary of 262144), over the 0.5 G one request may take (--work-budget): use fewer new tokens"},
+		{"the same run's lens within the budget", 1e9, explore, 200, "data-current-stage"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newAbuseServer(t, Config{WorkBudget: tc.budget, ModelsDirs: []string{wide}})
+			cpu0 := cpuTime(t)
+			st, body := a.body(t, context.Background(), tc.path, "198.51.100.41")
+			if st != tc.status || !strings.Contains(html.UnescapeString(body), tc.want) {
+				t.Fatalf("%d, want %d with %q: %.400s", st, tc.status, tc.want, errText(body))
+			}
+			if all, _ := a.s.work.usage(""); all != 0 {
+				t.Errorf("%d work slots still held", all)
+			}
+			t.Logf("%d in %v of CPU: %s", st, cpuTime(t)-cpu0, errText(body))
+		})
+	}
+}
+
 // A /patching request whose client goes, or that runs past the work
 // timeout, stops between passes and frees its slot: on a 12-layer model
 // its whole run would take minutes, and it is over in moments.
@@ -181,7 +222,7 @@ func TestReliabilityPatchingStops(t *testing.T) {
 	dir := deepModel(t)
 	path := patchingURL("deep.gguf", clean, corrupt)
 	t.Run("the client goes", func(t *testing.T) {
-		a := newAbuseServer(t, Config{ModelsDirs: []string{dir}})
+		a := newAbuseServer(t, Config{ModelsDirs: []string{dir}, WorkBudget: 1 << 50})
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan int)
 		go func() {
@@ -196,7 +237,7 @@ func TestReliabilityPatchingStops(t *testing.T) {
 		t.Logf("patching 2 × %d characters on 12 layers: slot freed after the client went, %v of CPU after it", len(clean), cpuTime(t)-cpu0)
 	})
 	t.Run("past the work timeout", func(t *testing.T) {
-		a := newAbuseServer(t, Config{ModelsDirs: []string{dir}, WorkTimeout: 300 * time.Millisecond})
+		a := newAbuseServer(t, Config{ModelsDirs: []string{dir}, WorkBudget: 1 << 50, WorkTimeout: 300 * time.Millisecond})
 		cpu0 := cpuTime(t)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // its whole run would take far longer
 		defer cancel()

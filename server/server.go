@@ -85,8 +85,12 @@ type Config struct {
 	// may hold together (estimated per run; a run over it is told the
 	// server is busy); 0: 4 GiB.
 	MemoryBudget int64
-	// WorkTimeout stops one-off work and an Explorer action still
-	// computing after it, freeing its slot (0: 30 s).
+	// WorkBudget is the multiply-adds one request's engine work (/patching,
+	// Compare, an Explorer run's logit lens) may be estimated to take
+	// before it starts: more is refused with the estimate (0: 100 G, a few
+	// seconds of a core). WorkTimeout stops one-off work and an Explorer
+	// action still computing after it, freeing its slot (0: 30 s).
+	WorkBudget  int64
 	WorkTimeout time.Duration
 	// WorkSlots is how many requests' engine work runs at once (0: one
 	// per core, at least 2); SlotsPerAddress is how many of them one
@@ -146,6 +150,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.WorkBudget == 0 {
+		cfg.WorkBudget = defaultWorkBudget
+	}
 	if cfg.WorkTimeout == 0 {
 		cfg.WorkTimeout = defaultWorkTimeout
 	}
@@ -156,7 +163,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Logger = s.log
 	}
 	s.sessions = session.NewPool(s.reg, session.PoolConfig{MaxSessions: cfg.MaxSessions, MaxPerClient: cfg.MaxPerClient,
-		IdleTimeout: cfg.IdleTimeout, MemoryBudget: cfg.MemoryBudget})
+		IdleTimeout: cfg.IdleTimeout, MemoryBudget: cfg.MemoryBudget, WorkBudget: cfg.WorkBudget})
 	s.base, s.stop = context.WithCancel(context.Background())
 	s.batches, s.stopBatches = context.WithCancel(context.Background())
 	store, err := openStore(cfg)

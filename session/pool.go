@@ -21,6 +21,10 @@ type PoolConfig struct {
 	// MemoryBudget is the bytes of KV cache and trace all sessions may
 	// hold together (estimated when a run starts); 0: 4 GiB.
 	MemoryBudget int64
+	// WorkBudget is the multiply-adds a run's logit lens may be estimated
+	// to take (model.LensWork over its prefill and every new token); a
+	// run over it is refused with the estimate. 0: no limit.
+	WorkBudget int64
 }
 
 // ErrBusy is the answer when the pool is full: too many sessions, or too
@@ -313,17 +317,37 @@ func lensBytes(c *model.Config, rec trace.Options, promptTokens, maxTokens, draf
 	if rec.Lens == 0 {
 		return 0
 	}
-	rows := func(n int) int64 { // the rows of a pass of n positions the lens keeps
-		for _, k := range []int{rec.LastPositions, rec.LensPositions} {
-			if k > 0 {
-				n = min(n, k)
-			}
-		}
-		return int64(n)
-	}
 	steps, layers, vocab := int64(1+maxTokens), int64(c.Layers), int64(c.Vocab)
 	last := steps * layers * vocab * 4
-	kept := (rows(promptTokens) + int64(maxTokens)*rows(draftK+1)) * layers * (int64(rec.Lens)*12 + 24)
-	buffer := rows(max(promptTokens, draftK+1)) * vocab * 4
+	rows := lensRows(rec, promptTokens) + int64(maxTokens)*lensRows(rec, draftK+1)
+	kept := rows * layers * (int64(rec.Lens)*12 + 24)
+	buffer := lensRows(rec, max(promptTokens, draftK+1)) * vocab * 4
 	return last + kept + buffer
+}
+
+// lensRows is how many rows of a pass of n positions the lens of a trace
+// recording rec computes.
+func lensRows(rec trace.Options, n int) int64 {
+	for _, k := range []int{rec.LastPositions, rec.LensPositions} {
+		if k > 0 {
+			n = min(n, k)
+		}
+	}
+	return int64(n)
+}
+
+// checkLensWork refuses a run whose logit lens is estimated over the
+// pool's work budget: its prefill's kept rows, and a pass per new token
+// (a speculative round's verify batch).
+func (p *Pool) checkLensWork(m *model.Model, rec trace.Options, promptTokens, maxTokens, draftK int) error {
+	if rec.Lens == 0 || p.cfg.WorkBudget <= 0 {
+		return nil
+	}
+	rows := lensRows(rec, promptTokens) + int64(maxTokens)*lensRows(rec, draftK+1)
+	work := m.LensWork(int(rows))
+	if work <= p.cfg.WorkBudget {
+		return nil
+	}
+	return errorf("this run's logit lens would take about %.1f G multiply-adds (%d rows × %d layers over a vocabulary of %d), over the %.1f G one request may take (--work-budget): use fewer new tokens",
+		float64(work)/1e9, rows, m.Config.Layers, m.Config.Vocab, float64(p.cfg.WorkBudget)/1e9)
 }

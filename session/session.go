@@ -288,6 +288,9 @@ func (s *Session) start(ctx context.Context, r spec.Run) error {
 		return err
 	}
 	if s.pool != nil {
+		if err := s.pool.checkLensWork(lm.Model, recOpt, len(ids), r.MaxTokens, r.DraftK); err != nil {
+			return err
+		}
 		if err := s.pool.reserve(s, runBytes(lm.Model, recOpt, len(ids), r.MaxTokens, r.DraftK)+draftBytes); err != nil {
 			return err
 		}
