@@ -223,8 +223,8 @@ func (r *fwd) forward(ctx context.Context, tokens []int32, all bool) ([]float32,
 		}
 	}
 	for start := 0; start < len(tokens); start += r.batch {
-		if start > 0 && ctx.Err() != nil { // a long prompt stops when its caller has gone
-			return nil, ctx.Err()
+		if err := ctx.Err(); err != nil { // a pass, or a long prompt's next chunk, is not computed for a caller that has gone
+			return nil, err
 		}
 		chunk := tokens[start:min(len(tokens), start+r.batch)]
 		var dst []float32
