@@ -151,10 +151,11 @@ func (s *Server) runCompare(c echo.Context, q compareQuery) (*compare.Result, *m
 		return r, m, nil
 	}
 	ids := m.Tokenizer.EncodeIDs(q.prompt, true)
-	what := fmt.Sprintf("this comparison reads a prompt of %d tokens %d times and runs %d token passes", len(ids), 3+len(lanes), cost)
-	if err := s.checkWork(what, compareWork(m, len(ids), len(lanes), cost, q.n), "use a shorter prompt, or fewer tokens, lanes or beams"); err != nil {
+	release, err := s.admitCompare(m, len(ids), lanes, cost, q.n)
+	if err != nil {
 		return nil, nil, err
 	}
+	defer release()
 	lm, err := s.reg.Engine(q.model, "auto")
 	if err != nil {
 		return nil, nil, err
@@ -191,10 +192,7 @@ func (s *Server) comparePage(c echo.Context) error {
 	} else if len(q.lanes) > 0 {
 		r, m, err := s.runCompare(c, q)
 		if err != nil {
-			page.Error, status = err.Error(), http.StatusBadRequest
-			if he, ok := err.(*echo.HTTPError); ok {
-				page.Error, status = fmt.Sprint(he.Message), he.Code
-			}
+			status, page.Error = workError(err)
 		} else {
 			page.Result = compareView(r, m, q)
 		}

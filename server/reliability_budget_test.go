@@ -363,3 +363,38 @@ func TestReliabilityExplorerFairShare(t *testing.T) {
 		t.Errorf("another address's run waited behind a median of %d of the flood's runs, want at most %d", m, a.s.work.perAddr+2)
 	}
 }
+
+// /patching and Compare count their memory in --memory-budget: the KV
+// caches of their sessions (a comparison's beams one each) and patching's
+// copy of the residual stream are held while they run, a request larger
+// than the whole budget is refused with the estimate, and what they held
+// is given back when they end.
+func TestReliabilityWorkMemory(t *testing.T) {
+	clean, corrupt := longPatch()
+	beams := "/compare?" + url.Values{"prompt": {"Once upon a time"}, "n": {"64"}, "lane": {"beam=8", "beam=8", "beam=8", "beam=8"}}.Encode()
+	for _, tc := range []struct {
+		name   string
+		memory int64
+		path   string
+		status int
+		want   string
+	}{
+		{"patching 200-character prompts", 1 << 20, patchingURL("lesson.gguf", clean, corrupt), 400,
+			"this patching would hold about 1.4 MiB (its KV cache and the clean run's residual stream), more than the 1 MiB all runs on this server may hold (--memory-budget): use shorter prompts"},
+		{"patching the page's own prompts", 1 << 20, "/patching", 200, "forward passes, computed now on this server"},
+		{"a comparison of 4 beams of 8", 1 << 20, beams, 400,
+			"this comparison would hold about 15.9 MiB (the KV caches of its lanes and beams), more than the 1 MiB all runs on this server may hold (--memory-budget)"},
+		{"a comparison of few tokens", 1 << 20, "/compare?prompt=Once&n=4&lane=greedy&lane=beam%3D2", 200, "beam=2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newAbuseServer(t, Config{MemoryBudget: tc.memory, WorkBudget: 1 << 40})
+			st, body := a.body(t, context.Background(), tc.path, "198.51.100.44")
+			if st != tc.status || !strings.Contains(html.UnescapeString(body), tc.want) {
+				t.Fatalf("%d, want %d with %q: %.400s", st, tc.status, tc.want, errText(body))
+			}
+			if r := a.s.sessions.Reserved(); r != 0 {
+				t.Errorf("%d bytes still reserved after the request", r)
+			}
+		})
+	}
+}

@@ -368,10 +368,11 @@ func (s *Server) index(c echo.Context) error {
 	status := http.StatusOK
 	if runErr != nil {
 		status = http.StatusBadRequest // the page still shows, with the error in it
-		if he, ok := runErr.(*echo.HTTPError); ok {
+		if _, ok := runErr.(*echo.HTTPError); ok {
 			// no work slot came: the page says so, the session is as it was
-			runErr = errors.New(fmt.Sprint(he.Message))
-			status = he.Code
+			var msg string
+			status, msg = workError(runErr)
+			runErr = errors.New(msg)
 		}
 		if errors.Is(runErr, session.ErrBusy) {
 			status = http.StatusServiceUnavailable

@@ -3,6 +3,7 @@ package session
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"sync"
 	"time"
 
@@ -281,16 +282,55 @@ func (p *Pool) reserve(s *Session, bytes int64) error {
 	if _, ok := p.sessions[s.id]; !ok {
 		return ErrExpired
 	}
-	if bytes > p.cfg.MemoryBudget {
-		return errorf("this run would hold about %d MiB (its KV cache and trace, the logit lens included), more than the %d MiB all runs on this server may hold (--memory-budget): use a shorter prompt or fewer new tokens",
-			bytes>>20, p.cfg.MemoryBudget>>20)
-	}
-	if p.reserved-s.reserved+bytes > p.cfg.MemoryBudget {
-		return ErrBusy
+	if err := p.fits(bytes, s.reserved, "this run", "its KV cache and trace, the logit lens included", "use a shorter prompt or fewer new tokens"); err != nil {
+		return err
 	}
 	p.reserved += bytes - s.reserved
 	s.reserved = bytes
 	return nil
+}
+
+// Hold reserves bytes of the memory budget for engine work outside a
+// session's run (activation patching, a comparison) until release is
+// called; ErrBusy when the budget would be exceeded, and a reason of its
+// own, naming what (the work) holds and how to hold less (fix), when
+// bytes alone exceed it.
+func (p *Pool) Hold(bytes int64, what, holds, fix string) (release func(), err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.fits(bytes, 0, what, holds, fix); err != nil {
+		return nil, err
+	}
+	p.reserved += bytes
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			p.reserved -= bytes
+		})
+	}, nil
+}
+
+// fits checks that bytes, replacing a reservation of held, stay within
+// the budget. p.mu is held.
+func (p *Pool) fits(bytes, held int64, what, holds, fix string) error {
+	if bytes > p.cfg.MemoryBudget {
+		return errorf("%s would hold about %s (%s), more than the %s all runs on this server may hold (--memory-budget): %s",
+			what, mib(bytes), holds, mib(p.cfg.MemoryBudget), fix)
+	}
+	if p.reserved-held+bytes > p.cfg.MemoryBudget {
+		return ErrBusy
+	}
+	return nil
+}
+
+// mib writes bytes in MiB: whole ones as such, else to a tenth.
+func mib(b int64) string {
+	if b%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", b>>20)
+	}
+	return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
 }
 
 // runBytes estimates what a run of promptTokens and maxTokens new tokens
