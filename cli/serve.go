@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"stepthrough/api"
 	"stepthrough/classroom"
@@ -18,13 +19,16 @@ import (
 
 // runServe runs the web app until ctx is done (Ctrl-C, SIGTERM).
 func runServe(ctx context.Context, env Env, args []string) error {
-	fs := newFlags(env, "serve", "[--addr HOST:PORT] [--models-dir DIRS] [--data-dir DIR | --store postgres://… [--bus nats://… [--bus-user USER | --bus-token TOKEN | --bus-nkey FILE]]] [--allowed-hosts HOSTS] [--trusted-proxies CIDRS] [--tls-cert FILE --tls-key FILE] [--memory-budget MiB] [--api-key KEY] [--api-max-concurrent N] [--api-max-tokens N] [--max-students N] [--students-per-address N]")
+	fs := newFlags(env, "serve", "[--addr HOST:PORT] [--models-dir DIRS] [--data-dir DIR | --store postgres://… [--bus nats://… [--bus-user USER | --bus-token TOKEN | --bus-nkey FILE]]] [--allowed-hosts HOSTS] [--trusted-proxies CIDRS] [--tls-cert FILE --tls-key FILE] [--memory-budget MiB] [--work-budget G] [--work-timeout SECONDS] [--slots-per-address N] [--api-key KEY] [--api-max-concurrent N] [--api-max-tokens N] [--max-students N] [--students-per-address N]")
 	addr := fs.String("addr", "127.0.0.1:8080", "listen `address` (0.0.0.0:8080 serves a LAN)")
 	hosts := fs.String("allowed-hosts", "", "comma-separated `names` this server answers to (default: the listen host and localhost; any host on 0.0.0.0)")
 	proxies := fs.String("trusted-proxies", "", "comma-separated `CIDRs` of reverse proxies whose X-Forwarded-For is believed (default: none, the socket's peer is the client)")
 	cert := fs.String("tls-cert", "", "serve HTTPS with this certificate `file` (PEM)")
 	key := fs.String("tls-key", "", "the certificate's private key `file` (PEM)")
 	budget := fs.Int("memory-budget", 4096, "`MiB` of KV cache and trace all viewers' runs may hold together (a run over it is told the server is busy)")
+	work := fs.Int("work-budget", 100, "`billions` of multiply-adds one request's engine work (/patching, Compare, an Explorer run's logit lens) may be estimated to take; more is refused with the estimate")
+	workTimeout := fs.Int("work-timeout", 30, "`seconds` of work after which one request (a page's engine work, an Explorer action) is stopped and its slot freed")
+	perAddrSlots := fs.Int("slots-per-address", 0, "work slots (one per core, at least 2) one address may hold at once; the others wait their turn (0: half)")
 	dirs := fs.String("models-dir", "", "more `directories` of .gguf models, comma-separated (models/ and the embedded lesson models are always offered)")
 	data := fs.String("data-dir", "data", "`directory` where classrooms are stored (rooms.db, SQLite) and the cookie-signing secret is kept")
 	store := fs.String("store", "", "keep classrooms in PostgreSQL at this `address` (postgres://USER:PASSWORD@HOST:PORT/DATABASE) instead of SQLite: several servers may share it")
@@ -51,6 +55,9 @@ func runServe(ctx context.Context, env Env, args []string) error {
 	}
 	if *budget < 16 || *budget > 1<<20 {
 		return usageError{fmt.Errorf("--memory-budget must be 16 to 1048576 MiB, got %d", *budget)}
+	}
+	if *work < 1 || *work > 1<<20 || *workTimeout < 1 || *workTimeout > 3600 || *perAddrSlots < 0 || *perAddrSlots > 1024 {
+		return usageError{fmt.Errorf("--work-budget must be 1 to 1048576 (billions), --work-timeout 1 to 3600 s and --slots-per-address 0 to 1024")}
 	}
 	if *apiConc < 1 || *apiConc > 256 || *apiQueue < 1 || *apiQueue > 4096 || *apiMax < 1 || *apiMax > 1<<16 || *apiKV < 1 || *apiKV > 1<<20 {
 		return usageError{fmt.Errorf("--api-max-concurrent must be 1 to 256, --api-max-queued 1 to 4096, --api-max-tokens 1 to 65536 and --api-kv-cache 1 to 1048576 MiB")}
@@ -81,6 +88,7 @@ func runServe(ctx context.Context, env Env, args []string) error {
 		BusAuth:      busAuth(*busUser, *busPassword, *busToken, *busNkey),
 		Embedded:     models.Embedded(),
 		AllowedHosts: allowed, TrustedProxies: trusted, TLSCert: *cert, TLSKey: *key, MemoryBudget: int64(*budget) << 20,
+		WorkBudget: int64(*work) * 1e9, WorkTimeout: time.Duration(*workTimeout) * time.Second, SlotsPerAddress: *perAddrSlots,
 		StudentsPerAddress: *perAddr, MaxStudents: *maxStudents,
 		API: server.APIConfig{Key: *apiKey, MaxConcurrent: *apiConc, MaxQueued: *apiQueue, KVBytes: int64(*apiKV) << 20,
 			Limits: apiLimits(*apiMax)}})

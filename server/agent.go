@@ -62,8 +62,8 @@ func (s *Server) agentPage(c echo.Context) error {
 			return renderPageStatus(c, http.StatusBadRequest, views.AgentPageView(p))
 		}
 	}
-	err := s.withWork(c, func() error {
-		ctx, scope := c.Request().Context(), s.cacheScope(c, "")
+	err := s.withWork(c, func(ctx context.Context) error {
+		scope := s.cacheScope(c, "")
 		if e := s.toolLoop(ctx, scope, &p); e != nil {
 			p.Error = e.Message
 			return nil

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"encoding/csv"
 	"fmt"
 	"net/http"
@@ -149,14 +150,19 @@ func (s *Server) runCompare(c echo.Context, q compareQuery) (*compare.Result, *m
 	if r, ok := s.compares.get(key); ok && !q.again {
 		return r, m, nil
 	}
+	ids := m.Tokenizer.EncodeIDs(q.prompt, true)
+	release, err := s.admitCompare(m, len(ids), lanes, cost, q.n)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer release()
 	lm, err := s.reg.Engine(q.model, "auto")
 	if err != nil {
 		return nil, nil, err
 	}
-	ids := m.Tokenizer.EncodeIDs(q.prompt, true)
 	var r *compare.Result
-	if err := s.withWork(c, func() (err error) {
-		r, err = compare.Run(c.Request().Context(), lm, ids, lanes, compare.Options{N: q.n, Draft: func(name string) (*engine.Loaded, error) {
+	if err := s.withWork(c, func(ctx context.Context) (err error) {
+		r, err = compare.Run(ctx, lm, ids, lanes, compare.Options{N: q.n, Draft: func(name string) (*engine.Loaded, error) {
 			return s.reg.Draft(q.model, name, "auto")
 		}})
 		return err
@@ -186,10 +192,7 @@ func (s *Server) comparePage(c echo.Context) error {
 	} else if len(q.lanes) > 0 {
 		r, m, err := s.runCompare(c, q)
 		if err != nil {
-			page.Error, status = err.Error(), http.StatusBadRequest
-			if he, ok := err.(*echo.HTTPError); ok {
-				page.Error, status = fmt.Sprint(he.Message), he.Code
-			}
+			status, page.Error = workError(err)
 		} else {
 			page.Result = compareView(r, m, q)
 		}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -28,7 +29,7 @@ func (s *Server) exportSVG(c echo.Context) error {
 	}
 	se := session.New("export", "", s.reg)
 	defer se.Close()
-	if err := s.withWork(c, func() error { return se.Open(c.Request().Context(), run) }); err != nil {
+	if err := s.withWork(c, func(ctx context.Context) error { return se.Open(ctx, run) }); err != nil {
 		if he, ok := err.(*echo.HTTPError); ok {
 			return he
 		}

@@ -36,9 +36,9 @@ func (s *Server) familiesPage(c echo.Context) error {
 		p.Error = fmt.Sprintf("the prompt is %d bytes; the limit is %d", len(p.Prompt), maxFamiliesPrompt)
 		return renderPageStatus(c, http.StatusBadRequest, views.FamiliesPageView(p))
 	}
-	err := s.withWork(c, func() error {
+	err := s.withWork(c, func(ctx context.Context) error {
 		for _, name := range []string{p.A, p.B} {
-			side, err := s.familySide(c.Request().Context(), name, p.Prompt)
+			side, err := s.familySide(ctx, name, p.Prompt)
 			if err != nil {
 				return err
 			}

@@ -33,7 +33,7 @@ func FuzzExplorerMessage(f *testing.F) {
 	ctx := context.Background()
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		drawn := ""
-		reply, note := explorerMessage(ctx, se, raw, &drawn)
+		reply, note := s.explorerMessage(ctx, "fuzz", se, raw, &drawn)
 		switch {
 		case note != "":
 			if strings.Contains(note, "\n") || !utf8.ValidString(note) {

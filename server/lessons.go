@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -53,8 +54,7 @@ func (s *Server) lessonStep(c echo.Context) error {
 	}
 	se := session.New("lesson", "", s.reg)
 	defer se.Close()
-	ctx := c.Request().Context()
-	if err := s.withWork(c, func() error { return se.PlayLesson(ctx, l, i) }); err != nil {
+	if err := s.withWork(c, func(ctx context.Context) error { return se.PlayLesson(ctx, l, i) }); err != nil {
 		p.Error = err.Error()
 	} else {
 		e := present.Explorer(se)

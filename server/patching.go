@@ -1,8 +1,8 @@
 package server
 
 import (
+	"context"
 	"fmt"
-	"net/http"
 	"slices"
 
 	"github.com/labstack/echo/v4"
@@ -26,33 +26,39 @@ func (s *Server) patchingPage(c echo.Context) error {
 	if p.Clean == "" && p.Corrupt == "" {
 		p.Clean, p.Corrupt = "The capital of France is", "The capital of Japan is"
 	}
-	fail := func(status int, err error) error {
-		p.Error = err.Error()
+	fail := func(err error) error {
+		var status int
+		status, p.Error = workError(err)
 		return renderPageStatus(c, status, views.PatchingPageView(p))
 	}
 	if !slices.Contains(p.Models, p.Model) {
-		return fail(http.StatusBadRequest, fmt.Errorf("model %q: not one of the models here", truncate(p.Model, 60)))
+		return fail(fmt.Errorf("model %q: not one of the models here", truncate(p.Model, 60)))
 	}
 	for _, text := range []string{p.Clean, p.Corrupt} {
 		if err := spec.CheckPrompt(text); err != nil || len(text) > maxPatchPrompt {
-			return fail(http.StatusBadRequest, fmt.Errorf("each prompt is at most %d characters", maxPatchPrompt))
+			return fail(fmt.Errorf("each prompt is at most %d characters", maxPatchPrompt))
 		}
 	}
 	lm, err := s.reg.Engine(p.Model, "cpu") // patching edits the pass: the CPU's
 	if err != nil {
-		return fail(http.StatusBadRequest, err)
+		return fail(err)
 	}
 	tk := lm.Model.Tokenizer
 	clean, corrupt := tk.EncodeIDs(p.Clean, true), tk.EncodeIDs(p.Corrupt, true)
-	err = s.withWork(c, func() error {
-		r, err := lm.Patch(c.Request().Context(), clean, corrupt)
+	release, err := s.admitPatching(lm.Model, len(clean), len(corrupt))
+	if err != nil {
+		return fail(err)
+	}
+	defer release()
+	err = s.withWork(c, func(ctx context.Context) error {
+		r, err := lm.Patch(ctx, clean, corrupt)
 		if err == nil {
 			p.Result = present.Patching(tk, r, clean, corrupt)
 		}
 		return err
 	})
 	if err != nil {
-		return fail(http.StatusBadRequest, err)
+		return fail(err)
 	}
 	return renderPage(c, views.PatchingPageView(p))
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"net/http"
@@ -91,14 +92,14 @@ func (s *Server) quantPage(c echo.Context) error {
 		p.Error = err.Error()
 		return renderPageStatus(c, http.StatusBadRequest, views.QuantPageView(p))
 	}
-	if err := s.withWork(c, func() error { return s.fillQuantPage(c, q, &p) }); err != nil {
+	if err := s.withWork(c, func(ctx context.Context) error { return s.fillQuantPage(ctx, q, &p) }); err != nil {
 		p.Error = err.Error()
 		return renderPageStatus(c, http.StatusBadRequest, views.QuantPageView(p))
 	}
 	return renderPage(c, views.QuantPageView(p))
 }
 
-func (s *Server) fillQuantPage(c echo.Context, q quantQuery, p *views.QuantPage) error {
+func (s *Server) fillQuantPage(ctx context.Context, q quantQuery, p *views.QuantPage) error {
 	base, err := s.reg.Get(q.model)
 	if err != nil {
 		return err
@@ -125,7 +126,7 @@ func (s *Server) fillQuantPage(c echo.Context, q quantQuery, p *views.QuantPage)
 	if len(prompt)+q.n > min(base.Config.ContextLen, 1024) {
 		return fmt.Errorf("the prompt is %d tokens; with %d more it does not fit the context", len(prompt), q.n)
 	}
-	res, err := quantize.Compare(c.Request().Context(), variants, prompt, q.n)
+	res, err := quantize.Compare(ctx, variants, prompt, q.n)
 	if err != nil {
 		return err
 	}

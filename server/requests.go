@@ -81,8 +81,8 @@ func (s *Server) requestDetail(c echo.Context) error {
 		logprobs = append(logprobs, tk.Logprob)
 	}
 	if len(logprobs) == 0 && len(w.Generated) > 0 { // the request did not ask for them: the engine computes them now
-		if err := s.withWork(c, func() (err error) {
-			logprobs, err = s.rescore(c.Request().Context(), w)
+		if err := s.withWork(c, func(ctx context.Context) (err error) {
+			logprobs, err = s.rescore(ctx, w)
 			return err
 		}); err != nil {
 			p.LogprobsNote = "The log-probabilities could not be computed: " + err.Error()

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net"
@@ -143,18 +145,33 @@ var errBusy = echo.NewHTTPError(http.StatusServiceUnavailable, "the server is bu
 
 const workWait = 10 * time.Second
 
-// withWork runs f in one of the server's work slots (as many as CPU
-// cores), so a burst of expensive requests queues instead of piling up.
-func (s *Server) withWork(c echo.Context, f func() error) error {
-	t := time.NewTimer(workWait)
-	defer t.Stop()
-	select {
-	case s.work <- struct{}{}:
-	case <-t.C:
-		return errBusy
-	case <-c.Request().Context().Done():
-		return c.Request().Context().Err()
-	}
-	defer func() { <-s.work }()
-	return f()
+// withWork runs f in one of the server's work slots, shared fairly by
+// the clients' addresses (workSlots), so a burst of expensive requests
+// queues instead of piling up; f's context ends at the work timeout, and
+// work stopped by it is told so.
+func (s *Server) withWork(c echo.Context, f func(ctx context.Context) error) error {
+	return s.inSlot(c.Request().Context(), clientOf(c), f)
 }
+
+// inSlot is withWork for a client address and context.
+func (s *Server) inSlot(ctx context.Context, client string, f func(ctx context.Context) error) error {
+	release, err := s.work.acquire(ctx, client, workWait)
+	if errors.Is(err, errSlotWait) {
+		return errBusy
+	}
+	if err != nil {
+		return err
+	}
+	defer release()
+	wctx, cancel := context.WithTimeoutCause(ctx, s.cfg.WorkTimeout, errWorkTimeout)
+	defer cancel()
+	err = f(wctx)
+	if err != nil && context.Cause(wctx) == errWorkTimeout {
+		s.log.Warn("engine work stopped at the work timeout", "client", client, "timeout", s.cfg.WorkTimeout)
+		return fmt.Errorf("this request was stopped after %v of work, the most one request may take (--work-timeout): ask for less", s.cfg.WorkTimeout)
+	}
+	return err
+}
+
+// errWorkTimeout is the cause of a work context ended by the timeout.
+var errWorkTimeout = errors.New("work timeout")

@@ -27,6 +27,7 @@ package server
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -86,6 +87,17 @@ type Config struct {
 	// may hold together (estimated per run; a run over it is told the
 	// server is busy); 0: 4 GiB.
 	MemoryBudget int64
+	// WorkBudget is the multiply-adds one request's engine work (/patching,
+	// Compare, an Explorer run's logit lens) may be estimated to take
+	// before it starts: more is refused with the estimate (0: 100 G, a few
+	// seconds of a core). WorkTimeout stops one-off work and an Explorer
+	// action still computing after it, freeing its slot (0: 30 s).
+	WorkBudget  int64
+	WorkTimeout time.Duration
+	// WorkSlots is how many requests' engine work runs at once (0: one
+	// per core, at least 2); SlotsPerAddress is how many of them one
+	// address may hold, its other requests waiting their turn (0: half).
+	WorkSlots, SlotsPerAddress int
 
 	// AllowedHosts are the Host names the server answers to (DNS
 	// rebinding); empty: the listen address's host and localhost (every
@@ -111,7 +123,7 @@ type Server struct {
 	log      *slog.Logger
 	sessions *session.Pool // Explorer tabs and students' branches
 	compares compareCache
-	work     chan struct{} // slots for one-off engine work (exports, lesson pages, Compare)
+	work     *workSlots    // slots for engine work (Explorer runs, exports, lesson pages, Compare), shared fairly by address
 	apiSlots chan struct{} // API requests generating or queued
 	apiBatch apiBatches    // the API's continuous batch per model
 	metrics  metrics       // /metrics
@@ -140,14 +152,20 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Server{cfg: cfg, reg: registry.New(cfg.ModelsDirs), log: cfg.Logger, work: make(chan struct{}, max(2, runtime.NumCPU()))}
+	if cfg.WorkBudget == 0 {
+		cfg.WorkBudget = defaultWorkBudget
+	}
+	if cfg.WorkTimeout == 0 {
+		cfg.WorkTimeout = defaultWorkTimeout
+	}
+	s := &Server{cfg: cfg, reg: registry.New(cfg.ModelsDirs), log: cfg.Logger, work: newWorkSlots(cmp.Or(cfg.WorkSlots, max(2, runtime.NumCPU())), cfg.SlotsPerAddress)}
 	if cfg.BusURL != "" { // one of several servers: every line of its log says which
 		s.id = serverID()
 		s.log = s.log.With("server", s.id)
 		cfg.Logger = s.log
 	}
 	s.sessions = session.NewPool(s.reg, session.PoolConfig{MaxSessions: cfg.MaxSessions, MaxPerClient: cfg.MaxPerClient,
-		IdleTimeout: cfg.IdleTimeout, MemoryBudget: cfg.MemoryBudget})
+		IdleTimeout: cfg.IdleTimeout, MemoryBudget: cfg.MemoryBudget, WorkBudget: cfg.WorkBudget})
 	s.base, s.stop = context.WithCancel(context.Background())
 	s.batches, s.stopBatches = context.WithCancel(context.Background())
 	store, err := openStore(cfg)
@@ -341,7 +359,7 @@ func (s *Server) index(c echo.Context) error {
 		if run, err := spec.FromQuery(q, settings); err != nil {
 			runErr = err
 			settings.Prompt = q.Get("prompt") // the box keeps what the viewer asked for
-		} else if runErr = se.Open(c.Request().Context(), run); runErr != nil {
+		} else if runErr = s.withWork(c, func(ctx context.Context) error { return se.Open(ctx, run) }); runErr != nil {
 			settings = run // the viewer's settings, to fix and run again
 		} else {
 			settings = se.Settings()
@@ -352,6 +370,12 @@ func (s *Server) index(c echo.Context) error {
 	status := http.StatusOK
 	if runErr != nil {
 		status = http.StatusBadRequest // the page still shows, with the error in it
+		if _, ok := runErr.(*echo.HTTPError); ok {
+			// no work slot came: the page says so, the session is as it was
+			var msg string
+			status, msg = workError(runErr)
+			runErr = errors.New(msg)
+		}
 		if errors.Is(runErr, session.ErrBusy) {
 			status = http.StatusServiceUnavailable
 		}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"slices"
@@ -34,9 +35,9 @@ func (s *Server) servingSweepPage(c echo.Context) error {
 		return renderPageStatus(c, http.StatusBadRequest, views.ServingPageView(p))
 	}
 	var sw serve.Sweep
-	err = s.withWork(c, func() error {
+	err = s.withWork(c, func(ctx context.Context) error {
 		var err error
-		sw, err = serve.MeasureSweep(c.Request().Context(), lm, serve.SweepLengths(min(servingSweepLimit, lm.Context())), 3)
+		sw, err = serve.MeasureSweep(ctx, lm, serve.SweepLengths(min(servingSweepLimit, lm.Context())), 3)
 		return err
 	})
 	if err != nil {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/labstack/echo/v4"
 
@@ -14,6 +15,11 @@ import (
 
 // explorerActions are the Explorer's WebSocket actions.
 var explorerActions = map[string]bool{"run": true, "step": true, "back": true, "next-token": true, "end": true, "reset": true, "temperature": true, "view": true, "goto": true, "top_p": true, "ablate": true}
+
+// computingActions are those that may run the engine (a run, a decode
+// past the trace, an edit's rerun): each takes one of the client's work
+// slots while it does.
+var computingActions = map[string]bool{"run": true, "step": true, "next-token": true, "end": true, "goto": true, "ablate": true}
 
 // ws attaches a connection to its tab's session; each message is applied
 // to the session and answered with the re-rendered #explorer fragment.
@@ -40,6 +46,7 @@ func (s *Server) ws(c echo.Context) error {
 	if len(drawn) > 20 {
 		drawn = ""
 	}
+	client := clientOf(c)
 	conn.Serve(func(ctx context.Context, raw []byte) {
 		defer func() {
 			if p := recover(); p != nil {
@@ -47,7 +54,7 @@ func (s *Server) ws(c echo.Context) error {
 				panic(p)                               // wsconn logs it and closes the connection (1011)
 			}
 		}()
-		if reply, note := explorerMessage(ctx, se, raw, &drawn); note != "" {
+		if reply, note := s.explorerMessage(ctx, client, se, raw, &drawn); note != "" {
 			conn.Note(note)
 		} else {
 			conn.SendBytes(reply)
@@ -56,16 +63,27 @@ func (s *Server) ws(c echo.Context) error {
 	return nil
 }
 
-// explorerMessage handles one Explorer message: the re-rendered fragment,
-// or a note for a message refused before it reached the session. drawn is
-// the key of the model map the page has: the map is sent again only when
-// the token step or the run changed, else only its state.
-func explorerMessage(ctx context.Context, se *session.Session, raw []byte, drawn *string) (reply []byte, note string) {
+// explorerMessage handles one Explorer message from client: the
+// re-rendered fragment, or a note for a message refused before it reached
+// the session (malformed, or no work slot for it). An action that may
+// compute runs in one of the client's work slots. drawn is the key of the
+// model map the page has: the map is sent again only when the token step
+// or the run changed, else only its state.
+func (s *Server) explorerMessage(ctx context.Context, client string, se *session.Session, raw []byte, drawn *string) (reply []byte, note string) {
 	msg, err := wsconn.Parse(raw, explorerActions)
 	if err != nil {
 		return nil, err.Error()
 	}
-	return explorerFragment(ctx, se, se.Act(ctx, msg.Action, spec.Getter(msg.Get)), drawn), ""
+	act := func(ctx context.Context) error { return se.Act(ctx, msg.Action, spec.Getter(msg.Get)) }
+	if computingActions[msg.Action] {
+		err = s.inSlot(ctx, client, act)
+	} else {
+		err = act(ctx)
+	}
+	if he, ok := err.(*echo.HTTPError); ok { // busy: the session is as it was
+		return nil, fmt.Sprint(he.Message)
+	}
+	return explorerFragment(ctx, se, err, drawn), ""
 }
 
 // explorerFragment renders the #explorer fragment, with err shown in it,

@@ -3,10 +3,12 @@ package session
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"sync"
 	"time"
 
 	"stepthrough/engine/model"
+	"stepthrough/engine/trace"
 )
 
 // PoolConfig bounds the sessions of a Pool.
@@ -20,6 +22,10 @@ type PoolConfig struct {
 	// MemoryBudget is the bytes of KV cache and trace all sessions may
 	// hold together (estimated when a run starts); 0: 4 GiB.
 	MemoryBudget int64
+	// WorkBudget is the multiply-adds a run's logit lens may be estimated
+	// to take (model.LensWork over its prefill and every new token); a
+	// run over it is refused with the estimate. 0: no limit.
+	WorkBudget int64
 }
 
 // ErrBusy is the answer when the pool is full: too many sessions, or too
@@ -268,26 +274,70 @@ func (p *Pool) Reserved() int64 {
 
 // reserve admits a run of s that will hold bytes, replacing the
 // reservation of its previous run; ErrBusy when the budget would be
-// exceeded. s.mu is held.
+// exceeded, and a reason of its own for a run larger than the whole
+// budget (waiting would not help it). s.mu is held.
 func (p *Pool) reserve(s *Session, bytes int64) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if _, ok := p.sessions[s.id]; !ok {
 		return ErrExpired
 	}
-	if p.reserved-s.reserved+bytes > p.cfg.MemoryBudget {
-		return ErrBusy
+	if err := p.fits(bytes, s.reserved, "this run", "its KV cache and trace, the logit lens included", "use a shorter prompt or fewer new tokens"); err != nil {
+		return err
 	}
 	p.reserved += bytes - s.reserved
 	s.reserved = bytes
 	return nil
 }
 
+// Hold reserves bytes of the memory budget for engine work outside a
+// session's run (activation patching, a comparison) until release is
+// called; ErrBusy when the budget would be exceeded, and a reason of its
+// own, naming what (the work) holds and how to hold less (fix), when
+// bytes alone exceed it.
+func (p *Pool) Hold(bytes int64, what, holds, fix string) (release func(), err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.fits(bytes, 0, what, holds, fix); err != nil {
+		return nil, err
+	}
+	p.reserved += bytes
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			p.reserved -= bytes
+		})
+	}, nil
+}
+
+// fits checks that bytes, replacing a reservation of held, stay within
+// the budget. p.mu is held.
+func (p *Pool) fits(bytes, held int64, what, holds, fix string) error {
+	if bytes > p.cfg.MemoryBudget {
+		return errorf("%s would hold about %s (%s), more than the %s all runs on this server may hold (--memory-budget): %s",
+			what, mib(bytes), holds, mib(p.cfg.MemoryBudget), fix)
+	}
+	if p.reserved-held+bytes > p.cfg.MemoryBudget {
+		return ErrBusy
+	}
+	return nil
+}
+
+// mib writes bytes in MiB: whole ones as such, else to a tenth.
+func mib(b int64) string {
+	if b%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", b>>20)
+	}
+	return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
+}
+
 // runBytes estimates what a run of promptTokens and maxTokens new tokens
-// holds: its KV cache (float32 K and V, every layer) and the trace the
-// Explorer records (attention rows of the last 64 positions per step,
-// activations, logits and the sampler's candidates).
-func runBytes(m *model.Model, promptTokens, maxTokens, draftK int) int64 {
+// recording rec holds: its KV cache (float32 K and V, every layer) and the
+// trace the Explorer records (attention rows of the last 64 positions per
+// step, activations, logits, the sampler's candidates and the logit lens).
+func runBytes(m *model.Model, rec trace.Options, promptTokens, maxTokens, draftK int) int64 {
 	c := m.Config
 	ctx := int64(promptTokens + maxTokens + draftK)
 	kv := int64(c.Layers) * int64(c.KVDim()) * 8 * ctx
@@ -296,5 +346,48 @@ func runBytes(m *model.Model, promptTokens, maxTokens, draftK int) int64 {
 	positions := int64(min(promptTokens, 64)) + int64(maxTokens)*int64(draftK+1)
 	steps := int64(1 + maxTokens)
 	trace := positions*int64(c.Layers)*perPosLayer + positions*2*int64(c.Embd)*4 + steps*(int64(c.Vocab)*4+8<<10)
-	return kv + trace
+	return kv + trace + lensBytes(c, rec, promptTokens, maxTokens, draftK)
+}
+
+// lensBytes is what a run's logit lens holds (none when rec keeps none):
+// every step keeps each layer's last row of logits (the vocabulary, per
+// layer and step) and the likeliest tokens of its last positions; while
+// a pass runs, the backend's buffer holds a layer's rows of logits.
+func lensBytes(c *model.Config, rec trace.Options, promptTokens, maxTokens, draftK int) int64 {
+	if rec.Lens == 0 {
+		return 0
+	}
+	steps, layers, vocab := int64(1+maxTokens), int64(c.Layers), int64(c.Vocab)
+	last := steps * layers * vocab * 4
+	rows := lensRows(rec, promptTokens) + int64(maxTokens)*lensRows(rec, draftK+1)
+	kept := rows * layers * (int64(rec.Lens)*12 + 24)
+	buffer := lensRows(rec, max(promptTokens, draftK+1)) * vocab * 4
+	return last + kept + buffer
+}
+
+// lensRows is how many rows of a pass of n positions the lens of a trace
+// recording rec computes.
+func lensRows(rec trace.Options, n int) int64 {
+	for _, k := range []int{rec.LastPositions, rec.LensPositions} {
+		if k > 0 {
+			n = min(n, k)
+		}
+	}
+	return int64(n)
+}
+
+// checkLensWork refuses a run whose logit lens is estimated over the
+// pool's work budget: its prefill's kept rows, and a pass per new token
+// (a speculative round's verify batch).
+func (p *Pool) checkLensWork(m *model.Model, rec trace.Options, promptTokens, maxTokens, draftK int) error {
+	if rec.Lens == 0 || p.cfg.WorkBudget <= 0 {
+		return nil
+	}
+	rows := lensRows(rec, promptTokens) + int64(maxTokens)*lensRows(rec, draftK+1)
+	work := m.LensWork(int(rows))
+	if work <= p.cfg.WorkBudget {
+		return nil
+	}
+	return errorf("this run's logit lens would take about %.1f G multiply-adds (%d rows × %d layers over a vocabulary of %d), over the %.1f G one request may take (--work-budget): use fewer new tokens",
+		float64(work)/1e9, rows, m.Config.Layers, m.Config.Vocab, float64(p.cfg.WorkBudget)/1e9)
 }

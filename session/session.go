@@ -266,7 +266,8 @@ func (s *Session) start(ctx context.Context, r spec.Run) error {
 		s.close()
 		s.es, s.esKey, s.m, s.lm = es, key, lm.Model, lm
 	}
-	rec := trace.NewRecorder(recordingFor(lm.Model.Config))
+	recOpt := recordingFor(lm.Model.Config)
+	rec := trace.NewRecorder(recOpt)
 	hctx := hooks.WithHooks(intervene.With(ctx, edits), rec.Hooks())
 	calcID := int32(-1)
 	if r.Tools == "calc" {
@@ -284,7 +285,10 @@ func (s *Session) start(ctx context.Context, r spec.Run) error {
 		return err
 	}
 	if s.pool != nil {
-		if err := s.pool.reserve(s, runBytes(lm.Model, len(ids), r.MaxTokens, r.DraftK)+draftBytes); err != nil {
+		if err := s.pool.checkLensWork(lm.Model, recOpt, len(ids), r.MaxTokens, r.DraftK); err != nil {
+			return err
+		}
+		if err := s.pool.reserve(s, runBytes(lm.Model, recOpt, len(ids), r.MaxTokens, r.DraftK)+draftBytes); err != nil {
 			return err
 		}
 	}
@@ -323,12 +327,17 @@ var recording = trace.Options{Attention: true, QKV: true, MLP: true, LastPositio
 // lesson models are a few million; a 0.5B model's are billions).
 const lensBudget = 64 << 20
 
+// lensPositions are the last positions of a pass whose lens the Explorer
+// keeps: its grid shows 8 (present's lensCols), and each costs a
+// vocabulary-wide product and softmax per layer.
+const lensPositions = 8
+
 // recordingFor is what the trace keeps of a model's passes: recording,
 // with the logit lens for a model small enough.
 func recordingFor(c *model.Config) trace.Options {
 	o := recording
 	if int64(c.Vocab)*int64(c.Embd)*int64(c.Layers) <= lensBudget {
-		o.Lens = 3
+		o.Lens, o.LensPositions = 3, lensPositions
 	}
 	return o
 }

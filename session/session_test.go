@@ -117,3 +117,34 @@ func TestConvertedModelNames(t *testing.T) {
 		}
 	}
 }
+
+// Work outside a session's run holds part of the memory budget until it
+// ends: more than is left is ErrBusy, more than the whole budget says so,
+// and a release, even twice, gives back exactly what was held.
+func TestPoolHold(t *testing.T) {
+	p := NewPool(nil, PoolConfig{MemoryBudget: 3 << 20})
+	release, err := p.Hold(2<<20, "this work", "its caches", "ask for less")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		bytes int64
+		want  string
+	}{
+		{2 << 20, ErrBusy.Error()},
+		{4 << 20, "this work would hold about 4 MiB (its caches), more than the 3 MiB all runs on this server may hold (--memory-budget): ask for less"},
+		{3<<20 + 1<<19, "about 3.5 MiB"},
+	} {
+		if _, err := p.Hold(tc.bytes, "this work", "its caches", "ask for less"); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("holding %d more: %v, want %q", tc.bytes, err, tc.want)
+		}
+	}
+	release()
+	release()
+	if r := p.Reserved(); r != 0 {
+		t.Errorf("%d bytes reserved after the release", r)
+	}
+	if _, err := p.Hold(3<<20, "this work", "its caches", "ask for less"); err != nil {
+		t.Errorf("the whole budget once released: %v", err)
+	}
+}

@@ -88,6 +88,20 @@ type hookBufs struct {
 	lensIn, lens     []float32
 }
 
+// hookKeep is the most values a hook buffer keeps from one pass to the
+// next: a larger one (a lens over a huge vocabulary, a long prompt's
+// attention scores) goes when its pass ends, so a model every session
+// shares does not hold one pass's peak for good.
+const hookKeep = 1 << 20
+
+func (b *hookBufs) trim() {
+	for _, p := range []*[]float32{&b.tokRows, &b.posRows, &b.scores, &b.weights, &b.gate, &b.up, &b.norms, &b.lensIn, &b.lens} {
+		if cap(*p) > hookKeep {
+			*p = nil
+		}
+	}
+}
+
 func grow(b []float32, n int) []float32 {
 	if cap(b) < n {
 		return make([]float32, n)
@@ -199,15 +213,18 @@ func (r *fwd) forward(ctx context.Context, tokens []int32, all bool) ([]float32,
 		out = make([]float32, len(tokens)*r.cfg.Vocab)
 	}
 	r.h, r.iv = hooks.From(ctx), intervene.From(ctx)
-	defer func() { r.h, r.iv = nil, nil }()
+	defer func() {
+		r.h, r.iv = nil, nil
+		r.hk.trim()
+	}()
 	if r.iv != nil {
 		if err := r.iv.Check(r.cfg.EditShape()); err != nil {
 			return nil, fmt.Errorf("forward: %w", err)
 		}
 	}
 	for start := 0; start < len(tokens); start += r.batch {
-		if start > 0 && ctx.Err() != nil { // a long prompt stops when its caller has gone
-			return nil, ctx.Err()
+		if err := ctx.Err(); err != nil { // a pass, or a long prompt's next chunk, is not computed for a caller that has gone
+			return nil, err
 		}
 		chunk := tokens[start:min(len(tokens), start+r.batch)]
 		var dst []float32
@@ -364,22 +381,28 @@ func (r *fwd) output(x []float32) {
 }
 
 // lens projects the residual stream after layer l through the final norm
-// and the output matrix, for the logit-lens hook.
+// and the output matrix, for the logit-lens hook: the chunk's last
+// LensRows rows (all when 0).
 func (r *fwd) lens(l, n, pos0 int) {
 	if r.h == nil || r.h.OnLens == nil {
 		return
 	}
 	c, E := r.cfg, r.cfg.Embd
-	r.hk.lensIn, r.hk.lens = grow(r.hk.lensIn, n*E), grow(r.hk.lens, n*c.Vocab)
-	in, out := r.hk.lensIn[:n*E], r.hk.lens[:n*c.Vocab]
-	for t := range n {
-		r.norm(in[t*E:(t+1)*E], r.x[t*E:(t+1)*E], r.outN)
+	first := 0
+	if k := r.h.LensRows; k > 0 && k < n {
+		first = n - k
 	}
-	r.pool.MatMul(out, r.m.Weights.OutputMatrix(), in, n, r.scratch)
+	rows := n - first
+	r.hk.lensIn, r.hk.lens = grow(r.hk.lensIn, rows*E), grow(r.hk.lens, rows*c.Vocab)
+	in, out := r.hk.lensIn[:rows*E], r.hk.lens[:rows*c.Vocab]
+	for t := range rows {
+		r.norm(in[t*E:(t+1)*E], r.x[(first+t)*E:(first+t+1)*E], r.outN)
+	}
+	r.pool.MatMul(out, r.m.Weights.OutputMatrix(), in, rows, r.scratch)
 	if c.FinalSoftcap != 0 {
 		softcap(out, c.FinalSoftcap)
 	}
-	r.h.OnLens(hooks.Lens{Layer: l, Pos0: pos0, N: n, Vocab: c.Vocab, Logits: out})
+	r.h.OnLens(hooks.Lens{Layer: l, Pos0: pos0 + first, N: rows, Vocab: c.Vocab, Logits: out})
 }
 
 // now reads the clock only when a timing hook listens.

@@ -39,6 +39,12 @@ type Hooks struct {
 	// It costs a vocabulary-wide product per layer and row: set it only
 	// to show it.
 	OnLens func(Lens)
+	// LensRows asks OnLens for only the last this-many rows of each pass
+	// (0: every row), which is all a trace that keeps the last positions
+	// needs: a long prompt's lens over a large vocabulary then costs
+	// those rows' products and buffer, not the prompt's. A backend may
+	// give more rows than asked.
+	LensRows int
 	// OnKVAppend: the key and value rows one layer wrote to the cache.
 	OnKVAppend func(KVAppend)
 	// OnLogits: the raw logits (before any sampling step).
@@ -190,6 +196,20 @@ func join[T any](a, b func(T)) func(T) {
 	return func(v T) { a(v); b(v) }
 }
 
+// lensRows is what two sets of hooks ask of the lens together: the rows
+// of the one that wants more (0, every row, is the most).
+func lensRows(a, b *Hooks) int {
+	switch {
+	case a.OnLens == nil:
+		return b.LensRows
+	case b.OnLens == nil:
+		return a.LensRows
+	case a.LensRows == 0 || b.LensRows == 0:
+		return 0
+	}
+	return max(a.LensRows, b.LensRows)
+}
+
 func compose(a, b *Hooks) *Hooks {
 	return &Hooks{
 		OnTokenize:    join(a.OnTokenize, b.OnTokenize),
@@ -198,6 +218,7 @@ func compose(a, b *Hooks) *Hooks {
 		OnMLP:         join(a.OnMLP, b.OnMLP),
 		OnResidual:    join(a.OnResidual, b.OnResidual),
 		OnLens:        join(a.OnLens, b.OnLens),
+		LensRows:      lensRows(a, b),
 		OnKVAppend:    join(a.OnKVAppend, b.OnKVAppend),
 		OnLogits:      join(a.OnLogits, b.OnLogits),
 		OnSamplerStep: join(a.OnSamplerStep, b.OnSamplerStep),

@@ -6,6 +6,7 @@
 package trace
 
 import (
+	"math"
 	"slices"
 	"time"
 
@@ -30,6 +31,10 @@ type Options struct {
 	// kept position, and the last position's whole row per layer (0: no
 	// lens, and the backend computes none).
 	Lens int
+	// LensPositions keeps the lens's likeliest tokens for only the last
+	// this-many positions of a pass (0: every kept position): each is a
+	// vocabulary-wide softmax per layer, and a viewer shows a few.
+	LensPositions int
 }
 
 // Full keeps everything, with 64 candidates and removed tokens per step.
@@ -132,7 +137,7 @@ type Layer struct {
 // Lens is one layer's logit lens: the final norm and output matrix
 // applied to its residual stream.
 type Lens struct {
-	Top  [][]Candidate `json:"top"`  // per kept position, the likeliest tokens (p at T = 1)
+	Top  [][]Candidate `json:"top"`  // per kept position (Options.LensPositions), the likeliest tokens (p at T = 1)
 	Last Vec           `json:"last"` // the last position's logits
 }
 
@@ -284,9 +289,18 @@ func (r *Recorder) layer(l int) *Layer {
 func (r *Recorder) Hooks() *hooks.Hooks {
 	h := r.hooks()
 	if r.opt.Lens > 0 { // the lens costs a vocabulary-wide product per layer: asked for only
-		h.OnLens = r.lens
+		h.OnLens, h.LensRows = r.lens, r.lensRows()
 	}
 	return h
+}
+
+// lensRows is how many of a pass's last rows the lens keeps (0: all).
+func (r *Recorder) lensRows() int {
+	a, b := r.opt.LastPositions, r.opt.LensPositions
+	if a == 0 || b > 0 && b < a {
+		return b
+	}
+	return a
 }
 
 // lens records one layer's logit lens.
@@ -294,18 +308,35 @@ func (r *Recorder) lens(e hooks.Lens) {
 	if !r.keepLayer(e.Layer) {
 		return
 	}
-	k := r.kept(e.N)
+	k := 0
+	if n := r.lensRows(); n > 0 && e.N > n {
+		k = e.N - n
+	}
 	L := &Lens{Last: vec(e.Logits[(e.N-1)*e.Vocab : e.N*e.Vocab])}
 	for t := k; t < e.N; t++ {
-		row := e.Logits[t*e.Vocab : (t+1)*e.Vocab]
-		probs := sample.Probabilities(row, 1)
-		var top []Candidate
-		for _, id := range sample.TopN(probs, r.opt.Lens) {
-			top = append(top, Candidate{ID: id, Logit: row[id], P: probs[id]})
-		}
-		L.Top = append(L.Top, top)
+		L.Top = append(L.Top, likeliest(e.Logits[t*e.Vocab:(t+1)*e.Vocab], r.opt.Lens))
 	}
 	r.layer(e.Layer).Lens = L
+}
+
+// likeliest are the n likeliest tokens of a row of logits with their
+// probabilities at T = 1 (as sample.Probabilities computes them), without
+// a vocabulary-wide copy of the row.
+func likeliest(row []float32, n int) []Candidate {
+	m := float32(math.Inf(-1))
+	for _, l := range row {
+		m = max(m, l)
+	}
+	var sum float64
+	for _, l := range row {
+		sum += math.Exp(float64(l - m))
+	}
+	var top []Candidate
+	for _, id := range sample.TopN(row, n) {
+		p := float32(math.Exp(float64(row[id] - m)))
+		top = append(top, Candidate{ID: id, Logit: row[id], P: float32(float64(p) / sum)})
+	}
+	return top
 }
 
 func (r *Recorder) hooks() *hooks.Hooks {
@@ -408,18 +439,15 @@ func (r *Recorder) hooks() *hooks.Hooks {
 			s := r.cur()
 			rec := SamplerStep{Index: st.Index, Step: st.Step, Skipped: st.Skipped, BeforeCount: len(st.Before), AfterCount: len(st.After)}
 			rec.After = topCandidates(st.After, r.opt.Candidates)
-			alive := make(map[int32]bool, len(st.After))
-			for _, c := range st.After {
-				alive[c.ID] = true
-			}
-			var removed []sample.Candidate
+			alive := idSet(st.After)
+			removed := newBest(r.opt.Removed, byLogit)
 			for _, c := range st.Before {
-				if !alive[c.ID] {
-					removed = append(removed, c)
+				if !alive.has(c.ID) {
+					removed.add(c)
+					rec.RemovedCount++
 				}
 			}
-			rec.RemovedCount = len(removed)
-			rec.Removed = topCandidates(removed, r.opt.Removed)
+			rec.Removed = removed.sorted()
 			s.Sampler = append(s.Sampler, rec)
 		},
 		OnSample: func(d sample.DrawResult) {
@@ -458,34 +486,118 @@ func (r *Recorder) hooks() *hooks.Hooks {
 // byProbability copies the n most likely candidates (all when n <= 0),
 // most likely first, ties by id.
 func byProbability(c []sample.Candidate, n int) []Candidate {
-	return sortedCandidates(c, n, func(c sample.Candidate) float32 { return c.P })
+	b := newBest(n, func(c sample.Candidate) float32 { return c.P })
+	for _, x := range c {
+		b.add(x)
+	}
+	return b.sorted()
 }
 
 // topCandidates copies the n highest-logit candidates (all when n <= 0),
 // highest first, ties by id.
 func topCandidates(c []sample.Candidate, n int) []Candidate {
-	return sortedCandidates(c, n, func(c sample.Candidate) float32 { return c.Logit })
+	b := newBest(n, byLogit)
+	for _, x := range c {
+		b.add(x)
+	}
+	return b.sorted()
 }
 
-// sortedCandidates copies the n candidates of highest key (all when n <=
-// 0), highest first, ties by id.
-func sortedCandidates(c []sample.Candidate, n int, key func(sample.Candidate) float32) []Candidate {
-	s := slices.Clone(c)
-	slices.SortFunc(s, func(a, b sample.Candidate) int {
-		switch ka, kb := key(a), key(b); {
-		case ka > kb:
-			return -1
-		case ka < kb:
-			return 1
-		}
-		return int(a.ID - b.ID)
-	})
-	if n > 0 && len(s) > n {
-		s = s[:n]
+func byLogit(c sample.Candidate) float32 { return c.Logit }
+
+// best keeps the n candidates of highest key it is given (all when n <=
+// 0), ties by the lower id, in a heap whose root is the lowest kept: the
+// few of a whole vocabulary cost one pass and n candidates of memory, not
+// a sorted copy of the vocabulary.
+type best struct {
+	n   int
+	key func(sample.Candidate) float32
+	h   []sample.Candidate
+}
+
+func newBest(n int, key func(sample.Candidate) float32) *best { return &best{n: n, key: key} }
+
+// cmp orders a before b when a ranks higher: the greater key, then the
+// lower id.
+func (b *best) cmp(x, y sample.Candidate) int {
+	switch kx, ky := b.key(x), b.key(y); {
+	case kx > ky:
+		return -1
+	case kx < ky:
+		return 1
 	}
-	out := make([]Candidate, len(s))
-	for i, x := range s {
+	return int(x.ID - y.ID)
+}
+
+func (b *best) add(c sample.Candidate) {
+	switch {
+	case b.n <= 0:
+		b.h = append(b.h, c)
+	case len(b.h) < b.n:
+		b.h = append(b.h, c)
+		b.up(len(b.h) - 1)
+	case b.cmp(c, b.h[0]) < 0: // above the lowest kept: it takes its place
+		b.h[0] = c
+		b.down(0)
+	}
+}
+
+// up and down restore the heap (the lowest-ranked candidate at the root)
+// after a change at i.
+func (b *best) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if b.cmp(b.h[i], b.h[p]) <= 0 {
+			return
+		}
+		b.h[i], b.h[p] = b.h[p], b.h[i]
+		i = p
+	}
+}
+
+func (b *best) down(i int) {
+	for {
+		low := i
+		for _, c := range []int{2*i + 1, 2*i + 2} {
+			if c < len(b.h) && b.cmp(b.h[c], b.h[low]) > 0 {
+				low = c
+			}
+		}
+		if low == i {
+			return
+		}
+		b.h[i], b.h[low] = b.h[low], b.h[i]
+		i = low
+	}
+}
+
+// sorted is what was kept, highest first.
+func (b *best) sorted() []Candidate {
+	slices.SortFunc(b.h, b.cmp)
+	out := make([]Candidate, len(b.h))
+	for i, x := range b.h {
 		out[i] = Candidate{ID: x.ID, Logit: x.Logit, P: x.P}
 	}
 	return out
+}
+
+// ids is a set of token ids, one bit each.
+type ids []uint64
+
+func idSet(c []sample.Candidate) ids {
+	top := int32(-1)
+	for _, x := range c {
+		top = max(top, x.ID)
+	}
+	s := make(ids, top/64+1)
+	for _, x := range c {
+		if x.ID >= 0 {
+			s[x.ID/64] |= 1 << (x.ID % 64)
+		}
+	}
+	return s
+}
+
+func (s ids) has(id int32) bool {
+	return id >= 0 && int(id/64) < len(s) && s[id/64]&(1<<(id%64)) != 0
 }

@@ -2,10 +2,13 @@ package trace
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"math"
 	"reflect"
+	"runtime"
+	"slices"
 	"testing"
 
 	"stepthrough/engine"
@@ -156,5 +159,85 @@ func TestVecNonFinite(t *testing.T) {
 	var w Vec
 	if err := json.Unmarshal(b, &w); err != nil || !math.IsInf(float64(w[1]), -1) || w[0] != 1.5 {
 		t.Errorf("%v %v", w, err)
+	}
+}
+
+// A sampler step over a vocabulary of a million keeps its few candidates
+// without copying, sorting or indexing the whole vocabulary: the bytes it
+// allocates are a small fraction of the step's own candidates (12 MB),
+// and what it keeps is the highest first, ties by id, as a full sort
+// would give.
+func TestSamplerStepOverAHugeVocabulary(t *testing.T) {
+	const vocab = 1 << 20
+	before := make([]sample.Candidate, vocab)
+	for i := range before {
+		before[i] = sample.Candidate{ID: int32(i), Logit: float32((i * 7919) % 1000)} // many ties
+	}
+	after := before[:40]
+	r := NewRecorder(Options{Candidates: 50, Removed: 30})
+	h := r.Hooks()
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	h.OnSamplerStep(sample.StepResult{Step: sample.TopK, Before: before, After: after})
+	runtime.ReadMemStats(&m1)
+	if b := m1.TotalAlloc - m0.TotalAlloc; b > 1<<20 {
+		t.Errorf("recording one step over %d candidates allocated %d KiB", vocab, b>>10)
+	}
+	st := r.Steps()[0].Sampler[0]
+	want := slices.Clone(before[40:])
+	slices.SortFunc(want, func(a, b sample.Candidate) int {
+		if c := cmp.Compare(b.Logit, a.Logit); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+	if st.RemovedCount != vocab-40 || len(st.Removed) != 30 || len(st.After) != 40 {
+		t.Fatalf("%d removed, %d listed, %d after", st.RemovedCount, len(st.Removed), len(st.After))
+	}
+	for i, c := range st.Removed {
+		if c.ID != want[i].ID || c.Logit != want[i].Logit {
+			t.Fatalf("removed[%d] = %+v, want %+v", i, c, want[i])
+		}
+	}
+}
+
+// The lens's likeliest tokens carry the probabilities
+// sample.Probabilities gives, bit for bit.
+func TestLikeliestMatchesProbabilities(t *testing.T) {
+	for _, row := range [][]float32{
+		{0.5, 3, -1, 3, 2.25, float32(math.Inf(-1))},
+		{-40, -41.5, -39, 12, 11.999, 0},
+		{1, 1, 1},
+	} {
+		probs := sample.Probabilities(row, 1)
+		got := likeliest(row, 3)
+		for i, id := range sample.TopN(probs, 3) {
+			if got[i].ID != id || got[i].P != probs[id] || got[i].Logit != row[id] {
+				t.Errorf("%v: %d: %+v, want id %d p %g", row, i, got[i], id, probs[id])
+			}
+		}
+	}
+}
+
+// The lens keeps its likeliest tokens for the last LensPositions
+// positions, or the last LastPositions when fewer or unset, and asks the
+// backend for no more rows than that.
+func TestLensPositions(t *testing.T) {
+	const prompt = "Once upon a time there was a little girl" // more than 6 tokens
+	for _, tc := range []struct{ last, lens, want int }{{0, 0, -1}, {4, 0, 4}, {0, 2, 2}, {4, 2, 2}, {2, 4, 2}} {
+		opt := Options{Lens: 3, LastPositions: tc.last, LensPositions: tc.lens}
+		if got := NewRecorder(opt).Hooks().LensRows; got != max(tc.want, 0) {
+			t.Errorf("last %d, lens %d: asks for %d rows, want %d", tc.last, tc.lens, got, max(tc.want, 0))
+		}
+		steps, _ := record(t, opt, prompt, 1)
+		want := tc.want
+		if want < 0 {
+			want = steps[0].N
+		}
+		for _, L := range steps[0].Layers {
+			if L.Lens == nil || len(L.Lens.Top) != want {
+				t.Fatalf("last %d, lens %d: layer %d keeps %v, want %d rows", tc.last, tc.lens, L.Index, L.Lens, want)
+			}
+		}
 	}
 }
