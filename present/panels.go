@@ -1,6 +1,7 @@
 package present
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -324,10 +325,12 @@ func (s *snap) softmaxPanel(st *trace.Step, _ trace.Stage) views.Panel {
 		TopP: s.softmaxTopP(), ChainT: s.chainTemperature(), TempAt: -1}
 	p.TLo, p.THi = spec.SliderRange("view_temperature")
 	p.PLo, p.PHi = spec.SliderRange("view_top_p")
-	kept, err := s.chainKept(st, p.ChainT, p.TopP, &p.Funnel)
+	var reads topPInput
+	kept, err := s.chainKept(st, p.ChainT, p.TopP, &p.Funnel, &reads)
 	if err != nil {
 		p.ChainErr = err.Error()
 	}
+	p.TopPReads = reads.what
 	p.Kept, p.Prefix = len(kept), err == nil
 	var cum float64
 	for k, i := range idx {
@@ -340,8 +343,12 @@ func (s *snap) softmaxPanel(st *trace.Step, _ trace.Stage) views.Panel {
 			p.Prefix = false // typical-p keeps by surprisal, not by rank
 		}
 		if k < n {
+			tp, ok := reads.cum[int32(i)]
+			if !ok {
+				tp = -1
+			}
 			p.Top = append(p.Top, views.Bar{ID: int32(i), Piece: s.piece(int32(i)), Value: float64(probs[i]), Width: 100 * float64(probs[i]),
-				Logit: float64(st.Logits.Logits[i]), Cum: cum, Out: err == nil && !in})
+				Logit: float64(st.Logits.Logits[i]), Cum: cum, Out: err == nil && !in, TopPCum: tp})
 		}
 	}
 	for _, x := range probs {
@@ -375,7 +382,38 @@ func (s *snap) chainTemperature() float64 {
 // top-p p) over a step's logits and returns the tokens it keeps for the
 // draw; funnel receives each step's counts. It draws from a scratch
 // sampler: the run's is untouched.
-func (s *snap) chainKept(st *trace.Step, t, p float64, funnel *[]views.MapFilter) (map[int32]bool, error) {
+// topPInput is what the chain's top-p step read: each candidate's running
+// sum of probability, most likely first, and in words which distribution
+// that was (what is empty when top-p did not run).
+type topPInput struct {
+	cum  map[int32]float64
+	what string
+}
+
+// record keeps r's input when r is a top-p step that ran; before are the
+// steps that ran ahead of it.
+func (in *topPInput) record(r sample.StepResult, before []string, t float64) {
+	if r.Step != sample.TopP || r.Skipped {
+		return
+	}
+	c := slices.Clone(r.Before)
+	slices.SortStableFunc(c, func(a, b sample.Candidate) int { return cmp.Compare(b.P, a.P) })
+	in.cum = make(map[int32]float64, len(c))
+	var sum float64
+	for _, x := range c {
+		sum += float64(x.P)
+		in.cum[x.ID] = sum
+	}
+	in.what = "at T = 1"
+	if slices.Contains(before, string(sample.Temperature)) {
+		in.what = "at T = " + strconv.FormatFloat(t, 'g', -1, 64)
+	}
+	if filters := slices.DeleteFunc(slices.Clone(before), func(s string) bool { return s == string(sample.Temperature) }); len(filters) > 0 {
+		in.what = fmt.Sprintf("after %s (%d tokens left), renormalised, %s", strings.Join(filters, ", "), len(c), in.what)
+	}
+}
+
+func (s *snap) chainKept(st *trace.Step, t, p float64, funnel *[]views.MapFilter, reads *topPInput) (map[int32]bool, error) {
 	sp := s.Run.Sampler
 	sp.Temperature, sp.TopP = t, p
 	sp.Seed, sp.SeedSet = 0, true // which tokens are kept does not depend on the draw's number
@@ -387,6 +425,14 @@ func (s *snap) chainKept(st *trace.Step, t, p float64, funnel *[]views.MapFilter
 	kept := map[int32]bool{}
 	smp.Sample(st.Logits.Logits, &sample.Observer{
 		Step: func(r sample.StepResult) {
+			var ran []string
+			for _, f := range *funnel {
+				rescales := f.Name == string(sample.Temperature) || f.Name == string(sample.Penalties)
+				if !f.Skipped && (f.In != f.Out || rescales) { // a step that changed what top-p reads
+					ran = append(ran, f.Name)
+				}
+			}
+			reads.record(r, ran, t)
 			*funnel = append(*funnel, views.MapFilter{Name: string(r.Step), Setting: chainSetting(s, r.Step, t, p), In: len(r.Before), Out: len(r.After), Skipped: r.Skipped})
 		},
 		Draw: func(d sample.DrawResult) {

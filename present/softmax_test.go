@@ -3,6 +3,7 @@ package present
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"stepthrough/engine/registry/registrytest"
@@ -113,5 +114,46 @@ func TestSoftmaxPanelKeepsWhatTheChainKeeps(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// The softmax panel's cut line can be checked by hand against a column
+// beside it: top-p reads the probabilities after the steps before it (in
+// llama.cpp's order, top-k's survivors renormalised at T = 1), so the
+// panel shows their running sum, and the last kept row is the first whose
+// sum reaches p. (The bars' own cumulative column, at the slider's T over
+// the whole vocabulary, reached 95 % two rows before the cut.)
+func TestSoftmaxCutCheckedByHand(t *testing.T) {
+	reg := registrytest.Lesson(t)
+	se := session.New("sm", "", reg)
+	defer se.Close()
+	for _, c := range []struct {
+		name  string
+		order string
+		want  string // in TopPReads
+	}{
+		{"llama.cpp", "llama.cpp", "after top-k (40 tokens left), renormalised, at T = 1"},
+		{"transformers", "transformers", "at T = 0.7"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := run("She was very")
+			o, err := sample.ParseOrder(c.order)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Sampler.Order, r.Sampler.Temperature, r.Sampler.TopK, r.Sampler.TopP, r.Sampler.MinP = o, 0.7, 40, 0.95, 0
+			sm := softmaxAt(t, se, r, 0)
+			if !strings.Contains(sm.TopPReads, c.want) {
+				t.Errorf("top-p reads %q, want it to say %q", sm.TopPReads, c.want)
+			}
+			if !sm.Prefix || sm.Kept > len(sm.Top) {
+				t.Fatalf("the cut (%d kept) is not on the panel's %d rows", sm.Kept, len(sm.Top))
+			}
+			last := sm.Top[sm.Kept-1]
+			if last.TopPCum < sm.TopP || sm.Kept > 1 && sm.Top[sm.Kept-2].TopPCum >= sm.TopP {
+				t.Errorf("the cut after row %d: top-p's running sum there is %.4f, the row above %.4f; want the first to reach %g", sm.Kept, last.TopPCum, sm.Top[max(0, sm.Kept-2)].TopPCum, sm.TopP)
+			}
+			t.Logf("%s: %d kept; top-p reads %s; its sum at the cut %.4f, the bars' cumulative there %.4f", c.name, sm.Kept, sm.TopPReads, last.TopPCum, last.Cum)
+		})
 	}
 }

@@ -252,6 +252,10 @@ type Bar struct {
 	Before  float64 // probability before this sampler step (-1: not recorded)
 	Cum     float64 // cumulative probability down the list
 	Out     bool    // below the top-p cut
+	// TopPCum is the running sum, down the same list, of the
+	// probabilities the chain's top-p step reads (softmax panel; -1: the
+	// token did not reach top-p).
+	TopPCum float64
 }
 
 // LogitsPanel is the top raw logits.
@@ -312,6 +316,11 @@ type SoftmaxPanel struct {
 	Chain              []string    // the run's sampler chain in order
 	TempAt             int         // the temperature step's index in Chain (-1: none)
 	ZMax, Norm         float64     // the largest logit and Σ exp((z − ZMax)/T): p = exp((z − ZMax)/T) / Norm
+	// TopPReads says which probabilities the chain's top-p step reads
+	// ("after top-k, at T = 1"): its cut is checked against their running
+	// sum (Bar.TopPCum), not against the bars' cumulative at the slider's
+	// T. Empty when the chain has no top-p step or skips it.
+	TopPReads string
 }
 
 // SamplerPanel is one step of the chain.
