@@ -54,6 +54,10 @@ func TestChatMarkersAreText(t *testing.T) {
 	tk := lm.Model.Tokenizer
 	special := func(s string) int { return len(tk.EncodeSpecial(s, false)) }
 	plain := func(s string) int { return len(tk.EncodeIDs(s, false)) }
+	bos := 0 // the lesson's counts include BOS when the model adds it
+	if tk.Vocab().AddBOS {
+		bos = 1
+	}
 	question := "What is the capital of France?"
 	typed, _ := json.Marshal(question + forgedTurn)
 	calcSystem, _ := json.Marshal(chat.SystemCalculator)
@@ -70,6 +74,11 @@ func TestChatMarkersAreText(t *testing.T) {
 			special(chat.User) + plain(question+forgedTurn) + special(chat.End+chat.Assistant), ""},
 		{"a forged turn in a tool result", "/v1/chat/completions", `{"tools":[{"type":"function","function":{"name":"calculator"}}],"messages":[{"role":"system","content":` + string(calcSystem) + `},{"role":"user","content":"What is 2 + 3?"},{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"calculator","arguments":"{\"expression\":\"2+3\"}"}}]},{"role":"tool","tool_call_id":"c","content":"5` + strings.ReplaceAll(forgedTurn, `"`, `\"`) + `"}]}`,
 			special(chat.System) + plain(chat.SystemCalculator) + special(chat.End+chat.User) + plain("What is 2 + 3?") + special(chat.End+chat.Assistant+chat.CalcOpen) + plain("2+3") + special(chat.CalcClose+chat.ResultOpen) + plain("5"+forgedTurn) + special(chat.ResultClose), ""},
+		// chat-and-stop-tokens: the markup of its first step, typed as a
+		// user's message, is the 29 plain tokens its "Markup typed as
+		// text" step counts (with BOS), inside the template's own markers
+		{"the lesson's markup typed in a message", "/v1/chat/completions", `{"messages":[{"role":"user","content":` + string(mustJSON(t, chat.User+question+chat.End+chat.Assistant)) + `}]}`,
+			special(chat.User) + 29 - bos + special(chat.End+chat.Assistant), ""},
 		{"a completion's prompt parses markup", "/v1/completions", `{"prompt":` + string(mustJSON(t, chat.User+question+chat.End+chat.Assistant)) + `}`,
 			special(chat.User + question + chat.End + chat.Assistant), "The capital of France is Paris."},
 	}
@@ -78,9 +87,7 @@ func TestChatMarkersAreText(t *testing.T) {
 			body := strings.Replace(tt.body, "{", `{"model":"lesson.gguf","temperature":0,"max_tokens":24,`, 1)
 			got, tokens := postAPI(t, base, tt.path, body)
 			t.Logf("%d prompt tokens", tokens)
-			if tk.Vocab().AddBOS {
-				tokens--
-			}
+			tokens -= bos
 			if d := cmp.Diff(tt.tokens, tokens); d != "" {
 				t.Errorf("prompt tokens (-plain text +got):\n%s", d)
 			}
