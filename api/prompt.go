@@ -2,7 +2,9 @@ package api
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"stepthrough/engine/chat"
@@ -59,7 +61,11 @@ func parseHermes(inner string) (chattemplate.ToolCall, error) {
 
 // Prompt is a request's prompt as the model reads it.
 type Prompt struct {
-	Text string // rendered: special-token markup is parsed when tokenized
+	Text string // rendered: the template's special-token markup is parsed when tokenized
+	// Plain are the byte ranges of Text the messages supplied (sorted):
+	// markers typed there stay text, as the OpenAI API reads a message.
+	// A completion's prompt has none: its caller writes the template.
+	Plain [][2]int
 	// Forced is text the runtime wrote at the start of the reply (a
 	// required tool call's opening tag); it is part of Text.
 	Forced  string
@@ -74,7 +80,8 @@ type Prompt struct {
 // Build renders r's prompt for a model: its chat template (ChatML when it
 // has none) or, for the lesson model in a conversation with its
 // calculator, the format it was trained on. A completion's prompt is its
-// text. Special-token markup is parsed in both, as llama-server does.
+// text. A completion's special-token markup is parsed, as llama-server
+// does; in a conversation only the template's is (Prompt.Plain).
 func Build(r *Request, tk *tokenizer.Tokenizer) (*Prompt, *Error) {
 	v := tk.Vocab()
 	p := &Prompt{AddBOS: v.AddBOS}
@@ -111,17 +118,50 @@ func Build(r *Request, tk *tokenizer.Tokenizer) (*Prompt, *Error) {
 		}
 		p.Dialect, offered = Hermes, r.Tools
 	}
-	text, err := t.Render(r.Messages, offered, true)
+	text, plain, err := t.RenderPlain(r.Messages, offered, true)
+	if errors.Is(err, chattemplate.ErrNotLocated) {
+		err = unlocated(r, tk)
+	}
 	if err != nil {
 		return nil, invalid("messages", "%v", err)
 	}
-	p.Text = text
+	p.Text, p.Plain = text, plain
 	p.AddBOS = p.AddBOS && (bos == "" || !strings.HasPrefix(text, bos))
 	if r.ToolChoice != "none" && r.ToolChoice != "auto" {
 		p.Forced = Hermes.Open + "\n"
 		p.Text += p.Forced
 	}
 	return p, nil
+}
+
+// Tokens tokenizes the prompt as the model reads it: special-token
+// markup parsed except in the text the messages supplied.
+func (p *Prompt) Tokens(tk *tokenizer.Tokenizer) []tokenizer.Token {
+	return tk.EncodeTemplate(p.Text, p.AddBOS, p.Plain)
+}
+
+// unlocated answers a conversation whose text the template changes as it
+// writes it, so that where it lies in the prompt is unknown: the prompt
+// is tokenized as a whole then, which is safe only when no string the
+// caller supplied holds a control token's text (nil); otherwise an error
+// naming the first that does.
+func unlocated(r *Request, tk *tokenizer.Tokenizer) error {
+	for i, m := range r.Messages {
+		texts := []string{m.Content, m.Name, m.ToolCallID}
+		for _, c := range m.ToolCalls {
+			texts = append(texts, c.ID, c.Name, c.Arguments)
+		}
+		if slices.ContainsFunc(texts, tk.HasControlText) {
+			return fmt.Errorf("messages[%d] holds a special token's text, and this model's chat template changes the messages as it writes them, so that text could not be kept plain: remove it", i)
+		}
+	}
+	for i, t := range r.Tools {
+		schema, _ := json.Marshal(t.Parameters)
+		if slices.ContainsFunc([]string{t.Name, t.Description, string(schema)}, tk.HasControlText) {
+			return fmt.Errorf("tools[%d] holds a special token's text, and this model's chat template changes it as it writes it, so that text could not be kept plain: remove it", i)
+		}
+	}
+	return nil
 }
 
 // isLesson reports whether the model is the lesson model (its stored
@@ -153,9 +193,9 @@ func lessonPrompt(r *Request, p *Prompt, tools bool) (*Prompt, *Error) {
 			}
 		}
 	}
-	var b strings.Builder
+	var b plainText
 	if tools && r.Messages[0].Role != "system" {
-		b.WriteString(chat.System + chat.SystemCalculator + chat.End)
+		b.template(chat.System + chat.SystemCalculator + chat.End)
 	}
 	open := false // an assistant turn continues after a tool result
 	for i, m := range r.Messages {
@@ -164,12 +204,14 @@ func lessonPrompt(r *Request, p *Prompt, tools bool) (*Prompt, *Error) {
 			if !open {
 				return nil, invalid(fmt.Sprintf("messages[%d]", i), "a tool message follows the assistant's call")
 			}
-			b.WriteString(chat.ResultOpen + m.Content + chat.ResultClose)
+			b.template(chat.ResultOpen)
+			b.plain(m.Content)
+			b.template(chat.ResultClose)
 		case m.Role == "assistant":
 			if !open {
-				b.WriteString(chat.Assistant)
+				b.template(chat.Assistant)
 			}
-			b.WriteString(m.Content)
+			b.plain(m.Content)
 			for _, c := range m.ToolCalls {
 				var a struct {
 					Expression string `json:"expression"`
@@ -177,24 +219,28 @@ func lessonPrompt(r *Request, p *Prompt, tools bool) (*Prompt, *Error) {
 				if json.Unmarshal([]byte(c.Arguments), &a) != nil || a.Expression == "" {
 					return nil, invalid(fmt.Sprintf("messages[%d].tool_calls", i), "a calculator call's arguments are {\"expression\": \"a+b\"}")
 				}
-				b.WriteString(chat.CalcOpen + a.Expression + chat.CalcClose)
+				b.template(chat.CalcOpen)
+				b.plain(a.Expression)
+				b.template(chat.CalcClose)
 			}
 			open = len(m.ToolCalls) > 0
 			if !open {
-				b.WriteString(chat.End)
+				b.template(chat.End)
 			}
 		default:
 			if open {
 				return nil, invalid(fmt.Sprintf("messages[%d]", i), "the assistant's call is answered by a tool message first")
 			}
 			marker := map[string]string{"system": chat.System, "user": chat.User}[m.Role]
-			b.WriteString(marker + m.Content + chat.End)
+			b.template(marker)
+			b.plain(m.Content)
+			b.template(chat.End)
 		}
 	}
 	if !open {
-		b.WriteString(chat.Assistant)
+		b.template(chat.Assistant)
 	}
-	p.Text, p.Dialect, p.Template = b.String(), Lesson, "the lesson model's conversation format, with its calculator"
+	p.Text, p.Plain, p.Dialect, p.Template = b.String(), b.ranges, Lesson, "the lesson model's conversation format, with its calculator"
 	if !tools {
 		p.Dialect = nil
 	}
@@ -203,4 +249,24 @@ func lessonPrompt(r *Request, p *Prompt, tools bool) (*Prompt, *Error) {
 		p.Text += p.Forced
 	}
 	return p, nil
+}
+
+// plainText writes a prompt, keeping where the text the messages supplied
+// lies (Prompt.Plain).
+type plainText struct {
+	strings.Builder
+	ranges [][2]int
+}
+
+// template writes the format's own text, its markup to be parsed.
+func (b *plainText) template(s string) { b.WriteString(s) }
+
+// plain writes text a message supplied, to be read as plain text.
+func (b *plainText) plain(s string) {
+	if s == "" {
+		return
+	}
+	start := b.Len()
+	b.WriteString(s)
+	b.ranges = append(b.ranges, [2]int{start, b.Len()})
 }

@@ -222,7 +222,7 @@ func (s *Server) prepare(ctx context.Context, req *api.Request, scope string) (*
 		return nil, e
 	}
 	var ids []int32
-	for _, t := range tk.EncodeSpecialTokens(p.Text, p.AddBOS) {
+	for _, t := range p.Tokens(tk) {
 		ids = append(ids, t.ID)
 	}
 	if len(ids) == 0 {

@@ -1,8 +1,10 @@
 // Package chattemplate renders a model's chat template: the Jinja program a
 // GGUF file stores as tokenizer.chat_template, which turns a conversation
 // (and the tools offered) into the prompt text the model was trained on,
-// its special-token markup included. The text is then tokenized with that
-// markup parsed, as llama-server does. A model without a template gets
+// its special-token markup included. The template's markup is then parsed
+// as control tokens; the messages' own text is not (RenderPlain says where
+// it lies), so a user cannot forge a turn by typing markers. A model
+// without a template gets
 // Default (ChatML), as llama.cpp falls back to it.
 package chattemplate
 
@@ -10,6 +12,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/ardanlabs/jinja"
 )
@@ -73,7 +77,13 @@ func New(source, bos, eos string) (*Template, error) {
 // Render formats msgs (and tools, when any are offered) as the template
 // does; with addGenerationPrompt the text ends where the assistant's reply
 // begins.
-func (t *Template) Render(msgs []Message, tools []Tool, addGenerationPrompt bool) (out string, err error) {
+func (t *Template) Render(msgs []Message, tools []Tool, addGenerationPrompt bool) (string, error) {
+	return t.render(msgs, tools, addGenerationPrompt, func(s string) string { return s })
+}
+
+// render runs the template on the conversation with each string the
+// caller supplied passed through mark.
+func (t *Template) render(msgs []Message, tools []Tool, addGenerationPrompt bool, mark func(string) string) (out string, err error) {
 	if len(msgs) == 0 {
 		return "", errors.New("chat template: no messages")
 	}
@@ -83,13 +93,13 @@ func (t *Template) Render(msgs []Message, tools []Tool, addGenerationPrompt bool
 		}
 	}()
 	data := map[string]any{
-		"messages":              messages(msgs),
+		"messages":              messages(msgs, mark),
 		"bos_token":             t.bos,
 		"eos_token":             t.eos,
 		"add_generation_prompt": addGenerationPrompt,
 	}
 	if len(tools) > 0 {
-		data["tools"] = toolList(tools)
+		data["tools"] = toolList(tools, mark)
 	}
 	out, err = t.t.Render(data)
 	if err != nil {
@@ -100,10 +110,10 @@ func (t *Template) Render(msgs []Message, tools []Tool, addGenerationPrompt bool
 
 // messages is msgs as templates read them (Hugging Face's layout: a call's
 // arguments as an object, its function under "function").
-func messages(msgs []Message) []any {
+func messages(msgs []Message, mark func(string) string) []any {
 	out := make([]any, len(msgs))
 	for i, m := range msgs {
-		v := map[string]any{"role": m.Role, "content": m.Content}
+		v := map[string]any{"role": m.Role, "content": mark(m.Content)}
 		if len(m.ToolCalls) > 0 {
 			calls := make([]any, len(m.ToolCalls))
 			for j, c := range m.ToolCalls {
@@ -111,29 +121,53 @@ func messages(msgs []Message) []any {
 				if json.Unmarshal([]byte(c.Arguments), &args) != nil {
 					args = c.Arguments
 				}
-				calls[j] = map[string]any{"id": c.ID, "type": "function", "function": map[string]any{"name": c.Name, "arguments": args}}
+				calls[j] = map[string]any{"id": mark(c.ID), "type": "function", "function": map[string]any{"name": mark(c.Name), "arguments": markTree(args, mark)}}
 			}
 			v["tool_calls"] = calls
 		}
 		if m.ToolCallID != "" {
-			v["tool_call_id"] = m.ToolCallID
+			v["tool_call_id"] = mark(m.ToolCallID)
 		}
 		if m.Name != "" {
-			v["name"] = m.Name
+			v["name"] = mark(m.Name)
 		}
 		out[i] = v
 	}
 	return out
 }
 
-func toolList(tools []Tool) []any {
+func toolList(tools []Tool, mark func(string) string) []any {
 	out := make([]any, len(tools))
 	for i, t := range tools {
-		f := map[string]any{"name": t.Name, "description": t.Description}
+		f := map[string]any{"name": mark(t.Name), "description": mark(t.Description)}
 		if t.Parameters != nil {
-			f["parameters"] = t.Parameters
+			f["parameters"] = markTree(t.Parameters, mark)
 		}
 		out[i] = map[string]any{"type": "function", "function": f}
 	}
 	return out
+}
+
+// markTree is decoded JSON with every string in it, keys too, passed
+// through mark (a copy; v is not changed). A map's keys are marked in
+// sorted order: the renderer sorts keys, and marks made in order sort in
+// that order, so the marked text lists them as the real one does.
+func markTree(v any, mark func(string) string) any {
+	switch v := v.(type) {
+	case string:
+		return mark(v)
+	case []any:
+		out := make([]any, len(v))
+		for i, x := range v {
+			out[i] = markTree(x, mark)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for _, k := range slices.Sorted(maps.Keys(v)) {
+			out[mark(k)] = markTree(v[k], mark)
+		}
+		return out
+	}
+	return v
 }

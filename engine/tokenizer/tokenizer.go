@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -270,18 +271,44 @@ func (t *Tokenizer) EncodeSpecialTokens(text string, addSpecial bool) []Token {
 	return t.encode(text, addSpecial, t.specialTokens)
 }
 
+// EncodeTemplate is EncodeSpecialTokens for a rendered chat template that
+// holds text its messages supplied: a control token's text is parsed only
+// where it lies wholly outside every range of plain (byte offsets,
+// [start, end), sorted and not overlapping), so markers a user typed stay
+// plain characters while the template's own become tokens. The ranges do
+// not split the text otherwise: plain text and the template text around it
+// are tokenized together, as the same text would be with nothing parsed.
+func (t *Tokenizer) EncodeTemplate(text string, addSpecial bool, plain [][2]int) []Token {
+	return t.encodeExcept(text, addSpecial, t.specialTokens, plain)
+}
+
+// HasControlText reports whether s holds the text of a control token (one
+// that Encode leaves as characters but EncodeSpecialTokens parses).
+func (t *Tokenizer) HasControlText(s string) bool {
+	for _, fr := range t.partition(s, t.specialTokens, nil) {
+		if fr.id >= 0 && t.types[fr.id] != TypeUserDefined {
+			return true
+		}
+	}
+	return false
+}
+
 // EncodeSpecial is EncodeSpecialTokens returning only the ids.
 func (t *Tokenizer) EncodeSpecial(text string, addSpecial bool) []int32 {
 	return ids(t.EncodeSpecialTokens(text, addSpecial))
 }
 
 func (t *Tokenizer) encode(text string, addSpecial bool, specials []int32) []Token {
+	return t.encodeExcept(text, addSpecial, specials, nil)
+}
+
+func (t *Tokenizer) encodeExcept(text string, addSpecial bool, specials []int32, plain [][2]int) []Token {
 	var out []Token
 	if addSpecial && t.v.AddBOS && t.v.BOS >= 0 {
 		out = append(out, Token{ID: t.v.BOS, Added: true})
 	}
 	prevSpecial := true
-	for _, fr := range t.partition(text, specials) {
+	for _, fr := range t.partition(text, specials, plain) {
 		if fr.id >= 0 {
 			out = append(out, Token{ID: fr.id, Start: fr.start, End: fr.end})
 			prevSpecial = true
@@ -308,7 +335,9 @@ type fragment struct {
 // partition splits user-defined tokens (e.g. runs of spaces some
 // vocabularies define) out of the raw text, longest token first, as
 // llama.cpp's tokenizer_st_partition does when special text is not parsed.
-func (t *Tokenizer) partition(text string, specials []int32) []fragment {
+// A control token's text overlapping a range of plain is left as text; a
+// user-defined token is split out everywhere, as Encode does.
+func (t *Tokenizer) partition(text string, specials []int32, plain [][2]int) []fragment {
 	frags := []fragment{{-1, 0, len(text)}}
 	if text == "" {
 		return nil
@@ -321,17 +350,22 @@ func (t *Tokenizer) partition(text string, specials []int32) []fragment {
 				next = append(next, fr)
 				continue
 			}
-			at := fr.start
+			at, from := fr.start, fr.start // at: the fragment's text not yet split off; from: where to search
 			for {
-				i := strings.Index(text[at:fr.end], tok)
+				i := strings.Index(text[from:fr.end], tok)
 				if i < 0 {
 					break
 				}
-				if i > 0 {
-					next = append(next, fragment{-1, at, at + i})
+				s, e := from+i, from+i+len(tok)
+				if t.types[id] != TypeUserDefined && overlaps(plain, s, e) {
+					from = s + 1
+					continue
 				}
-				next = append(next, fragment{id, at + i, at + i + len(tok)})
-				at += i + len(tok)
+				if s > at {
+					next = append(next, fragment{-1, at, s})
+				}
+				next = append(next, fragment{id, s, e})
+				at, from = e, e
 			}
 			if at < fr.end {
 				next = append(next, fragment{-1, at, fr.end})
@@ -340,6 +374,12 @@ func (t *Tokenizer) partition(text string, specials []int32) []fragment {
 		frags = next
 	}
 	return frags
+}
+
+// overlaps reports whether [s, e) meets any of the sorted ranges.
+func overlaps(ranges [][2]int, s, e int) bool {
+	i, _ := slices.BinarySearchFunc(ranges, s, func(r [2]int, s int) int { return cmp.Compare(r[1], s+1) })
+	return i < len(ranges) && ranges[i][0] < e
 }
 
 // EncodeIDs is Encode returning only the ids.
