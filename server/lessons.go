@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -21,11 +20,7 @@ func (s *Server) lessonList(c echo.Context) error {
 		x := s.lessons[name]
 		l.Lessons = append(l.Lessons, views.LessonLink{Name: name, Title: x.Title, Summary: x.Summary, Level: x.Level, Duration: x.Duration, Steps: len(x.Steps)})
 	}
-	var buf bytes.Buffer
-	if err := views.LessonListPage(l).Render(c.Request().Context(), &buf); err != nil {
-		return err
-	}
-	return c.HTMLBlob(http.StatusOK, buf.Bytes())
+	return renderPage(c, views.LessonListPage(l))
 }
 
 // lessonStep plays one step of a lesson: the engine runs the step's prompt
