@@ -69,7 +69,11 @@ type Example struct {
 // GenToken is a generated token.
 type GenToken struct {
 	ID    int32
-	Bytes string
+	Bytes string // the token's text as it is (it may be part of a character)
+	// Text is what the token adds to the text a page shows, valid UTF-8:
+	// a character cut over several tokens whole on the first of them, a
+	// byte that makes no character escaped ("\x8a").
+	Text string
 	// Inserted marks a token the runtime wrote (a tool's result), not
 	// one the model sampled.
 	Inserted bool
