@@ -62,6 +62,10 @@ func Explorer(se *session.Session) views.Explorer {
 		shown = s.GenBefore(step) // no spoilers: this step's token is not drawn yet
 	}
 	e.Generated = s.generated(shown, step)
+	e.SoFar = views.TextSoFar{Prompt: s.Spec.Prompt}
+	for _, t := range s.generated(s.GenBefore(step), step) {
+		e.SoFar.Generated += t.Text
+	}
 	if n := s.runtimeNote(step); n != "" && e.Notice == "" {
 		e.Notice = n
 	}

@@ -65,7 +65,7 @@ func (s *Server) lessonStep(c echo.Context) error {
 			p.After = classroom.Paragraphs(st.After)
 		}
 		if q := p.Question; q != nil {
-			p.Prompt = se.Spec().Prompt
+			p.SoFar = e.SoFar
 			if !q.Answered && !st.PanelShown { // the engine's numbers would give the answer away
 				p.Hidden, p.Panel, p.Generated, p.Edits = true, nil, nil, nil
 			}

@@ -65,7 +65,8 @@ func (c *wsClient) waitUTF8(who, want string) string {
 // top list holds a byte token (id 138, the byte 0x8a alone). Reveal
 // reaches the instructor, the projector, a laptop and a phone as valid
 // UTF-8, the token shown quoted ("\x8a") as the Explorer shows it, and
-// nobody is disconnected; the pages served after it are valid too.
+// nobody is disconnected; the pages served after it are valid too. The
+// question comes with its prompt on every screen.
 func TestRoomRevealWithAByteToken(t *testing.T) {
 	_, ts := classServer(t, "")
 	code, key := startRoom(t, ts.URL, url.Values{"lesson": {"the-head-that-copies"}})
@@ -80,8 +81,11 @@ func TestRoomRevealWithAByteToken(t *testing.T) {
 		{"laptop", dialRoom(t, ts.URL, code, newStudent(t, ts.URL, code)), "unknown action"},
 		{"phone", dialRoomWith(t, ts.URL, code, newStudent(t, ts.URL, code), phone), "unknown action"},
 	}
+	prompt := `<code> Ab dog movie hill fox Port Sa gave Dom Eurcebab Ab dog movie hill fox Port</code>` // the question's text
 	for _, x := range clients {
-		x.c.waitUTF8(x.who, `data-testid="poll"`)
+		if m := x.c.waitUTF8(x.who, `data-testid="poll"`); !strings.Contains(m, prompt) {
+			t.Errorf("%s: the question comes without its prompt: %.2000s", x.who, m)
+		}
 	}
 	clients[2].c.send(map[string]string{"action": "answer", "answer": " Sa"})
 	clients[3].c.send(map[string]string{"action": "answer", "answer": " gave"})

@@ -50,15 +50,23 @@ type Explorer struct {
 	Step        int // token step index (0 = prefill)
 	Steps       int
 	Generated   []GenToken
-	URL         string // shareable URL of this view
-	End         bool   // no further stage or token
-	Forwards    int    // forward passes run by this session (the slider must not add any)
+	SoFar       TextSoFar // what this token step predicts from
+	URL         string    // shareable URL of this view
+	End         bool      // no further stage or token
+	Forwards    int       // forward passes run by this session (the slider must not add any)
 	Seed        string
 	Timing      Timing
 	Panel       Panel
 	Map         *ModelMap
 	Edits       *EditEffect // the run's interventions and what they change here (nil: none)
 	Examples    []Example   // offered before the first run
+}
+
+// TextSoFar is the text a token step predicts the next token of: the
+// prompt, then the tokens written before this step (never the step's own
+// token), each valid UTF-8. A question shows it.
+type TextSoFar struct {
+	Prompt, Generated string
 }
 
 // Example is an example prompt on the first page.
