@@ -448,7 +448,7 @@ func (r *Room) CSV(ctx context.Context) ([]byte, error) {
 			if engineAns != "" {
 				correct = strconv.FormatBool(lessons.Judge(lq.Kind, engineAns, a))
 			}
-			w.Write([]string{strconv.Itoa(i + 1), text, "student " + strconv.Itoa(students[id]), csvSafe(a), csvSafe(engineAns), correct})
+			w.Write([]string{strconv.Itoa(i + 1), text, "student " + strconv.Itoa(students[id]), csvSafe(lessons.Shown(a)), csvSafe(lessons.Shown(engineAns)), correct})
 		}
 	}
 	w.Flush()

@@ -41,6 +41,7 @@ func PollRows(st *trace.Step, tk *tokenizer.Tokenizer, q *lessons.Question, answ
 	}
 	var probs []float32
 	correct := ""
+	top := map[string]int32{} // the model's top tokens by their answer (tk.Display)
 	if withModel {
 		correct, _ = lessons.EngineAnswer(st, tk, q)
 		if _, ok := counts[key(correct)]; !ok {
@@ -49,7 +50,9 @@ func PollRows(st *trace.Step, tk *tokenizer.Tokenizer, q *lessons.Question, answ
 		if q.Kind == "next-token" && st.Logits != nil {
 			probs = sample.Probabilities(st.Logits.Logits, 1)
 			for _, id := range sample.TopN(probs, 5) {
-				if p := string(tk.Bytes(id)); counts[p] == 0 {
+				p := tk.Display(id)
+				top[p] = id
+				if counts[p] == 0 {
 					counts[p] = 0
 				}
 			}
@@ -58,7 +61,8 @@ func PollRows(st *trace.Step, tk *tokenizer.Tokenizer, q *lessons.Question, answ
 	total := len(answers)
 	rows := make([]views.PollRow, 0, len(counts))
 	for a, n := range counts {
-		r := views.PollRow{Answer: a, Count: n}
+		// Raw answers are compared; the row carries them as pages write them.
+		r := views.PollRow{Answer: lessons.Shown(a), Label: lessons.Label(q.Kind, a), Count: n}
 		if total > 0 {
 			r.Share = float64(n) / float64(total)
 		}
@@ -68,10 +72,8 @@ func PollRows(st *trace.Step, tk *tokenizer.Tokenizer, q *lessons.Question, answ
 			} else {
 				r.Correct = lessons.Judge(q.Kind, correct, a)
 			}
-			if probs != nil {
-				if ids := tk.EncodeIDs(a, false); len(ids) == 1 && string(tk.Bytes(ids[0])) == a {
-					r.ModelP, r.HasModelP = float64(probs[ids[0]]), true
-				}
+			if id, ok := tokenOf(tk, top, a); ok && probs != nil {
+				r.ModelP, r.HasModelP = float64(probs[id]), true
 			}
 		}
 		rows = append(rows, r)
@@ -93,6 +95,18 @@ func PollRows(st *trace.Step, tk *tokenizer.Tokenizer, q *lessons.Question, answ
 		return a.Answer < b.Answer
 	})
 	return rows
+}
+
+// tokenOf is the token an answer is: one of the model's top tokens, or
+// the one token whose text it is.
+func tokenOf(tk *tokenizer.Tokenizer, top map[string]int32, a string) (int32, bool) {
+	if id, ok := top[a]; ok {
+		return id, true
+	}
+	if ids := tk.EncodeIDs(a, false); len(ids) == 1 && tk.Display(ids[0]) == a {
+		return ids[0], true
+	}
+	return 0, false
 }
 
 // probabilityBin puts a probability answer in its tenth: "40–50%".

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"time"
 
@@ -62,11 +61,7 @@ func (r *Room) question() (*views.RoomQuestion, bool) {
 	q := &views.RoomQuestion{AnswerMax: lessons.MaxAnswerBytes, Kind: lq.Kind, Text: lq.Text, Revealed: revealed, Total: len(r.answers[i])}
 	for _, c := range lq.Choices {
 		b, _ := json.Marshal(map[string]string{"action": "answer", "answer": c})
-		label := c
-		if lq.Kind == "next-token" { // tokens: show the spaces
-			label = strconv.Quote(c)
-		}
-		q.Choices = append(q.Choices, views.PollChoice{Answer: c, Label: label, Vals: string(b)})
+		q.Choices = append(q.Choices, views.PollChoice{Answer: lessons.Shown(c), Label: lessons.Label(lq.Kind, c), Vals: string(b)})
 	}
 	if revealed {
 		_, q.Reveal = lessons.EngineAnswer(st, tk, lq)
@@ -184,7 +179,7 @@ func (r *Room) pollMine(student string) []byte {
 			verdict, right = fmt.Sprintf("the engine's answer is %q", want), "false"
 		}
 	}
-	return render(views.PollMine(a, verdict, right))
+	return render(views.PollMine(lessons.Shown(a), verdict, right))
 }
 
 // teachControls is the part of the instructor's page TeachExtras shows

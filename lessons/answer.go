@@ -20,7 +20,10 @@ const MaxAnswerBytes = 200
 
 // EngineAnswer is the engine's answer to q at a trace step (its logits
 // and sampler steps), and the sentence that reveals it. Choice questions
-// are answered by the lesson itself.
+// are answered by the lesson itself. A token's answer is its text
+// (tk.Display: its exact bytes, which may be part of a character, or a
+// control token's name), compared as it is; the sentence quotes it (%q,
+// as Label), so it is valid UTF-8 whatever bytes the token holds.
 func EngineAnswer(st *trace.Step, tk *tokenizer.Tokenizer, q *Question) (answer, reveal string) {
 	if q.Kind == "choice" {
 		return q.Answer, "The answer: " + q.Answer
@@ -29,7 +32,7 @@ func EngineAnswer(st *trace.Step, tk *tokenizer.Tokenizer, q *Question) (answer,
 		return "", ""
 	}
 	top := engine.Argmax(st.Logits.Logits)
-	piece := string(tk.Bytes(top))
+	piece := tk.Display(top)
 	switch q.Kind {
 	case "next-token":
 		return piece, fmt.Sprintf("The model's most likely next token is %q (id %d).", piece, top)
@@ -46,6 +49,29 @@ func EngineAnswer(st *trace.Step, tk *tokenizer.Tokenizer, q *Question) (answer,
 		return strconv.Itoa(n), fmt.Sprintf("The engine: %d tokens survive top-p.", n)
 	}
 	return "", ""
+}
+
+// Shown is an answer as a page or a file writes it where it is matched
+// (a data-answer attribute, a CSV cell): the answer itself when it is
+// valid UTF-8, as every answer a student can send is (CheckAnswer); else
+// quoted, as the Explorer shows a token that holds part of a character
+// ("\x8a"). It is always valid UTF-8.
+func Shown(a string) string {
+	if utf8.ValidString(a) {
+		return a
+	}
+	return strconv.Quote(a)
+}
+
+// Label is how a page shows an answer to a question of this kind: a
+// token quoted, so its spaces show and a byte that is part of a
+// character reads \x8a, as the Explorer shows tokens; anything else as
+// Shown writes it. It is always valid UTF-8.
+func Label(kind, a string) string {
+	if kind == "next-token" {
+		return strconv.Quote(a)
+	}
+	return Shown(a)
 }
 
 // Judge says whether a given answer matches the engine's: exact for
@@ -103,7 +129,7 @@ func CheckAnswer(tk *tokenizer.Tokenizer, q *Question, raw string) (string, erro
 	switch q.Kind {
 	case "next-token":
 		if id, ok := SingleToken(tk, a); ok {
-			return string(tk.Bytes(id)), nil
+			return tk.Display(id), nil // a token's answer, as EngineAnswer's
 		}
 	case "probability":
 		v, ok := ParseProbability(a)

@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"stepthrough/engine/spec"
 	"stepthrough/engine/trace"
@@ -151,6 +152,9 @@ func (p *parser) errf(format string, a ...any) error {
 }
 
 func (p *parser) feed(line string) error {
+	if !utf8.ValidString(line) {
+		return p.errf("the line is not valid UTF-8: save the lesson as UTF-8")
+	}
 	trimmed := strings.TrimSpace(line)
 	switch p.state {
 	case 0:
@@ -174,7 +178,10 @@ func (p *parser) feed(line string) error {
 		if !ok {
 			return p.errf("front matter lines are key: value, got %q", trimmed)
 		}
-		v = unquote(strings.TrimSpace(v)) // title: "A: b" keeps its colon, not its quotes
+		v, err := p.text(strings.TrimSpace(v)) // title: "A: b" keeps its colon, not its quotes
+		if err != nil {
+			return err
+		}
 		switch strings.TrimSpace(k) {
 		case "title":
 			p.l.Title = v
@@ -224,20 +231,22 @@ func (p *parser) feed(line string) error {
 		return p.question(strings.TrimPrefix(trimmed, "? "))
 	case strings.HasPrefix(trimmed, "- ") && s.Question != nil: // after a question, "- " lines are its choices
 		c := strings.TrimSpace(strings.TrimPrefix(trimmed, "- "))
-		if strings.HasPrefix(c, "(x) ") {
-			c = strings.TrimPrefix(c, "(x) ")
-			if s.Question.Answer != "" {
-				return p.errf("two answers marked (x)")
-			}
-			s.Question.Answer = unquote(c)
-		}
-		if len(s.Question.Choices) >= MaxChoices {
+		marked := strings.HasPrefix(c, "(x) ")
+		c, err := p.text(strings.TrimPrefix(c, "(x) "))
+		switch {
+		case err != nil:
+			return err
+		case marked && s.Question.Answer != "":
+			return p.errf("two answers marked (x)")
+		case len(s.Question.Choices) >= MaxChoices:
 			return p.errf("more than %d choices", MaxChoices)
+		case len(c) > MaxAnswerBytes:
+			return p.errf("a choice of %d bytes: students' answers are at most %d bytes, so it could not be picked", len(c), MaxAnswerBytes)
 		}
-		if n := len(unquote(c)); n > MaxAnswerBytes {
-			return p.errf("a choice of %d bytes: students' answers are at most %d bytes, so it could not be picked", n, MaxAnswerBytes)
+		if marked {
+			s.Question.Answer = c
 		}
-		s.Question.Choices = append(s.Question.Choices, unquote(c))
+		s.Question.Choices = append(s.Question.Choices, c)
 		return nil
 	}
 	if k, v, ok := strings.Cut(trimmed, ":"); ok && isKey(k) {
@@ -254,6 +263,16 @@ func (p *parser) feed(line string) error {
 func isKey(k string) bool {
 	k = strings.TrimSpace(k)
 	return k == "prompt" || k == "token" || k == "stage" || k == "layer" || k == "head" || k == "highlight" || k == "expect" || k == "panel" || isSetting(k)
+}
+
+// text is a value a page shows as it is written (a title, a choice):
+// unquoted, and refused when its escapes make it other than UTF-8 ("\x8a"):
+// a student could not send it, nor a page show it.
+func (p *parser) text(s string) (string, error) {
+	if u := unquote(s); utf8.ValidString(u) {
+		return u, nil
+	}
+	return "", p.errf("%s is not valid UTF-8 once its escapes are read", s)
 }
 
 // unquote accepts "text" (to keep leading spaces, as in " Paris") or bare text.

@@ -4,6 +4,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"stepthrough/engine/gguf"
 	"stepthrough/engine/model"
@@ -80,6 +81,10 @@ func TestParseErrors(t *testing.T) {
 		{head + "## S\nprompt: x\n? choice: q\n- (x) a\n- (x) b\n", 9, "two answers"},
 		{head + "## S\nprompt: x\n? choice: q\n- (x) a\n- " + strings.Repeat("b", MaxAnswerBytes+1) + "\n", 9, "could not be picked"},
 		{head + "## S\nprompt: x\n? choice: q\n? choice: r\n", 8, "at most one question"},
+		{head + "## S\nprompt: x\nA byte \x8a alone.\n", 7, "not valid UTF-8"},
+		{"---\ntitle: \"\\xff\"\nmodel: m\n---\n", 2, "not valid UTF-8"},
+		{head + "## S\nprompt: x\n? next-token: q\n- \" Sa\"\n- \"\\x8a\"\n", 9, "not valid UTF-8"},
+		{head + "## S\nprompt: x\n? choice: q\n- (x) \"\\xe7\\x8c\"\n- b\n", 8, "not valid UTF-8"},
 		{head + "## S\nprompt: x\ntemperature:\n", 7, "no value"},
 		{head + "## S\nprompt: x\ntemperature: hot\n", 7, "invalid temperature hot"},
 		{head + "## S\nprompt: x\ntop_p: 3\n## T\n", 5, "invalid top-p 3"},
@@ -141,6 +146,7 @@ func TestCheckAgainstModel(t *testing.T) {
 func FuzzParse(f *testing.F) {
 	f.Add(readmeExample(f))
 	f.Add([]byte("---\ntitle: T\nmodel: m\n---\n## S\nprompt: \"x\"\n? choice: q\n- (x) a\n- b\n> note\n"))
+	f.Add([]byte("---\ntitle: \"\\x8a\"\nmodel: m\n---\n## S\nprompt: x\n? choice: q \xe7\n- (x) \"\\xe7\"\n- b\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		l, err := Parse("fuzz.md", data)
 		if err != nil {
@@ -156,6 +162,12 @@ func FuzzParse(f *testing.F) {
 			if s.Run.Prompt == "" || !contains(stageNames(), s.Stage) || s.Run.Validate() != nil {
 				t.Fatalf("accepted step %+v", s)
 			}
+			if q := s.Question; q != nil && !utf8.ValidString(q.Text+q.Answer+strings.Join(q.Choices, "")) {
+				t.Fatalf("accepted a question that is not UTF-8: %+v", q)
+			}
+		}
+		if !utf8.ValidString(l.Title + l.Summary + l.Level + l.Duration + l.Model) {
+			t.Fatalf("accepted front matter that is not UTF-8: %+v", l)
 		}
 	})
 }

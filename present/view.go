@@ -55,20 +55,16 @@ func Explorer(se *session.Session) views.Explorer {
 	e.Seed = strconv.FormatUint(s.Seed, 10)
 	e.URL = s.url(stage)
 	e.End = step == len(s.Cursor.Steps)-1 && si == len(stages)-1 && s.Done
-	tk := s.Model.Tokenizer
 	shown := s.GenBefore(step + 1)
 	if st.Speculative != nil && !slices.Contains([]trace.Kind{trace.StageAccept, trace.StageRollback}, stage.Name) {
 		shown = s.GenBefore(step) // a round's output is known from its verdicts on
 	} else if st.Speculative == nil && stageIndex(e.Stages, trace.StageSample) > si {
 		shown = s.GenBefore(step) // no spoilers: this step's token is not drawn yet
 	}
-	for i, id := range s.Gen[:shown] {
-		e.Generated = append(e.Generated, views.GenToken{ID: id, Bytes: tk.Display(id)})
-		if i < step {
-			for _, r := range s.Inserts[i] {
-				e.Generated = append(e.Generated, views.GenToken{ID: r, Bytes: tk.Display(r), Inserted: true})
-			}
-		}
+	e.Generated = s.generated(shown, step)
+	e.SoFar = views.TextSoFar{Prompt: s.Spec.Prompt}
+	for _, t := range s.generated(s.GenBefore(step), step) {
+		e.SoFar.Generated += t.Text
 	}
 	if n := s.runtimeNote(step); n != "" && e.Notice == "" {
 		e.Notice = n
@@ -89,6 +85,26 @@ func Explorer(se *session.Session) views.Explorer {
 	e.Map = s.modelMap(st, e.Stages, si)
 	e.Map.Key = strconv.Itoa(s.Runs) // the drawing is the run's; each step sends its numbers
 	return e
+}
+
+// generated is the first n generated tokens, each followed by what the
+// runtime wrote after it once token step step reads it.
+func (s *snap) generated(n, step int) []views.GenToken {
+	tk := s.Model.Tokenizer
+	var out []views.GenToken
+	var ids []int32
+	for i, id := range s.Gen[:n] {
+		out, ids = append(out, views.GenToken{ID: id}), append(ids, id)
+		if i < step {
+			for _, r := range s.Inserts[i] {
+				out, ids = append(out, views.GenToken{ID: r, Inserted: true}), append(ids, r)
+			}
+		}
+	}
+	for i, t := range texts(tk, ids) {
+		out[i].Bytes, out[i].Text = tk.Display(out[i].ID), t
+	}
+	return out
 }
 
 // url is the Explorer link that reproduces this view: the settings with

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -57,11 +56,11 @@ func (s *Server) classroomHomeWith(c echo.Context, status int, msg, code string)
 }
 
 func renderBytes(ctx context.Context, comp templ.Component) []byte {
-	var buf bytes.Buffer
-	if err := comp.Render(ctx, &buf); err != nil {
+	b, err := renderHTML(ctx, comp)
+	if err != nil {
 		return []byte(`<p class="error">render failed</p>`)
 	}
-	return buf.Bytes()
+	return b
 }
 
 // lookupRoom finds a room by a code from a URL or form, counting unknown

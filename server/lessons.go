@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -22,11 +21,7 @@ func (s *Server) lessonList(c echo.Context) error {
 		x := s.lessons[name]
 		l.Lessons = append(l.Lessons, views.LessonLink{Name: name, Title: x.Title, Summary: x.Summary, Level: x.Level, Duration: x.Duration, Steps: len(x.Steps)})
 	}
-	var buf bytes.Buffer
-	if err := views.LessonListPage(l).Render(c.Request().Context(), &buf); err != nil {
-		return err
-	}
-	return c.HTMLBlob(http.StatusOK, buf.Bytes())
+	return renderPage(c, views.LessonListPage(l))
 }
 
 // lessonStep plays one step of a lesson: the engine runs the step's prompt
@@ -70,7 +65,7 @@ func (s *Server) lessonStep(c echo.Context) error {
 			p.After = classroom.Paragraphs(st.After)
 		}
 		if q := p.Question; q != nil {
-			p.Prompt = se.Spec().Prompt
+			p.SoFar = e.SoFar
 			if !q.Answered && !st.PanelShown { // the engine's numbers would give the answer away
 				p.Hidden, p.Panel, p.Generated, p.Edits = true, nil, nil, nil
 			}

@@ -49,6 +49,7 @@ import (
 	"stepthrough/session"
 	"stepthrough/static"
 	"stepthrough/views"
+	"stepthrough/wsconn"
 )
 
 // Config configures a Server.
@@ -390,9 +391,20 @@ func renderPage(c echo.Context, comp templ.Component) error {
 }
 
 func renderPageStatus(c echo.Context, status int, comp templ.Component) error {
-	var buf bytes.Buffer
-	if err := comp.Render(c.Request().Context(), &buf); err != nil {
+	b, err := renderHTML(c.Request().Context(), comp)
+	if err != nil {
 		return err
 	}
-	return c.HTMLBlob(status, buf.Bytes())
+	return c.HTMLBlob(status, b)
+}
+
+// renderHTML renders a page or a WebSocket fragment. Every page and
+// fragment the server renders passes through here, and comes out valid
+// UTF-8 whatever a token or a file put in it (wsconn.ValidUTF8).
+func renderHTML(ctx context.Context, comp templ.Component) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := comp.Render(ctx, &buf); err != nil {
+		return nil, err
+	}
+	return wsconn.ValidUTF8(buf.Bytes()), nil
 }

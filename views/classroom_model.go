@@ -45,9 +45,12 @@ type PollChoice struct {
 	Answer, Label, Vals string
 }
 
-// PollRow is one answer in a poll's histogram.
+// PollRow is one answer in a poll's histogram: Answer as data-answer
+// holds it (what a student's own answer is matched with), Label as the
+// row shows it (a token quoted); both valid UTF-8 (lessons.Shown, Label).
 type PollRow struct {
 	Answer    string
+	Label     string
 	Count     int
 	Share     float64 // of the class's answers, 0..1
 	ModelP    float64 // the model's probability at temperature 1

@@ -39,7 +39,7 @@ type LessonPage struct {
 	Generated                   []GenToken  // tokens generated up to this step
 	Notice                      string      // what the runtime did at this step (a tool's result), or why the view moved
 	Hidden                      bool        // the panel waits for the student's answer
-	Prompt                      string      // the step's prompt, shown with its question
+	SoFar                       TextSoFar   // the text the step's question is about (empty without one)
 	Highlight                   []GenToken  // tokens the step points at, with their ids
 	Edits                       *EditEffect // the step's interventions and what they change (nil: none, or hidden with the panel)
 }

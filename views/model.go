@@ -50,15 +50,23 @@ type Explorer struct {
 	Step        int // token step index (0 = prefill)
 	Steps       int
 	Generated   []GenToken
-	URL         string // shareable URL of this view
-	End         bool   // no further stage or token
-	Forwards    int    // forward passes run by this session (the slider must not add any)
+	SoFar       TextSoFar // what this token step predicts from
+	URL         string    // shareable URL of this view
+	End         bool      // no further stage or token
+	Forwards    int       // forward passes run by this session (the slider must not add any)
 	Seed        string
 	Timing      Timing
 	Panel       Panel
 	Map         *ModelMap
 	Edits       *EditEffect // the run's interventions and what they change here (nil: none)
 	Examples    []Example   // offered before the first run
+}
+
+// TextSoFar is the text a token step predicts the next token of: the
+// prompt, then the tokens written before this step (never the step's own
+// token), each valid UTF-8. A question shows it.
+type TextSoFar struct {
+	Prompt, Generated string
 }
 
 // Example is an example prompt on the first page.
@@ -69,7 +77,11 @@ type Example struct {
 // GenToken is a generated token.
 type GenToken struct {
 	ID    int32
-	Bytes string
+	Bytes string // the token's text as it is (it may be part of a character)
+	// Text is what the token adds to the text a page shows, valid UTF-8:
+	// a character cut over several tokens whole on the first of them, a
+	// byte that makes no character escaped ("\x8a").
+	Text string
 	// Inserted marks a token the runtime wrote (a tool's result), not
 	// one the model sampled.
 	Inserted bool

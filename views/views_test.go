@@ -342,9 +342,48 @@ func TestGlossedNarration(t *testing.T) {
 
 // A free-text poll's box takes the answer length the server allows.
 func TestPollInputTakesTheServersLimit(t *testing.T) {
-	doc := render(t, pollView(&RoomQuestion{AnswerMax: 200, Kind: "next-token", Text: "Which token?"}))
+	doc := render(t, pollView(&RoomQuestion{AnswerMax: 200, Kind: "next-token", Text: "Which token?"}, TextSoFar{}))
 	if got, _ := doc.Find(`[data-testid="poll-input"]`).Attr("maxlength"); got != "200" {
 		t.Errorf("maxlength %q, want 200", got)
+	}
+}
+
+// A question shows the text it is about, above it: the prompt, then what
+// the model wrote set apart, exactly as they are (no space added between
+// them); nothing without a prompt.
+func TestQuestionText(t *testing.T) {
+	q := &RoomQuestion{Kind: "next-token", Text: "Which token comes next?", Choices: []PollChoice{{Answer: " Sa", Label: `" Sa"`, Vals: `{}`}}}
+	for _, tt := range []struct {
+		name            string
+		soFar           TextSoFar
+		code, written   string
+		label           string
+		shown, revealed bool
+	}{
+		{"the prompt", TextSoFar{Prompt: " Ab dog Port"}, " Ab dog Port", "", "The prompt:", true, false},
+		{"and what the model wrote", TextSoFar{Prompt: "Once upon", Generated: " a time"}, "Once upon a time", " a time", "The text so far, the prompt then what the model wrote:", true, false},
+		{"after the reveal", TextSoFar{Prompt: "<b>x</b>", Generated: "猫"}, "<b>x</b>猫", "猫", "The text so far, the prompt then what the model wrote:", true, true},
+		{"no prompt", TextSoFar{}, "", "", "", false, false},
+	} {
+		q.Revealed = tt.revealed
+		doc := render(t, pollView(q, tt.soFar))
+		p := doc.Find(`[data-testid="poll"] > [data-testid="question-prompt"]`)
+		if (p.Length() == 1) != tt.shown {
+			t.Errorf("%s: %d question texts, want shown %v", tt.name, p.Length(), tt.shown)
+			continue
+		}
+		if !tt.shown {
+			continue
+		}
+		if code, label := p.Find("code").Text(), p.Find(".note").Text(); code != tt.code || label != tt.label {
+			t.Errorf("%s: %q %q, want %q %q", tt.name, label, code, tt.label, tt.code)
+		}
+		if w := p.Find(`[data-testid="so-far-generated"]`); w.Text() != tt.written || (w.Length() == 1) != (tt.written != "") {
+			t.Errorf("%s: written %q (%d), want %q", tt.name, w.Text(), w.Length(), tt.written)
+		}
+		if p.Next().Text() != q.Text {
+			t.Errorf("%s: the question does not follow its text: %q", tt.name, p.Next().Text())
+		}
 	}
 }
 

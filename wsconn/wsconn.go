@@ -13,6 +13,7 @@
 package wsconn
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -24,6 +25,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gorilla/websocket"
 )
@@ -141,13 +143,26 @@ func Upgrade(w http.ResponseWriter, r *http.Request, opt Options) (*Conn, error)
 func (c *Conn) Context() context.Context { return c.ctx }
 
 // Prepare makes a message that can be sent to many connections, encoded
-// (and compressed) once.
+// (and compressed) once. It is a text frame, so it is made valid UTF-8
+// (ValidUTF8): every message a Conn sends passes through here.
 func Prepare(b []byte) *websocket.PreparedMessage {
-	m, err := websocket.NewPreparedMessage(websocket.TextMessage, b)
+	m, err := websocket.NewPreparedMessage(websocket.TextMessage, ValidUTF8(b))
 	if err != nil { // only for an invalid message type
 		panic(err)
 	}
 	return m
+}
+
+// ValidUTF8 is b when it is valid UTF-8 (one pass over it, no copy), else
+// a copy with each run of invalid bytes replaced by U+FFFD. A browser
+// fails a WebSocket on a text frame that is not UTF-8 (RFC 6455 §8.1),
+// and an HTML page that is not decodes differently in every browser: the
+// views never write such bytes, and this is the last guard behind them.
+func ValidUTF8(b []byte) []byte {
+	if utf8.Valid(b) {
+		return b
+	}
+	return bytes.ToValidUTF8(b, []byte("\uFFFD"))
 }
 
 // Send queues a message; a client that cannot keep up is disconnected (it

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gorilla/websocket"
 )
@@ -133,5 +134,56 @@ func TestSlowReaderIsDropped(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	if after := runtime.NumGoroutine(); after > before+4 {
 		t.Errorf("goroutines %d → %d after the slow client was dropped", before, after)
+	}
+}
+
+// Every text frame is valid UTF-8, however it is sent (a prepared message,
+// bytes, a note): bytes that are not become U+FFFD; valid text passes
+// unchanged.
+func TestFramesAreUTF8(t *testing.T) {
+	for _, tt := range []struct {
+		name, in, want string
+	}{
+		{"ascii", `<p data-answer=" Sa">`, `<p data-answer=" Sa">`},
+		{"characters", "猫 🐱 é", "猫 🐱 é"},
+		{"a lone continuation byte", `<tr data-answer="` + "\x8a" + `">`, `<tr data-answer="` + "\uFFFD" + `">`},
+		{"a cut character", "\xe7\x8c", "\uFFFD"},
+		{"a byte that is never UTF-8", "a\xffb", "a\uFFFDb"},
+		{"empty", "", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			sent := make(chan *Conn, 1)
+			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				c, err := Upgrade(w, r, Options{})
+				if err != nil {
+					return
+				}
+				sent <- c
+				c.Serve(func(context.Context, []byte) {})
+			}))
+			t.Cleanup(ts.Close)
+			c := dial(t, "ws"+strings.TrimPrefix(ts.URL, "http"))
+			conn := <-sent
+			conn.Send(Prepare([]byte(tt.in)))
+			conn.SendBytes([]byte(tt.in))
+			conn.Note(tt.in)
+			for _, how := range []string{"Send", "SendBytes", "Note"} {
+				_, m, err := c.ReadMessage()
+				if err != nil {
+					t.Fatalf("%s: %v", how, err)
+				}
+				if !utf8.Valid(m) || string(m) != tt.want {
+					t.Errorf("%s sent %q: want %q", how, m, tt.want)
+				}
+			}
+		})
+	}
+}
+
+// Valid text is not copied: the common path costs one validation.
+func TestValidUTF8KeepsValidText(t *testing.T) {
+	b := []byte("already valid: 猫")
+	if out := ValidUTF8(b); &out[0] != &b[0] {
+		t.Error("valid text was copied")
 	}
 }
