@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -25,9 +26,22 @@ func TestFinite(t *testing.T) {
 		{[]float32{1, 2, 3, 4, 5, 6, 7, float32(math.NaN())}, false},
 		{[]float32{float32(math.Inf(1)), 0, 0, 0}, false},
 		{[]float32{0, 0, 0, 0, 0, float32(math.Inf(-1))}, false},
+		{[]float32{0, 0, 0, 0, 0, 0, 0, 0, 0, float32(math.NaN())}, false}, // the odd one after the pairs
+		{[]float32{float32(math.NaN()), 0, 0}, false},
+		{[]float32{math.MaxFloat32, -math.MaxFloat32, math.SmallestNonzeroFloat32, -0.0, 1}, true},
 	} {
-		if got := finite(c.x); got != c.want {
-			t.Errorf("finite(%v) = %v", c.x, got)
+		for off := range min(2, len(c.x)+1) { // from an 8-byte boundary and from 4 bytes past one
+			x := append(make([]float32, off, off+len(c.x)), c.x...)[off:]
+			if got := finite(x); got != c.want {
+				t.Errorf("finite(%v) at offset %d = %v", c.x, off, got)
+			}
+		}
+		for i := range c.x { // a NaN anywhere is found
+			x := slices.Clone(c.x)
+			x[i] = float32(math.NaN())
+			if finite(x) {
+				t.Errorf("finite(%v) missed the NaN at %d", x, i)
+			}
 		}
 	}
 }
@@ -94,5 +108,24 @@ func TestNonFiniteBatchRefused(t *testing.T) {
 	err = l.Batch(context.Background(), []BatchItem{{a, []int32{1, 2}}, {b, []int32{3}}}, make([][]float32, 2))
 	if !errors.Is(err, ErrNonFinite) || a.Pos() != 0 || b.Pos() != 0 {
 		t.Fatalf("batch: error %v, positions %d and %d; want ErrNonFinite and nothing kept", err, a.Pos(), b.Pos())
+	}
+}
+
+// BenchmarkFinite is the per-pass check of the logits (a vocabulary of
+// floats): against a decode step of milliseconds, microseconds.
+func BenchmarkFinite(b *testing.B) {
+	for _, n := range []int{32000, 151936} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			x := make([]float32, n)
+			for i := range x {
+				x[i] = float32(i%97) - 48
+			}
+			b.SetBytes(int64(4 * n))
+			for b.Loop() {
+				if !finite(x) {
+					b.Fatal("not finite")
+				}
+			}
+		})
 	}
 }
