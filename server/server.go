@@ -234,6 +234,9 @@ func New(cfg Config) (*Server, error) {
 	e.GET("/readyz", s.readyz)
 	e.GET("/metrics", s.metricsPage)
 	e.GET("/static/*", echo.WrapHandler(staticFiles()))
+	e.GET("/favicon.ico", func(c echo.Context) error { // browsers ask for it before they read the page's icon link
+		return c.Redirect(http.StatusMovedPermanently, "/static/favicon.svg")
+	})
 	s.apiRoutes(e)
 	s.requestRoutes(e)
 	e.GET("/agent", s.agentPage)
