@@ -309,7 +309,8 @@ func (s *Server) joinDetails(c echo.Context, code string) views.Join {
 		if j.AllInterfaces && len(lan) > 0 {
 			host = hostPort(lan[0], port)
 		}
-		j.Command = "stepthrough serve --addr 0.0.0.0:" + cmp.Or(port, "8080")
+		addr := "--addr 0.0.0.0:" + cmp.Or(port, "8080")
+		j.Command, j.Binary = "go tool task run -- "+addr, "stepthrough serve "+addr
 	}
 	j.URL = c.Scheme() + "://" + host + "/rooms/" + code
 	if q, err := qrcode.New(j.URL, qrcode.Medium); err == nil {

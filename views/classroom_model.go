@@ -182,7 +182,8 @@ type Join struct {
 	Loopback      bool     // the page was opened on a loopback address
 	AllInterfaces bool     // the server listens on every interface
 	LAN           []string // join links on this machine's network addresses
-	Command       string   // how to serve on the network
+	Command       string   // how to serve on the network, as the README runs it (from the checkout)
+	Binary        string   // the same with a built binary
 	// Projected: the view the room sees; advice for the instructor (the
 	// address students cannot reach) stays on the instructor's page.
 	Projected bool
