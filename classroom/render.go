@@ -196,6 +196,9 @@ func (r *Room) teachControls() views.TeachPage {
 			p.NextStep = i + 1
 		}
 		p.Notes = strings.Join(strings.Fields(l.Steps[i].Notes), " ")
+		for _, src := range l.Steps[i].Sources {
+			p.Notes = strings.TrimSpace(p.Notes + " Source: " + src)
+		}
 	}
 	p.Stats = r.teachStats()
 	return p

@@ -32,6 +32,9 @@ const (
 	MaxLineBytes = 4096
 	MaxChoices   = 8
 	MaxClaims    = 16
+	// a step's sources (source: lines), each a citation
+	MaxSources     = 8
+	MaxSourceBytes = 400
 )
 
 // Lesson is a parsed lesson file.
@@ -66,7 +69,11 @@ type Step struct {
 	PanelShown bool
 	Narration  string
 	Notes      string // instructor only
-	Question   *Question
+	// Sources cite what the step says about inference in general (other
+	// engines, GPUs, providers, papers): a statement about this model is a
+	// claim (Claims), one about the field carries its source here.
+	Sources  []string
+	Question *Question
 	// After is the narration written after the question: shown once the
 	// question is answered (in a room, once the instructor reveals), so
 	// the text that explains the answer does not give it away.
@@ -262,7 +269,7 @@ func (p *parser) feed(line string) error {
 
 func isKey(k string) bool {
 	k = strings.TrimSpace(k)
-	return k == "prompt" || k == "token" || k == "stage" || k == "layer" || k == "head" || k == "highlight" || k == "expect" || k == "panel" || isSetting(k)
+	return k == "prompt" || k == "token" || k == "stage" || k == "layer" || k == "head" || k == "highlight" || k == "expect" || k == "panel" || k == "source" || isSetting(k)
 }
 
 // text is a value a page shows as it is written (a title, a choice):
@@ -330,6 +337,11 @@ func (p *parser) setting(k, v string) error {
 			return p.errf("panel %q: the only value is shown (the panel stays in view while the question is open)", v)
 		}
 		s.PanelShown = true
+	case "source":
+		if len(s.Sources) >= MaxSources || len(v) > MaxSourceBytes {
+			return p.errf("source: at most %d a step, of at most %d bytes each", MaxSources, MaxSourceBytes)
+		}
+		s.Sources = append(s.Sources, v)
 	case "highlight":
 		for _, h := range strings.Split(v, "|") {
 			s.Highlight = append(s.Highlight, unquote(strings.TrimSpace(h)))

@@ -75,6 +75,7 @@ func TestParseErrors(t *testing.T) {
 		{head + "## S\nprompt: x\nstage: vibes\n", 7, "stage \"vibes\""},
 		{head + "## S\nprompt: x\ntoken: -1\n", 7, "token"},
 		{head + "## S\nprompt: x\nseed: abc\n", 7, "seed"},
+		{head + "## S\nprompt: x\nsource: " + strings.Repeat("x", MaxSourceBytes+1) + "\n", 7, "source: at most"},
 		{head + "## S\nprompt: x\nlayer: 2\n", 5, "layer and head apply"},
 		{head + "## S\nprompt: x\n? guess: what\n", 7, "kind one of"},
 		{head + "## S\nprompt: x\n? choice: what\n- a\n- b\n", 5, "marked"},
