@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"stepthrough/engine/tokenizer"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -13,6 +12,7 @@ import (
 	"stepthrough/engine/intervene"
 	"stepthrough/engine/sample"
 	"stepthrough/engine/spec"
+	"stepthrough/engine/tokenizer"
 	"stepthrough/engine/trace"
 	"stepthrough/views"
 )

@@ -26,7 +26,7 @@ func TestFavicon(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "image/svg+xml") {
 		t.Errorf("the icon: %s, %s", resp.Status, resp.Header.Get("Content-Type"))
 	}
-	if _, page := body(t, ts.URL, "/"); !strings.Contains(page, `<link rel="icon" href="/static/favicon.svg"`) {
+	if _, page := getPage(t, ts.URL+"/"); !strings.Contains(page, `<link rel="icon" href="/static/favicon.svg"`) {
 		t.Error("the start page does not name its icon")
 	}
 }

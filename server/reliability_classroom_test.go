@@ -63,6 +63,27 @@ func (a abuseServer) lessonRoom(t *testing.T, step int) (code, key string, teach
 	return code, key, teach
 }
 
+// roomEditedOnDisk starts a lesson room at step, stops the server (its
+// store in dir), and changes the stored room on disk with query, whose
+// last parameter is the room's code (args come before it): what an older
+// server, or damage, left there. It returns the code and instructor key.
+func (a abuseServer) roomEditedOnDisk(t *testing.T, dir string, step int, query string, args ...any) (code, key string) {
+	t.Helper()
+	code, key, teach := a.lessonRoom(t, step)
+	teach.conn.Close()
+	a.ts.Close()
+	a.s.Close()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "rooms.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(query, append(args, code)...); err != nil {
+		t.Fatal(err)
+	}
+	return code, key
+}
+
 // Finding 5, rooms: 100 rooms from 10 addresses gave every other
 // instructor 503 for 12 h, across a restart. Now one address holds at
 // most 5 live rooms, and a room whose instructor has gone ends after
@@ -260,22 +281,10 @@ func TestReliabilityPollStuffing(t *testing.T) {
 func TestReliabilityDamagedStoredRoom(t *testing.T) {
 	dir := t.TempDir()
 	a := newAbuseServer(t, Config{DataDir: dir})
-	code, key, teach := a.lessonRoom(t, 2)
-	teach.conn.Close()
-	a.ts.Close()
-	a.s.Close()
-
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "rooms.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(`UPDATE rooms SET state = json_remove(state, '$.lesson') WHERE code = ?`, code); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
+	code, key := a.roomEditedOnDisk(t, dir, 2, `UPDATE rooms SET state = json_remove(state, '$.lesson') WHERE code = ?`)
 
 	b := newAbuseServer(t, Config{DataDir: dir})
-	teach = dialRoomWith(t, b.ts.URL, code, "key="+key, http.Header{})
+	teach := dialRoomWith(t, b.ts.URL, code, "key="+key, http.Header{})
 	m := teach.wait(`saved state was damaged`)
 	if !strings.Contains(m, "checksum does not match") {
 		t.Errorf("the instructor's warning does not name the damage: %.400s", m)

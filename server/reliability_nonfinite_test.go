@@ -1,7 +1,6 @@
 package server
 
 import (
-	"database/sql"
 	"encoding/binary"
 	"io"
 	"math"
@@ -24,18 +23,6 @@ import (
 // crashed a room's render, again after every restart.
 var overflowLink = strings.TrimSuffix(strings.Repeat("L1mlp*10000;", 10), ";")
 
-// body gets path and returns its status and body.
-func body(t *testing.T, base, path string) (int, string) {
-	t.Helper()
-	resp, err := http.Get(base + path)
-	if err != nil {
-		t.Fatalf("GET %s: %v (the server is down?)", path, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
-}
-
 // Finding 1: the link is refused where it is read, naming the site, on
 // every page that takes it; a room cannot be started from it; and a room
 // an older server saved with it loads as quarantined after a restart, its
@@ -49,7 +36,7 @@ func TestReliabilityOverflowingLink(t *testing.T) {
 	q := url.Values{"prompt": {"The capital of France is"}, "ablate": {overflowLink}}.Encode()
 	lane := url.Values{"prompt": {"The capital of France is"}, "n": {"4"}, "lane": {"greedy", "greedy,ablate=" + overflowLink}}.Encode()
 	for _, path := range []string{"/?" + q, "/export.svg?" + q, "/compare?" + lane, "/compare.json?" + lane} {
-		status, b := body(t, a.ts.URL, path)
+		status, b := getPage(t, a.ts.URL+path)
 		if status >= 500 || strings.Contains(b, "NaN") || !strings.Contains(b, "already edits that site") {
 			t.Errorf("GET %.60s: %d, want the link refused naming the repeated site: %.300s", path, status, b)
 		}
@@ -67,25 +54,14 @@ func TestReliabilityOverflowingLink(t *testing.T) {
 	}
 
 	// a room saved with the link by a server before this fix
-	code, key, teach := a.lessonRoom(t, 1)
-	teach.conn.Close()
-	a.ts.Close()
-	a.s.Close()
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "rooms.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(`UPDATE rooms SET state = json_set(state, '$.run.ablate', ?), state_sum = '' WHERE code = ?`, overflowLink, code); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
+	code, key := a.roomEditedOnDisk(t, dir, 1, `UPDATE rooms SET state = json_set(state, '$.run.ablate', ?), state_sum = '' WHERE code = ?`, overflowLink)
 	b2 := newAbuseServer(t, Config{DataDir: dir})
 	for range 3 { // students' tabs reconnect by themselves: every load is survived
-		if status, page := body(t, b2.ts.URL, "/rooms/"+code); status != http.StatusOK {
+		if status, page := getPage(t, b2.ts.URL+"/rooms/"+code); status != http.StatusOK {
 			t.Fatalf("GET /rooms/%s after the restart: %d %.200s", code, status, page)
 		}
 	}
-	teach = dialRoomWith(t, b2.ts.URL, code, "key="+key, http.Header{})
+	teach := dialRoomWith(t, b2.ts.URL, code, "key="+key, http.Header{})
 	m := teach.wait(`saved state was damaged`)
 	if !strings.Contains(m, "already edits that sit") {
 		t.Errorf("the instructor is not told what is wrong with the saved run: %.600s", m)
@@ -93,7 +69,7 @@ func TestReliabilityOverflowingLink(t *testing.T) {
 	student := follower(t, b2.ts.URL, code)
 	teach.send(map[string]string{"action": "lesson-step", "to": "2"}) // the instructor moves on; the class follows
 	student.wait(`data-lesson-step="2"`)
-	if status, _ := body(t, b2.ts.URL, "/healthz"); status != http.StatusOK {
+	if status, _ := getPage(t, b2.ts.URL+"/healthz"); status != http.StatusOK {
 		t.Errorf("/healthz: %d", status)
 	}
 }
@@ -146,7 +122,7 @@ func TestReliabilityNonFiniteModels(t *testing.T) {
 	} {
 		q := url.Values{"prompt": {"Once upon a time"}, "model": {c.file}}.Encode()
 		for _, path := range []string{"/?" + q, "/export.svg?" + q, "/compare.json?" + q + "&n=3&lane=greedy&lane=beam=2"} {
-			status, b := body(t, a.ts.URL, path)
+			status, b := getPage(t, a.ts.URL+path)
 			if status >= 500 || strings.Contains(b, "NaN,") || !strings.Contains(b, c.want) {
 				t.Errorf("%s: GET %.40s: %d, want an error saying %q: %.300s", c.file, path, status, c.want, b)
 			}
@@ -167,7 +143,7 @@ func TestReliabilityNonFiniteModels(t *testing.T) {
 			t.Errorf("%s: a room on the model: %s, want it refused", c.file, resp.Status)
 		}
 	}
-	if status, _ := body(t, a.ts.URL, "/healthz"); status != http.StatusOK {
+	if status, _ := getPage(t, a.ts.URL+"/healthz"); status != http.StatusOK {
 		t.Errorf("/healthz: %d", status)
 	}
 }
