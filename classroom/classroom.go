@@ -52,7 +52,7 @@ var (
 	ErrRoomGone     = errors.New("this room has ended or never existed: check the code")
 	ErrRoomsFull    = errors.New("the server has as many rooms as it can hold: try again later")
 	ErrRoomLimit    = errors.New("you have started too many rooms in the last hour")
-	ErrLiveRooms    = errors.New("you already have as many open rooms as one address may: end one (its instructor page has the button) or wait for it to expire")
+	ErrLiveRooms    = errors.New("you already have as many open rooms as one address may: end one (the rooms this browser started are listed below, each with an End button; a room's instructor page has one too) or wait for it to expire")
 	ErrTooManyTries = errors.New("too many wrong codes: wait a minute and try again")
 	ErrRoomFull     = errors.New("this room is full")
 	ErrJoinsTooFast = errors.New("too many connections to this room in the last minute: try again shortly")
@@ -477,4 +477,35 @@ func (r *Room) engineAnswerAt(ctx context.Context, i int) string {
 	}
 	a, _ := lessons.EngineAnswer(st, tk, r.lesson.Steps[i].Question)
 	return a
+}
+
+// Summary is what the Classroom page lists about a room its browser
+// started: which lesson, how far it got, who is connected, until when.
+type Summary struct {
+	Code, Title        string
+	LessonStep, Steps  int // 0-based step; Steps is 0 for a room from the Explorer
+	Students, Teachers int
+	Expires            time.Time
+}
+
+// Summary describes the room as it is now.
+func (r *Room) Summary(ctx context.Context) (Summary, error) {
+	var s Summary
+	err := r.do(ctx, func() {
+		s = Summary{Code: r.code, Title: "a room from the Explorer", Students: r.students(), Teachers: r.instructors(), Expires: r.expiry()}
+		if r.lesson != nil {
+			s.Title, s.LessonStep, s.Steps = r.lesson.Title, r.state.LessonStep, len(r.lesson.Steps)
+		}
+	})
+	return s, err
+}
+
+// End ends the room for everyone, as the End button on its instructor's
+// page does (for an instructor whose page is closed).
+func (r *Room) End(ctx context.Context) error {
+	return r.do(ctx, func() {
+		if !r.closed {
+			r.end(ctx)
+		}
+	})
 }

@@ -31,6 +31,7 @@ import (
 //	GET  /rooms/C/teach?key=K     the instructor's page (K is the instructor secret)
 //	GET  /rooms/C/ws              the room's WebSocket (?student=ID or ?key=K)
 //	GET  /rooms/C/poll.csv?key=K  every poll answer
+//	POST /rooms/C/end             ends a room this browser started
 func (s *Server) classroomRoutes(e *echo.Echo) {
 	e.GET("/classroom", s.classroomHome)
 	e.GET("/join", s.join)
@@ -40,6 +41,7 @@ func (s *Server) classroomRoutes(e *echo.Echo) {
 	e.GET("/rooms/:code/projector", s.projectorPage)
 	e.GET("/rooms/:code/ws", s.roomWS)
 	e.GET("/rooms/:code/poll.csv", s.pollCSV)
+	e.POST("/rooms/:code/end", s.endMyRoom)
 }
 
 func (s *Server) classroomHome(c echo.Context) error {
@@ -47,7 +49,10 @@ func (s *Server) classroomHome(c echo.Context) error {
 }
 
 func (s *Server) classroomHomeWith(c echo.Context, status int, msg, code string) error {
-	h := views.ClassroomHome{Error: msg, Code: code}
+	h := views.ClassroomHome{Error: msg, Code: code, Mine: s.liveMyRooms(c)}
+	if ended, ok := classroom.NormalizeCode(c.QueryParam("ended")); ok && msg == "" {
+		h.Notice = "Room " + ended + " has ended: its code and instructor link no longer work."
+	}
 	for _, name := range lessons.Names(s.lessons) {
 		x := s.lessons[name]
 		h.Lessons = append(h.Lessons, views.LessonLink{Name: name, Title: x.Title, Summary: x.Summary, Level: x.Level, Duration: x.Duration, Steps: len(x.Steps)})
@@ -135,6 +140,7 @@ func (s *Server) startRoom(c echo.Context) error {
 	if err != nil {
 		return s.classroomHomeWith(c, statusOf(err), err.Error(), "")
 	}
+	s.rememberRoom(c, r.Code(), secret)
 	return c.Redirect(http.StatusSeeOther, "/rooms/"+r.Code()+"/teach?key="+secret)
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // RoomView is what every follower of a classroom sees: the instructor's
@@ -110,7 +111,40 @@ type TeachPage struct {
 type ClassroomHome struct {
 	Lessons []LessonLink
 	Error   string
+	Notice  string // a room was just ended
 	Code    string
+	Mine    []MyRoom // the open rooms this browser started
+}
+
+// MyRoom is a room this browser started, as the Classroom page lists it.
+type MyRoom struct {
+	Code, Title        string
+	Step, Steps        int // Step counts from 1; Steps is 0 for a room from the Explorer
+	Students, Teachers int
+	Expires            time.Time
+	TeachURL           string // the instructor link, key included
+}
+
+// Where says how far the room got.
+func (m MyRoom) Where() string {
+	if m.Steps == 0 {
+		return ""
+	}
+	return "step " + strconv.Itoa(m.Step) + " of " + strconv.Itoa(m.Steps)
+}
+
+// Who says who is connected now.
+func (m MyRoom) Who() string {
+	return plural(m.Students, "student") + " and " + plural(m.Teachers, "instructor page") + " connected"
+}
+
+// Until says when the room expires unless its instructor acts.
+func (m MyRoom) Until() string {
+	d := time.Until(m.Expires).Round(time.Minute)
+	if d < time.Minute {
+		return "expires within a minute"
+	}
+	return "expires in " + strconv.Itoa(int(d/time.Minute)) + " min"
 }
 
 func quote(s string) string { return strconv.Quote(s) }
