@@ -316,7 +316,7 @@ func (s *Server) joinDetails(c echo.Context, code string) views.Join {
 			host = hostPort(lan[0], port)
 		}
 		addr := "--addr 0.0.0.0:" + cmp.Or(port, "8080")
-		j.Command, j.Binary = "go tool task run -- "+addr, "stepthrough serve "+addr
+		j.Command, j.Binary = "go run . serve "+addr, "stepthrough serve "+addr
 	}
 	j.URL = c.Scheme() + "://" + host + "/rooms/" + code
 	if q, err := qrcode.New(j.URL, qrcode.Medium); err == nil {

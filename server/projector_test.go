@@ -67,7 +67,7 @@ func TestJoinDetailsOnLoopback(t *testing.T) {
 	}{{"127.0.0.1:8080", false}, {"0.0.0.0:8080", true}} {
 		s := mustNew(t, Config{Embedded: lessonModels(), Addr: tc.addr})
 		j := s.joinDetails(echoContext(t, s, "http://127.0.0.1:8080/rooms/ABCDEF/projector"), "ABCDEF")
-		if !j.Loopback || j.Command != "go tool task run -- --addr 0.0.0.0:8080" || j.Binary != "stepthrough serve --addr 0.0.0.0:8080" {
+		if !j.Loopback || j.Command != "go run . serve --addr 0.0.0.0:8080" || j.Binary != "stepthrough serve --addr 0.0.0.0:8080" {
 			t.Errorf("%s: %+v", tc.addr, j)
 		}
 		lan := lanAddrs()

@@ -20,7 +20,7 @@ var FS fs.FS = files
 func Missing() string {
 	for _, f := range []string{"vendor/htmx.min.js", "vendor/ws.min.js"} {
 		if _, err := fs.Stat(files, f); err != nil {
-			return "front-end assets missing (" + f + "): run `npm ci --prefix static` and rebuild, or use `go tool task run`"
+			return "front-end assets missing (" + f + "): run `npm ci --prefix static --no-audit --no-fund` and rebuild (the README's run command does both)"
 		}
 	}
 	return ""
