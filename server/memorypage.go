@@ -50,12 +50,12 @@ func (s *Server) fillMemory(ctx context.Context, p *views.MemoryPage) error {
 	in := memcalc.Inputs{}
 	t, err := quant.ParseType(p.Type)
 	if mt, ok := map[string]quant.Type{"Q4_K_M": quant.Q4_K, "Q5_K_M": quant.Q5_K}[p.Type]; ok {
-		t, err = mt, nil // the mixed presets are mostly their base type
+		t, err = mt, nil // the mixed presets: their base type, and in.Target names the mix
 	}
 	if err != nil || !slices.Contains(p.Types, p.Type) {
 		return fmt.Errorf("weights %q: one of %v", p.Type, p.Types)
 	}
-	in.Weights = t
+	in.Weights, in.Target = t, p.Type
 	nums := []struct {
 		name   string
 		text   string

@@ -8,13 +8,17 @@
 package memcalc
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
 	"stepthrough/engine/model"
 	"stepthrough/engine/quant"
+	"stepthrough/engine/quantize"
 )
 
 // Shape is what the arithmetic needs of a model.
@@ -23,6 +27,17 @@ type Shape struct {
 	Params                  float64 // weights, counted
 	Layers, Heads, KVHeads  int
 	HeadDim, Vocab, Context int
+	// Layout is the model's tensors (nil for the round example): with it
+	// the weights' bytes follow llama.cpp's per-tensor rule, which mixes
+	// types (the output matrix in Q6_K, and more under Q4_K_M and Q5_K_M).
+	Layout *quantize.Layout
+}
+
+// llama is a published llama-family shape with its tensors (an output
+// matrix of its own, as these models have).
+func llama(name string, params float64, embd, ffn, layers, heads, kvHeads, vocab, ctx int) Shape {
+	l := quantize.LlamaLayout(embd, ffn, layers, heads, kvHeads, embd/heads, vocab, false)
+	return Shape{Name: name, Params: params, Layers: layers, Heads: heads, KVHeads: kvHeads, HeadDim: embd / heads, Vocab: vocab, Context: ctx, Layout: &l}
 }
 
 // Presets are well-known public model shapes (their published
@@ -30,12 +45,12 @@ type Shape struct {
 // (the arithmetic's easy example: 140 GB at F16).
 var Presets = []Shape{
 	{Name: "Round 70B (Llama 2 70B shape)", Params: 70e9, Layers: 80, Heads: 64, KVHeads: 8, HeadDim: 128, Vocab: 32000, Context: 4096},
-	{Name: "Llama 2 7B", Params: 6.74e9, Layers: 32, Heads: 32, KVHeads: 32, HeadDim: 128, Vocab: 32000, Context: 4096},
-	{Name: "Llama 2 13B", Params: 13.0e9, Layers: 40, Heads: 40, KVHeads: 40, HeadDim: 128, Vocab: 32000, Context: 4096},
-	{Name: "Llama 2 70B", Params: 68.98e9, Layers: 80, Heads: 64, KVHeads: 8, HeadDim: 128, Vocab: 32000, Context: 4096},
-	{Name: "Llama 3 8B", Params: 8.03e9, Layers: 32, Heads: 32, KVHeads: 8, HeadDim: 128, Vocab: 128256, Context: 8192},
-	{Name: "Llama 3 70B", Params: 70.6e9, Layers: 80, Heads: 64, KVHeads: 8, HeadDim: 128, Vocab: 128256, Context: 8192},
-	{Name: "Mistral 7B", Params: 7.24e9, Layers: 32, Heads: 32, KVHeads: 8, HeadDim: 128, Vocab: 32000, Context: 32768},
+	llama("Llama 2 7B", 6.74e9, 4096, 11008, 32, 32, 32, 32000, 4096),
+	llama("Llama 2 13B", 13.0e9, 5120, 13824, 40, 40, 40, 32000, 4096),
+	llama("Llama 2 70B", 68.98e9, 8192, 28672, 80, 64, 8, 32000, 4096),
+	llama("Llama 3 8B", 8.03e9, 4096, 14336, 32, 32, 8, 128256, 8192),
+	llama("Llama 3 70B", 70.6e9, 8192, 28672, 80, 64, 8, 128256, 8192),
+	llama("Mistral 7B", 7.24e9, 4096, 14336, 32, 32, 8, 32000, 32768),
 }
 
 // Preset finds a preset by name.
@@ -54,8 +69,9 @@ func Preset(name string) (Shape, bool) {
 // FromModel is a loaded model's shape (its weights counted from its file).
 func FromModel(name string, m *model.Model) Shape {
 	c := m.Config
+	l := quantize.LayoutOf(m.File)
 	return Shape{Name: name, Params: float64(m.Params()), Layers: c.Layers, Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: c.HeadDim,
-		Vocab: c.Vocab, Context: c.ContextLen}
+		Vocab: c.Vocab, Context: c.ContextLen, Layout: &l}
 }
 
 // BitsPerWeight is a type's storage per weight, its scales included
@@ -76,24 +92,26 @@ func (f Figure) String() string { return fmt.Sprintf("%s = %s", f.Name, f.Formul
 
 // Inputs are a calculation's settings.
 type Inputs struct {
-	Weights      quant.Type // the weights' type
-	KVBytes      float64    // bytes per cached value (2: F16 as most servers; 4: this engine's F32)
-	Context      int        // tokens cached per user
-	Batch        int        // users at once
-	MemoryGB     float64    // the accelerator's memory (decimal GB)
-	TokensPerSec float64    // measured decoding throughput, all users together
-	PricePerHour float64    // what the machine costs an hour
+	Weights quant.Type // the weights' type
+	// Target is a conversion's name when it is not one type (Q4_K_M,
+	// Q5_K_M); empty means Weights.
+	Target       string
+	KVBytes      float64 // bytes per cached value (2: F16 as most servers; 4: this engine's F32)
+	Context      int     // tokens cached per user
+	Batch        int     // users at once
+	MemoryGB     float64 // the accelerator's memory (decimal GB)
+	TokensPerSec float64 // measured decoding throughput, all users together
+	PricePerHour float64 // what the machine costs an hour
 }
 
 // Calculate is every figure for a shape.
 func Calculate(s Shape, in Inputs) []Figure {
-	bits := BitsPerWeight(in.Weights)
-	weights := s.Params * bits / 8
+	weights, weightsFormula := weightBytes(s, in)
 	kvTok := 2 * float64(s.Layers) * float64(s.KVHeads) * float64(s.HeadDim) * in.KVBytes
 	kvUser := kvTok * float64(in.Context)
 	kvBatch := kvUser * float64(max(in.Batch, 1))
 	out := []Figure{
-		{"weights", weights, "bytes", fmt.Sprintf("%s parameters × %s bits (%s) ÷ 8 = %s", count(s.Params), num(bits), in.Weights, gb(weights))},
+		{"weights", weights, "bytes", weightsFormula},
 		{"KV cache per token", kvTok, "bytes", fmt.Sprintf("2 (K and V) × %d layers × %d KV heads × %d head size × %s bytes = %s", s.Layers, s.KVHeads, s.HeadDim, num(in.KVBytes), size(kvTok))},
 		{"KV cache per user", kvUser, "bytes", fmt.Sprintf("%s per token × %d tokens of context = %s", size(kvTok), in.Context, gb(kvUser))},
 		{"KV cache of the batch", kvBatch, "bytes", fmt.Sprintf("%s per user × %s = %s", gb(kvUser), users(max(in.Batch, 1)), gb(kvBatch))},
@@ -117,6 +135,36 @@ func Calculate(s Shape, in Inputs) []Figure {
 		out = append(out, Figure{"cost per million tokens", cost, "currency", fmt.Sprintf("%s an hour ÷ (%s tokens/s × 3,600 s) × 1,000,000 = %s", money(in.PricePerHour), num(in.TokensPerSec), money(cost))})
 	}
 	return out
+}
+
+// weightBytes is the weights' size and its working: with the shape's
+// tensors, each at the type llama.cpp's rule gives it for the target;
+// without, every parameter at the one type.
+func weightBytes(s Shape, in Inputs) (float64, string) {
+	target := cmp.Or(in.Target, in.Weights.String())
+	if s.Layout == nil || !slices.Contains(quantize.Targets, target) {
+		bits := BitsPerWeight(in.Weights)
+		w := s.Params * bits / 8
+		return w, fmt.Sprintf("%s parameters × %s bits (%s) ÷ 8 = %s", count(s.Params), num(bits), in.Weights, gb(w))
+	}
+	mix := s.Layout.MixOf(target)
+	values, bytes := mix.Total()
+	types := slices.Collect(maps.Keys(mix.Values))
+	slices.SortFunc(types, func(a, b quant.Type) int { return cmp.Compare(mix.Bytes[b], mix.Bytes[a]) })
+	var parts []string
+	for _, t := range types {
+		parts = append(parts, fmt.Sprintf("%s in %s × %s bits", billions(mix.Values[t]), t, num(BitsPerWeight(t))))
+	}
+	return bytes, fmt.Sprintf("%s values, each tensor at the type llama.cpp's quantizer gives it for %s: %s, ÷ 8 = %s",
+		count(values), target, strings.Join(parts, " + "), gb(bytes))
+}
+
+// billions writes a value count in billions (millions below one).
+func billions(v float64) string {
+	if v < 1e9 {
+		return fmt.Sprintf("%.2f M", v/1e6)
+	}
+	return fmt.Sprintf("%.2f B", v/1e9)
 }
 
 // Find is the figure of a name (zero when absent).

@@ -82,3 +82,33 @@ func TestPresetOldNameAndWords(t *testing.T) {
 		t.Errorf("Count(70e9) = %q", got)
 	}
 }
+
+// A published shape's weights follow llama.cpp's per-tensor rule, so the
+// mixed presets come out at the size of the files it writes (Llama 2 70B
+// Q4_K_M 41.42 GB and Q8_0 73.29 GB, TheBloke/Llama-2-70B-GGUF), and the
+// working names each type's share.
+func TestMixedWeights(t *testing.T) {
+	s, ok := Preset("Llama 2 70B")
+	if !ok {
+		t.Fatal("no Llama 2 70B preset")
+	}
+	for _, tc := range []struct {
+		target string
+		typ    quant.Type
+		text   string
+		parts  []string
+	}{
+		{"Q4_K_M", quant.Q4_K, "41.42 GB", []string{"in Q4_K × 4.5 bits", "in Q6_K × 6.562 bits", "in Q5_K × 5.5 bits", "for Q4_K_M"}},
+		{"Q8_0", quant.Q8_0, "73.29 GB", []string{"in Q8_0 × 8.5 bits", "in F32 × 32 bits"}},
+	} {
+		f := Find(Calculate(s, Inputs{Weights: tc.typ, Target: tc.target, KVBytes: 2, Context: 4096, Batch: 1}), "weights")
+		if !strings.HasSuffix(f.Formula, tc.text) {
+			t.Errorf("%s: %q, want it to end %q", tc.target, f.Formula, tc.text)
+		}
+		for _, p := range tc.parts {
+			if !strings.Contains(f.Formula, p) {
+				t.Errorf("%s: %q does not say %q", tc.target, f.Formula, p)
+			}
+		}
+	}
+}

@@ -3,9 +3,10 @@
 // Q4_K, Q5_K, Q6_K) and the mixed presets llama.cpp names (Q4_K_M,
 // Q5_K_M), choosing each tensor's type by llama.cpp's rules: norms and
 // biases stay F32, the output matrix (or a tied embedding) gets Q6_K, the
-// _M presets give Q6_K to attn_v and ffn_down in the layers that matter
-// most, and a row that is not a whole number of blocks falls back to a
-// type whose blocks fit. The metadata is kept, with general.file_type and
+// _M presets give Q6_K to attn_v (a fused attn_qkv counts as one) and
+// ffn_down in the layers that matter most, a 70B model's other attn_v
+// get Q5_K, and a row that is not a whole number of blocks falls back to
+// a type whose blocks fit. The metadata is kept, with general.file_type and
 // general.quantization_version set as llama.cpp writes them.
 package quantize
 
@@ -185,40 +186,19 @@ func rmse(src []float32, to quant.Type, data []byte) float64 {
 
 var errQuantized = errors.New("already quantized")
 
-// choose assigns every tensor its type.
+// choose assigns every tensor its type (Layout.Plan), refusing weights
+// already quantized unless requantize.
 func choose(f *gguf.File, target string, requantize bool) (map[string]quant.Type, error) {
-	base := map[string]quant.Type{"F16": quant.F16, "BF16": quant.BF16, "Q8_0": quant.Q8_0, "Q4_0": quant.Q4_0, "Q4_1": quant.Q4_1, "Q5_0": quant.Q5_0,
-		"Q5_1": quant.Q5_1, "Q4_K": quant.Q4_K, "Q5_K": quant.Q5_K, "Q6_K": quant.Q6_K, "Q4_K_M": quant.Q4_K, "Q5_K_M": quant.Q5_K}[target]
-	layers := 0
-	if v, ok := f.Get(archKey(f, "block_count")); ok {
-		if n, ok := v.Uint(); ok {
-			layers = int(n)
-		}
-	}
-	_, hasOutput := f.Tensor("output.weight")
-	plan := map[string]quant.Type{}
 	for i := range f.Tensors {
 		t := &f.Tensors[i]
-		plan[t.Name] = t.Type
 		if len(t.Dims) < 2 || !strings.HasSuffix(t.Name, ".weight") {
 			continue // norms, biases: kept
 		}
 		if t.Type != quant.F32 && t.Type != quant.F16 && t.Type != quant.BF16 && !requantize {
 			return nil, fmt.Errorf("tensor %s is %s: %w (requantizing adds errors; --allow-requantize to do it anyway)", t.Name, t.Type, errQuantized)
 		}
-		to := base
-		lowBits := to != quant.F16 && to != quant.BF16 && to != quant.Q8_0
-		switch layer, name := blockOf(t.Name); {
-		case lowBits && (t.Name == "output.weight" || !hasOutput && t.Name == "token_embd.weight"):
-			to = quant.Q6_K // the output matrix is the most sensitive (llama.cpp)
-		case target == "Q4_K_M" || target == "Q5_K_M":
-			if (name == "attn_v.weight" || name == "ffn_down.weight") && layer >= 0 && moreBits(layer, layers) {
-				to = quant.Q6_K
-			}
-		}
-		plan[t.Name] = fallback(to, int(t.Dims[0]))
 	}
-	return plan, nil
+	return LayoutOf(f).Plan(target), nil
 }
 
 // moreBits is llama.cpp's use_more_bits: the first and last eighth of the
