@@ -106,7 +106,7 @@ func (s *Server) familySide(ctx context.Context, name, prompt string) (views.Fam
 	probs := sample.Probabilities(logits, 1)
 	top := sample.TopN(probs, familiesTop)
 	for _, id := range top {
-		side.Top = append(side.Top, views.Bar{ID: id, Piece: strconv.Quote(tk.Display(id)), Value: float64(probs[id]), Width: 100 * float64(probs[id]/probs[top[0]])})
+		side.Top = append(side.Top, views.Bar{ID: id, Piece: strconv.Quote(tk.Display(id)), Value: float64(probs[id]), Width: 100 * float64(probs[id])}) // one 0–100 % scale for every bar, both columns
 	}
 	for _, f := range m.Features() {
 		side.Features = append(side.Features, views.FamilyFeature{MapFeature: views.MapFeature{Key: f.Key, Name: f.Name, Why: f.Why}})
