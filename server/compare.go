@@ -224,7 +224,7 @@ func compareView(r *compare.Result, m *model.Model, q compareQuery) *views.Compa
 		v.Divergence = -1 // not reached yet at this step
 	}
 	tk := m.Tokenizer
-	piece := func(id int32) string { return strconv.Quote(tk.Display(id)) }
+	piece := func(id int32) string { return views.PieceLabel(tk.Display(id)) }
 	for i, l := range r.Lanes {
 		lv := views.LaneView{Index: i, Spec: l.Strategy.Spec, Title: labels[i], Seed: strconv.FormatUint(l.Seed, 10), Text: tk.Decode(l.Tokens[:min(len(l.Tokens), step+1)])}
 		if l.Strategy.Kind != "sample" {
@@ -369,7 +369,7 @@ func (s *Server) compareExport(format string) echo.HandlerFunc {
 // its spec's ids.
 func laneTitles(r *compare.Result, m *model.Model) []string {
 	out := make([]string, len(r.Lanes))
-	show := func(id int32) string { return strconv.Quote(m.Tokenizer.Display(id)) }
+	show := func(id int32) string { return views.PieceLabel(m.Tokenizer.Display(id)) }
 	for i, l := range r.Lanes {
 		out[i] = l.Strategy.Spec
 		f := l.Strategy.Force
