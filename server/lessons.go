@@ -69,6 +69,9 @@ func (s *Server) lessonStep(c echo.Context) error {
 			if !q.Answered && !st.PanelShown { // the engine's numbers would give the answer away
 				p.Hidden, p.Panel, p.Generated, p.Edits = true, nil, nil, nil
 			}
+			if !q.Answered { // the Explorer shows the step's numbers, and the steps after it
+				p.ExplorerURL = ""
+			}
 		}
 	}
 	return renderPage(c, views.LessonStepPage(p))

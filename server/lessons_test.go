@@ -42,6 +42,9 @@ func TestBuiltinLessonsPlay(t *testing.T) {
 				t.Fatalf("%s step %d: error %q", name, i+1, e.Text())
 			}
 			predict := st.Question != nil && !st.PanelShown // the numbers wait for the answer
+			if st.Question == nil && doc.Find(`a[data-testid="explore-step"]`).Length() != 1 {
+				t.Errorf("%s step %d: no Explorer link", name, i+1)
+			}
 			if predict {
 				// the engine's numbers would give the answer away
 				if doc.Find(`section[data-stage]`).Length() != 0 || doc.Find(`[data-testid="panel-hidden"]`).Length() != 1 {
@@ -88,6 +91,10 @@ func TestBuiltinLessonsPlay(t *testing.T) {
 				if doc.Find(`[data-testid="after-answer"]`).Length() != 0 {
 					t.Errorf("%s step %d: the text after the question shows before it is answered", name, i+1)
 				}
+				// the Explorer would show the step's numbers (and let the student step on to the answer)
+				if doc.Find(`[data-testid="explore-step"]`).Length() != 0 || doc.Find(`[data-testid="explore-after-answer"]`).Length() != 1 {
+					t.Errorf("%s step %d: the Explorer link shows before the question is answered", name, i+1)
+				}
 				right, wrong := expectedAnswers(t, s, l, i)
 				for _, a := range []struct {
 					ans  string
@@ -103,6 +110,9 @@ func TestBuiltinLessonsPlay(t *testing.T) {
 					}
 					if st.After != "" && !strings.Contains(page.Find(`[data-testid="after-answer"]`).Text(), strings.Fields(st.After)[0]) {
 						t.Errorf("%s step %d: the text after the question is missing once it is answered", name, i+1)
+					}
+					if page.Find(`a[data-testid="explore-step"]`).Length() != 1 {
+						t.Errorf("%s step %d: no Explorer link once answered", name, i+1)
 					}
 					if c, _ := fb.Attr("data-correct"); c != a.want {
 						t.Errorf("%s step %d (%s): answer %q marked %q, want %s", name, i+1, q.Kind, a.ans, c, a.want)

@@ -28,7 +28,7 @@ type LessonPage struct {
 	// NextLesson links the last step to the next lesson (its title
 	// NextLessonTitle), or to the list after the last lesson
 	NextLesson, NextLessonTitle string
-	ExplorerURL                 string
+	ExplorerURL                 string // this step in the Explorer; empty while its question is open (the Explorer would show the answer)
 	Error                       string
 	Question                    *LessonQuestion
 	Current                     Stage
