@@ -13,7 +13,7 @@ func Patching(tk *tokenizer.Tokenizer, p *engine.Patching, clean, corrupt []int3
 	q := func(id int32) string { return views.PieceLabel(tk.Display(id)) }
 	v := &views.PatchView{Good: q(p.Good), Bad: q(p.Bad), CleanDiff: p.CleanDiff, CorruptDiff: p.CorruptDiff}
 	for i := range clean {
-		v.Positions = append(v.Positions, views.PatchPos{Clean: q(clean[i]), Corrupt: q(corrupt[i]), Differs: clean[i] != corrupt[i]})
+		v.Positions = append(v.Positions, views.PatchPos{Pos: i, Clean: q(clean[i]), Corrupt: q(corrupt[i]), Differs: clean[i] != corrupt[i]})
 	}
 	for l, row := range p.Restored {
 		v.Rows = append(v.Rows, views.PatchRow{Layer: l + 1, Cells: row})
