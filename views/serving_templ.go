@@ -494,7 +494,7 @@ const ServingOneAtATime = "continuous,contiguous,on,1"
 var servingCompareChoices = []ServingCompare{
 	{"static,contiguous,on", "static,contiguous,on"}, {"continuous,contiguous,on", "continuous,contiguous,on"}, {"continuous,contiguous,off", "continuous,contiguous,off"},
 	{"continuous,paged,on", "continuous,paged,on"}, {"continuous,prefix,on", "continuous,prefix,on"}, {"static,paged,on", "static,paged,on"},
-	{ServingOneAtATime, "one user at a time (running at once: 1, no batching)"},
+	{ServingOneAtATime, "one user at a time"},
 }
 
 func servingRun(r ServingRun) templ.Component {
