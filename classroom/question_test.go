@@ -29,7 +29,7 @@ func TestRoomQuestionShowsItsText(t *testing.T) {
 		step    int
 		written bool // the model wrote tokens before the question's step
 	}{
-		{"the-head-that-copies", 0, false},          // next-token, at the prompt's tokenize stage
+		{"the-head-that-copies", 0, false},          // next-token, at the prompt's softmax stage
 		{"what-is-inference", 1, false},             // next-token, at the logits
 		{"what-is-inference", 2, true},              // the sample stage of token step 1
 		{"stop-conditions", 0, true},                // the sample stage of token step 10

@@ -14,7 +14,8 @@ import (
 	"stepthrough/verify"
 )
 
-// runCheckLesson reads lesson files, checks them against their models, and
+// runCheckLesson reads lesson files, checks them against their models,
+// refuses a question the text before it answers (lessons.Spoilers), and
 // verifies every claim their steps declare (expect: lines) by playing the
 // steps on the engine, as the Explorer would.
 func runCheckLesson(ctx context.Context, env Env, args []string) error {
@@ -52,6 +53,10 @@ func runCheckLesson(ctx context.Context, env Env, args []string) error {
 			failed, total = failed+1, total+1
 			continue
 		}
+		for _, sp := range lessons.Spoilers(l) { // a question answered before it is asked
+			fmt.Fprintf(env.Stdout, "FAIL %s\n", sp)
+			failed, total = failed+1, total+1
+		}
 		se := session.New("check", "cli", reg)
 		results := verify.Lesson(ctx, se, l)
 		se.Close()
@@ -70,7 +75,7 @@ func runCheckLesson(ctx context.Context, env Env, args []string) error {
 		fmt.Fprintf(env.Stdout, "%s: %d claims\n", path, len(results))
 	}
 	if failed > 0 {
-		return fmt.Errorf("%d of %d checks failed (claims that do not hold, lessons that do not fit their model)", failed, total)
+		return fmt.Errorf("%d of %d checks failed (claims that do not hold, lessons that do not fit their model, questions answered before they are asked)", failed, total)
 	}
 	return nil
 }

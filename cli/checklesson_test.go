@@ -16,7 +16,7 @@ func TestCheckLessonInterventions(t *testing.T) {
 		code                    int
 	}{
 		{"no claims, a layer past the model", "ablate: L99H1", "FAIL bad.md:5: intervention L99H1: the model has layers 1 to 4 in lesson.gguf\n",
-			"stepthrough check-lesson: 1 of 1 checks failed (claims that do not hold, lessons that do not fit their model)\n", 1},
+			"stepthrough check-lesson: 1 of 1 checks failed (claims that do not hold, lessons that do not fit their model, questions answered before they are asked)\n", 1},
 		{"no claims, within the model", "ablate: L4H1", "bad.md: 0 claims\n", "", 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -31,5 +31,23 @@ func TestCheckLessonInterventions(t *testing.T) {
 				t.Errorf("stdout, stderr, exit (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// check-lesson fails a question whose answer the text before it states
+// (here the step before's explanation), naming the step and the words.
+func TestCheckLessonSpoilers(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "spoils.md")
+	src := "---\ntitle: T\nmodel: lesson.gguf\n---\n## One\nprompt: Once upon a time\nTemperature only sharpens or flattens the same ranking.\n" +
+		"## Two\n? choice: What does temperature do to the ranking of tokens?\n- Low temperature moves rare tokens to the top\n- (x) Nothing: it only sharpens or flattens the same ranking\n- High temperature removes tokens\n"
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	out, errOut, code := run(t, "check-lesson", "--models-dir", dir, "spoils.md")
+	want := "FAIL spoils.md:8: step 2 (\"Two\"): step 1 (\"One\"), the step before gives away the right choice \"Nothing: it only sharpens or flattens the same ranking\": the text has [flatten sharpen] of its distinctive words before \"What does temperature do to the ranking of tokens?\"\nspoils.md: 0 claims\n"
+	if diff := cmp.Diff([]any{want, 1}, []any{out, code}); diff != "" || errOut == "" {
+		t.Errorf("stdout, exit (-want +got):\n%s\nstderr %q", diff, errOut)
 	}
 }

@@ -25,6 +25,11 @@ func Check(l *Lesson, m *model.Model) error {
 		if n := len(tk.EncodeIDs(s.Run.Prompt, true)); n+s.Token >= c.ContextLen {
 			return &Error{l.File, s.Line, fmt.Sprintf("the prompt is %d tokens; with %d more it does not fit the context of %d", n, s.Token, c.ContextLen)}
 		}
+		if s.Patch != "" {
+			if n, m := len(tk.EncodeIDs(s.Run.Prompt, true)), len(tk.EncodeIDs(s.Patch, true)); n != m {
+				return &Error{l.File, s.Line, fmt.Sprintf("patch %q is %d tokens in %s and the step's prompt %d: patching needs prompts of the same length", s.Patch, m, l.Model, n)}
+			}
+		}
 		if s.Layer > c.Layers {
 			return &Error{l.File, s.Line, fmt.Sprintf("layer %d: %s has %d layers", s.Layer, l.Model, c.Layers)}
 		}

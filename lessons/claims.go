@@ -63,12 +63,13 @@ import (
 //	expect: copying < 0.1        how often greedy prediction copies the
 //	                             repeated half of those sequences, with the
 //	                             step's interventions (ablate:) applied
-//	expect: restores 3 5 "The capital of Spain is" > 0.9
+//	expect: restores 3 4 "The capital of Spain is" > 0.9
 //	                             activation patching (the step's prompt
 //	                             clean, this one corrupted): the residual
-//	                             stream after layer 3 at position 5 (from 1,
-//	                             BOS included) restores this fraction of the
-//	                             clean answer's lead
+//	                             stream after layer 3 (from 1) at position 4
+//	                             (from 0, BOS at 0, as the panels and the
+//	                             patching grid count) restores this
+//	                             fraction of the clean answer's lead
 //	expect: arch qwen3           the step's model's architecture
 //	expect: feature qk-norm      the step's model has this way of differing
 //	expect: lacks learned-positions  from llama's forward pass, or lacks it
@@ -83,7 +84,7 @@ type Claim struct {
 	Price float64 // for cost: the price an hour
 	Rate  float64 // for cost: tokens a second
 	Block int     // for blocks, shares and cached: positions per block; for lens, lensrank and restores: the layer, from 1
-	Pos   int     // for restores: the position, from 1
+	Pos   int     // for restores: the position, from 0 (BOS at 0, as the panels count)
 	Head  string  // for induction: the head, written L4H5
 }
 
@@ -341,7 +342,7 @@ func bound(kind, rest string) (before, op string, v float64, err error) {
 var headRE = regexp.MustCompile(`^L([1-9][0-9]{0,3})H([1-9][0-9]{0,3})$`)
 
 // parseMechanism reads the claims about a mechanism: induction L4H5 > 0.3,
-// copying < 0.1, restores 3 5 "corrupted prompt" > 0.9.
+// copying < 0.1, restores 3 4 "corrupted prompt" > 0.9.
 func parseMechanism(c *Claim, rest string) error {
 	before, op, v, err := bound(c.Kind, rest)
 	if err != nil {
@@ -361,12 +362,12 @@ func parseMechanism(c *Claim, rest string) error {
 	case "restores":
 		f := strings.SplitN(before, " ", 3)
 		if len(f) != 3 {
-			return fmt.Errorf("expect restores: write restores 3 5 \"corrupted prompt\" > 0.9 (a layer, a position, a prompt, a bound)")
+			return fmt.Errorf("expect restores: write restores 3 4 \"corrupted prompt\" > 0.9 (a layer from 1, a position from 0, a prompt, a bound)")
 		}
 		layer, err1 := strconv.Atoi(f[0])
 		pos, err2 := strconv.Atoi(f[1])
-		if err1 != nil || err2 != nil || layer < 1 || layer > 1024 || pos < 1 || pos > 4096 {
-			return fmt.Errorf("expect restores %q %q: a layer and a position, each from 1", f[0], f[1])
+		if err1 != nil || err2 != nil || layer < 1 || layer > 1024 || pos < 0 || pos > 4096 {
+			return fmt.Errorf("expect restores %q %q: a layer from 1 and a position from 0 (BOS at 0, as the panels count)", f[0], f[1])
 		}
 		c.Block, c.Pos = layer, pos
 		return textOf(c, f[2])

@@ -63,6 +63,11 @@ type Step struct {
 	Layer       int    // for attention and mlp: 1-based, 0 = unset
 	Head        int    // for attention: 1-based, 0 = unset
 	Highlight   []string
+	// Patch is a corrupted prompt ("patch:"): the step shows activation
+	// patching's grid from its prompt (clean) into this one, as the
+	// /patching page draws it (with the panel: while a question is open,
+	// the grid waits for the answer too).
+	Patch string
 	// PanelShown keeps the stage's panel in view while the step's question
 	// is open ("panel: shown"): for a question about what the panel shows
 	// whose answer is not in it. Otherwise the numbers wait for the answer.
@@ -269,7 +274,7 @@ func (p *parser) feed(line string) error {
 
 func isKey(k string) bool {
 	k = strings.TrimSpace(k)
-	return k == "prompt" || k == "token" || k == "stage" || k == "layer" || k == "head" || k == "highlight" || k == "expect" || k == "panel" || k == "source" || isSetting(k)
+	return k == "prompt" || k == "patch" || k == "token" || k == "stage" || k == "layer" || k == "head" || k == "highlight" || k == "expect" || k == "panel" || k == "source" || isSetting(k)
 }
 
 // text is a value a page shows as it is written (a title, a choice):
@@ -307,6 +312,11 @@ func (p *parser) setting(k, v string) error {
 		s.Run.Prompt = unquote(v)
 		if err := spec.CheckPrompt(s.Run.Prompt); err != nil {
 			return p.errf("%v", err)
+		}
+	case "patch":
+		s.Patch = unquote(v)
+		if err := spec.CheckPrompt(s.Patch); err != nil || s.Patch == "" {
+			return p.errf("patch %q: the corrupted prompt, as long in tokens as the step's prompt", v)
 		}
 	case "token":
 		n, err := strconv.Atoi(v)

@@ -87,6 +87,7 @@ func TestParseErrors(t *testing.T) {
 		{head + "## S\nprompt: x\n? next-token: q\n- \" Sa\"\n- \"\\x8a\"\n", 9, "not valid UTF-8"},
 		{head + "## S\nprompt: x\n? choice: q\n- (x) \"\\xe7\\x8c\"\n- b\n", 8, "not valid UTF-8"},
 		{head + "## S\nprompt: x\ntemperature:\n", 7, "no value"},
+		{head + "## S\nprompt: x\npatch: \"\"\n", 7, "the corrupted prompt"},
 		{head + "## S\nprompt: x\ntemperature: hot\n", 7, "invalid temperature hot"},
 		{head + "## S\nprompt: x\ntop_p: 3\n## T\n", 5, "invalid top-p 3"},
 		{head + "## S\nprompt: x\nbackend: gpu\n", 5, "backend"},

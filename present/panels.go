@@ -37,7 +37,7 @@ func (s *snap) pieces(at *trace.Step) []string {
 	return all
 }
 
-func (s *snap) piece(id int32) string { return strconv.Quote(s.Model.Tokenizer.Display(id)) }
+func (s *snap) piece(id int32) string { return views.PieceLabel(s.Model.Tokenizer.Display(id)) }
 
 func vecRow(label string, v []float32) views.VecRow {
 	var m float32
@@ -55,7 +55,7 @@ func (s *snap) tokenizePanel(st *trace.Step, _ trace.Stage) views.Panel {
 		raw := tk.Bytes(x.ID)
 		special := tk.Type(x.ID) == tokenizer.TypeControl
 		tok := views.Token{ID: x.ID, Bytes: strconv.Quote(tk.Display(x.ID)), Piece: tk.Piece(x.ID), Start: x.Start, End: x.End, Added: x.Added,
-			Hex: fmt.Sprintf("% x", raw), Show: strings.ReplaceAll(tk.Display(x.ID), " ", "·"), Special: special}
+			Hex: fmt.Sprintf("% x", raw), Show: views.ShowPiece(tk.Display(x.ID)), Note: views.PieceNote(tk.Display(x.ID)), Special: special}
 		if !special && !utf8.Valid(raw) {
 			tok.Show = fmt.Sprintf("0x%X", raw) // part of a character: its bytes
 		}

@@ -1,8 +1,6 @@
 package present
 
 import (
-	"strconv"
-
 	"stepthrough/engine"
 	"stepthrough/engine/tokenizer"
 	"stepthrough/views"
@@ -12,10 +10,10 @@ import (
 // token in both prompts, and each layer's share of the clean lead
 // restored.
 func Patching(tk *tokenizer.Tokenizer, p *engine.Patching, clean, corrupt []int32) *views.PatchView {
-	q := func(id int32) string { return strconv.Quote(tk.Display(id)) }
+	q := func(id int32) string { return views.PieceLabel(tk.Display(id)) }
 	v := &views.PatchView{Good: q(p.Good), Bad: q(p.Bad), CleanDiff: p.CleanDiff, CorruptDiff: p.CorruptDiff}
 	for i := range clean {
-		v.Positions = append(v.Positions, views.PatchPos{Clean: q(clean[i]), Corrupt: q(corrupt[i]), Differs: clean[i] != corrupt[i]})
+		v.Positions = append(v.Positions, views.PatchPos{Pos: i, Clean: q(clean[i]), Corrupt: q(corrupt[i]), Differs: clean[i] != corrupt[i]})
 	}
 	for l, row := range p.Restored {
 		v.Rows = append(v.Rows, views.PatchRow{Layer: l + 1, Cells: row})

@@ -173,13 +173,20 @@ func (s *Server) runCompare(c echo.Context, q compareQuery) (*compare.Result, *m
 	return r, m, nil
 }
 
+// The empty form's prompt and lanes: a prompt whose first token the
+// strategies already choose differently on the default model (after "Once
+// upon a time" every lane writes "," first), so the lanes differ at step 1.
+var (
+	compareDefaultPrompt = "Once upon a time, there was a"
+	compareDefaultLanes  = []string{"greedy", "temperature=0.8,seed=1", "temperature=1.5,top-p=0.9,seed=1", "beam=3"}
+)
+
 // comparePage serves /compare.
 func (s *Server) comparePage(c echo.Context) error {
 	q, err := parseCompareQuery(c, s.reg.Default())
 	page := views.ComparePage{PromptMax: spec.MaxPromptChars, Models: s.reg.Names(), Prompt: q.prompt, Model: q.model, N: strconv.Itoa(q.n), Seed: q.seed}
 	if len(q.lanes) == 0 && err == nil && q.prompt == "" {
-		page.Prompt = "Once upon a time"
-		page.LaneSpecs = []string{"greedy", "temperature=0.8,seed=1", "temperature=1.5,top-p=0.9,seed=1", "beam=3"}
+		page.Prompt, page.LaneSpecs = compareDefaultPrompt, slices.Clone(compareDefaultLanes)
 	} else {
 		page.LaneSpecs = q.lanes
 	}
@@ -217,7 +224,7 @@ func compareView(r *compare.Result, m *model.Model, q compareQuery) *views.Compa
 		v.Divergence = -1 // not reached yet at this step
 	}
 	tk := m.Tokenizer
-	piece := func(id int32) string { return strconv.Quote(tk.Display(id)) }
+	piece := func(id int32) string { return views.PieceLabel(tk.Display(id)) }
 	for i, l := range r.Lanes {
 		lv := views.LaneView{Index: i, Spec: l.Strategy.Spec, Title: labels[i], Seed: strconv.FormatUint(l.Seed, 10), Text: tk.Decode(l.Tokens[:min(len(l.Tokens), step+1)])}
 		if l.Strategy.Kind != "sample" {
@@ -362,7 +369,7 @@ func (s *Server) compareExport(format string) echo.HandlerFunc {
 // its spec's ids.
 func laneTitles(r *compare.Result, m *model.Model) []string {
 	out := make([]string, len(r.Lanes))
-	show := func(id int32) string { return strconv.Quote(m.Tokenizer.Display(id)) }
+	show := func(id int32) string { return views.PieceLabel(m.Tokenizer.Display(id)) }
 	for i, l := range r.Lanes {
 		out[i] = l.Strategy.Spec
 		f := l.Strategy.Force

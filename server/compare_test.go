@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strconv"
@@ -71,6 +72,40 @@ func TestComparePage(t *testing.T) {
 	resp.Body.Close()
 	if lines := strings.Split(strings.TrimSpace(string(body)), "\n"); len(lines) != 9 || !strings.HasPrefix(lines[0], "lane,strategy,step") {
 		t.Errorf("CSV export:\n%s", body)
+	}
+}
+
+// The empty form's prompt and lanes, compared on the default model, show
+// a difference at the first step: at least two lanes choose different
+// first tokens (after "Once upon a time" all four wrote the same).
+func TestCompareDefaultsDifferAtTheFirstStep(t *testing.T) {
+	ts := httptest.NewServer(mustNew(t, Config{Embedded: lessonModels()}).Handler())
+	defer ts.Close()
+	form := get(t, ts.URL+"/compare")
+	prompt := form.Find(`textarea[name="prompt"], input[name="prompt"]`).First()
+	q := url.Values{"prompt": {strings.TrimSpace(prompt.AttrOr("value", prompt.Text()))}, "n": {"4"}, "step": {"0"}}
+	form.Find(`input[name="lane"]`).Each(func(_ int, s *goquery.Selection) {
+		if v := s.AttrOr("value", ""); v != "" {
+			q.Add("lane", v)
+		}
+	})
+	if q.Get("prompt") != compareDefaultPrompt || len(q["lane"]) != len(compareDefaultLanes) {
+		t.Fatalf("the empty form offers %v", q)
+	}
+	doc := get(t, ts.URL+"/compare?"+q.Encode())
+	firsts := map[string]bool{}
+	doc.Find(`[data-testid="lane"]`).Each(func(_ int, lane *goquery.Selection) {
+		id := lane.Find(`[data-testid="lane-token"][data-step="0"]`).AttrOr("data-token-id", "")
+		if id == "" {
+			t.Errorf("lane %s shows no first token", lane.AttrOr("data-lane-index", "?"))
+		}
+		firsts[id] = true
+	})
+	if doc.Find(`[data-testid="lane"]`).Length() != len(compareDefaultLanes) || len(firsts) < 2 {
+		t.Errorf("at step 1 the default lanes write %d different first tokens (%v), want at least 2 (%s)", len(firsts), firsts, doc.Find(`[data-testid="error"]`).Text())
+	}
+	if d := doc.Find(`[data-testid="divergence"]`).AttrOr("data-step", ""); d != "0" {
+		t.Errorf("the default lanes diverge at step %q, want 0", d)
 	}
 }
 

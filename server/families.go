@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strconv"
 
 	"github.com/labstack/echo/v4"
 
@@ -97,7 +96,7 @@ func (s *Server) familySide(ctx context.Context, name, prompt string) (views.Fam
 	side := views.FamilySide{Model: name, Label: s.reg.Label(name), Backend: se.Backend().String()}
 	for i, t := range toks {
 		ids[i] = t.ID
-		side.Tokens = append(side.Tokens, views.FamilyToken{ID: t.ID, Piece: strconv.Quote(tk.Display(t.ID)), Added: t.Added})
+		side.Tokens = append(side.Tokens, views.FamilyToken{ID: t.ID, Piece: views.PieceLabel(tk.Display(t.ID)), Added: t.Added})
 	}
 	logits, err := se.Eval(ctx, ids)
 	if err != nil {
@@ -106,7 +105,7 @@ func (s *Server) familySide(ctx context.Context, name, prompt string) (views.Fam
 	probs := sample.Probabilities(logits, 1)
 	top := sample.TopN(probs, familiesTop)
 	for _, id := range top {
-		side.Top = append(side.Top, views.Bar{ID: id, Piece: strconv.Quote(tk.Display(id)), Value: float64(probs[id]), Width: 100 * float64(probs[id]/probs[top[0]])})
+		side.Top = append(side.Top, views.Bar{ID: id, Piece: views.PieceLabel(tk.Display(id)), Value: float64(probs[id]), Width: 100 * float64(probs[id])}) // one 0–100 % scale for every bar, both columns
 	}
 	for _, f := range m.Features() {
 		side.Features = append(side.Features, views.FamilyFeature{MapFeature: views.MapFeature{Key: f.Key, Name: f.Name, Why: f.Why}})

@@ -1,9 +1,11 @@
 package server
 
 import (
+	"math"
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -45,6 +47,15 @@ func TestFamiliesPage(t *testing.T) {
 			t.Errorf("column %d: %d tokens, want 10 (BOS and 9)", i, n)
 		}
 	}
+	// every bar on one 0–100 % scale: its length is its probability, in
+	// both columns (not scaled to the column's top candidate)
+	doc.Find(`[data-testid="family-candidate"]`).Each(func(i int, row *goquery.Selection) {
+		p, err1 := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(row.Find("td.num").Eq(1).Text()), "%"), 64)
+		w, err2 := strconv.ParseFloat(row.Find(`[data-testid="pbar"]`).AttrOr("value", ""), 64)
+		if err1 != nil || err2 != nil || math.Abs(w-p) > 0.01 || row.Find(`[data-testid="pbar"]`).AttrOr("max", "") != "100" {
+			t.Errorf("candidate %d: a bar of %q (of %q) for a probability of %q", i, row.Find(`[data-testid="pbar"]`).AttrOr("value", ""), row.Find(`[data-testid="pbar"]`).AttrOr("max", ""), row.Find("td.num").Eq(1).Text())
+		}
+	})
 	if top := strings.TrimSpace(sides.Eq(0).Find(`[data-testid="family-candidate"] code`).First().Text()); top != `" pig"` {
 		t.Errorf("the lesson model's top candidate %s", top)
 	}

@@ -49,7 +49,8 @@ func (s *Server) lessonStep(c echo.Context) error {
 	}
 	se := session.New("lesson", "", s.reg)
 	defer se.Close()
-	if err := s.withWork(c, func(ctx context.Context) error { return se.PlayLesson(ctx, l, i) }); err != nil {
+	err := s.withWork(c, func(ctx context.Context) error { return se.PlayLesson(ctx, l, i) })
+	if err != nil {
 		p.Error = err.Error()
 	} else {
 		e := present.Explorer(se)
@@ -69,6 +70,15 @@ func (s *Server) lessonStep(c echo.Context) error {
 			if !q.Answered && !st.PanelShown { // the engine's numbers would give the answer away
 				p.Hidden, p.Panel, p.Generated, p.Edits = true, nil, nil, nil
 			}
+			if !q.Answered { // the Explorer shows the step's numbers, and the steps after it
+				p.ExplorerURL = ""
+			}
+		}
+		if st.Patch != "" && (p.Question == nil || p.Question.Answered) { // the grid, like the panel, waits for the answer
+			if p.Patching, err = s.patchGrid(c, st.Run.Model, st.Run.Prompt, st.Patch); err != nil {
+				p.Error = err.Error()
+			}
+			p.PatchingURL = patchingLink(st.Run.Model, st.Run.Prompt, st.Patch)
 		}
 	}
 	return renderPage(c, views.LessonStepPage(p))

@@ -8,9 +8,11 @@ import (
 	"net/url"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/PuerkitoBio/goquery"
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
@@ -42,6 +44,9 @@ func TestBuiltinLessonsPlay(t *testing.T) {
 				t.Fatalf("%s step %d: error %q", name, i+1, e.Text())
 			}
 			predict := st.Question != nil && !st.PanelShown // the numbers wait for the answer
+			if st.Question == nil && doc.Find(`a[data-testid="explore-step"]`).Length() != 1 {
+				t.Errorf("%s step %d: no Explorer link", name, i+1)
+			}
 			if predict {
 				// the engine's numbers would give the answer away
 				if doc.Find(`section[data-stage]`).Length() != 0 || doc.Find(`[data-testid="panel-hidden"]`).Length() != 1 {
@@ -88,6 +93,10 @@ func TestBuiltinLessonsPlay(t *testing.T) {
 				if doc.Find(`[data-testid="after-answer"]`).Length() != 0 {
 					t.Errorf("%s step %d: the text after the question shows before it is answered", name, i+1)
 				}
+				// the Explorer would show the step's numbers (and let the student step on to the answer)
+				if doc.Find(`[data-testid="explore-step"]`).Length() != 0 || doc.Find(`[data-testid="explore-after-answer"]`).Length() != 1 {
+					t.Errorf("%s step %d: the Explorer link shows before the question is answered", name, i+1)
+				}
 				right, wrong := expectedAnswers(t, s, l, i)
 				for _, a := range []struct {
 					ans  string
@@ -103,6 +112,9 @@ func TestBuiltinLessonsPlay(t *testing.T) {
 					}
 					if st.After != "" && !strings.Contains(page.Find(`[data-testid="after-answer"]`).Text(), strings.Fields(st.After)[0]) {
 						t.Errorf("%s step %d: the text after the question is missing once it is answered", name, i+1)
+					}
+					if page.Find(`a[data-testid="explore-step"]`).Length() != 1 {
+						t.Errorf("%s step %d: no Explorer link once answered", name, i+1)
 					}
 					if c, _ := fb.Attr("data-correct"); c != a.want {
 						t.Errorf("%s step %d (%s): answer %q marked %q, want %s", name, i+1, q.Kind, a.ans, c, a.want)
@@ -375,5 +387,56 @@ func TestLessonStepShowsItsInterventions(t *testing.T) {
 				t.Error("no before/after rows")
 			}
 		})
+	}
+}
+
+// "Where the answer lives" shows the patching grid its claims are about:
+// a question's grid waits for the answer, then shows every layer and
+// position, numbered from 0 as the panels number them, with the corrupted
+// prompt's answer and a link to the same two prompts on the Patching
+// page; the step without a question shows it at once.
+func TestLessonStepShowsThePatchingGrid(t *testing.T) {
+	s := mustNew(t, Config{Embedded: lessonModels()})
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(ts.Close)
+	all, err := lessons.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := all["where-the-answer-lives"]
+	asked := slices.IndexFunc(l.Steps, func(st lessons.Step) bool { return st.Patch != "" && st.Question != nil })
+	shown := slices.IndexFunc(l.Steps, func(st lessons.Step) bool { return st.Patch != "" && st.Question == nil })
+	if asked < 0 || shown < 0 {
+		t.Fatal("the lesson has no patching step with a question, or none without")
+	}
+	before := get(t, ts.URL+lessonLink("where-the-answer-lives", asked))
+	if before.Find(`[data-testid="lesson-patching"]`).Length() != 0 {
+		t.Error("the grid shows before the question is answered")
+	}
+	q := l.Steps[asked].Question
+	for _, doc := range []*goquery.Document{
+		get(t, ts.URL+lessonLink("where-the-answer-lives", asked)+"?answer="+url.QueryEscape(q.Answer)),
+		get(t, ts.URL+lessonLink("where-the-answer-lives", shown)),
+	} {
+		grid := doc.Find(`[data-testid="lesson-patching"]`)
+		var pos []string
+		grid.Find(`[data-testid="patch-pos"]`).Each(func(_ int, p *goquery.Selection) { pos = append(pos, p.Text()) })
+		if diff := cmp.Diff([]string{"0", "1", "2", "3", "4", "5", "6", "7"}, pos); diff != "" {
+			t.Errorf("the grid's positions (-want +got):\n%s", diff)
+		}
+		if n := grid.Find(`[data-testid="patch-row"]`).Length(); n != 4 {
+			t.Errorf("%d layers in the grid, want 4", n)
+		}
+		if bad := grid.Find(`[data-testid="patch-bad"]`).Text(); bad != `" T"` {
+			t.Errorf("the corrupted prompt's answer %q, want \" T\" (Tokyo)", bad)
+		}
+		// the cell the step's claim states: after layer 2, position 4 (" F") restores more than 0.3
+		cell := grid.Find(`[data-testid="patch-row"][data-layer="2"] td[data-pos="4"]`).Text()
+		if v, err := strconv.ParseFloat(strings.TrimSuffix(cell, "%"), 64); err != nil || v <= 30 {
+			t.Errorf("layer 2, position 4: %q, want more than 30%%", cell)
+		}
+		if href := grid.Find(`a[data-testid="patching-link"]`).AttrOr("href", ""); !strings.Contains(href, "corrupt=The+capital+of+Japan+is") || !strings.Contains(href, "clean=The+capital+of+France+is") {
+			t.Errorf("the link to the Patching page: %q", href)
+		}
 	}
 }

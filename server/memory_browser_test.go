@@ -9,7 +9,8 @@ import (
 )
 
 // The memory and cost calculator in a real browser: the round 70 B at
-// 2 bytes is 140 GB before any cache, shown with its working; a model
+// 2 bytes is 140 GB before any cache, shown with its working, and says
+// that those weights alone do not fit in the default 80 GB; a model
 // file's throughput is measured on the spot and priced; a bad value is
 // one line.
 func TestMemoryCalculatorInBrowser(t *testing.T) {
@@ -19,6 +20,10 @@ func TestMemoryCalculatorInBrowser(t *testing.T) {
 		w := eval[string](t, ctx, `document.querySelector('[data-testid="figure"][data-name="weights"]').textContent`, false)
 		if !strings.Contains(w, "70,000,000,000 parameters × 16 bits (F16) ÷ 8 = 140.00 GB") {
 			t.Errorf("%s: weights %q", size.name, w)
+		}
+		fit := eval[string](t, ctx, `document.querySelector('[data-testid="figure"][data-name="users that fit"]').textContent`, false)
+		if !strings.Contains(fit, "the weights alone (140.00 GB) do not fit in the 80.00 GB of memory") {
+			t.Errorf("%s: 140 GB of weights in 80 GB, users that fit: %q", size.name, fit)
 		}
 		if w := eval[int](t, ctx, `document.documentElement.scrollWidth`, false); w > int(size.w)+2 {
 			t.Errorf("%s: the page is %d px wide in a %d px viewport", size.name, w, size.w)
@@ -31,7 +36,7 @@ func TestMemoryCalculatorInBrowser(t *testing.T) {
 		t.Errorf("the measured throughput shows no spread: %q", m)
 	}
 	cost := eval[string](t, ctx, `document.querySelector('[data-testid="figure"][data-name="cost per million tokens"]').textContent`, false)
-	if !strings.Contains(cost, "2 an hour ÷ (") {
+	if !strings.Contains(cost, "$2 an hour ÷ (") || !strings.Contains(cost, "per million tokens") {
 		t.Errorf("cost: %q", cost)
 	}
 	do(t, ctx, chromedp.Navigate(base+"/memory?ctx=abc"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="error"]`)))

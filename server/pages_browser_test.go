@@ -43,6 +43,7 @@ func TestEveryPageFitsEveryScreen(t *testing.T) {
 		{"explorer-sample", "/?prompt=" + url.QueryEscape("Once upon a time") + "&max_tokens=4&seed=3&stage=sample"},
 		{"explorer-kv", "/?prompt=" + url.QueryEscape("Once upon a time") + "&max_tokens=4&seed=3&token=2&stage=kv"},
 		{"lessons", "/lessons"},
+		{"lesson-patching-grid", "/lessons/where-the-answer-lives/5"},
 		{"classroom", "/classroom"},
 		{"compare", "/compare?" + url.Values{"prompt": {"Lily saw a"}, "n": {"6"}, "step": {"3"},
 			"lane": {"greedy", "temperature=1,top-p=0.9,seed=2", "beam=2", "greedy,spec=lesson-draft.gguf,k=4"}}.Encode()},

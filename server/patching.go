@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"slices"
 
 	"github.com/labstack/echo/v4"
@@ -39,26 +40,41 @@ func (s *Server) patchingPage(c echo.Context) error {
 			return fail(fmt.Errorf("each prompt is at most %d characters", maxPatchPrompt))
 		}
 	}
-	lm, err := s.reg.Engine(p.Model, "cpu") // patching edits the pass: the CPU's
+	r, err := s.patchGrid(c, p.Model, p.Clean, p.Corrupt)
 	if err != nil {
 		return fail(err)
+	}
+	p.Result = r
+	return renderPage(c, views.PatchingPageView(p))
+}
+
+// patchGrid runs activation patching of model from the clean prompt into
+// the corrupted one, within the work and memory budgets: the Patching
+// page's grid, and a lesson step's (patch:).
+func (s *Server) patchGrid(c echo.Context, model, cleanText, corruptText string) (*views.PatchView, error) {
+	lm, err := s.reg.Engine(model, "cpu") // patching edits the pass: the CPU's
+	if err != nil {
+		return nil, err
 	}
 	tk := lm.Model.Tokenizer
-	clean, corrupt := tk.EncodeIDs(p.Clean, true), tk.EncodeIDs(p.Corrupt, true)
+	clean, corrupt := tk.EncodeIDs(cleanText, true), tk.EncodeIDs(corruptText, true)
 	release, err := s.admitPatching(lm.Model, len(clean), len(corrupt))
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
 	defer release()
+	var v *views.PatchView
 	err = s.withWork(c, func(ctx context.Context) error {
 		r, err := lm.Patch(ctx, clean, corrupt)
 		if err == nil {
-			p.Result = present.Patching(tk, r, clean, corrupt)
+			v = present.Patching(tk, r, clean, corrupt)
 		}
 		return err
 	})
-	if err != nil {
-		return fail(err)
-	}
-	return renderPage(c, views.PatchingPageView(p))
+	return v, err
+}
+
+// patchingLink is the Patching page on a model and two prompts.
+func patchingLink(model, clean, corrupt string) string {
+	return "/patching?" + url.Values{"model": {model}, "clean": {clean}, "corrupt": {corrupt}}.Encode()
 }

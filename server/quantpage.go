@@ -131,7 +131,7 @@ func (s *Server) fillQuantPage(ctx context.Context, q quantQuery, p *views.Quant
 		return err
 	}
 	tk := base.Tokenizer
-	piece := func(id int32) string { return strconv.Quote(tk.Display(id)) }
+	piece := func(id int32) string { return views.PieceLabel(tk.Display(id)) }
 	p.KVBytesPerToken = base.KVBytesPerToken()
 	for _, r := range res {
 		p.Rows = append(p.Rows, views.QuantRow{Type: r.Type, MiB: float64(r.Bytes) / (1 << 20), Text: tk.Decode(r.Own), Divergence: r.Divergence,

@@ -92,7 +92,7 @@ func (s *Server) requestDetail(c echo.Context) error {
 	}
 	p.Logprobs = len(logprobs) > 0
 	for i, id := range w.Generated {
-		t := views.RequestToken{Step: i, ID: id, Text: strconv.Quote(m.Tokenizer.Display(id)), End: m.Tokenizer.IsEOG(id), Pass: -1}
+		t := views.RequestToken{Step: i, ID: id, Text: views.PieceLabel(m.Tokenizer.Display(id)), End: m.Tokenizer.IsEOG(id), Pass: -1}
 		if i < len(w.Steps) {
 			t.Pass, t.Mates = w.Steps[i].Step, shortIDs(w.Steps[i].Mates)
 		}

@@ -188,19 +188,44 @@ func (s *Server) parseServing(form views.ServingForm) (serve.Load, []serve.Optio
 	}
 	settings, names := []serve.Options{one}, []string{name}
 	if form.Compare != "" {
-		parts := strings.Split(form.Compare, ",")
-		if len(parts) != 3 {
-			return ld, nil, nil, fmt.Errorf("compare %q: policy,cache,chunked", truncate(form.Compare, 40))
-		}
-		two, name2, err := servingSetting(parts[0], parts[1], parts[2], seqs, ld)
+		two, name2, err := servingCompare(form.Compare, seqs, ld)
 		if err != nil {
 			return ld, nil, nil, err
+		}
+		if two.MaxSeqs != seqs { // the two differ in how many run at once: say so in both names
+			name, name2 = name+atOnce(seqs), name2+atOnce(two.MaxSeqs)
+			names[0] = name
 		}
 		if name2 != name {
 			settings, names = append(settings, two), append(names, name2)
 		}
 	}
 	return ld, settings, names, ld.Check()
+}
+
+// servingCompare reads the second setting, policy,cache,chunked with an
+// optional fourth part, how many run at once (else the first setting's).
+func servingCompare(v string, seqs int, ld serve.Load) (serve.Options, string, error) {
+	parts := strings.Split(v, ",")
+	if len(parts) != 3 && len(parts) != 4 {
+		return serve.Options{}, "", fmt.Errorf("compare %q: policy,cache,chunked[,running at once]", truncate(v, 40))
+	}
+	if len(parts) == 4 {
+		n, err := strconv.Atoi(parts[3])
+		if err != nil || n < 1 || n > 64 {
+			return serve.Options{}, "", fmt.Errorf("compare %q: running at once, a whole number from 1 to 64", truncate(v, 40))
+		}
+		seqs = n
+	}
+	return servingSetting(parts[0], parts[1], parts[2], seqs, ld)
+}
+
+// atOnce names how many requests a setting runs at once.
+func atOnce(n int) string {
+	if n == 1 {
+		return " · one at a time"
+	}
+	return fmt.Sprintf(" · %d at once", n)
 }
 
 func servingSetting(policy, cache, chunked string, seqs int, ld serve.Load) (serve.Options, string, error) {

@@ -22,7 +22,7 @@ func TestServingInBrowser(t *testing.T) {
 	}
 	// a load big enough to be watched while it runs
 	do(t, ctx, chromedp.EmulateViewport(1920, 1080), chromedp.Navigate(base+"/serving"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="start"]`)),
-		chromedp.SetValue(chromedp.CSS(`input[name="users"]`), "24"), chromedp.SetValue(chromedp.CSS(`input[name="prompt"]`), "48"),
+		chromedp.Click(chromedp.CSS(`[data-testid="serving-more"] summary`)), chromedp.SetValue(chromedp.CSS(`input[name="users"]`), "24"), chromedp.SetValue(chromedp.CSS(`input[name="prompt"]`), "48"),
 		chromedp.SetValue(chromedp.CSS(`input[name="min"]`), "60"), chromedp.SetValue(chromedp.CSS(`input[name="max"]`), "160"),
 		chromedp.SetValue(chromedp.CSS(`input[name="seqs"]`), "8"), chromedp.SetValue(chromedp.CSS(`select[name="cache"]`), "paged"),
 		chromedp.SetValue(chromedp.CSS(`select[name="compare"]`), "static,contiguous,on"), chromedp.Click(chromedp.CSS(`input[name="ignore_eos"]`)))
@@ -63,7 +63,7 @@ func TestServingInBrowser(t *testing.T) {
 	// a stop string the model writes across token boundaries, typed into the form
 	stop, before := stopAcrossTokens(t, mustNew(t, Config{Embedded: lessonModels()}))
 	do(t, ctx, chromedp.EmulateViewport(1280, 900), chromedp.Navigate(base+"/serving"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="start"]`)),
-		chromedp.SetValue(chromedp.CSS(`input[name="users"]`), "3"), chromedp.SetValue(chromedp.CSS(`input[name="prompt"]`), "16"),
+		chromedp.Click(chromedp.CSS(`[data-testid="serving-more"] summary`)), chromedp.SetValue(chromedp.CSS(`input[name="users"]`), "3"), chromedp.SetValue(chromedp.CSS(`input[name="prompt"]`), "16"),
 		chromedp.SetValue(chromedp.CSS(`input[name="min"]`), "24"), chromedp.SetValue(chromedp.CSS(`input[name="max"]`), "24"),
 		chromedp.SetValue(chromedp.CSS(`select[name="compare"]`), ""), chromedp.SendKeys(chromedp.CSS(`input[name="stop"]`), stop))
 	click(t, ctx, `[data-testid="start"]`)

@@ -15,10 +15,12 @@ import (
 	"time"
 
 	"github.com/PuerkitoBio/goquery"
+	"github.com/google/go-cmp/cmp"
 	"github.com/gorilla/websocket"
 
 	"stepthrough/engine/sample"
 	"stepthrough/engine/serve"
+	"stepthrough/views"
 )
 
 func servingServer(t *testing.T) (*Server, *httptest.Server) {
@@ -160,6 +162,67 @@ func TestServingRunStreamsAndMeasures(t *testing.T) {
 	ttft := doc.Find(`[data-testid="figure"][data-name="time to first token, p50 / p95"]`).First().Text()
 	if !strings.HasSuffix(ttft, " ms") {
 		t.Errorf("TTFT figure %q", ttft)
+	}
+}
+
+// The same load batched and then one user at a time: two results named
+// by how many run at once, each user's greedy reply the same under both
+// (what "Many users, one model" sends students to see), and the verdict
+// comparing the two.
+func TestServingBatchedAgainstOneAtATime(t *testing.T) {
+	_, ts := servingServer(t)
+	path, code, msg := postServing(t, ts, servingForm(4, 16, 6, 6, 4, "continuous", "contiguous", "on", views.ServingOneAtATime), ts.URL)
+	if code != http.StatusSeeOther {
+		t.Fatalf("POST: %d %s", code, msg)
+	}
+	readEvents(t, ts, path)
+	doc := get(t, ts.URL+path)
+	var names []string
+	doc.Find(`[data-testid="result"]`).Each(func(_ int, r *goquery.Selection) { names = append(names, r.AttrOr("data-setting", "")) })
+	want := []string{"continuous batching · contiguous KV · chunked prefill · 4 at once", "continuous batching · contiguous KV · chunked prefill · one at a time"}
+	if diff := cmp.Diff(want, names); diff != "" {
+		t.Fatalf("the two settings (-want +got):\n%s", diff)
+	}
+	if v := doc.Find(`[data-testid="verdict"]`).Text(); !strings.Contains(v, "one at a time") {
+		t.Errorf("the verdict does not compare the two: %q", v)
+	}
+	doc.Find(`tr[data-user]`).Each(func(i int, row *goquery.Selection) {
+		a, b := row.Find(`[data-setting="0"]`).Text(), row.Find(`[data-setting="1"]`).Text()
+		if a == "" || a != b {
+			t.Errorf("user %d: %q batched, %q one at a time", i+1, a, b)
+		}
+	})
+}
+
+// The serving page says what it measures and what each group of fields
+// does; the load's size, how it is served and the comparison stay in
+// view, the rest is folded under "More settings".
+func TestServingPageExplainsItsFields(t *testing.T) {
+	_, ts := servingServer(t)
+	doc := get(t, ts.URL+"/serving")
+	intro := doc.Find(`[data-testid="serving-intro"]`).Text()
+	for _, says := range []string{"measures", "time to first token", "The load", "How it is served", "Then the same load under"} {
+		if !strings.Contains(intro, says) {
+			t.Errorf("the introduction does not say %q", says)
+		}
+	}
+	form := doc.Find(`form[action="/serving/runs"]`)
+	var shown, folded []string
+	form.Find(`input[name], select[name]`).Each(func(_ int, f *goquery.Selection) {
+		if f.Closest(`details`).Length() > 0 {
+			folded = append(folded, f.AttrOr("name", ""))
+		} else {
+			shown = append(shown, f.AttrOr("name", ""))
+		}
+	})
+	if diff := cmp.Diff([]string{"model", "users", "rate", "seqs", "policy", "compare"}, shown); diff != "" {
+		t.Errorf("fields in view (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"prompt", "shared", "min", "max", "ignore_eos", "stop", "temperature", "cache", "chunked"}, folded); diff != "" {
+		t.Errorf("folded fields (-want +got):\n%s", diff)
+	}
+	if form.Find(`select[name="compare"] option[value="`+views.ServingOneAtATime+`"]`).Length() != 1 {
+		t.Error("no way to compare a batch with one user at a time")
 	}
 }
 

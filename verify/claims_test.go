@@ -195,9 +195,9 @@ expect: induction L4H1 < %.4f
 expect: copying > %.4f
 expect: copying < %.4f
 expect: restores 4 %d %q > 0.999
-expect: restores 1 1 %q > 0.5
+expect: restores 1 0 %q > 0.5
 A step.
-`, score-0.001, score-0.001, max(copying-0.001, 0), max(copying-0.001, 0), n, corrupt, corrupt)
+`, score-0.001, score-0.001, max(copying-0.001, 0), max(copying-0.001, 0), n-1, corrupt, corrupt)
 	l, err := lessons.Parse("mechanisms.md", []byte(src))
 	if err != nil {
 		t.Fatal(err)

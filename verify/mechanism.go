@@ -91,9 +91,9 @@ func (s *checker) checkRestores(ctx context.Context, c lessons.Claim) (string, e
 	if err != nil {
 		return "", err
 	}
-	if c.Block > len(p.Restored) || c.Pos > len(clean) {
-		return "", fmt.Errorf("layer %d, position %d: the grid is %d layers × %d positions", c.Block, c.Pos, len(p.Restored), len(clean))
+	if c.Block > len(p.Restored) || c.Pos >= len(clean) {
+		return "", fmt.Errorf("layer %d, position %d: the grid is %d layers × %d positions (0 to %d)", c.Block, c.Pos, len(p.Restored), len(clean), len(clean)-1)
 	}
-	got := p.Restored[c.Block-1][c.Pos-1]
+	got := p.Restored[c.Block-1][c.Pos]
 	return fmt.Sprintf("%.3f", got), want(c.Holds(got), "patching layer %d at position %d restores %.3f of %q's lead over %q", c.Block, c.Pos, got, tk.Display(p.Good), tk.Display(p.Bad))
 }

@@ -173,7 +173,7 @@ func FamiliesPageView(p FamiliesPage) templ.Component {
 			}
 		}
 		if len(p.Sides) == 2 {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 19, "<p class=\"note\">Each column is one real forward pass of that model over the prompt, run on this server now. A family is the shape of the pass (which norms, which activation, how attention is masked and scaled); the tokenizer and the weights come with each file.</p>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 19, "<p class=\"note\">Each column is one real forward pass of that model over the prompt, run on this server now. A family is the shape of the pass (which norms, which activation, how attention is masked and scaled); the tokenizer and the weights come with each file. Every probability bar, in both columns, is on the same 0–100% scale: a full bar is a probability of 1.</p>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

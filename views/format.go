@@ -166,6 +166,9 @@ func tokenTitle(t Token) string {
 	if t.Hex != "" {
 		s += " (" + t.Hex + ")"
 	}
+	if t.Note != "" {
+		s += " · " + t.Note
+	}
 	if t.Added {
 		return s + " · added by the tokenizer, not in the text"
 	}

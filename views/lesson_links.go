@@ -21,6 +21,7 @@ var sitePages = map[string]string{
 	"Quantization page": "/quantization",
 	"Compare page":      "/compare",
 	"Classroom page":    "/classroom",
+	"Patching page":     "/patching",
 }
 
 // LinkPages cuts a paragraph into segments, each name of a site page

@@ -28,7 +28,7 @@ type LessonPage struct {
 	// NextLesson links the last step to the next lesson (its title
 	// NextLessonTitle), or to the list after the last lesson
 	NextLesson, NextLessonTitle string
-	ExplorerURL                 string
+	ExplorerURL                 string // this step in the Explorer; empty while its question is open (the Explorer would show the answer)
 	Error                       string
 	Question                    *LessonQuestion
 	Current                     Stage
@@ -42,6 +42,11 @@ type LessonPage struct {
 	SoFar                       TextSoFar   // the text the step's question is about (empty without one)
 	Highlight                   []GenToken  // tokens the step points at, with their ids
 	Edits                       *EditEffect // the step's interventions and what they change (nil: none, or hidden with the panel)
+	// Patching is the step's activation-patching grid (nil: the step has
+	// none, or it waits for the answer with the panel); PatchingURL opens
+	// the same two prompts on the Patching page.
+	Patching    *PatchView
+	PatchingURL string
 }
 
 // LessonQuestion is a question and, once answered, the feedback.

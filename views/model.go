@@ -138,7 +138,8 @@ type Token struct {
 	Start, End int
 	Added      bool
 	Hex        string // the exact bytes in hex, for hover
-	Show       string // the text drawn: spaces as ·, a control token's name
+	Show       string // the text drawn: spaces as ·, a newline as ↵ (ShowPiece), a control token's name
+	Note       string // what Show's symbols stand for, or why the piece is empty (PieceNote)
 	Special    bool   // a control token (BOS, EOS, chat markup)
 }
 

@@ -101,7 +101,7 @@ type Inputs struct {
 	Batch        int     // users at once
 	MemoryGB     float64 // the accelerator's memory (decimal GB)
 	TokensPerSec float64 // measured decoding throughput, all users together
-	PricePerHour float64 // what the machine costs an hour
+	PricePerHour float64 // what the machine costs an hour, in US dollars
 }
 
 // Calculate is every figure for a shape.
@@ -124,15 +124,11 @@ func Calculate(s Shape, in Inputs) []Figure {
 	}
 	if in.MemoryGB > 0 {
 		mem := in.MemoryGB * 1e9
-		users := 0.0
-		if kvUser > 0 && mem > weights {
-			users = math.Floor((mem - weights) / kvUser)
-		}
-		out = append(out, Figure{"users that fit", users, "users", fmt.Sprintf("(%s − %s of weights) ÷ %s per user = %s", gb(mem), gb(weights), gb(kvUser), count(users))})
+		out = append(out, usersThatFit(mem, weights, kvUser))
 	}
 	if in.TokensPerSec > 0 && in.PricePerHour > 0 {
 		cost := in.PricePerHour / (in.TokensPerSec * 3600) * 1e6
-		out = append(out, Figure{"cost per million tokens", cost, "currency", fmt.Sprintf("%s an hour ÷ (%s tokens/s × 3,600 s) × 1,000,000 = %s", money(in.PricePerHour), num(in.TokensPerSec), money(cost))})
+		out = append(out, Figure{"cost per million tokens", cost, "US dollars", fmt.Sprintf("%s an hour ÷ (%s tokens/s × 3,600 s) × 1,000,000 = %s per million tokens", money(in.PricePerHour), num(in.TokensPerSec), money(cost))})
 	}
 	return out
 }
@@ -165,6 +161,24 @@ func billions(v float64) string {
 		return fmt.Sprintf("%.2f M", v/1e6)
 	}
 	return fmt.Sprintf("%.2f B", v/1e9)
+}
+
+// usersThatFit is how many users' caches fit in mem bytes beside the
+// weights; when the weights alone do not fit, it says so, and how many
+// such memories would hold them.
+func usersThatFit(mem, weights, kvUser float64) Figure {
+	switch {
+	case mem < weights:
+		return Figure{"users that fit", 0, "users", fmt.Sprintf("none: the weights alone (%s) do not fit in the %s of memory, so not one user fits; split them over at least %s such memories, or store them in fewer bits",
+			gb(weights), gb(mem), count(math.Ceil(weights/mem)))}
+	case mem == weights:
+		return Figure{"users that fit", 0, "users", fmt.Sprintf("none: the weights alone (%s) fill all %s of memory, so no user's cache fits", gb(weights), gb(mem))}
+	}
+	users := 0.0
+	if kvUser > 0 {
+		users = math.Floor((mem - weights) / kvUser)
+	}
+	return Figure{"users that fit", users, "users", fmt.Sprintf("(%s − %s of weights) ÷ %s per user = %s", gb(mem), gb(weights), gb(kvUser), count(users))}
 }
 
 // Find is the figure of a name (zero when absent).
@@ -230,4 +244,5 @@ func users(n int) string {
 // (70,000,000,000), as the arithmetic does.
 func Count(v float64) string { return count(v) }
 
-func money(v float64) string { return fmt.Sprintf("%.4g", v) }
+// money writes an amount in US dollars: $2, $0.5556.
+func money(v float64) string { return "$" + fmt.Sprintf("%.4g", v) }

@@ -59,11 +59,32 @@ func TestKVCache(t *testing.T) {
 func TestCost(t *testing.T) {
 	s, _ := Preset("Llama 3 8B")
 	f := Find(Calculate(s, Inputs{Weights: quant.Q4_K, KVBytes: 2, Context: 8192, Batch: 1, TokensPerSec: 1000, PricePerHour: 3.6}), "cost per million tokens")
-	if math.Abs(f.Value-1) > 1e-12 || !strings.Contains(f.Formula, "3.6 an hour") {
+	if math.Abs(f.Value-1) > 1e-12 || !strings.Contains(f.Formula, "$3.6 an hour") || !strings.HasSuffix(f.Formula, "= $1 per million tokens") || f.Unit != "US dollars" {
 		t.Errorf("3.6 an hour at 1,000 tokens/s: %g (%s)", f.Value, f.Formula)
 	}
 	if BitsPerWeight(quant.Q4_K) != 4.5 || BitsPerWeight(quant.Q6_K) != 6.5625 || BitsPerWeight(quant.F32) != 32 {
 		t.Error("bits per weight")
+	}
+}
+
+// 70 B at F16 in 80 GB: the weights alone do not fit, and the figure
+// says so (with how many such memories would hold them) instead of a bare
+// 0; in 192 GB they fit and the users are counted.
+func TestUsersThatFitWhenTheWeightsDoNot(t *testing.T) {
+	s, _ := Preset("Round 70B (Llama 2 70B shape)")
+	for _, tt := range []struct {
+		memory float64
+		users  float64
+		says   string
+	}{
+		{80, 0, "none: the weights alone (140.00 GB) do not fit in the 80.00 GB of memory, so not one user fits; split them over at least 2 such memories, or store them in fewer bits"},
+		{140, 0, "none: the weights alone (140.00 GB) fill all 140.00 GB of memory"},
+		{192, 38, "(192.00 GB − 140.00 GB of weights) ÷ 1.34 GB per user = 38"},
+	} {
+		f := Find(Calculate(s, Inputs{Weights: quant.F16, KVBytes: 2, Context: 4096, Batch: 1, MemoryGB: tt.memory}), "users that fit")
+		if f.Value != tt.users || !strings.HasPrefix(f.Formula, tt.says) {
+			t.Errorf("%g GB: %g users, %q; want %g, starting %q", tt.memory, f.Value, f.Formula, tt.users, tt.says)
+		}
 	}
 }
 
