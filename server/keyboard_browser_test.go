@@ -405,6 +405,11 @@ func TestJoinAndAnswerByKeyboard(t *testing.T) {
 	w.after(kb.Enter, "the answer confirmed", `document.querySelector('[data-testid="poll-mine"] code')?.textContent === " Par"`, `[data-testid="poll-option"][data-answer=" Par"]`)
 	announced(t, ctx, "student", "Your answer: Par")
 	teach.wait(`data-testid="answered">1<`)
+	// exploring on one's own and back: the button changes, focus stays on it
+	state := `document.querySelector('[data-testid="follow-state"]').dataset.state`
+	w.tabTo(`#follow-toggle`, 20)
+	w.after(kb.Enter, "exploring", state+` === "exploring" && !!document.querySelector('#room-main #explorer')`, `#follow-toggle[data-action="rejoin"]`)
+	w.after(kb.Enter, "following again", state+` === "following" && !!document.querySelector('#room-view')`, `#follow-toggle[data-action="explore"]`)
 
 	// the projector's join panel: a trap while open, Escape closes it
 	do(t, ctx, chromedp.EmulateViewport(1280, 720), chromedp.Navigate(base+"/rooms/"+code+"/projector"), chromedp.WaitVisible(chromedp.CSS(`#room-view`)))

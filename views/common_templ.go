@@ -457,8 +457,8 @@ func announcer() templ.Component {
 // shortcutsSetting turns the single-key step shortcuts (→ step, ← back, n
 // next token, Space play: they act only when no control has focus) on or
 // off; the page's script keeps the choice (localStorage) and the step
-// buttons' aria-keyshortcuts in step with it. It sits in the header, out
-// of every swapped region.
+// buttons' aria-keyshortcuts in step with it. It sits above the step
+// buttons, out of the Explorer's swapped fragment.
 func shortcutsSetting() templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
