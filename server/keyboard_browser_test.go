@@ -319,11 +319,12 @@ func TestShortcutsOnlyOffControls(t *testing.T) {
 	if p := eval[string](t, ctx, `document.body.dataset.playing || ""`, false); p == "true" {
 		t.Error("Space on Step → started play")
 	}
-	// → on a button does not step
+	// → and n on a button do not step
 	w.key(kb.ArrowRight)
+	w.key("n")
 	time.Sleep(500 * time.Millisecond) // a step would be back by now
 	if s := eval[string](t, ctx, stage, false); s != "mlp" {
-		t.Errorf("→ on the focused Step → button moved the stage to %s", s)
+		t.Errorf("→ and n on the focused Step → button moved the stage to %s", s)
 	}
 	// the setting turns the shortcuts off (and aria-keyshortcuts), for good
 	w.tabTo(`[data-testid="shortcuts"]`, 60)

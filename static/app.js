@@ -285,7 +285,7 @@
       if (/\bhere\b/.test(c)) g.setAttribute("aria-current", "step"); else g.removeAttribute("aria-current");
     });
     const svg = map.querySelector("svg[data-roving]");
-    if (svg) roveStop(svg, true);
+    if (svg) roveStop(svg);
     map.querySelectorAll("text.tag").forEach((t) => t.classList.toggle("here", /\bhere\b/.test(cls.get(t.dataset.tagOf) || "")));
     const nums = parseNums(st.dataset.nums);
     map.dataset.nums = st.dataset.nums || "";
