@@ -15,6 +15,8 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
+
+	"stepthrough/views"
 )
 
 // Keyboard-only walks: every key is a real key event (CDP), and after
@@ -533,4 +535,26 @@ func TestTeachingByKeyboard(t *testing.T) {
 		t.Logf("%s: focus after three instructor steps on %s; %d Tabs in all", s.who, s.focused(), s.tabs)
 	}
 	t.Logf("instructor: %d Tabs in all", teacher.tabs)
+}
+
+// The tour says each stage and its sentence in the page's live region (its
+// caption is not a second one), and Escape closes the caption.
+func TestTourByKeyboard(t *testing.T) {
+	ctx, base, _ := browserServer(t, Config{Embedded: lessonModels()})
+	do(t, ctx, chromedp.EmulateViewport(1280, 800), chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="tour"]`)))
+	href := attr(t, ctx, `[data-testid="tour"]`, "href")
+	do(t, ctx, chromedp.Navigate(base+href), chromedp.WaitVisible(chromedp.CSS(`[data-testid="tour-caption"]`)))
+	waitJS(t, ctx, "the tour to step to embed", `document.querySelector('[data-current-stage]').dataset.currentStage === "embed"`)
+	announced(t, ctx, "tour", "Stage 2 of")
+	announced(t, ctx, "tour", views.Glossary["embedding"])
+	said := liveRegion(t, ctx)
+	t.Logf("the live region on the tour's second stage: %q", said)
+	w := newKeyWalk(t, ctx, "tour")
+	w.tabTo(`[data-testid="skip-to-stage"]`, 1)
+	w.key(kb.Enter)
+	w.key(kb.Escape)
+	if eval[bool](t, ctx, `!!document.querySelector('[data-testid="tour-caption"]')`, false) {
+		t.Error("Escape left the tour's caption on the page")
+	}
+	w.mustBeAt(`#stage`, "Escape on the tour")
 }

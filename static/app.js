@@ -422,7 +422,7 @@
   function startTour() {
     if (!new URLSearchParams(location.search).has("tour") || !document.getElementById("action-step")) return;
     tour.box = document.createElement("aside");
-    tour.box.className = "tour-caption"; tour.box.dataset.testid = "tour-caption"; tour.box.setAttribute("role", "status");
+    tour.box.className = "tour-caption"; tour.box.dataset.testid = "tour-caption"; // the page's live region says its sentence
     tour.box.innerHTML = "<p><strong></strong> <span></span></p><button type=\"button\">Stop the tour</button>";
     tour.box.querySelector("button").addEventListener("click", closeTour);
     document.body.append(tour.box);
@@ -670,6 +670,8 @@
     lines.forEach((l) => { if (!said.lines.includes(l)) out.push(l); });
     if (lines.length) said.lines = lines;
     const fromView = out.length > 0;
+    const gloss = (document.getElementById("state") || { dataset: {} }).dataset.stageGloss;
+    if (fromView && tour.timer && gloss) out.push(gloss); // the tour's caption, said
     const mine = mineText();
     if (mine && mine !== said.mine) out.push(mine);
     said.mine = mine;
