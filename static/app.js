@@ -532,7 +532,7 @@
   // gone, to the new view's heading — never to <body>. A follower's focus
   // stays where it was when the instructor steps; an instructor's is not
   // moved by the students' answers.
-  const KEYS = ["data-action", "data-testid", "name", "data-head", "data-goto-stage", "data-goto-layer", "data-goto-filter", "data-answer", "data-term", "data-feature"];
+  const KEYS = ["data-action", "data-testid", "name", "data-head", "data-unit", "data-goto-stage", "data-goto-layer", "data-goto-filter", "data-answer", "data-term", "data-feature"];
   function focusKey(el) {
     if (el.id) return { sel: "#" + CSS.escape(el.id), n: 0 };
     let sel = el.localName;
