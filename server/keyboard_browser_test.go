@@ -338,6 +338,12 @@ func TestShortcutsOnlyOffControls(t *testing.T) {
 		t.Errorf("shortcuts off, %d elements still claim aria-keyshortcuts", n)
 	}
 	do(t, ctx, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`#action-step`)))
+	t.Logf("Tabs from the top to Step → without the skip links: %d", w.tabTo(`#action-step`, 80))
+	do(t, ctx, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`#action-step`)))
+	w.tabTo(`[data-testid="skip-to-stage"]`, 1)
+	w.key(kb.Enter)
+	t.Logf("Tabs from the stage region (the first link) to Step →: %d", w.tabTo(`#action-step`, 20))
+	do(t, ctx, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`#action-step`)))
 	w.tabTo(`[data-testid="skip-to-stage"]`, 1)
 	w.key(kb.Enter)
 	w.key(kb.ArrowRight)
