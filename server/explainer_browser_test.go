@@ -161,7 +161,7 @@ func TestSoftmaxAndSamplerPicturesInBrowser(t *testing.T) {
 		t.Errorf("the sampler chain's lit name: %q, want sampler step 4's alone", lit)
 	}
 	steps := eval[[][]string](t, ctx, `[...document.querySelectorAll('[data-testid="funnel-step"]')].map(g => [g.dataset.in, g.dataset.out])`, false)
-	chips := eval[int](t, ctx, `document.querySelectorAll('.strip li[data-goto-stage="sampler"]').length`, false)
+	chips := eval[int](t, ctx, `document.querySelectorAll('.strip button[data-goto-stage="sampler"]').length`, false)
 	if len(steps) != chips {
 		t.Errorf("funnel of %d steps, the chain has %d", len(steps), chips)
 	}

@@ -23,7 +23,7 @@ func TestModelMapInBrowser(t *testing.T) {
 		chromedp.Navigate(base+"/?prompt=Once+upon+a+time&seed=3&temperature=0.8"),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="model-map"] svg`)))
 	attn := eval[int](t, ctx, `document.querySelectorAll('[data-testid^="map-attention-"]').length`, false)
-	chips := eval[int](t, ctx, `document.querySelectorAll('.strip li[data-goto-stage="attention"]').length`, false)
+	chips := eval[int](t, ctx, `document.querySelectorAll('.strip button[data-goto-stage="attention"]').length`, false)
 	if attn == 0 || attn != chips || eval[int](t, ctx, `document.querySelectorAll('[data-testid^="map-mlp-"]').length`, false) != chips {
 		t.Errorf("map: %d attention parts, the engine's step has %d attention stages", attn, chips)
 	}
@@ -56,7 +56,7 @@ func TestModelMapInBrowser(t *testing.T) {
 	}
 	screenshot(t, ctx, "map-mlp")
 	// a pipeline chip, then the keyboard on a map part
-	click(t, ctx, `.strip li[data-goto-stage="softmax"]`)
+	click(t, ctx, `.strip button[data-goto-stage="softmax"]`)
 	waitChange(t, ctx, "[data-current-stage]", "data-current-stage", "mlp")
 	if s := attr(t, ctx, "[data-current-stage]", "data-current-stage"); s != "softmax" {
 		t.Errorf("clicked the softmax chip, at %s", s)
@@ -116,11 +116,11 @@ func TestModelMapInBrowser(t *testing.T) {
 	// every stage's picture fits the phone
 	for _, stage := range []string{"tokenize", "embed", "attention", "mlp", "logits", "softmax", "sampler", "sample", "kv"} {
 		before := attr(t, ctx, "[data-current-stage]", "data-current-stage")
-		if eval[int](t, ctx, `document.querySelectorAll('.strip li[data-goto-stage="`+stage+`"]').length`, false) == 0 {
+		if eval[int](t, ctx, `document.querySelectorAll('.strip button[data-goto-stage="`+stage+`"]').length`, false) == 0 {
 			continue // not a stage of this token step
 		}
 		if before != stage {
-			click(t, ctx, `.strip li[data-goto-stage="`+stage+`"]`)
+			click(t, ctx, `.strip button[data-goto-stage="`+stage+`"]`)
 			waitChange(t, ctx, "[data-current-stage]", "data-current-stage", before)
 		}
 		if w := eval[int](t, ctx, `document.documentElement.scrollWidth`, false); w > 390 {

@@ -11,6 +11,7 @@
   }
   let timer = null;
   function play() {
+    if (!timer && !document.getElementById("action-step")) return;
     if (timer) { clearInterval(timer); timer = null; document.body.dataset.playing = "false"; return; }
     const speed = Number((document.getElementById("speed") || {}).value || 500);
     document.body.dataset.playing = "true";
@@ -23,14 +24,49 @@
   // A panel's slider and the settings form agree: moving the softmax
   // panel's temperature or top-p writes the value into the form, so the
   // next Run samples with what the bars show.
+  // The panel redraws with the server's numbers for the value sent; a
+  // value moved meanwhile (a key held down) is sent when that reply has
+  // come, so none is lost; while a pointer drags the slider, the value
+  // goes on release (a redraw would end the drag).
+  const slide = { since: 0, want: null, dragging: null };
+  function sliderShows(r) {
+    const f = document.querySelector(`form.settings [name="${r.dataset.formField}"]`);
+    if (f) f.value = r.value;
+    const o = r.parentElement && r.parentElement.querySelector(".slider-value");
+    if (o) o.textContent = Number(r.value).toFixed(2);
+    r.setAttribute("aria-valuetext", Number(r.value).toFixed(2));
+  }
+  function sendSlider(r) {
+    slide.want = null;
+    if (!r.form || !r.form.hasAttribute("ws-send")) return;
+    slide.since = Date.now();
+    htmx.trigger(r.form, "slide");
+  }
   document.addEventListener("input", (e) => {
     const r = e.target;
     if (!(r instanceof HTMLInputElement) || !r.dataset.formField) return;
-    const f = document.querySelector(`form.settings [name="${r.dataset.formField}"]`);
-    if (f) f.value = r.value;
-    const o = r.parentElement && r.parentElement.querySelector("output");
-    if (o) o.textContent = r.value;
+    sliderShows(r);
+    if (slide.dragging === r || (slide.since && Date.now() - slide.since < 3000)) { slide.want = { name: r.name, value: r.value }; return; }
+    sendSlider(r);
   });
+  document.addEventListener("pointerdown", (e) => {
+    if (e.target instanceof HTMLInputElement && e.target.dataset.formField) slide.dragging = e.target;
+  });
+  document.addEventListener("pointerup", () => {
+    const r = slide.dragging;
+    slide.dragging = null;
+    if (r && slide.want && !(slide.since && Date.now() - slide.since < 3000)) sendSlider(r);
+  });
+  // after a reply: the value moved meanwhile, if any, goes now
+  function slideOn() {
+    slide.since = 0;
+    const w = slide.want;
+    if (!w || slide.dragging) return;
+    const r = document.querySelector(`input[data-form-field][name="${w.name}"]`);
+    if (!r) { slide.want = null; return; }
+    if (r.value !== w.value) { r.value = w.value; sliderShows(r); sendSlider(r); } else slide.want = null;
+  }
+  document.addEventListener("submit", (e) => { if (e.target.matches && e.target.matches("form[hx-trigger='slide']")) e.preventDefault(); });
   // A click on the model map or a pipeline chip goes to that stage: the
   // hidden goto form carries it over the page's WebSocket.
   function gotoStage(el) {
@@ -72,18 +108,24 @@
     }
   });
   document.addEventListener("keydown", (e) => {
+    if (e.defaultPrevented || e.ctrlKey || e.metaKey || e.altKey) return;
+    if (e.key === "Escape") { dismiss(e); return; }
+    if (e.key === "Tab") { trapTab(e); return; }
+    if (rove(e)) return;
     const t = e.target;
-    if ((e.key === "Enter" || e.key === " ") && t instanceof Element && t.matches("[data-goto-stage]")) {
-      if (gotoStage(t)) { e.preventDefault(); return; }
+    if ((e.key === "Enter" || e.key === " ") && t instanceof Element && t.matches("g[data-goto-stage]")) { // a map part (a button is clicked by the browser)
+      if (gotoStage(t)) e.preventDefault();
+      return;
     }
-    if ((t instanceof Element && t.closest("input, textarea, select")) || e.ctrlKey || e.metaKey || e.altKey) return;
+    if (!shortcutsOn() || !onStage(t) || !document.getElementById("action-step")) return;
     switch (e.key) {
       case "ArrowRight": send("step"); break;
       case "ArrowLeft": send("back"); break;
       case "n": case "N": send("next-token"); break;
-      case " ": e.preventDefault(); play(); break;
+      case " ": play(); break;
       default: return;
     }
+    e.preventDefault();
   });
   // A stage's SVG export drawn onto a canvas at twice its size, saved as PNG.
   async function exportPNG(src) {
@@ -238,10 +280,12 @@
       g.setAttribute("class", c);
       const live = !/\binert\b/.test(c) && g.dataset.partStage;
       g.dataset.gotoStage = live ? g.dataset.partStage : "";
-      g.setAttribute("tabindex", live ? "0" : "-1");
       g.setAttribute("role", live ? "button" : "img");
+      if (!live) g.setAttribute("tabindex", "-1");
       if (/\bhere\b/.test(c)) g.setAttribute("aria-current", "step"); else g.removeAttribute("aria-current");
     });
+    const svg = map.querySelector("svg[data-roving]");
+    if (svg) roveStop(svg);
     map.querySelectorAll("text.tag").forEach((t) => t.classList.toggle("here", /\bhere\b/.test(cls.get(t.dataset.tagOf) || "")));
     const nums = parseNums(st.dataset.nums);
     map.dataset.nums = st.dataset.nums || "";
@@ -368,12 +412,19 @@
     tour.timer = null;
     if (tour.box && last) { tour.box.querySelector("span").textContent = last; tour.box.querySelector("button").textContent = "Close"; }
   }
+  function closeTour() {
+    stopTour();
+    const had = tour.box.contains(document.activeElement);
+    tour.box.remove();
+    tour.box = null;
+    if (had) document.getElementById("stage").focus();
+  }
   function startTour() {
     if (!new URLSearchParams(location.search).has("tour") || !document.getElementById("action-step")) return;
     tour.box = document.createElement("aside");
-    tour.box.className = "tour-caption"; tour.box.dataset.testid = "tour-caption"; tour.box.setAttribute("role", "status");
+    tour.box.className = "tour-caption"; tour.box.dataset.testid = "tour-caption"; // the page's live region says its sentence
     tour.box.innerHTML = "<p><strong></strong> <span></span></p><button type=\"button\">Stop the tour</button>";
-    tour.box.querySelector("button").addEventListener("click", () => { stopTour(); tour.box.remove(); tour.box = null; });
+    tour.box.querySelector("button").addEventListener("click", closeTour);
     document.body.append(tour.box);
     tourCaption();
     tour.timer = setInterval(() => send("step"), 5000);
@@ -413,5 +464,239 @@
     if (inRoom()) return;
     const s = document.getElementById("state");
     if (s && s.dataset.url && location.pathname + location.search !== s.dataset.url) history.replaceState(null, "", s.dataset.url);
+  });
+  // ---- The keyboard: shortcuts, focus across redraws, roving tab
+  // stops, overlays, and what the live region says.
+
+  // Single-key shortcuts act only where no control has focus (the page
+  // itself, or the stage region and what is not a control in it), and
+  // the viewer can turn them off; the step buttons' aria-keyshortcuts
+  // say so only while they are on.
+  const CONTROL = "a[href], button, summary, input, select, textarea, [role='button'], [role='slider'], [contenteditable='true'], [data-goto-stage]";
+  function shortcutsOn() {
+    try { return localStorage.getItem("stepthrough-shortcuts") !== "off"; } catch (_) { return true; }
+  }
+  function syncShortcuts() {
+    const on = shortcutsOn();
+    document.querySelectorAll("input[data-shortcuts]").forEach((c) => { c.checked = on; });
+    document.querySelectorAll("[data-shortcut]").forEach((b) => {
+      if (on) b.setAttribute("aria-keyshortcuts", b.dataset.shortcut); else b.removeAttribute("aria-keyshortcuts");
+    });
+  }
+  document.addEventListener("change", (e) => {
+    if (!(e.target instanceof HTMLInputElement) || !e.target.hasAttribute("data-shortcuts")) return;
+    try { localStorage.setItem("stepthrough-shortcuts", e.target.checked ? "on" : "off"); } catch (_) { /* storage off */ }
+    syncShortcuts();
+  });
+  function onStage(t) {
+    if (!(t instanceof Element) || t === document.body || t === document.documentElement) return true;
+    return !!t.closest("#stage") && !t.closest(CONTROL);
+  }
+
+  // Rows of like buttons (the pipeline strip, the model map's parts, the
+  // head thumbnails) are one tab stop each: arrow keys, Home and End move
+  // inside (a roving tabindex; [data-roving] names the items).
+  function roveItems(box) {
+    return [...box.querySelectorAll(box.dataset.roving)].filter((el) => !el.disabled && el.getClientRects().length > 0);
+  }
+  function roveStop(box) {
+    const items = roveItems(box);
+    if (!items.length) return;
+    const stop = items.find((i) => i === document.activeElement) ||
+      items.find((i) => i.matches("[aria-current='step'], [aria-pressed='true']")) || items[0];
+    items.forEach((i) => i.setAttribute("tabindex", i === stop ? "0" : "-1"));
+  }
+  function rove(e) {
+    const t = e.target;
+    const box = t instanceof Element && t.closest("[data-roving]");
+    if (!box || !t.matches(box.dataset.roving)) return false;
+    const items = roveItems(box), i = items.indexOf(t);
+    let j;
+    switch (e.key) {
+      case "ArrowRight": case "ArrowDown": j = Math.min(items.length - 1, i + 1); break;
+      case "ArrowLeft": case "ArrowUp": j = Math.max(0, i - 1); break;
+      case "Home": j = 0; break;
+      case "End": j = items.length - 1; break;
+      default: return false;
+    }
+    e.preventDefault();
+    items.forEach((el, k) => el.setAttribute("tabindex", k === j ? "0" : "-1"));
+    items[j].focus();
+    return true;
+  }
+  function roveAll(root) { (root.querySelectorAll ? root : document).querySelectorAll("[data-roving]").forEach(roveStop); }
+
+  // Focus across redraws: a message replaces the view the focused control
+  // was in; afterwards focus goes back to the same control in the new view
+  // (by id, else by its identifying attributes and place), or, when it is
+  // gone, to the new view's heading — never to <body>. A follower's focus
+  // stays where it was when the instructor steps; an instructor's is not
+  // moved by the students' answers.
+  const KEYS = ["data-action", "data-testid", "name", "data-head", "data-unit", "data-goto-stage", "data-goto-layer", "data-goto-filter", "data-answer", "data-term", "data-feature"];
+  function focusKey(el) {
+    if (el.id) return { sel: "#" + CSS.escape(el.id), n: 0 };
+    let sel = el.localName;
+    for (const a of KEYS) if (el.hasAttribute(a)) sel += `[${a}="${CSS.escape(el.getAttribute(a))}"]`;
+    if (sel === el.localName && el.hasAttribute("href")) sel += `[href="${CSS.escape(el.getAttribute("href"))}"]`;
+    return { sel, n: [...document.querySelectorAll(sel)].indexOf(el) };
+  }
+  function canFocus(el) { return !!el && el.isConnected && !el.disabled && el.getClientRects().length > 0; }
+  // where focus goes when its control is gone: a new lesson step's
+  // title, a poll's answer once revealed, else the new stage's heading,
+  // else the stage region
+  const lessonStep = () => (document.querySelector("#room-view") || { dataset: {} }).dataset.lessonStep;
+  function focusFallback(was) {
+    const sels = [];
+    if (was.step !== lessonStep()) sels.push("#room-view > h2");
+    if (was.poll) sels.push("#room-view [data-testid='reveal']", "#room-view [data-testid='poll']");
+    sels.push("#stage section.panel[data-stage] h2", "#stage h2", "#stage");
+    for (const sel of sels) {
+      const el = document.querySelector(sel);
+      if (canFocus(el)) return el;
+    }
+    return null;
+  }
+  let focused = null;
+  document.addEventListener("htmx:wsBeforeMessage", () => {
+    const a = document.activeElement;
+    if (!a || a === document.body || a === document.documentElement) { focused = null; return; }
+    focused = { el: a, key: focusKey(a), step: lessonStep(), poll: !!a.closest("[data-testid='poll']") || a.matches("[data-action='reveal']") };
+  });
+  function restoreFocus() {
+    const was = focused;
+    focused = null;
+    const a = document.activeElement;
+    if (!was || (a && a !== document.body && a !== document.documentElement)) return; // focus is where it was, or where someone put it
+    const all = document.querySelectorAll(was.key.sel);
+    let el = all[was.key.n] || all[0];
+    const same = canFocus(el);
+    if (!same) el = focusFallback(was);
+    if (!el) return;
+    if (el.tabIndex < 0 && !el.hasAttribute("tabindex")) el.setAttribute("tabindex", "-1");
+    const box = el.closest("[data-roving]");
+    if (box && el.matches(box.dataset.roving)) roveItems(box).forEach((i) => i.setAttribute("tabindex", i === el ? "0" : "-1"));
+    el.focus({ preventScroll: same });
+  }
+
+  // Overlays: Escape closes a glossary term's sentence, the tour's caption
+  // and the projector's join panel; the open join panel keeps Tab inside
+  // it and gives focus back where it was when it closes.
+  function joinPanel() { return document.querySelector("details.projector-join[open]"); }
+  let beforeJoin = null;
+  document.addEventListener("toggle", (e) => {
+    const d = e.target;
+    if (!(d instanceof HTMLDetailsElement) || !d.matches(".projector-join")) return;
+    if (d.open) {
+      const a = document.activeElement;
+      beforeJoin = a && a !== document.body && !d.contains(a) ? a : null;
+      if (!d.contains(document.activeElement)) d.querySelector("summary").focus();
+    } else if (d.contains(document.activeElement) || document.activeElement === document.body) {
+      const back = beforeJoin && beforeJoin.isConnected ? beforeJoin : d.querySelector("summary");
+      beforeJoin = null;
+      back.focus();
+    }
+  }, true);
+  function dismiss(e) {
+    const t = e.target;
+    if (t instanceof Element && t.matches("dfn.term") && !t.hasAttribute("data-dismissed")) {
+      t.setAttribute("data-dismissed", "");
+      e.preventDefault();
+      return;
+    }
+    const d = joinPanel();
+    if (d) {
+      e.preventDefault();
+      const back = beforeJoin && beforeJoin.isConnected ? beforeJoin : d.querySelector("summary");
+      beforeJoin = null;
+      d.open = false;
+      back.focus();
+      return;
+    }
+    if (tour.box) { e.preventDefault(); closeTour(); }
+  }
+  document.addEventListener("focusout", (e) => {
+    if (e.target instanceof Element && e.target.matches("dfn.term")) e.target.removeAttribute("data-dismissed");
+  });
+  function trapTab(e) {
+    const d = joinPanel();
+    if (!d) return;
+    const items = [...d.querySelectorAll("summary, a[href], button, input, select, textarea, [tabindex]:not([tabindex='-1'])")].filter(canFocus);
+    if (!items.length) return;
+    const i = items.indexOf(document.activeElement);
+    let next;
+    if (i < 0) next = items[0];
+    else if (e.shiftKey && i === 0) next = items[items.length - 1];
+    else if (!e.shiftKey && i === items.length - 1) next = items[0];
+    if (next) { e.preventDefault(); next.focus(); }
+  }
+
+  // Skip links: focus their target (a button, or the stage region), with
+  // no fragment in the address (it is the view's shareable URL). Enter
+  // follows a link on keydown; focus moves once the key is up, or the
+  // key's keypress would press the button it lands on.
+  document.addEventListener("click", (e) => {
+    const a = e.target instanceof Element && e.target.closest("a[data-skip]");
+    if (!a) return;
+    const el = document.getElementById(a.dataset.skip);
+    if (!el) return;
+    e.preventDefault();
+    if (e.detail !== 0) { el.focus(); return; }
+    let done = false;
+    const go = () => { if (!done) { done = true; el.focus(); } };
+    document.addEventListener("keyup", go, { once: true });
+    setTimeout(go, 500);
+  });
+
+  // The page's one live region (#announce): after each message it says
+  // what changed, in one go — the view's new lines (data-announce on the
+  // room's view or the Explorer's state: the step, a question or its
+  // reveal, the stage with the engine's number), a student's own answer,
+  // a note the server sent. The first view is the page's: not said.
+  const said = { lines: [], mine: "", note: null, at: 0 };
+  function viewLines() {
+    const v = document.querySelector("#room-view[data-announce]") || document.querySelector("#state[data-announce]");
+    return v ? v.dataset.announce.split("\n").filter(Boolean) : [];
+  }
+  function mineText() {
+    const m = document.getElementById("poll-mine");
+    return m ? m.textContent.replace(/\s+/g, " ").trim() : "";
+  }
+  function noteNow() { return document.getElementById("room-note") || document.getElementById("explorer-note"); }
+  function announce() {
+    const box = document.getElementById("announce");
+    if (!box) return;
+    const out = [];
+    const lines = viewLines();
+    lines.forEach((l) => { if (!said.lines.includes(l)) out.push(l); });
+    if (lines.length) said.lines = lines;
+    const fromView = out.length > 0;
+    const gloss = (document.getElementById("state") || { dataset: {} }).dataset.stageGloss;
+    if (fromView && tour.timer && gloss) out.push(gloss); // the tour's caption, said
+    const mine = mineText();
+    if (mine && mine !== said.mine) out.push(mine);
+    said.mine = mine;
+    const n = noteNow();
+    if (n && n !== said.note && n.textContent.trim()) out.push(n.textContent.trim());
+    said.note = n;
+    if (!out.length) return;
+    // a new view replaces what was said; a student's answer or a note that
+    // follows the view's message (the reveal, then the student's verdict)
+    // is added to it, not put over it
+    const now = Date.now();
+    if (!fromView && now - said.at < 1000 && box.textContent) box.append(" " + out.join(" "));
+    else box.textContent = out.join(" ");
+    if (fromView) said.at = now;
+  }
+  document.addEventListener("DOMContentLoaded", () => {
+    said.lines = viewLines(); said.mine = mineText(); said.note = noteNow();
+    syncShortcuts();
+    roveAll(document);
+  });
+  document.addEventListener("htmx:wsAfterMessage", () => {
+    syncShortcuts();
+    roveAll(document);
+    restoreFocus();
+    slideOn();
+    announce();
   });
 })();

@@ -300,6 +300,26 @@ func (p MapPart) GotoStage() string {
 	return p.Stage
 }
 
+// TabStop says whether p is the map's one tab stop (the parts are a
+// roving group: arrow keys move between them): the part the viewer is
+// at, or the first part that opens a stage when none is.
+func (L MapLayout) TabStop(p MapPart) bool {
+	if p.GotoStage() == "" {
+		return false
+	}
+	for _, q := range L.Parts {
+		if q.Here && q.GotoStage() != "" {
+			return q.Key == p.Key
+		}
+	}
+	for _, q := range L.Parts {
+		if q.GotoStage() != "" {
+			return q.Key == p.Key
+		}
+	}
+	return false
+}
+
 // Class is a part's CSS classes.
 func (p MapPart) Class() string {
 	c := "part"
