@@ -398,9 +398,13 @@
   });
   // After a reveal, the student's own answer is marked in the class's
   // results (the results are the same bytes for everyone; #poll-mine is
-  // the student's own).
+  // the student's own); before it, the choice the student pressed is
+  // pressed (aria-pressed) among the poll's buttons.
   function markMine() {
     const m = document.getElementById("poll-mine");
+    document.querySelectorAll("[data-testid='poll-option'][aria-pressed]").forEach((b) => {
+      b.setAttribute("aria-pressed", String(!!(m && m.dataset.answer && b.dataset.answer === m.dataset.answer)));
+    });
     document.querySelectorAll("[data-testid='poll-result']").forEach((r) => {
       const mine = !!(m && m.dataset.answer && r.dataset.answer === m.dataset.answer);
       r.classList.toggle("mine", mine);
