@@ -246,6 +246,7 @@
     const nums = parseNums(st.dataset.nums);
     map.dataset.nums = st.dataset.nums || "";
     map.querySelectorAll("[data-tpl]").forEach((t) => { if (t.dataset.tpl) t.textContent = fillNums(t.dataset.tpl, nums); });
+    map.querySelectorAll("[data-tpl-name]").forEach((g) => g.setAttribute("aria-label", fillNums(g.dataset.tplName, nums)));
     map.querySelectorAll("[data-tpl-title]").forEach((g) => { const t = g.querySelector("title"); if (t) t.textContent = fillNums(g.dataset.tplTitle, nums); });
     map.querySelectorAll("g.part[data-goto-layer] title").forEach((t) => t.remove()); // rewritten on the next hover
     map.querySelectorAll("g[data-goto-filter]").forEach((g) => { // the funnel's slices
