@@ -381,3 +381,11 @@ func cdfCaption(s *SamplePanel) string {
 func kvCaption(k *KVPanel) string {
 	return fmt.Sprintf("The cache after this step: a row per position, its key (K) and value (V) in each of the %d layers; “new”: appended this step, “cached”: read from the cache", len(k.Layers))
 }
+
+// inLayer is a KV cache row labelled with its layer ("layer 2 · K,
+// position 5"): the strip's name and its values table's caption, one
+// for each layer.
+func inLayer(layer int, r VecRow) VecRow {
+	r.Label = fmt.Sprintf("layer %d · %s", layer+1, r.Label)
+	return r
+}
