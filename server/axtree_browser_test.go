@@ -289,7 +289,7 @@ func checkSampleTable(t *testing.T, ctx context.Context, tree *axNode) {
 	rows := tab.cells()
 	segs := eval[[][]string](t, ctx, `[...document.querySelectorAll('[data-testid="cdf-seg"]')].map(g => [g.dataset.from, g.dataset.to])`, false)
 	chosen := attr(t, ctx, `[data-testid="sampled-token"]`, "data-token-id")
-	if len(rows) != 1+min(len(segs), 24) {
+	if len(rows) != 1+min(len(segs), 16) {
 		t.Fatalf("%d table rows for %d candidates", len(rows), len(segs))
 	}
 	n := 0
@@ -428,5 +428,6 @@ func TestPollOptionsArePressed(t *testing.T) {
 	if len(after) != 3 {
 		t.Errorf("%d options in the tree: %v", len(after), after)
 	}
+	screenshot(t, student, "poll-pressed")
 	t.Logf("the poll after the student's answer: %v", after)
 }

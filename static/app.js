@@ -244,7 +244,7 @@
     if (!xs || !ys) return null;
     const x = stripVals(xs), y = stripVals(ys), t = document.createElement("table");
     t.className = "stripvals";
-    t.createCaption().textContent = `Each hidden unit as a point of the scatter: ${stripName(xs)} (across), ${stripName(ys)} (up)`;
+    t.createCaption().textContent = `Each hidden unit as a point of the scatter — across: ${stripName(xs)}; up: ${stripName(ys)}`;
     t.createTHead().insertRow().append(th("col", "unit"), th("col", stripName(xs)), th("col", stripName(ys)));
     const b = t.createTBody();
     x.forEach((v, i) => {

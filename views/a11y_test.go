@@ -158,3 +158,20 @@ func TestModelMapNamesHoldTheirText(t *testing.T) {
 		t.Errorf("%d parts", n)
 	}
 }
+
+// The draw's table lists the first candidates and the chosen one, even
+// when it comes later, and counts the rest.
+func TestDrawTableKeepsTheChosen(t *testing.T) {
+	s := &SamplePanel{U: .99}
+	for i := range 40 {
+		s.CDF = append(s.CDF, CDFBar{ID: int32(i), Piece: "t", P: .025, From: .025 * float64(i), To: .025 * float64(i+1), Chosen: i == 39})
+	}
+	doc := render(t, SampleView(s))
+	rows := doc.Find(`[data-testid="cdf-row"]`)
+	if rows.Length() != maxCDFRows+1 || text(rows.Last().Find("td").Last()) != "chosen" || text(rows.Last().Find("td").Eq(1)) != "39" {
+		t.Errorf("%d rows, the last %q", rows.Length(), text(rows.Last()))
+	}
+	if want := "…and 23 more candidates, not listed (the picture above draws them)."; text(doc.Find(`[data-testid="cdf-table"] p.note`)) != want {
+		t.Errorf("the note %q, want %q", text(doc.Find(`[data-testid="cdf-table"] p.note`)), want)
+	}
+}

@@ -355,7 +355,7 @@ func chosenMark(chosen bool) string {
 }
 
 // maxCDFRows is how many candidates the draw's table lists.
-const maxCDFRows = 24
+const maxCDFRows = 16
 
 // cdfRows is what the draw's table lists: the first maxCDFRows
 // candidates, and the chosen one where it comes later; more is how many
