@@ -208,8 +208,8 @@
     g.fillStyle = css.getPropertyValue("--accent").trim() || "#7cc4ff";
     x.forEach((v, i) => g.fillRect(sx(v) - 1.5, sy(y[i]) - 1.5, 3, 3));
     g.fillStyle = css.getPropertyValue("--fg").trim() || "#ddd";
-    g.font = "12px system-ui, sans-serif";
-    g.fillText("before →", W - pad - 50, sy(0) - 4); g.fillText("after ↑", sx(0) + 4, pad - 8);
+    g.font = "18px system-ui, sans-serif"; // 10px or more where the canvas shrinks to a 320px page
+    g.fillText("before →", W - pad - 74, sy(0) - 4); g.fillText("after ↑", sx(0) + 4, pad - 8);
   }
   // A panel's strips, and the MLP's scatter, as tables: built when their
   // disclosure opens, from the values the canvases are painted from, so

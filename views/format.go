@@ -389,3 +389,12 @@ func inLayer(layer int, r VecRow) VecRow {
 	r.Label = fmt.Sprintf("layer %d · %s", layer+1, r.Label)
 	return r
 }
+
+// outMark is what a softmax bar's handout label adds when the sampler
+// chain removes its token (the grey bar says it only in colour).
+func outMark(out bool) string {
+	if out {
+		return " · removed"
+	}
+	return ""
+}
