@@ -37,6 +37,8 @@ func TestStateIsInTheText(t *testing.T) {
 			`[data-testid="lane-candidate"][data-chosen="true"] td:first-child`, `"e" chosen`, `[data-testid="lane-candidate"][data-chosen="false"] td:first-child`, "chosen"},
 		{"embed: the row looked up", EmbedView(&EmbedPanel{Table: []VecRow{{Label: `4 "d"`, Values: []float32{1}}, {Label: `5 "e"`, Values: []float32{2}}}, Lit: 1}),
 			`.trow[aria-current="true"] small`, `5 "e" (looked up)`, `.trow[data-lit="false"] small`, "looked up"},
+		{"sampler funnel: the step on screen", SamplerView(&SamplerPanel{Index: 1, Count: 2, Name: "top-p", Funnel: []MapFilter{{Name: "top-k", Setting: "40", In: 100, Out: 40}, {Name: "top-p", Setting: "0.9", In: 40, Out: 3}}}),
+			`g[aria-current="step"] title`, `2. top-p 40 → 3 (setting 0.9): 40 candidates in, 3 kept; this step`, `g[data-goto-filter="1"] title`, "this step"},
 		{"attention: the current row", AttentionView(&AttentionPanel{Layers: 1, Heads: 1, QueryLabels: []string{`"a"`, `"b"`}, KeyLabels: []string{`"a"`, `"b"`}, Cells: [][]float32{{1, nan}, {.4, .6}}, Current: 1, Max: 1}),
 			`[data-testid="attn-row"]:last-child th`, `1 "b" (current)`, `[data-testid="attn-row"]:nth-child(2) th`, "current"},
 	}

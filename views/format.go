@@ -398,3 +398,12 @@ func outMark(out bool) string {
 	}
 	return ""
 }
+
+// hereMark is what the sampler funnel's step adds to its name when it is
+// the step on screen (the funnel lights it only in colour).
+func hereMark(here bool) string {
+	if here {
+		return "; this step"
+	}
+	return ""
+}
