@@ -241,6 +241,9 @@ func (s *snap) attentionRow(v *views.AttentionPanel, a *trace.Attention, head in
 	if n := len(a.Weights); n > 0 {
 		w := a.Weights[n-1]
 		v.Arcs = w[head]
+		if top := byValueDesc(w[head]); len(top) > 0 {
+			v.FocusPos, v.FocusKey, v.FocusW = top[0], labels[top[0]], w[head][top[0]]
+		}
 		for h := range w {
 			v.HeadRows = append(v.HeadRows, vecRow(fmt.Sprintf("head %d", h+1), w[h]))
 		}

@@ -202,6 +202,7 @@
     const w = left + cw * kl.length + 6, h = top + cw * rows.length + 4;
     c.width = w * dpr; c.height = h * dpr;
     c.style.width = `${Math.round(w * 1.4)}px`;
+    c.style.minWidth = `${w}px`; // the labels stay 12px or larger: a narrow page scrolls the heatmap instead
     const g = c.getContext("2d");
     g.scale(dpr, dpr);
     const css = getComputedStyle(document.documentElement);
@@ -249,9 +250,66 @@
     g.fillStyle = css.getPropertyValue("--accent").trim() || "#7cc4ff";
     x.forEach((v, i) => g.fillRect(sx(v) - 1.5, sy(y[i]) - 1.5, 3, 3));
     g.fillStyle = css.getPropertyValue("--fg").trim() || "#ddd";
-    g.font = "12px system-ui, sans-serif";
-    g.fillText("before →", W - pad - 50, sy(0) - 4); g.fillText("after ↑", sx(0) + 4, pad - 8);
+    g.font = "18px system-ui, sans-serif"; // 10px or more where the canvas shrinks to a 320px page
+    g.fillText("before →", W - pad - 74, sy(0) - 4); g.fillText("after ↑", sx(0) + 4, pad - 8);
   }
+  // A panel's strips, and the MLP's scatter, as tables: built when their
+  // disclosure opens, from the values the canvases are painted from, so
+  // every value is there for a keyboard, a finger or a screen reader.
+  const num = (v) => String(Number(v.toPrecision(3)));
+  function th(scope, text) {
+    const e = document.createElement("th");
+    e.scope = scope; e.textContent = text;
+    return e;
+  }
+  function stripName(c) {
+    const l = c.getAttribute("aria-label") || "", i = l.lastIndexOf(": ");
+    return i > 0 ? l.slice(0, i) : l;
+  }
+  function stripTable(c) {
+    const vals = stripVals(c), t = document.createElement("table");
+    t.className = "stripvals";
+    t.createCaption().textContent = `${stripName(c)}: ${vals.length} values, eight to a row (the row's first index, then +0 to +7)`;
+    const h = t.createTHead().insertRow();
+    h.append(th("col", "index"));
+    for (let k = 0; k < 8; k++) h.append(th("col", "+" + k));
+    const b = t.createTBody();
+    for (let i = 0; i < vals.length; i += 8) {
+      const r = b.insertRow();
+      r.append(th("row", String(i)));
+      for (let k = i; k < Math.min(i + 8, vals.length); k++) r.insertCell().textContent = num(vals[k]);
+    }
+    return t;
+  }
+  function scatterTable(d) {
+    const xs = document.getElementById(d.dataset.xFrom), ys = document.getElementById(d.dataset.yFrom);
+    if (!xs || !ys) return null;
+    const x = stripVals(xs), y = stripVals(ys), t = document.createElement("table");
+    t.className = "stripvals";
+    t.createCaption().textContent = `Each hidden unit as a point of the scatter — across: ${stripName(xs)}; up: ${stripName(ys)}`;
+    t.createTHead().insertRow().append(th("col", "unit"), th("col", stripName(xs)), th("col", stripName(ys)));
+    const b = t.createTBody();
+    x.forEach((v, i) => {
+      const r = b.insertRow();
+      r.append(th("row", String(i)));
+      r.insertCell().textContent = num(v);
+      r.insertCell().textContent = num(y[i]);
+    });
+    return t;
+  }
+  function fillValues(d) {
+    if (d.dataset.filled || !d.open) return;
+    let tables = [];
+    if (d.matches("details.strip-values")) tables = [...(d.closest("section.panel") || document).querySelectorAll("canvas.strip")].map(stripTable);
+    else if (d.matches("details.scatter-values")) tables = [scatterTable(d)].filter(Boolean);
+    else return;
+    d.dataset.filled = "1";
+    const w = document.createElement("div");
+    w.className = "scroll"; w.tabIndex = 0; w.setAttribute("role", "group"); w.setAttribute("aria-label", "the tables (scroll sideways when wider than the page)");
+    w.append(...tables);
+    d.append(w);
+  }
+  document.addEventListener("toggle", (e) => { if (e.target instanceof HTMLDetailsElement) fillValues(e.target); }, true);
   // The model map is open on wide screens and collapsed on phones until the
   // viewer chooses; the choice outlives each step's redraw and reloads.
   function mapOpen(d) {
@@ -290,6 +348,7 @@
     const nums = parseNums(st.dataset.nums);
     map.dataset.nums = st.dataset.nums || "";
     map.querySelectorAll("[data-tpl]").forEach((t) => { if (t.dataset.tpl) t.textContent = fillNums(t.dataset.tpl, nums); });
+    map.querySelectorAll("[data-tpl-name]").forEach((g) => g.setAttribute("aria-label", fillNums(g.dataset.tplName, nums)));
     map.querySelectorAll("[data-tpl-title]").forEach((g) => { const t = g.querySelector("title"); if (t) t.textContent = fillNums(g.dataset.tplTitle, nums); });
     map.querySelectorAll("g.part[data-goto-layer] title").forEach((t) => t.remove()); // rewritten on the next hover
     map.querySelectorAll("g[data-goto-filter]").forEach((g) => { // the funnel's slices
@@ -449,9 +508,13 @@
   });
   // After a reveal, the student's own answer is marked in the class's
   // results (the results are the same bytes for everyone; #poll-mine is
-  // the student's own).
+  // the student's own); before it, the choice the student pressed is
+  // pressed (aria-pressed) among the poll's buttons.
   function markMine() {
     const m = document.getElementById("poll-mine");
+    document.querySelectorAll("[data-testid='poll-option'][aria-pressed]").forEach((b) => {
+      b.setAttribute("aria-pressed", String(!!(m && m.dataset.answer && b.dataset.answer === m.dataset.answer)));
+    });
     document.querySelectorAll("[data-testid='poll-result']").forEach((r) => {
       const mine = !!(m && m.dataset.answer && r.dataset.answer === m.dataset.answer);
       r.classList.toggle("mine", mine);

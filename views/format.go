@@ -278,3 +278,135 @@ func (s Settings) DraftKOrDefault() string {
 func ablateVals(toggle string) string {
 	return fmt.Sprintf(`{"action":"ablate","toggle":%q}`, toggle)
 }
+
+// The attention table's bounds: at most maxHeatCols keys (the last) and
+// maxHeatCells cells, so a long prompt's prefill stays a page's size.
+const (
+	maxHeatCols  = 40
+	maxHeatCells = 1000
+)
+
+// heatWindow is where the attention table starts: its first query row
+// and first key, the last rows and keys within the bounds.
+func (a *AttentionPanel) heatWindow() (r0, c0 int) {
+	c0 = max(0, len(a.KeyLabels)-maxHeatCols)
+	rows := max(1, maxHeatCells/max(1, len(a.KeyLabels)-c0))
+	return max(0, len(a.Cells)-rows), c0
+}
+
+// heatLeftOut says which rows and keys the attention table leaves out.
+func heatLeftOut(a *AttentionPanel, r0, c0 int) string {
+	s := "Left out of the table, to keep the page small:"
+	if r0 > 0 {
+		s += fmt.Sprintf(" the first %d query rows (positions %d–%d);", r0, a.First, a.First+r0-1)
+	}
+	if c0 > 0 {
+		s += fmt.Sprintf(" keys 0–%d;", c0-1)
+	}
+	s += " the heatmap draws them"
+	if len(a.Math) > 0 {
+		s += ", and the current row's arithmetic below lists every key"
+	}
+	return s + "."
+}
+
+// heatCaption names the attention table: which layer and head, and what
+// its cells hold.
+func heatCaption(a *AttentionPanel) string {
+	what := "attention weights after softmax (each row sums to 1)"
+	if a.ShowScores {
+		what = "scaled scores q·k/√d before softmax"
+	}
+	return fmt.Sprintf("Layer %d, head %d: %s; a row per query token, a column per key token, blank where masked (a later position)", a.Layer+1, a.Head+1, what)
+}
+
+// heatCell is one attention value as the table shows it ("" masked).
+func heatCell(v float32) string {
+	if math.IsNaN(float64(v)) {
+		return ""
+	}
+	return strconv.FormatFloat(float64(v), 'f', 3, 32)
+}
+
+// lookedUp is the embedding table's row the token selects, its label
+// saying so (the strip's name and its values table's caption).
+func lookedUp(r VecRow) VecRow {
+	r.Label += " (the row looked up)"
+	return r
+}
+
+// pointName is a point of the embedding map as its hover and a screen
+// reader name it: its token, and whether the prompt holds it.
+func pointName(p Point) string {
+	if p.Prompt {
+		return p.Label + " (a prompt token)"
+	}
+	return p.Label + " (a neighbour)"
+}
+
+// softmaxCaption names the softmax panel's table: what its rows are.
+func softmaxCaption(s *SoftmaxPanel) string {
+	return fmt.Sprintf("The %d most likely of %d tokens at T = %s, most likely first; “removed”: the sampler chain removes it before the draw", len(s.Top), s.Vocab, fx(s.Temperature))
+}
+
+// chosenMark is what a candidate's hover adds when the draw chose it.
+func chosenMark(chosen bool) string {
+	if chosen {
+		return " — chosen"
+	}
+	return ""
+}
+
+// maxCDFRows is how many candidates the draw's table lists.
+const maxCDFRows = 16
+
+// cdfRows is what the draw's table lists: the first maxCDFRows
+// candidates, and the chosen one where it comes later; more is how many
+// are left out.
+func cdfRows(cdf []CDFBar) (rows []CDFBar, more int) {
+	for i, c := range cdf {
+		if i < maxCDFRows || c.Chosen {
+			rows = append(rows, c)
+		}
+	}
+	return rows, len(cdf) - len(rows)
+}
+
+// cdfCaption names the draw's table.
+func cdfCaption(s *SamplePanel) string {
+	if s.Greedy {
+		return "The candidates the draw chose from: greedy, the most likely is chosen"
+	}
+	return fmt.Sprintf("The candidates the draw chose from, each a slice of the cumulative probability; u = %.4f falls in the chosen one's slice", s.U)
+}
+
+// kvCaption names the cache's table.
+func kvCaption(k *KVPanel) string {
+	return fmt.Sprintf("The cache after this step: a row per position, its key (K) and value (V) in each of the %d layers; “new”: appended this step, “cached”: read from the cache", len(k.Layers))
+}
+
+// inLayer is a KV cache row labelled with its layer ("layer 2 · K,
+// position 5"): the strip's name and its values table's caption, one
+// for each layer.
+func inLayer(layer int, r VecRow) VecRow {
+	r.Label = fmt.Sprintf("layer %d · %s", layer+1, r.Label)
+	return r
+}
+
+// outMark is what a softmax bar's handout label adds when the sampler
+// chain removes its token (the grey bar says it only in colour).
+func outMark(out bool) string {
+	if out {
+		return " · removed"
+	}
+	return ""
+}
+
+// hereMark is what the sampler funnel's step adds to its name when it is
+// the step on screen (the funnel lights it only in colour).
+func hereMark(here bool) string {
+	if here {
+		return "; this step"
+	}
+	return ""
+}

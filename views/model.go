@@ -214,6 +214,11 @@ type AttentionPanel struct {
 	MathMax, MathSum       float64 // the largest score and Σ exp(score − max)
 	Scale                  float32 // 1/√d
 	HeadDim                int
+	// Focus is the key the current token weighs most (this head), for the
+	// panel's one-line summary: its label, position and weight
+	FocusKey string
+	FocusPos int
+	FocusW   float32
 }
 
 // AttnTerm is one key's part in the current row's softmax: the engine's

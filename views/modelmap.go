@@ -249,6 +249,19 @@ func (m *ModelMap) layoutChain(L *MapLayout, x0, w float64) {
 	L.Texts = append(L.Texts, MapEdge{X1: x0 + w/2, Y1: kvY + 12, Label: fmt.Sprintf("sampler chain: {I1} → {O%d}", len(m.Filters))})
 }
 
+// Name is a part's accessible name: the text it shows inside, when it
+// shows one, then what it is ("attn: layer 3 attention"), so the name
+// holds what is on screen (WCAG 2.5.3, label in name).
+func (p MapPart) Name() string {
+	switch {
+	case !p.Inline || p.Label == "" || strings.Contains(p.Short, p.Label):
+		return p.Short
+	case strings.HasPrefix(p.Label, p.Short):
+		return p.Label
+	}
+	return p.Label + ": " + p.Short
+}
+
 // center is a part's middle.
 func (p MapPart) center() (float64, float64) { return p.X + p.W/2, p.Y + p.H/2 }
 

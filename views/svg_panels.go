@@ -134,7 +134,7 @@ func (s *SoftmaxPanel) svg(d *svgDoc) {
 		d.text(16, d.y, 12, "normal", fmt.Sprintf("at %s and top-p %s the run's sampler chain keeps %d for the draw (%s): %s", chainT(s), fx(s.TopP), s.Kept, pct(s.KeptP), chainCounts(s)))
 	}
 	for i, b := range s.Top {
-		d.bars([]Bar{b}, func(b Bar) string { return fmt.Sprintf("p %s · cum %s", pct(b.Value), pct(b.Cum)) }, func(b Bar) string {
+		d.bars([]Bar{b}, func(b Bar) string { return fmt.Sprintf("p %s · cum %s%s", pct(b.Value), pct(b.Cum), outMark(b.Out)) }, func(b Bar) string {
 			if b.Out {
 				return "#ddd"
 			}
@@ -211,7 +211,11 @@ func (k *KVPanel) svg(d *svgDoc) {
 	d.y += 14
 	for _, p := range k.Positions { // the table: K and V per layer, this step's rows filled
 		d.y += 16
-		d.text(16, d.y, 11, "normal", fmt.Sprintf("%d %s", p.Pos, short(p.Token)))
+		label := fmt.Sprintf("%d %s", p.Pos, short(p.Token))
+		if p.New {
+			label += " new"
+		}
+		d.text(16, d.y, 11, "normal", label)
 		for i := range k.Layers {
 			kf, vf := "#eee", "#eee"
 			if p.New {
@@ -222,7 +226,7 @@ func (k *KVPanel) svg(d *svgDoc) {
 		}
 	}
 	d.y += 8
-	d.text(16, d.y+14, 12, "normal", "filled: appended this step (K blue, V orange); grey: read from the cache")
+	d.text(16, d.y+14, 12, "normal", "filled and marked new: appended this step (K blue, V orange); grey: read from the cache")
 	d.y += 14
 	for _, l := range k.Layers[:k.LayersDrawn] {
 		for i, r := range l.NewK {
