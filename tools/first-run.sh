@@ -10,6 +10,10 @@ set -euo pipefail
 repo=${1:-$(git -C "$(dirname "$0")/.." rev-parse --show-toplevel)}
 tmp=$(mktemp -d)
 port=${PORT:-18080}
+if curl -fs -o /dev/null "http://127.0.0.1:$port/"; then
+	echo "first-run: something already answers on port $port; set PORT to a free one" >&2
+	exit 1
+fi
 cleanup() {
 	[ -n "${pid:-}" ] && kill -- -"$pid" 2>/dev/null || true
 	chmod -R u+w "$tmp" 2>/dev/null || true
