@@ -1,10 +1,12 @@
 package server
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"image/png"
 	"maps"
 	"net"
 	"net/http"
@@ -593,5 +595,82 @@ func TestFocusIsNotCurrent(t *testing.T) {
 			}
 		}
 		screenshot(t, ctx, "focus-current-"+cmp.Or(theme, "dark"))
+	}
+}
+
+// Colour is never the only cue: with deuteranopia and achromatopsia
+// emulated, the sampler's renormalised bars are still striped where the
+// softmax's are solid (counted along each bar's middle row of pixels), and
+// removed candidates are struck through and say so, in both themes; the
+// softmax, sampler and attention panels' screenshots are kept with
+// STEPTHROUGH_SCREENSHOTS to be looked at.
+func TestColourIsNotAlone(t *testing.T) {
+	ctx, base := browserWith(t, Config{Embedded: lessonModels()})
+	run := base + "/?" + url.Values{"prompt": {"Lily saw a"}, "max_tokens": {"4"}, "seed": {"3"}, "temperature": {"1.5"}}.Encode()
+	for _, vision := range []emulation.SetEmulatedVisionDeficiencyType{emulation.SetEmulatedVisionDeficiencyTypeDeuteranopia, emulation.SetEmulatedVisionDeficiencyTypeAchromatopsia} {
+		do(t, ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := cdp.Call(ctx, tg, emulation.SetEmulatedVisionDeficiency, emulation.SetEmulatedVisionDeficiencyParams{Type: vision})
+			return err
+		}))
+		for _, theme := range []string{"", "projector"} {
+			name := fmt.Sprintf("%s-%s", vision, cmp.Or(theme, "dark"))
+			do(t, ctx, chromedp.EmulateViewport(1280, 800), chromedp.Navigate(base+"/"), chromedp.WaitReady(chromedp.CSS(`main`)))
+			eval[any](t, ctx, fmt.Sprintf(`localStorage.setItem('stepthrough-theme', %q); null`, theme), false) // as the toggle leaves it
+			do(t, ctx, chromedp.Navigate(run+"&stage=softmax"), chromedp.WaitVisible(chromedp.CSS(`progress.pbar.before`)))
+			if n := stripes(t, ctx, `progress.pbar.before`); n > 2 {
+				t.Errorf("%s: the softmax's bar changes colour %d times across: want it solid", name, n)
+			}
+			keepPanel(t, ctx, "colour-softmax-"+name)
+			do(t, ctx, chromedp.Navigate(run+"&stage=sampler&filter=4"), chromedp.WaitVisible(chromedp.CSS(`progress.pbar.after`)))
+			if n := stripes(t, ctx, `progress.pbar.after`); n < 6 {
+				t.Errorf("%s: the sampler's renormalised bar changes colour %d times across: want stripes", name, n)
+			}
+			if bad := eval[[]string](t, ctx, `[...document.querySelectorAll('tr.removed')].filter(r => getComputedStyle(r.cells[0]).textDecorationLine !== 'line-through' || !r.textContent.includes('removed')).map(r => r.textContent.trim())`, false); len(bad) > 0 {
+				t.Errorf("%s: removed rows told by colour alone: %q", name, bad)
+			}
+			keepPanel(t, ctx, "colour-sampler-"+name)
+			do(t, ctx, chromedp.Navigate(run+"&stage=attention&layer=2"), chromedp.WaitReady(chromedp.CSS(`canvas.heat[data-painted]`)))
+			keepPanel(t, ctx, "colour-attention-"+name)
+		}
+	}
+}
+
+// stripes counts the colour changes along the middle row of the first
+// element sel matches, as the screen shows it.
+func stripes(t *testing.T, ctx context.Context, sel string) int {
+	t.Helper()
+	buf, err := chromedp.Run(ctx, chromedp.ScreenshotScale(chromedp.CSS(sel), 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(bytes.NewReader(buf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, n := img.Bounds(), 0
+	y := (b.Min.Y + b.Max.Y) / 2
+	grey := func(x int) int { r, g, bl, _ := img.At(x, y).RGBA(); return int(r>>8+g>>8+bl>>8) / 3 }
+	for x := b.Min.X + 1; x < b.Max.X; x++ {
+		if d := grey(x) - grey(x-1); d > 40 || d < -40 {
+			n++
+		}
+	}
+	return n
+}
+
+// keepPanel writes the stage panel's screenshot when
+// STEPTHROUGH_SCREENSHOTS names a directory.
+func keepPanel(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	dir := os.Getenv("STEPTHROUGH_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	buf, err := chromedp.Run(ctx, chromedp.ScreenshotScale(chromedp.CSS(`#explorer section.panel[data-stage]`), 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), buf, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
