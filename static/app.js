@@ -105,6 +105,9 @@
       root.dataset.theme = root.dataset.theme === "projector" ? "" : "projector";
       try { localStorage.setItem("stepthrough-theme", root.dataset.theme); } catch (_) { /* storage off */ }
       foldForProjector();
+      // the canvases' text and lines took the old theme's colours
+      document.querySelectorAll("canvas.heat, canvas.scatter").forEach((c) => { delete c.dataset.painted; });
+      paintStrips(document);
     }
   });
   document.addEventListener("keydown", (e) => {
@@ -192,6 +195,15 @@
     const t = Math.max(0, Math.min(1, hi > lo ? (v - lo) / (hi - lo) : 0));
     return `rgb(${20 + Math.trunc(235 * t)},${20 + Math.trunc(200 * t)},${60 + Math.trunc(60 * t)})`;
   }
+  function heatCell(g, colour, x, y, s) { g.fillStyle = colour; g.fillRect(x, y, s, s); }
+  // a masked cell (a later position) is hatched, not a colour of the
+  // scale: the panel's background crossed by a line of the muted text
+  // colour, 3:1 or more against every colour of the scale
+  function maskedCell(g, css, x, y, s) {
+    heatCell(g, css.getPropertyValue("--panel").trim() || "#222", x, y, s);
+    g.strokeStyle = css.getPropertyValue("--muted").trim() || "#999"; g.lineWidth = 2;
+    g.beginPath(); g.moveTo(x + 2, y + s - 2); g.lineTo(x + s - 2, y + 2); g.stroke();
+  }
   function paintHeat(c) {
     if (c.dataset.painted) return;
     c.dataset.painted = "1";
@@ -217,11 +229,13 @@
     rows.forEach((r, i) => {
       g.fillStyle = css.getPropertyValue("--fg").trim() || "#ddd";
       g.fillText(short(ql[i] || ""), left - 6, top + cw * i + 15);
-      r.forEach((v, j) => { g.fillStyle = seqHeat(v, lo, hi); g.fillRect(left + cw * j, top + cw * i, cw - 1, cw - 1); });
+      r.forEach((v, j) => (Number.isFinite(v) ? heatCell(g, seqHeat(v, lo, hi), left + cw * j, top + cw * i, cw - 1) : maskedCell(g, css, left + cw * j, top + cw * i, cw - 1)));
     });
-    if (cur >= 0 && cur < rows.length) {
-      g.strokeStyle = css.getPropertyValue("--focus").trim() || "#fc0"; g.lineWidth = 2;
-      g.strokeRect(left - 1, top + cw * cur - 1, cw * kl.length + 1, cw + 1);
+    if (cur >= 0 && cur < rows.length) { // the current row: the page's colour around the text's, not the focus ring's
+      g.strokeStyle = css.getPropertyValue("--bg").trim() || "#000"; g.lineWidth = 5;
+      g.strokeRect(left - 2, top + cw * cur - 2, cw * kl.length + 3, cw + 3);
+      g.strokeStyle = css.getPropertyValue("--fg").trim() || "#ddd"; g.lineWidth = 2;
+      g.strokeRect(left - 2, top + cw * cur - 2, cw * kl.length + 3, cw + 3);
     }
     c.addEventListener("mousemove", (e) => {
       const b = c.getBoundingClientRect(), x = (e.clientX - b.left) * w / b.width, y = (e.clientY - b.top) * h / b.height;

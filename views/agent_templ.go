@@ -664,7 +664,7 @@ func retrievalSection(t RetrievalTask) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 62, "</ol><div class=\"scroll\"><table class=\"bars\" data-testid=\"task-phases\"><caption>Where a completed task's time and tokens go</caption><tr><th>phase</th><th>first ask</th><th>the same ask again</th></tr><tr><th>retrieval (BM25 over the library)</th><td class=\"num\" data-measured=\"timing\" colspan=\"2\">")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 62, "</ol><div class=\"scroll\" tabindex=\"0\" role=\"region\" aria-label=\"task phases table\"><table class=\"bars\" data-testid=\"task-phases\"><caption>Where a completed task's time and tokens go</caption><tr><th>phase</th><th>first ask</th><th>the same ask again</th></tr><tr><th>retrieval (BM25 over the library)</th><td class=\"num\" data-measured=\"timing\" colspan=\"2\">")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -738,7 +738,7 @@ func servingRun(r ServingRun) templ.Component {
 			}
 		}
 		if r.Repeats.Runs > 0 {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 74, "<div class=\"scroll\"><table class=\"bars repeats\" data-testid=\"repeats\"><caption>Each setting run ")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 74, "<div class=\"scroll\" tabindex=\"0\" role=\"region\" aria-label=\"repeated runs table\"><table class=\"bars repeats\" data-testid=\"repeats\"><caption>Each setting run ")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -949,7 +949,7 @@ func servingRun(r ServingRun) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 98, "</div><h3>The users</h3><div class=\"scroll\"><table class=\"users\" data-testid=\"users\"><tr><th>user</th><th>prompt</th><th>reply up to</th>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 98, "</div><h3>The users</h3><div class=\"scroll\" tabindex=\"0\" role=\"region\" aria-label=\"users table\"><table class=\"users\" data-testid=\"users\"><tr><th>user</th><th>prompt</th><th>reply up to</th>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -1735,14 +1735,14 @@ func HonestPageView(p HonestPage) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 165, "</pre><div class=\"scroll\"><pre class=\"output\" data-testid=\"output\">")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 165, "</pre><div class=\"scroll\" tabindex=\"0\" role=\"region\" aria-label=\"loadgen output\"><pre class=\"output\" data-testid=\"output\">")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var92 string
 		templ_7745c5c3_Var92, templ_7745c5c3_Err = templ.JoinStringErrs(p.Output)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/serving.templ`, Line: 245, Col: 76}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/serving.templ`, Line: 245, Col: 131}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var92))
 		if templ_7745c5c3_Err != nil {
