@@ -15,7 +15,9 @@ import (
 )
 
 // runCheckLesson reads lesson files, checks them against their models,
-// refuses a question the text before it answers (lessons.Spoilers), and
+// refuses a question the text before it answers (lessons.Spoilers) and a
+// sentence that generalises with neither a source nor a claim
+// (lessons.UnsourcedGeneral), and
 // verifies every claim their steps declare (expect: lines) by playing the
 // steps on the engine, as the Explorer would.
 func runCheckLesson(ctx context.Context, env Env, args []string) error {
@@ -57,6 +59,10 @@ func runCheckLesson(ctx context.Context, env Env, args []string) error {
 			fmt.Fprintf(env.Stdout, "FAIL %s\n", sp)
 			failed, total = failed+1, total+1
 		}
+		for _, u := range lessons.UnsourcedGeneral(l) { // a statement about inference in general with nothing behind it
+			fmt.Fprintf(env.Stdout, "FAIL %s\n", u)
+			failed, total = failed+1, total+1
+		}
 		se := session.New("check", "cli", reg)
 		results := verify.Lesson(ctx, se, l)
 		se.Close()
@@ -75,7 +81,7 @@ func runCheckLesson(ctx context.Context, env Env, args []string) error {
 		fmt.Fprintf(env.Stdout, "%s: %d claims\n", path, len(results))
 	}
 	if failed > 0 {
-		return fmt.Errorf("%d of %d checks failed (claims that do not hold, lessons that do not fit their model, questions answered before they are asked)", failed, total)
+		return fmt.Errorf("%d of %d checks failed (claims that do not hold, lessons that do not fit their model, questions answered before they are asked, general statements with no source or claim)", failed, total)
 	}
 	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"stepthrough/engine/quant"
 )
 
 // A Claim is a fact a step's narration states about the model, declared
@@ -70,26 +72,44 @@ import (
 //	                             (from 0, BOS at 0, as the panels and the
 //	                             patching grid count) restores this
 //	                             fraction of the clean answer's lead
+//	expect: holds Q8_0 14        the step's model stores this many tensors
+//	expect: holds Q6_K ffn_down  in this type, or every tensor whose name
+//	                             has this part (and there is one) in it
+//	expect: kl < 0.02            the step's model (NAME@TYPE) against NAME:
+//	                             the mean KL divergence of its next-token
+//	                             distributions over the lesson corpus's
+//	                             held-out text (models/README.md's table)
+//	expect: prefill < 0.5        prefilling the step's prompt costs, per
+//	                             prompt token, less than this fraction of
+//	                             a decode step (both measured on the engine)
+//	expect: kvcontext "Llama 2 70B" 4096 1.34
+//	                             the memory calculator puts one user's KV
+//	                             cache at this context (2 bytes a value) at
+//	                             this many GB
+//	expect: unseen "Zorvik"      the lesson models' training text never
+//	                             contains this text
 //	expect: arch qwen3           the step's model's architecture
 //	expect: feature qk-norm      the step's model has this way of differing
 //	expect: lacks learned-positions  from llama's forward pass, or lacks it
 //	                             (the keys `inspect` and the model map use)
 type Claim struct {
-	Line  int
-	Kind  string  // one of ClaimKinds
-	Text  string  // the token or text claimed
-	Op    string  // for p: >, <, >=, <=
-	Value float64 // for p: the bound; for tokens, length and accepts: the count; for weights: GB
-	Type  string  // for weights: the weights' type
-	Price float64 // for cost: the price an hour
-	Rate  float64 // for cost: tokens a second
-	Block int     // for blocks, shares and cached: positions per block; for lens, lensrank and restores: the layer, from 1
-	Pos   int     // for restores: the position, from 0 (BOS at 0, as the panels count)
-	Head  string  // for induction: the head, written L4H5
+	Line   int
+	Kind   string  // one of ClaimKinds
+	Text   string  // the token or text claimed
+	Op     string  // for p: >, <, >=, <=
+	Value  float64 // for p: the bound; for tokens, length and accepts: the count; for weights: GB
+	Type   string  // for weights: the weights' type
+	Price  float64 // for cost: the price an hour
+	Rate   float64 // for cost: tokens a second
+	Block  int     // for blocks, shares and cached: positions per block; for lens, lensrank and restores: the layer, from 1
+	Pos    int     // for restores: the position, from 0 (BOS at 0, as the panels count)
+	Head   string  // for induction: the head, written L4H5
+	Part   string  // for holds: a part of tensor names (ffn_down), or "" for a count
+	Tokens int     // for kvcontext: the context in tokens
 }
 
 // ClaimKinds are the supported claims.
-var ClaimKinds = []string{"top", "p", "draws", "tokens", "attends", "continues", "calls", "length", "pieces", "accepts", "rejects", "weights", "batched", "stop", "kvbytes", "cost", "context", "blocks", "shares", "cached", "lens", "lensrank", "induction", "copying", "restores", "arch", "feature", "lacks"}
+var ClaimKinds = []string{"top", "p", "draws", "tokens", "attends", "continues", "calls", "length", "pieces", "accepts", "rejects", "weights", "batched", "stop", "kvbytes", "cost", "context", "blocks", "shares", "cached", "lens", "lensrank", "induction", "copying", "restores", "arch", "feature", "lacks", "holds", "kl", "prefill", "kvcontext", "unseen"}
 
 func (c Claim) String() string {
 	switch c.Kind {
@@ -126,6 +146,15 @@ func (c Claim) String() string {
 		return fmt.Sprintf("restores %d %d %q %s %g", c.Block, c.Pos, c.Text, c.Op, c.Value)
 	case "arch", "feature", "lacks":
 		return c.Kind + " " + c.Text
+	case "holds":
+		if c.Part != "" {
+			return fmt.Sprintf("holds %s %s", c.Type, c.Part)
+		}
+		return fmt.Sprintf("holds %s %d", c.Type, int(c.Value))
+	case "kl", "prefill":
+		return fmt.Sprintf("%s %s %g", c.Kind, c.Op, c.Value)
+	case "kvcontext":
+		return fmt.Sprintf("kvcontext %q %d %g", c.Text, c.Tokens, c.Value)
 	}
 	return fmt.Sprintf("%s %q", c.Kind, c.Text)
 }
@@ -145,8 +174,19 @@ func parseClaim(line int, v string) (Claim, error) {
 	}
 	text := func(s string) error { return textOf(&c, s) }
 	switch kind {
-	case "top", "draws", "attends", "continues", "calls", "rejects":
+	case "top", "draws", "attends", "continues", "calls", "rejects", "unseen":
 		return c, text(rest)
+	case "holds":
+		return c, parseHolds(&c, rest)
+	case "kl", "prefill":
+		before, op, v, err := bound(kind, rest)
+		if err == nil && before != "" {
+			err = fmt.Errorf("expect %s: write %s < 0.5 (only a bound)", kind, kind)
+		}
+		c.Op, c.Value = op, v
+		return c, err
+	case "kvcontext":
+		return c, parseKVContext(&c, rest)
 	case "arch", "feature", "lacks":
 		if rest == "" || strings.ContainsAny(rest, " \"") {
 			return c, fmt.Errorf("expect %s %q: one name, unquoted (%s)", kind, rest, map[string]string{"arch": "arch qwen3", "feature": "feature qk-norm", "lacks": "lacks learned-positions"}[kind])
@@ -373,4 +413,47 @@ func parseMechanism(c *Claim, rest string) error {
 		return textOf(c, f[2])
 	}
 	return nil
+}
+
+// parseHolds reads a claim about the types the step's model stores:
+// holds Q8_0 14 (that many tensors in Q8_0), holds Q6_K ffn_down (every
+// tensor whose name has ffn_down in it is Q6_K).
+func parseHolds(c *Claim, rest string) error {
+	f := strings.Fields(rest)
+	if len(f) != 2 {
+		return fmt.Errorf("expect holds: write holds Q8_0 14 (a type, then a count of tensors) or holds Q6_K ffn_down (a type, then a part of tensor names)")
+	}
+	t, err := quant.ParseType(f[0])
+	if err != nil {
+		return fmt.Errorf("expect holds: %w", err)
+	}
+	c.Type = t.String()
+	if n, err := strconv.Atoi(f[1]); err == nil {
+		if n < 0 || n > 1<<16 {
+			return fmt.Errorf("expect holds %s %d: a count of tensors from 0", c.Type, n)
+		}
+		c.Value = float64(n)
+		return nil
+	}
+	if strings.ContainsAny(f[1], "\"") {
+		return fmt.Errorf("expect holds %s %s: a part of tensor names, unquoted (ffn_down, token_embd)", c.Type, f[1])
+	}
+	c.Part = f[1]
+	return nil
+}
+
+// parseKVContext reads kvcontext "Llama 2 70B" 4096 1.34: a preset, a
+// context in tokens, and one user's KV cache there in GB.
+func parseKVContext(c *Claim, rest string) error {
+	f := strings.Fields(rest)
+	if len(f) < 3 {
+		return fmt.Errorf("expect kvcontext: write kvcontext \"Llama 2 70B\" 4096 1.34 (a preset, tokens of context, GB)")
+	}
+	n, err1 := strconv.Atoi(f[len(f)-2])
+	gb, err2 := strconv.ParseFloat(f[len(f)-1], 64)
+	if err1 != nil || err2 != nil || n < 1 || n > 1<<24 || gb <= 0 || math.IsNaN(gb) {
+		return fmt.Errorf("expect kvcontext: %q %q: a context in tokens from 1 and a positive number of GB", f[len(f)-2], f[len(f)-1])
+	}
+	c.Tokens, c.Value = n, gb
+	return textOf(c, strings.Join(f[:len(f)-2], " "))
 }

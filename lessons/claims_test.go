@@ -69,17 +69,51 @@ func TestMechanismClaims(t *testing.T) {
 		{in: `feature "qk-norm"`, err: "unquoted"},
 		{in: `lacks a b`, err: "one name"},
 	} {
-		t.Run(tc.in, func(t *testing.T) {
-			c, err := parseClaim(1, tc.in)
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) || strings.Contains(err.Error(), "\n") {
-					t.Errorf("%v, want an error with %q", err, tc.err)
-				}
-				return
-			}
-			if err != nil || c.String() != tc.out {
-				t.Errorf("%q (%v), want %q", c.String(), err, tc.out)
-			}
-		})
+		t.Run(tc.in, func(t *testing.T) { checkClaimLine(t, tc.in, tc.out, tc.err) })
+	}
+}
+
+// The claims about conversions, timing, a context's cache and the
+// training text parse, print back as written, and refuse a bad type,
+// count, bound, context or text in one line naming it.
+func TestQualityClaims(t *testing.T) {
+	for _, tc := range []struct{ in, out, err string }{
+		{in: `holds Q8_0 14`, out: `holds Q8_0 14`},
+		{in: `holds q6_k ffn_down`, out: `holds Q6_K ffn_down`},
+		{in: `holds F32 0`, out: `holds F32 0`},
+		{in: `holds Q7_0 14`, err: "unknown tensor type"},
+		{in: `holds Q8_0`, err: "a type, then a count"},
+		{in: `holds Q8_0 -1`, err: "a count of tensors from 0"},
+		{in: `holds Q8_0 "ffn_down"`, err: "unquoted"},
+		{in: `kl < 0.02`, out: `kl < 0.02`},
+		{in: `kl > 0.03`, out: `kl > 0.03`},
+		{in: `kl 0.02`, err: "end with a bound"},
+		{in: `kl Q4_0 < 0.02`, err: "only a bound"},
+		{in: `prefill < 1`, out: `prefill < 1`},
+		{in: `prefill < 2`, err: "not a fraction"},
+		{in: `kvcontext "Llama 2 70B" 4096 1.34`, out: `kvcontext "Llama 2 70B" 4096 1.34`},
+		{in: `kvcontext "Llama 2 70B" 0 1.34`, err: "a context in tokens from 1"},
+		{in: `kvcontext "Llama 2 70B" 4096`, err: "a context in tokens from 1"},
+		{in: `kvcontext 4096 1.34`, err: "write kvcontext"},
+		{in: `unseen "Zorvik"`, out: `unseen "Zorvik"`},
+		{in: `unseen ""`, err: "name the token or text"},
+	} {
+		t.Run(tc.in, func(t *testing.T) { checkClaimLine(t, tc.in, tc.out, tc.err) })
+	}
+}
+
+// checkClaimLine parses an expect line's value and wants either its
+// printed form out or an error of one line holding msg.
+func checkClaimLine(t *testing.T, in, out, msg string) {
+	t.Helper()
+	c, err := parseClaim(1, in)
+	if msg != "" {
+		if err == nil || !strings.Contains(err.Error(), msg) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%v, want an error with %q", err, msg)
+		}
+		return
+	}
+	if err != nil || c.String() != out {
+		t.Errorf("%q (%v), want %q", c.String(), err, out)
 	}
 }

@@ -74,6 +74,10 @@ type Step struct {
 	PanelShown bool
 	Narration  string
 	Notes      string // instructor only
+	// Prose is the narration a student reads (Narration, then After) line
+	// by line, each with its line in the file, for checks that report
+	// where a sentence is (Unsourced).
+	Prose []ProseLine
 	// Sources cite what the step says about inference in general (other
 	// engines, GPUs, providers, papers): a statement about this model is a
 	// claim (Claims), one about the field carries its source here.
@@ -86,6 +90,13 @@ type Step struct {
 	// Claims are the facts the narration states, verified against the
 	// engine (claims.go).
 	Claims []Claim
+}
+
+// ProseLine is one line of a step's narration and where it is.
+type ProseLine struct {
+	Line  int
+	Text  string
+	After bool // written after the step's question
 }
 
 // Question is asked before the engine reveals the answer.
@@ -263,6 +274,9 @@ func (p *parser) feed(line string) error {
 	}
 	if k, v, ok := strings.Cut(trimmed, ":"); ok && isKey(k) {
 		return p.setting(strings.TrimSpace(k), strings.TrimSpace(v))
+	}
+	if trimmed != "" {
+		s.Prose = append(s.Prose, ProseLine{Line: p.line, Text: trimmed, After: s.Question != nil})
 	}
 	if s.Question != nil {
 		s.After = strings.TrimSpace(s.After + "\n" + line)

@@ -110,6 +110,16 @@ func (s *checker) claim(ctx context.Context, st lessons.Step, c lessons.Claim) (
 		return s.checkRestores(ctx, c)
 	case "arch", "feature", "lacks":
 		return s.checkShape(c)
+	case "holds":
+		return s.checkHolds(c)
+	case "kl":
+		return s.checkKL(ctx, c)
+	case "prefill":
+		return s.checkPrefill(ctx, c)
+	case "kvcontext":
+		return checkKVContext(c)
+	case "unseen":
+		return checkUnseen(c)
 	}
 	if c.Kind == "tokens" {
 		got := len(s.Prompt)

@@ -247,3 +247,53 @@ A step.
 		t.Errorf("which claims failed (-want +got):\n%s", diff)
 	}
 }
+
+// The claims about a conversion, timing, a context's cache and the
+// training text hold where the fact is so and fail where it is not: a
+// count or a type the file does not hold, a name no tensor has, a KL
+// bound past the measured one, a model that is no conversion, a prefill
+// far cheaper than measured, another cache size, a text the corpus has.
+func TestQualityClaimsCanFail(t *testing.T) {
+	src := `---
+title: conversions, right and wrong
+model: lesson.gguf
+---
+
+## Four bits
+prompt: "Once upon a time"
+model: lesson.gguf@Q4_0
+expect: holds Q4_0 17
+expect: holds Q4_0 18
+expect: holds Q8_0 token_embd
+expect: holds Q4_0 token_embd
+expect: holds Q4_0 no_such_tensor
+expect: kl > 0.03
+expect: kl < 0.03
+expect: prefill > 0.001
+expect: prefill < 0.001
+expect: kvcontext "Llama 2 70B" 4096 1.34
+expect: kvcontext "Llama 2 70B" 4096 1.35
+expect: unseen "Zorvik"
+expect: unseen "Reykjavik"
+A step.
+
+## As stored
+model: lesson.gguf
+expect: kl < 0.5
+Another.
+`
+	l, err := lessons.Parse("quality.md", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	se := session.New("claims", "test", registrytest.Lesson(t))
+	defer se.Close()
+	var fails []bool
+	for _, r := range Lesson(context.Background(), se, l) {
+		fails = append(fails, r.Err != nil)
+		t.Logf("%s: %s (%v)", r.Claim, r.Got, r.Err)
+	}
+	if diff := cmp.Diff([]bool{false, true, false, true, true, false, true, false, true, false, true, false, true, true}, fails); diff != "" {
+		t.Errorf("which claims failed (-want +got):\n%s", diff)
+	}
+}
