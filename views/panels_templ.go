@@ -711,7 +711,7 @@ func EmbedView(e *EmbedPanel) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 58, "</h3><div class=\"scroll\" tabindex=\"0\" role=\"group\" aria-label=\"the map (scrolls sideways when wider than the page)\"><svg class=\"vocabmap\" role=\"img\" aria-label=\"")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 58, "</h3><div class=\"scroll\" tabindex=\"0\" role=\"region\" aria-label=\"the map (scrolls sideways when wider than the page)\"><svg class=\"vocabmap\" role=\"img\" aria-label=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -1326,7 +1326,7 @@ func AttentionView(a *AttentionPanel) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 119, "<div class=\"scroll\" tabindex=\"0\" role=\"group\" aria-label=\"the heatmap (scrolls sideways when wider than the page)\">")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 119, "<div class=\"scroll\" tabindex=\"0\" role=\"region\" aria-label=\"the heatmap (scrolls sideways when wider than the page)\">")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -1360,7 +1360,7 @@ func AttentionView(a *AttentionPanel) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 122, ")</h3><p class=\"note\">Each arc joins the current token to a position it attends to; the thicker the arc, the larger the weight.</p><div class=\"scroll\" tabindex=\"0\" role=\"group\" aria-label=\"the arcs (scroll sideways when wider than the page)\">")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 122, ")</h3><p class=\"note\">Each arc joins the current token to a position it attends to; the thicker the arc, the larger the weight.</p><div class=\"scroll\" tabindex=\"0\" role=\"region\" aria-label=\"the arcs (scroll sideways when wider than the page)\">")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -1981,7 +1981,7 @@ func heatTable(a *AttentionPanel) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 171, "<div class=\"scroll\" tabindex=\"0\" role=\"group\" aria-label=\"the table (scrolls sideways when wider than the page)\"><table class=\"heatvals\"><caption>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 171, "<div class=\"scroll\" tabindex=\"0\" role=\"region\" aria-label=\"the table (scrolls sideways when wider than the page)\"><table class=\"heatvals\"><caption>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -5775,7 +5775,7 @@ func cdfTable(s *SamplePanel) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 508, ")</summary><div class=\"scroll\" tabindex=\"0\" role=\"group\" aria-label=\"the table (scrolls sideways when wider than the page)\"><table class=\"bars\"><caption>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 508, ")</summary><div class=\"scroll\" tabindex=\"0\" role=\"region\" aria-label=\"the table (scrolls sideways when wider than the page)\"><table class=\"bars\"><caption>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
