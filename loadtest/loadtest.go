@@ -37,7 +37,7 @@ func (r Result) String() string {
 		r.Students, on, r.Steps, ms(r.P50), ms(r.P95), ms(r.P99), ms(r.Max), r.MeanBytes/1024)
 }
 
-var viewRE = regexp.MustCompile(`id="room-view" data-version="\d+"`)
+var viewRE = regexp.MustCompile(`id="room-view"[^>]*? data-version="\d+"`)
 
 // Run starts a room on the first server of bases (http://host:port, or a
 // load balancer in front of several), joins students WebSocket clients
