@@ -319,7 +319,7 @@
     else return;
     d.dataset.filled = "1";
     const w = document.createElement("div");
-    w.className = "scroll"; w.tabIndex = 0; w.setAttribute("role", "group"); w.setAttribute("aria-label", "the tables (scroll sideways when wider than the page)");
+    w.className = "scroll"; w.tabIndex = 0; w.setAttribute("role", "region"); w.setAttribute("aria-label", "the tables (scroll sideways when wider than the page)");
     w.append(...tables);
     d.append(w);
   }
