@@ -336,7 +336,7 @@ func PatchGrid(r *PatchView) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 26, " forward passes, computed now on this server.</p><div class=\"scroll\"><table class=\"lens patching\" data-testid=\"patch-grid\"><tr><th>position</th>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 26, " forward passes, computed now on this server.</p><div class=\"scroll\" tabindex=\"0\" role=\"group\" aria-label=\"the grid (scrolls sideways when wider than the page)\"><table class=\"lens patching\" data-testid=\"patch-grid\"><tr><th>position</th>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
