@@ -169,9 +169,13 @@ const projectorSmallTextJS = `(() => { const min = 28 * innerWidth / 1920 - 0.5;
 		.map(e => e.localName + (e.className ? '.' + e.className : '') + ' ' + getComputedStyle(e).fontSize + ' ' + JSON.stringify(e.textContent.trim().slice(0, 24))).slice(0, 12); })()`
 
 // themeUnderJoinJS says whether the join badge covers the header's
-// theme button ("" when not).
+// theme button, or could cover the header's content whatever its
+// status line says (the badge beside the header, the header's content
+// box reaching under it); "" when not.
 const themeUnderJoinJS = `(() => { const j = document.querySelector('[data-testid="projector-join"]').getBoundingClientRect(), b = document.querySelector('header [data-action="theme"]').getBoundingClientRect();
-	return Math.min(j.right, b.right) > Math.max(j.left, b.left) && Math.min(j.bottom, b.bottom) > Math.max(j.top, b.top) ? "the join badge covers the theme button (" + Math.round(b.right) + " > " + Math.round(j.left) + ")" : ""; })()`
+	if (Math.min(j.right, b.right) > Math.max(j.left, b.left) && Math.min(j.bottom, b.bottom) > Math.max(j.top, b.top)) return "the join badge covers the theme button (" + Math.round(b.right) + " > " + Math.round(j.left) + ")";
+	const h = document.querySelector('body > header'), hr = h.getBoundingClientRect(), right = hr.right - parseFloat(getComputedStyle(h).paddingRight);
+	return j.top < hr.bottom && right > j.left + 1 ? "the header's content reaches " + Math.round(right) + " px, under the join badge from " + Math.round(j.left) : ""; })()`
 
 // The jargon a page shows is explained where it appears: each term is a
 // glossary word with its sentence on hover, and a tap (focus) shows it
