@@ -99,16 +99,26 @@ func TestProjectorViewForARoom(t *testing.T) {
 	code, key := startRoom(t, base, url.Values{"lesson": {"logits-and-softmax"}})
 	teach := dialRoom(t, base, code, "key="+key)
 	teach.wait(`id="teach-extras"`)
-	for step := range 3 { // every step of the lesson, in both themes: no text under 28 px
-		teach.send(map[string]string{"action": "lesson-step", "to": fmt.Sprint(step)})
-		teach.wait(fmt.Sprintf(`data-lesson-step="%d"`, step))
+	noSmallText := func(when, sel string) {
 		for _, theme := range []string{"", "projector"} {
-			do(t, ctx, chromedp.EmulateViewport(1920, 1080), chromedp.Navigate(base+"/rooms/"+code+"/projector"),
-				chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`#room-view[data-lesson-step="%d"]`, step))))
+			do(t, ctx, chromedp.EmulateViewport(1920, 1080), chromedp.Navigate(base+"/rooms/"+code+"/projector"), chromedp.WaitVisible(chromedp.CSS(sel)))
 			eval[any](t, ctx, fmt.Sprintf(`document.documentElement.dataset.theme = %q`, theme), false)
 			if small := eval[[]string](t, ctx, projectorSmallTextJS, false); len(small) > 0 {
-				t.Errorf("step %d, theme %q: text under 28 px at 1920×1080: %q", step+1, theme, small)
+				t.Errorf("%s, theme %q: text under 28 px at 1920×1080: %q", when, theme, small)
 			}
+		}
+	}
+	for step := range 3 { // every step of the lesson, and the question revealed, in both themes: no text under 28 px
+		teach.send(map[string]string{"action": "lesson-step", "to": fmt.Sprint(step)})
+		teach.wait(fmt.Sprintf(`data-lesson-step="%d"`, step))
+		noSmallText(fmt.Sprintf("step %d", step+1), fmt.Sprintf(`#room-view[data-lesson-step="%d"]`, step))
+		if step == 1 {
+			st := dialRoom(t, base, code, newStudent(t, base, code))
+			st.send(map[string]string{"action": "answer", "answer": " Par"})
+			st.wait(`id="room-note"`)
+			teach.send(map[string]string{"action": "reveal"})
+			teach.wait(`data-testid="reveal"`)
+			noSmallText("step 2 revealed", `[data-testid="reveal"]`)
 		}
 	}
 	eval[any](t, ctx, `document.documentElement.dataset.theme = ""`, false)
