@@ -504,6 +504,7 @@
     window.scrollTo({ top, behavior: calm ? "auto" : "smooth" });
   }
   function stopTour(last) {
+    if (tour.timer) window.scrollTo({ top: window.scrollY, behavior: "instant" }); // a smooth scroll under way stops with the tour
     if (tour.timer) clearInterval(tour.timer);
     tour.timer = null;
     if (tour.box && last) { tour.box.querySelector("span").textContent = last; tour.box.querySelector("button").textContent = "Close"; }
