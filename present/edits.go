@@ -23,6 +23,61 @@ func (s *snap) edited(l int, site intervene.Site, index int) bool {
 	})
 }
 
+// offNote says, above an attention head's pattern, what the run's
+// interventions do to that head's output: the pattern is computed as
+// usual, what leaves the head is changed ("" when nothing is).
+func (s *snap) offNote(layer, head int) string {
+	if s.Edits == nil {
+		return ""
+	}
+	for _, e := range s.Edits.Edits {
+		var who string
+		switch {
+		case e.Layer == layer && e.Site == intervene.Head && e.Index == head:
+			who = fmt.Sprintf("Head %d", head+1)
+		case e.Layer == layer && e.Site == intervene.Attn:
+			who = fmt.Sprintf("Layer %d's attention, every head,", layer+1)
+		default:
+			continue
+		}
+		at := ""
+		if e.Pos >= 0 {
+			at = fmt.Sprintf(" at position %d", e.Pos)
+		}
+		switch e.Op {
+		case intervene.Zero:
+			return fmt.Sprintf("%s is switched off%s in this run: its output is zero, so the pattern below, still computed, adds nothing to the residual stream.", who, at)
+		case intervene.Scale:
+			return fmt.Sprintf("%s is scaled by %g%s in this run: its output is multiplied by %g; the pattern below is computed as usual.", who, e.Factor, at, e.Factor)
+		case intervene.Replace:
+			return fmt.Sprintf("%s is replaced by its mean over the reference text%s in this run: its output is that average, not what the pattern below computes.", who, at)
+		}
+	}
+	return ""
+}
+
+// headTag is a word after a head's name in the head grid when the run's
+// interventions change its output: " (off)", " (scaled ×0.5)", " (mean)".
+func (s *snap) headTag(layer, head int) string {
+	if s.Edits == nil {
+		return ""
+	}
+	for _, e := range s.Edits.Edits {
+		if e.Layer != layer || e.Site != intervene.Head || e.Index != head {
+			continue
+		}
+		switch e.Op {
+		case intervene.Zero:
+			return " (off)"
+		case intervene.Scale:
+			return fmt.Sprintf(" (scaled ×%g)", e.Factor)
+		case intervene.Replace:
+			return " (mean)"
+		}
+	}
+	return ""
+}
+
 // editEffect is what the run's interventions change at step st: its
 // next-token distribution (with the edits, from the trace) beside the
 // baseline's (without them); nil for a run without edits.

@@ -298,3 +298,51 @@ func TestSteerExample(t *testing.T) {
 	}
 	t.Logf("%s: %q %.3f → %.3f, new top %q, KL %.3f", views.SteerExample, x.Token, x.WasP, x.NowP, x.NewTop, x.KL)
 }
+
+// A head the run's interventions change says so above its pattern, in
+// words (the pattern is computed as usual; its output is what changes),
+// and in the head grid; the Explorer carries the run's interventions for
+// the settings form.
+func TestSwitchedOffHeadSaysSo(t *testing.T) {
+	reg := registrytest.Lesson(t)
+	ctx := context.Background()
+	for _, tt := range []struct {
+		ablate, meanOver string
+		note, thumb      string // head 1's
+	}{
+		{"L2H1", "", "Head 1 is switched off in this run: its output is zero, so the pattern below, still computed, adds nothing to the residual stream.", "head 1 (off)"},
+		{"L2H1*0.5", "", "Head 1 is scaled by 0.5 in this run: its output is multiplied by 0.5; the pattern below is computed as usual.", "head 1 (scaled ×0.5)"},
+		{"L2H1", "Once upon a time, a girl sat in the park.", "Head 1 is replaced by its mean over the reference text in this run: its output is that average, not what the pattern below computes.", "head 1 (mean)"},
+		{"L2attn", "", "Layer 2's attention, every head, is switched off in this run: its output is zero, so the pattern below, still computed, adds nothing to the residual stream.", "head 1"},
+		{"L2H2", "", "", "head 1"},
+		{"L1H1", "", "", "head 1"},
+	} {
+		t.Run(tt.ablate+" "+tt.meanOver, func(t *testing.T) {
+			r := run("The capital of France is")
+			r.Sampler.Temperature = 0
+			r.Ablate, r.MeanOver = tt.ablate, tt.meanOver
+			se := session.New("off", "", reg)
+			defer se.Close()
+			if err := se.Run(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+			if err := se.Act(ctx, "goto", getter(map[string]string{"stage": "attention", "layer": "2"})); err != nil {
+				t.Fatal(err)
+			}
+			e := Explorer(se)
+			a, ok := e.Panel.(*views.AttentionPanel)
+			if !ok || a.Head != 0 {
+				t.Fatalf("attention panel: %+v", e.Panel)
+			}
+			if a.OffNote != tt.note {
+				t.Errorf("note %q, want %q", a.OffNote, tt.note)
+			}
+			if got := a.HeadRows[0].Label; got != tt.thumb {
+				t.Errorf("head 1's thumbnail %q, want %q", got, tt.thumb)
+			}
+			if e.Ablate != tt.ablate {
+				t.Errorf("the Explorer carries the interventions %q, want %q", e.Ablate, tt.ablate)
+			}
+		})
+	}
+}

@@ -208,7 +208,7 @@ func (s *snap) attentionPanel(st *trace.Step, stage trace.Stage) views.Panel {
 	ctx := st.Pos0 + st.N
 	v := &views.AttentionPanel{Layer: stage.Layer, Layers: s.Model.Config.Layers, Head: head, Heads: a.Heads, KVHead: head / (a.Heads / a.KVHeads),
 		ShowScores: s.View.Scores, First: st.First, KeyLabels: labels[:ctx], Min: float32(math.Inf(1)), Max: float32(math.Inf(-1)),
-		Toggle: fmt.Sprintf("L%dH%d", stage.Layer+1, head+1), HeadOff: s.edited(stage.Layer, intervene.Head, head)}
+		Toggle: fmt.Sprintf("L%dH%d", stage.Layer+1, head+1), HeadOff: s.edited(stage.Layer, intervene.Head, head), OffNote: s.offNote(stage.Layer, head)}
 	src := a.Weights
 	if s.View.Scores {
 		src = a.Scores
@@ -245,7 +245,7 @@ func (s *snap) attentionRow(v *views.AttentionPanel, a *trace.Attention, head in
 			v.FocusPos, v.FocusKey, v.FocusW = top[0], labels[top[0]], w[head][top[0]]
 		}
 		for h := range w {
-			v.HeadRows = append(v.HeadRows, vecRow(fmt.Sprintf("head %d", h+1), w[h]))
+			v.HeadRows = append(v.HeadRows, vecRow(fmt.Sprintf("head %d%s", h+1, s.headTag(v.Layer, h)), w[h]))
 		}
 	}
 	n := len(a.Scores)

@@ -82,6 +82,7 @@ func Explorer(se *session.Session) views.Explorer {
 	}
 	e.Panel = stageOf(stage.Name).build(s, st, stage)
 	e.Edits = s.editEffect(st)
+	e.Ablate = s.Run.Ablate
 	e.Map = s.modelMap(st, e.Stages, si)
 	e.Map.Key = strconv.Itoa(s.Runs) // the drawing is the run's; each step sends its numbers
 	return e

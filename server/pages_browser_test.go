@@ -96,7 +96,32 @@ func TestEveryPageFitsEveryScreen(t *testing.T) {
 // for the instructor (the unreachable-address advice) is on it.
 func TestProjectorViewForARoom(t *testing.T) {
 	ctx, base, _ := browserServer(t, Config{Embedded: lessonModels()})
-	code, _ := startRoom(t, base, url.Values{"lesson": {"logits-and-softmax"}})
+	code, key := startRoom(t, base, url.Values{"lesson": {"logits-and-softmax"}})
+	teach := dialRoom(t, base, code, "key="+key)
+	teach.wait(`id="teach-extras"`)
+	noSmallText := func(when, sel string) {
+		for _, theme := range []string{"", "projector"} {
+			do(t, ctx, chromedp.EmulateViewport(1920, 1080), chromedp.Navigate(base+"/rooms/"+code+"/projector"), chromedp.WaitVisible(chromedp.CSS(sel)))
+			eval[any](t, ctx, fmt.Sprintf(`document.documentElement.dataset.theme = %q`, theme), false)
+			if small := eval[[]string](t, ctx, projectorSmallTextJS, false); len(small) > 0 {
+				t.Errorf("%s, theme %q: text under 28 px at 1920×1080: %q", when, theme, small)
+			}
+		}
+	}
+	for step := range 3 { // every step of the lesson, and the question revealed, in both themes: no text under 28 px
+		teach.send(map[string]string{"action": "lesson-step", "to": fmt.Sprint(step)})
+		teach.wait(fmt.Sprintf(`data-lesson-step="%d"`, step))
+		noSmallText(fmt.Sprintf("step %d", step+1), fmt.Sprintf(`#room-view[data-lesson-step="%d"]`, step))
+		if step == 1 {
+			st := dialRoom(t, base, code, newStudent(t, base, code))
+			st.send(map[string]string{"action": "answer", "answer": " Par"})
+			st.wait(`id="room-note"`)
+			teach.send(map[string]string{"action": "reveal"})
+			teach.wait(`data-testid="reveal"`)
+			noSmallText("step 2 revealed", `[data-testid="reveal"]`)
+		}
+	}
+	eval[any](t, ctx, `document.documentElement.dataset.theme = ""`, false)
 	for _, size := range []struct {
 		name string
 		w, h int64
@@ -106,6 +131,9 @@ func TestProjectorViewForARoom(t *testing.T) {
 		px := eval[float64](t, ctx, `parseFloat(getComputedStyle(document.querySelector('#room-view p, #room-view')).fontSize)`, false)
 		if want := 28 * float64(size.w) / 1920; px < want-0.5 {
 			t.Errorf("%s: text %.1f px, want at least %.1f", size.name, px, want)
+		}
+		if o := eval[string](t, ctx, themeUnderJoinJS, false); o != "" {
+			t.Errorf("%s: %s", size.name, o)
 		}
 		if w := eval[float64](t, ctx, `document.querySelector('#room-main').getBoundingClientRect().width`, false); w < 0.9*float64(size.w) {
 			t.Errorf("%s: the class's view is %.0f px of %d", size.name, w, size.w)
@@ -130,7 +158,34 @@ func TestProjectorViewForARoom(t *testing.T) {
 		screenshot(t, ctx, "projector-join-"+size.name)
 		click(t, ctx, `[data-testid="projector-join"] summary`)
 	}
+	// a phone that opens the projector's page: the join badge covers nothing
+	do(t, ctx, chromedp.EmulateViewport(390, 844), chromedp.Navigate(base+"/rooms/"+code+"/projector"), chromedp.WaitVisible(chromedp.CSS(`#room-view`)))
+	if o := eval[string](t, ctx, themeUnderJoinJS, false); o != "" {
+		t.Errorf("phone: %s", o)
+	}
+	if o := eval[string](t, ctx, `(j => { const r = j.getBoundingClientRect(), h = document.querySelector('header h1').getBoundingClientRect();
+		return Math.min(r.right, h.right) > Math.max(r.left, h.left) && Math.min(r.bottom, h.bottom) > Math.max(r.top, h.top) ? "the join badge covers the title" : ""; })(document.querySelector('[data-testid="projector-join"]'))`, false); o != "" {
+		t.Errorf("phone: %s", o)
+	}
+	screenshot(t, ctx, "projector-phone")
 }
+
+// projectorSmallTextJS lists the projector view's texts under 28 px at
+// 1920 wide (28/1920 of the width): every element holding text of its
+// own, drawings (SVG) aside.
+const projectorSmallTextJS = `(() => { const min = 28 * innerWidth / 1920 - 0.5;
+	return [...document.querySelectorAll('#room-view *')].filter(e => !e.closest('svg') && !e.closest('.visually-hidden') && e.getClientRects().length > 0 &&
+		[...e.childNodes].some(n => n.nodeType === 3 && n.textContent.trim()) && parseFloat(getComputedStyle(e).fontSize) < min)
+		.map(e => e.localName + (e.className ? '.' + e.className : '') + ' ' + getComputedStyle(e).fontSize + ' ' + JSON.stringify(e.textContent.trim().slice(0, 24))).slice(0, 12); })()`
+
+// themeUnderJoinJS says whether the join badge covers the header's
+// theme button, or could cover the header's content whatever its
+// status line says (the badge beside the header, the header's content
+// box reaching under it); "" when not.
+const themeUnderJoinJS = `(() => { const j = document.querySelector('[data-testid="projector-join"]').getBoundingClientRect(), b = document.querySelector('header [data-action="theme"]').getBoundingClientRect();
+	if (Math.min(j.right, b.right) > Math.max(j.left, b.left) && Math.min(j.bottom, b.bottom) > Math.max(j.top, b.top)) return "the join badge covers the theme button (" + Math.round(b.right) + " > " + Math.round(j.left) + ")";
+	const h = document.querySelector('body > header'), hr = h.getBoundingClientRect(), right = hr.right - parseFloat(getComputedStyle(h).paddingRight);
+	return j.top < hr.bottom && right > j.left + 1 ? "the header's content reaches " + Math.round(right) + " px, under the join badge from " + Math.round(j.left) : ""; })()`
 
 // The jargon a page shows is explained where it appears: each term is a
 // glossary word with its sentence on hover, and a tap (focus) shows it

@@ -67,6 +67,17 @@
     if (r.value !== w.value) { r.value = w.value; sliderShows(r); sendSlider(r); } else slide.want = null;
   }
   document.addEventListener("submit", (e) => { if (e.target.matches && e.target.matches("form[hx-trigger='slide']")) e.preventDefault(); });
+  // The settings form's "Switched off" field follows the run's
+  // interventions (#state's data-ablate): one switched from a panel, or
+  // the model restored, is written there, so the next Run keeps it; what
+  // the viewer types there stays until the run's interventions change.
+  let ablateSeen = null;
+  function syncAblate() {
+    const s = document.getElementById("state"), f = document.querySelector("form.settings [name='ablate']");
+    if (!s || !f || s.dataset.ablate === undefined) return;
+    if (ablateSeen !== null && s.dataset.ablate !== ablateSeen) f.value = s.dataset.ablate;
+    ablateSeen = s.dataset.ablate;
+  }
   // A click on the model map or a pipeline chip goes to that stage: the
   // hidden goto form carries it over the page's WebSocket.
   function gotoStage(el) {
@@ -324,6 +335,19 @@
     d.append(w);
   }
   document.addEventListener("toggle", (e) => { if (e.target instanceof HTMLDetailsElement) fillValues(e.target); }, true);
+  // A patching grid wider than its region (a phone) opens at the first
+  // position where the two prompts differ: the positions before it are
+  // the same in both runs, so patching them restores nothing (0%).
+  function patchStart(root) {
+    root.querySelectorAll("table.patching").forEach((t) => {
+      const s = t.closest(".scroll"), d = t.querySelector("th.differs"), first = t.querySelector("tr > th:first-child");
+      if (!s || !d || s.dataset.started || s.scrollWidth <= s.clientWidth) return;
+      s.dataset.started = "1";
+      s.scrollLeft = d.offsetLeft - (first ? first.offsetWidth : 0);
+    });
+  }
+  document.addEventListener("DOMContentLoaded", () => patchStart(document));
+  document.addEventListener("htmx:wsAfterMessage", () => patchStart(document));
   // The model map is open on wide screens and collapsed on phones until the
   // viewer chooses; the choice outlives each step's redraw and reloads.
   function mapOpen(d) {
@@ -400,9 +424,8 @@
   }).observe(document.documentElement, { childList: true, subtree: true, attributes: true, attributeFilter: ["data-states", "data-key"] }); // htmx settles an id's new attributes a moment after the swap
   document.addEventListener("DOMContentLoaded", () => {
     paintStrips(document);
-    // the sampler chain's settings are open beside the Explorer on wide
-    // screens; on a phone the prompt and Run come first
-    if (window.innerWidth > 900) document.querySelectorAll("details.advanced").forEach((d) => { d.open = true; });
+    // the Advanced settings stay folded until the viewer opens them: the
+    // first screen is the prompt, model, temperature, max tokens and Run
     foldForProjector();
   });
   // Compare's lanes from forms: a row's strategy and settings are written
@@ -480,7 +503,22 @@
     tour.box.querySelector("span").textContent = s.dataset.stageGloss || "";
     if (Number(s.dataset.tokenStep) > 1 || s.dataset.end === "true") stopTour("The first token has been through every stage. Step on, or run your own prompt.");
   }
+  // Each tour step brings the stage's panel into view: its heading at the
+  // top (under the model map where the map sticks there), the picture
+  // above the caption; smoothly, unless the viewer asked for reduced
+  // motion.
+  function tourScroll() {
+    const p = document.querySelector("#stage section.panel[data-stage]");
+    if (!tour.timer || !p) return;
+    const map = document.querySelector("#stage details.map"), mh = map ? map.getBoundingClientRect().height : 0;
+    const sticks = map && getComputedStyle(map).position === "sticky" && map.parentElement.getBoundingClientRect().height > mh + 1; // stuck only with room in its parent
+    const over = sticks ? mh : 0;
+    const top = Math.max(0, p.getBoundingClientRect().top + window.scrollY - over - 8);
+    const calm = window.matchMedia("(prefers-reduced-motion: reduce)").matches;
+    window.scrollTo({ top, behavior: calm ? "auto" : "smooth" });
+  }
   function stopTour(last) {
+    if (tour.timer) window.scrollTo({ top: window.scrollY, behavior: "instant" }); // a smooth scroll under way stops with the tour
     if (tour.timer) clearInterval(tour.timer);
     tour.timer = null;
     if (tour.box && last) { tour.box.querySelector("span").textContent = last; tour.box.querySelector("button").textContent = "Close"; }
@@ -490,6 +528,7 @@
     const had = tour.box.contains(document.activeElement);
     tour.box.remove();
     tour.box = null;
+    document.body.classList.remove("touring");
     if (had) document.getElementById("stage").focus();
   }
   function startTour() {
@@ -499,11 +538,15 @@
     tour.box.innerHTML = "<p><strong></strong> <span></span></p><button type=\"button\">Stop the tour</button>";
     tour.box.querySelector("button").addEventListener("click", closeTour);
     document.body.append(tour.box);
+    document.body.classList.add("touring"); // room under the caption, so the page's end scrolls above it
+    document.querySelectorAll("details.advanced").forEach((d) => { d.open = false; });
     tourCaption();
     tour.timer = setInterval(() => send("step"), 5000);
+    requestAnimationFrame(tourScroll);
     document.addEventListener("keydown", () => stopTour("Tour stopped: you are stepping now."), { once: true });
   }
   document.addEventListener("htmx:oobAfterSwap", tourCaption);
+  document.addEventListener("htmx:wsAfterMessage", () => { if (tour.timer) requestAnimationFrame(tourScroll); });
   document.addEventListener("DOMContentLoaded", startTour);
   // A server that does not hold this page's session (evicted, or the
   // connection moved to another server behind a load balancer) asks for a
@@ -600,6 +643,18 @@
     items.forEach((el, k) => el.setAttribute("tabindex", k === j ? "0" : "-1"));
     items[j].focus();
     return true;
+  }
+  // On a phone the pipeline strip is one row that scrolls sideways (a
+  // deep model's 60 and more chips would fill the first screen): the
+  // current stage's chip is brought into the row's view, the page itself
+  // not scrolled.
+  function stripToCurrent() {
+    document.querySelectorAll(".strip[data-current-stage]").forEach((s) => {
+      const c = s.querySelector("[aria-current='step']");
+      if (!c || s.scrollWidth <= s.clientWidth) return;
+      const sr = s.getBoundingClientRect(), cr = c.getBoundingClientRect();
+      s.scrollLeft += cr.left - sr.left - (sr.width - cr.width) / 2;
+    });
   }
   function roveAll(root) { (root.querySelectorAll ? root : document).querySelectorAll("[data-roving]").forEach(roveStop); }
 
@@ -766,12 +821,16 @@
   }
   document.addEventListener("DOMContentLoaded", () => {
     said.lines = viewLines(); said.mine = mineText(); said.note = noteNow();
+    syncAblate();
     syncShortcuts();
     roveAll(document);
+    stripToCurrent();
   });
   document.addEventListener("htmx:wsAfterMessage", () => {
+    syncAblate();
     syncShortcuts();
     roveAll(document);
+    stripToCurrent();
     restoreFocus();
     slideOn();
     announce();

@@ -134,6 +134,18 @@ func softmaxSpoken(p *SoftmaxPanel) string {
 	return strings.Join(parts, "; ")
 }
 
+// offClause is a head's intervention note's first clause ("; Head 2 is
+// switched off in this run"), for the heatmap's name; "" without one.
+func offClause(note string) string {
+	if note == "" {
+		return ""
+	}
+	if i := strings.Index(note, ":"); i > 0 {
+		note = note[:i]
+	}
+	return "; " + note
+}
+
 func offWord(off bool) string {
 	if off {
 		return " (switched off)"

@@ -59,6 +59,7 @@ type Explorer struct {
 	Panel       Panel
 	Map         *ModelMap
 	Edits       *EditEffect // the run's interventions and what they change here (nil: none)
+	Ablate      string      // the run's interventions as the settings form writes them (L1H2; L2mlp)
 	Examples    []Example   // offered before the first run
 }
 
@@ -202,6 +203,7 @@ type AttentionPanel struct {
 	// run switches it off (or scales it)
 	Toggle                 string
 	HeadOff                bool
+	OffNote                string // what the run's interventions do to this head's output, in words ("" when nothing)
 	ShowScores             bool
 	QueryLabels, KeyLabels []string
 	Cells                  [][]float32 // [query][key]: weights or scores; NaN where masked

@@ -73,6 +73,15 @@ type MapEdge struct {
 	Label          string
 	LX, LY         float64
 	Dashed         bool
+	Anchor         string // the label's text-anchor ("": middle)
+}
+
+// TextAnchor is the label's SVG text-anchor.
+func (e MapEdge) TextAnchor() string {
+	if e.Anchor == "" {
+		return "middle"
+	}
+	return e.Anchor
 }
 
 // MapLayout is the drawing: parts, edges, free labels and the flow path
@@ -192,12 +201,12 @@ func (m *ModelMap) layoutBlocks(L *MapLayout) {
 		}
 		L.Under = append(L.Under, MapEdge{X1: ax + w*0.5, Y1: blkY + blkH, X2: ax + w*0.5, Y2: kvY, Dashed: true})
 		if !inline && (i%every == 0 || i == n-1) {
-			L.Texts = append(L.Texts, MapEdge{X1: x + lw/2, Y1: blkY - 5, Label: fmt.Sprintf("L%d", i+1)})
+			L.Texts = append(L.Texts, MapEdge{X1: x + lw/2, Y1: blkY - 3, Label: fmt.Sprintf("L%d", i+1)})
 		} else if inline {
-			L.Texts = append(L.Texts, MapEdge{X1: x + lw/2, Y1: blkY - 5, Label: fmt.Sprintf("layer %d", i+1)})
+			L.Texts = append(L.Texts, MapEdge{X1: x + lw/2, Y1: blkY - 3, Label: fmt.Sprintf("layer %d", i+1)})
 		}
 	}
-	L.Texts = append(L.Texts, MapEdge{X1: (blockX0 + blockX1) / 2, Y1: 12, Label: fmt.Sprintf("%d layers, each attention + MLP added to the residual stream", n)})
+	L.Texts = append(L.Texts, MapEdge{X1: (blockX0 + blockX1) / 2, Y1: 11, Label: fmt.Sprintf("%d layers, each attention + MLP added to the residual stream", n)})
 	global := ""
 	if len(m.Local) > 0 {
 		global = ", global"
@@ -220,7 +229,7 @@ func (m *ModelMap) layoutHead(L *MapLayout) {
 	L.Edges = append(L.Edges, MapEdge{X1: 797, Y1: streamY, X2: 812, Y2: streamY, Label: fmt.Sprintf("[1 × %d]", m.Embd), LX: 804, LY: boxY - 8})
 	L.add(m, MapPart{Key: "softmax", Label: "softmax", X: 898, Y: boxY, W: 76, H: boxH, Stage: "softmax", Inline: true,
 		Title: fmt.Sprintf("Softmax: p = exp(z / T) / Σ exp(z / T) over all %d tokens, T = %s; the probabilities sum to 1.", m.Vocab, m.Temperature)})
-	L.Edges = append(L.Edges, MapEdge{X1: 884, Y1: streamY, X2: 898, Y2: streamY, Label: fmt.Sprintf("[1 × %d]", m.Vocab), LX: 891, LY: kvY + 12})
+	L.Edges = append(L.Edges, MapEdge{X1: 884, Y1: streamY, X2: 898, Y2: streamY, Label: fmt.Sprintf("[1 × %d]", m.Vocab), LX: 893, LY: kvY + 12, Anchor: "end"}) // ends at softmax: a 6-digit vocabulary's label clears the sampler chain's
 	m.layoutChain(L, 990, 112)
 	st := "Sample: a uniform u in [0, 1) is drawn; the token is the first kept candidate whose cumulative probability passes u (the most likely one at T = 0)."
 	L.add(m, MapPart{Key: "sample", Label: "sample", X: 1116, Y: boxY, W: 76, H: boxH, Stage: "sample", Inline: true, Title: st})

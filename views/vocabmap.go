@@ -14,11 +14,19 @@ type MapLabel struct {
 	Shown  bool
 }
 
-// The map's label metrics, in its units (the text is .075 high).
+// The map's label metrics, in its units (the text is .075 high; its box
+// reaches .07 above the baseline and .02 below), and the map's bounds
+// (its viewBox).
 const (
-	labelH    = 0.075
+	labelH    = 0.07
+	labelDown = 0.02
 	labelChar = 0.043 // a character's width, generously
 	labelGap  = 0.045
+	dotR      = 0.036 // a point's radius with its stroke
+	mapX0     = -1.35
+	mapX1     = 1.35
+	mapY0     = -1.2
+	mapY1     = 1.2
 )
 
 type box struct{ x0, y0, x1, y1 float64 }
@@ -33,7 +41,7 @@ func PlaceLabels(pts []Point) []MapLabel {
 	dots := make([]box, len(pts))
 	for i, p := range pts {
 		out[i] = MapLabel{Point: p}
-		dots[i] = box{p.X - 0.03, -p.Y - 0.03, p.X + 0.03, -p.Y + 0.03}
+		dots[i] = box{p.X - dotR, -p.Y - dotR, p.X + dotR, -p.Y + dotR}
 	}
 	var taken []box
 	for _, prompt := range []bool{true, false} {
@@ -48,11 +56,11 @@ func PlaceLabels(pts []Point) []MapLabel {
 				anchor string
 			}{{labelGap, 0.03, "start"}, {-labelGap, 0.03, "end"}, {-w / 2, -0.06, "start"}, {-w / 2, 0.12, "start"}} {
 				x, y := p.X+c.dx, -p.Y+c.dy
-				b := box{x, y - labelH, x + w, y + 0.01}
+				b := box{x, y - labelH, x + w, y + labelDown}
 				if c.anchor == "end" {
 					b.x0, b.x1 = x-w, x
 				}
-				if free(b, taken, dots, i) {
+				if inside(b) && free(b, taken, dots, i) {
 					out[i].LX, out[i].LY, out[i].Anchor, out[i].Shown = x, y, c.anchor, true
 					taken = append(taken, b)
 					break
@@ -62,6 +70,10 @@ func PlaceLabels(pts []Point) []MapLabel {
 	}
 	return out
 }
+
+// inside reports whether b is within the map (a label past its edge
+// would be cut).
+func inside(b box) bool { return b.x0 >= mapX0 && b.x1 <= mapX1 && b.y0 >= mapY0 && b.y1 <= mapY1 }
 
 // free reports whether b covers no taken label and no point but self's.
 func free(b box, taken, dots []box, self int) bool {
