@@ -190,7 +190,8 @@ var reflowVariants = []axeVariant{{"dark-320", 320, 256, ""}, {"dark-640", 640, 
 
 // reflowJS lists what breaks reflow: the page wider than the screen (two
 // dimensions of scrolling), or a box that scrolls without being a named,
-// focusable region a keyboard can scroll.
+// focusable region a keyboard can scroll (or a named toolbar whose
+// focusable buttons a keyboard walks).
 const reflowJS = `(() => {
 	const desc = (e) => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') + (e.className && typeof e.className === 'string' ? '.' + e.className.trim().split(/\s+/).join('.') : '') + (e.dataset.testid ? '[' + e.dataset.testid + ']' : '');
 	const out = [], W = document.documentElement.clientWidth;
@@ -205,6 +206,9 @@ const reflowJS = `(() => {
 		if (e.scrollWidth <= e.clientWidth + 1 && e.scrollHeight <= e.clientHeight + 1) continue;
 		if (e.matches('textarea, select, input')) continue; // a labelled field scrolls its own text
 		if (e.tabIndex >= 0 && e.getAttribute('role') === 'region' && e.getAttribute('aria-label')) continue;
+		// a named toolbar whose buttons take focus (roving tabindex): moving
+		// focus along it scrolls each button into view
+		if (e.getAttribute('role') === 'toolbar' && e.getAttribute('aria-label') && e.querySelector('button[tabindex="0"]:not([disabled])')) continue;
 		out.push('scrolls but is not a named, focusable region: ' + desc(e));
 	}
 	return out;

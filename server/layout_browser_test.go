@@ -188,7 +188,7 @@ func TestPatchingGridOnAPhone(t *testing.T) {
 	do(t, ctx, chromedp.EmulateViewport(390, 844), chromedp.Navigate(base+"/patching"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="patch-grid"]`)))
 	const region = `document.querySelector('[data-testid="patch-grid"]').closest('.scroll')`
 	attrs := eval[[]string](t, ctx, `(s => [s.getAttribute("tabindex") || "", s.getAttribute("role") || "", s.getAttribute("aria-label") || ""])(`+region+`)`, false)
-	if attrs[0] != "0" || attrs[1] != "group" || attrs[2] == "" {
+	if attrs[0] != "0" || attrs[1] != "region" || attrs[2] == "" {
 		t.Errorf("the grid's region (tabindex, role, name): %v", attrs)
 	}
 	// the columns in view: whole inside the region
