@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # first-run.sh measures what the README promises a newcomer: a fresh clone,
 # empty Go module and build caches and an empty npm cache, then the
-# README's run command (npm ci --prefix static … && go run . serve), timed until the app answers on its address.
+# README's run command (npm ci --prefix static --omit=dev … && go run . serve), timed until the app answers on its address.
 #   bash tools/first-run.sh [REPO]   (REPO defaults to this checkout)
 # It prints the seconds to the first answer and stops the server. It
 # uses throwaway caches under a temporary directory (deleted at the end),
@@ -25,7 +25,7 @@ export GOMODCACHE=$tmp/gomod GOCACHE=$tmp/gocache npm_config_cache=$tmp/npm
 start=$(date +%s.%N)
 cd "$tmp/clone"
 set -m
-{ npm ci --prefix static --no-audit --no-fund && go run . serve --addr "127.0.0.1:$port"; } >"$tmp/run.log" 2>&1 &
+{ npm ci --prefix static --omit=dev --no-audit --no-fund && go run . serve --addr "127.0.0.1:$port"; } >"$tmp/run.log" 2>&1 &
 pid=$!
 set +m
 until curl -fs -o /dev/null "http://127.0.0.1:$port/"; do

@@ -70,7 +70,8 @@ func (r *fwd) lens(p *passState, l, n, pos0 int) {
 	E, V := c.Embd, c.Vocab
 	r.norm(p, l, "lens norm", r.vec[W.OutNorm], r.vec[W.OutNormB], n)
 	out := r.w[W.OutputMatrix()]
-	p.c.MatMul(r.set(site{l, "lens"}, out.b, r.xn, r.logits), out.typ, V, E, n, out.row0)
+	x := r.roundX(p.c, l, "lens", W.OutputMatrix(), r.xn, 0, n)
+	p.c.MatMul(r.set(site{l, "lens"}, out.b, x, r.logits), out.typ, V, E, n, out.row0)
 	if c.FinalSoftcap != 0 {
 		p.c.Softcap(r.set(site{l, "lens softcap"}, r.logits), n*V, c.FinalSoftcap)
 	}

@@ -128,20 +128,44 @@ func (r *fwd) recordFused(p *Cmd, n int, all bool) {
 	a := Attn{Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: c.HeadDim, N: n, Scale: float32(1 / math.Sqrt(float64(c.HeadDim))), QStride: QD, KVDim: KVD, OutStride: QD}
 	for l := range W.Layers {
 		L := &W.Layers[l]
-		wq, wo := r.w[L.Q], r.w[L.Out]
+		wo := r.w[L.Out]
 		an, fn := r.vec[L.AttnNorm], r.vec[L.FFNNorm]
-		p.MatMulF(r.set(site{l, "f qkv"}, wq.b, r.x, r.qkv, an), wq.typ, QD+2*KVD, E, n, Fused{Flags: fuseNorm, Row0: wq.row0, Eps: c.NormEps})
+		r.productNormed(p, l, "f qkv", L.Q, QD+2*KVD, an, r.qkv, n, 0, fuseNorm)
 		p.QKVPost(r.set(site{l, "qkv post"}, r.qkv, r.q, r.cur.kc[l], r.cur.vc[l], r.params), a, dims, mode, c.RopeBase)
 		p.AttnFused(r.set(site{l, "attn fused"}, r.q, r.cur.kc[l], r.cur.vc[l], r.att, r.params), a)
-		p.MatMulF(r.set(site{l, "f wo"}, wo.b, r.att, r.x, an), wo.typ, E, QD, n, Fused{Flags: fuseAdd, Row0: wo.row0})
-		wg, wd := r.w[L.Gate], r.w[L.Down]
-		p.MatMulF(r.set(site{l, "f gateup"}, wg.b, r.x, r.ffA, fn), wg.typ, F, E, n, Fused{Flags: fuseNorm | fuseGated, Row0: wg.row0, Eps: c.NormEps})
-		p.MatMulF(r.set(site{l, "f down"}, wd.b, r.ffA, r.x, fn), wd.typ, E, F, n, Fused{Flags: fuseAdd, Row0: wd.row0})
+		x := r.roundX(p, l, "f wo", L.Out, r.att, 0, n)
+		p.MatMulF(r.set(site{l, "f wo"}, wo.b, x, r.x, an), wo.typ, E, QD, n, Fused{Flags: fuseAdd, Row0: wo.row0})
+		wd := r.w[L.Down]
+		r.productNormed(p, l, "f gateup", L.Gate, F, fn, r.ffA, n, 0, fuseNorm|fuseGated)
+		x = r.roundX(p, l, "f down", L.Down, r.ffA, 0, n)
+		p.MatMulF(r.set(site{l, "f down"}, wd.b, x, r.x, fn), wd.typ, E, F, n, Fused{Flags: fuseAdd, Row0: wd.row0})
 	}
-	out := r.w[W.OutputMatrix()]
-	rows, xo := n, 0
+	xo := 0
 	if !all {
-		rows, xo = 1, (n-1)*E
+		xo = (n - 1) * E
 	}
-	p.MatMulF(r.set(site{-1, "f output"}, out.b, r.x, r.logits, r.vec[W.OutNorm]), out.typ, V, E, rows, Fused{Flags: fuseNorm, Row0: out.row0, XOff: xo, Eps: c.NormEps})
+	r.productNormed(p, -1, "f output", W.OutputMatrix(), V, r.vec[W.OutNorm], r.logits, n, xo, fuseNorm)
+}
+
+// productNormed records y = W·RMSNorm(x) for the rows of r.x from float
+// xoff on (all n, or the last one), W being t and the rows after it in
+// its buffer (rows in all): one fused product with the norm folded in
+// (flags fuseNorm, or fuseNorm|fuseGated for gate and up) — or, where the
+// CPU rounds the normed vector to 8 bits before multiplying t's rows
+// (xBlock), the norm rounded so as it is written, then the product, so
+// both backends multiply the same numbers.
+func (r *fwd) productNormed(p *Cmd, l int, name string, t *model.Tensor, rows int, g, y *Buffer, n, xoff, flags int) {
+	w, c := r.w[t], r.cfg
+	E := c.Embd
+	if xBlock(t.Type, t.Cols()) == 0 {
+		p.MatMulF(r.set(site{l, name}, w.b, r.x, y, g), w.typ, rows, E, (n*E-xoff)/E, Fused{Flags: flags, Row0: w.row0, XOff: xoff, Eps: c.NormEps})
+		return
+	}
+	x := r.xr
+	p.RMSNormRound(r.set(site{l, name + " norm"}, r.x, g, x), xBlock(t.Type, t.Cols()), xoff/E, (n*E-xoff)/E, E, c.NormEps)
+	if flags&fuseGated != 0 {
+		p.MatMulF(r.set(site{l, name}, w.b, x, y, g), w.typ, rows, E, (n*E-xoff)/E, Fused{Flags: fuseGated, Row0: w.row0})
+	} else {
+		p.MatMul(r.set(site{l, name}, w.b, x, y), w.typ, rows, E, (n*E-xoff)/E, w.row0)
+	}
 }

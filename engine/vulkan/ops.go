@@ -45,6 +45,35 @@ func ShaderType(t quant.Type) string {
 	return ""
 }
 
+// xBlock is the block size in which the CPU rounds the vector it
+// multiplies with rows of type t and cols values to 8 bits before the
+// product (engine/cpu's hasQ80Kernel and hasQ8Kernel: 32 for Q8_0 and
+// Q5_0, 256 for the K-quants it has int8 kernels for), or 0 when it
+// multiplies floats. The shaders round x the same way first (RoundX), so
+// both backends multiply the same numbers.
+func xBlock(t quant.Type, cols int) int {
+	switch {
+	case (t == quant.Q8_0 || t == quant.Q5_0) && cols%32 == 0:
+		return 32
+	case (t == quant.Q4_K || t == quant.Q5_K || t == quant.Q6_K) && cols%256 == 0:
+		return 256
+	}
+	return 0
+}
+
+// RoundX: set (X, Xr); Xr = X[xoff:xoff+count] rounded to 8 bits in
+// blocks of qk values (32 or 256, see xBlock and round_x.comp).
+func (c *Cmd) RoundX(set vk.DescriptorSet, qk, count, xoff int) {
+	blocks := count / qk
+	c.Dispatch(fmt.Sprintf("round_x%d", qk), set, []uint32{uint32(blocks), uint32(xoff)}, groups(blocks, 64), 1, 1)
+}
+
+// RMSNormRound: set (X, W, O); O = RMSNorm(X[t]) rounded to 8 bits in
+// blocks of qk values (as RoundX rounds), for the n rows from row t0.
+func (c *Cmd) RMSNormRound(set vk.DescriptorSet, qk, t0, n, cols int, eps float32) {
+	c.Dispatch(fmt.Sprintf("rmsnorm_round%d", qk), set, []uint32{uint32(cols), math.Float32bits(eps), uint32(t0)}, uint32(n), 1, 1)
+}
+
 // tiledMinVectors is the fewest vectors MatMul multiplies in 32 × 32 tiles
 // (matmul_tiled.comp) rather than a row per workgroup (a variable so
 // BenchmarkPrefillVulkan can measure both).
@@ -166,6 +195,9 @@ const (
 	fuseGated = 8 // rows r and rows+r (gate, up): Y = silu(gate·x)·(up·x)
 )
 
+// fusedVariants names the compiled variant for each combination of flags.
+var fusedVariants = map[int]string{fuseNorm: "norm", fuseNorm | fuseGated: "gated", fuseGated: "gatedx", fuseAdd: "add"}
+
 // Fused configures MatMulF.
 type Fused struct {
 	Flags int
@@ -175,10 +207,10 @@ type Fused struct {
 }
 
 // MatMulF: set (W, X, Y, G); Y[t][r] (+)= W[row0+r]·x(X[t]). The flags
-// name a variant compiled for them: fuseNorm, fuseNorm|fuseGated or
-// fuseAdd.
+// name a variant compiled for them: fuseNorm, fuseNorm|fuseGated,
+// fuseGated or fuseAdd.
 func (c *Cmd) MatMulF(set vk.DescriptorSet, wtype string, rows, cols, n int, f Fused) {
-	variant := map[int]string{fuseNorm: "norm", fuseNorm | fuseGated: "gated", fuseAdd: "add"}[f.Flags]
+	variant := fusedVariants[f.Flags]
 	if variant == "" {
 		panic(fmt.Sprintf("vulkan: no fused matmul for flags %d", f.Flags)) // a programming error: the combinations are fixed in fused.go
 	}

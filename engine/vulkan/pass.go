@@ -138,6 +138,7 @@ func (r *fwd) pass(tokens []int32, all bool, host []float32) error {
 	if all {
 		name = "output all"
 	}
+	src = r.roundX(p.c, -1, name, W.OutputMatrix(), src, 0, rows)
 	p.c.MatMul(r.set(site{-1, name}, out.b, src, r.logits), out.typ, V, E, rows, out.row0)
 	if c.FinalSoftcap != 0 {
 		p.c.Softcap(r.set(site{-1, "final softcap"}, r.logits), rows*V, c.FinalSoftcap)
@@ -180,7 +181,20 @@ func (r *fwd) bias(p *passState, l int, name string, dst *Buffer, bias *Buffer, 
 
 func (r *fwd) matmul(p *passState, l int, name string, t *model.Tensor, x, y *Buffer, n int) {
 	w := r.w[t]
+	x = r.roundX(p.c, l, name, t, x, 0, n)
 	p.c.MatMul(r.set(site{l, name}, w.b, x, y), w.typ, t.Rows(), t.Cols(), n, w.row0)
+}
+
+// roundX returns the buffer a product with t reads: x itself, or, where
+// the CPU rounds the vector to 8 bits for t's rows (xBlock), n rows of x
+// from float xoff on rounded the same way into r.xr.
+func (r *fwd) roundX(c *Cmd, l int, name string, t *model.Tensor, x *Buffer, xoff, n int) *Buffer {
+	qk := xBlock(t.Type, t.Cols())
+	if qk == 0 {
+		return x
+	}
+	c.RoundX(r.set(site{l, "round " + name}, x, r.xr), qk, n*t.Cols(), xoff)
+	return r.xr
 }
 
 func (r *fwd) layer(p *passState, l, n, pos0 int) {

@@ -50,6 +50,7 @@ type fwd struct {
 	vec      map[*model.Tensor]*Buffer
 	ids      *Buffer // token ids, then position ids
 	x, xn    *Buffer
+	xr       *Buffer // a product's input rounded to 8 bits (RoundX), as the CPU rounds it
 	qkv      *Buffer
 	q, k, v  *Buffer
 	scores   *Buffer
@@ -151,6 +152,7 @@ func (r *fwd) alloc() (err error) {
 	QD, KVD, E, F := c.QDim(), c.KVDim(), c.Embd, c.FFN
 	r.ids, r.posIDs = nb(B), nb(B)
 	r.x, r.xn = nb(B*E), nb(B*E)
+	r.xr = nb(B * max(E, QD, F))
 	r.qkv = nb(B * (QD + 2*KVD))
 	r.q, r.k, r.v = nb(B*QD), nb(B*KVD), nb(B*KVD)
 	r.scores, r.scores2 = nb(B*c.Heads*r.ctx), nb(B*c.Heads*r.ctx)
@@ -319,7 +321,7 @@ func (r *fwd) free() {
 	for _, b := range r.vec {
 		b.Free()
 	}
-	for _, b := range []*Buffer{r.ids, r.posIDs, r.x, r.xn, r.qkv, r.q, r.k, r.v, r.scores, r.scores2, r.att, r.o, r.ffA, r.ffB, r.ffUp, r.gate, r.last, r.logits, r.params, r.editV, r.logitsHost} {
+	for _, b := range []*Buffer{r.ids, r.posIDs, r.x, r.xn, r.xr, r.qkv, r.q, r.k, r.v, r.scores, r.scores2, r.att, r.o, r.ffA, r.ffB, r.ffUp, r.gate, r.last, r.logits, r.params, r.editV, r.logitsHost} {
 		b.Free()
 	}
 }

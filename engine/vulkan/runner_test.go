@@ -28,21 +28,32 @@ func synth(t testing.TB, o model.SynthOptions) *model.Model {
 
 // parity runs the same prompt on the CPU and Vulkan runners: logits within
 // 1e-3 at every position, and the same greedy continuation. For Q4_K,
-// Q5_K, Q6_K, Q5_0 and Q8_0 weights the CPU multiplies x rounded to 8
-// bits (as llama.cpp's CPU backend does) and the shaders multiply floats:
-// there the logits are held to llama.cpp's test-backend-ops bound for
-// matrix products, NMSE ≤ 5e-4 (1e-3 for gemma).
-// roundsX reports whether the CPU multiplies rows of type t with x
-// rounded to 8 bits.
-func roundsX(t quant.Type) bool {
-	switch t {
-	case quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.Q5_0, quant.Q8_0:
-		return true
-	}
-	return false
-}
+// Q5_K, Q6_K, Q5_0 and Q8_0 weights both multiply x rounded to 8 bits (as
+// llama.cpp's CPU backend does; round_x.comp on the GPU), which mostly
+// agrees as closely as floats do (2.4e-7 on the stories15M shape in Q8_0,
+// where multiplying unrounded x on the GPU gave 0.027); but the two
+// backends' inputs agree only to float rounding (summation orders
+// differ), and a value that close to a rounding boundary rounds to
+// neighbouring integers on the two, moving the logits by up to a few
+// hundredths. Those types are held to llama.cpp's test-backend-ops bound
+// for quantized products, NMSE ≤ 5e-4 (1e-3 for gemma).
+func roundsX(t quant.Type) bool { return xBlock(t, 256) > 0 }
 
 func parity(t *testing.T, d *Device, m *model.Model, prompt []int32, greedy int) {
+	t.Helper()
+	nmse := 0.0
+	if roundsX(m.Weights.Layers[0].Up.Type) {
+		nmse = 5e-4
+		if m.Config.Arch == "gemma3" || m.Config.Arch == "gemma2" {
+			nmse = 1e-3 // its norms after each sub-layer carry a rounding's difference on
+		}
+	}
+	parityWithin(t, d, m, prompt, greedy, 1e-3, nmse)
+}
+
+// parityWithin is parity with logits within maxAbs, or, when maxNMSE > 0,
+// with an NMSE within maxNMSE instead.
+func parityWithin(t *testing.T, d *Device, m *model.Model, prompt []int32, greedy int, maxAbs, maxNMSE float64) {
 	t.Helper()
 	ctx := context.Background()
 	n := min(256, m.Config.ContextLen)
@@ -71,16 +82,10 @@ func parity(t *testing.T, d *Device, m *model.Model, prompt []int32, greedy int)
 		s2 += float64(want[i]) * float64(want[i])
 	}
 	nmse := se / s2
-	if roundsX(m.Weights.Layers[0].Up.Type) {
-		bound := 5e-4
-		if m.Config.Arch == "gemma3" || m.Config.Arch == "gemma2" {
-			bound = 1e-3 // its norms after each sub-layer carry the rounding on (4.9e-4 measured in Q8_0)
-		}
-		if nmse > bound {
-			t.Errorf("%s: NMSE(cpu, vulkan) of the logits = %g > %g", m.Config.Name, nmse, bound)
-		}
-	} else if worst > 1e-3 {
-		t.Errorf("%s: max |vulkan - cpu| logit = %g > 1e-3", m.Config.Name, worst)
+	if maxNMSE > 0 && nmse > maxNMSE {
+		t.Errorf("%s: NMSE(cpu, vulkan) of the logits = %g > %g (max |vulkan - cpu| %g)", m.Config.Name, nmse, maxNMSE, worst)
+	} else if maxNMSE == 0 && worst > maxAbs {
+		t.Errorf("%s: max |vulkan - cpu| logit = %g > %g (NMSE %g)", m.Config.Name, worst, maxAbs, nmse)
 	}
 	t.Logf("%s: max |vulkan - cpu| logit = %.2g, NMSE %.2g", m.Config.Name, worst, nmse)
 	V := m.Config.Vocab
@@ -140,6 +145,20 @@ func TestModelParity(t *testing.T) {
 	}
 	m := synth(t, model.SynthOptions{Arch: "llama", Embd: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 96, Vocab: 700, Context: 64, Type: quant.Q8_0, Tied: true, Name: "llama GQA tied"})
 	parity(t, d, m, m.Tokenizer.EncodeIDs("once upon a time", true), 8)
+	if !testing.Short() {
+		// The 110M shape's width (768) and FFN, a prompt of more than 16
+		// tokens (the tiled products on both backends), where the roundings
+		// that differ (see parity) are a few per prompt, each moving logits
+		// of about ±3 by up to 0.03 (measured: max 0.031, NMSE 1.1e-4; F32
+		// weights, nothing rounded, 3.8e-6). Random weights leave near ties
+		// among the top logits, so the greedy tokens are not compared.
+		wide := model.SynthOptions{Arch: "llama", Embd: 768, Layers: 3, Heads: 12, FFN: 2048, Vocab: 4000, Context: 64}
+		for _, typ := range []quant.Type{quant.Q8_0, quant.Q6_K} {
+			wide.Type, wide.Name = typ, "110M-wide "+typ.String()
+			m := synth(t, wide)
+			parityWithin(t, d, m, m.Tokenizer.EncodeIDs("once upon a time the little cat saw a big red ball and the dog was happy", true), 0, 0, 5e-4)
+		}
+	}
 	for _, typ := range []quant.Type{quant.Q4_K, quant.Q5_K, quant.Q6_K} { // decoded in the shaders, uploaded as they are
 		m := synth(t, model.SynthOptions{Arch: "llama", Embd: 256, Layers: 2, Heads: 4, FFN: 512, Vocab: 600, Context: 64, Type: typ, Name: "llama " + typ.String()})
 		parity(t, d, m, m.Tokenizer.EncodeIDs("once upon a time", true), 8)

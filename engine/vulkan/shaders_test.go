@@ -18,11 +18,10 @@ func TestSPIRVFresh(t *testing.T) {
 		t.Skip("glslc not installed: cannot check that shaders/spv matches shaders/*.comp")
 	}
 	tmp := t.TempDir()
-	for _, f := range []string{"build.sh", "common.glsl", "weights.glsl"} {
-		copyFile(t, filepath.Join("shaders", f), filepath.Join(tmp, f))
-	}
+	copyFile(t, filepath.Join("shaders", "build.sh"), filepath.Join(tmp, "build.sh"))
 	comps, _ := filepath.Glob("shaders/*.comp")
-	for _, f := range comps {
+	includes, _ := filepath.Glob("shaders/*.glsl")
+	for _, f := range append(comps, includes...) {
 		copyFile(t, f, filepath.Join(tmp, filepath.Base(f)))
 	}
 	if out, err := exec.Command("sh", filepath.Join(tmp, "build.sh")).CombinedOutput(); err != nil {
