@@ -27,6 +27,15 @@ var familyCases = []model.SynthOptions{
 	{Arch: "phi3", Embd: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 96, Vocab: 700, Context: 64, Type: quant.F32},
 	{Arch: "llama", Embd: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 96, Vocab: 700, Context: 64, Type: quant.F32, RopeScaling: "yarn", RopeFactor: 4, RopeOrigCtx: 16},
 	{Arch: "llama", Embd: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 96, Vocab: 700, Context: 64, Type: quant.F32, RopeScaling: "linear", RopeFactor: 2},
+	// the optional tensors llama.cpp's loaders read: every bias, a fused
+	// Q·K·V matrix in families whose files usually split it, and qwen2
+	// without the Q, K and V biases its files carry
+	{Arch: "llama", Embd: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 96, Vocab: 700, Context: 64, Type: quant.F32, Biases: true},
+	{Arch: "llama", Embd: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 96, Vocab: 700, Context: 64, Type: quant.F32, FusedQKV: true, Biases: true},
+	{Arch: "qwen2", Embd: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 96, Vocab: 600, Context: 64, Type: quant.F32, Biases: true, RopeBase: 1e6},
+	{Arch: "qwen2", Embd: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 96, Vocab: 600, Context: 64, Type: quant.F32, NoQKVBias: true, FusedQKV: true, Tied: true},
+	{Arch: "qwen3", Embd: 64, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 32, FFN: 96, Vocab: 600, Context: 64, Type: quant.F32, FusedQKV: true, Biases: true},
+	{Arch: "gemma3", Embd: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 96, Vocab: 700, Context: 64, Type: quant.F32, Tied: true, Biases: true},
 }
 
 func familyName(o model.SynthOptions) string {
@@ -39,6 +48,12 @@ func familyName(o model.SynthOptions) string {
 	}
 	if o.FusedQKV {
 		n += "-fused"
+	}
+	if o.Biases {
+		n += "-biases"
+	}
+	if o.NoQKVBias {
+		n += "-nobias"
 	}
 	return n
 }

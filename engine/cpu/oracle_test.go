@@ -329,7 +329,7 @@ func mlp64(spec *model.Spec, c *model.Config, L *model.Layer, xn []float64) []fl
 // a residual stream row.
 func output64(m *model.Model, x []float64) []float64 {
 	c, W := m.Config, m.Weights
-	out := matVec64(mat64(W.OutputMatrix()), nil, in64(W.OutputMatrix(), norm64(m.Spec, c, x, vec64(W.OutNorm), vec64(W.OutNormB))))
+	out := matVec64(mat64(W.OutputMatrix()), vec64(W.OutputB), in64(W.OutputMatrix(), norm64(m.Spec, c, x, vec64(W.OutNorm), vec64(W.OutNormB))))
 	if c.FinalSoftcap != 0 {
 		for i := range out {
 			out[i] = cap64(out[i], float64(c.FinalSoftcap))

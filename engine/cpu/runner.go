@@ -54,6 +54,7 @@ type fwd struct {
 
 	norms []layerVecs
 	outN  vecs
+	outB  []float32 // the logits' bias (output.bias), or nil
 
 	h  *hooks.Hooks   // the current forward pass's hooks, or nil
 	iv *intervene.Set // the current forward pass's edits, or nil
@@ -165,6 +166,7 @@ func newFwd(m *model.Model, opt Options) (*fwd, error) {
 	}
 	W := m.Weights
 	r.outN = vecs{decodeVec(W.OutNorm), decodeVec(W.OutNormB)}
+	r.outB = decodeVec(W.OutputB)
 	for i := range W.Layers {
 		L := &W.Layers[i]
 		r.norms = append(r.norms, layerVecs{
@@ -357,6 +359,7 @@ func (r *fwd) output(x []float32) {
 		dst = r.outBuf
 	}
 	r.pool.MatMul(dst, W.OutputMatrix(), xn, rows, r.scratch)
+	addBias(dst, r.outB, rows)
 	if c.FinalSoftcap != 0 {
 		softcap(dst[:rows*c.Vocab], c.FinalSoftcap)
 	}
@@ -399,6 +402,7 @@ func (r *fwd) lens(l, n, pos0 int) {
 		r.norm(in[t*E:(t+1)*E], r.x[(first+t)*E:(first+t+1)*E], r.outN)
 	}
 	r.pool.MatMul(out, r.m.Weights.OutputMatrix(), in, rows, r.scratch)
+	addBias(out, r.outB, rows)
 	if c.FinalSoftcap != 0 {
 		softcap(out, c.FinalSoftcap)
 	}

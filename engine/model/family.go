@@ -32,6 +32,7 @@ func (m *Model) Features() []Feature {
 		"the original transformer's normalisation; RMSNorm later dropped the mean for speed")
 	add(hasQKV(W), "fused-qkv", "one fused Q/K/V matrix", "one product instead of three; the numbers are the same")
 	add(hasBias(W), "qkv-bias", "biases on Q, K and V", "a learned offset per query and key dimension (Qwen2 keeps them; most families dropped them)")
+	add(W.OutputB != nil, "logit-bias", "a bias added to the logits", "a learned offset per vocabulary entry, the same at every position")
 	add(c.QDim() != c.Embd, "head-size", fmt.Sprintf("head size %d (heads × size = %d, not the width %d)", c.HeadDim, c.QDim(), c.Embd),
 		"the head size is chosen on its own, not width ÷ heads")
 	add(s.QKNorm, "qk-norm", "each head's query and key RMS-normed before RoPE",

@@ -83,6 +83,13 @@ type Spec struct {
 	// 1/√(width/heads) instead of 1/√(head size), as llama.cpp decides for
 	// gemma's 27B shapes from the layer count.
 	WidthScaleLayers []int
+	// QKVBiases: the family's files carry biases on Q, K and V (qwen2's
+	// do; the loader reads them when present in any family but gpt2's,
+	// whose fused Q·K·V bias is required).
+	QKVBiases bool
+	// OutputBias: the file may carry a bias added to the logits
+	// (output.bias; qwen2's loader in llama.cpp reads it when present).
+	OutputBias bool
 	// Required lists the tensors that must exist; others in Weights are
 	// optional (biases, a separate output matrix).
 	Required []string
@@ -106,9 +113,10 @@ func Architectures() []string {
 	return n
 }
 
-// the tensors of a pre-norm block with separate projections and a gated MLP
+// the tensors of a pre-norm block with a gated MLP (Q, K and V fused or
+// not: the layer check requires one or the other)
 var llamaTensors = []string{"token_embd.weight", "output_norm.weight",
-	"attn_norm.weight", "attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_output.weight",
+	"attn_norm.weight", "attn_output.weight",
 	"ffn_norm.weight", "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight"}
 
 func with(base []string, more ...string) []string {
@@ -116,29 +124,33 @@ func with(base []string, more ...string) []string {
 }
 
 func init() {
-	Register(&Spec{Name: "llama", Norm: RMSNorm, Rope: RopeNorm, FFN: SwiGLU, Required: llamaTensors})
+	// Q, K and V: llama.cpp's loaders for these families (its
+	// create_tensor_qkv) take one attn_qkv matrix (with an optional bias)
+	// or the three, each with an optional bias; so does the engine.
+	Register(&Spec{Name: "llama", Norm: RMSNorm, Rope: RopeNorm, FFN: SwiGLU, QKV: QKVEither, Required: llamaTensors})
 	Register(&Spec{
 		Name: "gpt2", Norm: LayerNorm, Rope: RopeNone, FFN: GELU, QKV: QKVFused, PosEmbd: true,
 		Required: []string{"token_embd.weight", "position_embd.weight", "output_norm.weight", "output_norm.bias",
 			"attn_norm.weight", "attn_norm.bias", "attn_qkv.weight", "attn_qkv.bias", "attn_output.weight", "attn_output.bias",
 			"ffn_norm.weight", "ffn_norm.bias", "ffn_up.weight", "ffn_up.bias", "ffn_down.weight", "ffn_down.bias"},
 	})
-	// qwen2: llama with biases on Q, K and V and NEOX RoPE.
-	Register(&Spec{Name: "qwen2", Norm: RMSNorm, Rope: RopeNeoX, FFN: SwiGLU,
-		Required: with(llamaTensors, "attn_q.bias", "attn_k.bias", "attn_v.bias")})
+	// qwen2: llama with biases on Q, K and V (which its files carry, though
+	// llama.cpp's loader does not require them), NEOX RoPE and an optional
+	// bias on the logits.
+	Register(&Spec{Name: "qwen2", Norm: RMSNorm, Rope: RopeNeoX, FFN: SwiGLU, QKV: QKVEither, QKVBiases: true, OutputBias: true, Required: llamaTensors})
 	// qwen3: no biases; each head's Q and K RMS-normed before RoPE; the
 	// head size from attention.key_length.
-	Register(&Spec{Name: "qwen3", Norm: RMSNorm, Rope: RopeNeoX, FFN: SwiGLU, QKNorm: true,
+	Register(&Spec{Name: "qwen3", Norm: RMSNorm, Rope: RopeNeoX, FFN: SwiGLU, QKV: QKVEither, QKNorm: true,
 		Required: with(llamaTensors, "attn_q_norm.weight", "attn_k_norm.weight")})
 	// gemma2: embedding ×√d, norms after each sub-layer too, a GELU-gated
 	// MLP, alternating local (4096) and global layers, soft caps on the
 	// attention scores (50) and the logits (30).
-	Register(&Spec{Name: "gemma2", Norm: RMSNorm, Rope: RopeNeoX, FFN: GeGLU, PostNorms: true, EmbedScale: true,
+	Register(&Spec{Name: "gemma2", Norm: RMSNorm, Rope: RopeNeoX, FFN: GeGLU, QKV: QKVEither, PostNorms: true, EmbedScale: true,
 		SWADefaultWindow: 4096, SWAPeriod: 2, AttnSoftcap: 50, FinalSoftcap: 30, WidthScaleLayers: []int{46},
 		Required: with(llamaTensors, "post_attention_norm.weight", "post_ffw_norm.weight")})
 	// gemma3: gemma2's block with Q/K norms instead of the score soft cap;
 	// five local layers to each global one, with their own RoPE base.
-	Register(&Spec{Name: "gemma3", Norm: RMSNorm, Rope: RopeNeoX, FFN: GeGLU, QKNorm: true, PostNorms: true, EmbedScale: true,
+	Register(&Spec{Name: "gemma3", Norm: RMSNorm, Rope: RopeNeoX, FFN: GeGLU, QKV: QKVEither, QKNorm: true, PostNorms: true, EmbedScale: true,
 		SWAPeriod: 6, LocalRopeBase: 10000, WidthScaleLayers: []int{62}, FinalSoftcapKey: true,
 		Required: with(llamaTensors, "post_attention_norm.weight", "post_ffw_norm.weight", "attn_q_norm.weight", "attn_k_norm.weight")})
 	// phi3: fused QKV and gate-up matrices; LongRoPE frequency factors.
@@ -156,6 +168,8 @@ func (s *Spec) allows(tag string) bool {
 	switch tag {
 	case "output.weight":
 		return true
+	case "output.bias":
+		return s.OutputBias
 	case "position_embd.weight":
 		return s.PosEmbd
 	case "output_norm.bias", "attn_norm.bias", "ffn_norm.bias":

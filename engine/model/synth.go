@@ -3,7 +3,6 @@ package model
 import (
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"strings"
 
 	"stepthrough/engine/gguf"
@@ -30,7 +29,14 @@ type SynthOptions struct {
 	VocabFrom *gguf.File
 
 	// Family options, written only when set.
-	FusedQKV     bool    // phi3: attn_qkv instead of attn_q/k/v
+	FusedQKV bool // attn_qkv instead of attn_q/k/v (every family but gpt2 may; gpt2 always does)
+	// Biases writes every optional bias the family's llama.cpp loader
+	// reads: Q, K and V's (or attn_qkv's), and for llama attn_output's and
+	// the MLP's, for qwen2 the logits' (output.bias).
+	Biases bool
+	// NoQKVBias leaves out the Q, K and V biases a family's files carry
+	// (qwen2's), which the loader does not require.
+	NoQKVBias    bool
 	RopeFactors  bool    // phi3: LongRoPE long and short factors
 	RopeBase     float32 // rope.freq_base
 	LocalBase    float32 // rope.freq_base_swa
@@ -129,6 +135,8 @@ func Synthesize(o SynthOptions) (*gguf.Writer, error) {
 	q, kv := o.Heads*hd, o.KVHeads*hd
 	fused := spec.QKV == QKVFused || spec.QKV == QKVEither && o.FusedQKV
 	ln := spec.Norm == LayerNorm
+	qkvBias := ln || o.Biases || spec.QKVBiases && !o.NoQKVBias
+	llamaBias := o.Biases && spec.Name == "llama" // attn_output and the MLP's
 	matrix("token_embd.weight", o.Embd, o.Vocab)
 	if spec.PosEmbd {
 		matrix("position_embd.weight", o.Embd, o.Context)
@@ -154,14 +162,14 @@ func Synthesize(o SynthOptions) (*gguf.Writer, error) {
 		}
 		if fused {
 			matrix(p+"attn_qkv.weight", o.Embd, q+2*kv)
-			if ln {
+			if qkvBias {
 				vector(p+"attn_qkv.bias", q+2*kv, 0, 0.02)
 			}
 		} else {
 			matrix(p+"attn_q.weight", o.Embd, q)
 			matrix(p+"attn_k.weight", o.Embd, kv)
 			matrix(p+"attn_v.weight", o.Embd, kv)
-			if slices.Contains(spec.Required, "attn_q.bias") {
+			if qkvBias {
 				vector(p+"attn_q.bias", q, 0, 0.5) // large, so a missing bias shows
 				vector(p+"attn_k.bias", kv, 0, 0.5)
 				vector(p+"attn_v.bias", kv, 0, 0.5)
@@ -172,7 +180,7 @@ func Synthesize(o SynthOptions) (*gguf.Writer, error) {
 			vector(p+"attn_k_norm.weight", hd, 1, 0.3)
 		}
 		matrix(p+"attn_output.weight", q, o.Embd)
-		if ln {
+		if ln || llamaBias {
 			vector(p+"attn_output.bias", o.Embd, 0, 0.02)
 		}
 		if spec.PostNorms {
@@ -186,6 +194,10 @@ func Synthesize(o SynthOptions) (*gguf.Writer, error) {
 		case SwiGLU, GeGLU:
 			matrix(p+"ffn_gate.weight", o.Embd, o.FFN)
 			matrix(p+"ffn_up.weight", o.Embd, o.FFN)
+			if llamaBias {
+				vector(p+"ffn_gate.bias", o.FFN, 0, 0.02)
+				vector(p+"ffn_up.bias", o.FFN, 0, 0.02)
+			}
 		case SwiGLUFused:
 			matrix(p+"ffn_up.weight", o.Embd, 2*o.FFN)
 		case GELU:
@@ -193,7 +205,7 @@ func Synthesize(o SynthOptions) (*gguf.Writer, error) {
 			vector(p+"ffn_up.bias", o.FFN, 0, 0.02)
 		}
 		matrix(p+"ffn_down.weight", o.FFN, o.Embd)
-		if ln {
+		if ln || llamaBias {
 			vector(p+"ffn_down.bias", o.Embd, 0, 0.02)
 		}
 		if spec.PostNorms {
@@ -206,6 +218,9 @@ func Synthesize(o SynthOptions) (*gguf.Writer, error) {
 	}
 	if !o.Tied {
 		matrix("output.weight", o.Embd, o.Vocab)
+	}
+	if o.Biases && spec.OutputBias {
+		vector("output.bias", o.Vocab, 0, 0.5) // large, so a missing bias shows
 	}
 	return w, err
 }

@@ -41,6 +41,7 @@ type Weights struct {
 	OutNorm  *Tensor `gguf:"output_norm.weight"`
 	OutNormB *Tensor `gguf:"output_norm.bias"`
 	Output   *Tensor `gguf:"output.weight"` // nil: tied to TokEmbd
+	OutputB  *Tensor `gguf:"output.bias"`   // qwen2's optional logit bias
 	// RoPE frequency factors (θ_i is divided by factor i): llama 3's
 	// rope_freqs, or phi3's LongRoPE pair, long for contexts beyond the
 	// trained one and short otherwise.
@@ -191,7 +192,7 @@ func checkShapes(w *Weights, spec *Spec, c *Config) error {
 	}
 	errs := []error{
 		check(w.TokEmbd, e, c.Vocab),
-		check(w.Output, e, c.Vocab),
+		check(w.Output, e, c.Vocab), vec(w.OutputB, c.Vocab),
 		vec(w.OutNorm, e), vec(w.OutNormB, e),
 		factors(w.RopeFreqs), factors(w.RopeLong), factors(w.RopeShort),
 	}

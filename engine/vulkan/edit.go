@@ -72,6 +72,7 @@ func (r *fwd) lens(p *passState, l, n, pos0 int) {
 	out := r.w[W.OutputMatrix()]
 	x := r.roundX(p.c, l, "lens", W.OutputMatrix(), r.xn, 0, n)
 	p.c.MatMul(r.set(site{l, "lens"}, out.b, x, r.logits), out.typ, V, E, n, out.row0)
+	r.bias(p, l, "lens", r.logits, r.vec[W.OutputB], n, V)
 	if c.FinalSoftcap != 0 {
 		p.c.Softcap(r.set(site{l, "lens softcap"}, r.logits), n*V, c.FinalSoftcap)
 	}

@@ -28,7 +28,7 @@ import (
 // with subgroup arithmetic.
 func (r *fwd) canFuse() bool {
 	s, W := r.m.Spec, r.m.Weights
-	if !r.d.Info.SubgroupArith || s.Norm != model.RMSNorm || s.FFN != model.SwiGLU || W.PosEmbd != nil || r.ctx > maxFusedCtx || W.OutNorm == nil || W.OutNormB != nil {
+	if !r.d.Info.SubgroupArith || s.Norm != model.RMSNorm || s.FFN != model.SwiGLU || W.PosEmbd != nil || r.ctx > maxFusedCtx || W.OutNorm == nil || W.OutNormB != nil || W.OutputB != nil {
 		return false
 	}
 	for _, f := range r.m.Features() { // the fused kernels compute llama's block, NEOX RoPE, a tied output

@@ -140,6 +140,7 @@ func (r *fwd) pass(tokens []int32, all bool, host []float32) error {
 	}
 	src = r.roundX(p.c, -1, name, W.OutputMatrix(), src, 0, rows)
 	p.c.MatMul(r.set(site{-1, name}, out.b, src, r.logits), out.typ, V, E, rows, out.row0)
+	r.bias(p, -1, name, r.logits, r.vec[W.OutputB], rows, V)
 	if c.FinalSoftcap != 0 {
 		p.c.Softcap(r.set(site{-1, "final softcap"}, r.logits), rows*V, c.FinalSoftcap)
 	}

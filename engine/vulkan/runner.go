@@ -111,7 +111,7 @@ type wbuf struct {
 var supported = map[string]bool{"learned-positions": true, "layernorm": true, "fused-qkv": true, "qkv-bias": true,
 	"head-size": true, "neox-rope": true, "gelu": true, "tied-output": true, "rope-factors": true,
 	"embed-scale": true, "qk-norm": true, "rope-scaling": true, "sliding-window": true, "local-rope": true, "attn-scale": true,
-	"attn-softcap": true, "post-norms": true, "geglu": true, "fused-gate-up": true, "final-softcap": true}
+	"attn-softcap": true, "post-norms": true, "geglu": true, "fused-gate-up": true, "final-softcap": true, "logit-bias": true}
 
 // Load uploads m's weights to d and allocates the activations of a pass
 // for runners of at most ctxLen positions (0: the model's, at most 2048).
@@ -245,7 +245,7 @@ func (r *fwd) alloc() (err error) {
 			return err
 		}
 	}
-	for _, t := range []*model.Tensor{W.OutNorm, W.OutNormB} {
+	for _, t := range []*model.Tensor{W.OutNorm, W.OutNormB, W.OutputB} {
 		if err := vector(t); err != nil {
 			return err
 		}

@@ -309,8 +309,14 @@ func TestFamilyParity(t *testing.T) {
 		{Arch: "phi3", Embd: 64, Layers: 2, Heads: 4, FFN: 96, Vocab: 700, Context: 64, Type: quant.F32, FusedQKV: true, RopeFactors: true, RopeOrigCtx: 32},
 		{Arch: "phi3", Embd: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 96, Vocab: 700, Context: 64, Type: quant.F32},
 		{Arch: "llama", Embd: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 96, Vocab: 700, Context: 64, Type: quant.F32, RopeScaling: "yarn", RopeFactor: 4, RopeOrigCtx: 16},
+		// the optional tensors: every bias (qwen2's on the logits too), Q·K·V fused
+		{Arch: "llama", Embd: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 96, Vocab: 700, Context: 64, Type: quant.F32, FusedQKV: true, Biases: true},
+		{Arch: "qwen2", Embd: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 96, Vocab: 600, Context: 64, Type: quant.Q8_0, Biases: true, RopeBase: 1e6},
 	} {
 		o.Name = fmt.Sprintf("%s %s", o.Arch, o.Type)
+		if o.Biases {
+			o.Name += " biases"
+		}
 		t.Run(o.Name, func(t *testing.T) {
 			m := synth(t, o)
 			prompt := m.Tokenizer.EncodeIDs("once upon a time the little cat saw a big red ball and the dog was happy so they went to the park with mom", true)
