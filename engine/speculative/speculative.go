@@ -25,7 +25,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"slices"
 	"sync/atomic"
@@ -277,15 +276,7 @@ func (d *Decoder) Step(ctx context.Context) ([]int32, error) {
 
 // logProb is log softmax(row)[t], in float64.
 func logProb(row []float32, t int32) float64 {
-	m := math.Inf(-1)
-	for _, v := range row {
-		m = math.Max(m, float64(v))
-	}
-	var sum float64
-	for _, v := range row {
-		sum += math.Exp(float64(v) - m)
-	}
-	return float64(row[t]) - m - math.Log(sum)
+	return float64(row[t]) - sample.LogSumExp(row)
 }
 
 // topN is how many of each position's most likely tokens a hook sees.
