@@ -1,7 +1,7 @@
-//go:build !amd64 || purego
+//go:build (!amd64 && !arm64) || purego
 
 // The portable int8 and legacy-type kernels where no assembly replaces
-// them.
+// them: off amd64 and arm64, and under the purego tag.
 
 package cpu
 

@@ -72,3 +72,12 @@
 #define VSQXTN28H(d, n) WORD $(0x4E614800 | ((n)<<5) | (d))
 #define VSQXTN8B(d, n) WORD $(0x0E214800 | ((n)<<5) | (d))
 #define VSQXTN216B(d, n) WORD $(0x4E214800 | ((n)<<5) | (d))
+// MLA: int32 d += n·m lane by lane; SMLAL .4S: int32 d += the products of
+// the low four int16 of n and m.
+#define VMLA4S(d, n, m) WORD $(0x4EA09400 | ((m)<<16) | ((n)<<5) | (d))
+#define VSMLAL4S(d, n, m) WORD $(0x0E608000 | ((m)<<16) | ((n)<<5) | (d))
+// AND, USHR and SHL on sixteen bytes, for operands given by number (the
+// Go mnemonics take register names).
+#define VAND16B(d, n, m) WORD $(0x4E201C00 | ((m)<<16) | ((n)<<5) | (d))
+#define VUSHR16B(d, n, s) WORD $(0x6F000400 | ((16-(s))<<16) | ((n)<<5) | (d))
+#define VSHL16B(d, n, s) WORD $(0x4F005400 | ((8+(s))<<16) | ((n)<<5) | (d))

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"testing"
 
+	"golang.org/x/sys/cpu"
+
 	"stepthrough/engine/quant"
 )
 
@@ -177,6 +179,208 @@ func checkBits(t *testing.T, name string, n int, got, want []float32) {
 	for _, v := range got[len(want) : len(want)+4] {
 		if !math.IsNaN(float64(v)) {
 			t.Fatalf("%s n=%d wrote past its output", name, n)
+		}
+	}
+}
+
+// activationCases are vectors to round to 8 bits: random, with a block of
+// zeros, ties after scaling, tiny and huge values.
+func activationCases(r *rand.Rand, n int) []float32 {
+	x := randFloats(r, n)
+	for i := range x {
+		switch i / 256 % 5 {
+		case 1:
+			x[i] *= 1e-30
+		case 2:
+			x[i] *= 1e30
+		case 3:
+			x[i] = 0
+		}
+	}
+	x[0], x[1], x[2] = 127, -63.5, 0.5 // ties once scaled by 127/127
+	return x
+}
+
+// Rounding x to Q8_0 and to q8K: the kernels write what the Go kernels
+// write, bit for bit, and nothing past it.
+func TestNEONQuantize(t *testing.T) {
+	r := rand.New(rand.NewPCG(29, 30))
+	for _, blocks := range []int{1, 2, 3, 8, 9, 40} { // of 32 values
+		x := nanPad(activationCases(r, blocks*32), 8)
+		wq, wd, wb := make([]int8, blocks*32), make([]float32, blocks), make([]float32, blocks*32)
+		quantizeQ80Go(x, wq, wd, wb)
+		gq, gd, gb := make([]int8, blocks*32+1), nanPad(make([]float32, blocks), 4), nanPad(make([]float32, blocks*32), 4)
+		gq[blocks*32] = 99
+		quantizeQ80NEON(&x[0], &gq[0], &gd[0], blocks, &gb[0])
+		if i := firstDiff(wq, gq[:blocks*32]); i >= 0 || gq[blocks*32] != 99 {
+			t.Errorf("blocks=%d: quantizeQ80NEON q differs from Go's at %d (or wrote past it)", blocks, i)
+		}
+		checkBits(t, "quantizeQ80NEON d", blocks, gd, wd)
+		checkBits(t, "quantizeQ80NEON back", blocks, gb, wb)
+		quantizeQ80NEON(&x[0], &gq[0], &gd[0], blocks, nil) // without back
+		if !slices.Equal(wq, gq[:blocks*32]) {
+			t.Errorf("blocks=%d: quantizeQ80NEON without back differs", blocks)
+		}
+	}
+	for _, blocks := range []int{1, 2, 5} { // of 256 values
+		x := nanPad(activationCases(r, blocks*256), 8)
+		var want, got q8K
+		want.resize(1, blocks*256)
+		got.resize(1, blocks*256+256) // one block more, to stay zero
+		gd := nanPad(make([]float32, blocks), 4)
+		quantizeQ8KGo(x, &want, 0)
+		quantizeQ8KNEON(&x[0], &got.q[0], &got.bs[0], &gd[0], blocks)
+		if i, j := firstDiff(want.q, got.q[:blocks*256]), firstDiff(want.bs, got.bs[:blocks*16]); i >= 0 || j >= 0 {
+			t.Errorf("blocks=%d: quantizeQ8KNEON q (from %d) or bs (from %d) differ from Go's", blocks, i, j)
+		}
+		if slices.ContainsFunc(got.q[blocks*256:], func(v int8) bool { return v != 0 }) || slices.ContainsFunc(got.bs[blocks*16:], func(v int16) bool { return v != 0 }) {
+			t.Errorf("blocks=%d: quantizeQ8KNEON wrote past its blocks", blocks)
+		}
+		checkBits(t, "quantizeQ8KNEON d", blocks, gd, want.d)
+	}
+}
+
+// firstDiff is the first index where a and b differ, or -1.
+func firstDiff[T comparable](a, b []T) int {
+	for i := range a {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return -1
+}
+
+// int8Forms are the int8 kernels' forms this CPU runs: SMULL's always,
+// SDOT's where it has the dot-product instructions.
+func int8Forms() map[string]int8Kernels {
+	forms := map[string]int8Kernels{"smull": smullKernels}
+	if cpu.ARM64.HasASIMDDP {
+		forms["sdot"] = sdotKernels
+	}
+	return forms
+}
+
+// randomRow is a row of type t of the given blocks: quantized floats or
+// random bytes with small finite scales, its first value -128 (Q8_0).
+func randomRow(r *rand.Rand, t quant.Type, blocks int, random bool) []byte {
+	n := blocks * t.BlockElems()
+	row, _ := quant.Quantize(t, randFloats(r, n))
+	if random {
+		for i := range row {
+			row[i] = byte(r.Uint32())
+		}
+		fixScales(t, row)
+		if t == quant.Q6_K { // the scale: random, not too large
+			for b := 0; b < len(row); b += 210 {
+				row[b+208], row[b+209] = byte(r.Uint32()), 0x1c
+			}
+		}
+	}
+	if t == quant.Q8_0 {
+		row[2] = 0x80
+	}
+	return row
+}
+
+// The int8 dot kernels, both forms, equal the Go kernels bit for bit: Q8_0
+// and Q5_0 rows times x rounded to Q8_0, Q4_K and Q6_K rows times x
+// quantized to q8K, for block counts around the loops' steps and vectors
+// that start past the first.
+func TestNEONInt8Dots(t *testing.T) {
+	r := rand.New(rand.NewPCG(31, 32))
+	for name, k := range int8Forms() {
+		for _, blocks := range []int{1, 2, 3, 7, 8, 24} {
+			for _, random := range []bool{false, true} {
+				cols := blocks * 32
+				var z q80
+				z.resize(2, cols, false)
+				z.quantizeRange(activationCases(r, 2*cols), 0, nil)
+				for _, c := range []struct {
+					t    quant.Type
+					fn   q80Kernel
+					inGo func([]byte, *q80, int) float32
+				}{{quant.Q8_0, k.q80, dotQ8_0Q80Go}, {quant.Q5_0, k.q50, dotQ5_0Q80Go}} {
+					row := randomRow(r, c.t, blocks, random)
+					for v := range 2 {
+						want := c.inGo(row, &z, v*blocks)
+						got := c.fn(&row[0], &z.q[v*cols], &z.d[v*blocks], blocks)
+						if math.Float32bits(got) != math.Float32bits(want) {
+							t.Errorf("%s %s blocks=%d random=%v vector %d: %g, Go %g", name, c.t, blocks, random, v, got, want)
+						}
+					}
+				}
+				if blocks > 8 {
+					continue
+				}
+				cols = blocks * 256
+				var zk q8K
+				zk.resize(2, cols)
+				quantizeQ8KGo(activationCases(r, 2*cols), &zk, 0)
+				for _, c := range []struct {
+					t  quant.Type
+					fn kq8Kernel
+				}{{quant.Q4_K, k.q4k}, {quant.Q6_K, k.q6k}} {
+					row := randomRow(r, c.t, blocks, random)
+					for v := range 2 {
+						want := dotKQ8Go(c.t, row, &zk, v*blocks)
+						got := c.fn(&row[0], &zk.q[v*cols], &zk.bs[v*blocks*16], &zk.d[v*blocks], blocks)
+						if math.Float32bits(got) != math.Float32bits(want) {
+							t.Errorf("%s %s blocks=%d random=%v vector %d: %g, Go %g", name, c.t, blocks, random, v, got, want)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// The Q4_0 and Q4_1 kernels multiply float x in another order than
+// dotLegacyGo (two running sums of products a block, the blocks' sums
+// times d in a third): on integer-valued x, whose sums are exact, they
+// agree bit for bit with the decoded row's product (d = 1, m an
+// integer); on random x within a bound on the float rounding.
+func TestNEONLegacyDots(t *testing.T) {
+	r := rand.New(rand.NewPCG(33, 34))
+	for _, blocks := range []int{1, 2, 3, 8, 24} {
+		cols := blocks * 32
+		for _, c := range []struct {
+			t  quant.Type
+			fn func(*byte, *float32, *float32, int) float32
+		}{{quant.Q4_0, dotQ4_0NEON}, {quant.Q4_1, dotQ4_1NEON}} {
+			for _, exact := range []bool{true, false} {
+				row := randomRow(r, c.t, blocks, true)
+				x := randFloats(r, cols)
+				if exact {
+					x = intFloats(r, cols)
+					for b := 0; b < len(row); b += c.t.BlockBytes() {
+						row[b], row[b+1] = 0x00, 0x3c // d = 1
+						if c.t == quant.Q4_1 {
+							row[b+2], row[b+3] = 0x00, 0xc2 // m = -3
+						}
+					}
+				}
+				x = nanPad(x, 8)
+				xs := make([]float32, blocks)
+				xSums(x, 32, xs)
+				dec := make([]float32, cols)
+				quant.Dequantize(c.t, row, dec)
+				var want, scale float64
+				for i := range dec {
+					want += float64(dec[i]) * float64(x[i])
+					scale += math.Abs(float64(dec[i]) * float64(x[i]))
+				}
+				got := c.fn(&row[0], &x[0], &xs[0], blocks)
+				if exact && float64(got) != want {
+					t.Errorf("%s blocks=%d integers: %g, decoded row %g", c.t, blocks, got, want)
+				}
+				// float32 sums of cols terms: within cols ulps of their magnitudes
+				if !exact && math.Abs(float64(got)-want) > 6e-8*float64(cols)*scale+1e-6 {
+					t.Errorf("%s blocks=%d: %g, decoded row %g (scale %g)", c.t, blocks, got, want, scale)
+				}
+				if g := dotLegacyGo(c.t, row, x, xs); !exact && math.Abs(float64(got-g)) > 6e-8*float64(cols)*scale+1e-6 {
+					t.Errorf("%s blocks=%d: %g, Go %g", c.t, blocks, got, g)
+				}
+			}
 		}
 	}
 }
