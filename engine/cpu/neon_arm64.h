@@ -81,3 +81,11 @@
 #define VAND16B(d, n, m) WORD $(0x4E201C00 | ((m)<<16) | ((n)<<5) | (d))
 #define VUSHR16B(d, n, s) WORD $(0x6F000400 | ((16-(s))<<16) | ((n)<<5) | (d))
 #define VSHL16B(d, n, s) WORD $(0x4F005400 | ((8+(s))<<16) | ((n)<<5) | (d))
+// FMLA and FMLS (fused: d ± n·m), MOV, ADD, SHL on four words and BIF (d
+// takes n's bits where m's are 0) for operands given by number.
+#define VFMLA4S(d, n, m) WORD $(0x4E20CC00 | ((m)<<16) | ((n)<<5) | (d))
+#define VFMLS4S(d, n, m) WORD $(0x4EA0CC00 | ((m)<<16) | ((n)<<5) | (d))
+#define VMOV16B(d, n) WORD $(0x4EA01C00 | ((n)<<16) | ((n)<<5) | (d))
+#define VADD4S(d, n, m) WORD $(0x4EA08400 | ((m)<<16) | ((n)<<5) | (d))
+#define VSHL4S(d, n, s) WORD $(0x4F005400 | ((32+(s))<<16) | ((n)<<5) | (d))
+#define VBIF16B(d, n, m) WORD $(0x6EE01C00 | ((m)<<16) | ((n)<<5) | (d))

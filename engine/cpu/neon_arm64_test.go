@@ -384,3 +384,67 @@ func TestNEONLegacyDots(t *testing.T) {
 		}
 	}
 }
+
+// expInputs are n values over the range the exponential and the
+// activations see, with its edges: NaN, ±Inf, ±0, expLo and just below,
+// expHi and above, subnormals.
+func expInputs(r *rand.Rand, n int) []float32 {
+	edges := []float32{float32(math.NaN()), float32(math.Inf(-1)), float32(math.Inf(1)), 0, float32(math.Copysign(0, -1)),
+		expLo, expLo - 1e-5, expHi, 100, 1e-40, -1e-40, -1000, 88.7}
+	x := make([]float32, n)
+	for i := range x {
+		if r.IntN(4) == 0 {
+			x[i] = edges[r.IntN(len(edges))]
+		} else {
+			x[i] = float32(r.NormFloat64() * 30)
+		}
+	}
+	return x
+}
+
+// The exponential's kernels equal the Go functions bit for bit, value by
+// value and (expSub) in the sum, for lengths with and without a tail.
+func TestNEONExpKernels(t *testing.T) {
+	r := rand.New(rand.NewPCG(35, 36))
+	for n := 1; n <= 67; n++ {
+		x := expInputs(r, n)
+		b := randFloats(r, n)
+		if n%4 == 0 {
+			if got, want := maxNEON(&x[0], n), maxGo(x); math.Float32bits(got) != math.Float32bits(want) && !(got != got && want != want) {
+				t.Errorf("n=%d: maxNEON %g, maxGo %g", n, got, want)
+			}
+		}
+		noNaN := slices.DeleteFunc(slices.Clone(x), func(v float32) bool { return v != v })
+		if got, want := maxf(noNaN), maxGo(noNaN); math.Float32bits(got) != math.Float32bits(want) {
+			t.Errorf("n=%d: maxf %g, maxGo %g", n, got, want)
+		}
+		for _, c := range []struct {
+			name     string
+			kernel   func(v []float32) float32
+			portable func(v []float32) float32
+		}{
+			{"expSub", func(v []float32) float32 { return expSub(v, 0.125, -1.5) }, func(v []float32) float32 { return expSubGo(v, 0.125, -1.5) }},
+			{"scale", func(v []float32) float32 { scale(v, -0.3); return 0 }, func(v []float32) float32 { scaleGo(v, -0.3); return 0 }},
+			{"siluMul", func(v []float32) float32 { siluMul(v, b); return 0 }, func(v []float32) float32 { siluMulGo(v, b); return 0 }},
+			{"gelu", func(v []float32) float32 { gelu(v); return 0 }, func(v []float32) float32 { geluGo(v); return 0 }},
+		} {
+			got, want := slices.Clone(x), slices.Clone(x)
+			sg, sw := c.kernel(got), c.portable(want)
+			if i := firstDiff(bitsOf(got), bitsOf(want)); i >= 0 {
+				t.Errorf("n=%d %s: [%d] of %g is %g, Go %g", n, c.name, i, x[i], got[i], want[i])
+			}
+			if math.Float32bits(sg) != math.Float32bits(sw) && !(sg != sg && sw != sw) {
+				t.Errorf("n=%d %s: sum %g, Go %g", n, c.name, sg, sw)
+			}
+		}
+	}
+}
+
+// bitsOf is the bits of each value of v (NaN equal to the same NaN).
+func bitsOf(v []float32) []uint32 {
+	b := make([]uint32, len(v))
+	for i, f := range v {
+		b[i] = math.Float32bits(f)
+	}
+	return b
+}
