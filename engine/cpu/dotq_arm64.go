@@ -25,6 +25,12 @@ func dotQ4_KQ8SDOT(row *byte, q *int8, bs *int16, d *float32, blocks int) float3
 func dotQ4_KQ8NEON(row *byte, q *int8, bs *int16, d *float32, blocks int) float32
 
 //go:noescape
+func dotQ5_KQ8SDOT(row *byte, q *int8, bs *int16, d *float32, blocks int) float32
+
+//go:noescape
+func dotQ5_KQ8NEON(row *byte, q *int8, bs *int16, d *float32, blocks int) float32
+
+//go:noescape
 func dotQ6_KQ8SDOT(row *byte, q *int8, bs *int16, d *float32, blocks int) float32
 
 //go:noescape
@@ -45,13 +51,13 @@ type (
 
 // int8Kernels are one form of the int8 kernels.
 type int8Kernels struct {
-	q80, q50 q80Kernel
-	q4k, q6k kq8Kernel
+	q80, q50      q80Kernel
+	q4k, q5k, q6k kq8Kernel
 }
 
 var (
-	sdotKernels  = int8Kernels{dotQ8_0Q80SDOT, dotQ5_0Q80SDOT, dotQ4_KQ8SDOT, dotQ6_KQ8SDOT}
-	smullKernels = int8Kernels{dotQ8_0Q80NEON, dotQ5_0Q80NEON, dotQ4_KQ8NEON, dotQ6_KQ8NEON}
+	sdotKernels  = int8Kernels{dotQ8_0Q80SDOT, dotQ5_0Q80SDOT, dotQ4_KQ8SDOT, dotQ5_KQ8SDOT, dotQ6_KQ8SDOT}
+	smullKernels = int8Kernels{dotQ8_0Q80NEON, dotQ5_0Q80NEON, dotQ4_KQ8NEON, dotQ5_KQ8NEON, dotQ6_KQ8NEON}
 )
 
 // int8s are the int8 kernels that run here: SDOT's where the CPU has it.
@@ -62,13 +68,15 @@ var int8s = func() int8Kernels {
 	return smullKernels
 }()
 
-// kq8 is the kernel for rows of type t (Q4_K or Q6_K; nil for Q5_K, whose
-// products stay in Go) and its block size.
+// kq8 is the kernel for rows of type t (Q4_K, Q5_K or Q6_K) and its
+// block size.
 func kq8(t quant.Type) (kq8Kernel, int) {
 	switch {
 	case !useNEON:
 	case t == quant.Q4_K:
 		return int8s.q4k, 144
+	case t == quant.Q5_K:
+		return int8s.q5k, 176
 	case t == quant.Q6_K:
 		return int8s.q6k, 210
 	}

@@ -1,7 +1,7 @@
 // The int8 dot kernels' bodies, assembled twice by dotq_arm64.s: with
 // DOT16(acc, w, x, t) adding the sixteen products of the int8 lanes of
 // V(w) and V(x) to the four int32 lanes of V(acc) (SDOT, or SMULL, SMLAL2
-// and SADALP through V(t)), under the names KQ80, KQ50, KQ4K and KQ6K.
+// and SADALP through V(t)), under the names KQ80, KQ50, KQ4K, KQ5K and KQ6K.
 // Every integer sum is exact, and each block's float steps are the Go
 // kernel's, fused where the Go compiler fuses them on arm64, so the
 // results are the Go kernels' bit for bit.
@@ -73,72 +73,45 @@ q50loop:
 // A Q4_K row times x quantized to q8K: per block d·d_x·Σ_j sc_j·(q·x over
 // sub-block j) − dmin·d_x·Σ_j m_j·(Σ x over j), as dotQ4_KQ8Go.
 TEXT KQ4K, NOSPLIT, $0-44
-	MOVD  row+0(FP), R0
-	MOVD  q+8(FP), R1
-	MOVD  bs+16(FP), R2
-	MOVD  d+24(FP), R3
-	MOVD  blocks+32(FP), R4
-	FMOVS ZR, F28  // the sum (V0–V7 hold the block's integer sums)
-	VMOVI $15, V31.B16
+	K4START
 
 q4kloop:
-	MOVHU  (R0), R5
-	FMOVS  R5, F29
-	FCVTHS F29, F29  // d
-	MOVHU  2(R0), R5
-	FMOVS  R5, F30
-	FCVTHS F30, F30  // dmin
-	// the six-bit scales and mins (scalesK4), four bytes to a word
-	MOVWU  4(R0), R5
-	MOVWU  8(R0), R6
-	MOVWU  12(R0), R7
-	ANDW   $0x3f3f3f3f, R5, R8  // sc 0–3
-	ANDW   $0x3f3f3f3f, R6, R9  // m 0–3
-	ANDW   $0x0f0f0f0f, R7, R10
-	LSRW   $6, R5, R11
-	ANDW   $0x03030303, R11, R11
-	ORRW   R11<<4, R10, R10  // sc 4–7
-	LSRW   $4, R7, R11
-	ANDW   $0x0f0f0f0f, R11, R11
-	LSRW   $6, R6, R12
-	ANDW   $0x03030303, R12, R12
-	ORRW   R12<<4, R11, R11  // m 4–7
-	VMOV   R8, V24.S[0]
-	VMOV   R10, V24.S[1]
-	VMOV   R9, V25.S[0]
-	VMOV   R11, V25.S[1]
-	VUXTL  V24.B8, V24.H8
-	VUXTL  V24.H4, V26.S4
-	VUXTL2 V24.H8, V27.S4
-	VUXTL  V25.B8, V25.H8
-	ADD    $16, R0, R5
-	ADD    $144, R0
+	K4HEAD
+	ADD $16, R0, R5
+	ADD $144, R0
 	ZERO8
 	Q4KPAIR(0, 1)
 	Q4KPAIR(2, 3)
 	Q4KPAIR(4, 5)
 	Q4KPAIR(6, 7)
-	SUMS8
-	VMUL4S(8, 8, 26)
-	VMLA4S(8, 10, 27)
-	VADDV4S(8, 8)  // sumi
-	// the mins against x's sums over each 32 (pairs of bs)
-	VLD1.P 32(R2), [V12.H8, V13.H8]
-	VADDP8H(12, 12, 13)
-	VSMULL4S(14, 12, 25)
-	VSMLAL24S(14, 12, 25)
-	VADDV4S(14, 14)  // summ
-	FMOVS.P 4(R3), F3
-	FMULS  F3, F29, F4  // d·d_x
-	SCVTFS(8, 8)
-	FMULS  F8, F4, F4  // ·sumi
-	FMULS  F3, F30, F5  // dmin·d_x
-	SCVTFS(14, 14)
-	FMSUBS F14, F4, F5, F5  // − dmin·d_x·summ, fused
-	FADDS  F5, F28, F28
-	SUBS   $1, R4
-	BNE    q4kloop
-	FMOVS  F28, ret+40(FP)
+	K4TAIL
+	SUBS  $1, R4
+	BNE   q4kloop
+	FMOVS F28, ret+40(FP)
+	RET
+
+// func dotQ5_KQ8…(row *byte, q *int8, bs *int16, d *float32, blocks int) float32
+// A Q5_K row times x quantized to q8K: Q4_K's sums, each value's fifth
+// bit from the block's 32 bytes of high bits, as dotQ5_KQ8Go.
+TEXT KQ5K, NOSPLIT, $0-44
+	K4START
+	VMOVI $16, V23.B16
+
+q5kloop:
+	K4HEAD
+	ADD  $16, R0, R5
+	VLD1 (R5), [V14.B16, V15.B16]
+	ADD  $48, R0, R5
+	ADD  $176, R0
+	ZERO8
+	Q5KPAIR(0, 1)
+	Q5KPAIR(2, 3)
+	Q5KPAIR(4, 5)
+	Q5KPAIR(6, 7)
+	K4TAIL
+	SUBS  $1, R4
+	BNE   q5kloop
+	FMOVS F28, ret+40(FP)
 	RET
 
 // func dotQ6_KQ8…(row *byte, q *int8, bs *int16, d *float32, blocks int) float32

@@ -23,12 +23,14 @@ GLOBL q5bits<>(SB), RODATA|NOPTR, $48
 #define KQ80 ·dotQ8_0Q80SDOT(SB)
 #define KQ50 ·dotQ5_0Q80SDOT(SB)
 #define KQ4K ·dotQ4_KQ8SDOT(SB)
+#define KQ5K ·dotQ5_KQ8SDOT(SB)
 #define KQ6K ·dotQ6_KQ8SDOT(SB)
 #include "dotq_arm64.h"
 #undef DOT16
 #undef KQ80
 #undef KQ50
 #undef KQ4K
+#undef KQ5K
 #undef KQ6K
 
 #define DOT16(acc, w, x, t) \
@@ -38,5 +40,6 @@ GLOBL q5bits<>(SB), RODATA|NOPTR, $48
 #define KQ80 ·dotQ8_0Q80NEON(SB)
 #define KQ50 ·dotQ5_0Q80NEON(SB)
 #define KQ4K ·dotQ4_KQ8NEON(SB)
+#define KQ5K ·dotQ5_KQ8NEON(SB)
 #define KQ6K ·dotQ6_KQ8NEON(SB)
 #include "dotq_arm64.h"

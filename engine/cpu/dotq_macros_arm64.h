@@ -57,6 +57,100 @@
 	DOT16(hi, 12, 18, 22) \
 	DOT16(hi, 13, 19, 23)
 
+// Q5KPAIR is Q4KPAIR for Q5_K: the values' fifth bits come from the high
+// bits in V14 and V15 (bit 0 for sub-block lo, 1 for hi), which it moves
+// on by two for the next pair (V20 scratch, V23 = 16).
+#define Q5KPAIR(lo, hi) \
+	VLD1.P 32(R5), [V8.B16, V9.B16] \
+	VLD1.P 64(R1), [V16.B16, V17.B16, V18.B16, V19.B16] \
+	VAND   V31.B16, V8.B16, V10.B16 \
+	VAND   V31.B16, V9.B16, V11.B16 \
+	VUSHR  $4, V8.B16, V12.B16 \
+	VUSHR  $4, V9.B16, V13.B16 \
+	Q5KBIT(10, 14, 4) \
+	Q5KBIT(11, 15, 4) \
+	Q5KBIT(12, 14, 3) \
+	Q5KBIT(13, 15, 3) \
+	VUSHR  $2, V14.B16, V14.B16 \
+	VUSHR  $2, V15.B16, V15.B16 \
+	DOT16(lo, 10, 16, 21) \
+	DOT16(lo, 11, 17, 22) \
+	DOT16(hi, 12, 18, 21) \
+	DOT16(hi, 13, 19, 22)
+
+// Q5KBIT sets bit 4 of each byte of V(v) from bit 4−s of V(h).
+#define Q5KBIT(v, h, s) \
+	VSHL16B(20, h, s) \
+	VAND16B(20, 20, 23) \
+	VORR16B(v, v, 20)
+
+// K4START loads the K-quant kernels' arguments, clears the sum (F28) and
+// sets V31 to 15.
+#define K4START \
+	MOVD  row+0(FP), R0 \
+	MOVD  q+8(FP), R1 \
+	MOVD  bs+16(FP), R2 \
+	MOVD  d+24(FP), R3 \
+	MOVD  blocks+32(FP), R4 \
+	FMOVS ZR, F28 \
+	VMOVI $15, V31.B16
+
+// K4HEAD reads a Q4_K or Q5_K block's d (F29), dmin (F30) and six-bit
+// scales and mins (scalesK4), four bytes to a word: the scales as int32
+// in V26 (0–3) and V27 (4–7), the mins as int16 in V25.
+#define K4HEAD \
+	MOVHU  (R0), R5 \
+	FMOVS  R5, F29 \
+	FCVTHS F29, F29 \
+	MOVHU  2(R0), R5 \
+	FMOVS  R5, F30 \
+	FCVTHS F30, F30 \
+	MOVWU  4(R0), R5 \
+	MOVWU  8(R0), R6 \
+	MOVWU  12(R0), R7 \
+	ANDW   $0x3f3f3f3f, R5, R8 \
+	ANDW   $0x3f3f3f3f, R6, R9 \
+	ANDW   $0x0f0f0f0f, R7, R10 \
+	LSRW   $6, R5, R11 \
+	ANDW   $0x03030303, R11, R11 \
+	ORRW   R11<<4, R10, R10 \
+	LSRW   $4, R7, R11 \
+	ANDW   $0x0f0f0f0f, R11, R11 \
+	LSRW   $6, R6, R12 \
+	ANDW   $0x03030303, R12, R12 \
+	ORRW   R12<<4, R11, R11 \
+	VMOV   R8, V24.S[0] \
+	VMOV   R10, V24.S[1] \
+	VMOV   R9, V25.S[0] \
+	VMOV   R11, V25.S[1] \
+	VUXTL  V24.B8, V24.H8 \
+	VUXTL  V24.H4, V26.S4 \
+	VUXTL2 V24.H8, V27.S4 \
+	VUXTL  V25.B8, V25.H8
+
+// K4TAIL adds the block to F28: sumi = Σ sc·(the sub-blocks' sums in
+// V0–V7), summ = Σ m·(x's sums over each 32, pairs of bs at R2, moving
+// on), then d·d_x·sumi − dmin·d_x·summ (d_x from R3, moving on) in
+// dotQ4_KQ8Go's steps as arm64's Go compiles them: the subtraction fused.
+#define K4TAIL \
+	SUMS8 \
+	VMUL4S(8, 8, 26) \
+	VMLA4S(8, 10, 27) \
+	VADDV4S(8, 8) \
+	VLD1.P 32(R2), [V12.H8, V13.H8] \
+	VADDP8H(12, 12, 13) \
+	VSMULL4S(14, 12, 25) \
+	VSMLAL24S(14, 12, 25) \
+	VADDV4S(14, 14) \
+	FMOVS.P 4(R3), F3 \
+	FMULS  F3, F29, F4 \
+	SCVTFS(8, 8) \
+	FMULS  F8, F4, F4 \
+	FMULS  F3, F30, F5 \
+	SCVTFS(14, 14) \
+	FMSUBS F14, F4, F5, F5 \
+	FADDS  F5, F28, F28
+
 // Q6KG multiplies group g of a Q6_K half-block: low nibbles (VAND V22) or
 // high (VUSHR 4) of ql0/ql1, with the two high bits from qh (V20, V21)
 // shifted into 0x30 by qhop, into accumulators a and a+1 against the 32 x

@@ -76,9 +76,10 @@
 // the low four int16 of n and m.
 #define VMLA4S(d, n, m) WORD $(0x4EA09400 | ((m)<<16) | ((n)<<5) | (d))
 #define VSMLAL4S(d, n, m) WORD $(0x0E608000 | ((m)<<16) | ((n)<<5) | (d))
-// AND, USHR and SHL on sixteen bytes, for operands given by number (the
-// Go mnemonics take register names).
+// AND, ORR, USHR and SHL on sixteen bytes, for operands given by number
+// (the Go mnemonics take register names).
 #define VAND16B(d, n, m) WORD $(0x4E201C00 | ((m)<<16) | ((n)<<5) | (d))
+#define VORR16B(d, n, m) WORD $(0x4EA01C00 | ((m)<<16) | ((n)<<5) | (d))
 #define VUSHR16B(d, n, s) WORD $(0x6F000400 | ((16-(s))<<16) | ((n)<<5) | (d))
 #define VSHL16B(d, n, s) WORD $(0x4F005400 | ((8+(s))<<16) | ((n)<<5) | (d))
 // FMLA and FMLS (fused: d ± n·m), MOV, ADD, SHL on four words and BIF (d

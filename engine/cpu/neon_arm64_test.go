@@ -283,7 +283,7 @@ func randomRow(r *rand.Rand, t quant.Type, blocks int, random bool) []byte {
 }
 
 // The int8 dot kernels, both forms, equal the Go kernels bit for bit: Q8_0
-// and Q5_0 rows times x rounded to Q8_0, Q4_K and Q6_K rows times x
+// and Q5_0 rows times x rounded to Q8_0, Q4_K, Q5_K and Q6_K rows times x
 // quantized to q8K, for block counts around the loops' steps and vectors
 // that start past the first.
 func TestNEONInt8Dots(t *testing.T) {
@@ -319,7 +319,7 @@ func TestNEONInt8Dots(t *testing.T) {
 				for _, c := range []struct {
 					t  quant.Type
 					fn kq8Kernel
-				}{{quant.Q4_K, k.q4k}, {quant.Q6_K, k.q6k}} {
+				}{{quant.Q4_K, k.q4k}, {quant.Q5_K, k.q5k}, {quant.Q6_K, k.q6k}} {
 					row := randomRow(r, c.t, blocks, random)
 					for v := range 2 {
 						want := dotKQ8Go(c.t, row, &zk, v*blocks)
