@@ -102,6 +102,7 @@ func TestMatMulPanels(t *testing.T) {
 func TestGemmKernelsFresh(t *testing.T) {
 	dir := t.TempDir()
 	cmd := exec.Command("go", "run", "./internal/gemmgen", "-d", dir)
+	cmd.Env = append(os.Environ(), "GOARCH=", "GOOS=") // the host's, when this test runs as another's (GOARCH=arm64 go test -exec qemu-aarch64-static)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("gemmgen: %v\n%s", err, out)
 	}

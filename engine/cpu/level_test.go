@@ -12,9 +12,9 @@ func TestParseLevel(t *testing.T) {
 		bad  string
 	}{
 		{"", levelAVX512, ""},
-		{"generic", levelGeneric, ""},
-		{"AVX2", levelAVX2, ""},
-		{"avx512", levelAVX512, ""},
+		{levelNames[levelGeneric], levelGeneric, ""},
+		{strings.ToUpper(levelNames[levelAVX2]), levelAVX2, ""}, // AVX2, NEON on arm64
+		{levelNames[levelAVX512], levelAVX512, ""},
 		{"sse4", levelAVX512, "sse4"},
 	} {
 		if got, bad := parseLevel(c.in); got != c.want || bad != c.bad {
@@ -27,7 +27,8 @@ func TestParseLevel(t *testing.T) {
 // STEPTHROUGH_CPU value, so the cap is checked where it is set.
 func TestLevelWithinCap(t *testing.T) {
 	got := Level()
-	order := map[string]int{"generic": levelGeneric, "avx2": levelAVX2, "avx512": levelAVX512, "avx512+vnni": levelAVX512}
+	order := map[string]int{"generic": levelGeneric, "avx2": levelAVX2, "avx512": levelAVX512, "avx512+vnni": levelAVX512,
+		"neon": levelAVX2, "neon+dotprod": levelAVX512}
 	name, _, _ := strings.Cut(got, " ")
 	lv, ok := order[name]
 	if !ok || lv > levelCap {
