@@ -96,6 +96,13 @@ func do(t *testing.T, ctx context.Context, steps ...chromedp.Action[chromedp.Voi
 	}
 }
 
+// pageWidth is the page's scroll width in CSS pixels: wider than the
+// viewport means the page scrolls sideways (WCAG's reflow).
+func pageWidth(t *testing.T, ctx context.Context) int {
+	t.Helper()
+	return eval[int](t, ctx, `document.documentElement.scrollWidth`, false)
+}
+
 func eval[T any](t *testing.T, ctx context.Context, js string, await bool) T {
 	t.Helper()
 	var opts []chromedp.EvaluateOption

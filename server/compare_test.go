@@ -302,7 +302,7 @@ func TestCompareLanesFromForms(t *testing.T) {
 	if len(titles) != 4 || !strings.Contains(titles[2], "beam=3") || !strings.Contains(titles[3], "spec=lesson-draft.gguf") {
 		t.Errorf("the compared lanes: %q", titles)
 	}
-	if w := eval[int](t, ctx, `document.documentElement.scrollWidth`, false); w > 391 {
+	if w := pageWidth(t, ctx); w > 391 {
 		t.Errorf("the compare page is %d px wide on a phone", w)
 	}
 	screenshot(t, ctx, "compare-lane-forms-phone")

@@ -174,7 +174,7 @@ func TestHeatmapOnAPhoneWithALongPrompt(t *testing.T) {
 	if region[0] != "true" || region[1] != "0" || region[2] == "" {
 		t.Errorf("the heatmap's region (scrolls, tabindex, name): %v", region)
 	}
-	if w := eval[int](t, ctx, `document.documentElement.scrollWidth`, false); w > 390 {
+	if w := pageWidth(t, ctx); w > 390 {
 		t.Errorf("the page is %d px wide", w)
 	}
 	viewShot(t, ctx, `canvas.heat`, "heatmap-34-tokens-phone")
@@ -211,7 +211,7 @@ func TestPatchingGridOnAPhone(t *testing.T) {
 		t.Errorf("scrolled to the end, the layer's label is %s", why)
 	}
 	viewShot(t, ctx, "", "patching-phone-scrolled")
-	if w := eval[int](t, ctx, `document.documentElement.scrollWidth`, false); w > 390 {
+	if w := pageWidth(t, ctx); w > 390 {
 		t.Errorf("the page is %d px wide", w)
 	}
 }
@@ -235,7 +235,7 @@ func TestQuantizationSummaryOnAPhone(t *testing.T) {
 	if n := eval[int](t, ctx, `[...document.querySelectorAll('[data-testid="quant-summary"] td')].filter(c => c.textContent.trim() === "never" || c.textContent.includes("never")).length`, false); n == 0 {
 		t.Error("no precision's text never diverges: the check has nothing to look at")
 	}
-	if w := eval[int](t, ctx, `document.documentElement.scrollWidth`, false); w > 390 {
+	if w := pageWidth(t, ctx); w > 390 {
 		t.Errorf("the page is %d px wide", w)
 	}
 	viewShot(t, ctx, `[data-testid="quant-summary"]`, "quantization-phone")
@@ -324,7 +324,7 @@ func TestDeepWideModelOnAPhone(t *testing.T) {
 		}
 	}
 	viewShot(t, ctx, "", "deep-wide-phone")
-	if w := eval[int](t, ctx, `document.documentElement.scrollWidth`, false); w > 390 {
+	if w := pageWidth(t, ctx); w > 390 {
 		t.Errorf("the page is %d px wide", w)
 	}
 }
@@ -371,7 +371,7 @@ func TestSamplerStagesFitAPhone(t *testing.T) {
 		"/lessons/samplers/4?"+url.Values{"answer": {"More tokens, or the same number"}}.Encode())
 	for _, p := range paths {
 		do(t, ctx, chromedp.EmulateViewport(390, 844), chromedp.Navigate(base+p), chromedp.WaitReady(chromedp.CSS(`main`)))
-		if w := eval[int](t, ctx, `document.documentElement.scrollWidth`, false); w > 390 {
+		if w := pageWidth(t, ctx); w > 390 {
 			wide := eval[[]string](t, ctx, `[...document.querySelectorAll('main *')].filter(e => e.getBoundingClientRect().right > 391 && !e.closest('.scroll, details.map')).slice(-4).map(e => e.tagName + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right))`, false)
 			t.Errorf("%s: %d px wide on a 390 px phone: %v", p, w, wide)
 		}

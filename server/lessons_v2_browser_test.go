@@ -25,7 +25,7 @@ func TestChatToolReasoningLessonsInBrowser(t *testing.T) {
 		if !strings.Contains(note, "<result>432</result>") {
 			t.Errorf("%s: runtime note %q", size.name, note)
 		}
-		if w := eval[int](t, ctx, `document.documentElement.scrollWidth`, false); w > int(size.w)+2 {
+		if w := pageWidth(t, ctx); w > int(size.w)+2 {
 			t.Errorf("%s: the page is %d px wide in a %d px viewport", size.name, w, size.w)
 		}
 		screenshot(t, ctx, fmt.Sprintf("lesson-tool-calls-%s", size.name))

@@ -108,7 +108,7 @@ func TestModelMapInBrowser(t *testing.T) {
 	if open := eval[bool](t, ctx, `document.querySelector('[data-testid="model-map"]').open`, false); open {
 		t.Error("the map is open on a phone")
 	}
-	if w := eval[int](t, ctx, `document.documentElement.scrollWidth`, false); w > 390 {
+	if w := pageWidth(t, ctx); w > 390 {
 		wide := eval[[]string](t, ctx, `[...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > 391).slice(0, 8).map(e => e.tagName + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right))`, false)
 		t.Errorf("the Explorer is %d px wide on a 390 px phone: %v", w, wide)
 	}
@@ -123,7 +123,7 @@ func TestModelMapInBrowser(t *testing.T) {
 			click(t, ctx, `.strip button[data-goto-stage="`+stage+`"]`)
 			waitChange(t, ctx, "[data-current-stage]", "data-current-stage", before)
 		}
-		if w := eval[int](t, ctx, `document.documentElement.scrollWidth`, false); w > 390 {
+		if w := pageWidth(t, ctx); w > 390 {
 			wide := eval[[]string](t, ctx, `[...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > 391).slice(0, 6).map(e => e.tagName + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right))`, false)
 			t.Errorf("%s: %d px wide on a 390 px phone: %v", stage, w, wide)
 		}

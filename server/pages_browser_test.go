@@ -78,7 +78,7 @@ func TestEveryPageFitsEveryScreen(t *testing.T) {
 		do(t, ctx, chromedp.EmulateViewport(size.w, size.h))
 		for _, p := range pages {
 			do(t, ctx, chromedp.Navigate(base+p.path), chromedp.WaitReady(chromedp.CSS(`main`)))
-			if w := eval[int](t, ctx, `document.documentElement.scrollWidth`, false); w > int(size.w)+1 {
+			if w := pageWidth(t, ctx); w > int(size.w)+1 {
 				wide := eval[[]string](t, ctx, fmt.Sprintf(`[...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > %d && getComputedStyle(e).position !== 'fixed').slice(-4).map(e => e.tagName + '.' + e.className + (e.dataset.testid ? '[' + e.dataset.testid + ']' : '') + ' ' + Math.round(e.getBoundingClientRect().right))`, size.w+1), false)
 				t.Errorf("%s on a %s (%d px): %d px wide: %v", p.name, size.name, size.w, w, wide)
 			}

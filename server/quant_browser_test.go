@@ -36,7 +36,7 @@ func TestQuantizationPageInBrowser(t *testing.T) {
 		if n := eval[int](t, ctx, `document.querySelectorAll('[data-testid="quant-tensor"]').length`, false); n < 10 {
 			t.Errorf("%s: %d tensors listed", size.name, n)
 		}
-		if w := eval[int](t, ctx, `document.documentElement.scrollWidth`, false); w > int(size.w)+2 {
+		if w := pageWidth(t, ctx); w > int(size.w)+2 {
 			t.Errorf("%s: the page is %d px wide in a %d px viewport", size.name, w, size.w)
 		}
 		screenshot(t, ctx, "quantization-"+size.name)

@@ -36,7 +36,7 @@ func TestRoomQuestionInBrowser(t *testing.T) {
 		if got != prompt || !above {
 			t.Errorf("%s: the question's text is %q (above the question: %v), want %q", size.name, got, above, prompt)
 		}
-		if w := eval[int](t, tab, `document.documentElement.scrollWidth`, false); w > int(size.w)+2 {
+		if w := pageWidth(t, tab); w > int(size.w)+2 {
 			t.Errorf("%s: the page is %d px wide in a %d px viewport", size.name, w, size.w)
 		}
 		do(t, tab, chromedp.ScrollIntoView(chromedp.CSS(`[data-testid="poll"]`)))

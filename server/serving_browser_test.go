@@ -15,7 +15,7 @@ func TestServingInBrowser(t *testing.T) {
 	ctx, base := browserWith(t, Config{Embedded: lessonModels()})
 	for _, size := range phoneAndProjector {
 		do(t, ctx, chromedp.EmulateViewport(size.w, size.h), chromedp.Navigate(base+"/serving"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="start"]`)))
-		if w := eval[int](t, ctx, `document.documentElement.scrollWidth`, false); w > int(size.w)+2 {
+		if w := pageWidth(t, ctx); w > int(size.w)+2 {
 			t.Errorf("%s: the form is %d px wide in a %d px viewport", size.name, w, size.w)
 		}
 		screenshot(t, ctx, "serving-form-"+size.name)
@@ -43,7 +43,7 @@ func TestServingInBrowser(t *testing.T) {
 	}
 	screenshot(t, ctx, "serving-results-projector")
 	do(t, ctx, chromedp.EmulateViewport(390, 844))
-	if w := eval[int](t, ctx, `document.documentElement.scrollWidth`, false); w > 392 {
+	if w := pageWidth(t, ctx); w > 392 {
 		t.Errorf("phone: the results are %d px wide", w)
 	}
 	screenshot(t, ctx, "serving-results-phone")
@@ -56,7 +56,7 @@ func TestServingInBrowser(t *testing.T) {
 	}
 	screenshot(t, ctx, "serving-sweep-phone")
 	do(t, ctx, chromedp.Navigate(base+"/serving/benchmarking"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="output"]`)))
-	if w := eval[int](t, ctx, `document.documentElement.scrollWidth`, false); w > 392 {
+	if w := pageWidth(t, ctx); w > 392 {
 		t.Errorf("phone: measuring honestly is %d px wide", w)
 	}
 	screenshot(t, ctx, "serving-honest-phone")

@@ -62,7 +62,7 @@ func TestSpeculativeInBrowser(t *testing.T) {
 		if sp := eval[string](t, ctx, `document.querySelector('[data-testid="spec-speedup"]').textContent`, false); !strings.Contains(sp, "× the speed of plain decoding") {
 			t.Errorf("%s: no measured speed-up: %q", size.name, sp)
 		}
-		if w := eval[int](t, ctx, `document.documentElement.scrollWidth`, false); w > int(size.w)+2 {
+		if w := pageWidth(t, ctx); w > int(size.w)+2 {
 			t.Errorf("%s: the page is %d px wide in a %d px viewport", size.name, w, size.w)
 		}
 		screenshot(t, ctx, "spec-rollback-"+size.name)
@@ -80,7 +80,7 @@ func TestSpeculativeInBrowser(t *testing.T) {
 		if !slices.Equal(verdicts, []string{"accepted", "rejected", "unchecked", "unchecked"}) {
 			t.Errorf("lesson %s: verdicts %v, the lesson says one kept then a rejection", size.name, verdicts)
 		}
-		if w := eval[int](t, ctx, `document.documentElement.scrollWidth`, false); w > int(size.w)+2 {
+		if w := pageWidth(t, ctx); w > int(size.w)+2 {
 			t.Errorf("lesson %s: the page is %d px wide in a %d px viewport", size.name, w, size.w)
 		}
 		screenshot(t, ctx, "lesson-spec-accept-"+size.name)
