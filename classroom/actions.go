@@ -12,6 +12,7 @@ import (
 	"stepthrough/engine/spec"
 	"stepthrough/lessons"
 	"stepthrough/present"
+	"stepthrough/session"
 	"stepthrough/views"
 	"stepthrough/wsconn"
 )
@@ -27,10 +28,10 @@ const (
 
 // Actions each side of a room may send.
 var (
-	instructorActions = map[string]bool{"lesson-step": true, "reveal": true, "end-room": true, "run": true, "step": true, "back": true,
-		"next-token": true, "end": true, "temperature": true, "view": true, "goto": true, "top_p": true, "ablate": true}
-	studentActions = map[string]bool{"answer": true, "explore": true, "rejoin": true, "run": true, "step": true, "back": true,
-		"next-token": true, "end": true, "reset": true, "temperature": true, "view": true, "goto": true, "top_p": true, "ablate": true}
+	// the instructor's Explorer actions but reset (the room's run is the
+	// lesson's), and the room's own
+	instructorActions = session.ActionSet([]string{session.ActionReset}, "lesson-step", "reveal", "end-room")
+	studentActions    = session.ActionSet(nil, "answer", "explore", "rejoin")
 )
 
 // ParseMessage validates a room message from one side (the fuzz target's

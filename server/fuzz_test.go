@@ -23,10 +23,10 @@ func FuzzExplorerMessage(f *testing.F) {
 	for _, seed := range []string{
 		`{"action":"run","prompt":"Once upon a time","temperature":"0","max_tokens":"4"}`,
 		`{"action":"step"}`, `{"action":"back"}`, `{"action":"next-token"}`, `{"action":"end"}`, `{"action":"reset"}`,
-		`{"action":"temperature","view_temperature":"0.5"}`, `{"action":"view","layer":"1","head":"2","scores":"on"}`,
+		`{"action":"whatif-temperature","view_temperature":"0.5"}`, `{"action":"view","layer":"1","head":"2","scores":"on"}`,
 		`{"action":"run","prompt":"x","top_p":"2"}`, `{"action":"run","order":"top-k,top-k"}`, `{"action":"view","layer":"-9"}`,
 		`{"action":"run","prompt":"` + strings.Repeat("é", 300) + `","max_tokens":"2"}`, `[]`, `{"action":7}`, `{`,
-		`{"action":"goto","stage":"mlp","layer":"2"}`, `{"action":"goto","stage":"sampler","filter":"99"}`, `{"action":"top_p","view_top_p":"0.3"}`,
+		`{"action":"goto","stage":"mlp","layer":"2"}`, `{"action":"goto","stage":"sampler","filter":"99"}`, `{"action":"whatif-top-p","view_top_p":"0.3"}`,
 	} {
 		f.Add([]byte(seed))
 	}

@@ -202,7 +202,7 @@ func TestWebSocketSession(t *testing.T) {
 	if !strings.Contains(doc.Find(`[data-testid="error"]`).Text(), "temperature") || doc.Find(`[data-testid="generated-token"]`).Length() != 1 {
 		t.Errorf("invalid temperature must be explained and keep the session: %q", doc.Find(".error").Text())
 	}
-	doc = exchange(t, c, `{"action":"temperature","view_temperature":"9"}`)
+	doc = exchange(t, c, `{"action":"whatif-temperature","view_temperature":"9"}`)
 	if !strings.Contains(doc.Find(`[data-testid="error"]`).Text(), "0.05 to 3") {
 		t.Errorf("slider out of range: %q", doc.Find(".error").Text())
 	}

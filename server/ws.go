@@ -14,7 +14,7 @@ import (
 )
 
 // explorerActions are the Explorer's WebSocket actions.
-var explorerActions = map[string]bool{"run": true, "step": true, "back": true, "next-token": true, "end": true, "reset": true, "temperature": true, "view": true, "goto": true, "top_p": true, "ablate": true}
+var explorerActions = session.ActionSet(nil)
 
 // computingActions are those that may run the engine (a run, a decode
 // past the trace, an edit's rerun): each takes one of the client's work

@@ -541,9 +541,9 @@ func (s *Session) Act(ctx context.Context, action string, get spec.Getter) error
 	case "reset":
 		s.notice = ""
 		s.runState = newRunState()
-	case "temperature":
+	case ActionWhatIfTemperature:
 		return spec.SetSlider(get, "view_temperature", &s.view)
-	case "top_p":
+	case ActionWhatIfTopP:
 		return spec.SetSlider(get, "view_top_p", &s.view)
 	case "goto":
 		return s.gotoStage(get)

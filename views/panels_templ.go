@@ -3514,7 +3514,7 @@ func SoftmaxView(s *SoftmaxPanel) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 307, "<div class=\"sliders\"><form ws-send hx-vals='{\"action\":\"temperature\"}' hx-trigger=\"slide\"><label>Temperature <input type=\"range\" name=\"view_temperature\" min=\"")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 307, "<div class=\"sliders\"><form ws-send hx-vals='{\"action\":\"whatif-temperature\"}' hx-trigger=\"slide\"><label>Temperature <input type=\"range\" name=\"view_temperature\" min=\"")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -3579,7 +3579,7 @@ func SoftmaxView(s *SoftmaxPanel) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 312, "</span></label></form><form ws-send hx-vals='{\"action\":\"top_p\"}' hx-trigger=\"slide\"><label>Top-p <input type=\"range\" name=\"view_top_p\" min=\"")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 312, "</span></label></form><form ws-send hx-vals='{\"action\":\"whatif-top-p\"}' hx-trigger=\"slide\"><label>Top-p <input type=\"range\" name=\"view_top_p\" min=\"")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
