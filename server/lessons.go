@@ -3,7 +3,10 @@ package server
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
 
 	"github.com/labstack/echo/v4"
@@ -74,6 +77,9 @@ func (s *Server) lessonStep(c echo.Context) error {
 				p.ExplorerURL = ""
 			}
 		}
+		if p.ExplorerURL != "" {
+			p.TryOther = s.tryOther(st.Run.Model, p.ExplorerURL)
+		}
 		if st.Patch != "" && (p.Question == nil || p.Question.Answered) { // the grid, like the panel, waits for the answer
 			if p.Patching, err = s.patchGrid(c, st.Run.Model, st.Run.Prompt, st.Patch); err != nil {
 				p.Error = err.Error()
@@ -137,4 +143,36 @@ func (s *Server) nextLesson(name string) (href, title string) {
 		}
 	}
 	return "/lessons", ""
+}
+
+// tryOther is "Try this on another model" for a step whose Explorer link
+// is explorer, on lesson model own: the link's fields but the model and
+// the stage (whose index depends on the model's layers), and the other
+// models offered; nil when there is none.
+func (s *Server) tryOther(own, explorer string) *views.TryOther {
+	u, err := url.Parse(explorer)
+	if err != nil {
+		return nil
+	}
+	t := &views.TryOther{Model: own, Labels: map[string]string{}}
+	for _, m := range s.reg.Names() {
+		if m != own {
+			t.Models = append(t.Models, m)
+			t.Labels[m] = s.reg.Label(m)
+		}
+	}
+	if len(t.Models) == 0 {
+		return nil
+	}
+	q := u.Query()
+	keys := slices.Sorted(maps.Keys(q))
+	for _, k := range keys {
+		if k == "model" || k == "stage" {
+			continue
+		}
+		for _, v := range q[k] {
+			t.Fields = append(t.Fields, [2]string{k, v})
+		}
+	}
+	return t
 }

@@ -440,3 +440,74 @@ func TestLessonStepShowsThePatchingGrid(t *testing.T) {
 		}
 	}
 }
+
+// "Try this on another model" opens a step's prompt and settings in the
+// Explorer on another offered model: every field of the step's Explorer
+// link but the model and the stage, the lesson's own model not offered,
+// and the Explorer answers on the chosen model with that prompt.
+func TestTryStepOnAnotherModel(t *testing.T) {
+	s := mustNew(t, Config{Embedded: lessonModels()})
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(ts.Close)
+	doc := get(t, ts.URL+"/lessons/logits-and-softmax?step=0")
+	explore, _ := doc.Find(`a[data-testid="explore-step"]`).Attr("href")
+	u, err := url.Parse(explore)
+	if err != nil || explore == "" {
+		t.Fatalf("no Explorer link (%q, %v)", explore, err)
+	}
+	form := doc.Find(`form[data-testid="try-other"]`)
+	if form.Length() != 1 {
+		t.Fatal("no 'Try this on another model' form beside the Explorer link")
+	}
+	got := url.Values{}
+	form.Find(`input[type="hidden"]`).Each(func(_ int, in *goquery.Selection) {
+		n, _ := in.Attr("name")
+		v, _ := in.Attr("value")
+		got.Add(n, v)
+	})
+	want := u.Query()
+	want.Del("model")
+	want.Del("stage")
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the form's fields (-the Explorer link's but model and stage +form):\n%s", diff)
+	}
+	var models []string
+	form.Find(`select[name="model"] option`).Each(func(_ int, o *goquery.Selection) {
+		v, _ := o.Attr("value")
+		models = append(models, v)
+	})
+	own := u.Query().Get("model")
+	if len(models) == 0 || slices.Contains(models, own) {
+		t.Fatalf("offered %v; want the other models, not the lesson's %s", models, own)
+	}
+	got.Set("model", models[0])
+	page := get(t, ts.URL+"/?"+got.Encode())
+	if e := page.Find(`[data-testid="error"]`); e.Length() > 0 {
+		t.Fatalf("the Explorer on %s: %s", models[0], e.Text())
+	}
+	if m, _ := page.Find(`select[name="model"] option[selected]`).Attr("value"); m != models[0] {
+		t.Errorf("the Explorer runs %q, want %q", m, models[0])
+	}
+	if p := page.Find(`textarea[name="prompt"]`).Text(); p != want.Get("prompt") {
+		t.Errorf("the Explorer's prompt %q, want the step's %q", p, want.Get("prompt"))
+	}
+	// a question's step offers it only once answered (the Explorer would show the answer)
+	for i, st := range mustLesson(t, "logits-and-softmax").Steps {
+		if st.Question != nil && get(t, fmt.Sprintf("%s/lessons/logits-and-softmax?step=%d", ts.URL, i)).Find(`[data-testid="try-other"]`).Length() != 0 {
+			t.Errorf("step %d offers another model before its question is answered", i+1)
+		}
+	}
+}
+
+func mustLesson(t *testing.T, name string) *lessons.Lesson {
+	t.Helper()
+	all, err := lessons.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, ok := all[name]
+	if !ok {
+		t.Fatalf("no lesson %s", name)
+	}
+	return l
+}

@@ -29,19 +29,22 @@ type LessonPage struct {
 	// NextLessonTitle), or to the list after the last lesson
 	NextLesson, NextLessonTitle string
 	ExplorerURL                 string // this step in the Explorer; empty while its question is open (the Explorer would show the answer)
-	Error                       string
-	Question                    *LessonQuestion
-	Current                     Stage
-	Panel                       Panel
-	Timing                      Timing      // measured while playing this step
-	BackendInfo                 string      // where the engine ran
-	BackendNote                 string      // why the CPU ran instead of a GPU, if it did
-	Generated                   []GenToken  // tokens generated up to this step
-	Notice                      string      // what the runtime did at this step (a tool's result), or why the view moved
-	Hidden                      bool        // the panel waits for the student's answer
-	SoFar                       TextSoFar   // the text the step's question is about (empty without one)
-	Highlight                   []GenToken  // tokens the step points at, with their ids
-	Edits                       *EditEffect // the step's interventions and what they change (nil: none, or hidden with the panel)
+	// TryOther opens the step's prompt and settings in the Explorer on
+	// another offered model (nil when there is none, or with ExplorerURL)
+	TryOther    *TryOther
+	Error       string
+	Question    *LessonQuestion
+	Current     Stage
+	Panel       Panel
+	Timing      Timing      // measured while playing this step
+	BackendInfo string      // where the engine ran
+	BackendNote string      // why the CPU ran instead of a GPU, if it did
+	Generated   []GenToken  // tokens generated up to this step
+	Notice      string      // what the runtime did at this step (a tool's result), or why the view moved
+	Hidden      bool        // the panel waits for the student's answer
+	SoFar       TextSoFar   // the text the step's question is about (empty without one)
+	Highlight   []GenToken  // tokens the step points at, with their ids
+	Edits       *EditEffect // the step's interventions and what they change (nil: none, or hidden with the panel)
 	// Patching is the step's activation-patching grid (nil: the step has
 	// none, or it waits for the answer with the panel); PatchingURL opens
 	// the same two prompts on the Patching page.
@@ -74,4 +77,14 @@ func highlightStyle(hs []GenToken) string {
 	}
 	b.WriteString("{outline:3px solid var(--focus);outline-offset:-1px}</style>")
 	return b.String()
+}
+
+// TryOther is "Try this on another model": the step's Explorer settings
+// (every query field of its link but the model and the stage, which
+// differ from model to model) and the models to choose from.
+type TryOther struct {
+	Model  string      // the lesson's, on which its claims are checked
+	Fields [][2]string // name, value: sent as they are
+	Models []string
+	Labels map[string]string
 }
