@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"stepthrough/hfhub/hubtest"
 )
 
 // pull pulls a written reference with the client.
@@ -28,17 +30,16 @@ func pull(t *testing.T, c *Client, ref string) (*Result, error) {
 // bytes in blobs/SHA256, a relative link from snapshots/COMMIT/FILE, the
 // commit in refs/main, nothing partial left.
 func TestPullFetchesIntoTheCacheLayout(t *testing.T) {
-	hub := newFakeHub(t)
+	hub, c := newHub(t)
 	q8, q4 := ggufModel(t, 1), ggufModel(t, 2)
-	repo := hub.add("org/tiny-GGUF", map[string][]byte{"tiny-Q8_0.gguf": q8, "tiny-Q4_0.gguf": q4, "README.md": []byte("# tiny")})
-	c := hub.client(t)
+	commit := hub.Add("org/tiny-GGUF", map[string][]byte{"tiny-Q8_0.gguf": q8, "tiny-Q4_0.gguf": q4, "README.md": []byte("# tiny")})
 	res, err := pull(t, c, "org/tiny-GGUF")
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(c.Cache.Dir, "models--org--tiny-GGUF")
-	want := &Result{Repo: "org/tiny-GGUF", File: "tiny-Q8_0.gguf", Commit: repo.commit, Size: int64(len(q8)), Why: "Q8_0, the default",
-		Path: filepath.Join(dir, "snapshots", repo.commit, "tiny-Q8_0.gguf"), Name: "org/tiny-GGUF:Q8_0", Fetched: int64(len(q8))}
+	want := &Result{Repo: "org/tiny-GGUF", File: "tiny-Q8_0.gguf", Commit: commit, Size: int64(len(q8)), Why: "Q8_0, the default",
+		Path: filepath.Join(dir, "snapshots", commit, "tiny-Q8_0.gguf"), Name: "org/tiny-GGUF:Q8_0", Fetched: int64(len(q8))}
 	if d := cmp.Diff(want, res); d != "" {
 		t.Errorf("result (-want +got):\n%s", d)
 	}
@@ -49,8 +50,8 @@ func TestPullFetchesIntoTheCacheLayout(t *testing.T) {
 	if got, err := os.ReadFile(res.Path); err != nil || !bytes.Equal(got, q8) {
 		t.Errorf("the linked blob holds %d bytes (%v), want the file's %d", len(got), err, len(q8))
 	}
-	if ref, err := os.ReadFile(filepath.Join(dir, "refs", "main")); err != nil || string(ref) != repo.commit {
-		t.Errorf("refs/main = %q (%v), want %s", ref, err, repo.commit)
+	if ref, err := os.ReadFile(filepath.Join(dir, "refs", "main")); err != nil || string(ref) != commit {
+		t.Errorf("refs/main = %q (%v), want %s", ref, err, commit)
 	}
 	blobs, _ := os.ReadDir(filepath.Join(dir, "blobs"))
 	if len(blobs) != 1 || blobs[0].Name() != sha(q8) {
@@ -66,13 +67,12 @@ func TestPullFetchesIntoTheCacheLayout(t *testing.T) {
 // A file the snapshot holds is not fetched again: one listing, no HEAD,
 // nothing from the CDN.
 func TestPullDoesNotFetchAgain(t *testing.T) {
-	hub := newFakeHub(t)
-	hub.add("org/tiny-GGUF", map[string][]byte{"tiny-Q8_0.gguf": ggufModel(t, 1)})
-	c := hub.client(t)
+	hub, c := newHub(t)
+	hub.Add("org/tiny-GGUF", map[string][]byte{"tiny-Q8_0.gguf": ggufModel(t, 1)})
 	if _, err := pull(t, c, "org/tiny-GGUF"); err != nil {
 		t.Fatal(err)
 	}
-	hub.requests()
+	hub.Requests()
 	res, err := pull(t, c, "org/tiny-GGUF:Q8_0")
 	if err != nil {
 		t.Fatal(err)
@@ -80,8 +80,8 @@ func TestPullDoesNotFetchAgain(t *testing.T) {
 	if res.Fetched != 0 {
 		t.Errorf("fetched %d bytes again", res.Fetched)
 	}
-	want := []seen{{"hub.test", "GET", "/api/models/org/tiny-GGUF/revision/main", "", ""}}
-	if d := cmp.Diff(want, hub.requests(), cmp.AllowUnexported(seen{})); d != "" {
+	want := []hubtest.Request{{Server: "api", Method: "GET", Path: "/api/models/org/tiny-GGUF/revision/main"}}
+	if d := cmp.Diff(want, hub.Requests()); d != "" {
 		t.Errorf("requests of the second pull (-want +got):\n%s", d)
 	}
 }
@@ -99,14 +99,14 @@ func TestPullResumesAfterACutConnection(t *testing.T) {
 		{"stall", 0, 1, []string{"", "bytes=50000-"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			hub := newFakeHub(t)
+			hub, c := newHub(t)
 			data := ggufModel(t, 1)
 			if len(data) < 3*50_000 {
 				t.Fatalf("the model is %d bytes: too small to cut twice", len(data))
 			}
-			hub.add("org/tiny-GGUF", map[string][]byte{"tiny-Q8_0.gguf": data})
-			hub.cuts, hub.stalls, hub.cutAt = tc.cuts, tc.stall, 50_000
-			c := hub.client(t)
+			hub.Add("org/tiny-GGUF", map[string][]byte{"tiny-Q8_0.gguf": data})
+			hub.Cut(tc.cuts, 50_000)
+			hub.Stall(tc.stall, 50_000)
 			c.Stall = 200 * time.Millisecond
 			res, err := pull(t, c, "org/tiny-GGUF")
 			if err != nil {
@@ -115,14 +115,8 @@ func TestPullResumesAfterACutConnection(t *testing.T) {
 			if got, _ := os.ReadFile(res.Path); !bytes.Equal(got, data) {
 				t.Fatalf("the pulled file differs from the Hub's")
 			}
-			var ranges []string
-			for _, s := range hub.requests() {
-				if s.host == "cdn.test" {
-					ranges = append(ranges, s.rng)
-				}
-			}
 			want := append([]string{"bytes=0-" + strconv.Itoa(len(data)-1)}, tc.want...)
-			if d := cmp.Diff(want, ranges); d != "" {
+			if d := cmp.Diff(want, cdnRanges(hub)); d != "" {
 				t.Errorf("CDN ranges (-want +got):\n%s", d)
 			}
 		})
@@ -134,11 +128,12 @@ func TestPullResumesAfterACutConnection(t *testing.T) {
 func TestPullResumesAKilledDownload(t *testing.T) {
 	for _, noRange := range []bool{false, true} {
 		t.Run(map[bool]string{false: "range", true: "server ignores range"}[noRange], func(t *testing.T) {
-			hub := newFakeHub(t)
+			hub, c := newHub(t)
 			data := ggufModel(t, 1)
-			hub.add("org/tiny-GGUF", map[string][]byte{"tiny-Q8_0.gguf": data})
-			hub.noRange = noRange
-			c := hub.client(t)
+			hub.Add("org/tiny-GGUF", map[string][]byte{"tiny-Q8_0.gguf": data})
+			if noRange {
+				hub.IgnoreRange()
+			}
 			part := c.Cache.blob("org/tiny-GGUF", sha(data)) + ".incomplete"
 			os.MkdirAll(filepath.Dir(part), 0o755)
 			if err := os.WriteFile(part, data[:123_456], 0o644); err != nil {
@@ -158,9 +153,9 @@ func TestPullResumesAKilledDownload(t *testing.T) {
 			if res.Resumed != wantResumed || res.Fetched != wantFetched {
 				t.Errorf("resumed %d, fetched %d; want %d and %d", res.Resumed, res.Fetched, wantResumed, wantFetched)
 			}
-			reqs := hub.requests()
-			if last := reqs[len(reqs)-1]; last.rng != wantRange {
-				t.Errorf("the download asked for %q, want %q", last.rng, wantRange)
+			ranges := cdnRanges(hub)
+			if last := ranges[len(ranges)-1]; last != wantRange {
+				t.Errorf("the download asked for %q, want %q", last, wantRange)
 			}
 			if _, err := os.Stat(part); !os.IsNotExist(err) {
 				t.Errorf("the partial file is still there: %v", err)
@@ -172,19 +167,18 @@ func TestPullResumesAKilledDownload(t *testing.T) {
 // Bytes that do not hash to the announced sha256 are refused, naming both
 // hashes, and deleted: no blob, no partial file, no snapshot link.
 func TestPullRefusesALyingChecksum(t *testing.T) {
-	hub := newFakeHub(t)
+	hub, c := newHub(t)
 	data := ggufModel(t, 1)
-	repo := hub.add("org/tiny-GGUF", map[string][]byte{"tiny-Q8_0.gguf": data})
+	commit := hub.Add("org/tiny-GGUF", map[string][]byte{"tiny-Q8_0.gguf": data})
 	lie := sha([]byte("other bytes"))
-	repo.lie["tiny-Q8_0.gguf"] = lie
-	c := hub.client(t)
+	hub.Lie("org/tiny-GGUF", "tiny-Q8_0.gguf", lie)
 	_, err := pull(t, c, "org/tiny-GGUF")
 	var ce *ChecksumError
 	if !errors.As(err, &ce) || ce.Want != lie || ce.Got != sha(data) || !strings.Contains(err.Error(), lie) || !strings.Contains(err.Error(), sha(data)) {
 		t.Fatalf("err = %v, want a checksum error naming %s and %s", err, lie, sha(data))
 	}
 	dir := c.Cache.repoDir("org/tiny-GGUF")
-	for _, p := range []string{filepath.Join(dir, "blobs", lie), filepath.Join(dir, "blobs", lie+".incomplete"), filepath.Join(dir, "snapshots", repo.commit, "tiny-Q8_0.gguf")} {
+	for _, p := range []string{filepath.Join(dir, "blobs", lie), filepath.Join(dir, "blobs", lie+".incomplete"), filepath.Join(dir, "snapshots", commit, "tiny-Q8_0.gguf")} {
 		if _, err := os.Lstat(p); !os.IsNotExist(err) {
 			t.Errorf("%s is there after a refused download (%v)", p, err)
 		}
@@ -194,14 +188,13 @@ func TestPullRefusesALyingChecksum(t *testing.T) {
 // Offline, a pulled model is found from refs/main without any request;
 // one that was never pulled is an error that says why.
 func TestPullOffline(t *testing.T) {
-	hub := newFakeHub(t)
-	hub.add("org/tiny-GGUF", map[string][]byte{"tiny-Q8_0.gguf": ggufModel(t, 1), "tiny-Q4_0.gguf": ggufModel(t, 2)})
-	c := hub.client(t)
+	hub, c := newHub(t)
+	hub.Add("org/tiny-GGUF", map[string][]byte{"tiny-Q8_0.gguf": ggufModel(t, 1), "tiny-Q4_0.gguf": ggufModel(t, 2)})
 	online, err := pull(t, c, "org/tiny-GGUF")
 	if err != nil {
 		t.Fatal(err)
 	}
-	hub.requests()
+	hub.Requests()
 	c.Offline = true
 	res, err := pull(t, c, "org/tiny-GGUF")
 	if err != nil {
@@ -219,7 +212,7 @@ func TestPullOffline(t *testing.T) {
 			t.Errorf("offline pull %s: %v, want HF_HUB_OFFLINE and %q", tc.ref, err, tc.want)
 		}
 	}
-	if reqs := hub.requests(); len(reqs) != 0 {
+	if reqs := hub.Requests(); len(reqs) != 0 {
 		t.Errorf("offline pulls made requests: %v", reqs)
 	}
 }
@@ -228,11 +221,10 @@ func TestPullOffline(t *testing.T) {
 // redirects lead to; a gated repository without it is refused saying to
 // set HF_TOKEN and accept the terms; a missing one says so.
 func TestTokenAndGatedRepos(t *testing.T) {
-	hub := newFakeHub(t)
+	hub, c := newHub(t)
 	data := ggufModel(t, 1)
-	hub.add("org/gated-GGUF", map[string][]byte{"gated-Q8_0.gguf": data}).gated = true
-	hub.token = "hf_secret"
-	c := hub.client(t)
+	hub.Add("org/gated-GGUF", map[string][]byte{"gated-Q8_0.gguf": data})
+	hub.Gate("org/gated-GGUF", "hf_secret")
 	_, err := pull(t, c, "org/gated-GGUF")
 	if !errors.Is(err, ErrAccess) || !strings.Contains(err.Error(), "set HF_TOKEN") || !strings.Contains(err.Error(), "accepted its terms at http://hub.test/org/gated-GGUF") {
 		t.Errorf("gated without a token: %v", err)
@@ -245,8 +237,8 @@ func TestTokenAndGatedRepos(t *testing.T) {
 	if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "no repository org/missing-GGUF on http://hub.test") {
 		t.Errorf("a missing repository: %v", err)
 	}
-	hub.requests()
-	c = hub.client(t)
+	hub.Requests()
+	c = clientOf(t, hub)
 	c.Token = "hf_secret"
 	res, err := pull(t, c, "org/gated-GGUF")
 	if err != nil {
@@ -256,13 +248,13 @@ func TestTokenAndGatedRepos(t *testing.T) {
 		t.Fatalf("the pulled file differs from the Hub's")
 	}
 	hosts := map[string]int{}
-	for _, s := range hub.requests() {
-		hosts[s.host]++
-		if want := map[string]string{"hub.test": "Bearer hf_secret", "cdn.test": ""}[s.host]; s.auth != want {
-			t.Errorf("%s %s%s had Authorization %q, want %q", s.method, s.host, s.path, s.auth, want)
+	for _, r := range hub.Requests() {
+		hosts[r.Server]++
+		if want := map[string]string{"api": "Bearer hf_secret", "cdn": ""}[r.Server]; r.Auth != want {
+			t.Errorf("%s %s %s had Authorization %q, want %q", r.Method, r.Server, r.Path, r.Auth, want)
 		}
 	}
-	if hosts["hub.test"] == 0 || hosts["cdn.test"] == 0 {
+	if hosts["api"] == 0 || hosts["cdn"] == 0 {
 		t.Errorf("requests by host: %v, want both", hosts)
 	}
 }
@@ -271,23 +263,17 @@ func TestTokenAndGatedRepos(t *testing.T) {
 // bytes: only bounded ranges are read, growing while the tensor infos go
 // on, and nothing is kept.
 func TestPullChecksTheHeaderFirst(t *testing.T) {
-	hub := newFakeHub(t)
+	hub, c := newHub(t)
 	bad, good := ggufOf(t, "mamba"), ggufModel(t, 1)
-	hub.add("org/mamba-GGUF", map[string][]byte{"mamba-Q8_0.gguf": bad})
-	hub.add("org/tiny-GGUF", map[string][]byte{"tiny-Q8_0.gguf": good})
-	c := hub.client(t)
+	hub.Add("org/mamba-GGUF", map[string][]byte{"mamba-Q8_0.gguf": bad})
+	hub.Add("org/tiny-GGUF", map[string][]byte{"tiny-Q8_0.gguf": good})
 	c.HeadBytes = 1 << 10
 	_, err := pull(t, c, "org/mamba-GGUF")
 	var ue *UnsupportedError
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), `architecture "mamba" is not supported`) || !strings.Contains(err.Error(), "mamba-Q8_0.gguf is not fetched") {
 		t.Fatalf("err = %v, want the header refused", err)
 	}
-	var ranges []string
-	for _, s := range hub.requests() {
-		if s.host == "cdn.test" {
-			ranges = append(ranges, s.rng)
-		}
-	}
+	ranges := cdnRanges(hub)
 	if len(ranges) < 2 || ranges[0] != "bytes=0-1023" || ranges[1] != "bytes=1024-2047" {
 		t.Errorf("CDN ranges %v: want the head read from 1 KiB, doubling", ranges)
 	}
@@ -316,10 +302,9 @@ func TestPullDiskFull(t *testing.T) {
 	if _, err := os.Stat("/dev/full"); err != nil {
 		t.Skip("no /dev/full here")
 	}
-	hub := newFakeHub(t)
+	hub, c := newHub(t)
 	data := ggufModel(t, 1)
-	hub.add("org/tiny-GGUF", map[string][]byte{"tiny-Q8_0.gguf": data})
-	c := hub.client(t)
+	hub.Add("org/tiny-GGUF", map[string][]byte{"tiny-Q8_0.gguf": data})
 	part := c.Cache.blob("org/tiny-GGUF", sha(data)) + ".incomplete"
 	os.MkdirAll(filepath.Dir(part), 0o755)
 	if err := os.Symlink("/dev/full", part); err != nil {
