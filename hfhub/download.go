@@ -174,6 +174,9 @@ func (c *Client) fetch(ctx context.Context, repo string, r remote, progress func
 		again, err := c.attempt(ctx, d)
 		return d.received > before, again, err
 	})
+	if err != nil && ctx.Err() != nil {
+		return d.received, d.kept, fmt.Errorf("%s: stopped after %s of %s, kept in %s: pull again to continue (%w)", r.File, Size(d.have), Size(r.Size), part, ctx.Err())
+	}
 	if err != nil {
 		return d.received, d.kept, fmt.Errorf("%s: %w", r.File, err)
 	}

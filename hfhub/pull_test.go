@@ -316,3 +316,32 @@ func TestPullDiskFull(t *testing.T) {
 		t.Errorf("err = %v, want a disk-full error", err)
 	}
 }
+
+// A pull stopped (Ctrl-C) keeps what it fetched and says so; the next
+// one continues from there.
+func TestPullStoppedKeepsThePart(t *testing.T) {
+	hub, c := newHub(t)
+	data := ggufModel(t, 1)
+	hub.Add("org/tiny-GGUF", map[string][]byte{"tiny-Q8_0.gguf": data})
+	hub.Stall(1, 50_000)
+	ctx, cancel := context.WithCancel(context.Background())
+	var once bool
+	opt := Options{Progress: func(done, total int64) {
+		if done >= 50_000 && !once {
+			once = true
+			cancel()
+		}
+	}}
+	ref, _ := ParseRef("org/tiny-GGUF")
+	_, err := c.Pull(ctx, Request{Ref: ref}, opt)
+	if err == nil || !strings.Contains(err.Error(), "stopped after 48.8 KiB") || !strings.Contains(err.Error(), "pull again to continue") {
+		t.Fatalf("a stopped pull: %v", err)
+	}
+	res, err := pull(t, c, "org/tiny-GGUF")
+	if err != nil || res.Resumed != 50_000 {
+		t.Fatalf("the next pull: %+v, %v; want it to continue from 50,000 bytes", res, err)
+	}
+	if got, _ := os.ReadFile(res.Path); !bytes.Equal(got, data) {
+		t.Fatalf("the pulled file differs from the Hub's")
+	}
+}
