@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/term"
@@ -119,26 +121,44 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// progressLine draws a download's progress on one terminal line, at most
-// five times a second: the bytes, the rate since this pull began and the
-// time left at that rate.
+// progressLine draws a download's progress on one terminal line, four
+// times a second from a goroutine of its own (so the line is current when
+// the bytes pause): the bytes, the rate since this pull began and the time
+// left at that rate.
 type progressLine struct {
 	w           io.Writer
-	start, last time.Time
+	done, total atomic.Int64
+	once        sync.Once
+	start       time.Time
 	base        int64 // bytes there when this pull's first ones arrived
-	drawn       bool
+	stop        chan struct{}
+	drawing     sync.WaitGroup
 }
 
 func (p *progressLine) update(done, total int64) {
-	now := time.Now()
-	if p.start.IsZero() {
-		p.start, p.base = now, done
+	p.done.Store(done)
+	p.total.Store(total)
+	p.once.Do(func() {
+		p.start, p.base, p.stop = time.Now(), done, make(chan struct{})
+		p.drawing.Go(p.draw)
+	})
+}
+
+// draw redraws the line until end, then once more.
+func (p *progressLine) draw() {
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		done, total := p.done.Load(), p.total.Load()
+		fmt.Fprintf(p.w, "\r%s", progressText(done-p.base, done, total, time.Since(p.start)))
+		select {
+		case <-p.stop:
+			done, total := p.done.Load(), p.total.Load()
+			fmt.Fprintf(p.w, "\r%s\n", progressText(done-p.base, done, total, time.Since(p.start)))
+			return
+		case <-t.C:
+		}
 	}
-	if now.Sub(p.last) < 200*time.Millisecond && done < total {
-		return
-	}
-	p.last, p.drawn = now, true
-	fmt.Fprintf(p.w, "\r%s", progressText(done-p.base, done, total, now.Sub(p.start)))
 }
 
 // progressText is one progress line: "1.5 GiB / 4.0 GiB  38% 21.3 MiB/s  ETA 2m0s".
@@ -152,9 +172,11 @@ func progressText(fetched, done, total int64, elapsed time.Duration) string {
 	return fmt.Sprintf("%s  %s/s  ETA %s\x1b[K", s, hfhub.Size(int64(rate)), eta)
 }
 
-// end finishes the line, if one was drawn.
+// end draws the line a last time and ends it, if one was drawn.
 func (p *progressLine) end() {
-	if p.drawn {
-		fmt.Fprintln(p.w)
+	p.once.Do(func() {}) // no line after this
+	if p.stop != nil {
+		close(p.stop)
+		p.drawing.Wait()
 	}
 }

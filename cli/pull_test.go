@@ -147,6 +147,20 @@ func TestProgressText(t *testing.T) {
 			t.Errorf("progressText(%d, %d, %d, %s) = %q, want %q", tc.fetched, tc.done, tc.total, tc.elapsed, got, tc.want)
 		}
 	}
+	// the line is redrawn from its own goroutine and ended with the last count
+	var b strings.Builder
+	p := &progressLine{w: &b}
+	p.update(100, 1000)
+	p.update(1000, 1000)
+	p.end()
+	if out := b.String(); !strings.HasPrefix(out, "\r") || !strings.HasSuffix(out, "\r1000 B / 1000 B  100%\x1b[K\n") {
+		t.Errorf("the progress line wrote %q", out)
+	}
+	b.Reset()
+	(&progressLine{w: &b}).end()
+	if b.Len() != 0 {
+		t.Errorf("a pull that fetched nothing drew %q", b.String())
+	}
 	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -145,7 +145,7 @@ func Choose(files []File, tag string, ram uint64) (Choice, error) {
 	if !fits(runs[0]) {
 		return Choice{}, fmt.Errorf("%w: the smallest quantization the engine runs, %s (%s), does not fit in %s of memory with %s for the KV cache (%s)", ErrNoMatch, label(runs[0].Name), Size(runs[0].Size), Size(int64(ram)), Size(KVRoom), available(files))
 	}
-	return Choice{runs[0], "the smallest file of a type the engine runs" + cmp.Or(note, " (no "+DefaultQuant+" here)")}, nil
+	return Choice{runs[0], "the smallest file of a type the engine runs" + cmp.Or(note, "; no "+DefaultQuant+" here")}, nil
 }
 
 // chooseTag is Choose for an asked tag.

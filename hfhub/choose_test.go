@@ -63,7 +63,7 @@ func TestChoose(t *testing.T) {
 		{"default Q8_0", repo, "", 16 * gib, Choice{File{"m-Q8_0.gguf", 4 * gib}, "Q8_0, the default"}, ""},
 		{"memory unknown", repo, "", 0, Choice{File{"m-Q8_0.gguf", 4 * gib}, "Q8_0, the default"}, ""},
 		{"Q8_0 too big", repo, "", 4 * gib, Choice{File{"m-Q4_K_M.gguf", 2 * gib}, "the smallest file of a type the engine runs; Q8_0, 4.0 GiB, does not fit in 4.0 GiB of memory with 1.0 GiB for the KV cache"}, ""},
-		{"no Q8_0: the smallest it runs", noQ8, "", 16 * gib, Choice{File{"m-Q4_K_M.gguf", 2 * gib}, "the smallest file of a type the engine runs (no Q8_0 here)"}, ""},
+		{"no Q8_0: the smallest it runs", noQ8, "", 16 * gib, Choice{File{"m-Q4_K_M.gguf", 2 * gib}, "the smallest file of a type the engine runs; no Q8_0 here"}, ""},
 		{"nothing fits", noQ8, "", 2 * gib, Choice{}, "the smallest quantization the engine runs, Q4_K_M (2.0 GiB), does not fit in 2.0 GiB of memory"},
 		{"nothing it runs", []File{{"m-Q2_K.gguf", gib}, {"m-IQ4_XS.gguf", gib}}, "", 0, Choice{}, "none of the quantizations here is of a type the engine runs (it has IQ4_XS (1.0 GiB), Q2_K (1.0 GiB); the engine runs F32, F16, Q4_0"},
 		{"asked, any case", repo, "q4_k_m", 1, Choice{File{"m-Q4_K_M.gguf", 2 * gib}, "tagged Q4_K_M as asked"}, ""},

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 
 	"stepthrough/engine/gguf"
 	"stepthrough/engine/model"
@@ -49,7 +50,10 @@ func (c *Client) checkHeader(ctx context.Context, r remote) error {
 		case errors.Is(err, gguf.ErrShortHeader):
 			return &UnsupportedError{r.File, r.Size, fmt.Errorf("its GGUF header goes on past its first %s, more than a header this tool reads", Size(want))}
 		case err != nil:
-			return &UnsupportedError{r.File, r.Size, fmt.Errorf("%w (the engine runs the tensor types %s)", err, typeNames())}
+			if fe := (*gguf.FormatError)(nil); errors.As(err, &fe) && strings.Contains(fe.Msg, "unsupported type") {
+				err = fmt.Errorf("%w (the engine runs the tensor types %s)", err, typeNames())
+			}
+			return &UnsupportedError{r.File, r.Size, err}
 		}
 		if err := model.Check(f); err != nil {
 			return &UnsupportedError{r.File, r.Size, err}
