@@ -1,8 +1,10 @@
 package hfhub
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"net"
@@ -72,6 +74,21 @@ func ggufOf(t *testing.T, arch string) []byte {
 	}
 	w.MustSet("general.architecture", arch)
 	return w.Bytes()
+}
+
+// withType is a model whose token_embd.weight is declared of a ggml type
+// id the engine does not run (10: Q2_K), its header patched in place.
+func withType(t *testing.T, data []byte, typ uint32) []byte {
+	t.Helper()
+	name := []byte("token_embd.weight")
+	at := bytes.Index(data, name)
+	if at < 8 || binary.LittleEndian.Uint64(data[at-8:]) != uint64(len(name)) {
+		t.Fatal("no token_embd.weight tensor info")
+	}
+	dims := int(binary.LittleEndian.Uint32(data[at+len(name):]))
+	out := bytes.Clone(data)
+	binary.LittleEndian.PutUint32(out[at+len(name)+4+8*dims:], typ)
+	return out
 }
 
 func sha(b []byte) string {

@@ -285,6 +285,11 @@ func TestPullChecksTheHeaderFirst(t *testing.T) {
 	if blobs, _ := os.ReadDir(filepath.Join(c.Cache.repoDir("org/mamba-GGUF"), "blobs")); len(blobs) != 0 {
 		t.Errorf("blobs/ holds %v after a refusal", blobs)
 	}
+	// a tensor type the engine does not run is refused naming those it does
+	hub.Add("org/q2-GGUF", map[string][]byte{"q2-Q8_0.gguf": withType(t, good, 10)})
+	if _, err := pull(t, c, "org/q2-GGUF"); !errors.As(err, &ue) || !strings.Contains(err.Error(), `tensor "token_embd.weight" has unsupported type 10 (the engine runs the tensor types F32, F16, Q4_0`) {
+		t.Errorf("a Q2_K tensor: %v", err)
+	}
 	// a header longer than the bound is refused as such
 	c.HeadBytes, c.MaxHeadBytes = 1<<10, 4<<10
 	if _, err := pull(t, c, "org/tiny-GGUF"); !errors.As(err, &ue) || !strings.Contains(err.Error(), "header goes on past its first 4.0 KiB") {
