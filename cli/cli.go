@@ -1,6 +1,6 @@
 // Package cli is the stepthrough command tree: every command (serve,
-// tokenize, logits, generate, bench, loadgen, inspect, compare, synth, loadtest,
-// train-lesson) in one place with one flag style, a stable contract that
+// tokenize, logits, generate, bench, loadgen, inspect, pull, compare, synth,
+// loadtest, train-lesson) in one place with one flag style, a stable contract that
 // users and tests script against. "stepthrough <command> -h" lists every
 // flag of a command. Output goes to stdout; an error is one line on stderr
 // and a non-zero exit status (2 for usage errors).
@@ -37,6 +37,7 @@ var commands = map[string]command{
 	"bench":        {"measure prompt processing and generation speed", runBench},
 	"loadgen":      {"serve simulated users on a model through the scheduler: TTFT, TPOT, tokens/s, both phases", runLoadgen},
 	"inspect":      {"describe a model file", runInspect},
+	"pull":         {"fetch a GGUF model from the Hugging Face Hub into its cache (ORG/REPO[:QUANT]), where serve finds it", runPull},
 	"heads":        {"score every attention head as an induction and a previous-token head, and measure copying without the induction heads", runHeads},
 	"synth":        {"write a random-weight model of a given shape (for benchmarks and tests)", runSynth},
 	"quantize":     {"write a model with its weights in fewer bits (F16 … Q4_K_M)", runQuantize},
@@ -63,10 +64,14 @@ func Usage() string {
 }
 
 // Main runs the command line args (without the program name): no command
-// serves the web app; -h lists the commands.
+// serves the web app; -h lists the commands, and "help COMMAND" is
+// "COMMAND -h".
 func Main(ctx context.Context, env Env, args []string) int {
 	if len(args) == 0 {
 		return Run(ctx, env, "serve", nil)
+	}
+	if args[0] == "help" && len(args) == 2 {
+		return Run(ctx, env, args[1], []string{"-h"})
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":

@@ -49,6 +49,13 @@ func TestHelpListsEveryFlag(t *testing.T) {
 	if code := Main(context.Background(), Env{Stdout: &o, Stderr: &e}, []string{"nonsense"}); code != 2 || !strings.Contains(e.String(), `unknown command "nonsense"`) {
 		t.Errorf("unknown command: exit %d, %q", code, e.String())
 	}
+	// "help COMMAND" is "COMMAND -h"
+	var h, dash bytes.Buffer
+	Main(context.Background(), Env{Stdout: &h, Stderr: &h}, []string{"help", "pull"})
+	Main(context.Background(), Env{Stdout: &dash, Stderr: &dash}, []string{"pull", "-h"})
+	if h.String() != dash.String() || !strings.Contains(h.String(), "HF_TOKEN") {
+		t.Errorf("help pull:\n%s\npull -h:\n%s", h.String(), dash.String())
+	}
 }
 
 // tokenize and inspect read vocabulary-only files (llama.cpp's tokenizer

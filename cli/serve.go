@@ -12,6 +12,7 @@ import (
 
 	"stepthrough/api"
 	"stepthrough/classroom"
+	"stepthrough/hfhub"
 	"stepthrough/models"
 	"stepthrough/server"
 	"stepthrough/static"
@@ -19,7 +20,7 @@ import (
 
 // runServe runs the web app until ctx is done (Ctrl-C, SIGTERM).
 func runServe(ctx context.Context, env Env, args []string) error {
-	fs := newFlags(env, "serve", "[--addr HOST:PORT] [--models-dir DIRS] [--data-dir DIR | --store postgres://… [--bus nats://… [--bus-user USER | --bus-token TOKEN | --bus-nkey FILE]]] [--allowed-hosts HOSTS] [--trusted-proxies CIDRS] [--tls-cert FILE --tls-key FILE] [--memory-budget MiB] [--work-budget G] [--work-timeout SECONDS] [--slots-per-address N] [--api-key KEY] [--api-max-concurrent N] [--api-max-tokens N] [--max-students N] [--students-per-address N]")
+	fs := newFlags(env, "serve", "[--addr HOST:PORT] [--models-dir DIRS] [--hf-cache=false] [--data-dir DIR | --store postgres://… [--bus nats://… [--bus-user USER | --bus-token TOKEN | --bus-nkey FILE]]] [--allowed-hosts HOSTS] [--trusted-proxies CIDRS] [--tls-cert FILE --tls-key FILE] [--memory-budget MiB] [--work-budget G] [--work-timeout SECONDS] [--slots-per-address N] [--api-key KEY] [--api-max-concurrent N] [--api-max-tokens N] [--max-students N] [--students-per-address N]")
 	addr := fs.String("addr", "127.0.0.1:8080", "listen `address` (0.0.0.0:8080 serves a LAN)")
 	hosts := fs.String("allowed-hosts", "", "comma-separated `names` this server answers to (default: the listen host and localhost; any host on 0.0.0.0)")
 	proxies := fs.String("trusted-proxies", "", "comma-separated `CIDRs` of reverse proxies whose X-Forwarded-For is believed (default: none, the socket's peer is the client)")
@@ -30,6 +31,7 @@ func runServe(ctx context.Context, env Env, args []string) error {
 	workTimeout := fs.Int("work-timeout", 30, "`seconds` of work after which one request (a page's engine work, an Explorer action) is stopped and its slot freed")
 	perAddrSlots := fs.Int("slots-per-address", 0, "work slots (one per core, at least 2) one address may hold at once; the others wait their turn (0: half)")
 	dirs := fs.String("models-dir", "", "more `directories` of .gguf models, comma-separated (models/ and the embedded lesson models are always offered)")
+	hfCache := fs.Bool("hf-cache", os.Getenv("STEPTHROUGH_HF_CACHE") != "0", "offer the GGUF models in the Hugging Face cache (what stepthrough pull, huggingface_hub and llama.cpp fetched: $HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub) as ORG/REPO:QUANT; --hf-cache=false or STEPTHROUGH_HF_CACHE=0 turns it off")
 	data := fs.String("data-dir", "data", "`directory` where classrooms are stored (rooms.db, SQLite) and the cookie-signing secret is kept")
 	store := fs.String("store", "", "keep classrooms in PostgreSQL at this `address` (postgres://USER:PASSWORD@HOST:PORT/DATABASE) instead of SQLite: several servers may share it")
 	bus := fs.String("bus", "", "announce room changes on NATS at this `address` (nats://HOST:PORT, or nats://USER:PASSWORD@HOST:PORT) to the other servers sharing --store, so their students follow at once (without it they notice within 2 s)")
@@ -84,7 +86,16 @@ func runServe(ctx context.Context, env Env, args []string) error {
 		modelDirs = append(modelDirs, ref) // the reference model beside the checkout is offered too
 	}
 	log := slog.New(slog.NewTextHandler(env.Stderr, nil))
-	s, err := server.New(server.Config{Addr: *addr, ModelsDirs: modelDirs, Logger: log, DataDir: *data, StoreURL: *store, BusURL: *bus,
+	var hfModels map[string]string
+	if *hfCache {
+		var dir string
+		if hfModels, dir, err = hfCacheModels(); err != nil {
+			log.Warn("the Hugging Face cache's models are not offered", "err", err)
+		} else if len(hfModels) > 0 {
+			log.Info("offering the Hugging Face cache's models", "dir", dir, "models", len(hfModels))
+		}
+	}
+	s, err := server.New(server.Config{Addr: *addr, ModelsDirs: modelDirs, ModelFiles: hfModels, Logger: log, DataDir: *data, StoreURL: *store, BusURL: *bus,
 		BusAuth:      busAuth(*busUser, *busPassword, *busToken, *busNkey),
 		Embedded:     models.Embedded(),
 		AllowedHosts: allowed, TrustedProxies: trusted, TLSCert: *cert, TLSKey: *key, MemoryBudget: int64(*budget) << 20,
@@ -103,6 +114,24 @@ func runServe(ctx context.Context, env Env, args []string) error {
 		scheme = "https"
 	}
 	return s.Run(ctx, func(a string) { fmt.Fprintf(env.Stdout, "Stepthrough is serving on %s://%s\n", scheme, a) })
+}
+
+// hfCacheModels are the GGUF models in the Hugging Face cache, by the
+// names serve offers them as (ORG/REPO:QUANT), and the cache's folder.
+func hfCacheModels() (map[string]string, string, error) {
+	dir, err := hfhub.CacheDir()
+	if err != nil {
+		return nil, "", err
+	}
+	ms, err := hfhub.Cache{Dir: dir}.Models()
+	if err != nil {
+		return nil, dir, err
+	}
+	out := make(map[string]string, len(ms))
+	for _, m := range ms {
+		out[m.Name] = m.Path
+	}
+	return out, dir, nil
 }
 
 func dirExists(d string) bool {

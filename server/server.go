@@ -114,6 +114,9 @@ type Config struct {
 	// PongWait is how long a WebSocket client may leave a ping
 	// unanswered before it is dropped (0: wsconn.DefaultPongWait).
 	PongWait time.Duration
+	// ModelFiles are more model files offered by a name of their own
+	// (the Hugging Face cache's ORG/REPO:QUANT → its snapshot's file).
+	ModelFiles map[string]string
 }
 
 // Server serves the Explorer, Compare, the lessons and the classroom.
@@ -146,9 +149,10 @@ type Server struct {
 	streams     streamLimits    // open event streams
 }
 
-// New builds a server over the models found in cfg.ModelsDirs. It fails
-// only when its classroom store (cfg.StoreURL, or cfg.DataDir's SQLite)
-// or the cookie-signing secret cannot be opened.
+// New builds a server over the models found in cfg.ModelsDirs, the
+// embedded ones and cfg.ModelFiles. It fails only when its classroom
+// store (cfg.StoreURL, or cfg.DataDir's SQLite) or the cookie-signing
+// secret cannot be opened.
 func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -181,6 +185,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	for name, data := range cfg.Embedded {
 		s.reg.AddEmbedded(name, data)
+	}
+	for name, path := range cfg.ModelFiles {
+		s.reg.AddFile(name, path)
 	}
 	if s.lessons, err = lessons.Builtin(); err != nil {
 		s.log.Error("built-in lessons failed to parse", "err", err) // a test keeps them valid

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -152,7 +153,7 @@ func TestCorrupted(t *testing.T) {
 	// offset of the first tensor info: after the last KV.
 	tensorInfoOff := int64(0)
 	{
-		p := &parser{data: good, off: kvOff("t.u8s")}
+		p := &parser{data: good, size: int64(len(good)), off: kvOff("t.u8s")}
 		p.str("", maxKeyLen)
 		p.value("", 0)
 		tensorInfoOff = p.off
@@ -288,6 +289,101 @@ func FuzzParse(f *testing.F) {
 			if b := file.TensorData(ti); uint64(len(b)) != ti.Size {
 				t.Fatalf("tensor %s: %d bytes, want %d", ti.Name, len(b), ti.Size)
 			}
+		}
+	})
+}
+
+// ParseHeader reads from every head at least as long as the tensor infos
+// what Parse reads from the whole file, and from every shorter head says
+// it needs more (never a format error, never a panic).
+func TestParseHeaderFromEveryHead(t *testing.T) {
+	data := fixture(t)
+	whole, err := Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	infosEnd := int(whole.DataOffset) // the tensor infos end in the padding before it
+	for n := 0; n <= len(data); n++ {
+		f, err := ParseHeader(data[:n], int64(len(data)))
+		if err != nil {
+			if !errors.Is(err, ErrShortHeader) || n >= infosEnd {
+				t.Fatalf("head of %d bytes (infos end by %d): %v", n, infosEnd, err)
+			}
+			continue
+		}
+		if !reflect.DeepEqual(f.KV, whole.KV) || !reflect.DeepEqual(f.Tensors, whole.Tensors) || f.DataOffset != whole.DataOffset {
+			t.Fatalf("head of %d bytes: a header unlike Parse's", n)
+		}
+		if f.TensorData(&f.Tensors[0]) != nil {
+			t.Fatalf("head of %d bytes: tensor data from a header", n)
+		}
+	}
+}
+
+// The tensor layout is checked against the file's size, not the head's:
+// a file declared shorter than its tensors is refused at once.
+func TestParseHeaderChecksLayoutAgainstSize(t *testing.T) {
+	data := fixture(t)
+	whole, _ := Parse(data)
+	_, err := ParseHeader(data[:whole.DataOffset], whole.DataOffset+4)
+	var fe *FormatError
+	if !errors.As(err, &fe) || !strings.Contains(err.Error(), "extends past the end of the file") {
+		t.Errorf("tensors past the declared size: %v", err)
+	}
+	if _, err := ParseHeader(data, int64(len(data)-1)); err == nil {
+		t.Errorf("a head longer than the file's size was accepted")
+	}
+}
+
+// A hostile header declaring the most tensors, keys and array elements a
+// huge file could hold costs no more memory than the head's bytes.
+func TestParseHeaderAllocatesByHead(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		head []byte
+	}{
+		{"counts", binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64([]byte("GGUF\x03\x00\x00\x00"), 1<<24), 1<<24)},
+		{"array", func() []byte {
+			b := binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64([]byte("GGUF\x03\x00\x00\x00"), 0), 1)
+			b = binary.LittleEndian.AppendUint64(b, 1)
+			b = append(b, 'k')
+			b = binary.LittleEndian.AppendUint32(b, uint32(TypeArray))
+			b = binary.LittleEndian.AppendUint32(b, uint32(TypeString))
+			return binary.LittleEndian.AppendUint64(b, 1<<24)
+		}()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			_, err := ParseHeader(tc.head, 1<<40)
+			runtime.ReadMemStats(&after)
+			if !errors.Is(err, ErrShortHeader) {
+				t.Errorf("err = %v, want ErrShortHeader", err)
+			}
+			if grew := after.TotalAlloc - before.TotalAlloc; grew > 1<<20 {
+				t.Errorf("parsing a %d-byte head allocated %d bytes", len(tc.head), grew)
+			}
+		})
+	}
+}
+
+// FuzzParseHeader: any head of any file parses or fails without a panic,
+// and a header that parses is the whole file's: Parse, which checks
+// nothing more of the data section than its size, accepts it alike.
+func FuzzParseHeader(f *testing.F) {
+	f.Add(fixture(f), uint16(300))
+	f.Fuzz(func(t *testing.T, data []byte, cut uint16) {
+		head := data[:min(int(cut), len(data))]
+		h, err := ParseHeader(head, int64(len(data)))
+		if err != nil {
+			return
+		}
+		whole, err := Parse(data)
+		if err != nil {
+			t.Fatalf("the header parses but the whole file does not: %v", err)
+		}
+		if !reflect.DeepEqual(h.Tensors, whole.Tensors) || h.DataOffset != whole.DataOffset {
+			t.Fatalf("header and whole file disagree on the tensors")
 		}
 	})
 }

@@ -11,6 +11,9 @@
 //
 // Files are memory-mapped where the platform allows, so tensor data is never
 // copied: TensorData returns a slice of the mapping, valid until Close.
+// ParseHeader reads what a file holds from its first bytes alone (a
+// download checked before it is fetched), allocating no more than those
+// bytes can fill.
 package gguf
 
 import (
@@ -48,6 +51,11 @@ const (
 
 // ErrNotGGUF means the data does not start with the GGUF magic.
 var ErrNotGGUF = errors.New("gguf: not a GGUF file (bad magic)")
+
+// ErrShortHeader means the bytes given to ParseHeader end before the
+// file's metadata and tensor infos do: read more of the file and parse
+// again.
+var ErrShortHeader = errors.New("gguf: the header goes on past the bytes read")
 
 // FormatError describes malformed GGUF data at a byte offset.
 type FormatError struct {
@@ -100,13 +108,27 @@ type File struct {
 // Parse parses a whole GGUF file held in memory. Tensor data slices refer
 // into data.
 func Parse(data []byte) (*File, error) {
-	p := &parser{data: data}
+	p := &parser{data: data, size: int64(len(data))}
 	f, err := p.file()
 	if err != nil {
 		return nil, err
 	}
 	f.data = data
 	return f, nil
+}
+
+// ParseHeader parses the metadata and tensor infos of a GGUF file of size
+// bytes from its first bytes, head; the tensor data need not be there. It
+// checks what Parse checks, tensor offsets and sizes against size, so a
+// file can be judged before the rest of it is fetched. When head ends
+// before the tensor infos do, the error wraps ErrShortHeader. The File
+// holds no tensor data: TensorData returns nil.
+func ParseHeader(head []byte, size int64) (*File, error) {
+	if size < int64(len(head)) {
+		return nil, fmt.Errorf("gguf: %d bytes read of a file of %d", len(head), size)
+	}
+	p := &parser{data: head, size: size}
+	return p.file()
 }
 
 // Close releases the file's memory mapping, if any. Tensor data obtained
@@ -138,14 +160,19 @@ func (f *File) Tensor(name string) (*TensorInfo, bool) {
 	return &f.Tensors[i], true
 }
 
-// TensorData returns the bytes of t (a slice of the file, not a copy).
+// TensorData returns the bytes of t (a slice of the file, not a copy), or
+// nil for a File from ParseHeader.
 func (f *File) TensorData(t *TensorInfo) []byte {
+	if f.data == nil {
+		return nil
+	}
 	start := uint64(f.DataOffset) + t.Offset
 	return f.data[start : start+t.Size : start+t.Size]
 }
 
 type parser struct {
-	data []byte
+	data []byte // the bytes read: the whole file, or its head (ParseHeader)
+	size int64  // the whole file's length
 	off  int64
 }
 
@@ -153,13 +180,26 @@ func (p *parser) errf(off int64, format string, args ...any) error {
 	return &FormatError{Off: off, Msg: fmt.Sprintf(format, args...)}
 }
 
+// remaining is the bytes read that follow the offset; left, the bytes of
+// the file (ParseHeader: some may not have been read).
 func (p *parser) remaining() int64 { return int64(len(p.data)) - p.off }
+func (p *parser) left() int64      { return p.size - p.off }
 
+// need checks that n bytes follow in the file and were read.
 func (p *parser) need(n int64, what string) error {
-	if n < 0 || p.remaining() < n {
-		return p.errf(p.off, "file ends inside %s (needs %d bytes, %d left)", what, n, p.remaining())
+	if n < 0 || p.left() < n {
+		return p.errf(p.off, "file ends inside %s (needs %d bytes, %d left)", what, n, p.left())
+	}
+	if p.remaining() < n {
+		return fmt.Errorf("%w: %s at byte %d needs %d bytes, %d read", ErrShortHeader, what, p.off, n, p.remaining())
 	}
 	return nil
+}
+
+// capacity bounds a slice's initial capacity by what the bytes read can
+// fill (ParseHeader may be given a head much shorter than the file).
+func (p *parser) capacity(n uint64, minBytes int64) int {
+	return int(min(n, uint64(max(p.remaining(), 0)/minBytes)))
 }
 
 func (p *parser) u8(what string) (uint8, error) {
@@ -216,6 +256,9 @@ func (p *parser) str(what string, maxLen uint64) (string, error) {
 }
 
 func (p *parser) file() (*File, error) {
+	if err := p.need(4, "magic"); err != nil && p.size >= 4 {
+		return nil, err
+	}
 	if len(p.data) < 4 || string(p.data[:4]) != Magic {
 		return nil, ErrNotGGUF
 	}
@@ -241,18 +284,18 @@ func (p *parser) file() (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	if nTensors > maxCount || nTensors > uint64(p.remaining()/minTensorBytes) {
-		return nil, p.errf(at, "tensor count %d cannot fit in the %d bytes that follow", nTensors, p.remaining())
+	if nTensors > maxCount || nTensors > uint64(p.left()/minTensorBytes) {
+		return nil, p.errf(at, "tensor count %d cannot fit in the %d bytes that follow", nTensors, p.left())
 	}
-	if nKV > maxCount || nKV > uint64(p.remaining()/minKVBytes) {
-		return nil, p.errf(at+8, "metadata count %d cannot fit in the %d bytes that follow", nKV, p.remaining())
+	if nKV > maxCount || nKV > uint64(p.left()/minKVBytes) {
+		return nil, p.errf(at+8, "metadata count %d cannot fit in the %d bytes that follow", nKV, p.left())
 	}
 	f := &File{
 		Version:     version,
-		KV:          make([]KV, 0, nKV),
-		kvIndex:     make(map[string]int, nKV),
-		Tensors:     make([]TensorInfo, 0, nTensors),
-		tensorIndex: make(map[string]int, nTensors),
+		KV:          make([]KV, 0, p.capacity(nKV, minKVBytes)),
+		kvIndex:     make(map[string]int, p.capacity(nKV, minKVBytes)),
+		Tensors:     make([]TensorInfo, 0, p.capacity(nTensors, minTensorBytes)),
+		tensorIndex: make(map[string]int, p.capacity(nTensors, minTensorBytes)),
 		Alignment:   DefaultAlignment,
 	}
 	for i := uint64(0); i < nKV; i++ {
@@ -302,11 +345,11 @@ func (p *parser) file() (*File, error) {
 	if nTensors > 0 {
 		end = alignUp(end, f.Alignment)
 	}
-	if end > uint64(len(p.data)) {
+	if end > uint64(p.size) {
 		return nil, p.errf(p.off, "file ends before the tensor data section at byte %d", end)
 	}
 	f.DataOffset = int64(end)
-	if err := checkTensorLayout(f, uint64(len(p.data))-end); err != nil {
+	if err := checkTensorLayout(f, uint64(p.size)-end); err != nil {
 		return nil, err
 	}
 	return f, nil
@@ -473,8 +516,13 @@ func (p *parser) array(key string, depth int) (Array, error) {
 	case TypeArray:
 		minSize = 12
 	}
-	if n > maxCount || n > uint64(p.remaining()/minSize) {
-		return Array{}, p.errf(at+4, "key %q: array length %d cannot fit in the %d bytes left", key, n, p.remaining())
+	if n > maxCount || n > uint64(p.left()/minSize) {
+		return Array{}, p.errf(at+4, "key %q: array length %d cannot fit in the %d bytes left", key, n, p.left())
+	}
+	if size > 0 { // fixed-size elements: all of them read before any allocation
+		if err := p.need(int64(n)*int64(size), "array "+key); err != nil {
+			return Array{}, err
+		}
 	}
 	a := Array{Elem: elem}
 	switch elem {
@@ -510,19 +558,23 @@ func (p *parser) array(key string, depth int) (Array, error) {
 		p.off += int64(n)
 		a.Data = out
 	case TypeString:
-		out := make([]string, n)
-		for i := range out {
-			if out[i], err = p.str("string in array "+key, maxStringLen); err != nil {
+		out := make([]string, 0, p.capacity(n, minSize))
+		for range n {
+			s, err := p.str("string in array "+key, maxStringLen)
+			if err != nil {
 				return Array{}, err
 			}
+			out = append(out, s)
 		}
 		a.Data = out
 	case TypeArray:
-		out := make([]Array, n)
-		for i := range out {
-			if out[i], err = p.array(key, depth+1); err != nil {
+		out := make([]Array, 0, p.capacity(n, minSize))
+		for range n {
+			sub, err := p.array(key, depth+1)
+			if err != nil {
 				return Array{}, err
 			}
+			out = append(out, sub)
 		}
 		a.Data = out
 	}

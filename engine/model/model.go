@@ -39,6 +39,30 @@ func Load(path string) (*Model, error) {
 
 // FromFile builds a Model from a parsed file (which it then owns).
 func FromFile(f *gguf.File) (*Model, error) {
+	m, err := fromHeader(f)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkFinite(fileTensors(f)); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// Check reports why the engine cannot run a file, from its header alone
+// (a File from gguf.ParseHeader will do, so a download can be refused
+// before it is fetched): the architecture, the hyperparameters, every
+// tensor's name, type and shape and the tokenizer, checked as FromFile
+// checks them. Only the weights' values (FromFile refuses non-finite
+// ones) are left unread.
+func Check(f *gguf.File) error {
+	_, err := fromHeader(f)
+	return err
+}
+
+// fromHeader is FromFile without reading the weights' values: its Model's
+// tensors hold no data when f is a header.
+func fromHeader(f *gguf.File) (*Model, error) {
 	archV, ok := f.Get("general.architecture")
 	if !ok {
 		return nil, fmt.Errorf("metadata general.architecture: missing")
@@ -57,9 +81,6 @@ func FromFile(f *gguf.File) (*Model, error) {
 	}
 	w, err := bindWeights(f, spec, cfg)
 	if err != nil {
-		return nil, err
-	}
-	if err := checkFinite(fileTensors(f)); err != nil {
 		return nil, err
 	}
 	tok, err := tokenizer.FromGGUF(f)

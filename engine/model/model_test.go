@@ -1,7 +1,10 @@
 package model
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -67,13 +70,54 @@ func TestLoadRejects(t *testing.T) {
 				t.Fatal(err)
 			}
 			tt.edit(w)
-			f, err := gguf.Parse(w.Bytes())
+			data := w.Bytes()
+			f, err := gguf.Parse(data)
 			if err != nil {
 				t.Fatal(err)
 			}
 			_, err = FromFile(f)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error %v, want it to mention %q", err, tt.want)
+			}
+			// Check refuses it alike from the header alone
+			h, herr := gguf.ParseHeader(data[:f.DataOffset], int64(len(data)))
+			if herr != nil {
+				t.Fatal(herr)
+			}
+			if cerr := Check(h); cerr == nil || cerr.Error() != err.Error() {
+				t.Errorf("Check from the header: %v, FromFile: %v", cerr, err)
+			}
+		})
+	}
+}
+
+// Check accepts every family's file from its header, and leaves the
+// weights' values to FromFile (a NaN weight is found only when it loads).
+func TestCheckFromHeader(t *testing.T) {
+	for _, arch := range Architectures() {
+		t.Run(arch, func(t *testing.T) {
+			w, err := Synthesize(small(arch))
+			if err != nil {
+				t.Fatal(err)
+			}
+			data := w.Bytes()
+			whole, err := gguf.Parse(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, err := gguf.ParseHeader(data[:whole.DataOffset], int64(len(data)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := Check(h); err != nil {
+				t.Fatalf("Check: %v", err)
+			}
+			emb, _ := whole.Tensor("token_embd.weight")
+			nan := slices.Clone(data)
+			binary.LittleEndian.PutUint32(nan[whole.DataOffset+int64(emb.Offset):], math.Float32bits(float32(math.NaN())))
+			f, _ := gguf.Parse(nan)
+			if _, err := FromFile(f); err == nil {
+				t.Errorf("FromFile accepted a NaN weight")
 			}
 		})
 	}

@@ -1,5 +1,6 @@
 // Package registry offers the models a server runs: every .gguf file in
-// its folders and the embedded ones, each loaded once and shared, each
+// its folders, the files added by name (the Hugging Face cache's) and the
+// embedded ones, each loaded once and shared, each
 // converted to another type in memory once (NAME@TYPE), and each
 // prepared once per backend (engine.Load) for every session that runs
 // it. Models are named by a typed Ref.
@@ -23,10 +24,11 @@ import (
 )
 
 // Registry offers every .gguf file in the model directories by file name
-// (and NAME@TYPE, that model converted to TYPE in memory by package
-// quantize), loading each on first use and sharing it (models are
-// read-only), and prepares each model once per backend (engine.Load) for
-// every session that runs it.
+// and the files added by a name of their own (AddFile), and NAME@TYPE,
+// that model converted to TYPE in memory by package quantize, loading
+// each on first use and sharing it (models are read-only), and prepares
+// each model once per backend (engine.Load) for every session that runs
+// it.
 //
 // The lock guards the maps only: loads, conversions and backend uploads
 // run outside it, once per key (a singleflight group), so a slow one
@@ -112,6 +114,18 @@ func New(dirs []string) *Registry {
 func (r *Registry) AddEmbedded(name string, data []byte) {
 	if _, ok := r.paths[name]; !ok && len(data) > 0 {
 		r.embedded[name] = data
+	}
+}
+
+// AddFile offers a model file under a name of its own (the Hugging Face
+// cache's ORG/REPO:QUANT), unless a model of that name is offered
+// already. A name is looked up, never made into a path.
+func (r *Registry) AddFile(name, path string) {
+	if _, ok := r.paths[name]; ok || name == "" {
+		return
+	}
+	if _, ok := r.embedded[name]; !ok {
+		r.paths[name] = path
 	}
 }
 
@@ -352,7 +366,7 @@ func (r *Registry) get(ref Ref) (*model.Model, error) {
 	}
 	data, embedded := r.embedded[name] // set before serving: read without the lock
 	p, onDisk := r.paths[name]
-	if !embedded && (!onDisk || strings.ContainsAny(name, `/\`)) {
+	if !embedded && !onDisk {
 		return nil, fmt.Errorf("no model named %.80q (offered: %s)", name, strings.Join(r.Names(), ", "))
 	}
 	v, err, _ := r.flights.Do("model "+name, func() (any, error) {

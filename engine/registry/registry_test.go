@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"stepthrough/models"
 )
 
@@ -65,5 +67,34 @@ func TestSlowLoadBlocksOnlyItsModel(t *testing.T) {
 		if err == nil {
 			t.Error("an empty file loaded")
 		}
+	}
+}
+
+// A file added by a name of its own (the Hugging Face cache's
+// ORG/REPO:QUANT, a '/' in it) is offered, loaded and converted by that
+// name; a name already offered keeps its model.
+func TestAddFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "blob")
+	if err := os.WriteFile(path, models.Lesson, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reg := New(nil)
+	reg.AddEmbedded("lesson.gguf", models.Lesson)
+	reg.AddFile("org/lesson-GGUF:F32", path)
+	reg.AddFile("lesson.gguf", filepath.Join(t.TempDir(), "missing.gguf"))
+	t.Cleanup(reg.Close)
+	if d := cmp.Diff([]string{"lesson.gguf", "org/lesson-GGUF:F32"}, reg.Names()); d != "" {
+		t.Errorf("Names (-want +got):\n%s", d)
+	}
+	for _, name := range []string{"org/lesson-GGUF:F32", "org/lesson-GGUF:F32@Q8_0", "lesson.gguf"} {
+		if _, err := reg.Engine(name, "cpu"); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if got, err := reg.Resolve("org/lesson-GGUF:F32@q8_0"); err != nil || got != "org/lesson-GGUF:F32@Q8_0" {
+		t.Errorf("Resolve = %q, %v", got, err)
+	}
+	if _, err := reg.Get("org/lesson-GGUF"); err == nil {
+		t.Errorf("a name never offered loaded")
 	}
 }
