@@ -11,6 +11,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	bolt "go.etcd.io/bbolt"
+
 	"stepthrough/engine/registry/registrytest"
 	"stepthrough/engine/sample"
 	"stepthrough/engine/spec"
@@ -39,7 +41,7 @@ func TestCodes(t *testing.T) {
 }
 
 func TestStoreRejectsCorruptState(t *testing.T) {
-	st, err := OpenSQLite(t.TempDir(), nil)
+	st, err := OpenBolt(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +62,9 @@ func TestStoreRejectsCorruptState(t *testing.T) {
 	if err != nil || r.State.LessonStep != 2 || r.State.Run.Prompt != "Once" || r.Answers[2]["s1"] != " brown" || len(r.Answers[2]) != 1 {
 		t.Fatalf("round trip: %+v, %v", r, err)
 	}
-	if _, err := st.db.Exec(`UPDATE rooms SET state = '{"lesson": 5' WHERE code = 'ABCDEF'`); err != nil {
+	if err := st.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketRooms).Bucket([]byte("ABCDEF")).Put(keyState, []byte(`{"lesson": 5`))
+	}); err != nil {
 		t.Fatal(err)
 	}
 	// A room whose state cannot be read comes back (its answers kept) with
@@ -266,30 +270,41 @@ func TestBusyRoomBlocksNoOther(t *testing.T) {
 // an empty file starts fresh; a newer schema is refused.
 func TestStoreNoticesDamage(t *testing.T) {
 	dir := t.TempDir()
-	st, err := OpenSQLite(dir, nil)
+	st, err := OpenBolt(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now()
 	run := spec.Default("lesson.gguf")
 	run.Prompt = strings.Repeat("x", 1500)
-	for i := range 200 { // enough rows to span many pages
+	for i := range 200 { // enough rooms to span many pages
 		if _, err := st.SaveRoom(t.Context(), Record{Code: fmt.Sprintf("R%05d", i), SecretHash: "h", Created: now, Expires: now.Add(time.Hour)}, State{Run: run}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	st.db.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
+	// a page in the middle of the file that holds rooms, not a header
+	var page int64
+	st.db.View(func(tx *bolt.Tx) error {
+		n := int(tx.Size() / int64(tx.DB().Info().PageSize))
+		for id := n / 2; id < n && page == 0; id++ {
+			if info, err := tx.Page(id); err == nil && info != nil && info.Type == "leaf" {
+				page = int64(id)
+			}
+		}
+		return nil
+	})
+	ps := int64(st.db.Info().PageSize)
 	st.Close()
-	path := dir + "/rooms.db"
+	path := filepath.Join(dir, BoltFile)
 	b, err := os.ReadFile(path)
-	if err != nil || len(b) < 40000 {
-		t.Fatalf("store of %d bytes: %v", len(b), err)
+	if err != nil || len(b) < 40000 || page == 0 {
+		t.Fatalf("store of %d bytes, a leaf at page %d: %v", len(b), page, err)
 	}
-	for i := 20000; i < 24000; i++ { // damage in the middle, not the header
+	for i := page * ps; i < (page+1)*ps; i++ {
 		b[i] ^= 0x5a
 	}
 	os.WriteFile(path, b, 0o600)
-	_, err = OpenSQLite(dir, nil)
+	_, err = OpenBolt(dir, nil)
 	if err == nil || !strings.Contains(err.Error(), "damaged") || strings.Contains(err.Error(), "\n") {
 		t.Fatalf("a damaged store: %v", err)
 	}
@@ -299,18 +314,18 @@ func TestStoreNoticesDamage(t *testing.T) {
 	}
 
 	empty := t.TempDir()
-	os.WriteFile(empty+"/rooms.db", nil, 0o600)
-	if st, err := OpenSQLite(empty, nil); err != nil {
+	os.WriteFile(filepath.Join(empty, BoltFile), nil, 0o600)
+	if st, err := OpenBolt(empty, nil); err != nil {
 		t.Errorf("an empty file: %v", err)
 	} else {
 		st.Close()
 	}
 
 	newer := t.TempDir()
-	st, _ = OpenSQLite(newer, nil)
-	st.db.Exec("PRAGMA user_version = 99")
+	st, _ = OpenBolt(newer, nil)
+	st.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keySchema, be64(99)) })
 	st.Close()
-	if _, err := OpenSQLite(newer, nil); err == nil || !strings.Contains(err.Error(), "newer") {
+	if _, err := OpenBolt(newer, nil); err == nil || !strings.Contains(err.Error(), "newer") || !strings.Contains(err.Error(), "schema 99") {
 		t.Errorf("a newer schema: %v", err)
 	}
 }
@@ -320,7 +335,7 @@ func TestStoreNoticesDamage(t *testing.T) {
 // the instructor; the room works again once the instructor moves it on.
 func TestQuarantinedState(t *testing.T) {
 	dir := t.TempDir()
-	st, err := OpenSQLite(dir, nil)
+	st, err := OpenBolt(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

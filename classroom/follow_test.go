@@ -13,7 +13,7 @@ import (
 // is loaded by the other, which follows it by the events it is given.
 func followingPair(t *testing.T) (one, two *Room) {
 	t.Helper()
-	st, err := OpenSQLite(t.TempDir(), nil)
+	st, err := OpenBolt(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

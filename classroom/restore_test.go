@@ -63,7 +63,7 @@ func TestRoomRestoresAfterAViewThatCannotBeDrawn(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	st, err := OpenSQLite(dir, nil)
+	st, err := OpenBolt(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestRoomRestoresAfterAViewThatCannotBeDrawn(t *testing.T) {
 	// a stored state no view can draw (saved by a server before a fix)
 	// loads quarantined: told, saved, not replayed
 	cl.Close()
-	if st, err = OpenSQLite(dir, nil); err != nil {
+	if st, err = OpenBolt(dir, nil); err != nil {
 		t.Fatal(err)
 	}
 	cfg.Store = st
@@ -145,7 +145,7 @@ func TestCatchUpWithAViewThatCannotBeDrawn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := OpenSQLite(t.TempDir(), nil)
+	st, err := OpenBolt(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

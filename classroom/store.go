@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Store keeps rooms across restarts (SQLite implements it) and, in
+// Store keeps rooms across restarts (Bolt implements it) and, in
 // PostgreSQL, shares them between servers.
 type Store interface {
 	// SaveRoom writes a room's state if the stored version is still

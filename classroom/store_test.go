@@ -1,9 +1,8 @@
 package classroom
 
 import (
-	"database/sql"
 	"encoding/json"
-	"path/filepath"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -96,71 +95,48 @@ func TestReadStoredNamesDamage(t *testing.T) {
 	}
 }
 
-// A store written by schema 1 (no checksum, no creator) opens as schema 2
-// with its rooms, which load without damage and count by creator after
-// their next save.
-func TestStoreMigratesFromSchema1(t *testing.T) {
-	dir := t.TempDir()
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "rooms.db"))
+// A quota makes writes that need the file to grow fail as on a full disk,
+// and nothing of them is kept; writes that fit in the pages the file has
+// go on; lifting the quota lets the rest in.
+func TestStoreQuota(t *testing.T) {
+	st, err := OpenBolt(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, b := goodState(t)
+	defer st.Close()
+	state, _ := goodState(t)
 	now := time.Now()
-	for _, q := range []string{
-		`CREATE TABLE rooms (code TEXT PRIMARY KEY, secret_hash TEXT NOT NULL, state TEXT NOT NULL, created INTEGER NOT NULL, expires INTEGER NOT NULL)`,
-		`CREATE TABLE answers (code TEXT NOT NULL, step INTEGER NOT NULL, student TEXT NOT NULL, answer TEXT NOT NULL, at INTEGER NOT NULL, PRIMARY KEY (code, step, student))`,
-		`PRAGMA user_version = 1`,
-	} {
-		if _, err := db.Exec(q); err != nil {
+	if _, err := st.SaveRoom(t.Context(), Record{Code: "ABCDEF", Created: now, Expires: now.Add(time.Hour)}, state); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 { // the room's answers get their page, the writes their spare ones
+		if err := st.SaveAnswer(t.Context(), "ABCDEF", 0, "s", "first"); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := db.Exec(`INSERT INTO rooms VALUES ('OLDOLD', 'h', ?, ?, ?)`, string(b), now.Unix(), now.Add(time.Hour).Unix()); err != nil {
+	if err := st.SetQuota(t.Context(), 1); err != nil { // no bigger than it is
 		t.Fatal(err)
 	}
-	db.Close()
-
-	st, err := OpenSQLite(dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	var version int
-	st.db.QueryRow("PRAGMA user_version").Scan(&version)
-	r, err := st.LoadRoom(t.Context(), "OLDOLD")
-	if err != nil || version != schemaVersion || len(r.Damage) > 0 || r.State.LessonStep != 2 {
-		t.Fatalf("migrated: version %d, %+v, %v", version, r, err)
-	}
-	rec := Record{Code: "NEWNEW", SecretHash: "h", Creator: "10.0.0.1", Created: now, Expires: now.Add(time.Hour)}
-	if _, err := st.SaveRoom(t.Context(), rec, r.State); err != nil {
-		t.Fatal(err)
-	}
-	all, mine, err := st.CountRooms(t.Context(), now, "10.0.0.1")
-	if err != nil || all != 2 || mine != 1 {
-		t.Errorf("CountRooms: %d all, %d mine, %v; want 2, 1", all, mine, err)
-	}
-}
-
-// A quota makes writes fail as on a full disk; lifting it lets them in.
-func TestStoreQuota(t *testing.T) {
-	st, err := OpenSQLite(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if err := st.SetQuota(t.Context(), 1); err != nil {
-		t.Fatal(err)
+	for i := range 20 {
+		if err := st.SaveAnswer(t.Context(), "ABCDEF", 0, "s", fmt.Sprint(i)); err != nil {
+			t.Fatalf("a small answer under the quota, write %d: %v", i, err)
+		}
 	}
 	big := strings.Repeat("x", 64<<10)
 	if err := st.SaveAnswer(t.Context(), "ABCDEF", 0, "s", big); err == nil || !strings.Contains(err.Error(), "full") {
-		t.Fatalf("over the quota: %v, want a full database", err)
+		t.Fatalf("over the quota: %v, want a full store", err)
+	}
+	if r, err := st.LoadRoom(t.Context(), "ABCDEF"); err != nil || r.Answers[0]["s"] != "19" {
+		t.Fatalf("after the refused write: %v, %v; want the answer before it", r, err)
 	}
 	if err := st.SetQuota(t.Context(), 0); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.SaveAnswer(t.Context(), "ABCDEF", 0, "s", big); err != nil {
 		t.Fatalf("quota lifted: %v", err)
+	}
+	if r, err := st.LoadRoom(t.Context(), "ABCDEF"); err != nil || r.Answers[0]["s"] != big {
+		t.Fatalf("quota lifted: the answer is not stored (%v)", err)
 	}
 }
 

@@ -15,12 +15,12 @@ import (
 	"stepthrough/classroom/pgtest"
 )
 
-// stores are the Store implementations under the same contract: SQLite in
+// stores are the Store implementations under the same contract: bbolt in
 // a temporary directory, and PostgreSQL in a throw-away database.
 func stores(t *testing.T) map[string]func(t *testing.T) Store {
 	return map[string]func(t *testing.T) Store{
-		"sqlite": func(t *testing.T) Store {
-			st, err := OpenSQLite(t.TempDir(), nil)
+		"bolt": func(t *testing.T) Store {
+			st, err := OpenBolt(t.TempDir(), nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -212,7 +212,7 @@ func TestClassroomStoreWarningInBrowser(t *testing.T) {
 	do(t, ctx, chromedp.EmulateViewport(375, 740), chromedp.Navigate(base+"/rooms/"+code),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="poll-option"]`)))
 
-	st := fillStore(t, s, dir)
+	st := fillStore(t, s)
 	for i := range 100 { // more answers than the store's pages hold
 		c := dialRoom(t, base, code, newStudent(t, base, code))
 		c.send(map[string]string{"action": "answer", "answer": []string{" Par", " L", " B"}[i%3]})

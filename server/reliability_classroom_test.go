@@ -1,7 +1,8 @@
 package server
 
 import (
-	"database/sql"
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"html"
 	"net/http"
@@ -12,11 +13,13 @@ import (
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"stepthrough/classroom"
 )
 
 // The reliability suite's classroom scenarios (second pass), each against
-// a real server on loopback with its real SQLite store.
+// a real server on loopback with its real store (a bbolt file).
 
 // startRoomFrom posts the room form from a forwarded address; it returns
 // the HTTP status and, on success, the code and the instructor key.
@@ -64,24 +67,51 @@ func (a abuseServer) lessonRoom(t *testing.T, step int) (code, key string, teach
 }
 
 // roomEditedOnDisk starts a lesson room at step, stops the server (its
-// store in dir), and changes the stored room on disk with query, whose
-// last parameter is the room's code (args come before it): what an older
-// server, or damage, left there. It returns the code and instructor key.
-func (a abuseServer) roomEditedOnDisk(t *testing.T, dir string, step int, query string, args ...any) (code, key string) {
+// store in dir), and changes the stored room in the file with edit, given
+// the room's bucket: what an older server, or damage, left there. It
+// returns the code and instructor key.
+func (a abuseServer) roomEditedOnDisk(t *testing.T, dir string, step int, edit func(t *testing.T, room *bolt.Bucket)) (code, key string) {
 	t.Helper()
 	code, key, teach := a.lessonRoom(t, step)
 	teach.conn.Close()
 	a.ts.Close()
 	a.s.Close()
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "rooms.db"))
+	db, err := bolt.Open(filepath.Join(dir, classroom.BoltFile), 0o600, &bolt.Options{Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if _, err := db.Exec(query, append(args, code)...); err != nil {
+	if err := db.Update(func(tx *bolt.Tx) error {
+		room := tx.Bucket([]byte("rooms")).Bucket([]byte(code))
+		if room == nil {
+			return fmt.Errorf("room %s is not in the file", code)
+		}
+		edit(t, room)
+		return nil
+	}); err != nil {
 		t.Fatal(err)
 	}
 	return code, key
+}
+
+// editState changes a stored room's state JSON with edit, every other
+// value kept as written (numbers too), and its checksum left as it was.
+func editState(t *testing.T, room *bolt.Bucket, edit func(state map[string]any)) {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(room.Get([]byte("state"))))
+	dec.UseNumber()
+	var state map[string]any
+	if err := dec.Decode(&state); err != nil {
+		t.Fatal(err)
+	}
+	edit(state)
+	b, err := json.Marshal(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := room.Put([]byte("state"), b); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // Finding 5, rooms: 100 rooms from 10 addresses gave every other
@@ -136,24 +166,25 @@ func TestReliabilityFewAddressesFillTheRooms(t *testing.T) {
 	})
 }
 
-// fillStore fills the classroom store's disk: another writer takes a
-// share of it, then the store's file may not grow (SQLite's
-// max_page_count: its writes fail as on a full disk).
-func fillStore(t *testing.T, s *Server, dir string) *classroom.SQLite {
+// fillStore fills the classroom store's disk: the store's file may grow
+// no further (its quota at its size now), and another writer takes what
+// space is left in it, until the store says it is full.
+func fillStore(t *testing.T, s *Server) *classroom.Bolt {
 	t.Helper()
-	st := s.class.Store().(*classroom.SQLite)
-	filler, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "rooms.db")+"?_pragma=busy_timeout(5000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer filler.Close()
-	if _, err := filler.Exec(`CREATE TABLE filler (b BLOB); INSERT INTO filler VALUES (zeroblob(200000))`); err != nil {
-		t.Fatal(err)
-	}
+	st := s.class.Store().(*classroom.Bolt)
 	if err := st.SetQuota(t.Context(), 1); err != nil { // no bigger than it is now
 		t.Fatal(err)
 	}
-	return st
+	filler := strings.Repeat("x", 2000)
+	for i := 0; ; i++ {
+		err := st.SaveAnswer(t.Context(), "FILLER", 0, strconv.Itoa(i), filler)
+		if err != nil && strings.Contains(err.Error(), "full") {
+			return st
+		}
+		if err != nil || i == 10000 {
+			t.Fatalf("filling the store, write %d: %v", i, err)
+		}
+	}
 }
 
 // eventually polls cond for up to 10 s.
@@ -176,10 +207,10 @@ func TestReliabilityFullDisk(t *testing.T) {
 	a := newAbuseServer(t, Config{DataDir: dir})
 	code, _, teach := a.lessonRoom(t, 1)
 
-	st := fillStore(t, a.s, dir)
+	st := fillStore(t, a.s)
 
-	// An empty answers table takes about 70 answers into the pages it
-	// already has; 100 students make it grow.
+	// Answers go on into the pages the writes free, until the room's
+	// answers need a page more; 100 students make them grow.
 	const n = 100
 	answers := []string{" Par", " L", " B"}
 	students, ids := make([]*wsClient, n), make([]string, n)
@@ -281,7 +312,9 @@ func TestReliabilityPollStuffing(t *testing.T) {
 func TestReliabilityDamagedStoredRoom(t *testing.T) {
 	dir := t.TempDir()
 	a := newAbuseServer(t, Config{DataDir: dir})
-	code, key := a.roomEditedOnDisk(t, dir, 2, `UPDATE rooms SET state = json_remove(state, '$.lesson') WHERE code = ?`)
+	code, key := a.roomEditedOnDisk(t, dir, 2, func(t *testing.T, room *bolt.Bucket) {
+		editState(t, room, func(state map[string]any) { delete(state, "lesson") })
+	})
 
 	b := newAbuseServer(t, Config{DataDir: dir})
 	teach := dialRoomWith(t, b.ts.URL, code, "key="+key, http.Header{})

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	bolt "go.etcd.io/bbolt"
+
 	"stepthrough/engine/gguf"
 	"stepthrough/engine/model"
 	"stepthrough/engine/quant"
@@ -54,7 +56,12 @@ func TestReliabilityOverflowingLink(t *testing.T) {
 	}
 
 	// a room saved with the link by a server before this fix
-	code, key := a.roomEditedOnDisk(t, dir, 1, `UPDATE rooms SET state = json_set(state, '$.run.ablate', ?), state_sum = '' WHERE code = ?`, overflowLink)
+	code, key := a.roomEditedOnDisk(t, dir, 1, func(t *testing.T, room *bolt.Bucket) {
+		editState(t, room, func(state map[string]any) { state["run"].(map[string]any)["ablate"] = overflowLink })
+		if err := room.Put([]byte("state_sum"), []byte{}); err != nil { // saved before checksums
+			t.Fatal(err)
+		}
+	})
 	b2 := newAbuseServer(t, Config{DataDir: dir})
 	for range 3 { // students' tabs reconnect by themselves: every load is survived
 		if status, page := getPage(t, b2.ts.URL+"/rooms/"+code); status != http.StatusOK {

@@ -62,7 +62,7 @@ type Config struct {
 	MaxPerClient int
 	Logger       *slog.Logger
 
-	// Classrooms. DataDir holds rooms.db (SQLite); empty keeps rooms in
+	// Classrooms. DataDir holds rooms.bolt (bbolt); empty keeps rooms in
 	// memory only (a restart ends them). StoreURL (postgres://…) keeps
 	// them in PostgreSQL instead, which several servers may share.
 	DataDir  string
@@ -151,7 +151,7 @@ type Server struct {
 
 // New builds a server over the models found in cfg.ModelsDirs, the
 // embedded ones and cfg.ModelFiles. It fails only when its classroom
-// store (cfg.StoreURL, or cfg.DataDir's SQLite) or the cookie-signing
+// store (cfg.StoreURL, or cfg.DataDir's bbolt file) or the cookie-signing
 // secret cannot be opened.
 func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {

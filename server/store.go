@@ -16,7 +16,8 @@ import (
 const storeOpenWait = 15 * time.Second
 
 // openStore opens the classroom store the configuration names:
-// PostgreSQL at StoreURL, SQLite in DataDir, or none (rooms in memory).
+// PostgreSQL at StoreURL, a bbolt file in DataDir, or none (rooms in
+// memory).
 func openStore(cfg Config) (classroom.Store, error) {
 	switch {
 	case cfg.StoreURL != "":
@@ -31,7 +32,7 @@ func openStore(cfg Config) (classroom.Store, error) {
 		}
 		return st, nil
 	case cfg.DataDir != "":
-		st, err := classroom.OpenSQLite(cfg.DataDir, cfg.Logger)
+		st, err := classroom.OpenBolt(cfg.DataDir, cfg.Logger)
 		if err != nil {
 			return nil, err
 		}
