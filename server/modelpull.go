@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,7 +36,10 @@ type pull struct {
 // start runs a pull of ref unless one is running, and returns the
 // running one; onDone is called with its result when it ends well.
 func (ps *pulls) start(c *hfhub.Client, ref hfhub.Ref, memory uint64, onDone func(*hfhub.Result)) *pull {
-	key := ref.String()
+	key := ref.Repo // a tag is matched without case: q8_0 joins Q8_0's pull
+	if ref.Quant != "" {
+		key += ":" + strings.ToUpper(ref.Quant)
+	}
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	if ps.by == nil {

@@ -109,8 +109,8 @@ func TestModelsPullCancelDelete(t *testing.T) {
 	if code, body := postForm(t, ts.URL+"/models/pull", url.Values{"ref": {ref}}, ""); code != http.StatusOK || !strings.Contains(body, `data-state="running"`) {
 		t.Fatalf("pull: %d %s", code, body)
 	}
-	// a second request joins the first: the same pull, still stalled
-	if code, body := postForm(t, ts.URL+"/models/pull", url.Values{"ref": {ref}}, ""); code != http.StatusOK || !strings.Contains(body, `data-state="running"`) {
+	// a second request joins the first (its tag in another case): the same pull, still stalled
+	if code, body := postForm(t, ts.URL+"/models/pull", url.Values{"ref": {"org/tiny-GGUF:q8_0"}}, ""); code != http.StatusOK || !strings.Contains(body, `data-state="running"`) {
 		t.Fatalf("a second pull: %d %s", code, body)
 	}
 	state, done, total, text := waitPull(t, ts.URL, ref, func(_ string, done int64) bool { return done >= int64(half) })
