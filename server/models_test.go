@@ -167,6 +167,11 @@ func TestModelsPullCancelDelete(t *testing.T) {
 	if err != nil || resp.StatusCode != http.StatusOK || c.Model != ref || c.Usage.CompletionTokens == 0 {
 		t.Fatalf("a completion with the pulled model: %d %+v %v", resp.StatusCode, c, err)
 	}
+	// and the Explorer runs it
+	q := url.Values{"prompt": {"the cat"}, "temperature": {"0"}, "model": {ref}, "backend": {"cpu"}}
+	if doc := get(t, ts.URL+"/?"+q.Encode()); doc.Find(`select[name="model"] option[selected]`).AttrOr("value", "") != ref || doc.Find("[data-current-stage]").Length() == 0 {
+		t.Errorf("the Explorer with the pulled model: selected %q", doc.Find(`select[name="model"] option[selected]`).AttrOr("value", ""))
+	}
 	// delete: the link and its blob go, the model is no longer offered
 	blobs, _ := filepath.Glob(filepath.Join(cache, "models--org--tiny-GGUF", "blobs", "*"))
 	if code, _ := postForm(t, ts.URL+"/models/delete", url.Values{"name": {ref}}, ""); code != http.StatusSeeOther {
