@@ -87,7 +87,11 @@ func runServe(ctx context.Context, env Env, args []string) error {
 	}
 	log := slog.New(slog.NewTextHandler(env.Stderr, nil))
 	var hfModels map[string]string
+	var hub *hfhub.Client
 	if *hfCache {
+		if hub, err = hfhub.FromEnv(); err != nil {
+			log.Warn("the Models page pulls no models", "err", err)
+		}
 		var dir string
 		if hfModels, dir, err = hfCacheModels(); err != nil {
 			log.Warn("the Hugging Face cache's models are not offered", "err", err)
@@ -95,7 +99,7 @@ func runServe(ctx context.Context, env Env, args []string) error {
 			log.Info("offering the Hugging Face cache's models", "dir", dir, "models", len(hfModels))
 		}
 	}
-	s, err := server.New(server.Config{Addr: *addr, ModelsDirs: modelDirs, ModelFiles: hfModels, Logger: log, DataDir: *data, StoreURL: *store, BusURL: *bus,
+	s, err := server.New(server.Config{Addr: *addr, ModelsDirs: modelDirs, ModelFiles: hfModels, Hub: hub, Logger: log, DataDir: *data, StoreURL: *store, BusURL: *bus,
 		BusAuth:      busAuth(*busUser, *busPassword, *busToken, *busNkey),
 		Embedded:     models.Embedded(),
 		AllowedHosts: allowed, TrustedProxies: trusted, TLSCert: *cert, TLSKey: *key, MemoryBudget: int64(*budget) << 20,

@@ -236,3 +236,57 @@ func repoModels(c Cache, repo, commit string, files []File) []Model {
 	slices.SortFunc(out, func(a, b Model) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
+
+// Remove deletes a model from the cache: its file's link in the snapshot
+// refs/main names, then the blob it pointed to unless another snapshot's
+// link still points there (huggingface_hub shares blobs between
+// commits). A partial download of that blob is left: the next pull
+// continues it.
+func (c Cache) Remove(m Model) error {
+	if err := checkRepo(m.Repo); err != nil {
+		return fmt.Errorf("removing %s: %w", m.Name, err)
+	}
+	if err := checkFileName(m.File); err != nil {
+		return fmt.Errorf("removing %s: %w", m.Name, err)
+	}
+	commit, err := c.Commit(m.Repo)
+	if err != nil {
+		return fmt.Errorf("removing %s: %w", m.Name, err)
+	}
+	link := c.snapshot(m.Repo, commit, m.File)
+	target, err := os.Readlink(link)
+	if err != nil {
+		return fmt.Errorf("removing %s: %w", m.Name, err)
+	}
+	blob := target
+	if !filepath.IsAbs(blob) {
+		blob = filepath.Join(filepath.Dir(link), blob)
+	}
+	if err := os.Remove(link); err != nil {
+		return fmt.Errorf("removing %s: %w", m.Name, err)
+	}
+	blobs := filepath.Join(c.repoDir(m.Repo), "blobs")
+	if filepath.Dir(filepath.Clean(blob)) != blobs {
+		return nil // a link into somewhere else: not ours to delete
+	}
+	shared := false
+	filepath.WalkDir(filepath.Join(c.repoDir(m.Repo), "snapshots"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.Type()&fs.ModeSymlink == 0 {
+			return nil
+		}
+		if t, err := os.Readlink(p); err == nil {
+			if !filepath.IsAbs(t) {
+				t = filepath.Join(filepath.Dir(p), t)
+			}
+			shared = shared || filepath.Clean(t) == filepath.Clean(blob)
+		}
+		return nil
+	})
+	if shared {
+		return nil
+	}
+	if err := os.Remove(blob); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("removing %s's blob: %w", m.Name, err)
+	}
+	return nil
+}

@@ -103,3 +103,34 @@ func TestCacheModels(t *testing.T) {
 		t.Errorf("a missing cache: %v, %v", m, err)
 	}
 }
+
+// Remove deletes a model's link and its blob, but keeps a blob another
+// snapshot still links to (the same bytes at an older commit).
+func TestCacheRemove(t *testing.T) {
+	c := Cache{t.TempDir()}
+	a, b := "1111111111111111111111111111111111111111", "2222222222222222222222222222222222222222"
+	put(t, c, "org/m-GGUF", b, "m-Q8_0.gguf", []byte("shared"))
+	put(t, c, "org/m-GGUF", a, "m-Q8_0.gguf", []byte("shared"))
+	put(t, c, "org/m-GGUF", a, "m-Q4_0.gguf", []byte("alone"))
+	ms, err := c.Models()
+	if err != nil || len(ms) != 2 {
+		t.Fatalf("Models: %v, %v", ms, err)
+	}
+	for _, m := range ms {
+		if err := c.Remove(m); err != nil {
+			t.Fatalf("Remove(%s): %v", m.Name, err)
+		}
+	}
+	if _, err := os.Stat(c.blob("org/m-GGUF", sha([]byte("alone")))); !os.IsNotExist(err) {
+		t.Errorf("the blob no other link names is left: %v", err)
+	}
+	if _, err := os.Stat(c.blob("org/m-GGUF", sha([]byte("shared")))); err != nil {
+		t.Errorf("the blob commit %s still links to was deleted: %v", b[:7], err)
+	}
+	if ms, _ := c.Models(); len(ms) != 0 {
+		t.Errorf("after Remove, Models lists %v", ms)
+	}
+	if err := c.Remove(Model{Name: "x", Repo: "org/m-GGUF", File: "../../etc/passwd"}); err == nil {
+		t.Errorf("Remove took a file name that leaves the snapshot")
+	}
+}

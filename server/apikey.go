@@ -61,7 +61,7 @@ func (s *Server) cacheScope(c echo.Context, salt string) string {
 }
 
 // keyPages are where the key form may send a browser back to.
-var keyPages = []string{"/requests", "/agent"}
+var keyPages = []string{"/requests", "/agent", "/models"}
 
 // askKey answers a page behind the key with the form that asks for it.
 func (s *Server) askKey(c echo.Context, note string) error {

@@ -404,6 +404,7 @@ func axePages(a *axeAudit, base string) {
 		{"requests", "/requests"},
 		{"request", "/requests/" + reqID},
 		{"agent", "/agent"},
+		{"models", "/models"},
 	} {
 		a.page(p.name, base+p.path, "main")
 	}

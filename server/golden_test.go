@@ -34,6 +34,7 @@ func TestPageSnapshots(t *testing.T) {
 		{"classroom", "/classroom"},
 		{"join", "/join"},
 		{"serving", "/serving"},
+		{"models", "/models"},
 	}
 	for _, p := range pages {
 		t.Run(p.name, func(t *testing.T) {

@@ -44,6 +44,7 @@ import (
 	"stepthrough/classroom"
 	"stepthrough/engine/registry"
 	"stepthrough/engine/spec"
+	"stepthrough/hfhub"
 	"stepthrough/lessons"
 	"stepthrough/present"
 	"stepthrough/session"
@@ -117,6 +118,10 @@ type Config struct {
 	// ModelFiles are more model files offered by a name of their own
 	// (the Hugging Face cache's ORG/REPO:QUANT → its snapshot's file).
 	ModelFiles map[string]string
+	// Hub pulls models from the Hugging Face Hub into its cache for the
+	// Models page (/models); nil: the page lists the models and pulls
+	// none. Its cache's models are the ones ModelFiles names.
+	Hub *hfhub.Client
 }
 
 // Server serves the Explorer, Compare, the lessons and the classroom.
@@ -134,6 +139,7 @@ type Server struct {
 	watched  watchList     // the last API requests, for "Watch this request"
 	started  time.Time
 	lessons  map[string]*lessons.Lesson
+	pulls    pulls // the Models page's pulls from the Hugging Face Hub
 	class    *classroom.Classroom
 	base     context.Context // done when the server shuts down: connections end
 	stop     context.CancelFunc
@@ -251,6 +257,7 @@ func New(cfg Config) (*Server, error) {
 	e.GET("/families", s.familiesPage)
 	e.GET("/patching", s.patchingPage)
 	e.GET("/memory", s.memoryPage)
+	s.modelsRoutes(e)
 	s.servingRoutes(e)
 	s.started = time.Now()
 	s.echo = e
@@ -275,6 +282,7 @@ func (s *Server) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
 // engine sessions and the database, and every connection.
 func (s *Server) Close() {
 	s.stop()
+	s.pulls.cancelAll()
 	s.class.Close()
 	s.stopBatches()
 	if s.bus != nil {

@@ -9,7 +9,7 @@ import (
 	"io/fs"
 )
 
-//go:embed app.css app.js serving.js favicon.svg vendor
+//go:embed app.css app.js serving.js models.js favicon.svg vendor
 var files embed.FS
 
 // FS is the asset tree served under /static/.

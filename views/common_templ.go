@@ -282,7 +282,7 @@ func siteNav(current string) templ.Component {
 
 // navLinks are the pages siteNav links, in the order a new user meets them.
 var navLinks = [][2]string{{"/", "Explorer"}, {"/lessons", "Lessons"}, {"/compare", "Compare"}, {"/classroom", "Classroom"},
-	{"/agent", "Tools and reasoning"}, {"/families", "Families"}, {"/patching", "Patching"}, {"/quantization", "Quantization"}, {"/memory", "Memory and cost"}, {"/serving", "Serving"}, {"/requests", "API requests"}}
+	{"/agent", "Tools and reasoning"}, {"/families", "Families"}, {"/patching", "Patching"}, {"/quantization", "Quantization"}, {"/memory", "Memory and cost"}, {"/serving", "Serving"}, {"/requests", "API requests"}, {"/models", "Models"}}
 
 func pageAttr(b bool) string {
 	if b {

@@ -14,6 +14,9 @@ type Summary struct {
 	Params     uint64
 	Type       string // the type holding most of the weights' bytes
 	Context    int
+	// Layers, KVHeads and HeadDim size the KV cache (0 when the header
+	// lacks them).
+	Layers, KVHeads, HeadDim int
 }
 
 // Summarize reads a file's summary.
@@ -28,6 +31,13 @@ func Summarize(f *gguf.File) Summary {
 	if v, ok := f.Get(s.Arch + ".context_length"); ok {
 		n, _ := v.Uint()
 		s.Context = int(min(n, maxContext))
+	}
+	s.Layers, s.KVHeads, s.HeadDim = headerInt(f, s.Arch+".block_count"), headerInt(f, s.Arch+".attention.head_count_kv"), headerInt(f, s.Arch+".attention.key_length")
+	if s.KVHeads == 0 {
+		s.KVHeads = headerInt(f, s.Arch+".attention.head_count")
+	}
+	if h := headerInt(f, s.Arch+".attention.head_count"); s.HeadDim == 0 && h > 0 {
+		s.HeadDim = headerInt(f, s.Arch+".embedding_length") / h
 	}
 	for i := range f.Tensors {
 		s.Params += f.Tensors[i].Elements()
@@ -66,4 +76,18 @@ func HumanCount(n uint64) string {
 		return fmt.Sprintf("%.1f K", float64(n)/1e3)
 	}
 	return fmt.Sprint(n)
+}
+
+// headerInt is a small count from the header (0 when missing, not a
+// number or implausible: an array's per-layer value is left out).
+func headerInt(f *gguf.File, key string) int {
+	v, ok := f.Get(key)
+	if !ok {
+		return 0
+	}
+	n, isInt := v.Uint()
+	if !isInt || n > 1<<20 {
+		return 0
+	}
+	return int(n)
 }

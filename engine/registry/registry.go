@@ -8,6 +8,7 @@ package registry
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -120,7 +121,10 @@ func (r *Registry) AddEmbedded(name string, data []byte) {
 // AddFile offers a model file under a name of its own (the Hugging Face
 // cache's ORG/REPO:QUANT), unless a model of that name is offered
 // already. A name is looked up, never made into a path.
+// It may be called while serving (the Models page's pulls).
 func (r *Registry) AddFile(name, path string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if _, ok := r.paths[name]; ok || name == "" {
 		return
 	}
@@ -129,9 +133,56 @@ func (r *Registry) AddFile(name, path string) {
 	}
 }
 
+// RemoveFile stops offering a file added by AddFile under name (its file
+// deleted): a session that loaded it keeps its weights, a new one is told
+// there is no such model. It reports whether name was offered by a path.
+func (r *Registry) RemoveFile(name string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.paths[name]; !ok {
+		return false
+	}
+	delete(r.paths, name)
+	delete(r.loaded, name)
+	delete(r.summaries, name)
+	return true
+}
+
+// Path is the file an offered model is read from; embedded reports a
+// model compiled into the binary (path ""); ok is false for a name not
+// offered.
+func (r *Registry) Path(name string) (path string, embedded, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if p, found := r.paths[name]; found {
+		return p, false, true
+	}
+	_, embedded = r.embedded[name]
+	return "", embedded, embedded
+}
+
+// FileSize is an offered model's bytes: its file's, or the embedded
+// copy's; false when it cannot be told.
+func (r *Registry) FileSize(name string) (int64, bool) {
+	if data, ok := r.embedded[name]; ok { // set before serving: read without the lock
+		return int64(len(data)), true
+	}
+	p, _, ok := r.Path(name)
+	if !ok {
+		return 0, false
+	}
+	st, err := os.Stat(p)
+	if err != nil {
+		return 0, false
+	}
+	return st.Size(), true
+}
+
 // Names lists the offered models, sorted.
 func (r *Registry) Names() []string {
 	var n []string
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	for k := range r.paths {
 		n = append(n, k)
 	}
@@ -163,7 +214,7 @@ func (r *Registry) Summary(name string) (model.Summary, bool) {
 	var err error
 	if data, ok := r.embedded[name]; ok {
 		f, err = gguf.Parse(data)
-	} else if p, ok := r.paths[name]; ok {
+	} else if p, _, ok := r.Path(name); ok {
 		f, err = gguf.Open(p)
 	} else {
 		return model.Summary{}, false
@@ -191,10 +242,7 @@ type summaryAnswer struct {
 // Default is the model a new session uses: lesson.gguf when present, else
 // the first by name.
 func (r *Registry) Default() string {
-	if _, ok := r.paths["lesson.gguf"]; ok {
-		return "lesson.gguf"
-	}
-	if _, ok := r.embedded["lesson.gguf"]; ok {
+	if _, _, ok := r.Path("lesson.gguf"); ok {
 		return "lesson.gguf"
 	}
 	if n := r.Names(); len(n) > 0 {
@@ -365,7 +413,7 @@ func (r *Registry) get(ref Ref) (*model.Model, error) {
 		return m, nil
 	}
 	data, embedded := r.embedded[name] // set before serving: read without the lock
-	p, onDisk := r.paths[name]
+	p, _, onDisk := r.Path(name)
 	if !embedded && !onDisk {
 		return nil, fmt.Errorf("no model named %.80q (offered: %s)", name, strings.Join(r.Names(), ", "))
 	}
