@@ -188,9 +188,28 @@ func layQ80(q []int8, d []float32, out []uint32) {
 	layQ80VNNI(&q[0], &d[0], &out[0], nb)
 }
 
-// q80Lays reports whether products with rows of type t need q80.lay: Q8_0
-// rows, and Q5_0 rows rewritten as Q8_0 a tile at a time.
-func q80Lays(t quant.Type) bool { return (t == quant.Q8_0 || t == quant.Q5_0) && useQ80VNNI }
+// useQ80AVX2 reports whether the Q8_0 rows multiply several vectors
+// (laid out by layQ80HalvesBlock) or one four rows at a time in the AVX2
+// kernels here: the VNNI ones do not run, and the kernels' binary16
+// widening (F16C) does.
+var useQ80AVX2 = useF16C && !useQ80VNNI
+
+// q80Halves reports whether groups of eight vectors are laid out for the
+// AVX2 kernels (q80.halves).
+var q80Halves = useQ80AVX2
+
+// q80Lays reports whether products with rows of type t go through the
+// Q8_0 kernels that read q80.lay (for several vectors; the VNNI ones for
+// one too): Q8_0 rows, and Q5_0 rows rewritten as Q8_0 a tile at a time.
+func q80Lays(t quant.Type) bool {
+	return (t == quant.Q8_0 || t == quant.Q5_0) && (useQ80VNNI || useQ80AVX2)
+}
+
+//go:noescape
+func dotQ8_0Q80r4AVX2(row *byte, stride int, q *int8, d *float32, blocks int, out *float32)
+
+//go:noescape
+func dotQ8_0Q80v8AVX2(row *byte, rb int, rows int, x *byte, blocks int, f16 *float32, out *float32, ostride int, lanes int)
 
 // dotQ8_0Q80 is a Q8_0 row times the rounded vector whose blocks start at b0.
 func dotQ8_0Q80(row []byte, z *q80, b0 int) float32 {
@@ -243,6 +262,10 @@ func dotRowsQ80(t quant.Type, data []byte, rb, lo, hi int, z *q80, n, cols int, 
 func q80Rows(data []byte, rb, lo, hi, off int, z *q80, n, nb int, out []float32, rows int, sums []int32) {
 	_ = data[hi*rb-1]
 	_ = out[(n-1)*rows+off+hi-1]
+	if !useQ80VNNI {
+		q80RowsAVX2(data, rb, lo, hi, off, z, n, nb, out, rows)
+		return
+	}
 	if n == 1 {
 		_ = z.lay[z.layWords-1]
 		var o [4]float32
@@ -282,6 +305,41 @@ func q80Rows(data []byte, rb, lo, hi, off int, z *q80, n, nb int, out []float32,
 	}
 }
 
+// q80AVX2Rows is how many rows q80RowsAVX2 multiplies by every group of
+// eight vectors before it moves on: they stay in L1 meanwhile.
+const q80AVX2Rows = 16
+
+// q80RowsAVX2 is q80Rows through the AVX2 kernels: one vector four rows
+// at a time, from the range's four quarters (four sequential streams);
+// several in groups of eight (z laid out by layQ80HalvesBlock), a few
+// rows at a time by every group.
+func q80RowsAVX2(data []byte, rb, lo, hi, off int, z *q80, n, nb int, out []float32, rows int) {
+	if n == 1 {
+		_, _ = z.q[nb*32-1], z.d[nb-1]
+		var o [4]float32
+		q := (hi - lo) / 4
+		for i := range q {
+			dotQ8_0Q80r4AVX2(&data[(lo+i)*rb], q*rb, &z.q[0], &z.d[0], nb, &o[0])
+			for k, y := range o {
+				out[off+lo+i+k*q] = y
+			}
+		}
+		for r := lo + 4*q; r < hi; r++ { // the same row four times
+			dotQ8_0Q80r4AVX2(&data[r*rb], 0, &z.q[0], &z.d[0], nb, &o[0])
+			out[off+r] = o[0]
+		}
+		return
+	}
+	_ = z.lay[(n+7)/8*z.layWords-1]
+	x := unsafe.Slice((*byte)(unsafe.Pointer(&z.lay[0])), 4*len(z.lay))
+	for r0 := lo; r0 < hi; r0 += q80AVX2Rows {
+		k := min(q80AVX2Rows, hi-r0)
+		for g := 0; g < n; g += 8 {
+			dotQ8_0Q80v8AVX2(&data[r0*rb], rb, k, &x[4*g/8*z.layWords], nb, &f16Table[0], &out[g*rows+off+r0], 4*rows, min(8, n-g))
+		}
+	}
+}
+
 // q50TileRows is how many Q5_0 rows dotRowsQ5_0 rewrites as Q8_0 at a
 // time: they and their block sums fit the scratch ScratchFloats gives.
 const q50TileRows = 8
@@ -303,7 +361,7 @@ func dotRowsQ5_0(data []byte, rb, lo, hi int, z *q80, n, cols int, out []float32
 	for r0 := lo; r0 < hi; r0 += q50TileRows {
 		k := min(q50TileRows, hi-r0)
 		unpackQ5_0AVX2(&data[r0*rb], k*nb, &tile[0])
-		if n > 1 {
+		if n > 1 && useQ80VNNI {
 			blockSumsInto(tile[:k*rb8], k, nb, sums, four)
 		}
 		q80Rows(tile, rb8, 0, k, r0, z, n, nb, out, rows, sums)

@@ -84,6 +84,12 @@ func layQ80(q []int8, d []float32, out []uint32) { layQ80Go(q, d, out) }
 // q80Lays is false: no kernel here reads q80.lay.
 func q80Lays(t quant.Type) bool { return false }
 
+// useQ80VNNI and q80Halves: the kernels that read q80.lay are amd64's.
+const (
+	useQ80VNNI = false
+	q80Halves  = false
+)
+
 // blockSums and q80BlockSums are never needed here: no kernel reads them.
 func blockSums(*model.Tensor) []int32 { return nil }
 

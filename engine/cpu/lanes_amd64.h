@@ -12,6 +12,16 @@
 	LEAQ (R10)(AX*1), R11 \
 	LEAQ (R11)(AX*1), R12
 
+// DW4 widens the binary16 scales of the blocks of the rows at SI, R10,
+// R11 and R12 into the four floats of X (AX: scratch).
+#define DW4(X) \
+	MOVWLZX (SI), AX \
+	VMOVD AX, X \
+	VPINSRW $1, (R10), X, X \
+	VPINSRW $2, (R11), X, X \
+	VPINSRW $3, (R12), X, X \
+	VCVTPH2PS X, X
+
 // ROWS4_NEXT moves the four rows at SI, R10, R11 and R12 on by N bytes.
 #define ROWS4_NEXT(N) \
 	ADDQ $N, SI \

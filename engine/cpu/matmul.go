@@ -101,7 +101,7 @@ func (p *Pool) prepare(out []float32, w *model.Tensor, x []float32, n int, scrat
 			p.xr80 = grow(p.xr80, n*cols)
 			back = p.xr80
 		}
-		lay := back == nil && q80Lays(w.Type)
+		lay := back == nil && q80Lays(w.Type) && (n > 1 || useQ80VNNI) // the AVX2 kernels read one vector as rounded
 		var tiles []byte
 		if lay && n > 1 {
 			tiles = q80Tiles(w)
@@ -116,7 +116,7 @@ func (p *Pool) prepare(out []float32, w *model.Tensor, x []float32, n int, scrat
 			p.mm.z80 = &p.q80
 			if tiles != nil {
 				p.mm.tiles = tiles
-			} else if lay && n > 1 && w.Type == quant.Q8_0 { // Q5_0 rows get theirs a tile at a time
+			} else if lay && n > 1 && w.Type == quant.Q8_0 && useQ80VNNI { // Q5_0 rows get theirs a tile at a time
 				p.mm.sums = blockSums(w)
 			}
 		} else {
@@ -283,8 +283,8 @@ func kq8Decoded(t quant.Type, n int) bool {
 }
 
 // q80SmallBatchQ8_0 is the most vectors a Q8_0 product multiplies
-// through the int8 kernels where they take one vector at a time (no
-// VNNI): up to it, a vector's product is the same bit for bit whatever
+// through the int8 kernels where they take one vector at a time (the
+// portable ones): up to it, a vector's product is the same bit for bit whatever
 // else is in the batch, so a decode step of up to 64 sequences gives each
 // the logits it gets alone; past it (prompt chunks) decoded rows through
 // the GEMM are faster. (A variable for BenchmarkQ80Paths and the tests.)
@@ -303,7 +303,10 @@ const q80ChunkQ8_0 = 16
 // test or benchmark asks (q80SmallBatchQ8_0 = 0): 2048 × 768 through
 // MatMul (BenchmarkQ80Paths, three runs) took 0.16 ms against 0.40–0.51
 // decoded at 16 vectors, 0.22–0.31 against 0.55–0.72 at 32, 0.44–0.65
-// against 1.13–1.20 at 64 and 0.98–1.11 against 2.04–2.38 at 128.
+// against 1.13–1.20 at 64 and 0.98–1.11 against 2.04–2.38 at 128. Nor
+// with the AVX2 ones (eight vectors a register pair): at
+// STEPTHROUGH_CPU=avx2, best of five, 2.8 ms against 3.4 decoded at 64
+// vectors and 5.2 against 9.2 at 128.
 func (p *Pool) q80Decoded(t quant.Type, n int) bool {
 	if q80Lays(t) {
 		return q80SmallBatchQ8_0 == 0
