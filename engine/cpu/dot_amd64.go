@@ -576,9 +576,28 @@ var kq8LaneKernels = map[quant.Type]func(row *byte, stride int, x *uint32, block
 // useKQ8Lanes reports whether the lane K-quant kernels run here.
 var useKQ8Lanes = useAVX512 && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VNNI
 
+// useKQ8AVX2 reports whether the AVX2 kernels for eight vectors at once
+// take the K-quant rows instead (kq8AVX2Kernels).
+var useKQ8AVX2 = useAVX2 && !useKQ8Lanes
+
+//go:noescape
+func dotQ6_KQ8v8AVX2(row *byte, rb int, rows int, q *int8, qstride int, bs *int16, bstride int, dx *float32, blocks int, f16 *float32, out *float32, ostride int, lanes int)
+
+//go:noescape
+func dotQ4_KQ8v8AVX2(row *byte, rb int, rows int, q *int8, qstride int, bs *int16, bstride int, dx *float32, blocks int, f16 *float32, out *float32, ostride int, lanes int)
+
+// kq8AVX2Kernels are the AVX2 kernels for eight vectors by type.
+var kq8AVX2Kernels = map[quant.Type]func(row *byte, rb int, rows int, q *int8, qstride int, bs *int16, bstride int, dx *float32, blocks int, f16 *float32, out *float32, ostride int, lanes int){
+	quant.Q4_K: dotQ4_KQ8v8AVX2, quant.Q6_K: dotQ6_KQ8v8AVX2,
+}
+
 // kq8Lanes reports whether several vectors times rows of type t take the
 // lane kernel (eight vectors a call, q8K.lay).
 func kq8Lanes(t quant.Type) bool {
+	if useKQ8AVX2 {
+		_, ok := kq8AVX2Kernels[t]
+		return ok
+	}
 	_, ok := kq8LaneKernels[t]
 	return ok && useKQ8Lanes
 }
@@ -673,6 +692,10 @@ func dotRowsKQ8Multi(t quant.Type, data []byte, rb, lo, hi int, z *q8K, n, nb in
 // call (z.lay), each vector's result the one-vector kernel's bit for bit.
 // sums holds the rows' block corrections (kBlockSums).
 func dotRowsKQ8Lanes(t quant.Type, data []byte, rb, lo, hi int, z *q8K, n, nb int, out []float32, rows int, sums []int32) {
+	if useKQ8AVX2 {
+		dotRowsKQ8AVX2(t, data, rb, lo, hi, z, n, nb, out, rows)
+		return
+	}
 	_ = z.lay[(n+7)/8*nb*laneBlockWords-1]
 	_ = sums[(rows+3)/4*4*nb+3]
 	k := kq8LaneKernels[t]
@@ -690,6 +713,26 @@ func dotRowsKQ8Lanes(t quant.Type, data []byte, rb, lo, hi int, z *q8K, n, nb in
 		}
 		for ; r < hi; r++ {
 			laneRow(k, data, rb, r, x, nb, out[g*rows:], rows, lanes, sums)
+		}
+	}
+}
+
+// kq8AVX2Rows is how many rows dotRowsKQ8AVX2 multiplies by every group
+// of eight vectors before it moves on: they stay in L1 meanwhile.
+const kq8AVX2Rows = 8
+
+// dotRowsKQ8AVX2 is dotRowsKQ8Lanes through the AVX2 kernels: eight
+// vectors a call, read in place (z sized for whole groups), their d laid
+// out by q8K.layLanes, a few rows at a time by every group.
+func dotRowsKQ8AVX2(t quant.Type, data []byte, rb, lo, hi int, z *q8K, n, nb int, out []float32, rows int) {
+	k := kq8AVX2Kernels[t]
+	groups := (n + 7) / 8
+	q, bs := z.q[:groups*8*nb*256], z.bs[:groups*8*nb*16]
+	_ = z.lay[groups*nb*8-1]
+	for r0 := lo; r0 < hi; r0 += kq8AVX2Rows {
+		m := min(kq8AVX2Rows, hi-r0)
+		for g := range groups {
+			k(&data[r0*rb], rb, m, &q[g*8*nb*256], nb*256, &bs[g*8*nb*16], nb*32, (*float32)(unsafe.Pointer(&z.lay[g*nb*8])), nb, &f16Table[0], &out[g*8*rows+r0], 4*rows, min(8, n-g*8))
 		}
 	}
 }

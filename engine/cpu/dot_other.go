@@ -46,8 +46,11 @@ func dotRowsKQ8(t quant.Type, data []byte, rb, lo, hi int, z *q8K, out []float32
 // quantizeQ8K quantizes x (a multiple of 256 values) into z's blocks.
 func quantizeQ8K(x []float32, z *q8K, b0 int) { quantizeQ8KGo(x, z, b0) }
 
-// useKQ8Lanes: the lane K-quant kernels are amd64's.
-const useKQ8Lanes = false
+// useKQ8Lanes, useKQ8AVX2: the lane K-quant kernels are amd64's.
+const (
+	useKQ8Lanes = false
+	useKQ8AVX2  = false
+)
 
 // kq8Lanes: the lane kernels are amd64's.
 func kq8Lanes(quant.Type) bool { return false }

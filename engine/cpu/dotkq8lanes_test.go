@@ -111,7 +111,7 @@ func BenchmarkKQ8Batch(b *testing.B) {
 	})
 	b.Run("lanes", func(b *testing.B) {
 		if !kq8Lanes(quant.Q4_K) {
-			b.Skip("no AVX-512 VNNI")
+			b.Skip("no lane kernels here")
 		}
 		z.resizeLanes(n, cols)
 		z.layLanes(0, laneBlocks(n, cols), n, cols)

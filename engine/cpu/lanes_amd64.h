@@ -155,3 +155,18 @@
 	CMPQ CX, $V \
 	JEQ  DONE \
 	ADDQ AX, DI
+
+// STORE_LANES8 writes the first LANES of Y's eight floats (one row's
+// results for eight vectors) to OUT, OUT + STRIDE, … through the frame's
+// first 32 bytes (P, I, T: scratch; L: a label for the loop). LANES > 0.
+#define STORE_LANES8(Y, OUT, STRIDE, LANES, P, I, T, L) \
+	VMOVUPS Y, (SP) \
+	MOVQ OUT, P \
+	XORQ I, I \
+L: \
+	MOVL (SP)(I*4), T \
+	MOVL T, (P) \
+	ADDQ STRIDE, P \
+	INCQ I \
+	CMPQ I, LANES \
+	JNE  L

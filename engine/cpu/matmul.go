@@ -83,7 +83,9 @@ func (p *Pool) prepare(out []float32, w *model.Tensor, x []float32, n int, scrat
 		decoded := kq8Decoded(w.Type, n)
 		if n > 1 && !decoded && kq8Lanes(w.Type) {
 			p.layX(n, w.Cols())
-			p.mm.sums = blockSums(w)
+			if useKQ8Lanes { // the AVX2 kernels need no corrections
+				p.mm.sums = blockSums(w)
+			}
 		}
 		if decoded {
 			// many vectors: decoded rows through the tile kernels, with x

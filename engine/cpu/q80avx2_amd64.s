@@ -138,19 +138,7 @@ v8blk:
 	DECQ CX
 	JNZ  v8blk
 
-	VMOVUPS Y14, (SP)
-	MOVQ lanes+64(FP), CX
-	MOVQ ostride+56(FP), DX
-	MOVQ DI, R10
-	XORQ BX, BX
-
-v8store:
-	MOVL (SP)(BX*4), AX
-	MOVL AX, (R10)
-	ADDQ DX, R10
-	INCQ BX
-	CMPQ BX, CX
-	JNE  v8store
+	STORE_LANES8(Y14, DI, ostride+56(FP), lanes+64(FP), R10, BX, AX, v8store)
 	ADDQ $4, DI
 	ADDQ rb+8(FP), R11
 	DECQ R12
