@@ -3,6 +3,37 @@
 #include "textflag.h"
 #include "dot_amd64.h"
 
+// G8_ARGS loads gemv8's arguments: the eight rows into R8–R14 and BX, x
+// into DI, k into CX, and DX (the column) to zero.
+#define G8_ARGS \
+	MOVQ a+0(FP), R8 \
+	MOVQ lda+8(FP), AX \
+	SHLQ $2, AX \
+	LEAQ (R8)(AX*1), R9 \
+	LEAQ (R9)(AX*1), R10 \
+	LEAQ (R10)(AX*1), R11 \
+	LEAQ (R11)(AX*1), R12 \
+	LEAQ (R12)(AX*1), R13 \
+	LEAQ (R13)(AX*1), R14 \
+	LEAQ (R14)(AX*1), BX \
+	MOVQ x+16(FP), DI \
+	MOVQ k+24(FP), CX \
+	XORQ DX, DX
+
+// G8_REDUCE sums the eight lanes of each of Y0–Y7 (rows 0–7) into the
+// eight floats at SI (Y1, Y2: scratch).
+#define G8_REDUCE \
+	VHADDPS Y1, Y0, Y0 \
+	VHADDPS Y3, Y2, Y2 \
+	VHADDPS Y5, Y4, Y4 \
+	VHADDPS Y7, Y6, Y6 \
+	VHADDPS Y2, Y0, Y0 \
+	VHADDPS Y6, Y4, Y4 \
+	VPERM2F128 $0x20, Y4, Y0, Y1 \
+	VPERM2F128 $0x31, Y4, Y0, Y2 \
+	VADDPS Y2, Y1, Y1 \
+	VMOVUPS Y1, (SI)
+
 // func dotAVX2(a, b []float32) float32
 TEXT ·dotAVX2(SB), NOSPLIT, $0-52
 	MOVQ a_base+0(FP), SI
@@ -615,19 +646,7 @@ q6kgroup:
 // func gemv8AVX512(a *float32, lda int, x *float32, k int, out *float32)
 // out[i] = dot(a[i*lda : i*lda+k], x[:k]) for i < 8; k a multiple of 16.
 TEXT ·gemv8AVX512(SB), NOSPLIT, $0-40
-	MOVQ a+0(FP), R8
-	MOVQ lda+8(FP), AX
-	SHLQ $2, AX
-	LEAQ (R8)(AX*1), R9
-	LEAQ (R9)(AX*1), R10
-	LEAQ (R10)(AX*1), R11
-	LEAQ (R11)(AX*1), R12
-	LEAQ (R12)(AX*1), R13
-	LEAQ (R13)(AX*1), R14
-	LEAQ (R14)(AX*1), BX
-	MOVQ x+16(FP), DI
-	MOVQ k+24(FP), CX
-	XORQ DX, DX
+	G8_ARGS
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -670,16 +689,48 @@ g8reduce:
 	VADDPS Y8, Y6, Y6
 	VEXTRACTF32X8 $1, Z7, Y8
 	VADDPS Y8, Y7, Y7
-	VHADDPS Y1, Y0, Y0
-	VHADDPS Y3, Y2, Y2
-	VHADDPS Y5, Y4, Y4
-	VHADDPS Y7, Y6, Y6
-	VHADDPS Y2, Y0, Y0
-	VHADDPS Y6, Y4, Y4
-	VPERM2F128 $0x20, Y4, Y0, Y1
-	VPERM2F128 $0x31, Y4, Y0, Y2
-	VADDPS Y2, Y1, Y1
-	VMOVUPS Y1, (SI)
+	G8_REDUCE
+	VZEROUPPER
+	RET
+
+// func gemv8AVX2(a *float32, lda int, x *float32, k int, out *float32)
+// out[i] = dot(a[i*lda : i*lda+k], x[:k]) for i < 8; k a multiple of 16:
+// eight rows streamed at once, a cache line of each per step.
+TEXT ·gemv8AVX2(SB), NOSPLIT, $0-40
+	G8_ARGS
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+
+g8yloop:
+	VMOVUPS (DI)(DX*4), Y8
+	VMOVUPS 32(DI)(DX*4), Y9
+	VFMADD231PS (R8)(DX*4), Y8, Y0
+	VFMADD231PS (R9)(DX*4), Y8, Y1
+	VFMADD231PS (R10)(DX*4), Y8, Y2
+	VFMADD231PS (R11)(DX*4), Y8, Y3
+	VFMADD231PS (R12)(DX*4), Y8, Y4
+	VFMADD231PS (R13)(DX*4), Y8, Y5
+	VFMADD231PS (R14)(DX*4), Y8, Y6
+	VFMADD231PS (BX)(DX*4), Y8, Y7
+	VFMADD231PS 32(R8)(DX*4), Y9, Y0
+	VFMADD231PS 32(R9)(DX*4), Y9, Y1
+	VFMADD231PS 32(R10)(DX*4), Y9, Y2
+	VFMADD231PS 32(R11)(DX*4), Y9, Y3
+	VFMADD231PS 32(R12)(DX*4), Y9, Y4
+	VFMADD231PS 32(R13)(DX*4), Y9, Y5
+	VFMADD231PS 32(R14)(DX*4), Y9, Y6
+	VFMADD231PS 32(BX)(DX*4), Y9, Y7
+	ADDQ $16, DX
+	CMPQ DX, CX
+	JL   g8yloop
+	MOVQ out+32(FP), SI
+	G8_REDUCE
 	VZEROUPPER
 	RET
 

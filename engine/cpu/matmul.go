@@ -70,7 +70,7 @@ func (p *Pool) MatMul(out []float32, w *model.Tensor, x []float32, n int, scratc
 // gemm reports whether the product p.mm is set up for goes through the
 // GEMM: several vectors and no int8 kernel for them.
 func (p *Pool) gemm() bool {
-	return useGemmB && p.mm.n >= gemmMinVectors && p.mm.z == nil && p.mm.z80 == nil && p.mm.xs == nil
+	return useGemm && p.mm.n >= gemmMinVectors && p.mm.z == nil && p.mm.z80 == nil && p.mm.xs == nil
 }
 
 // prepare sets p.mm up for a product: x quantized for the K-quant
