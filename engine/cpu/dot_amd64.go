@@ -19,9 +19,32 @@ func dequantQ8_0AVX2(row *byte, out *float32, blocks int, f16 *float32)
 //go:noescape
 func packGather16AVX512(x *float32, cols int, d *float32, w int, idx *int32)
 
-// packGather16 writes 16 vectors of x (rows of cols floats, from x[0])
-// transposed into columns of d (rows of w floats, from d[0]).
-func packGather16(x []float32, cols int, d []float32, w int) bool {
+//go:noescape
+func packT8AVX2(x *float32, cols int, d *float32, w int)
+
+// packGroup is how many vectors packVectors takes at a time here: 16
+// (one gather per value, AVX-512) or 8 (eight by eight transposes in
+// registers, AVX2).
+var packGroup = func() int {
+	if useGemmB {
+		return 16
+	}
+	return 8
+}()
+
+// packVectors writes packGroup vectors of x (rows of cols floats, from
+// x[0]) transposed into columns of d (rows of w floats, from d[0]),
+// reporting false (nothing done) where no kernel runs.
+func packVectors(x []float32, cols int, d []float32, w int) bool {
+	if packGroup == 8 {
+		if !useAVX2 || cols == 0 || cols%8 != 0 {
+			return false
+		}
+		_ = x[8*cols-1]
+		_ = d[(cols-1)*w+7]
+		packT8AVX2(&x[0], cols, &d[0], w)
+		return true
+	}
 	if !useGemmB || cols == 0 || 16*cols > 1<<31-1 {
 		return false
 	}

@@ -440,6 +440,78 @@ pgdone:
 	VZEROUPPER
 	RET
 
+// func packT8AVX2(x *float32, cols int, d *float32, w int)
+// d[p*w+l] = x[l*cols+p] for l < 8, p < cols (a multiple of 8): eight
+// vectors of x transposed into eight columns of d, eight values of each
+// at a time through an 8×8 transpose in registers (pairs interleaved,
+// then pairs of pairs, then the 128-bit halves swapped).
+TEXT ·packT8AVX2(SB), NOSPLIT, $0-32
+	MOVQ x+0(FP), SI
+	MOVQ cols+8(FP), CX
+	MOVQ d+16(FP), DI
+	MOVQ w+24(FP), BX
+	LEAQ (CX*4), AX
+	SHLQ $2, BX
+	LEAQ (SI)(AX*2), R10
+	ADDQ AX, R10                 // vector 3
+	LEAQ (R10)(AX*2), R11
+	ADDQ AX, R11                 // vector 6
+	SHRQ $3, CX
+
+ptloop:
+	LEAQ (DI)(BX*2), R12
+	ADDQ BX, R12                 // column 3
+	LEAQ (R12)(BX*2), R13
+	ADDQ BX, R13                 // column 6
+	VMOVUPS (SI), Y0
+	VMOVUPS (SI)(AX*1), Y1
+	VMOVUPS (SI)(AX*2), Y2
+	VMOVUPS (R10), Y3
+	VMOVUPS (SI)(AX*4), Y4
+	VMOVUPS (R10)(AX*2), Y5
+	VMOVUPS (R11), Y6
+	VMOVUPS (R10)(AX*4), Y7
+	VUNPCKLPS Y1, Y0, Y8
+	VUNPCKHPS Y1, Y0, Y9
+	VUNPCKLPS Y3, Y2, Y10
+	VUNPCKHPS Y3, Y2, Y11
+	VUNPCKLPS Y5, Y4, Y12
+	VUNPCKHPS Y5, Y4, Y13
+	VUNPCKLPS Y7, Y6, Y14
+	VUNPCKHPS Y7, Y6, Y15
+	VSHUFPS $0x44, Y10, Y8, Y0
+	VSHUFPS $0xEE, Y10, Y8, Y1
+	VSHUFPS $0x44, Y11, Y9, Y2
+	VSHUFPS $0xEE, Y11, Y9, Y3
+	VSHUFPS $0x44, Y14, Y12, Y4
+	VSHUFPS $0xEE, Y14, Y12, Y5
+	VSHUFPS $0x44, Y15, Y13, Y6
+	VSHUFPS $0xEE, Y15, Y13, Y7
+	VPERM2F128 $0x20, Y4, Y0, Y8
+	VPERM2F128 $0x20, Y5, Y1, Y9
+	VPERM2F128 $0x20, Y6, Y2, Y10
+	VPERM2F128 $0x20, Y7, Y3, Y11
+	VPERM2F128 $0x31, Y4, Y0, Y12
+	VPERM2F128 $0x31, Y5, Y1, Y13
+	VPERM2F128 $0x31, Y6, Y2, Y14
+	VPERM2F128 $0x31, Y7, Y3, Y15
+	VMOVUPS Y8, (DI)
+	VMOVUPS Y9, (DI)(BX*1)
+	VMOVUPS Y10, (DI)(BX*2)
+	VMOVUPS Y11, (R12)
+	VMOVUPS Y12, (DI)(BX*4)
+	VMOVUPS Y13, (R12)(BX*2)
+	VMOVUPS Y14, (R13)
+	VMOVUPS Y15, (R12)(BX*4)
+	ADDQ $32, SI
+	ADDQ $32, R10
+	ADDQ $32, R11
+	LEAQ (DI)(BX*8), DI
+	DECQ CX
+	JNZ  ptloop
+	VZEROUPPER
+	RET
+
 // func gemv4AVX512(a *float32, lda int, x *float32, k int, out *float32)
 // out[i] = dot(a[i*lda : i*lda+k], x[:k]) for i < 4; k is a multiple of 16.
 // One 64-byte load per row per step (a whole cache line), two accumulators

@@ -67,8 +67,11 @@ func dotRowsKQ8Multi(t quant.Type, data []byte, rb, lo, hi int, z *q8K, n, nb in
 // decodeRowInto decodes a row of type t into out.
 func decodeRowInto(t quant.Type, raw []byte, out []float32) { quant.Dequantize(t, raw, out) }
 
-// packGather16 has no kernel here: the caller packs in Go.
-func packGather16(x []float32, cols int, d []float32, w int) bool { return false }
+// packVectors has no kernel here: the caller packs in Go.
+func packVectors(x []float32, cols int, d []float32, w int) bool { return false }
+
+// packGroup is the vectors packVectors would take at a time.
+const packGroup = 16
 
 // dequantQ8K has no kernel here: the caller decodes in Go.
 func dequantQ8K(z *q8K, out []float32, b0 int) bool { return false }

@@ -74,3 +74,32 @@ func TestGemv8AVX2(t *testing.T) {
 		}
 	}
 }
+
+// The AVX2 transpose packs eight vectors exactly as the Go loop does, into
+// columns of a wider panel, leaving the other columns alone.
+func TestPackT8AVX2(t *testing.T) {
+	if !useAVX2 {
+		t.Skip("no AVX2 here")
+	}
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, cols := range []int{8, 16, 64, 288, 768} {
+		const w = 24
+		x := randFloats(r, 8*cols)
+		got := make([]float32, cols*w)
+		for i := range got {
+			got[i] = -1
+		}
+		want := append([]float32(nil), got...)
+		packT8AVX2(&x[0], cols, &got[8], w)
+		for l := range 8 {
+			for p := range cols {
+				want[p*w+8+l] = x[l*cols+p]
+			}
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("cols=%d: d[%d] = %g, want %g", cols, i, got[i], want[i])
+			}
+		}
+	}
+}

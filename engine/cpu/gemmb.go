@@ -92,9 +92,9 @@ func (px *packedX) Run(_, lo, hi int) {
 	x, n, cols := px.x, px.n, px.cols
 	for q := lo; q < hi; q++ {
 		d, t0, nv, w := px.panel(q, n, cols)
-		j0 := 0 // whole groups of 16 by the gather kernel where it runs
-		for j0+16 <= nv && packGather16(x[(t0+j0)*cols:(t0+j0+16)*cols], cols, d[j0:], w) {
-			j0 += 16
+		j0 := 0 // whole groups by the kernel where it runs
+		for g := packGroup; j0+g <= nv && packVectors(x[(t0+j0)*cols:(t0+j0+g)*cols], cols, d[j0:], w); {
+			j0 += g
 		}
 		for j := j0; j < w; j++ {
 			if j >= nv {
