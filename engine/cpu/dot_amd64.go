@@ -666,10 +666,24 @@ func dotRowsKQ8(t quant.Type, data []byte, rb, lo, hi int, z *q8K, out []float32
 	k := kq8Kernels[t]
 	nb := rb / k.bb
 	_, _, _ = z.q[nb*256-1], z.bs[nb*16-1], z.d[nb-1]
+	if t == quant.Q4_K && useF16C { // four rows a call, from the range's four quarters
+		var o [4]float32
+		q := (hi - lo) / 4
+		for i := range q {
+			dotQ4_KQ8r4AVX2(&data[(lo+i)*rb], q*rb, &z.q[0], &z.bs[0], &z.d[0], nb, &o[0])
+			for k, y := range o {
+				out[lo+i+k*q] = y
+			}
+		}
+		lo += 4 * q
+	}
 	for r := lo; r < hi; r++ {
 		out[r] = k.fn(&data[r*rb], &z.q[0], &z.bs[0], &z.d[0], nb, &f16Table[0])
 	}
 }
+
+//go:noescape
+func dotQ4_KQ8r4AVX2(row *byte, stride int, q *int8, bs *int16, d *float32, blocks int, out *float32)
 
 //go:noescape
 func quantizeQ8KAVX2(x *float32, q *int8, bs *int16, d *float32, blocks int)

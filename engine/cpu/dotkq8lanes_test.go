@@ -210,3 +210,80 @@ func TestKBlockSumsAreProductsWithOnes(t *testing.T) {
 		}
 	}
 }
+
+// The four-row Q4_K kernel gives each row the one-row kernel's result bit
+// for bit, on quantized rows and random bytes, rows whole quarters of the
+// range and not.
+func TestDotQ4_KRows4(t *testing.T) {
+	if !useF16C {
+		t.Skip("no AVX2 and F16C here")
+	}
+	r := rand.New(rand.NewPCG(13, 14))
+	for _, c := range []struct{ cols, rows int }{{256, 4}, {768, 9}, {2048, 17}, {512, 3}} {
+		x := make([]float32, c.cols)
+		for i := range x {
+			x[i] = float32(r.NormFloat64()) * float32(1+i%5)
+		}
+		var z q8K
+		z.resize(1, c.cols)
+		quantizeQ8K(x, &z, 0)
+		w := make([]float32, c.rows*c.cols)
+		for i := range w {
+			w[i] = float32(r.NormFloat64())
+		}
+		quantized, _ := quant.Quantize(quant.Q4_K, w)
+		random := make([]byte, len(quantized))
+		for i := range random {
+			random[i] = byte(r.Uint32())
+		}
+		for i := 0; i < len(random); i += 144 { // finite block scales
+			random[i+1], random[i+3] = random[i+1]&0x3b, random[i+3]&0x3b
+		}
+		nb := c.cols / 256
+		rb := nb * 144
+		for name, data := range map[string][]byte{"quantized": quantized, "random": random} {
+			out := make([]float32, c.rows)
+			dotRowsKQ8(quant.Q4_K, data, rb, 0, c.rows, &z, out)
+			for row := range c.rows {
+				alone := dotQ4_KQ8AVX2(&data[row*rb], &z.q[0], &z.bs[0], &z.d[0], nb, &f16Table[0])
+				if math.Float32bits(out[row]) != math.Float32bits(alone) {
+					t.Errorf("%d×%d %s, row %d: %g four at a time, %g alone", c.rows, c.cols, name, row, out[row], alone)
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkQ4_KRows is one Q4_K matrix (2048 × 768, in L2) times one
+// vector on one thread: the one-row kernel a row at a time against the
+// four-row one (dotRowsKQ8).
+func BenchmarkQ4_KRows(b *testing.B) {
+	const rows, cols = 2048, 768
+	r := rand.New(rand.NewPCG(1, 2))
+	w := make([]float32, rows*cols)
+	for i := range w {
+		w[i] = float32(r.NormFloat64())
+	}
+	data, _ := quant.Quantize(quant.Q4_K, w)
+	x := make([]float32, cols)
+	for i := range x {
+		x[i] = float32(r.NormFloat64())
+	}
+	var z q8K
+	z.resize(1, cols)
+	quantizeQ8K(x, &z, 0)
+	out := make([]float32, rows)
+	rb, nb := cols/256*144, cols/256
+	b.Run("row", func(b *testing.B) {
+		for b.Loop() {
+			for row := range rows {
+				out[row] = dotQ4_KQ8AVX2(&data[row*rb], &z.q[0], &z.bs[0], &z.d[0], nb, &f16Table[0])
+			}
+		}
+	})
+	b.Run("rows4", func(b *testing.B) {
+		for b.Loop() {
+			dotRowsKQ8(quant.Q4_K, data, rb, 0, rows, &z, out)
+		}
+	})
+}

@@ -281,3 +281,95 @@ q6v8blk:
 	JNZ  q6v8row
 	VZEROUPPER
 	RET
+
+// Q4R_ROW multiplies the Q4_K block of the row at R with x (DI) into
+// S (Σ_j sc_j·(q·qx), eight lanes) and M (Σ_j m_j·(Σ qx over sub-block
+// j), eight lanes): the scales unpacked into the frame's first 16 bytes
+// as int16, each min twice against x's sums over 16 (BX) (R8, R9, R13,
+// R14, AX; Y0–Y3, Y12, Y13: scratch; Y15: 0x0f bytes).
+#define Q4R_ROW(R, S, M) \
+	Q4K_SCALES_AT(R, R8, R9, R13, R14, AX) \
+	VMOVQ R8, X0 \
+	VPMOVZXBW X0, X0 \
+	VMOVDQU X0, 0(SP) \
+	VMOVQ R9, X0 \
+	VPMOVZXBW X0, X0 \
+	VPUNPCKLWD X0, X0, X1 \
+	VPUNPCKHWD X0, X0, X0 \
+	VINSERTI128 $1, X0, Y1, Y1 \
+	VPMADDWD (BX), Y1, M \
+	VPXOR S, S, S \
+	Q4R_PAIR(R, 0, S) \
+	Q4R_PAIR(R, 1, S) \
+	Q4R_PAIR(R, 2, S) \
+	Q4R_PAIR(R, 3, S)
+
+// Q4R_PAIR adds pair P of the row's sub-blocks (nibbles at R+16+32P)
+// times x's values 64P on, each sub-block scaled by its int16 scale in
+// the frame, to S.
+#define Q4R_PAIR(R, P, S) \
+	VMOVDQU (16+32*P)(R), Y0 \
+	VPSRLW $4, Y0, Y1 \
+	VPAND Y15, Y0, Y0 \
+	VPAND Y15, Y1, Y1 \
+	VPBROADCASTW (4*P)(SP), Y2 \
+	VPBROADCASTW (4*P+2)(SP), Y3 \
+	KV_ACC(Y0, Y2, (64*P), (DI), S, Y12) \
+	KV_ACC(Y1, Y3, (64*P+32), (DI), S, Y12)
+
+// func dotQ4_KQ8r4AVX2(row *byte, stride int, q *int8, bs *int16, d *float32, blocks int, out *float32)
+// Four Q4_K rows (stride bytes apart) times one vector quantized to int8
+// (q, its sums over 16 bs, its scales d): out[0..3], each row's result
+// dotQ4_KQ8AVX2's bit for bit. Per block the rows' two integer sums (eight
+// lanes each) are added up across registers together (SUM8: the four
+// rows' Σ sc·(q·qx) then their mins' sums), so one FMA a block fuses all
+// eight into acc (lanes 0–3) and accm (4–7). blocks > 0.
+TEXT ·dotQ4_KQ8r4AVX2(SB), NOSPLIT, $16-56
+	MOVQ row+0(FP), SI
+	MOVQ stride+8(FP), AX
+	ROWS4
+	MOVQ q+16(FP), DI
+	MOVQ bs+24(FP), BX
+	MOVQ d+32(FP), DX
+	MOVQ blocks+40(FP), CX
+	MOVL $0x0f0f0f0f, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	VXORPS Y14, Y14, Y14
+
+q4r4blk:
+	PREFETCHT0 512(SI)
+	PREFETCHT0 512(R10)
+	PREFETCHT0 512(R11)
+	PREFETCHT0 512(R12)
+	Q4R_ROW(SI, Y4, Y8)
+	Q4R_ROW(R10, Y5, Y9)
+	Q4R_ROW(R11, Y6, Y10)
+	Q4R_ROW(R12, Y7, Y11)
+	SUM8(Y13, Y5)                 // Σ sc·(q·qx) rows 0–3, then the mins' sums
+	VCVTDQ2PS Y13, Y13
+	MOVWLZX (SI), AX
+	VMOVD AX, X0
+	VPINSRW $1, (R10), X0, X0
+	VPINSRW $2, (R11), X0, X0
+	VPINSRW $3, (R12), X0, X0
+	VPINSRW $4, 2(SI), X0, X0
+	VPINSRW $5, 2(R10), X0, X0
+	VPINSRW $6, 2(R11), X0, X0
+	VPINSRW $7, 2(R12), X0, X0
+	VCVTPH2PS X0, Y0              // d rows 0–3, dmin rows 0–3
+	VBROADCASTSS (DX), Y1
+	VMULPS Y1, Y0, Y0
+	VFMADD231PS Y13, Y0, Y14
+	ROWS4_NEXT(144)
+	ADDQ $256, DI
+	ADDQ $32, BX
+	ADDQ $4, DX
+	DECQ CX
+	JNZ  q4r4blk
+	VEXTRACTF128 $1, Y14, X1
+	VSUBPS X1, X14, X14
+	MOVQ out+48(FP), DI
+	VMOVUPS X14, (DI)
+	VZEROUPPER
+	RET
