@@ -11,7 +11,7 @@
 // unpacked once per block for the eight vectors; per vector and 32
 // values one VPMADDUBSW (values unsigned, x signed), one VPMADDWD by the
 // sub-block's scale broadcast, and one add into the vector's int32
-// lanes, which are added up across registers (VPHADDD) once per block.
+// lanes, which are added up across registers (SUM4X2) once per block.
 // The vectors are read in place, qstride bytes apart (their sums over
 // 16 values bstride apart); their d come from dx, eight per block.
 
@@ -43,15 +43,10 @@
 	KV_ACC(U, S, OFF, (R10)(AX*4), Y11, T)
 
 // SUM8 adds up the eight int32 lanes of each of Y4–Y11 (vectors 0–7)
-// into OUT, vector v's sum in lane v (T: Y5, Y7, Y9, Y11 or another
-// scratch register).
+// into OUT, vector v's sum in lane v (T: scratch, not one of Y4–Y11).
 #define SUM8(OUT, T) \
-	VPHADDD Y5, Y4, Y4 \
-	VPHADDD Y7, Y6, Y6 \
-	VPHADDD Y9, Y8, Y8 \
-	VPHADDD Y11, Y10, Y10 \
-	VPHADDD Y6, Y4, Y4 \
-	VPHADDD Y10, Y8, Y8 \
+	SUM4X2(Y4, Y5, Y6, Y7, T) \
+	SUM4X2(Y8, Y9, Y10, Y11, T) \
 	VPERM2I128 $0x20, Y8, Y4, T \
 	VPERM2I128 $0x31, Y8, Y4, OUT \
 	VPADDD T, OUT, OUT
@@ -157,7 +152,7 @@ q4v8blk:
 	SUM8(Y14, Y15)                 // Σ_j sc_j·(q·qx), vector v in lane v
 	VMOVDQU 0(SP), Y15
 	KV_BS8(Y15)
-	SUM8(Y15, Y5)                  // Σ_j m_j·(Σ qx over sub-block j)
+	SUM8(Y15, Y0)                  // Σ_j m_j·(Σ qx over sub-block j)
 	VCVTDQ2PS Y14, Y14
 	VCVTDQ2PS Y15, Y15
 	MOVQ f16+72(FP), R8
@@ -255,10 +250,10 @@ q6v8blk:
 	ZERO8
 	Q6V8_HALF(0)
 	Q6V8_HALF(1)
-	SUM8(Y13, Y5)                  // Σ_s sc_s·(Σ q·qx), vector v in lane v
+	SUM8(Y13, Y0)                  // Σ_s sc_s·(Σ q·qx), vector v in lane v
 	VMOVDQU 0(SP), Y12
 	KV_BS8(Y12)
-	SUM8(Y12, Y5)                  // Σ_s sc_s·(Σ qx)
+	SUM8(Y12, Y0)                  // Σ_s sc_s·(Σ qx)
 	VPSLLD $5, Y12, Y12
 	VPSUBD Y12, Y13, Y13
 	VCVTDQ2PS Y13, Y13
@@ -346,7 +341,7 @@ q4r4blk:
 	Q4R_ROW(R10, Y5, Y9)
 	Q4R_ROW(R11, Y6, Y10)
 	Q4R_ROW(R12, Y7, Y11)
-	SUM8(Y13, Y5)                 // Σ sc·(q·qx) rows 0–3, then the mins' sums
+	SUM8(Y13, Y0)                 // Σ sc·(q·qx) rows 0–3, then the mins' sums
 	VCVTDQ2PS Y13, Y13
 	MOVWLZX (SI), AX
 	VMOVD AX, X0

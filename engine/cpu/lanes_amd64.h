@@ -170,3 +170,19 @@ L: \
 	INCQ I \
 	CMPQ I, LANES \
 	JNE  L
+
+// SUM4X2 adds up, in each 128-bit half, the four int32 lanes of each of
+// A, B, C and D into A: per half [Σa, Σb, Σc, Σd] (T: scratch; B and C
+// are clobbered). Six unpacks and three adds, where three VPHADDD take
+// twice the time (a VPHADDD issues every other cycle, an unpack two or
+// more a cycle).
+#define SUM4X2(A, B, C, D, T) \
+	VPUNPCKLDQ B, A, T \
+	VPUNPCKHDQ B, A, A \
+	VPADDD T, A, A \
+	VPUNPCKLDQ D, C, T \
+	VPUNPCKHDQ D, C, C \
+	VPADDD T, C, C \
+	VPUNPCKLQDQ C, A, T \
+	VPUNPCKHQDQ C, A, A \
+	VPADDD T, A, A

@@ -12,7 +12,7 @@
 // made as llama.cpp's AVX2 dot makes it, |w|·(x·sign w) summed in pairs
 // (VPMADDUBSW; |w| ≤ 128 and |x| ≤ 127 cannot saturate) and in fours
 // (VPMADDWD), but the eight sums of four of a block are added up across
-// registers (VPHADDD), two blocks' halves or four rows to a register, so
+// registers (SUM4X2), two vectors' or four rows' to a register, so
 // the float work is done once per block for four rows or eight vectors.
 
 // Q8_FOURS sets T to the eight sums of four of |W|·(X·sign W), where A
@@ -37,8 +37,7 @@
 // func dotQ8_0Q80r4AVX2(row *byte, stride int, q *int8, d *float32, blocks int, out *float32)
 // Four Q8_0 rows (stride bytes apart) times one vector rounded to Q8_0
 // (q, one d per 32): out[0..3]. Per block the rows' eight sums of four
-// are added up to one per row (VPHADDD twice, the register's halves
-// once) and fused, four rows in the lanes of one register. blocks > 0.
+// are added up to one per row (SUM4X2, then the register's halves) and fused, four rows in the lanes of one register. blocks > 0.
 TEXT ·dotQ8_0Q80r4AVX2(SB), NOSPLIT, $0-48
 	MOVQ row+0(FP), SI
 	MOVQ stride+8(FP), AX
@@ -69,9 +68,7 @@ r4block:
 	Q8_FOURS(Y0, Y2, Y6, Y10)
 	Q8_FOURS(Y0, Y3, Y7, Y11)
 	Q8_FOURS(Y0, Y4, Y8, Y12)
-	VPHADDD Y10, Y9, Y9     // rows 0, 1: pairs of fours, per half
-	VPHADDD Y12, Y11, Y11   // rows 2, 3
-	VPHADDD Y11, Y9, Y9     // rows 0–3 over values 0–15, then over 16–31
+	SUM4X2(Y9, Y10, Y11, Y12, Y13) // rows 0–3 over values 0–15, then over 16–31
 	VEXTRACTI128 $1, Y9, X10
 	VPADDD X10, X9, X9
 	VCVTDQ2PS X9, X9
@@ -97,7 +94,7 @@ r4block:
 // vector v goes to byte v·ostride + 4r of out, for the first lanes
 // vectors (lanes > 0). A row's half block, broadcast to both halves of
 // a register, meets two vectors at once; the eight vectors' sums of
-// four add up to one sum each in three VPHADDD, so the block fuses into
+// four add up to one sum each (SUM4X2), so the block fuses into
 // the row's eight results with one FMA. blocks > 0, rows > 0.
 TEXT ·dotQ8_0Q80v8AVX2(SB), NOSPLIT, $32-72
 	MOVQ row+0(FP), SI
@@ -125,9 +122,7 @@ v8blk:
 	V8_PAIR(32, Y5)
 	V8_PAIR(64, Y6)
 	V8_PAIR(96, Y7)
-	VPHADDD Y5, Y4, Y4 // vectors 0, 1 | 4, 5: pairs of fours
-	VPHADDD Y7, Y6, Y6 // vectors 2, 3 | 6, 7
-	VPHADDD Y6, Y4, Y4 // vectors 0–3 | 4–7: each block's sum
+	SUM4X2(Y4, Y5, Y6, Y7, Y8) // vectors 0–3 | 4–7: each block's sum
 	VCVTDQ2PS Y4, Y4
 	MOVWLZX (SI), AX
 	VBROADCASTSS (R8)(AX*4), Y10

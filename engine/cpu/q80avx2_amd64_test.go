@@ -5,6 +5,8 @@ package cpu
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"strconv"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -77,7 +79,11 @@ func BenchmarkQ8_0AVX2Kernels(b *testing.B) {
 	if !useF16C {
 		b.Skip("no AVX2 kernels")
 	}
-	const rows, cols, nb = 2048, 768, 768 / 32
+	const cols, nb = 768, 768 / 32
+	rows := 2048
+	if v := os.Getenv("ROWS"); v != "" { // fewer, to run from L2
+		rows, _ = strconv.Atoi(v)
+	}
 	r := rand.New(rand.NewPCG(1, 2))
 	data, _ := quant.Quantize(quant.Q8_0, randFloats(r, rows*cols))
 	for _, n := range []int{1, 8} {
