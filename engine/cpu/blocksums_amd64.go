@@ -87,10 +87,11 @@ func blockSums(w *model.Tensor) []int32 {
 }
 
 // q80Tiles returns the Q8_0 matrix w in tiles of sixteen rows
-// (repackR16) for dotQ8_0R16v8VNNI, or nil: the kernel cannot run here,
-// or the copy would take the tiled copies past r16Budget.
+// (repackR16) for dotQ8_0R16v8VNNI, or at AVX2 of eight (repackR8) for
+// dotQ8_0R8v8AVX2, or nil: neither kernel runs here, or the copy would
+// take the tiled copies past r16Budget.
 func q80Tiles(w *model.Tensor) []byte {
-	if !useQ80VNNI || w.Type != quant.Q8_0 || w.Cols()%32 != 0 {
+	if !(useQ80VNNI || useQ80AVX2) || w.Type != quant.Q8_0 || w.Cols()%32 != 0 {
 		return nil
 	}
 	matrixCache.mu.Lock()
@@ -98,10 +99,14 @@ func q80Tiles(w *model.Tensor) []byte {
 	a := auxOf(w)
 	if a.tiles == nil && !a.untiled {
 		rows, nb := w.Rows(), w.Cols()/32
-		if size := (rows + 15) / 16 * nb * r16BlockBytes; matrixCache.r16Bytes+size > r16Budget {
+		size, repack := (rows+15)/16*nb*r16BlockBytes, repackR16
+		if !useQ80VNNI {
+			size, repack = (rows+7)/8*nb*r8BlockBytes, repackR8
+		}
+		if matrixCache.r16Bytes+size > r16Budget {
 			a.untiled = true
 		} else {
-			a.tiles = repackR16(w.Data, rows, nb)
+			a.tiles = repack(w.Data, rows, nb)
 			matrixCache.r16Bytes += size
 		}
 	}

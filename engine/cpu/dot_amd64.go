@@ -276,7 +276,11 @@ func dotRowsQ80(t quant.Type, data []byte, rb, lo, hi int, z *q80, n, cols int, 
 		return
 	}
 	if tiles != nil && n > 1 {
-		r16Rows(tiles, lo, hi, z, n, cols/32, out, rows, scratch)
+		if useQ80VNNI {
+			r16Rows(tiles, lo, hi, z, n, cols/32, out, rows, scratch)
+		} else {
+			r8Rows(tiles, lo, hi, z, n, cols/32, out, rows, scratch)
+		}
 		return
 	}
 	if t == quant.Q5_0 {

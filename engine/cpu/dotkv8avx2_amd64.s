@@ -15,15 +15,6 @@
 // The vectors are read in place, qstride bytes apart (their sums over
 // 16 values bstride apart); their d come from dx, eight per block.
 
-// XV sets the eight vectors' addresses for the block at DI (vector
-// stride AX): v0 (DI), v1 (DI)(AX*1), v2 (DI)(AX*2), v3 (R10), v4
-// (DI)(AX*4), v5 (R10)(AX*2), v6 (R11), v7 (R10)(AX*4).
-#define XV \
-	LEAQ (DI)(AX*2), R10 \
-	ADDQ AX, R10 \
-	LEAQ (R10)(AX*2), R11 \
-	ADDQ AX, R11
-
 // KV_ACC adds Σ over 32 values of U·x (x at OFF X), scaled by the int16
 // S and summed in pairs, to ACC (T: scratch).
 #define KV_ACC(U, S, OFF, X, ACC, T) \
@@ -31,7 +22,8 @@
 	VPMADDWD S, T, T \
 	VPADDD T, ACC, ACC
 
-// KV8 does KV_ACC for the eight vectors (XV), their sums in Y4–Y11.
+// KV8 does KV_ACC for the eight vectors (XV(DI, AX, R10, R11)), their
+// sums in Y4–Y11.
 #define KV8(U, S, OFF, T) \
 	KV_ACC(U, S, OFF, (DI), Y4, T) \
 	KV_ACC(U, S, OFF, (DI)(AX*1), Y5, T) \
@@ -91,7 +83,7 @@
 	MOVQ bstride+48(FP), AX \
 	MOVQ DI, R8 \
 	MOVQ BX, DI \
-	XV \
+	XV(DI, AX, R10, R11) \
 	VPMADDWD (DI), S, Y4 \
 	VPMADDWD (DI)(AX*1), S, Y5 \
 	VPMADDWD (DI)(AX*2), S, Y6 \
@@ -140,7 +132,7 @@ q4v8blk:
 	VINSERTI128 $1, X0, Y1, Y1     // each min twice: the sums of qx are over 16
 	VMOVDQU Y1, 0(SP)
 	MOVQ qstride+32(FP), AX
-	XV
+	XV(DI, AX, R10, R11)
 	ZERO8
 	MOVL $0x0f0f0f0f, R8
 	VMOVD R8, X15
@@ -246,7 +238,7 @@ q6v8blk:
 	VPMOVSXBW 192(SI), Y0
 	VMOVDQU Y0, 0(SP)              // the sixteen scales as int16
 	MOVQ qstride+32(FP), AX
-	XV
+	XV(DI, AX, R10, R11)
 	ZERO8
 	Q6V8_HALF(0)
 	Q6V8_HALF(1)

@@ -186,3 +186,11 @@ L: \
 	VPUNPCKLQDQ C, A, T \
 	VPUNPCKHQDQ C, A, A \
 	VPADDD T, A, A
+
+// XV sets P3 and P6 so that eight vectors S bytes apart from B are at
+// (B), (B)(S*1), (B)(S*2), (P3), (B)(S*4), (P3)(S*2), (P6), (P3)(S*4).
+#define XV(B, S, P3, P6) \
+	LEAQ (B)(S*2), P3 \
+	ADDQ S, P3 \
+	LEAQ (P3)(S*2), P6 \
+	ADDQ S, P6

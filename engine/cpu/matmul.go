@@ -108,6 +108,9 @@ func (p *Pool) prepare(out []float32, w *model.Tensor, x []float32, n int, scrat
 		if lay && n > 1 {
 			tiles = q80Tiles(w)
 		}
+		if tiles != nil && !useQ80VNNI {
+			lay = false // the AVX2 tile kernel reads the rounded vectors in place
+		}
 		p.q80.resize(n, cols, lay)
 		p.q80.tiled = tiles != nil
 		p.q80t = q80Task{z: &p.q80, x: x[:n*cols], back: back, n: n, cols: cols, lay: lay}

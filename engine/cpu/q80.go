@@ -34,8 +34,8 @@ type q80 struct {
 
 // resize sizes z for n vectors of cols values, and lay too with lay.
 func (z *q80) resize(n, cols int, lay bool) {
-	if cap(z.q) < n*cols {
-		z.q, z.d = make([]int8, n*cols), make([]float32, n*cols/32)
+	if g := (n + 7) &^ 7; cap(z.q) < g*cols { // room for whole groups of eight: the AVX2 tile kernel reads a last group's missing vectors too
+		z.q, z.d = make([]int8, n*cols, g*cols), make([]float32, n*cols/32, g*cols/32)
 	}
 	z.q, z.d = z.q[:n*cols], z.d[:n*cols/32]
 	z.grouped = n > 1

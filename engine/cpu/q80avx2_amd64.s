@@ -140,3 +140,121 @@ v8blk:
 	JNZ  v8row
 	VZEROUPPER
 	RET
+
+// R8_VEC adds tile group G (W, its |w| in A: eight rows' four values) times
+// vector V's group G (broadcast from its address X) to the vector's
+// eight row sums S (Y10: scratch).
+#define R8_VEC(G, X, S) \
+	VPBROADCASTD (4*G)X, Y10 \
+	VPSIGNB Y8, Y10, Y10 \
+	VPMADDUBSW Y10, Y9, Y10 \
+	VPMADDWD Y15, Y10, Y10 \
+	VPADDD Y10, S, S
+
+// R8_GROUP does group G of the tile's block (at SI) for the eight vectors
+// (XV(DI, AX, R10, R11)), their sums in Y0–Y7.
+#define R8_GROUP(G) \
+	VMOVDQU (32*G)(SI), Y8 \
+	VPABSB Y8, Y9 \
+	R8_VEC(G, (DI), Y0) \
+	R8_VEC(G, (DI)(AX*1), Y1) \
+	R8_VEC(G, (DI)(AX*2), Y2) \
+	R8_VEC(G, (R10), Y3) \
+	R8_VEC(G, (DI)(AX*4), Y4) \
+	R8_VEC(G, (R10)(AX*2), Y5) \
+	R8_VEC(G, (R11), Y6) \
+	R8_VEC(G, (R10)(AX*4), Y7)
+
+// R8_FUSE fuses vector V's block sums S (eight rows) into its results in
+// the frame at 32V: acc = fma(S, d_w·d_x, acc) (Y13: the rows' d_w; d_x
+// at address D; Y11, Y12: scratch).
+#define R8_FUSE(V, S, D) \
+	VCVTDQ2PS S, S \
+	VBROADCASTSS D, Y11 \
+	VMULPS Y13, Y11, Y11 \
+	VMOVUPS (32*V)(SP), Y12 \
+	VFMADD231PS S, Y11, Y12 \
+	VMOVUPS Y12, (32*V)(SP)
+
+// func dotQ8_0R8v8AVX2(w *byte, blocks int, x *int8, xstride int, d *float32, dstride int, out *float32, ostride int, lanes int)
+// A tile of eight Q8_0 rows (repackR8) times eight vectors rounded to
+// Q8_0, read in place (values xstride bytes apart, their d dstride):
+// per block, each of the tile's groups of four values (eight rows' side
+// by side) meets each vector's group broadcast, |w|·(x·sign w) summed in
+// pairs and fours into one lane per row, so a block's sums need no adding
+// up across lanes; they fuse into the results (in the frame) as the VNNI
+// kernels fuse them, each result theirs bit for bit. The eight rows'
+// results for vector v go to byte v·ostride of out, for the first lanes
+// vectors. blocks > 0.
+TEXT ·dotQ8_0R8v8AVX2(SB), NOSPLIT, $256-72
+	MOVQ w+0(FP), SI
+	MOVQ blocks+8(FP), CX
+	MOVQ x+16(FP), DI
+	MOVQ xstride+24(FP), AX
+	MOVQ d+32(FP), DX
+	MOVQ dstride+40(FP), BX
+	XV(DI, AX, R10, R11)
+	XV(DX, BX, R12, R13)
+	MOVL $0x00010001, R8
+	VMOVD R8, X15
+	VPBROADCASTD X15, Y15
+	VXORPS Y0, Y0, Y0
+	VMOVUPS Y0, 0(SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+	VMOVUPS Y0, 128(SP)
+	VMOVUPS Y0, 160(SP)
+	VMOVUPS Y0, 192(SP)
+	VMOVUPS Y0, 224(SP)
+
+r8block:
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	R8_GROUP(0)
+	R8_GROUP(1)
+	R8_GROUP(2)
+	R8_GROUP(3)
+	R8_GROUP(4)
+	R8_GROUP(5)
+	R8_GROUP(6)
+	R8_GROUP(7)
+	VCVTPH2PS 256(SI), Y13
+	R8_FUSE(0, Y0, (DX))
+	R8_FUSE(1, Y1, (DX)(BX*1))
+	R8_FUSE(2, Y2, (DX)(BX*2))
+	R8_FUSE(3, Y3, (R12))
+	R8_FUSE(4, Y4, (DX)(BX*4))
+	R8_FUSE(5, Y5, (R12)(BX*2))
+	R8_FUSE(6, Y6, (R13))
+	R8_FUSE(7, Y7, (R12)(BX*4))
+	ADDQ $272, SI
+	ADDQ $32, DI
+	ADDQ $32, R10
+	ADDQ $32, R11
+	ADDQ $4, DX
+	ADDQ $4, R12
+	ADDQ $4, R13
+	DECQ CX
+	JNZ  r8block
+
+	MOVQ out+48(FP), DI
+	MOVQ ostride+56(FP), AX
+	MOVQ lanes+64(FP), CX
+	XORQ BX, BX
+
+r8store:
+	VMOVUPS (SP)(BX*1), Y0
+	VMOVUPS Y0, (DI)
+	ADDQ AX, DI
+	ADDQ $32, BX
+	DECQ CX
+	JNZ  r8store
+	VZEROUPPER
+	RET

@@ -61,6 +61,17 @@ func TestQ8_0AVX2MatchesVNNI(t *testing.T) {
 			if diff := cmp.Diff(vnni, avx2); diff != "" {
 				t.Errorf("AVX2 differs from VNNI (-vnni +avx2):\n%s", diff)
 			}
+			if c.n > 1 { // and in tiles of eight rows, the range cut inside a tile
+				tiles := repackR8(data, c.rows, nb)
+				tiled := make([]float32, c.n*c.rows)
+				scratch := make([]float32, 64)
+				cut := c.rows / 3
+				r8Rows(tiles, 0, cut, &za, c.n, nb, tiled, c.rows, scratch)
+				r8Rows(tiles, cut, c.rows, &za, c.n, nb, tiled, c.rows, scratch)
+				if diff := cmp.Diff(vnni, tiled); diff != "" {
+					t.Errorf("AVX2 tiles differ from VNNI (-vnni +tiles):\n%s", diff)
+				}
+			}
 		})
 	}
 }
@@ -73,8 +84,9 @@ func (t *q80Task) runAll() {
 
 // BenchmarkQ8_0AVX2Kernels is one thread's Q8_0 product of the 110M
 // shape's FFN matrix (2048 × 768, in L2 and L3) with eight vectors and
-// with one, through the AVX2 kernels against the one-row one-vector
-// kernel they replaced (dotQ8_0Q80AVX2), in multiply-adds per second.
+// with one, through the AVX2 kernels (eight vectors: over the matrix and
+// in tiles of eight rows) against the one-row one-vector kernel they
+// replaced (dotQ8_0Q80AVX2), in multiply-adds per second.
 func BenchmarkQ8_0AVX2Kernels(b *testing.B) {
 	if !useF16C {
 		b.Skip("no AVX2 kernels")
@@ -110,5 +122,14 @@ func BenchmarkQ8_0AVX2Kernels(b *testing.B) {
 			}
 			report(b)
 		})
+		if n > 1 {
+			tiles, scratch := repackR8(data, rows, nb), make([]float32, 64)
+			b.Run(fmt.Sprintf("n=%d/tiles", n), func(b *testing.B) {
+				for b.Loop() {
+					r8Rows(tiles, 0, rows, &z, n, nb, out, rows, scratch)
+				}
+				report(b)
+			})
+		}
 	}
 }
