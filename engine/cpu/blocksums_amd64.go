@@ -94,16 +94,33 @@ func q80Tiles(w *model.Tensor) []byte {
 	if !(useQ80VNNI || useQ80AVX2) || w.Type != quant.Q8_0 || w.Cols()%32 != 0 {
 		return nil
 	}
+	if useQ80VNNI {
+		return tilesOf(w, 16, 32, r16BlockBytes, repackR16)
+	}
+	return tilesOf(w, 8, 32, r8BlockBytes, repackR8)
+}
+
+// kTiles returns the Q4_K matrix w in tiles of eight rows (repackQ4KR8)
+// for dotQ4_KR8v8AVX2, where the AVX2 kernels take several vectors, or
+// nil: elsewhere, or past r16Budget (the kernel over the matrix then
+// gives the same results).
+func kTiles(w *model.Tensor) []byte {
+	if !useKQ8AVX2 || w.Type != quant.Q4_K || w.Cols()%256 != 0 {
+		return nil
+	}
+	return tilesOf(w, 8, 256, q4kR8BlockBytes, repackQ4KR8)
+}
+
+// tilesOf returns w's tiled copy (tiles of tile rows, blocks of bv
+// values, bb bytes a tile's block), made by repack on first use, or nil
+// past r16Budget.
+func tilesOf(w *model.Tensor, tile, bv, bb int, repack func(data []byte, rows, nb int) []byte) []byte {
 	matrixCache.mu.Lock()
 	defer matrixCache.mu.Unlock()
 	a := auxOf(w)
 	if a.tiles == nil && !a.untiled {
-		rows, nb := w.Rows(), w.Cols()/32
-		size, repack := (rows+15)/16*nb*r16BlockBytes, repackR16
-		if !useQ80VNNI {
-			size, repack = (rows+7)/8*nb*r8BlockBytes, repackR8
-		}
-		if matrixCache.r16Bytes+size > r16Budget {
+		rows, nb := w.Rows(), w.Cols()/bv
+		if size := (rows + tile - 1) / tile * nb * bb; matrixCache.r16Bytes+size > r16Budget {
 			a.untiled = true
 		} else {
 			a.tiles = repack(w.Data, rows, nb)

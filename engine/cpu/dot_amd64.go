@@ -707,8 +707,9 @@ func quantizeQ8K(x []float32, z *q8K, b0 int) {
 // dotRowsKQ8Multi is rows [lo, hi) times each of n quantized vectors (nb
 // blocks each): out[t*rows+r]. A row stays in L1 while every vector
 // passes over it. Through the lane kernels (z.lay laid out), sums holds
-// the rows' block corrections (blockSums).
-func dotRowsKQ8Multi(t quant.Type, data []byte, rb, lo, hi int, z *q8K, n, nb int, out []float32, rows int, sums []int32) {
+// the rows' block corrections (blockSums); tiles, the matrix in tiles
+// where the AVX2 tile kernel takes it (kTiles).
+func dotRowsKQ8Multi(t quant.Type, data []byte, rb, lo, hi int, z *q8K, n, nb int, out []float32, rows int, sums []int32, tiles []byte) {
 	if lo >= hi {
 		return
 	}
@@ -720,6 +721,10 @@ func dotRowsKQ8Multi(t quant.Type, data []byte, rb, lo, hi int, z *q8K, n, nb in
 				out[v*rows+r] = dotKQ8Go(t, data[r*rb:(r+1)*rb], z, v*nb)
 			}
 		}
+		return
+	}
+	if tiles != nil && t == quant.Q4_K && useKQ8AVX2 {
+		q4kR8Rows(tiles, lo, hi, z, n, nb, out, rows)
 		return
 	}
 	if kq8Lanes(t) {

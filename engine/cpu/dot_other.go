@@ -56,7 +56,7 @@ const (
 func kq8Lanes(quant.Type) bool { return false }
 
 // dotRowsKQ8Multi is rows [lo, hi) times each of n quantized vectors.
-func dotRowsKQ8Multi(t quant.Type, data []byte, rb, lo, hi int, z *q8K, n, nb int, out []float32, rows int, _ []int32) {
+func dotRowsKQ8Multi(t quant.Type, data []byte, rb, lo, hi int, z *q8K, n, nb int, out []float32, rows int, _ []int32, _ []byte) {
 	for r := lo; r < hi; r++ {
 		for v := range n {
 			out[v*rows+r] = dotKQ8Go(t, data[r*rb:(r+1)*rb], z, v*nb)
@@ -99,8 +99,10 @@ const (
 // blockSums and q80BlockSums are never needed here: no kernel reads them.
 func blockSums(*model.Tensor) []int32 { return nil }
 
-// q80Tiles is never needed here: no kernel reads Q8_0 tiles.
+// q80Tiles and kTiles are never needed here: no kernel reads tiles.
 func q80Tiles(*model.Tensor) []byte { return nil }
+
+func kTiles(*model.Tensor) []byte { return nil }
 
 func q80BlockSums([]byte, int, int) []int32 { return nil }
 

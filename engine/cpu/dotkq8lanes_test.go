@@ -60,8 +60,8 @@ func TestDotKQ8Lanes(t *testing.T) {
 				out := make([]float32, c.n*c.rows)
 				sums := kBlockSums(typ, data, c.rows, nb)
 				cut := c.rows / 3 // two ranges, as workers take them: the second from a row not a multiple of four
-				dotRowsKQ8Multi(typ, data, rb, 0, cut, &z, c.n, nb, out, c.rows, sums)
-				dotRowsKQ8Multi(typ, data, rb, cut, c.rows, &z, c.n, nb, out, c.rows, sums)
+				dotRowsKQ8Multi(typ, data, rb, 0, cut, &z, c.n, nb, out, c.rows, sums, nil)
+				dotRowsKQ8Multi(typ, data, rb, cut, c.rows, &z, c.n, nb, out, c.rows, sums, nil)
 				for row := range c.rows {
 					raw := data[row*rb : (row+1)*rb]
 					for v := range c.n {
@@ -81,7 +81,9 @@ func TestDotKQ8Lanes(t *testing.T) {
 }
 
 // BenchmarkKQ8Batch is one Q4_K matrix (2048 × 768) times 8 vectors: each
-// vector alone through the one-vector kernel, or a vector per lane.
+// vector alone through the one-vector kernel, eight at a time through the
+// AVX2 kernel over the matrix (v8avx2) and in tiles of eight rows, or a
+// vector per lane (the VNNI lane kernel where it runs, else v8avx2).
 func BenchmarkKQ8Batch(b *testing.B) {
 	const rows, cols, n = 2048, 768, 8
 	r := rand.New(rand.NewPCG(1, 2))
@@ -109,6 +111,28 @@ func BenchmarkKQ8Batch(b *testing.B) {
 			}
 		}
 	})
+	b.Run("v8avx2", func(b *testing.B) {
+		if !useAVX2 {
+			b.Skip("no AVX2")
+		}
+		z.resizeLanes(n, cols)
+		old := useKQ8AVX2
+		useKQ8AVX2 = true
+		z.layLanes(0, laneBlocks(n, cols), n, cols)
+		useKQ8AVX2 = old
+		for b.Loop() {
+			dotRowsKQ8AVX2(quant.Q4_K, data, rb, 0, rows, &z, n, nb, out, rows)
+		}
+	})
+	b.Run("tiles", func(b *testing.B) {
+		if !useAVX2 {
+			b.Skip("no AVX2")
+		}
+		tiles := repackQ4KR8(data, rows, nb)
+		for b.Loop() {
+			q4kR8Rows(tiles, 0, rows, &z, n, nb, out, rows)
+		}
+	})
 	b.Run("lanes", func(b *testing.B) {
 		if !kq8Lanes(quant.Q4_K) {
 			b.Skip("no lane kernels here")
@@ -117,7 +141,7 @@ func BenchmarkKQ8Batch(b *testing.B) {
 		z.layLanes(0, laneBlocks(n, cols), n, cols)
 		sums := kBlockSums(quant.Q4_K, data, rows, nb)
 		for b.Loop() {
-			dotRowsKQ8Multi(quant.Q4_K, data, rb, 0, rows, &z, n, nb, out, rows, sums)
+			dotRowsKQ8Multi(quant.Q4_K, data, rb, 0, rows, &z, n, nb, out, rows, sums, nil)
 		}
 	})
 }
@@ -220,30 +244,12 @@ func TestDotQ4_KRows4(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(13, 14))
 	for _, c := range []struct{ cols, rows int }{{256, 4}, {768, 9}, {2048, 17}, {512, 3}} {
-		x := make([]float32, c.cols)
-		for i := range x {
-			x[i] = float32(r.NormFloat64()) * float32(1+i%5)
-		}
-		var z q8K
-		z.resize(1, c.cols)
-		quantizeQ8K(x, &z, 0)
-		w := make([]float32, c.rows*c.cols)
-		for i := range w {
-			w[i] = float32(r.NormFloat64())
-		}
-		quantized, _ := quant.Quantize(quant.Q4_K, w)
-		random := make([]byte, len(quantized))
-		for i := range random {
-			random[i] = byte(r.Uint32())
-		}
-		for i := 0; i < len(random); i += 144 { // finite block scales
-			random[i+1], random[i+3] = random[i+1]&0x3b, random[i+3]&0x3b
-		}
+		z, rowSets := q4KTestCase(r, 1, c.cols, c.rows)
 		nb := c.cols / 256
 		rb := nb * 144
-		for name, data := range map[string][]byte{"quantized": quantized, "random": random} {
+		for name, data := range rowSets {
 			out := make([]float32, c.rows)
-			dotRowsKQ8(quant.Q4_K, data, rb, 0, c.rows, &z, out)
+			dotRowsKQ8(quant.Q4_K, data, rb, 0, c.rows, z, out)
 			for row := range c.rows {
 				alone := dotQ4_KQ8AVX2(&data[row*rb], &z.q[0], &z.bs[0], &z.d[0], nb, &f16Table[0])
 				if math.Float32bits(out[row]) != math.Float32bits(alone) {
@@ -286,4 +292,60 @@ func BenchmarkQ4_KRows(b *testing.B) {
 			dotRowsKQ8(quant.Q4_K, data, rb, 0, rows, &z, out)
 		}
 	})
+}
+
+// The Q4_K tile kernel gives each of several vectors exactly what the
+// one-vector kernel gives it, for whole and part groups of eight, ranges
+// cut inside a tile, on quantized rows and random bytes.
+func TestQ4_KTiles(t *testing.T) {
+	if !useAVX2 {
+		t.Skip("no AVX2 here")
+	}
+	r := rand.New(rand.NewPCG(17, 18))
+	for _, c := range []struct{ cols, rows, n int }{{256, 8, 8}, {768, 13, 5}, {512, 21, 9}, {2048, 9, 16}, {256, 3, 2}} {
+		z, rowSets := q4KTestCase(r, c.n, c.cols, c.rows)
+		nb := c.cols / 256
+		rb := nb * 144
+		for name, data := range rowSets {
+			tiles := repackQ4KR8(data, c.rows, nb)
+			out := make([]float32, c.n*c.rows)
+			cut := c.rows / 3
+			q4kR8Rows(tiles, 0, cut, z, c.n, nb, out, c.rows)
+			q4kR8Rows(tiles, cut, c.rows, z, c.n, nb, out, c.rows)
+			for row := range c.rows {
+				for v := range c.n {
+					alone := dotQ4_KQ8AVX2(&data[row*rb], &z.q[v*nb*256], &z.bs[v*nb*16], &z.d[v*nb], nb, &f16Table[0])
+					if got := out[v*c.rows+row]; math.Float32bits(got) != math.Float32bits(alone) {
+						t.Errorf("%d×%d %s, row %d vector %d of %d: %g in tiles, %g alone", c.rows, c.cols, name, row, v, c.n, got, alone)
+					}
+				}
+			}
+		}
+	}
+}
+
+// q4KTestCase is n vectors of cols values quantized for the K-quant
+// kernels, and rows Q4_K rows of cols values both quantized from normal
+// values and random bytes (block scales kept finite).
+func q4KTestCase(r *rand.Rand, n, cols, rows int) (*q8K, map[string][]byte) {
+	x := make([]float32, n*cols)
+	for i := range x {
+		x[i] = float32(r.NormFloat64()) * float32(1+i%5)
+	}
+	z := new(q8K)
+	z.resize(n, cols)
+	quantizeQ8K(x, z, 0)
+	w := make([]float32, rows*cols)
+	for i := range w {
+		w[i] = float32(r.NormFloat64())
+	}
+	quantized, _ := quant.Quantize(quant.Q4_K, w)
+	random := make([]byte, len(quantized))
+	for i := range random {
+		random[i] = byte(r.Uint32())
+	}
+	for i := 0; i < len(random); i += 144 { // finite block scales
+		random[i+1], random[i+3] = random[i+1]&0x3b, random[i+3]&0x3b
+	}
+	return z, map[string][]byte{"quantized": quantized, "random": random}
 }

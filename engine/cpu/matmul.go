@@ -24,7 +24,7 @@ type matmulTask struct {
 	z       *q8K      // x quantized to int8 for the K-quant kernels
 	z80     *q80      // x rounded to Q8_0 for the Q5_0 and Q8_0 kernels
 	sums    []int32   // w's block corrections, for several vectors through the lane kernels (blockSums)
-	tiles   []byte    // w in tiles of sixteen rows, for several vectors through dotQ8_0R16v8VNNI (q80Tiles)
+	tiles   []byte    // w in tiles, for several vectors through the tile kernels (q80Tiles, kTiles)
 }
 
 // hasQ8Kernel reports whether a type multiplies int8-quantized x (q8K).
@@ -86,6 +86,7 @@ func (p *Pool) prepare(out []float32, w *model.Tensor, x []float32, n int, scrat
 			if useKQ8Lanes { // the AVX2 kernels need no corrections
 				p.mm.sums = blockSums(w)
 			}
+			p.mm.tiles = kTiles(w)
 		}
 		if decoded {
 			// many vectors: decoded rows through the tile kernels, with x
@@ -149,7 +150,7 @@ func (m *matmulTask) Run(worker, lo, hi int) {
 			dotRowsKQ8(w.Type, w.Data, rb, lo, hi, m.z, m.out)
 			return
 		}
-		dotRowsKQ8Multi(w.Type, w.Data, rb, lo, hi, m.z, m.n, nb, m.out, rows, m.sums)
+		dotRowsKQ8Multi(w.Type, w.Data, rb, lo, hi, m.z, m.n, nb, m.out, rows, m.sums, m.tiles)
 		return
 	}
 	if m.z80 != nil { // Q5_0, Q8_0: every vector through the int8 kernel
