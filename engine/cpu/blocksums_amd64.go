@@ -100,15 +100,16 @@ func q80Tiles(w *model.Tensor) []byte {
 	return tilesOf(w, 8, 32, r8BlockBytes, repackR8)
 }
 
-// kTiles returns the Q4_K matrix w in tiles of eight rows (repackQ4KR8)
-// for dotQ4_KR8v8AVX2, where the AVX2 kernels take several vectors, or
-// nil: elsewhere, or past r16Budget (the kernel over the matrix then
-// gives the same results).
+// kTiles returns the K-quant matrix w in tiles of eight rows (kR8:
+// repackQ4KR8) for the AVX2 tile kernels, where they take
+// several vectors, or nil: elsewhere, or past r16Budget (the kernel over
+// the matrix then gives the same results).
 func kTiles(w *model.Tensor) []byte {
-	if !useKQ8AVX2 || w.Type != quant.Q4_K || w.Cols()%256 != 0 {
+	k, ok := kR8[w.Type]
+	if !useKQ8AVX2 || !ok || w.Cols()%256 != 0 {
 		return nil
 	}
-	return tilesOf(w, 8, 256, q4kR8BlockBytes, repackQ4KR8)
+	return tilesOf(w, 8, 256, k.bb, k.repack)
 }
 
 // tilesOf returns w's tiled copy (tiles of tile rows, blocks of bv

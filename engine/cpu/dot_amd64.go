@@ -723,8 +723,8 @@ func dotRowsKQ8Multi(t quant.Type, data []byte, rb, lo, hi int, z *q8K, n, nb in
 		}
 		return
 	}
-	if tiles != nil && t == quant.Q4_K && useKQ8AVX2 {
-		q4kR8Rows(tiles, lo, hi, z, n, nb, out, rows)
+	if tiles != nil && useKQ8AVX2 {
+		kR8Rows(t, tiles, lo, hi, z, n, nb, out, rows)
 		return
 	}
 	if kq8Lanes(t) {

@@ -80,10 +80,11 @@ func TestDotKQ8Lanes(t *testing.T) {
 	}
 }
 
-// BenchmarkKQ8Batch is one Q4_K matrix (2048 × 768) times 8 vectors: each
-// vector alone through the one-vector kernel, eight at a time through the
-// AVX2 kernel over the matrix (v8avx2) and in tiles of eight rows, or a
-// vector per lane (the VNNI lane kernel where it runs, else v8avx2).
+// BenchmarkKQ8Batch is one Q4_K or Q6_K matrix (2048 × 768) times 8
+// vectors: each vector alone through the one-vector kernel, eight at a
+// time through the AVX2 kernel over the matrix (v8avx2) and in tiles of
+// eight rows, or a vector per lane (the VNNI lane kernel where it runs,
+// else v8avx2).
 func BenchmarkKQ8Batch(b *testing.B) {
 	const rows, cols, n = 2048, 768, 8
 	r := rand.New(rand.NewPCG(1, 2))
@@ -91,7 +92,6 @@ func BenchmarkKQ8Batch(b *testing.B) {
 	for i := range w {
 		w[i] = float32(r.NormFloat64())
 	}
-	data, _ := quant.Quantize(quant.Q4_K, w)
 	x := make([]float32, n*cols)
 	for i := range x {
 		x[i] = float32(r.NormFloat64())
@@ -100,50 +100,54 @@ func BenchmarkKQ8Batch(b *testing.B) {
 	z.resize(n, cols)
 	quantizeQ8K(x, &z, 0)
 	out := make([]float32, n*rows)
-	rb, nb := cols/256*144, cols/256
-	k := kq8Kernels[quant.Q4_K]
-	b.Run("alone", func(b *testing.B) {
-		for b.Loop() {
-			for row := range rows {
-				for v := range n {
-					out[v*rows+row] = k.fn(&data[row*rb], &z.q[v*nb*256], &z.bs[v*nb*16], &z.d[v*nb], nb, &f16Table[0])
+	nb := cols / 256
+	for _, typ := range []quant.Type{quant.Q4_K, quant.Q6_K} {
+		data, _ := quant.Quantize(typ, w)
+		rb := nb * typ.BlockBytes()
+		k := kq8Kernels[typ]
+		b.Run(typ.String()+"/alone", func(b *testing.B) {
+			for b.Loop() {
+				for row := range rows {
+					for v := range n {
+						out[v*rows+row] = k.fn(&data[row*rb], &z.q[v*nb*256], &z.bs[v*nb*16], &z.d[v*nb], nb, &f16Table[0])
+					}
 				}
 			}
-		}
-	})
-	b.Run("v8avx2", func(b *testing.B) {
-		if !useAVX2 {
-			b.Skip("no AVX2")
-		}
-		z.resizeLanes(n, cols)
-		old := useKQ8AVX2
-		useKQ8AVX2 = true
-		z.layLanes(0, laneBlocks(n, cols), n, cols)
-		useKQ8AVX2 = old
-		for b.Loop() {
-			dotRowsKQ8AVX2(quant.Q4_K, data, rb, 0, rows, &z, n, nb, out, rows)
-		}
-	})
-	b.Run("tiles", func(b *testing.B) {
-		if !useAVX2 {
-			b.Skip("no AVX2")
-		}
-		tiles := repackQ4KR8(data, rows, nb)
-		for b.Loop() {
-			q4kR8Rows(tiles, 0, rows, &z, n, nb, out, rows)
-		}
-	})
-	b.Run("lanes", func(b *testing.B) {
-		if !kq8Lanes(quant.Q4_K) {
-			b.Skip("no lane kernels here")
-		}
-		z.resizeLanes(n, cols)
-		z.layLanes(0, laneBlocks(n, cols), n, cols)
-		sums := kBlockSums(quant.Q4_K, data, rows, nb)
-		for b.Loop() {
-			dotRowsKQ8Multi(quant.Q4_K, data, rb, 0, rows, &z, n, nb, out, rows, sums, nil)
-		}
-	})
+		})
+		b.Run(typ.String()+"/v8avx2", func(b *testing.B) {
+			if !useAVX2 {
+				b.Skip("no AVX2")
+			}
+			z.resizeLanes(n, cols)
+			old := useKQ8AVX2
+			useKQ8AVX2 = true
+			z.layLanes(0, laneBlocks(n, cols), n, cols)
+			useKQ8AVX2 = old
+			for b.Loop() {
+				dotRowsKQ8AVX2(typ, data, rb, 0, rows, &z, n, nb, out, rows)
+			}
+		})
+		b.Run(typ.String()+"/tiles", func(b *testing.B) {
+			if _, ok := kR8[typ]; !ok || !useAVX2 {
+				b.Skip("no tile kernel")
+			}
+			tiles := kR8[typ].repack(data, rows, nb)
+			for b.Loop() {
+				kR8Rows(typ, tiles, 0, rows, &z, n, nb, out, rows)
+			}
+		})
+		b.Run(typ.String()+"/lanes", func(b *testing.B) {
+			if !kq8Lanes(typ) {
+				b.Skip("no lane kernels here")
+			}
+			z.resizeLanes(n, cols)
+			z.layLanes(0, laneBlocks(n, cols), n, cols)
+			sums := kBlockSums(typ, data, rows, nb)
+			for b.Loop() {
+				dotRowsKQ8Multi(typ, data, rb, 0, rows, &z, n, nb, out, rows, sums, nil)
+			}
+		})
+	}
 }
 
 // BenchmarkKQ8Paths is a K-quant matrix (2048 × 768) times n vectors
@@ -244,7 +248,7 @@ func TestDotQ4_KRows4(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(13, 14))
 	for _, c := range []struct{ cols, rows int }{{256, 4}, {768, 9}, {2048, 17}, {512, 3}} {
-		z, rowSets := q4KTestCase(r, 1, c.cols, c.rows)
+		z, rowSets := kTestCase(r, quant.Q4_K, 1, c.cols, c.rows)
 		nb := c.cols / 256
 		rb := nb * 144
 		for name, data := range rowSets {
@@ -294,29 +298,32 @@ func BenchmarkQ4_KRows(b *testing.B) {
 	})
 }
 
-// The Q4_K tile kernel gives each of several vectors exactly what the
-// one-vector kernel gives it, for whole and part groups of eight, ranges
-// cut inside a tile, on quantized rows and random bytes.
-func TestQ4_KTiles(t *testing.T) {
+// The K-quant tile kernels (Q4_K's) give each of several vectors exactly
+// what the one-vector kernel gives it, for whole and part groups of eight,
+// ranges cut inside a tile, on quantized rows and random bytes.
+func TestKTiles(t *testing.T) {
 	if !useAVX2 {
 		t.Skip("no AVX2 here")
 	}
 	r := rand.New(rand.NewPCG(17, 18))
-	for _, c := range []struct{ cols, rows, n int }{{256, 8, 8}, {768, 13, 5}, {512, 21, 9}, {2048, 9, 16}, {256, 3, 2}} {
-		z, rowSets := q4KTestCase(r, c.n, c.cols, c.rows)
-		nb := c.cols / 256
-		rb := nb * 144
-		for name, data := range rowSets {
-			tiles := repackQ4KR8(data, c.rows, nb)
-			out := make([]float32, c.n*c.rows)
-			cut := c.rows / 3
-			q4kR8Rows(tiles, 0, cut, z, c.n, nb, out, c.rows)
-			q4kR8Rows(tiles, cut, c.rows, z, c.n, nb, out, c.rows)
-			for row := range c.rows {
-				for v := range c.n {
-					alone := dotQ4_KQ8AVX2(&data[row*rb], &z.q[v*nb*256], &z.bs[v*nb*16], &z.d[v*nb], nb, &f16Table[0])
-					if got := out[v*c.rows+row]; math.Float32bits(got) != math.Float32bits(alone) {
-						t.Errorf("%d×%d %s, row %d vector %d of %d: %g in tiles, %g alone", c.rows, c.cols, name, row, v, c.n, got, alone)
+	for typ := range kR8 {
+		for _, c := range []struct{ cols, rows, n int }{{256, 8, 8}, {768, 13, 5}, {512, 21, 9}, {2048, 9, 16}, {256, 3, 2}} {
+			z, rowSets := kTestCase(r, typ, c.n, c.cols, c.rows)
+			nb := c.cols / 256
+			rb := nb * typ.BlockBytes()
+			k := kq8Kernels[typ].fn
+			for name, data := range rowSets {
+				tiles := kR8[typ].repack(data, c.rows, nb)
+				out := make([]float32, c.n*c.rows)
+				cut := c.rows / 3
+				kR8Rows(typ, tiles, 0, cut, z, c.n, nb, out, c.rows)
+				kR8Rows(typ, tiles, cut, c.rows, z, c.n, nb, out, c.rows)
+				for row := range c.rows {
+					for v := range c.n {
+						alone := k(&data[row*rb], &z.q[v*nb*256], &z.bs[v*nb*16], &z.d[v*nb], nb, &f16Table[0])
+						if got := out[v*c.rows+row]; math.Float32bits(got) != math.Float32bits(alone) {
+							t.Errorf("%s %d×%d %s, row %d vector %d of %d: %g in tiles, %g alone", typ, c.rows, c.cols, name, row, v, c.n, got, alone)
+						}
 					}
 				}
 			}
@@ -324,10 +331,11 @@ func TestQ4_KTiles(t *testing.T) {
 	}
 }
 
-// q4KTestCase is n vectors of cols values quantized for the K-quant
-// kernels, and rows Q4_K rows of cols values both quantized from normal
-// values and random bytes (block scales kept finite).
-func q4KTestCase(r *rand.Rand, n, cols, rows int) (*q8K, map[string][]byte) {
+// kTestCase is n vectors of cols values quantized for the K-quant
+// kernels, and rows rows of type typ (Q4_K or Q6_K) of cols values, both
+// quantized from normal values and random bytes (block scales kept
+// finite).
+func kTestCase(r *rand.Rand, typ quant.Type, n, cols, rows int) (*q8K, map[string][]byte) {
 	x := make([]float32, n*cols)
 	for i := range x {
 		x[i] = float32(r.NormFloat64()) * float32(1+i%5)
@@ -339,13 +347,18 @@ func q4KTestCase(r *rand.Rand, n, cols, rows int) (*q8K, map[string][]byte) {
 	for i := range w {
 		w[i] = float32(r.NormFloat64())
 	}
-	quantized, _ := quant.Quantize(quant.Q4_K, w)
+	quantized, _ := quant.Quantize(typ, w)
 	random := make([]byte, len(quantized))
 	for i := range random {
 		random[i] = byte(r.Uint32())
 	}
-	for i := 0; i < len(random); i += 144 { // finite block scales
-		random[i+1], random[i+3] = random[i+1]&0x3b, random[i+3]&0x3b
+	bb := typ.BlockBytes()
+	for i := 0; i < len(random); i += bb { // finite block scales
+		if typ == quant.Q4_K {
+			random[i+1], random[i+3] = random[i+1]&0x3b, random[i+3]&0x3b
+		} else {
+			random[i+209] &= 0x3b
+		}
 	}
 	return z, map[string][]byte{"quantized": quantized, "random": random}
 }

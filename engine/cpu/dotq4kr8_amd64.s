@@ -64,18 +64,6 @@
 	VPADDD (32*V)(SP), Y8, Y8 \
 	VMOVDQU Y8, (32*V)(SP)
 
-// Q4T_ZERO stores Y0 (zero) over the eight vectors' 32 bytes each in the
-// frame from OFF.
-#define Q4T_ZERO(OFF) \
-	VMOVDQU Y0, (OFF)(SP) \
-	VMOVDQU Y0, (OFF+32)(SP) \
-	VMOVDQU Y0, (OFF+64)(SP) \
-	VMOVDQU Y0, (OFF+96)(SP) \
-	VMOVDQU Y0, (OFF+128)(SP) \
-	VMOVDQU Y0, (OFF+160)(SP) \
-	VMOVDQU Y0, (OFF+192)(SP) \
-	VMOVDQU Y0, (OFF+224)(SP)
-
 // Q4T_J does sub-block J for the eight vectors (XV(DI, AX, R10, R11)).
 #define Q4T_J(J) \
 	Q4T_SUB(J) \
@@ -132,7 +120,7 @@
 // sums over 16 bstride, their d dstride): the eight rows' results for
 // vector v go to byte v·ostride of out, for the first lanes vectors.
 // blocks > 0.
-TEXT ·dotQ4_KR8v8AVX2(SB), NOSPLIT, $768-88
+TEXT ·dotQ4_KR8v8AVX2(SB), $768-88
 	MOVQ w+0(FP), SI
 	MOVQ blocks+8(FP), CX
 	MOVQ q+16(FP), DI
@@ -145,8 +133,8 @@ TEXT ·dotQ4_KR8v8AVX2(SB), NOSPLIT, $768-88
 	XV(BX, R8, R12, R13)
 	XV(DX, R9, R14, R15)
 	VXORPS Y0, Y0, Y0
-	Q4T_ZERO(256)
-	Q4T_ZERO(512)
+	ZERO8_AT(256)
+	ZERO8_AT(512)
 	MOVL $0x0f0f0f0f, CX
 	VMOVD CX, X15
 	VPBROADCASTD X15, Y15
@@ -154,7 +142,7 @@ TEXT ·dotQ4_KR8v8AVX2(SB), NOSPLIT, $768-88
 
 q4tblock:
 	VPXOR Y0, Y0, Y0
-	Q4T_ZERO(0)
+	ZERO8_AT(0)
 	Q4T_J(0)
 	Q4T_J(1)
 	Q4T_J(2)

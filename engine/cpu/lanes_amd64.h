@@ -194,3 +194,15 @@ L: \
 	ADDQ S, P3 \
 	LEAQ (P3)(S*2), P6 \
 	ADDQ S, P6
+
+// ZERO8_AT stores Y0 (zero) over eight registers' worth (32 bytes each) of
+// the frame from OFF.
+#define ZERO8_AT(OFF) \
+	VMOVDQU Y0, (OFF)(SP) \
+	VMOVDQU Y0, (OFF+32)(SP) \
+	VMOVDQU Y0, (OFF+64)(SP) \
+	VMOVDQU Y0, (OFF+96)(SP) \
+	VMOVDQU Y0, (OFF+128)(SP) \
+	VMOVDQU Y0, (OFF+160)(SP) \
+	VMOVDQU Y0, (OFF+192)(SP) \
+	VMOVDQU Y0, (OFF+224)(SP)

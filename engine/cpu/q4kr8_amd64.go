@@ -2,10 +2,31 @@
 
 package cpu
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"stepthrough/engine/quant"
+)
 
 //go:noescape
 func dotQ4_KR8v8AVX2(w *byte, blocks int, q *int8, qstride int, bs *int16, bstride int, d *float32, dstride int, out *float32, ostride int, lanes int)
+
+// kR8Kernel is a K-quant tile kernel (dotQ4_KR8v8AVX2).
+type kR8Kernel func(w *byte, blocks int, q *int8, qstride int, bs *int16, bstride int, d *float32, dstride int, out *float32, ostride int, lanes int)
+
+// kR8 are the K-quant tile kernels by type, with their tiles' block bytes
+// and repackers. Q6_K has none: the same design for it (values a byte
+// each, two groups' products added in 16 bits) measured slower than the
+// kernel over the matrix (one thread, 2048 × 768 × 8, best of six: 188
+// µs against 161), its four times as many broadcasts of x per value
+// outweighing what the tiles save.
+var kR8 = map[quant.Type]struct {
+	fn     kR8Kernel
+	bb     int
+	repack func(data []byte, rows, nb int) []byte
+}{
+	quant.Q4_K: {dotQ4_KR8v8AVX2, q4kR8BlockBytes, repackQ4KR8},
+}
 
 // q4kR8BlockBytes is one block of a tile of eight Q4_K rows as
 // repackQ4KR8 lays it out.
@@ -56,13 +77,14 @@ func q4KValue(blk []byte, j, i int) byte {
 	return blk[16+32*(j/2)+i] >> (4 * (j % 2)) & 15
 }
 
-// q4kR8Rows is rows [lo, hi) of a Q4_K matrix in tiles (repackQ4KR8)
+// kR8Rows is rows [lo, hi) of a K-quant matrix in tiles (kR8[t])
 // times n quantized vectors read in place (z sized for whole groups of
 // eight), eight at a time: row r's results go to out[v*rows+r]. A tile
 // the range holds whole goes straight into out; one it cuts is computed
 // whole into tmp, the range's rows copied from there.
-func q4kR8Rows(tiles []byte, lo, hi int, z *q8K, n, nb int, out []float32, rows int) {
-	tb := nb * q4kR8BlockBytes
+func kR8Rows(t quant.Type, tiles []byte, lo, hi int, z *q8K, n, nb int, out []float32, rows int) {
+	k := kR8[t]
+	tb := nb * k.bb
 	groups := (n + 7) / 8
 	q, bs, d := z.q[:groups*8*nb*256], z.bs[:groups*8*nb*16], z.d[:groups*8*nb]
 	_ = tiles[(hi+7)/8*tb-1]
@@ -75,10 +97,10 @@ func q4kR8Rows(tiles []byte, lo, hi int, z *q8K, n, nb int, out []float32, rows 
 			lanes := min(8, n-8*g)
 			v0 := 8 * g
 			if whole {
-				dotQ4_KR8v8AVX2(&tiles[t*tb], nb, &q[v0*nb*256], nb*256, &bs[v0*nb*16], nb*32, &d[v0*nb], nb*4, &out[v0*rows+r0], 4*rows, lanes)
+				k.fn(&tiles[t*tb], nb, &q[v0*nb*256], nb*256, &bs[v0*nb*16], nb*32, &d[v0*nb], nb*4, &out[v0*rows+r0], 4*rows, lanes)
 				continue
 			}
-			dotQ4_KR8v8AVX2(&tiles[t*tb], nb, &q[v0*nb*256], nb*256, &bs[v0*nb*16], nb*32, &d[v0*nb], nb*4, &tmp[0], 32, lanes)
+			k.fn(&tiles[t*tb], nb, &q[v0*nb*256], nb*256, &bs[v0*nb*16], nb*32, &d[v0*nb], nb*4, &tmp[0], 32, lanes)
 			for v := range lanes {
 				for r := max(r0, lo); r < min(r0+8, hi); r++ {
 					out[(v0+v)*rows+r] = tmp[8*v+r-r0]
