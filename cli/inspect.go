@@ -180,10 +180,7 @@ func printBackendAndTensors(w io.Writer, in Inspection) {
 		types = append(types, t)
 	}
 	sort.Strings(types)
-	fmt.Fprintf(w, "backend:       %s\n", in.Backend)
-	if in.Backend.Kernels != "" {
-		fmt.Fprintf(w, "CPU kernels:   %s\n", in.Backend.Kernels)
-	}
+	fmt.Fprintf(w, "backend:       %s\n", in.Backend) // with the CPU kernels' level (BackendInfo.String)
 	if in.Backend.Note != "" {
 		fmt.Fprintf(w, "               (%s)\n", oneLine(in.Backend.Note))
 	}

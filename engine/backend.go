@@ -26,7 +26,11 @@ func (b BackendInfo) String() string {
 	if b.Device != nil {
 		return "vulkan: " + b.Device.String()
 	}
-	return fmt.Sprintf("cpu: %d threads (%s/%s)", b.Threads, runtime.GOOS, runtime.GOARCH)
+	s := fmt.Sprintf("cpu: %d threads (%s/%s)", b.Threads, runtime.GOOS, runtime.GOARCH)
+	if b.Kernels != "" { // the vector level, so a status line says what a figure was measured with
+		s += ", kernels " + b.Kernels
+	}
+	return s
 }
 
 // Backends are the names accepted by Options.Backend.

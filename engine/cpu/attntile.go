@@ -59,7 +59,7 @@ func (a *attnTiles) Run(worker, lo, hi int) {
 
 // tile computes rows [i0, i0+tileRows) of one head of one segment.
 func (a *attnTiles) tile(worker int, it tileItem) {
-	if useGemmB && a.r.cfg.HeadDim%16 == 0 {
+	if useGemm && a.r.cfg.HeadDim%gemmLanes == 0 {
 		a.tileB(worker, it)
 		return
 	}
@@ -96,7 +96,8 @@ func (a *attnTiles) tile(worker int, it tileItem) {
 
 // tileB is tile through the broadcast GEMM: the scores as keys × the
 // tile's queries (eight keys broadcast against the queries packed
-// d-major, stored transposed, so S is [query][key]), softmax with the
+// d-major, stored transposed, so S is [query][key]; at AVX2 six keys a
+// tile, copied out transposed), softmax with the
 // 1/√d scale folded into its exponent, then S·V reading V's rows in
 // place (no transposed copy).
 func (a *attnTiles) tileB(worker int, it tileItem) {
@@ -121,11 +122,15 @@ func (a *attnTiles) tileB(worker int, it tileItem) {
 		}
 	}
 	j := 0
-	for ; j+8 <= vis; j += 8 {
-		gemmKernelsT[1](&keys[j*KVD+kvo], KVD, &qT[0], tileRows, HD, &S[j], vis)
+	if useGemmB {
+		for ; j+8 <= vis; j += 8 {
+			gemmKernelsT[1](&keys[j*KVD+kvo], KVD, &qT[0], tileRows, HD, &S[j], vis)
+		}
 	}
-	if mm := vis - j; mm > 0 {
-		gemmKernels[1][mm](&keys[j*KVD+kvo], KVD, &qT[0], tileRows, HD, &edge[0], tileRows)
+	z := tileRows / gemmLanes // the rest (at AVX2 all): keys × queries into edge, copied out
+	for step := gemmRows(z); j < vis; j += step {
+		mm := min(step, vis-j)
+		gemmKernels[z][mm](&keys[j*KVD+kvo], KVD, &qT[0], tileRows, HD, &edge[0], tileRows)
 		for jj := range mm {
 			for i := range rows {
 				S[i*vis+j+jj] = edge[jj*tileRows+i]

@@ -141,6 +141,11 @@ func BenchmarkMatMulBatch(b *testing.B) {
 		}
 		for _, n := range []int{1, 2, 4, 8, 16, 32} {
 			b.Run(fmt.Sprintf("%s/n=%d", typ, n), func(b *testing.B) {
+				if v := os.Getenv("GEMM_MIN"); v != "" { // where the broadcast GEMM takes over, for finding it
+					old := gemmMinVectors
+					gemmMinVectors, _ = strconv.Atoi(v)
+					defer func() { gemmMinVectors = old }()
+				}
 				x := make([]float32, n*cols)
 				for i := range x {
 					x[i] = float32(i%7) - 3

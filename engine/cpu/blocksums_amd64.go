@@ -87,21 +87,44 @@ func blockSums(w *model.Tensor) []int32 {
 }
 
 // q80Tiles returns the Q8_0 matrix w in tiles of sixteen rows
-// (repackR16) for dotQ8_0R16v8VNNI, or nil: the kernel cannot run here,
-// or the copy would take the tiled copies past r16Budget.
+// (repackR16) for dotQ8_0R16v8VNNI, or at AVX2 of eight (repackR8) for
+// dotQ8_0R8v8AVX2, or nil: neither kernel runs here, or the copy would
+// take the tiled copies past r16Budget.
 func q80Tiles(w *model.Tensor) []byte {
-	if !useQ80VNNI || w.Type != quant.Q8_0 || w.Cols()%32 != 0 {
+	if !(useQ80VNNI || useQ80AVX2) || w.Type != quant.Q8_0 || w.Cols()%32 != 0 {
 		return nil
 	}
+	if useQ80VNNI {
+		return tilesOf(w, 16, 32, r16BlockBytes, repackR16)
+	}
+	return tilesOf(w, 8, 32, r8BlockBytes, repackR8)
+}
+
+// kTiles returns the K-quant matrix w in tiles of eight rows (kR8:
+// repackQ4KR8) for the AVX2 tile kernels, where they take
+// several vectors, or nil: elsewhere, or past r16Budget (the kernel over
+// the matrix then gives the same results).
+func kTiles(w *model.Tensor) []byte {
+	k, ok := kR8[w.Type]
+	if !useKQ8AVX2 || !ok || w.Cols()%256 != 0 {
+		return nil
+	}
+	return tilesOf(w, 8, 256, k.bb, k.repack)
+}
+
+// tilesOf returns w's tiled copy (tiles of tile rows, blocks of bv
+// values, bb bytes a tile's block), made by repack on first use, or nil
+// past r16Budget.
+func tilesOf(w *model.Tensor, tile, bv, bb int, repack func(data []byte, rows, nb int) []byte) []byte {
 	matrixCache.mu.Lock()
 	defer matrixCache.mu.Unlock()
 	a := auxOf(w)
 	if a.tiles == nil && !a.untiled {
-		rows, nb := w.Rows(), w.Cols()/32
-		if size := (rows + 15) / 16 * nb * r16BlockBytes; matrixCache.r16Bytes+size > r16Budget {
+		rows, nb := w.Rows(), w.Cols()/bv
+		if size := (rows + tile - 1) / tile * nb * bb; matrixCache.r16Bytes+size > r16Budget {
 			a.untiled = true
 		} else {
-			a.tiles = repackR16(w.Data, rows, nb)
+			a.tiles = repack(w.Data, rows, nb)
 			matrixCache.r16Bytes += size
 		}
 	}

@@ -19,9 +19,32 @@ func dequantQ8_0AVX2(row *byte, out *float32, blocks int, f16 *float32)
 //go:noescape
 func packGather16AVX512(x *float32, cols int, d *float32, w int, idx *int32)
 
-// packGather16 writes 16 vectors of x (rows of cols floats, from x[0])
-// transposed into columns of d (rows of w floats, from d[0]).
-func packGather16(x []float32, cols int, d []float32, w int) bool {
+//go:noescape
+func packT8AVX2(x *float32, cols int, d *float32, w int)
+
+// packGroup is how many vectors packVectors takes at a time here: 16
+// (one gather per value, AVX-512) or 8 (eight by eight transposes in
+// registers, AVX2).
+var packGroup = func() int {
+	if useGemmB {
+		return 16
+	}
+	return 8
+}()
+
+// packVectors writes packGroup vectors of x (rows of cols floats, from
+// x[0]) transposed into columns of d (rows of w floats, from d[0]),
+// reporting false (nothing done) where no kernel runs.
+func packVectors(x []float32, cols int, d []float32, w int) bool {
+	if packGroup == 8 {
+		if !useAVX2 || cols == 0 || cols%8 != 0 {
+			return false
+		}
+		_ = x[8*cols-1]
+		_ = d[(cols-1)*w+7]
+		packT8AVX2(&x[0], cols, &d[0], w)
+		return true
+	}
 	if !useGemmB || cols == 0 || 16*cols > 1<<31-1 {
 		return false
 	}
@@ -64,19 +87,26 @@ func gemv8AVX512(a *float32, lda int, x *float32, k int, out *float32)
 
 // gemv8 computes the dot products of eight rows of a (row stride lda)
 // with x, reporting false (nothing done) where the kernel does not run:
-// without AVX-512, or when len(x) is not a multiple of 16. Eight rows
+// without AVX2, or when len(x) is not a multiple of 16. Eight rows
 // streamed at once read a decode step's F32 weights ~20% faster than
 // four (58.7 against 49.1 GB/s, six interleaved pairs of
-// BenchmarkDecodeStream's matrices).
+// BenchmarkDecodeStream's matrices, AVX-512).
 func gemv8(a []float32, lda int, x []float32, out *[8]float32) bool {
 	k := len(x)
-	if !useAVX512 || k == 0 || k%16 != 0 {
+	if !useAVX2 || k == 0 || k%16 != 0 {
 		return false
 	}
 	_ = a[7*lda+k-1]
-	gemv8AVX512(&a[0], lda, &x[0], k, &out[0])
+	if useAVX512 {
+		gemv8AVX512(&a[0], lda, &x[0], k, &out[0])
+	} else {
+		gemv8AVX2(&a[0], lda, &x[0], k, &out[0])
+	}
 	return true
 }
+
+//go:noescape
+func gemv8AVX2(a *float32, lda int, x *float32, k int, out *float32)
 
 //go:noescape
 func gemv4AVX2(a *float32, lda int, x *float32, k int, out *float32)
@@ -188,9 +218,28 @@ func layQ80(q []int8, d []float32, out []uint32) {
 	layQ80VNNI(&q[0], &d[0], &out[0], nb)
 }
 
-// q80Lays reports whether products with rows of type t need q80.lay: Q8_0
-// rows, and Q5_0 rows rewritten as Q8_0 a tile at a time.
-func q80Lays(t quant.Type) bool { return (t == quant.Q8_0 || t == quant.Q5_0) && useQ80VNNI }
+// useQ80AVX2 reports whether the Q8_0 rows multiply several vectors
+// (laid out by layQ80HalvesBlock) or one four rows at a time in the AVX2
+// kernels here: the VNNI ones do not run, and the kernels' binary16
+// widening (F16C) does.
+var useQ80AVX2 = useF16C && !useQ80VNNI
+
+// q80Halves reports whether groups of eight vectors are laid out for the
+// AVX2 kernels (q80.halves).
+var q80Halves = useQ80AVX2
+
+// q80Lays reports whether products with rows of type t go through the
+// Q8_0 kernels that read q80.lay (for several vectors; the VNNI ones for
+// one too): Q8_0 rows, and Q5_0 rows rewritten as Q8_0 a tile at a time.
+func q80Lays(t quant.Type) bool {
+	return (t == quant.Q8_0 || t == quant.Q5_0) && (useQ80VNNI || useQ80AVX2)
+}
+
+//go:noescape
+func dotQ8_0Q80r4AVX2(row *byte, stride int, q *int8, d *float32, blocks int, out *float32)
+
+//go:noescape
+func dotQ8_0Q80v8AVX2(row *byte, rb int, rows int, x *byte, blocks int, f16 *float32, out *float32, ostride int, lanes int)
 
 // dotQ8_0Q80 is a Q8_0 row times the rounded vector whose blocks start at b0.
 func dotQ8_0Q80(row []byte, z *q80, b0 int) float32 {
@@ -227,7 +276,11 @@ func dotRowsQ80(t quant.Type, data []byte, rb, lo, hi int, z *q80, n, cols int, 
 		return
 	}
 	if tiles != nil && n > 1 {
-		r16Rows(tiles, lo, hi, z, n, cols/32, out, rows, scratch)
+		if useQ80VNNI {
+			r16Rows(tiles, lo, hi, z, n, cols/32, out, rows, scratch)
+		} else {
+			r8Rows(tiles, lo, hi, z, n, cols/32, out, rows, scratch)
+		}
 		return
 	}
 	if t == quant.Q5_0 {
@@ -243,6 +296,10 @@ func dotRowsQ80(t quant.Type, data []byte, rb, lo, hi int, z *q80, n, cols int, 
 func q80Rows(data []byte, rb, lo, hi, off int, z *q80, n, nb int, out []float32, rows int, sums []int32) {
 	_ = data[hi*rb-1]
 	_ = out[(n-1)*rows+off+hi-1]
+	if !useQ80VNNI {
+		q80RowsAVX2(data, rb, lo, hi, off, z, n, nb, out, rows)
+		return
+	}
 	if n == 1 {
 		_ = z.lay[z.layWords-1]
 		var o [4]float32
@@ -282,6 +339,41 @@ func q80Rows(data []byte, rb, lo, hi, off int, z *q80, n, nb int, out []float32,
 	}
 }
 
+// q80AVX2Rows is how many rows q80RowsAVX2 multiplies by every group of
+// eight vectors before it moves on: they stay in L1 meanwhile.
+const q80AVX2Rows = 16
+
+// q80RowsAVX2 is q80Rows through the AVX2 kernels: one vector four rows
+// at a time, from the range's four quarters (four sequential streams);
+// several in groups of eight (z laid out by layQ80HalvesBlock), a few
+// rows at a time by every group.
+func q80RowsAVX2(data []byte, rb, lo, hi, off int, z *q80, n, nb int, out []float32, rows int) {
+	if n == 1 {
+		_, _ = z.q[nb*32-1], z.d[nb-1]
+		var o [4]float32
+		q := (hi - lo) / 4
+		for i := range q {
+			dotQ8_0Q80r4AVX2(&data[(lo+i)*rb], q*rb, &z.q[0], &z.d[0], nb, &o[0])
+			for k, y := range o {
+				out[off+lo+i+k*q] = y
+			}
+		}
+		for r := lo + 4*q; r < hi; r++ { // the same row four times
+			dotQ8_0Q80r4AVX2(&data[r*rb], 0, &z.q[0], &z.d[0], nb, &o[0])
+			out[off+r] = o[0]
+		}
+		return
+	}
+	_ = z.lay[(n+7)/8*z.layWords-1]
+	x := unsafe.Slice((*byte)(unsafe.Pointer(&z.lay[0])), 4*len(z.lay))
+	for r0 := lo; r0 < hi; r0 += q80AVX2Rows {
+		k := min(q80AVX2Rows, hi-r0)
+		for g := 0; g < n; g += 8 {
+			dotQ8_0Q80v8AVX2(&data[r0*rb], rb, k, &x[4*g/8*z.layWords], nb, &f16Table[0], &out[g*rows+off+r0], 4*rows, min(8, n-g))
+		}
+	}
+}
+
 // q50TileRows is how many Q5_0 rows dotRowsQ5_0 rewrites as Q8_0 at a
 // time: they and their block sums fit the scratch ScratchFloats gives.
 const q50TileRows = 8
@@ -303,7 +395,7 @@ func dotRowsQ5_0(data []byte, rb, lo, hi int, z *q80, n, cols int, out []float32
 	for r0 := lo; r0 < hi; r0 += q50TileRows {
 		k := min(q50TileRows, hi-r0)
 		unpackQ5_0AVX2(&data[r0*rb], k*nb, &tile[0])
-		if n > 1 {
+		if n > 1 && useQ80VNNI {
 			blockSumsInto(tile[:k*rb8], k, nb, sums, four)
 		}
 		q80Rows(tile, rb8, 0, k, r0, z, n, nb, out, rows, sums)
@@ -518,9 +610,28 @@ var kq8LaneKernels = map[quant.Type]func(row *byte, stride int, x *uint32, block
 // useKQ8Lanes reports whether the lane K-quant kernels run here.
 var useKQ8Lanes = useAVX512 && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VNNI
 
+// useKQ8AVX2 reports whether the AVX2 kernels for eight vectors at once
+// take the K-quant rows instead (kq8AVX2Kernels).
+var useKQ8AVX2 = useAVX2 && !useKQ8Lanes
+
+//go:noescape
+func dotQ6_KQ8v8AVX2(row *byte, rb int, rows int, q *int8, qstride int, bs *int16, bstride int, dx *float32, blocks int, f16 *float32, out *float32, ostride int, lanes int)
+
+//go:noescape
+func dotQ4_KQ8v8AVX2(row *byte, rb int, rows int, q *int8, qstride int, bs *int16, bstride int, dx *float32, blocks int, f16 *float32, out *float32, ostride int, lanes int)
+
+// kq8AVX2Kernels are the AVX2 kernels for eight vectors by type.
+var kq8AVX2Kernels = map[quant.Type]func(row *byte, rb int, rows int, q *int8, qstride int, bs *int16, bstride int, dx *float32, blocks int, f16 *float32, out *float32, ostride int, lanes int){
+	quant.Q4_K: dotQ4_KQ8v8AVX2, quant.Q6_K: dotQ6_KQ8v8AVX2,
+}
+
 // kq8Lanes reports whether several vectors times rows of type t take the
 // lane kernel (eight vectors a call, q8K.lay).
 func kq8Lanes(t quant.Type) bool {
+	if useKQ8AVX2 {
+		_, ok := kq8AVX2Kernels[t]
+		return ok
+	}
 	_, ok := kq8LaneKernels[t]
 	return ok && useKQ8Lanes
 }
@@ -559,10 +670,24 @@ func dotRowsKQ8(t quant.Type, data []byte, rb, lo, hi int, z *q8K, out []float32
 	k := kq8Kernels[t]
 	nb := rb / k.bb
 	_, _, _ = z.q[nb*256-1], z.bs[nb*16-1], z.d[nb-1]
+	if t == quant.Q4_K && useF16C { // four rows a call, from the range's four quarters
+		var o [4]float32
+		q := (hi - lo) / 4
+		for i := range q {
+			dotQ4_KQ8r4AVX2(&data[(lo+i)*rb], q*rb, &z.q[0], &z.bs[0], &z.d[0], nb, &o[0])
+			for k, y := range o {
+				out[lo+i+k*q] = y
+			}
+		}
+		lo += 4 * q
+	}
 	for r := lo; r < hi; r++ {
 		out[r] = k.fn(&data[r*rb], &z.q[0], &z.bs[0], &z.d[0], nb, &f16Table[0])
 	}
 }
+
+//go:noescape
+func dotQ4_KQ8r4AVX2(row *byte, stride int, q *int8, bs *int16, d *float32, blocks int, out *float32)
 
 //go:noescape
 func quantizeQ8KAVX2(x *float32, q *int8, bs *int16, d *float32, blocks int)
@@ -582,8 +707,9 @@ func quantizeQ8K(x []float32, z *q8K, b0 int) {
 // dotRowsKQ8Multi is rows [lo, hi) times each of n quantized vectors (nb
 // blocks each): out[t*rows+r]. A row stays in L1 while every vector
 // passes over it. Through the lane kernels (z.lay laid out), sums holds
-// the rows' block corrections (blockSums).
-func dotRowsKQ8Multi(t quant.Type, data []byte, rb, lo, hi int, z *q8K, n, nb int, out []float32, rows int, sums []int32) {
+// the rows' block corrections (blockSums); tiles, the matrix in tiles
+// where the AVX2 tile kernel takes it (kTiles).
+func dotRowsKQ8Multi(t quant.Type, data []byte, rb, lo, hi int, z *q8K, n, nb int, out []float32, rows int, sums []int32, tiles []byte) {
 	if lo >= hi {
 		return
 	}
@@ -595,6 +721,10 @@ func dotRowsKQ8Multi(t quant.Type, data []byte, rb, lo, hi int, z *q8K, n, nb in
 				out[v*rows+r] = dotKQ8Go(t, data[r*rb:(r+1)*rb], z, v*nb)
 			}
 		}
+		return
+	}
+	if tiles != nil && useKQ8AVX2 {
+		kR8Rows(t, tiles, lo, hi, z, n, nb, out, rows)
 		return
 	}
 	if kq8Lanes(t) {
@@ -615,6 +745,10 @@ func dotRowsKQ8Multi(t quant.Type, data []byte, rb, lo, hi int, z *q8K, n, nb in
 // call (z.lay), each vector's result the one-vector kernel's bit for bit.
 // sums holds the rows' block corrections (kBlockSums).
 func dotRowsKQ8Lanes(t quant.Type, data []byte, rb, lo, hi int, z *q8K, n, nb int, out []float32, rows int, sums []int32) {
+	if useKQ8AVX2 {
+		dotRowsKQ8AVX2(t, data, rb, lo, hi, z, n, nb, out, rows)
+		return
+	}
 	_ = z.lay[(n+7)/8*nb*laneBlockWords-1]
 	_ = sums[(rows+3)/4*4*nb+3]
 	k := kq8LaneKernels[t]
@@ -632,6 +766,26 @@ func dotRowsKQ8Lanes(t quant.Type, data []byte, rb, lo, hi int, z *q8K, n, nb in
 		}
 		for ; r < hi; r++ {
 			laneRow(k, data, rb, r, x, nb, out[g*rows:], rows, lanes, sums)
+		}
+	}
+}
+
+// kq8AVX2Rows is how many rows dotRowsKQ8AVX2 multiplies by every group
+// of eight vectors before it moves on: they stay in L1 meanwhile.
+const kq8AVX2Rows = 8
+
+// dotRowsKQ8AVX2 is dotRowsKQ8Lanes through the AVX2 kernels: eight
+// vectors a call, read in place (z sized for whole groups), their d laid
+// out by q8K.layLanes, a few rows at a time by every group.
+func dotRowsKQ8AVX2(t quant.Type, data []byte, rb, lo, hi int, z *q8K, n, nb int, out []float32, rows int) {
+	k := kq8AVX2Kernels[t]
+	groups := (n + 7) / 8
+	q, bs := z.q[:groups*8*nb*256], z.bs[:groups*8*nb*16]
+	_ = z.lay[groups*nb*8-1]
+	for r0 := lo; r0 < hi; r0 += kq8AVX2Rows {
+		m := min(kq8AVX2Rows, hi-r0)
+		for g := range groups {
+			k(&data[r0*rb], rb, m, &q[g*8*nb*256], nb*256, &bs[g*8*nb*16], nb*32, (*float32)(unsafe.Pointer(&z.lay[g*nb*8])), nb, &f16Table[0], &out[g*8*rows+r0], 4*rows, min(8, n-g*8))
 		}
 	}
 }

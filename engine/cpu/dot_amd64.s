@@ -3,6 +3,37 @@
 #include "textflag.h"
 #include "dot_amd64.h"
 
+// G8_ARGS loads gemv8's arguments: the eight rows into R8–R14 and BX, x
+// into DI, k into CX, and DX (the column) to zero.
+#define G8_ARGS \
+	MOVQ a+0(FP), R8 \
+	MOVQ lda+8(FP), AX \
+	SHLQ $2, AX \
+	LEAQ (R8)(AX*1), R9 \
+	LEAQ (R9)(AX*1), R10 \
+	LEAQ (R10)(AX*1), R11 \
+	LEAQ (R11)(AX*1), R12 \
+	LEAQ (R12)(AX*1), R13 \
+	LEAQ (R13)(AX*1), R14 \
+	LEAQ (R14)(AX*1), BX \
+	MOVQ x+16(FP), DI \
+	MOVQ k+24(FP), CX \
+	XORQ DX, DX
+
+// G8_REDUCE sums the eight lanes of each of Y0–Y7 (rows 0–7) into the
+// eight floats at SI (Y1, Y2: scratch).
+#define G8_REDUCE \
+	VHADDPS Y1, Y0, Y0 \
+	VHADDPS Y3, Y2, Y2 \
+	VHADDPS Y5, Y4, Y4 \
+	VHADDPS Y7, Y6, Y6 \
+	VHADDPS Y2, Y0, Y0 \
+	VHADDPS Y6, Y4, Y4 \
+	VPERM2F128 $0x20, Y4, Y0, Y1 \
+	VPERM2F128 $0x31, Y4, Y0, Y2 \
+	VADDPS Y2, Y1, Y1 \
+	VMOVUPS Y1, (SI)
+
 // func dotAVX2(a, b []float32) float32
 TEXT ·dotAVX2(SB), NOSPLIT, $0-52
 	MOVQ a_base+0(FP), SI
@@ -409,6 +440,78 @@ pgdone:
 	VZEROUPPER
 	RET
 
+// func packT8AVX2(x *float32, cols int, d *float32, w int)
+// d[p*w+l] = x[l*cols+p] for l < 8, p < cols (a multiple of 8): eight
+// vectors of x transposed into eight columns of d, eight values of each
+// at a time through an 8×8 transpose in registers (pairs interleaved,
+// then pairs of pairs, then the 128-bit halves swapped).
+TEXT ·packT8AVX2(SB), NOSPLIT, $0-32
+	MOVQ x+0(FP), SI
+	MOVQ cols+8(FP), CX
+	MOVQ d+16(FP), DI
+	MOVQ w+24(FP), BX
+	LEAQ (CX*4), AX
+	SHLQ $2, BX
+	LEAQ (SI)(AX*2), R10
+	ADDQ AX, R10                 // vector 3
+	LEAQ (R10)(AX*2), R11
+	ADDQ AX, R11                 // vector 6
+	SHRQ $3, CX
+
+ptloop:
+	LEAQ (DI)(BX*2), R12
+	ADDQ BX, R12                 // column 3
+	LEAQ (R12)(BX*2), R13
+	ADDQ BX, R13                 // column 6
+	VMOVUPS (SI), Y0
+	VMOVUPS (SI)(AX*1), Y1
+	VMOVUPS (SI)(AX*2), Y2
+	VMOVUPS (R10), Y3
+	VMOVUPS (SI)(AX*4), Y4
+	VMOVUPS (R10)(AX*2), Y5
+	VMOVUPS (R11), Y6
+	VMOVUPS (R10)(AX*4), Y7
+	VUNPCKLPS Y1, Y0, Y8
+	VUNPCKHPS Y1, Y0, Y9
+	VUNPCKLPS Y3, Y2, Y10
+	VUNPCKHPS Y3, Y2, Y11
+	VUNPCKLPS Y5, Y4, Y12
+	VUNPCKHPS Y5, Y4, Y13
+	VUNPCKLPS Y7, Y6, Y14
+	VUNPCKHPS Y7, Y6, Y15
+	VSHUFPS $0x44, Y10, Y8, Y0
+	VSHUFPS $0xEE, Y10, Y8, Y1
+	VSHUFPS $0x44, Y11, Y9, Y2
+	VSHUFPS $0xEE, Y11, Y9, Y3
+	VSHUFPS $0x44, Y14, Y12, Y4
+	VSHUFPS $0xEE, Y14, Y12, Y5
+	VSHUFPS $0x44, Y15, Y13, Y6
+	VSHUFPS $0xEE, Y15, Y13, Y7
+	VPERM2F128 $0x20, Y4, Y0, Y8
+	VPERM2F128 $0x20, Y5, Y1, Y9
+	VPERM2F128 $0x20, Y6, Y2, Y10
+	VPERM2F128 $0x20, Y7, Y3, Y11
+	VPERM2F128 $0x31, Y4, Y0, Y12
+	VPERM2F128 $0x31, Y5, Y1, Y13
+	VPERM2F128 $0x31, Y6, Y2, Y14
+	VPERM2F128 $0x31, Y7, Y3, Y15
+	VMOVUPS Y8, (DI)
+	VMOVUPS Y9, (DI)(BX*1)
+	VMOVUPS Y10, (DI)(BX*2)
+	VMOVUPS Y11, (R12)
+	VMOVUPS Y12, (DI)(BX*4)
+	VMOVUPS Y13, (R12)(BX*2)
+	VMOVUPS Y14, (R13)
+	VMOVUPS Y15, (R12)(BX*4)
+	ADDQ $32, SI
+	ADDQ $32, R10
+	ADDQ $32, R11
+	LEAQ (DI)(BX*8), DI
+	DECQ CX
+	JNZ  ptloop
+	VZEROUPPER
+	RET
+
 // func gemv4AVX512(a *float32, lda int, x *float32, k int, out *float32)
 // out[i] = dot(a[i*lda : i*lda+k], x[:k]) for i < 4; k is a multiple of 16.
 // One 64-byte load per row per step (a whole cache line), two accumulators
@@ -615,19 +718,7 @@ q6kgroup:
 // func gemv8AVX512(a *float32, lda int, x *float32, k int, out *float32)
 // out[i] = dot(a[i*lda : i*lda+k], x[:k]) for i < 8; k a multiple of 16.
 TEXT ·gemv8AVX512(SB), NOSPLIT, $0-40
-	MOVQ a+0(FP), R8
-	MOVQ lda+8(FP), AX
-	SHLQ $2, AX
-	LEAQ (R8)(AX*1), R9
-	LEAQ (R9)(AX*1), R10
-	LEAQ (R10)(AX*1), R11
-	LEAQ (R11)(AX*1), R12
-	LEAQ (R12)(AX*1), R13
-	LEAQ (R13)(AX*1), R14
-	LEAQ (R14)(AX*1), BX
-	MOVQ x+16(FP), DI
-	MOVQ k+24(FP), CX
-	XORQ DX, DX
+	G8_ARGS
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -670,16 +761,48 @@ g8reduce:
 	VADDPS Y8, Y6, Y6
 	VEXTRACTF32X8 $1, Z7, Y8
 	VADDPS Y8, Y7, Y7
-	VHADDPS Y1, Y0, Y0
-	VHADDPS Y3, Y2, Y2
-	VHADDPS Y5, Y4, Y4
-	VHADDPS Y7, Y6, Y6
-	VHADDPS Y2, Y0, Y0
-	VHADDPS Y6, Y4, Y4
-	VPERM2F128 $0x20, Y4, Y0, Y1
-	VPERM2F128 $0x31, Y4, Y0, Y2
-	VADDPS Y2, Y1, Y1
-	VMOVUPS Y1, (SI)
+	G8_REDUCE
+	VZEROUPPER
+	RET
+
+// func gemv8AVX2(a *float32, lda int, x *float32, k int, out *float32)
+// out[i] = dot(a[i*lda : i*lda+k], x[:k]) for i < 8; k a multiple of 16:
+// eight rows streamed at once, a cache line of each per step.
+TEXT ·gemv8AVX2(SB), NOSPLIT, $0-40
+	G8_ARGS
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+
+g8yloop:
+	VMOVUPS (DI)(DX*4), Y8
+	VMOVUPS 32(DI)(DX*4), Y9
+	VFMADD231PS (R8)(DX*4), Y8, Y0
+	VFMADD231PS (R9)(DX*4), Y8, Y1
+	VFMADD231PS (R10)(DX*4), Y8, Y2
+	VFMADD231PS (R11)(DX*4), Y8, Y3
+	VFMADD231PS (R12)(DX*4), Y8, Y4
+	VFMADD231PS (R13)(DX*4), Y8, Y5
+	VFMADD231PS (R14)(DX*4), Y8, Y6
+	VFMADD231PS (BX)(DX*4), Y8, Y7
+	VFMADD231PS 32(R8)(DX*4), Y9, Y0
+	VFMADD231PS 32(R9)(DX*4), Y9, Y1
+	VFMADD231PS 32(R10)(DX*4), Y9, Y2
+	VFMADD231PS 32(R11)(DX*4), Y9, Y3
+	VFMADD231PS 32(R12)(DX*4), Y9, Y4
+	VFMADD231PS 32(R13)(DX*4), Y9, Y5
+	VFMADD231PS 32(R14)(DX*4), Y9, Y6
+	VFMADD231PS 32(BX)(DX*4), Y9, Y7
+	ADDQ $16, DX
+	CMPQ DX, CX
+	JL   g8yloop
+	MOVQ out+32(FP), SI
+	G8_REDUCE
 	VZEROUPPER
 	RET
 

@@ -147,13 +147,13 @@ func dotKQ8(t quant.Type, row []byte, z *q8K, b0 int) float32 {
 // dotRowsKQ8 is rows [lo, hi) of a Q4_K, Q5_K or Q6_K matrix times one
 // quantized x.
 func dotRowsKQ8(t quant.Type, data []byte, rb, lo, hi int, z *q8K, out []float32) {
-	dotRowsKQ8Multi(t, data, rb, lo, hi, z, 1, rb/t.BlockBytes(), out, 0, nil)
+	dotRowsKQ8Multi(t, data, rb, lo, hi, z, 1, rb/t.BlockBytes(), out, 0, nil, nil)
 }
 
 // dotRowsKQ8Multi is rows [lo, hi) times each of n quantized vectors (nb
 // blocks each): out[v*rows+r]. A row stays in L1 while every vector
 // passes over it.
-func dotRowsKQ8Multi(t quant.Type, data []byte, rb, lo, hi int, z *q8K, n, nb int, out []float32, rows int, _ []int32) {
+func dotRowsKQ8Multi(t quant.Type, data []byte, rb, lo, hi int, z *q8K, n, nb int, out []float32, rows int, _ []int32, _ []byte) {
 	if lo >= hi {
 		return
 	}

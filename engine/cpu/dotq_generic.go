@@ -29,7 +29,7 @@ func dotRowsKQ8(t quant.Type, data []byte, rb, lo, hi int, z *q8K, out []float32
 func quantizeQ8K(x []float32, z *q8K, b0 int) { quantizeQ8KGo(x, z, b0) }
 
 // dotRowsKQ8Multi is rows [lo, hi) times each of n quantized vectors.
-func dotRowsKQ8Multi(t quant.Type, data []byte, rb, lo, hi int, z *q8K, n, nb int, out []float32, rows int, _ []int32) {
+func dotRowsKQ8Multi(t quant.Type, data []byte, rb, lo, hi int, z *q8K, n, nb int, out []float32, rows int, _ []int32, _ []byte) {
 	for r := lo; r < hi; r++ {
 		for v := range n {
 			out[v*rows+r] = dotKQ8Go(t, data[r*rb:(r+1)*rb], z, v*nb)

@@ -103,12 +103,74 @@ func gemm5_4_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc 
 //go:noescape
 func gemm6_4_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
 
-// gemmKernels[z][m] is the kernel of m rows and z vectors of 16 columns.
-var gemmKernels = [5][9]gemmKernel{
+//go:noescape
+func gemmY1_1_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
+
+//go:noescape
+func gemmY2_1_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
+
+//go:noescape
+func gemmY3_1_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
+
+//go:noescape
+func gemmY4_1_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
+
+//go:noescape
+func gemmY5_1_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
+
+//go:noescape
+func gemmY6_1_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
+
+//go:noescape
+func gemmY7_1_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
+
+//go:noescape
+func gemmY8_1_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
+
+//go:noescape
+func gemmY1_2_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
+
+//go:noescape
+func gemmY2_2_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
+
+//go:noescape
+func gemmY3_2_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
+
+//go:noescape
+func gemmY4_2_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
+
+//go:noescape
+func gemmY5_2_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
+
+//go:noescape
+func gemmY6_2_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
+
+//go:noescape
+func gemmY1_3_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
+
+//go:noescape
+func gemmY2_3_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
+
+//go:noescape
+func gemmY3_3_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
+
+//go:noescape
+func gemmY4_3_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
+
+// gemm512Kernels[z][m] is the kernel of m rows and z vectors of 16 columns.
+var gemm512Kernels = [5][9]gemmKernel{
 	1: {1: gemm1_1_R, 2: gemm2_1_R, 3: gemm3_1_R, 4: gemm4_1_R, 5: gemm5_1_R, 6: gemm6_1_R, 7: gemm7_1_R, 8: gemm8_1_R},
 	2: {1: gemm1_2_R, 2: gemm2_2_R, 3: gemm3_2_R, 4: gemm4_2_R, 5: gemm5_2_R, 6: gemm6_2_R, 7: gemm7_2_R, 8: gemm8_2_R},
 	3: {1: gemm1_3_R, 2: gemm2_3_R, 3: gemm3_3_R, 4: gemm4_3_R, 5: gemm5_3_R, 6: gemm6_3_R, 7: gemm7_3_R, 8: gemm8_3_R},
 	4: {1: gemm1_4_R, 2: gemm2_4_R, 3: gemm3_4_R, 4: gemm4_4_R, 5: gemm5_4_R, 6: gemm6_4_R},
+}
+
+// gemm256Kernels[z][m] is the AVX2 kernel of m rows and z vectors of 8
+// columns.
+var gemm256Kernels = [5][9]gemmKernel{
+	1: {1: gemmY1_1_R, 2: gemmY2_1_R, 3: gemmY3_1_R, 4: gemmY4_1_R, 5: gemmY5_1_R, 6: gemmY6_1_R, 7: gemmY7_1_R, 8: gemmY8_1_R},
+	2: {1: gemmY1_2_R, 2: gemmY2_2_R, 3: gemmY3_2_R, 4: gemmY4_2_R, 5: gemmY5_2_R, 6: gemmY6_2_R},
+	3: {1: gemmY1_3_R, 2: gemmY2_3_R, 3: gemmY3_3_R, 4: gemmY4_3_R},
 }
 
 // gemmKernelsT[z] is the eight-row kernel of z vectors of 16 columns

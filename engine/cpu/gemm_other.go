@@ -2,11 +2,18 @@
 
 package cpu
 
-// useGemmB reports whether the broadcast kernels run here: only on amd64.
-const useGemmB = false
+// useGemmB and useGemm report whether the broadcast kernels run here:
+// only on amd64.
+const (
+	useGemmB = false
+	useGemm  = false
+)
 
 // The kernel tables are empty off amd64.
 var (
 	gemmKernels  [5][9]gemmKernel
 	gemmKernelsT [4]gemmKernel
 )
+
+// The kernels' shape, unused here.
+const gemmLanes, gemmAcc, gemmMaxZ = 16, 24, 4

@@ -22,20 +22,20 @@ import (
 // gemmKernel is one micro-kernel: see internal/gemmgen.
 type gemmKernel func(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
 
-// gemmRows is the most rows a kernel of z vector columns holds.
-func gemmRows(z int) int { return min(8, 24/z) }
+// gemmRows is the most rows a kernel of z registers of columns holds.
+func gemmRows(z int) int { return min(8, gemmAcc/z) }
 
 // gemmAB computes c[i*ldc+j] = Σ_p a[i*lda+p]·b[p*ldb+j] for i < m, j < n
-// over k values; n is a multiple of 16. Callers check useGemmB.
+// over k values; n is a multiple of gemmLanes. Callers check useGemm.
 func gemmAB(c []float32, ldc int, a []float32, lda int, b []float32, ldb int, m, n, k int) {
 	if m <= 0 || n <= 0 {
 		return
 	}
-	if n%16 != 0 || k <= 0 || len(a) < (m-1)*lda+k || len(b) < (k-1)*ldb+n || len(c) < (m-1)*ldc+n {
+	if n%gemmLanes != 0 || k <= 0 || len(a) < (m-1)*lda+k || len(b) < (k-1)*ldb+n || len(c) < (m-1)*ldc+n {
 		panic(fmt.Sprintf("gemmAB: %d×%d×%d with lda %d ldb %d ldc %d over %d, %d, %d values", m, n, k, lda, ldb, ldc, len(a), len(b), len(c)))
 	}
-	for j := 0; j < n; j += 64 {
-		z := min(4, (n-j)/16)
+	for j := 0; j < n; j += gemmMaxZ * gemmLanes {
+		z := min(gemmMaxZ, (n-j)/gemmLanes)
 		rows := gemmRows(z)
 		for i := 0; i < m; i += rows {
 			mm := min(rows, m-i)
@@ -45,17 +45,28 @@ func gemmAB(c []float32, ldc int, a []float32, lda int, b []float32, ldb int, m,
 }
 
 // gemmPanel is the most activation vectors one packed panel holds: three
-// registers of 16, with the eight-row kernel (24 accumulators).
-const gemmPanel = 48
+// registers (of 16, with the eight-row kernel's 24 accumulators; of 8
+// at AVX2, with the four-row kernel's 12).
+var gemmPanel = 3 * gemmLanes
 
 // gemmMinVectors is the fewest vectors a weight product runs through the
 // broadcast GEMM with (fewer: the row-at-a-time kernels; measured with
-// BenchmarkMatMulBatch).
-const gemmMinVectors = 16
+// BenchmarkMatMulBatch). At AVX2 the tile kernels take three vectors at a
+// time, so eight already go faster through the GEMM: an F32 2048 × 768
+// product of eight vectors (ROWS=2048, three alternated runs on a busy
+// machine) took 0.73–0.99 ms there against 0.90–1.82 through the tiles;
+// two and four were faster through the tiles.
+var gemmMinVectors = func() int {
+	if gemmLanes == 8 {
+		return 8
+	}
+	return 16
+}()
 
 // packedX is a MatMul's input vectors packed for the broadcast GEMM:
 // panels of up to gemmPanel vectors, each p-major (panel[p*w+j] is vector
-// j's value p), w the panel's width rounded up to 16 (padding zero).
+// j's value p), w the panel's width rounded up to gemmLanes (padding
+// zero).
 type packedX struct {
 	data    []float32
 	x       []float32 // while packing: the vectors
@@ -67,14 +78,14 @@ type packedX struct {
 func (px *packedX) panel(q, n, cols int) (data []float32, t0, nv, w int) {
 	t0 = q * gemmPanel
 	nv = min(gemmPanel, n-t0)
-	w = (nv + 15) &^ 15
+	w = (nv + gemmLanes - 1) / gemmLanes * gemmLanes
 	return px.data[t0*cols : t0*cols+w*cols], t0, nv, w
 }
 
 // pack fills px from x (n vectors of cols values), its panels split
 // across the pool.
 func (px *packedX) pack(p *Pool, x []float32, n, cols int) {
-	size := ((n + 15) &^ 15) * cols
+	size := (n + gemmLanes - 1) / gemmLanes * gemmLanes * cols
 	if cap(px.data) < size {
 		px.data = make([]float32, size)
 	}
@@ -90,9 +101,9 @@ func (px *packedX) Run(_, lo, hi int) {
 	x, n, cols := px.x, px.n, px.cols
 	for q := lo; q < hi; q++ {
 		d, t0, nv, w := px.panel(q, n, cols)
-		j0 := 0 // whole groups of 16 by the gather kernel where it runs
-		for j0+16 <= nv && packGather16(x[(t0+j0)*cols:(t0+j0+16)*cols], cols, d[j0:], w) {
-			j0 += 16
+		j0 := 0 // whole groups by the kernel where it runs
+		for g := packGroup; j0+g <= nv && packVectors(x[(t0+j0)*cols:(t0+j0+g)*cols], cols, d[j0:], w); {
+			j0 += g
 		}
 		for j := j0; j < w; j++ {
 			if j >= nv {
@@ -136,15 +147,15 @@ func gemmWeights(out []float32, w *model.Tensor, px *packedX, n int, lo, hi int,
 		}
 		for q := 0; q*gemmPanel < n; q++ {
 			d, t0, nv, width := px.panel(q, n, cols)
-			z := width / 16
+			z := width / gemmLanes
 			i := 0
-			if nv == width { // whole registers: eight rows at a time, stored transposed
+			if nv == width && useGemmB { // whole registers: eight rows at a time, stored transposed
 				for ; i+8 <= mr; i += 8 {
 					gemmKernelsT[z](&a[i*cols], cols, &d[0], width, cols, &out[t0*rows+r0+i], rows)
 				}
 			}
-			for ; i < mr; i += 8 { // the edges: a tile of rows, copied out
-				mm := min(8, mr-i)
+			for rz := gemmRows(z); i < mr; i += rz { // the rest (at AVX2 all): a tile of rows, copied out
+				mm := min(rz, mr-i)
 				gemmKernels[z][mm](&a[i*cols], cols, &d[0], width, cols, &tile[0], gemmPanel)
 				for ii := range mm {
 					for j := range nv {

@@ -14,15 +14,23 @@ import (
 
 // TestGemmAB checks every broadcast kernel shape against a float64 loop:
 // row counts 1–19 (each kernel height and its tails), 16–208 columns
-// (one to four vector registers, and several column blocks), inner
-// lengths 1–37, with strides wider than the data.
+// (one to four vector registers of 16, one to three of 8 at AVX2, and
+// several column blocks), inner lengths 1–37, with strides wider than
+// the data.
 func TestGemmAB(t *testing.T) {
-	if !useGemmB {
-		t.Skip("the broadcast GEMM needs AVX-512; this CPU uses the tile kernels")
+	if !useGemm {
+		t.Skip("the broadcast GEMM needs AVX2 or AVX-512; this CPU uses the tile kernels")
 	}
+	testGemmAB(t)
+}
+
+func testGemmAB(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	for _, m := range []int{1, 2, 3, 5, 6, 7, 8, 9, 13, 19} {
-		for _, n := range []int{16, 32, 48, 64, 80, 208} {
+	for _, m := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 19} {
+		for _, n := range []int{8, 16, 24, 32, 40, 48, 64, 80, 208} {
+			if n%gemmLanes != 0 {
+				continue
+			}
 			for _, k := range []int{1, 2, 7, 37} {
 				lda, ldb, ldc := k+3, n+5, n+2
 				a, b := randVec(rng, (m-1)*lda+k), randVec(rng, (k-1)*ldb+n)
@@ -106,7 +114,7 @@ func TestGemmKernelsFresh(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("gemmgen: %v\n%s", err, out)
 	}
-	for _, name := range []string{"gemm_amd64.s", "gemm_kernels_amd64.go"} {
+	for _, name := range []string{"gemm_amd64.s", "gemm256_amd64.s", "gemm_kernels_amd64.go"} {
 		fresh, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
 			t.Fatal(err)

@@ -139,7 +139,7 @@ func testQ8_0Q80Kernels(t *testing.T, tiled bool) {
 // any number of rows; a matrix keeps them across products and gets new
 // ones when its bytes are replaced.
 func TestQ8_0BlockSums(t *testing.T) {
-	if !q80Lays(quant.Q8_0) {
+	if !useQ80VNNI {
 		t.Skip("no VNNI Q8_0 kernels on this machine: nothing reads the corrections")
 	}
 	r := rand.New(rand.NewPCG(3, 4))

@@ -12,6 +12,16 @@
 	LEAQ (R10)(AX*1), R11 \
 	LEAQ (R11)(AX*1), R12
 
+// DW4 widens the binary16 scales of the blocks of the rows at SI, R10,
+// R11 and R12 into the four floats of X (AX: scratch).
+#define DW4(X) \
+	MOVWLZX (SI), AX \
+	VMOVD AX, X \
+	VPINSRW $1, (R10), X, X \
+	VPINSRW $2, (R11), X, X \
+	VPINSRW $3, (R12), X, X \
+	VCVTPH2PS X, X
+
 // ROWS4_NEXT moves the four rows at SI, R10, R11 and R12 on by N bytes.
 #define ROWS4_NEXT(N) \
 	ADDQ $N, SI \
@@ -145,3 +155,54 @@
 	CMPQ CX, $V \
 	JEQ  DONE \
 	ADDQ AX, DI
+
+// STORE_LANES8 writes the first LANES of Y's eight floats (one row's
+// results for eight vectors) to OUT, OUT + STRIDE, … through the frame's
+// first 32 bytes (P, I, T: scratch; L: a label for the loop). LANES > 0.
+#define STORE_LANES8(Y, OUT, STRIDE, LANES, P, I, T, L) \
+	VMOVUPS Y, (SP) \
+	MOVQ OUT, P \
+	XORQ I, I \
+L: \
+	MOVL (SP)(I*4), T \
+	MOVL T, (P) \
+	ADDQ STRIDE, P \
+	INCQ I \
+	CMPQ I, LANES \
+	JNE  L
+
+// SUM4X2 adds up, in each 128-bit half, the four int32 lanes of each of
+// A, B, C and D into A: per half [Σa, Σb, Σc, Σd] (T: scratch; B and C
+// are clobbered). Six unpacks and three adds, where three VPHADDD take
+// twice the time (a VPHADDD issues every other cycle, an unpack two or
+// more a cycle).
+#define SUM4X2(A, B, C, D, T) \
+	VPUNPCKLDQ B, A, T \
+	VPUNPCKHDQ B, A, A \
+	VPADDD T, A, A \
+	VPUNPCKLDQ D, C, T \
+	VPUNPCKHDQ D, C, C \
+	VPADDD T, C, C \
+	VPUNPCKLQDQ C, A, T \
+	VPUNPCKHQDQ C, A, A \
+	VPADDD T, A, A
+
+// XV sets P3 and P6 so that eight vectors S bytes apart from B are at
+// (B), (B)(S*1), (B)(S*2), (P3), (B)(S*4), (P3)(S*2), (P6), (P3)(S*4).
+#define XV(B, S, P3, P6) \
+	LEAQ (B)(S*2), P3 \
+	ADDQ S, P3 \
+	LEAQ (P3)(S*2), P6 \
+	ADDQ S, P6
+
+// ZERO8_AT stores Y0 (zero) over eight registers' worth (32 bytes each) of
+// the frame from OFF.
+#define ZERO8_AT(OFF) \
+	VMOVDQU Y0, (OFF)(SP) \
+	VMOVDQU Y0, (OFF+32)(SP) \
+	VMOVDQU Y0, (OFF+64)(SP) \
+	VMOVDQU Y0, (OFF+96)(SP) \
+	VMOVDQU Y0, (OFF+128)(SP) \
+	VMOVDQU Y0, (OFF+160)(SP) \
+	VMOVDQU Y0, (OFF+192)(SP) \
+	VMOVDQU Y0, (OFF+224)(SP)

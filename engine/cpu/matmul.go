@@ -24,7 +24,7 @@ type matmulTask struct {
 	z       *q8K      // x quantized to int8 for the K-quant kernels
 	z80     *q80      // x rounded to Q8_0 for the Q5_0 and Q8_0 kernels
 	sums    []int32   // w's block corrections, for several vectors through the lane kernels (blockSums)
-	tiles   []byte    // w in tiles of sixteen rows, for several vectors through dotQ8_0R16v8VNNI (q80Tiles)
+	tiles   []byte    // w in tiles, for several vectors through the tile kernels (q80Tiles, kTiles)
 }
 
 // hasQ8Kernel reports whether a type multiplies int8-quantized x (q8K).
@@ -70,7 +70,7 @@ func (p *Pool) MatMul(out []float32, w *model.Tensor, x []float32, n int, scratc
 // gemm reports whether the product p.mm is set up for goes through the
 // GEMM: several vectors and no int8 kernel for them.
 func (p *Pool) gemm() bool {
-	return useGemmB && p.mm.n >= gemmMinVectors && p.mm.z == nil && p.mm.z80 == nil && p.mm.xs == nil
+	return useGemm && p.mm.n >= gemmMinVectors && p.mm.z == nil && p.mm.z80 == nil && p.mm.xs == nil
 }
 
 // prepare sets p.mm up for a product: x quantized for the K-quant
@@ -83,7 +83,10 @@ func (p *Pool) prepare(out []float32, w *model.Tensor, x []float32, n int, scrat
 		decoded := kq8Decoded(w.Type, n)
 		if n > 1 && !decoded && kq8Lanes(w.Type) {
 			p.layX(n, w.Cols())
-			p.mm.sums = blockSums(w)
+			if useKQ8Lanes { // the AVX2 kernels need no corrections
+				p.mm.sums = blockSums(w)
+			}
+			p.mm.tiles = kTiles(w)
 		}
 		if decoded {
 			// many vectors: decoded rows through the tile kernels, with x
@@ -101,10 +104,13 @@ func (p *Pool) prepare(out []float32, w *model.Tensor, x []float32, n int, scrat
 			p.xr80 = grow(p.xr80, n*cols)
 			back = p.xr80
 		}
-		lay := back == nil && q80Lays(w.Type)
+		lay := back == nil && q80Lays(w.Type) && (n > 1 || useQ80VNNI) // the AVX2 kernels read one vector as rounded
 		var tiles []byte
 		if lay && n > 1 {
 			tiles = q80Tiles(w)
+		}
+		if tiles != nil && !useQ80VNNI {
+			lay = false // the AVX2 tile kernel reads the rounded vectors in place
 		}
 		p.q80.resize(n, cols, lay)
 		p.q80.tiled = tiles != nil
@@ -116,7 +122,7 @@ func (p *Pool) prepare(out []float32, w *model.Tensor, x []float32, n int, scrat
 			p.mm.z80 = &p.q80
 			if tiles != nil {
 				p.mm.tiles = tiles
-			} else if lay && n > 1 && w.Type == quant.Q8_0 { // Q5_0 rows get theirs a tile at a time
+			} else if lay && n > 1 && w.Type == quant.Q8_0 && useQ80VNNI { // Q5_0 rows get theirs a tile at a time
 				p.mm.sums = blockSums(w)
 			}
 		} else {
@@ -144,7 +150,7 @@ func (m *matmulTask) Run(worker, lo, hi int) {
 			dotRowsKQ8(w.Type, w.Data, rb, lo, hi, m.z, m.out)
 			return
 		}
-		dotRowsKQ8Multi(w.Type, w.Data, rb, lo, hi, m.z, m.n, nb, m.out, rows, m.sums)
+		dotRowsKQ8Multi(w.Type, w.Data, rb, lo, hi, m.z, m.n, nb, m.out, rows, m.sums, m.tiles)
 		return
 	}
 	if m.z80 != nil { // Q5_0, Q8_0: every vector through the int8 kernel
@@ -283,8 +289,8 @@ func kq8Decoded(t quant.Type, n int) bool {
 }
 
 // q80SmallBatchQ8_0 is the most vectors a Q8_0 product multiplies
-// through the int8 kernels where they take one vector at a time (no
-// VNNI): up to it, a vector's product is the same bit for bit whatever
+// through the int8 kernels where they take one vector at a time (the
+// portable ones): up to it, a vector's product is the same bit for bit whatever
 // else is in the batch, so a decode step of up to 64 sequences gives each
 // the logits it gets alone; past it (prompt chunks) decoded rows through
 // the GEMM are faster. (A variable for BenchmarkQ80Paths and the tests.)
@@ -303,7 +309,10 @@ const q80ChunkQ8_0 = 16
 // test or benchmark asks (q80SmallBatchQ8_0 = 0): 2048 × 768 through
 // MatMul (BenchmarkQ80Paths, three runs) took 0.16 ms against 0.40–0.51
 // decoded at 16 vectors, 0.22–0.31 against 0.55–0.72 at 32, 0.44–0.65
-// against 1.13–1.20 at 64 and 0.98–1.11 against 2.04–2.38 at 128.
+// against 1.13–1.20 at 64 and 0.98–1.11 against 2.04–2.38 at 128. Nor
+// with the AVX2 ones (eight vectors a register pair): at
+// STEPTHROUGH_CPU=avx2, best of five, 2.8 ms against 3.4 decoded at 64
+// vectors and 5.2 against 9.2 at 128.
 func (p *Pool) q80Decoded(t quant.Type, n int) bool {
 	if q80Lays(t) {
 		return q80SmallBatchQ8_0 == 0

@@ -39,7 +39,9 @@ func (p *Pool) MatMuls(outs [][]float32, ws []*model.Tensor, x []float32, n int,
 		if p.mm.sums != nil {
 			m.parts[i].sums = blockSums(w)
 		}
-		if p.mm.tiles != nil {
+		if p.mm.z != nil && n > 1 { // K-quants: a matrix past the budget takes the kernel over it, the same results
+			m.parts[i].tiles = kTiles(w)
+		} else if p.mm.tiles != nil {
 			if m.parts[i].tiles = q80Tiles(w); m.parts[i].tiles == nil { // over the budget: x laid out for tiles will not do
 				*m, p.mm = multiTask{}, matmulTask{}
 				for i, w := range ws {

@@ -27,19 +27,23 @@ type q80 struct {
 	// tiled: groups of eight laid out by layR16Block instead, for Q8_0
 	// matrices in sixteen-row tiles (q80Tiles)
 	tiled bool
+	// halves: groups of eight laid out by layQ80HalvesBlock instead, for
+	// the AVX2 kernels (q80Halves)
+	halves bool
 }
 
 // resize sizes z for n vectors of cols values, and lay too with lay.
 func (z *q80) resize(n, cols int, lay bool) {
-	if cap(z.q) < n*cols {
-		z.q, z.d = make([]int8, n*cols), make([]float32, n*cols/32)
+	if g := (n + 7) &^ 7; cap(z.q) < g*cols { // room for whole groups of eight: the AVX2 tile kernel reads a last group's missing vectors too
+		z.q, z.d = make([]int8, n*cols, g*cols), make([]float32, n*cols/32, g*cols/32)
 	}
 	z.q, z.d = z.q[:n*cols], z.d[:n*cols/32]
 	z.grouped = n > 1
+	z.halves = z.grouped && q80Halves
 	records := 1
 	z.layWords = (cols/32 + 1) / 2 * 48
 	if z.grouped {
-		z.layWords, records = cols/32*q80LaneWords, (n+7)/8
+		z.layWords, records = cols/32*z.blockWords(), (n+7)/8
 	}
 	if !lay {
 		z.lay = z.lay[:0]
@@ -66,25 +70,58 @@ func (z *q80) layOut(lo, hi, cols int) {
 }
 
 // q80LaneWords is the words of a block of a group of eight vectors laid
-// out by layQ80LaneBlock.
-const q80LaneWords = 80
+// out by layQ80LaneBlock or layR16Block; q80HalvesWords by
+// layQ80HalvesBlock.
+const (
+	q80LaneWords   = 80
+	q80HalvesWords = 72
+)
+
+// blockWords is the words of a block of a group of eight vectors in z's
+// layout.
+func (z *q80) blockWords() int {
+	if z.halves {
+		return q80HalvesWords
+	}
+	return q80LaneWords
+}
 
 // layLane lays out one rounded vector (q, d) as lane l of a group of
-// eight, 80 words a block, in z's layout (layR16Block or layQ80LaneBlock).
+// eight in z's layout (layR16Block, layQ80LaneBlock or
+// layQ80HalvesBlock).
 func (z *q80) layLane(q []int8, d []float32, out []uint32, l int) {
-	_ = out[len(d)*q80LaneWords-1]
+	words := z.blockWords()
+	_ = out[len(d)*words-1]
 	if len(d) == 0 {
 		return
 	}
 	qb := int8Bytes(q[:len(d)*32])
 	for b, db := range d {
-		rec := (*[q80LaneWords]uint32)(out[b*q80LaneWords:])
-		if z.tiled {
-			layR16Block((*[32]byte)(qb[b*32:]), db, rec, l)
-		} else {
-			layQ80LaneBlock((*[32]byte)(qb[b*32:]), db, rec, l)
+		rec := out[b*words:]
+		switch {
+		case z.halves:
+			layQ80HalvesBlock((*[32]byte)(qb[b*32:]), db, (*[q80HalvesWords]uint32)(rec), l)
+		case z.tiled:
+			layR16Block((*[32]byte)(qb[b*32:]), db, (*[q80LaneWords]uint32)(rec), l)
+		default:
+			layQ80LaneBlock((*[32]byte)(qb[b*32:]), db, (*[q80LaneWords]uint32)(rec), l)
 		}
 	}
+}
+
+// layQ80HalvesBlock lays out one block of a rounded vector (its 32
+// values q and d) as lane l of a group of eight, as dotQ8_0Q80v8AVX2
+// reads them: for each half h of the block, 128 bytes, four registers'
+// worth in which vector l's sixteen values take bytes 16·(l/4) on of
+// register l%4 (vectors k and k+4 share register k); then the eight
+// vectors' d (word 64+l).
+func layQ80HalvesBlock(q *[32]byte, d float32, rec *[q80HalvesWords]uint32, l int) {
+	for h := range 2 {
+		for i := range 4 {
+			rec[32*h+8*(l%4)+4*(l/4)+i] = binary.LittleEndian.Uint32(q[16*h+4*i:])
+		}
+	}
+	rec[64+l] = math.Float32bits(d)
 }
 
 // int8Bytes is the same memory as q, as bytes.
@@ -207,7 +244,7 @@ func (t *q80Task) runUnit(g, b0 int) {
 			back = t.back[a:b]
 		}
 		t.z.quantizeRange(t.x[a:b], a, back)
-		t.z.layLane(t.z.q[a:b], t.z.d[a/32:b/32], t.z.lay[g*t.z.layWords+b0*q80LaneWords:], v%8)
+		t.z.layLane(t.z.q[a:b], t.z.d[a/32:b/32], t.z.lay[g*t.z.layWords+b0*t.z.blockWords():], v%8)
 	}
 }
 

@@ -12,33 +12,42 @@ import (
 )
 
 // repackR16 puts row r's group g of block b at byte 64g+4(r%16) of its
-// tile's block, offset by 128, and its d after the groups; the padding
-// rows hold zeros (128) and a d of +0.
-func TestRepackR16(t *testing.T) {
-	const rows, nb = 21, 3
-	r := rand.New(rand.NewPCG(5, 6))
-	data, _ := quant.Quantize(quant.Q8_0, randFloats(r, rows*nb*32))
-	tiles := repackR16(data, rows, nb)
-	if want := 2 * nb * r16BlockBytes; len(tiles) != want {
-		t.Fatalf("%d bytes, want %d", len(tiles), want)
-	}
-	for row := range 32 {
-		for b := range nb {
-			blk := tiles[(row/16*nb+b)*r16BlockBytes:][:r16BlockBytes]
-			d := []byte{0, 0}
-			if row < rows {
-				d = data[(row*nb+b)*34:][:2]
-			}
-			if got := blk[512+2*(row%16):][:2]; !slices.Equal(got, d) {
-				t.Errorf("row %d block %d: d % x, want % x", row, b, got, d)
-			}
-			for i := range 32 {
-				want := byte(0x80)
+// tile's block, offset by 128, and its d after the groups; repackR8 at
+// byte 32g+4(r%8), as it is. The padding rows hold zeros (128 offset)
+// and a d of +0.
+func TestRepackTiles(t *testing.T) {
+	for _, c := range []struct {
+		name           string
+		repack         func([]byte, int, int) []byte
+		tile, bb, step int
+		offset         byte
+	}{{"R16", repackR16, 16, r16BlockBytes, 64, 0x80}, {"R8", repackR8, 8, r8BlockBytes, 32, 0}} {
+		const nb = 3
+		rows := c.tile + 5
+		r := rand.New(rand.NewPCG(5, 6))
+		data, _ := quant.Quantize(quant.Q8_0, randFloats(r, rows*nb*32))
+		tiles := c.repack(data, rows, nb)
+		if want := 2 * nb * c.bb; len(tiles) != want {
+			t.Fatalf("%s: %d bytes, want %d", c.name, len(tiles), want)
+		}
+		for row := range 2 * c.tile {
+			for b := range nb {
+				blk := tiles[(row/c.tile*nb+b)*c.bb:][:c.bb]
+				d := []byte{0, 0}
 				if row < rows {
-					want = data[(row*nb+b)*34+2+i] ^ 0x80
+					d = data[(row*nb+b)*34:][:2]
 				}
-				if got := blk[64*(i/4)+4*(row%16)+i%4]; got != want {
-					t.Fatalf("row %d block %d value %d: %#x, want %#x", row, b, i, got, want)
+				if got := blk[8*c.step+2*(row%c.tile):][:2]; !slices.Equal(got, d) {
+					t.Errorf("%s row %d block %d: d % x, want % x", c.name, row, b, got, d)
+				}
+				for i := range 32 {
+					want := c.offset
+					if row < rows {
+						want = data[(row*nb+b)*34+2+i] ^ c.offset
+					}
+					if got := blk[c.step*(i/4)+4*(row%c.tile)+i%4]; got != want {
+						t.Fatalf("%s row %d block %d value %d: %#x, want %#x", c.name, row, b, i, got, want)
+					}
 				}
 			}
 		}
@@ -50,7 +59,7 @@ func TestRepackR16(t *testing.T) {
 // run one after the other. Every way, each vector's products are its
 // products alone, bit for bit.
 func TestQ8_0TilesBudget(t *testing.T) {
-	if !useQ80VNNI {
+	if !useQ80VNNI && !useQ80AVX2 {
 		t.Skip("no tiled Q8_0 kernel on this machine")
 	}
 	const cols, n = 256, 9
@@ -64,7 +73,7 @@ func TestQ8_0TilesBudget(t *testing.T) {
 	old := r16Budget
 	defer func() { r16Budget = old }()
 	matrixCache.mu.Lock()
-	r16Budget = matrixCache.r16Bytes + 3*cols/32*r16BlockBytes // the first matrix's three tiles
+	r16Budget = matrixCache.r16Bytes + 3*cols/32*r16BlockBytes // the first matrix's three tiles of sixteen rows (at AVX2 its five of eight, but not the next's six)
 	matrixCache.mu.Unlock()
 	pool := NewPool(2)
 	defer pool.Close()

@@ -31,9 +31,19 @@ type q8K struct {
 // (16 words).
 const laneBlockWords = 8*(64+8) + 16
 
+// laneWords is the words of one laid-out block of a group of eight:
+// laneBlockWords for the VNNI lane kernels; for the AVX2 ones, which read
+// the vectors in place, the eight vectors' d.
+func laneWords() int {
+	if useKQ8AVX2 {
+		return 8
+	}
+	return laneBlockWords
+}
+
 // resizeLanes makes room in lay for n vectors of cols values.
 func (z *q8K) resizeLanes(n, cols int) {
-	w := (n + 7) / 8 * cols / 256 * laneBlockWords
+	w := (n + 7) / 8 * cols / 256 * laneWords()
 	if cap(z.lay) < w {
 		z.lay = make([]uint32, w)
 	}
@@ -53,11 +63,21 @@ func laneBlocks(n, cols int) int { return (n + 7) / 8 * (cols / 256) }
 // (item j, from word 512); then d at words 576+4⌊l/2⌋+l%2 and two on
 // (the order of the kernels' pair additions, PAIR_ADD). The last group's unused lanes hold whatever they held;
 // their results are dropped.
+//
+// For the AVX2 kernels block b of group g holds just the d of the
+// group's vectors (word l lane l's).
 func (z *q8K) layLanes(lo, hi, n, cols int) {
 	nb := cols / 256
+	words := laneWords()
 	for gb := lo; gb < hi; gb++ {
-		rec := z.lay[gb*laneBlockWords:][:laneBlockWords]
+		rec := z.lay[gb*words:][:words]
 		v0, b := gb/nb*8, gb%nb
+		if useKQ8AVX2 {
+			for l := range min(8, n-v0) {
+				rec[l] = math.Float32bits(z.d[(v0+l)*nb+b])
+			}
+			continue
+		}
 		for l := range min(8, n-v0) {
 			v := v0 + l
 			qb := int8Bytes(z.q[(v*nb+b)*256:][:256])
@@ -88,11 +108,13 @@ func layLaneD(rec []uint32, l int, d float32) {
 	rec[4*(l/2)+2+l%2] = math.Float32bits(d)
 }
 
-// resize makes room for n vectors of cols values (cols a multiple of 256).
+// resize makes room for n vectors of cols values (cols a multiple of 256),
+// and capacity for whole groups of eight: the AVX2 lane kernels read a
+// last group's missing vectors too (their results are dropped).
 func (z *q8K) resize(n, cols int) {
 	nb := n * cols / 256
-	if cap(z.q) < n*cols {
-		z.d, z.q, z.bs = make([]float32, nb), make([]int8, n*cols), make([]int16, nb*16)
+	if g := (n + 7) &^ 7; cap(z.q) < g*cols {
+		z.d, z.q, z.bs = make([]float32, nb, g*cols/256), make([]int8, n*cols, g*cols), make([]int16, nb*16, g*cols/16)
 	}
 	z.d, z.q, z.bs = z.d[:nb], z.q[:n*cols], z.bs[:nb*16]
 }

@@ -11,8 +11,13 @@
 // products whose output is [vector][row]; eight rows and whole registers
 // only).
 //
+// It also writes gemm256_amd64.s: the same kernels for AVX2 (FMA on
+// 256-bit registers, 8 columns each, no AVX-512), gemmYM_Z_R for Z up
+// to 3 and M·Z at most 12 accumulators of the 16 registers (three hold
+// B's row, one the broadcast), stored as rows only.
+//
 // Run it with `go generate ./engine/cpu`; TestGemmKernelsFresh fails when
-// the committed file differs from its output.
+// the committed files differ from its output.
 package main
 
 import (
@@ -28,44 +33,62 @@ import (
 // maxRows is the most rows a kernel holds (row pointers: three bases).
 const maxRows = 8
 
-// shapes lists the kernels: for each Z (vectors of 16 columns), rows 1 to
-// the most that fit 24 accumulators.
-func shapes() [][2]int {
+// shapes lists the kernels: for each Z up to maxZ (vectors of 16
+// columns, or 8 for AVX2), rows 1 to the most that fit acc accumulators.
+func shapes(maxZ, acc int) [][2]int {
 	var s [][2]int
-	for z := 1; z <= 4; z++ {
-		for m := 1; m <= min(maxRows, 24/z); m++ {
+	for z := 1; z <= maxZ; z++ {
+		for m := 1; m <= min(maxRows, acc/z); m++ {
 			s = append(s, [2]int{m, z})
 		}
 	}
 	return s
 }
 
+// The AVX-512 kernels' Z and accumulators, and the AVX2 ones'.
+const (
+	maxZ512, acc512 = 4, 24
+	maxZ256, acc256 = 3, 12
+)
+
 func main() {
 	dir := flag.String("d", ".", "the directory to write gemm_amd64.s and gemm_kernels_amd64.go into")
 	flag.Parse()
-	var asm, decl bytes.Buffer
+	var asm, asm256, decl bytes.Buffer
 	asm.WriteString(header + "\n" + constraint + "\n#include \"textflag.h\"\n")
+	asm256.WriteString(header + "\n" + constraint + "\n#include \"textflag.h\"\n")
 	decl.WriteString(header + "\n" + constraint + "\npackage cpu\n")
-	for _, s := range shapes() {
+	for _, s := range shapes(maxZ512, acc512) {
 		for _, st := range []byte{'R', 'T'} {
 			if st == 'T' && s[0] != maxRows {
 				continue
 			}
-			kernel(&asm, s[0], s[1], st)
+			kernel(&asm, avx512, s[0], s[1], st)
 			fmt.Fprintf(&decl, "\n//go:noescape\nfunc gemm%d_%d_%c(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)\n", s[0], s[1], st)
 		}
 	}
-	decl.WriteString("\n// gemmKernels[z][m] is the kernel of m rows and z vectors of 16 columns.\nvar gemmKernels = [5][9]gemmKernel{\n")
-	for z := 1; z <= 4; z++ {
-		fmt.Fprintf(&decl, "\t%d: {", z)
-		for _, s := range shapes() {
-			if s[1] == z {
-				fmt.Fprintf(&decl, "%d: gemm%d_%d_R, ", s[0], s[0], z)
-			}
-		}
-		decl.WriteString("},\n")
+	for _, s := range shapes(maxZ256, acc256) {
+		kernel(&asm256, avx2, s[0], s[1], 'R')
+		fmt.Fprintf(&decl, "\n//go:noescape\nfunc gemmY%d_%d_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)\n", s[0], s[1])
 	}
-	decl.WriteString("}\n\n// gemmKernelsT[z] is the eight-row kernel of z vectors of 16 columns\n// that stores its tile transposed.\nvar gemmKernelsT = [4]gemmKernel{")
+	table := func(name, prefix string, maxZ, acc int) {
+		fmt.Fprintf(&decl, "var %s = [5][9]gemmKernel{\n", name)
+		for z := 1; z <= maxZ; z++ {
+			fmt.Fprintf(&decl, "\t%d: {", z)
+			for _, s := range shapes(maxZ, acc) {
+				if s[1] == z {
+					fmt.Fprintf(&decl, "%d: %s%d_%d_R, ", s[0], prefix, s[0], z)
+				}
+			}
+			decl.WriteString("},\n")
+		}
+		decl.WriteString("}\n")
+	}
+	decl.WriteString("\n// gemm512Kernels[z][m] is the kernel of m rows and z vectors of 16 columns.\n")
+	table("gemm512Kernels", "gemm", maxZ512, acc512)
+	decl.WriteString("\n// gemm256Kernels[z][m] is the AVX2 kernel of m rows and z vectors of 8\n// columns.\n")
+	table("gemm256Kernels", "gemmY", maxZ256, acc256)
+	decl.WriteString("\n// gemmKernelsT[z] is the eight-row kernel of z vectors of 16 columns\n// that stores its tile transposed.\nvar gemmKernelsT = [4]gemmKernel{")
 	for z := 1; z <= 3; z++ {
 		fmt.Fprintf(&decl, "%d: gemm8_%d_T, ", z, z)
 	}
@@ -74,7 +97,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	for name, b := range map[string][]byte{"gemm_amd64.s": asm.Bytes(), "gemm_kernels_amd64.go": src} {
+	for name, b := range map[string][]byte{"gemm_amd64.s": asm.Bytes(), "gemm256_amd64.s": asm256.Bytes(), "gemm_kernels_amd64.go": src} {
 		if err := os.WriteFile(filepath.Join(*dir, name), b, 0o644); err != nil {
 			log.Fatal(err)
 		}
@@ -100,8 +123,26 @@ func rowAddr(i int) string {
 	return "(" + base + ")(R9*2)"
 }
 
-func kernel(b *bytes.Buffer, m, z int, st byte) {
-	name := fmt.Sprintf("gemm%d_%d_%c", m, z, st)
+// isa is what a kernel's width changes: its name's prefix, register
+// letter, bytes a register, the zeroing instruction, B's first register,
+// and the broadcast registers (two alternating, or one).
+type isa struct {
+	prefix, reg string
+	bytes       int
+	zero        string
+	bReg        int
+	bcast       []int
+}
+
+var (
+	avx512 = isa{"gemm", "Z", 64, "VPXORD", 24, []int{28, 29}}
+	avx2   = isa{"gemmY", "Y", 32, "VXORPS", 12, []int{15}}
+)
+
+// kernel writes the kernel of m rows and z registers of columns at
+// width w, its tile stored as rows (st 'R') or transposed ('T', AVX-512).
+func kernel(b *bytes.Buffer, w isa, m, z int, st byte) {
+	name := fmt.Sprintf("%s%d_%d_%c", w.prefix, m, z, st)
 	p := func(format string, args ...any) { fmt.Fprintf(b, "\t"+format+"\n", args...) }
 	fmt.Fprintf(b, "\n// func %s(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)\n", name)
 	fmt.Fprintf(b, "TEXT ·%s(SB), NOSPLIT, $0-56\n", name)
@@ -116,20 +157,21 @@ func kernel(b *bytes.Buffer, m, z int, st byte) {
 	p("MOVQ ldb+24(FP), BX")
 	p("SHLQ $2, BX")
 	p("MOVQ k+32(FP), CX")
+	r := w.reg
 	for i := 0; i < m*z; i++ {
-		p("VPXORD Z%d, Z%d, Z%d", i, i, i)
+		p("%s %s%d, %s%d, %s%d", w.zero, r, i, r, i, r, i)
 	}
 	p("TESTQ CX, CX")
 	p("JE %s_store", name)
 	fmt.Fprintf(b, "%s_loop:\n", name)
 	for j := 0; j < z; j++ {
-		p("VMOVUPS %d(DI), Z%d", 64*j, 24+j)
+		p("VMOVUPS %d(DI), %s%d", w.bytes*j, r, w.bReg+j)
 	}
 	for i := 0; i < m; i++ {
-		br := 28 + i%2
-		p("VBROADCASTSS %s, Z%d", rowAddr(i), br)
+		br := w.bcast[i%len(w.bcast)]
+		p("VBROADCASTSS %s, %s%d", rowAddr(i), r, br)
 		for j := 0; j < z; j++ {
-			p("VFMADD231PS Z%d, Z%d, Z%d", 24+j, br, i*z+j)
+			p("VFMADD231PS %s%d, %s%d, %s%d", r, w.bReg+j, r, br, r, i*z+j)
 		}
 	}
 	p("ADDQ $4, R8")
@@ -145,7 +187,7 @@ func kernel(b *bytes.Buffer, m, z int, st byte) {
 	if st == 'R' {
 		for i := 0; i < m; i++ {
 			for j := 0; j < z; j++ {
-				p("VMOVUPS Z%d, %d(DX)", i*z+j, 64*j)
+				p("VMOVUPS %s%d, %d(DX)", r, i*z+j, w.bytes*j)
 			}
 			if i < m-1 {
 				p("ADDQ SI, DX")

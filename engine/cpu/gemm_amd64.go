@@ -1,0 +1,26 @@
+//go:build !purego
+
+package cpu
+
+// useGemm reports whether a broadcast GEMM runs here: the AVX-512 kernels
+// (useGemmB), else the AVX2 ones (8 floats a register).
+var useGemm = useGemmB || useAVX2
+
+// gemmLanes is the floats in one of the kernels' registers; gemmAcc the
+// most accumulator registers a kernel holds; gemmMaxZ the most registers
+// of B's row.
+var gemmLanes, gemmAcc, gemmMaxZ = func() (int, int, int) {
+	if useGemmB {
+		return 16, 24, 4
+	}
+	return 8, 12, 3
+}()
+
+// gemmKernels[z][m] is the kernel of m rows and z registers of columns at
+// this width.
+var gemmKernels = func() [5][9]gemmKernel {
+	if useGemmB {
+		return gemm512Kernels
+	}
+	return gemm256Kernels
+}()

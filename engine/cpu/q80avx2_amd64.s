@@ -1,0 +1,260 @@
+//go:build !purego
+
+#include "textflag.h"
+#include "lanes_amd64.h"
+
+// The AVX2 Q8_0 kernels for several rows or several vectors at once
+// (no VNNI). Each computes a Q8_0 row r times a rounded vector v as the
+// VNNI kernels do (q80q8_amd64.s), so a result is the same bit for bit
+// at every vector level and whatever else shares its product: over the
+// blocks b in order, acc = fma(S, d_w·d_x, acc) from acc = 0, S = Σ w·x
+// over the block an exact int32 and d_w·d_x one float32 product. S is
+// made as llama.cpp's AVX2 dot makes it, |w|·(x·sign w) summed in pairs
+// (VPMADDUBSW; |w| ≤ 128 and |x| ≤ 127 cannot saturate) and in fours
+// (VPMADDWD), but the eight sums of four of a block are added up across
+// registers (SUM4X2), two vectors' or four rows' to a register, so
+// the float work is done once per block for four rows or eight vectors.
+
+// Q8_FOURS sets T to the eight sums of four of |W|·(X·sign W), where A
+// holds |W| (Y15: int16 ones).
+#define Q8_FOURS(X, W, A, T) \
+	VPSIGNB W, X, T \
+	VPMADDUBSW T, A, T \
+	VPMADDWD Y15, T, T
+
+// V8_PAIR sets S to the eight sums of four of the row's block (its halves
+// broadcast in Y0 and Y1, their |w| in Y2 and Y3) times vectors k and
+// k+4 (register k of the x record at BX, at OFF: the block's first half
+// there, its second 128 bytes on), summed over the two halves (Y8, Y9:
+// scratch).
+#define V8_PAIR(OFF, S) \
+	VMOVDQU OFF(BX), Y8 \
+	Q8_FOURS(Y8, Y0, Y2, S) \
+	VMOVDQU (OFF+128)(BX), Y9 \
+	Q8_FOURS(Y9, Y1, Y3, Y9) \
+	VPADDD Y9, S, S
+
+// func dotQ8_0Q80r4AVX2(row *byte, stride int, q *int8, d *float32, blocks int, out *float32)
+// Four Q8_0 rows (stride bytes apart) times one vector rounded to Q8_0
+// (q, one d per 32): out[0..3]. Per block the rows' eight sums of four
+// are added up to one per row (SUM4X2, then the register's halves) and fused, four rows in the lanes of one register. blocks > 0.
+TEXT ·dotQ8_0Q80r4AVX2(SB), NOSPLIT, $0-48
+	MOVQ row+0(FP), SI
+	MOVQ stride+8(FP), AX
+	ROWS4
+	MOVQ q+16(FP), DI
+	MOVQ d+24(FP), DX
+	MOVQ blocks+32(FP), CX
+	MOVL $0x00010001, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	VXORPS X14, X14, X14
+
+r4block:
+	PREFETCHT0 1024(SI)
+	PREFETCHT0 1024(R10)
+	PREFETCHT0 1024(R11)
+	PREFETCHT0 1024(R12)
+	VMOVDQU (DI), Y0
+	VMOVDQU 2(SI), Y1
+	VMOVDQU 2(R10), Y2
+	VMOVDQU 2(R11), Y3
+	VMOVDQU 2(R12), Y4
+	VPABSB Y1, Y5
+	VPABSB Y2, Y6
+	VPABSB Y3, Y7
+	VPABSB Y4, Y8
+	Q8_FOURS(Y0, Y1, Y5, Y9)
+	Q8_FOURS(Y0, Y2, Y6, Y10)
+	Q8_FOURS(Y0, Y3, Y7, Y11)
+	Q8_FOURS(Y0, Y4, Y8, Y12)
+	SUM4X2(Y9, Y10, Y11, Y12, Y13) // rows 0–3 over values 0–15, then over 16–31
+	VEXTRACTI128 $1, Y9, X10
+	VPADDD X10, X9, X9
+	VCVTDQ2PS X9, X9
+	DW4(X13)
+	VBROADCASTSS (DX), X12
+	VMULPS X12, X13, X13
+	VFMADD231PS X9, X13, X14
+	ROWS4_NEXT(34)
+	ADDQ $32, DI
+	ADDQ $4, DX
+	DECQ CX
+	JNZ  r4block
+	MOVQ out+40(FP), DI
+	VMOVUPS X14, (DI)
+	VZEROUPPER
+	RET
+
+// func dotQ8_0Q80v8AVX2(row *byte, rb int, rows int, x *byte, blocks int, f16 *float32, out *float32, ostride int, lanes int)
+// Rows Q8_0 rows (rb bytes apart) times a group of eight vectors laid
+// out by layQ80HalvesBlock (per block 288 bytes: for each half of the
+// block, vectors k and k+4's sixteen values side by side in the two
+// halves of register k, then the vectors' d_x): row r's result for
+// vector v goes to byte v·ostride + 4r of out, for the first lanes
+// vectors (lanes > 0). A row's half block, broadcast to both halves of
+// a register, meets two vectors at once; the eight vectors' sums of
+// four add up to one sum each (SUM4X2), so the block fuses into
+// the row's eight results with one FMA. blocks > 0, rows > 0.
+TEXT ·dotQ8_0Q80v8AVX2(SB), NOSPLIT, $32-72
+	MOVQ row+0(FP), SI
+	MOVQ x+24(FP), R9
+	MOVQ f16+40(FP), R8
+	MOVQ out+48(FP), DI
+	MOVQ rows+16(FP), R12
+	MOVQ SI, R11
+	MOVL $0x00010001, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+
+v8row:
+	MOVQ R11, SI
+	MOVQ blocks+32(FP), CX
+	MOVQ R9, BX
+	VXORPS Y14, Y14, Y14
+
+v8blk:
+	VBROADCASTI128 2(SI), Y0
+	VBROADCASTI128 18(SI), Y1
+	VPABSB Y0, Y2
+	VPABSB Y1, Y3
+	V8_PAIR(0, Y4)
+	V8_PAIR(32, Y5)
+	V8_PAIR(64, Y6)
+	V8_PAIR(96, Y7)
+	SUM4X2(Y4, Y5, Y6, Y7, Y8) // vectors 0–3 | 4–7: each block's sum
+	VCVTDQ2PS Y4, Y4
+	MOVWLZX (SI), AX
+	VBROADCASTSS (R8)(AX*4), Y10
+	VMULPS 256(BX), Y10, Y10
+	VFMADD231PS Y4, Y10, Y14
+	ADDQ $34, SI
+	ADDQ $288, BX
+	DECQ CX
+	JNZ  v8blk
+
+	STORE_LANES8(Y14, DI, ostride+56(FP), lanes+64(FP), R10, BX, AX, v8store)
+	ADDQ $4, DI
+	ADDQ rb+8(FP), R11
+	DECQ R12
+	JNZ  v8row
+	VZEROUPPER
+	RET
+
+// R8_VEC adds tile group G (W, its |w| in A: eight rows' four values) times
+// vector V's group G (broadcast from its address X) to the vector's
+// eight row sums S (Y10: scratch).
+#define R8_VEC(G, X, S) \
+	VPBROADCASTD (4*G)X, Y10 \
+	VPSIGNB Y8, Y10, Y10 \
+	VPMADDUBSW Y10, Y9, Y10 \
+	VPMADDWD Y15, Y10, Y10 \
+	VPADDD Y10, S, S
+
+// R8_GROUP does group G of the tile's block (at SI) for the eight vectors
+// (XV(DI, AX, R10, R11)), their sums in Y0–Y7.
+#define R8_GROUP(G) \
+	VMOVDQU (32*G)(SI), Y8 \
+	VPABSB Y8, Y9 \
+	R8_VEC(G, (DI), Y0) \
+	R8_VEC(G, (DI)(AX*1), Y1) \
+	R8_VEC(G, (DI)(AX*2), Y2) \
+	R8_VEC(G, (R10), Y3) \
+	R8_VEC(G, (DI)(AX*4), Y4) \
+	R8_VEC(G, (R10)(AX*2), Y5) \
+	R8_VEC(G, (R11), Y6) \
+	R8_VEC(G, (R10)(AX*4), Y7)
+
+// R8_FUSE fuses vector V's block sums S (eight rows) into its results in
+// the frame at 32V: acc = fma(S, d_w·d_x, acc) (Y13: the rows' d_w; d_x
+// at address D; Y11, Y12: scratch).
+#define R8_FUSE(V, S, D) \
+	VCVTDQ2PS S, S \
+	VBROADCASTSS D, Y11 \
+	VMULPS Y13, Y11, Y11 \
+	VMOVUPS (32*V)(SP), Y12 \
+	VFMADD231PS S, Y11, Y12 \
+	VMOVUPS Y12, (32*V)(SP)
+
+// func dotQ8_0R8v8AVX2(w *byte, blocks int, x *int8, xstride int, d *float32, dstride int, out *float32, ostride int, lanes int)
+// A tile of eight Q8_0 rows (repackR8) times eight vectors rounded to
+// Q8_0, read in place (values xstride bytes apart, their d dstride):
+// per block, each of the tile's groups of four values (eight rows' side
+// by side) meets each vector's group broadcast, |w|·(x·sign w) summed in
+// pairs and fours into one lane per row, so a block's sums need no adding
+// up across lanes; they fuse into the results (in the frame) as the VNNI
+// kernels fuse them, each result theirs bit for bit. The eight rows'
+// results for vector v go to byte v·ostride of out, for the first lanes
+// vectors. blocks > 0.
+TEXT ·dotQ8_0R8v8AVX2(SB), NOSPLIT, $256-72
+	MOVQ w+0(FP), SI
+	MOVQ blocks+8(FP), CX
+	MOVQ x+16(FP), DI
+	MOVQ xstride+24(FP), AX
+	MOVQ d+32(FP), DX
+	MOVQ dstride+40(FP), BX
+	XV(DI, AX, R10, R11)
+	XV(DX, BX, R12, R13)
+	MOVL $0x00010001, R8
+	VMOVD R8, X15
+	VPBROADCASTD X15, Y15
+	VXORPS Y0, Y0, Y0
+	VMOVUPS Y0, 0(SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+	VMOVUPS Y0, 128(SP)
+	VMOVUPS Y0, 160(SP)
+	VMOVUPS Y0, 192(SP)
+	VMOVUPS Y0, 224(SP)
+
+r8block:
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	R8_GROUP(0)
+	R8_GROUP(1)
+	R8_GROUP(2)
+	R8_GROUP(3)
+	R8_GROUP(4)
+	R8_GROUP(5)
+	R8_GROUP(6)
+	R8_GROUP(7)
+	VCVTPH2PS 256(SI), Y13
+	R8_FUSE(0, Y0, (DX))
+	R8_FUSE(1, Y1, (DX)(BX*1))
+	R8_FUSE(2, Y2, (DX)(BX*2))
+	R8_FUSE(3, Y3, (R12))
+	R8_FUSE(4, Y4, (DX)(BX*4))
+	R8_FUSE(5, Y5, (R12)(BX*2))
+	R8_FUSE(6, Y6, (R13))
+	R8_FUSE(7, Y7, (R12)(BX*4))
+	ADDQ $272, SI
+	ADDQ $32, DI
+	ADDQ $32, R10
+	ADDQ $32, R11
+	ADDQ $4, DX
+	ADDQ $4, R12
+	ADDQ $4, R13
+	DECQ CX
+	JNZ  r8block
+
+	MOVQ out+48(FP), DI
+	MOVQ ostride+56(FP), AX
+	MOVQ lanes+64(FP), CX
+	XORQ BX, BX
+
+r8store:
+	VMOVUPS (SP)(BX*1), Y0
+	VMOVUPS Y0, (DI)
+	ADDQ AX, DI
+	ADDQ $32, BX
+	DECQ CX
+	JNZ  r8store
+	VZEROUPPER
+	RET
