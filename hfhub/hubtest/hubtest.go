@@ -118,6 +118,14 @@ func (h *Hub) record(server string, r *http.Request) {
 	})
 }
 
+// lookup reads a repository, the token and the CDN's address under the lock.
+func (h *Hub) lookup(name string) (rp *repo, ok bool, token, base string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	rp, ok = h.repos[name]
+	return rp, ok, h.token, h.cdnBase
+}
+
 // serveAPI answers the listing (/api/models/REPO/revision/main?blobs=true)
 // and the resolve URLs, with the Hub's error codes for a missing and a
 // gated repository.
@@ -128,10 +136,7 @@ func (h *Hub) serveAPI(w http.ResponseWriter, r *http.Request) {
 		p = strings.TrimPrefix(r.URL.Path, "/")
 	}
 	name, rest := splitRepo(p)
-	h.mu.Lock()
-	rp, ok := h.repos[name]
-	token, base := h.token, h.cdnBase
-	h.mu.Unlock()
+	rp, ok, token, base := h.lookup(name)
 	switch {
 	case !ok:
 		w.Header().Set("X-Error-Code", "RepoNotFound")
