@@ -95,8 +95,8 @@ func TestSoftmaxPanelKeepsWhatTheChainKeeps(t *testing.T) {
 					slid.Sampler.Temperature = 0.8
 					softmaxAt(t, se, slid, 0)
 					for _, a := range []struct{ action, field, value string }{
-						{"temperature", "view_temperature", fmt.Sprint(temp)},
-						{"top_p", "view_top_p", "0.7"},
+						{session.ActionWhatIfTemperature, "view_temperature", fmt.Sprint(temp)},
+						{session.ActionWhatIfTopP, "view_top_p", "0.7"},
 					} {
 						if err := se.Act(context.Background(), a.action, getter(map[string]string{a.field: a.value})); err != nil {
 							t.Fatal(err)
