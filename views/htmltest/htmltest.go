@@ -28,11 +28,14 @@ var (
 	ids     = regexp.MustCompile(`\b[0-9a-fA-F]{8,}\b`)
 	numbers = regexp.MustCompile(`[-+]?\d+([.,]\d+)*([eE][-+]?\d+)?`)
 	spaces  = regexp.MustCompile(`\s+`)
+	// the CPU kernels' level differs from machine to machine
+	levels = regexp.MustCompile(`kernels (avx512\+vnni|avx512|avx2|neon\+dotprod|neon|generic)( \(capped by [A-Z_]+\))?`)
 )
 
-// mask writes s with numbers and hexadecimal ids as "#" and its spaces
-// collapsed.
+// mask writes s with numbers and hexadecimal ids as "#", the CPU
+// kernels' level as LEVEL and its spaces collapsed.
 func mask(s string) string {
+	s = levels.ReplaceAllString(s, "kernels LEVEL")
 	s = ids.ReplaceAllStringFunc(s, func(m string) string {
 		if strings.ContainsAny(m, "0123456789") {
 			return "#"
