@@ -55,6 +55,11 @@ func (ps *pulls) start(c *hfhub.Client, ref hfhub.Ref, memory uint64, onDone fun
 	go func() {
 		defer close(p.ended)
 		defer cancel()
+		defer func() { // a pull's failure, even a panic in it, ends that pull only
+			if v := recover(); v != nil {
+				p.res, p.err = nil, fmt.Errorf("pulling %s failed: %v", key, v)
+			}
+		}()
 		p.res, p.err = c.Pull(ctx, hfhub.Request{Ref: ref}, hfhub.Options{Memory: memory, Progress: p.progress})
 		if p.err == nil {
 			onDone(p.res)
