@@ -96,8 +96,7 @@ func (a *attnTiles) tile(worker int, it tileItem) {
 
 // tileB is tile through the broadcast GEMM: the scores as keys × the
 // tile's queries (eight keys broadcast against the queries packed
-// d-major, stored transposed, so S is [query][key]; at AVX2 six keys a
-// tile, copied out transposed), softmax with the
+// d-major, stored transposed, so S is [query][key]; four keys at AVX2), softmax with the
 // 1/√d scale folded into its exponent, then S·V reading V's rows in
 // place (no transposed copy).
 func (a *attnTiles) tileB(worker int, it tileItem) {
@@ -122,13 +121,11 @@ func (a *attnTiles) tileB(worker int, it tileItem) {
 		}
 	}
 	j := 0
-	if useGemmB {
-		for ; j+8 <= vis; j += 8 {
-			gemmKernelsT[1](&keys[j*KVD+kvo], KVD, &qT[0], tileRows, HD, &S[j], vis)
-		}
+	z := tileRows / gemmLanes
+	for ; j+gemmTRows <= vis; j += gemmTRows {
+		gemmKernelsT[z](&keys[j*KVD+kvo], KVD, &qT[0], tileRows, HD, &S[j], vis)
 	}
-	z := tileRows / gemmLanes // the rest (at AVX2 all): keys × queries into edge, copied out
-	for step := gemmRows(z); j < vis; j += step {
+	for step := gemmRows(z); j < vis; j += step { // the rest: keys × queries into edge, copied out
 		mm := min(step, vis-j)
 		gemmKernels[z][mm](&keys[j*KVD+kvo], KVD, &qT[0], tileRows, HD, &edge[0], tileRows)
 		for jj := range mm {

@@ -270,6 +270,10 @@ const q80LaneAhead = 512
 // eight vectors on one thread, against 72 through the lane kernel, which
 // takes them past the tiles' budget, four rows at a time from the four
 // quarters, from the matrix's block corrections (sums, by blockSums).
+// With the AVX2 kernels the same: one vector four rows at a time from the
+// quarters, several the matrix's tiles of eight rows (dotQ8_0R8v8AVX2) or
+// past the budget the matrix itself (dotQ8_0Q80v8AVX2), each result the
+// VNNI kernels' bit for bit.
 func dotRowsQ80(t quant.Type, data []byte, rb, lo, hi int, z *q80, n, cols int, out []float32, rows int, sums []int32, tiles []byte, scratch []float32) {
 	if lo >= hi || !q80Lays(t) {
 		dotRowsQ80Each(t, data, rb, lo, hi, z, n, cols, out, rows)

@@ -24,3 +24,21 @@ var gemmKernels = func() [5][9]gemmKernel {
 	}
 	return gemm256Kernels
 }()
+
+// gemmKernelsT[z] is the kernel of gemmTRows rows and z registers of
+// columns that stores its tile transposed, at this width.
+var gemmKernelsT = func() [4]gemmKernel {
+	if useGemmB {
+		return gemm512KernelsT
+	}
+	return gemm256KernelsT
+}()
+
+// gemmTRows is the rows of the kernels that store transposed: eight
+// (an in-register transpose of 16 columns), four at AVX2 (of 8).
+var gemmTRows = func() int {
+	if useGemmB {
+		return 8
+	}
+	return 4
+}()

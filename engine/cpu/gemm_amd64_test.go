@@ -19,10 +19,18 @@ func TestGemm256Kernels(t *testing.T) {
 	if !useAVX2 {
 		t.Skip("no AVX2 and FMA here")
 	}
-	k, l, a, z := gemmKernels, gemmLanes, gemmAcc, gemmMaxZ
-	defer func() { gemmKernels, gemmLanes, gemmAcc, gemmMaxZ = k, l, a, z }()
-	gemmKernels, gemmLanes, gemmAcc, gemmMaxZ = gemm256Kernels, 8, 12, 3
+	defer use256()()
 	testGemmAB(t)
+}
+
+// use256 makes the broadcast GEMM take the AVX2 kernels, and returns what
+// puts back the ones it took.
+func use256() func() {
+	k, kt, tr, l, a, z, pn := gemmKernels, gemmKernelsT, gemmTRows, gemmLanes, gemmAcc, gemmMaxZ, gemmPanel
+	gemmKernels, gemmKernelsT, gemmTRows, gemmLanes, gemmAcc, gemmMaxZ, gemmPanel = gemm256Kernels, gemm256KernelsT, 4, 8, 12, 3, 24
+	return func() {
+		gemmKernels, gemmKernelsT, gemmTRows, gemmLanes, gemmAcc, gemmMaxZ, gemmPanel = k, kt, tr, l, a, z, pn
+	}
 }
 
 // BenchmarkGemm256Panels is one thread's F32 product of the 110M shape's
@@ -34,9 +42,7 @@ func BenchmarkGemm256Panels(b *testing.B) {
 		b.Skip("no AVX2 and FMA here")
 	}
 	const rows, cols, n = 2048, 768, 128
-	k, l, a, z, pn := gemmKernels, gemmLanes, gemmAcc, gemmMaxZ, gemmPanel
-	defer func() { gemmKernels, gemmLanes, gemmAcc, gemmMaxZ, gemmPanel = k, l, a, z, pn }()
-	gemmKernels, gemmLanes, gemmAcc, gemmMaxZ = gemm256Kernels, 8, 12, 3
+	defer use256()()
 	r := rand.New(rand.NewPCG(1, 2))
 	data, _ := quant.Quantize(quant.F32, randFloats(r, rows*cols))
 	w := &model.Tensor{Name: "w", Type: quant.F32, Dims: []int{cols, rows}, Data: data}
@@ -99,6 +105,43 @@ func TestPackT8AVX2(t *testing.T) {
 		for i := range want {
 			if got[i] != want[i] {
 				t.Fatalf("cols=%d: d[%d] = %g, want %g", cols, i, got[i], want[i])
+			}
+		}
+	}
+}
+
+// The AVX2 kernels that store transposed put row i's column j at
+// c[j*ldc+i], for each width, and write nothing else.
+func TestGemm256KernelsT(t *testing.T) {
+	if !useAVX2 {
+		t.Skip("no AVX2 and FMA here")
+	}
+	r := rand.New(rand.NewPCG(11, 12))
+	for z := 1; z <= 3; z++ {
+		for _, k := range []int{1, 5, 64} {
+			n := 8 * z
+			lda, ldb, ldc := k+3, n+8, 7
+			a, b := randFloats(r, 3*lda+k), randFloats(r, (k-1)*ldb+n)
+			c := make([]float32, (n-1)*ldc+4+1)
+			for i := range c {
+				c[i] = 42
+			}
+			gemm256KernelsT[z](&a[0], lda, &b[0], ldb, k, &c[0], ldc)
+			for j := range n {
+				for i := range 4 {
+					want := 0.0
+					for p := range k {
+						want += float64(a[i*lda+p]) * float64(b[p*ldb+j])
+					}
+					if d := math.Abs(float64(c[j*ldc+i]) - want); d > 1e-5*(1+math.Abs(want)) {
+						t.Fatalf("z=%d k=%d: c[%d][%d] = %g, want %g", z, k, j, i, c[j*ldc+i], want)
+					}
+				}
+				for i := 4; i < ldc && j*ldc+i < len(c); i++ {
+					if c[j*ldc+i] != 42 {
+						t.Fatalf("z=%d k=%d: wrote c[%d]", z, k, j*ldc+i)
+					}
+				}
 			}
 		}
 	}

@@ -116,6 +116,9 @@ func gemmY3_1_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc
 func gemmY4_1_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
 
 //go:noescape
+func gemmY4_1_T(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
+
+//go:noescape
 func gemmY5_1_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
 
 //go:noescape
@@ -140,6 +143,9 @@ func gemmY3_2_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc
 func gemmY4_2_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
 
 //go:noescape
+func gemmY4_2_T(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
+
+//go:noescape
 func gemmY5_2_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
 
 //go:noescape
@@ -157,6 +163,9 @@ func gemmY3_3_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc
 //go:noescape
 func gemmY4_3_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
 
+//go:noescape
+func gemmY4_3_T(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
+
 // gemm512Kernels[z][m] is the kernel of m rows and z vectors of 16 columns.
 var gemm512Kernels = [5][9]gemmKernel{
 	1: {1: gemm1_1_R, 2: gemm2_1_R, 3: gemm3_1_R, 4: gemm4_1_R, 5: gemm5_1_R, 6: gemm6_1_R, 7: gemm7_1_R, 8: gemm8_1_R},
@@ -173,6 +182,10 @@ var gemm256Kernels = [5][9]gemmKernel{
 	3: {1: gemmY1_3_R, 2: gemmY2_3_R, 3: gemmY3_3_R, 4: gemmY4_3_R},
 }
 
-// gemmKernelsT[z] is the eight-row kernel of z vectors of 16 columns
+// gemm512KernelsT[z] is the eight-row kernel of z vectors of 16 columns
 // that stores its tile transposed.
-var gemmKernelsT = [4]gemmKernel{1: gemm8_1_T, 2: gemm8_2_T, 3: gemm8_3_T}
+var gemm512KernelsT = [4]gemmKernel{1: gemm8_1_T, 2: gemm8_2_T, 3: gemm8_3_T}
+
+// gemm256KernelsT[z] is the AVX2 four-row kernel of z vectors of 8
+// columns that stores its tile transposed.
+var gemm256KernelsT = [4]gemmKernel{1: gemmY4_1_T, 2: gemmY4_2_T, 3: gemmY4_3_T}

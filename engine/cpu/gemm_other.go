@@ -16,4 +16,4 @@ var (
 )
 
 // The kernels' shape, unused here.
-const gemmLanes, gemmAcc, gemmMaxZ = 16, 24, 4
+const gemmLanes, gemmAcc, gemmMaxZ, gemmTRows = 16, 24, 4, 8

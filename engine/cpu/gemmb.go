@@ -149,12 +149,12 @@ func gemmWeights(out []float32, w *model.Tensor, px *packedX, n int, lo, hi int,
 			d, t0, nv, width := px.panel(q, n, cols)
 			z := width / gemmLanes
 			i := 0
-			if nv == width && useGemmB { // whole registers: eight rows at a time, stored transposed
-				for ; i+8 <= mr; i += 8 {
+			if nv == width { // whole registers: eight rows at a time (four at AVX2), stored transposed
+				for ; i+gemmTRows <= mr; i += gemmTRows {
 					gemmKernelsT[z](&a[i*cols], cols, &d[0], width, cols, &out[t0*rows+r0+i], rows)
 				}
 			}
-			for rz := gemmRows(z); i < mr; i += rz { // the rest (at AVX2 all): a tile of rows, copied out
+			for rz := gemmRows(z); i < mr; i += rz { // the edges: a tile of rows, copied out
 				mm := min(rz, mr-i)
 				gemmKernels[z][mm](&a[i*cols], cols, &d[0], width, cols, &tile[0], gemmPanel)
 				for ii := range mm {

@@ -45,10 +45,13 @@ func shapes(maxZ, acc int) [][2]int {
 	return s
 }
 
-// The AVX-512 kernels' Z and accumulators, and the AVX2 ones'.
+// The AVX-512 kernels' Z and accumulators, and the AVX2 ones'; the AVX2
+// kernels that store transposed have four rows (a 4×8 transpose per
+// register of columns).
 const (
 	maxZ512, acc512 = 4, 24
 	maxZ256, acc256 = 3, 12
+	maxRowsT256     = 4
 )
 
 func main() {
@@ -68,8 +71,13 @@ func main() {
 		}
 	}
 	for _, s := range shapes(maxZ256, acc256) {
-		kernel(&asm256, avx2, s[0], s[1], 'R')
-		fmt.Fprintf(&decl, "\n//go:noescape\nfunc gemmY%d_%d_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)\n", s[0], s[1])
+		for _, st := range []byte{'R', 'T'} {
+			if st == 'T' && s[0] != maxRowsT256 {
+				continue
+			}
+			kernel(&asm256, avx2, s[0], s[1], st)
+			fmt.Fprintf(&decl, "\n//go:noescape\nfunc gemmY%d_%d_%c(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)\n", s[0], s[1], st)
+		}
 	}
 	table := func(name, prefix string, maxZ, acc int) {
 		fmt.Fprintf(&decl, "var %s = [5][9]gemmKernel{\n", name)
@@ -88,9 +96,14 @@ func main() {
 	table("gemm512Kernels", "gemm", maxZ512, acc512)
 	decl.WriteString("\n// gemm256Kernels[z][m] is the AVX2 kernel of m rows and z vectors of 8\n// columns.\n")
 	table("gemm256Kernels", "gemmY", maxZ256, acc256)
-	decl.WriteString("\n// gemmKernelsT[z] is the eight-row kernel of z vectors of 16 columns\n// that stores its tile transposed.\nvar gemmKernelsT = [4]gemmKernel{")
+	decl.WriteString("\n// gemm512KernelsT[z] is the eight-row kernel of z vectors of 16 columns\n// that stores its tile transposed.\nvar gemm512KernelsT = [4]gemmKernel{")
 	for z := 1; z <= 3; z++ {
 		fmt.Fprintf(&decl, "%d: gemm8_%d_T, ", z, z)
+	}
+	decl.WriteString("}\n")
+	decl.WriteString("\n// gemm256KernelsT[z] is the AVX2 four-row kernel of z vectors of 8\n// columns that stores its tile transposed.\nvar gemm256KernelsT = [4]gemmKernel{")
+	for z := 1; z <= 3; z++ {
+		fmt.Fprintf(&decl, "%d: gemmY%d_%d_T, ", z, maxRowsT256, z)
 	}
 	decl.WriteString("}\n")
 	src, err := format.Source(decl.Bytes())
@@ -193,11 +206,49 @@ func kernel(b *bytes.Buffer, w isa, m, z int, st byte) {
 				p("ADDQ SI, DX")
 			}
 		}
-	} else {
+	} else if w.reg == "Z" {
 		storeT(p, z)
+	} else {
+		storeT4(p, z)
 	}
 	p("VZEROUPPER")
 	p("RET")
+}
+
+// storeT4 stores a 4-row AVX2 tile transposed: per register of 8
+// columns, the four rows' accumulators are interleaved (pairs of rows,
+// then pairs of pairs), leaving in each 128-bit half one column's four
+// rows, which go to c + l·ldc (the low halves columns 0–3, the high ones
+// 4–7).
+func storeT4(p func(string, ...any), z int) {
+	for j := 0; j < z; j++ {
+		a := func(i int) int { return i*z + j }
+		p("VUNPCKLPS Y%d, Y%d, Y12", a(1), a(0))
+		p("VUNPCKHPS Y%d, Y%d, Y13", a(1), a(0))
+		p("VUNPCKLPS Y%d, Y%d, Y14", a(3), a(2))
+		p("VUNPCKHPS Y%d, Y%d, Y15", a(3), a(2))
+		p("VSHUFPS $0x44, Y14, Y12, Y%d", a(0))
+		p("VSHUFPS $0xEE, Y14, Y12, Y%d", a(1))
+		p("VSHUFPS $0x44, Y15, Y13, Y%d", a(2))
+		p("VSHUFPS $0xEE, Y15, Y13, Y%d", a(3))
+		// column 8j+q at R8+q·ldc: R8, R8+ldc, R8+2ldc, R9 = R8+3ldc; 4–7 from R8+4ldc
+		p("MOVQ DX, R8")
+		p("LEAQ (R8)(SI*2), R9")
+		p("ADDQ SI, R9")
+		p("LEAQ (R8)(SI*4), R10")
+		p("LEAQ (R9)(SI*4), R11")
+		p("VMOVUPS X%d, (R8)", a(0))
+		p("VMOVUPS X%d, (R8)(SI*1)", a(1))
+		p("VMOVUPS X%d, (R8)(SI*2)", a(2))
+		p("VMOVUPS X%d, (R9)", a(3))
+		p("VEXTRACTF128 $1, Y%d, (R10)", a(0))
+		p("VEXTRACTF128 $1, Y%d, (R10)(SI*1)", a(1))
+		p("VEXTRACTF128 $1, Y%d, (R10)(SI*2)", a(2))
+		p("VEXTRACTF128 $1, Y%d, (R11)", a(3))
+		if j < z-1 {
+			p("LEAQ (R10)(SI*4), DX")
+		}
+	}
 }
 
 // storeT stores an 8-row tile transposed: vector column l of the tile (one
