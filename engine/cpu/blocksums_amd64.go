@@ -23,7 +23,10 @@ import (
 //     from it (4 bytes per block: 12 % of a Q8_0 matrix, 3 % of a Q4_K
 //     one, 2 % of a Q6_K one);
 //   - Q8_0 matrices in tiles of sixteen rows (repackR16), a copy the size
-//     of the matrix, while all copies fit r16Budget.
+//     of the matrix, while all copies fit r16Budget. Every product with
+//     the matrix then reads the tiles, one vector's too, and the OS is
+//     told the matrix's own bytes can leave memory (pageOut), so a model
+//     takes about its file's size, not twice that.
 var matrixCache struct {
 	mu       sync.Mutex
 	m        map[weak.Pointer[model.Tensor]]*matrixAux
@@ -126,9 +129,27 @@ func tilesOf(w *model.Tensor, tile, bv, bb int, repack func(data []byte, rows, n
 		} else {
 			a.tiles = repack(w.Data, rows, nb)
 			matrixCache.r16Bytes += size
+			pageOut(w.Data) // the kernels read the tiles from now on
 		}
 	}
 	return a.tiles
+}
+
+// repackTiles makes a matrix's tiled copy (rows of nb blocks, tiles of
+// tile rows, bb bytes a tile's block): fill writes tiles [t0, t1) into
+// the zeroed copy, the tiles shared out among the CPUs (a 600 MB model's
+// copies are made once, on their matrices' first products).
+func repackTiles(data []byte, rows, nb, tile, bb int, fill func(out, data []byte, rows, nb, t0, t1 int)) []byte {
+	tiles := (rows + tile - 1) / tile
+	out := make([]byte, tiles*nb*bb)
+	parts := max(1, min(runtime.GOMAXPROCS(0), tiles/64))
+	var wg sync.WaitGroup
+	for p := range parts {
+		t0, t1 := tiles*p/parts, tiles*(p+1)/parts
+		wg.Go(func() { fill(out, data, rows, nb, t0, t1) })
+	}
+	wg.Wait()
+	return out
 }
 
 // sumsOf computes w's block corrections.

@@ -279,7 +279,7 @@ func dotRowsQ80(t quant.Type, data []byte, rb, lo, hi int, z *q80, n, cols int, 
 		dotRowsQ80Each(t, data, rb, lo, hi, z, n, cols, out, rows)
 		return
 	}
-	if tiles != nil && n > 1 {
+	if tiles != nil {
 		if useQ80VNNI {
 			r16Rows(tiles, lo, hi, z, n, cols/32, out, rows, scratch)
 		} else {

@@ -109,17 +109,30 @@ func testQ8_0Q80Kernels(t *testing.T, tiled bool) {
 				}
 			}
 		}
-		// alone: each vector in a product of its own, and with the row
-		// range cut elsewhere
+		// alone: each vector in a product of its own, through the rows
+		// and (tiled) through the tiles' one-vector kernel with the row
+		// range cut inside a tile
 		for v := range n {
-			var one q80
-			one.resize(1, cols, q80Lays(quant.Q8_0))
-			(&q80Task{z: &one, x: x[v*cols : (v+1)*cols], n: 1, cols: cols, lay: q80Lays(quant.Q8_0)}).Run(0, 0, 1)
-			alone := make([]float32, rows)
-			dotRowsQ80(quant.Q8_0, data, 34*blocks, 0, rows, &one, 1, cols, alone, rows, nil, nil, nil)
-			for row := range rows {
-				if alone[row] != out[v*rows+row] {
-					t.Errorf("blocks=%d row %d vector %d: %g alone, %g beside %d others", blocks, row, v, alone[row], out[v*rows+row], n-1)
+			for _, viaTiles := range slices.Compact([]bool{false, tiled}) {
+				var one q80
+				one.tiled = viaTiles
+				lay := q80Lays(quant.Q8_0) && (useQ80VNNI || !viaTiles) // as MatMul lays it
+				one.resize(1, cols, lay)
+				lone := q80Task{z: &one, x: x[v*cols : (v+1)*cols], n: 1, cols: cols, lay: lay}
+				items, _ := lone.items()
+				lone.Run(0, 0, items)
+				alone := make([]float32, rows)
+				var tl []byte
+				if viaTiles {
+					tl = tiles
+				}
+				cut := min(3, rows)
+				dotRowsQ80(quant.Q8_0, data, 34*blocks, 0, cut, &one, 1, cols, alone, rows, nil, tl, scratch)
+				dotRowsQ80(quant.Q8_0, data, 34*blocks, cut, rows, &one, 1, cols, alone, rows, nil, tl, scratch)
+				for row := range rows {
+					if alone[row] != out[v*rows+row] {
+						t.Errorf("blocks=%d row %d vector %d tiles=%v: %g alone, %g beside %d others", blocks, row, v, viaTiles, alone[row], out[v*rows+row], n-1)
+					}
 				}
 			}
 		}

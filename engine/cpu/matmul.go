@@ -106,14 +106,17 @@ func (p *Pool) prepare(out []float32, w *model.Tensor, x []float32, n int, scrat
 		}
 		lay := back == nil && q80Lays(w.Type) && (n > 1 || useQ80VNNI) // the AVX2 kernels read one vector as rounded
 		var tiles []byte
-		if lay && n > 1 {
+		if back == nil && q80Lays(w.Type) {
+			// every product with a tiled matrix reads the tiles, one
+			// vector's too, so the bytes they were copied from are left
+			// alone (q80Tiles lets the OS drop them from memory)
 			tiles = q80Tiles(w)
 		}
 		if tiles != nil && !useQ80VNNI {
 			lay = false // the AVX2 tile kernel reads the rounded vectors in place
 		}
-		p.q80.resize(n, cols, lay)
 		p.q80.tiled = tiles != nil
+		p.q80.resize(n, cols, lay)
 		p.q80t = q80Task{z: &p.q80, x: x[:n*cols], back: back, n: n, cols: cols, lay: lay}
 		items, grain := p.q80t.items()
 		p.Run(items, grain, &p.q80t)

@@ -42,9 +42,13 @@ const q4kR8BlockBytes = 1024 + 256 + 256 + 32
 // 1552). The tile is 36 % larger than the rows (scales and mins spread
 // out for the kernel's VPMADDWD).
 func repackQ4KR8(data []byte, rows, nb int) []byte {
-	tiles := (rows + 7) / 8
-	out := make([]byte, tiles*nb*q4kR8BlockBytes) // the padding rows: zero values, scales, d
-	for r := range rows {
+	return repackTiles(data, rows, nb, 8, q4kR8BlockBytes, fillQ4KR8)
+}
+
+// fillQ4KR8 writes tiles [t0, t1) of repackQ4KR8's copy into out (zeroed:
+// the padding rows' values, scales and d).
+func fillQ4KR8(out, data []byte, rows, nb, t0, t1 int) {
+	for r := 8 * t0; r < min(rows, 8*t1); r++ {
 		for b := range nb {
 			src := data[(r*nb+b)*144:][:144]
 			blk := out[(r/8*nb+b)*q4kR8BlockBytes:][:q4kR8BlockBytes]
@@ -67,7 +71,6 @@ func repackQ4KR8(data []byte, rows, nb int) []byte {
 			copy(blk[1552+2*i8:][:2], src[2:4])
 		}
 	}
-	return out
 }
 
 // q4KValue is value i (0–31) of sub-block j of the Q4_K block blk: the

@@ -32,13 +32,14 @@ type q80 struct {
 	halves bool
 }
 
-// resize sizes z for n vectors of cols values, and lay too with lay.
+// resize sizes z for n vectors of cols values, and lay too with lay
+// (laid out for the tile kernels when z.tiled is set).
 func (z *q80) resize(n, cols int, lay bool) {
 	if g := (n + 7) &^ 7; cap(z.q) < g*cols { // room for whole groups of eight: the AVX2 tile kernel reads a last group's missing vectors too
 		z.q, z.d = make([]int8, n*cols, g*cols), make([]float32, n*cols/32, g*cols/32)
 	}
 	z.q, z.d = z.q[:n*cols], z.d[:n*cols/32]
-	z.grouped = n > 1
+	z.grouped = n > 1 || z.tiled // the tile kernels read one vector as lane 0 of a group
 	z.halves = z.grouped && q80Halves
 	records := 1
 	z.layWords = (cols/32 + 1) / 2 * 48

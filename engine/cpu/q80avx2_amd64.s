@@ -258,3 +258,60 @@ r8store:
 	JNZ  r8store
 	VZEROUPPER
 	RET
+
+// R8V1_GROUP adds tile group G (eight rows' four values) times the
+// vector's group G (broadcast from DI) to the sums S, |w|·(x·sign w) in
+// pairs and fours as R8_VEC does (W, A, T: scratch).
+#define R8V1_GROUP(G, W, A, T, S) \
+	VMOVDQU (32*G)(SI), W \
+	VPABSB W, A \
+	VPBROADCASTD (4*G)(DI), T \
+	VPSIGNB W, T, T \
+	VPMADDUBSW T, A, T \
+	VPMADDWD Y15, T, T \
+	VPADDD T, S, S
+
+// func dotQ8_0R8v1AVX2(w *byte, blocks int, x *int8, d *float32, out *float32)
+// A tile of eight Q8_0 rows (repackR8) times one vector rounded to Q8_0
+// (its values at x, its blocks' d at d): dotQ8_0R8v8AVX2 for a single
+// vector, each weight read once with a quarter of the instructions per
+// block. The block's sums run in two chains (even and odd groups) added
+// before they fuse, fma(sum, d_w·d_x, acc), so the eight results (to out)
+// are that kernel's bit for bit. blocks > 0.
+TEXT ·dotQ8_0R8v1AVX2(SB), NOSPLIT, $0-40
+	MOVQ w+0(FP), SI
+	MOVQ blocks+8(FP), CX
+	MOVQ x+16(FP), DI
+	MOVQ d+24(FP), DX
+	MOVL $0x00010001, R8
+	VMOVD R8, X15
+	VPBROADCASTD X15, Y15
+	VXORPS Y14, Y14, Y14
+
+r8v1block:
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	R8V1_GROUP(0, Y2, Y3, Y4, Y0)
+	R8V1_GROUP(1, Y5, Y6, Y7, Y1)
+	R8V1_GROUP(2, Y2, Y3, Y4, Y0)
+	R8V1_GROUP(3, Y5, Y6, Y7, Y1)
+	R8V1_GROUP(4, Y2, Y3, Y4, Y0)
+	R8V1_GROUP(5, Y5, Y6, Y7, Y1)
+	R8V1_GROUP(6, Y2, Y3, Y4, Y0)
+	R8V1_GROUP(7, Y5, Y6, Y7, Y1)
+	VPADDD Y1, Y0, Y0
+	VCVTDQ2PS Y0, Y0
+	VCVTPH2PS 256(SI), Y13
+	VBROADCASTSS (DX), Y11
+	VMULPS Y13, Y11, Y11
+	VFMADD231PS Y0, Y11, Y14
+	ADDQ $272, SI
+	ADDQ $32, DI
+	ADDQ $4, DX
+	DECQ CX
+	JNZ  r8v1block
+
+	MOVQ out+32(FP), DI
+	VMOVUPS Y14, (DI)
+	VZEROUPPER
+	RET

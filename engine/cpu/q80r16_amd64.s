@@ -107,3 +107,48 @@ r16block:
 r16done:
 	VZEROUPPER
 	RET
+
+// R16V1_GROUP adds group G of the tile's block (loaded into W: sixteen
+// rows' four values, unsigned) times the vector's group G (broadcast
+// from the x record at DI) to the sums S.
+#define R16V1_GROUP(G, W, S) \
+	VMOVDQU32 (64*G)(SI), W \
+	VPDPBUSD.BCST (4*G)(DI), W, S
+
+// func dotQ8_0R16v1VNNI(w *byte, blocks int, x *uint32, out *float32)
+// A tile of sixteen Q8_0 rows (repackR16) times one vector laid out by
+// layR16Block as lane 0 of a group: dotQ8_0R16v8VNNI for a single
+// vector, which reads each weight once as that kernel does but spends one
+// VPDPBUSD per group instead of eight. The block's integer sums run in two
+// chains (groups 0, 2, 4, 6 from the vector's correction and 1, 3, 5, 7
+// from zero) added before they fuse, fma(sum, d_w·d_x, acc), so the
+// sixteen results (to out) are that kernel's bit for bit.
+TEXT ·dotQ8_0R16v1VNNI(SB), NOSPLIT, $0-32
+	MOVQ w+0(FP), SI
+	MOVQ blocks+8(FP), CX
+	MOVQ x+16(FP), DI
+	VPXORD Z16, Z16, Z16
+
+r16v1block:
+	VPBROADCASTD 256(DI), Z24
+	VPXORD Z25, Z25, Z25
+	R16V1_GROUP(0, Z0, Z24)
+	R16V1_GROUP(1, Z1, Z25)
+	R16V1_GROUP(2, Z2, Z24)
+	R16V1_GROUP(3, Z3, Z25)
+	R16V1_GROUP(4, Z4, Z24)
+	R16V1_GROUP(5, Z5, Z25)
+	R16V1_GROUP(6, Z6, Z24)
+	R16V1_GROUP(7, Z7, Z25)
+	VCVTPH2PS 512(SI), Z8
+	VPADDD Z25, Z24, Z24
+	R16_FUSE(0, Z24, Z16)
+	ADDQ $544, SI
+	ADDQ $320, DI
+	DECQ CX
+	JNZ  r16v1block
+
+	MOVQ out+24(FP), DI
+	VMOVUPS Z16, (DI)
+	VZEROUPPER
+	RET

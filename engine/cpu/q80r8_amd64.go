@@ -5,6 +5,9 @@ package cpu
 //go:noescape
 func dotQ8_0R8v8AVX2(w *byte, blocks int, x *int8, xstride int, d *float32, dstride int, out *float32, ostride int, lanes int)
 
+//go:noescape
+func dotQ8_0R8v1AVX2(w *byte, blocks int, x *int8, d *float32, out *float32)
+
 // r8BlockBytes is one block of a tile of eight Q8_0 rows as repackR8 lays
 // it out: the size of the eight rows' blocks.
 const r8BlockBytes = 8 * 34
@@ -16,19 +19,24 @@ const r8BlockBytes = 8 * 34
 // dotQ8_0R8v8AVX2 then takes a group of all eight rows with one load and
 // meets each vector's group broadcast, the rows' sums in separate lanes.
 func repackR8(data []byte, rows, nb int) []byte {
-	tiles := (rows + 7) / 8
-	out := make([]byte, tiles*nb*r8BlockBytes) // the padding rows: zero values, d +0
-	for r := range rows {
+	return repackTiles(data, rows, nb, 8, r8BlockBytes, fillR8)
+}
+
+// fillR8 writes tiles [t0, t1) of repackR8's copy into out (zeroed: the
+// padding rows' values and d), a tile's blocks in order.
+func fillR8(out, data []byte, rows, nb, t0, t1 int) {
+	for t := t0; t < t1; t++ {
 		for b := range nb {
-			src := data[(r*nb+b)*34:][:34]
-			blk := out[(r/8*nb+b)*r8BlockBytes:][:r8BlockBytes]
-			for g := range 8 {
-				copy(blk[32*g+4*(r%8):][:4], src[2+4*g:])
+			blk := out[(t*nb+b)*r8BlockBytes:][:r8BlockBytes]
+			for i := range min(8, rows-8*t) {
+				src := data[((8*t+i)*nb+b)*34:][:34]
+				for g := range 8 {
+					copy(blk[32*g+4*i:][:4], src[2+4*g:])
+				}
+				blk[256+2*i], blk[257+2*i] = src[0], src[1]
 			}
-			copy(blk[256+2*(r%8):][:2], src[:2])
 		}
 	}
-	return out
 }
 
 // r8Rows is rows [lo, hi) of a Q8_0 matrix in tiles (repackR8) times n
@@ -48,6 +56,15 @@ func r8Rows(tiles []byte, lo, hi int, z *q80, n, nb int, out []float32, rows int
 	for t := lo / 8; 8*t < hi; t++ {
 		r0 := 8 * t
 		whole := r0 >= lo && r0+8 <= hi
+		if n == 1 { // one vector: its own kernel, the same results
+			if whole {
+				dotQ8_0R8v1AVX2(&tiles[t*tb], nb, &q[0], &d[0], &out[r0])
+				continue
+			}
+			dotQ8_0R8v1AVX2(&tiles[t*tb], nb, &q[0], &d[0], &tmp[0])
+			copy(out[max(r0, lo):min(r0+8, hi)], tmp[max(r0, lo)-r0:min(r0+8, hi)-r0])
+			continue
+		}
 		for g := range groups {
 			lanes := min(8, n-8*g)
 			x, dx := &q[8*g*cols], &d[8*g*nb]
