@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -38,12 +37,6 @@ func FromForm(get Getter, base Run) (Run, error) {
 	if v, ok := get("prompt"); ok {
 		r.Prompt = v
 	}
-	if v, ok := get("model"); ok {
-		r.Model = strings.TrimSpace(v)
-	}
-	if v, ok := get("backend"); ok {
-		r.Backend = strings.TrimSpace(v)
-	}
 	for _, p := range params {
 		if v, ok := get(p.Key); ok {
 			if err := p.set(&r.Sampler, v); err != nil {
@@ -51,38 +44,11 @@ func FromForm(get Getter, base Run) (Run, error) {
 			}
 		}
 	}
-	if v, ok := get("max_tokens"); ok {
-		if err := whole("max tokens", &r.MaxTokens, v); err != nil {
-			return base, err
-		}
-	}
-	if v, ok := get("special"); ok {
-		if err := flag01("special", &r.Special, v); err != nil {
-			return base, err
-		}
-	}
-	if v, ok := get("tools"); ok {
-		r.Tools = toolName(v)
-	}
-	if v, ok := get("draft"); ok {
-		r.Draft = draftName(v)
-	}
-	if v, ok := get("ablate"); ok {
-		if err := r.setAblate(v); err != nil {
-			return base, err
-		}
-	}
-	if v, ok := get("steer"); ok {
-		if err := r.setSteer(v); err != nil {
-			return base, err
-		}
-	}
-	if v, ok := get("mean_over"); ok {
-		r.setMeanOver(v)
-	}
-	if v, ok := get("draft_k"); ok && strings.TrimSpace(v) != "" {
-		if err := whole("draft k", &r.DraftK, v); err != nil {
-			return base, err
+	for _, f := range fields {
+		if v, ok := get(f.Key); ok {
+			if err := f.set(&r, v); err != nil {
+				return base, err
+			}
 		}
 	}
 	r.defaultDraftK()
@@ -111,32 +77,15 @@ func FromQuery(q url.Values, base Run) (Run, error) { return FromForm(QueryGette
 func (r Run) Query() url.Values {
 	v := url.Values{}
 	v.Set("prompt", r.Prompt)
-	v.Set("model", r.Model)
-	v.Set("backend", r.Backend)
 	for _, p := range params {
 		if s := p.get(&r.Sampler); s != "" {
 			v.Set(p.Key, s)
 		}
 	}
-	v.Set("max_tokens", strconv.Itoa(r.MaxTokens))
-	if r.Special {
-		v.Set("special", "1")
-	}
-	if r.Tools != "" {
-		v.Set("tools", r.Tools)
-	}
-	if r.Draft != "" {
-		v.Set("draft", r.Draft)
-		v.Set("draft_k", strconv.Itoa(r.DraftK))
-	}
-	if r.Ablate != "" {
-		v.Set("ablate", r.Ablate)
-	}
-	if r.Steer != "" {
-		v.Set("steer", r.Steer)
-	}
-	if r.MeanOver != "" {
-		v.Set("mean_over", r.MeanOver)
+	for _, f := range fields {
+		if s := f.get(&r); s != "" || f.always {
+			v.Set(f.Key, s)
+		}
 	}
 	r.View.query(v)
 	if r.View.Scores {
@@ -153,12 +102,11 @@ func (r Run) Query() url.Values {
 
 // Form is r's settings as the Explorer's form shows them, by form key.
 func (r Run) Form() map[string]string {
-	f := map[string]string{"prompt": r.Prompt, "model": r.Model, "backend": r.Backend, "max_tokens": strconv.Itoa(r.MaxTokens), "tools": r.Tools, "ablate": r.Ablate, "steer": r.Steer, "mean_over": r.MeanOver}
-	if r.Draft != "" {
-		f["draft"], f["draft_k"] = r.Draft, strconv.Itoa(r.DraftK)
-	}
-	if r.Special {
-		f["special"] = "1"
+	f := map[string]string{"prompt": r.Prompt}
+	for _, fl := range fields {
+		if v := fl.get(&r); v != "" || fl.always {
+			f[fl.Key] = v
+		}
 	}
 	for _, p := range params {
 		f[p.Key] = p.get(&r.Sampler)
@@ -167,10 +115,8 @@ func (r Run) Form() map[string]string {
 }
 
 // LessonKeys are the settings a lesson step may set, with the query keys:
-// the sampler keys, max_tokens, model and backend.
-func LessonKeys() []string {
-	return append(SamplerKeys(), "max_tokens", "model", "backend", "special", "tools", "draft", "draft_k", "ablate", "steer", "mean_over")
-}
+// the sampler keys, then the other fields' (fields.go).
+func LessonKeys() []string { return append(SamplerKeys(), fieldKeys()...) }
 
 // FormKeys are the settings form's field names: the prompt and every
 // setting a lesson step may set (FromForm reads them all).
@@ -265,44 +211,17 @@ func toolName(v string) string {
 // SetLesson applies one "key: value" setting line of a lesson file to r,
 // validating the value (the lesson codec).
 func SetLesson(r *Run, key, value string) error {
-	switch key {
-	case "model":
-		r.Model = value
-	case "backend":
-		r.Backend = value
-	case "max_tokens":
-		return whole("max tokens", &r.MaxTokens, value)
-	case "special":
-		return flag01("special", &r.Special, value)
-	case "tools":
-		r.Tools = toolName(value)
-		if !slices.Contains(ToolNames, r.Tools) {
-			return &Error{Param: "tools", Value: value, Allowed: "choose calc or none"}
-		}
-	case "draft":
-		r.Draft = draftName(value)
-		r.defaultDraftK()
-	case "ablate":
-		return r.setAblate(value)
-	case "steer":
-		return r.setSteer(value)
-	case "mean_over":
-		r.setMeanOver(value)
-	case "draft_k":
-		if err := whole("draft k", &r.DraftK, value); err != nil {
+	if f, ok := fieldByKey(key); ok {
+		if err := f.set(r, value); err != nil || f.lesson == nil {
 			return err
 		}
-		if r.DraftK < 1 || r.DraftK > MaxDraftK {
-			return &Error{Param: "draft k", Value: value, Allowed: fmt.Sprintf("choose 1 to %d", MaxDraftK)}
-		}
-	default:
-		p, ok := byKey(key)
-		if !ok {
-			return &Error{Param: key, Value: "", Allowed: "not a setting (" + strings.Join(LessonKeys(), ", ") + ")"}
-		}
-		return p.set(&r.Sampler, value)
+		return f.lesson(r, value)
 	}
-	return nil
+	p, ok := byKey(key)
+	if !ok {
+		return &Error{Param: key, Value: "", Allowed: "not a setting (" + strings.Join(LessonKeys(), ", ") + ")"}
+	}
+	return p.set(&r.Sampler, value)
 }
 
 // SetLane applies one key=value of a Compare lane ("top-p=0.9"): it
