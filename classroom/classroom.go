@@ -59,16 +59,10 @@ var (
 	ErrStore        = errors.New("the classroom store failed (the server's log says why): try again later")
 )
 
-// Config configures a Classroom.
-type Config struct {
-	// OnBroadcast, when set, is told how long each broadcast took to
-	// render a room's view and queue it for every client, and to how many
-	// (from the room's goroutine: it must not block).
-	OnBroadcast func(d time.Duration, clients int)
-	// beforeRender, set by tests, sees each state before its view is
-	// drawn (a panic there is a view that cannot be drawn).
-	beforeRender func(State)
-
+// Limits bound a server's rooms, each zero field its default: declared
+// here once, embedded in Config and in server.Config, and set from serve's
+// flags.
+type Limits struct {
 	MaxRooms       int           // live rooms (default 100)
 	MaxStudents    int           // connected student tabs per room (default 300)
 	RoomTTL        time.Duration // a room expires this long after the instructor's last action (default 12 h)
@@ -84,6 +78,18 @@ type Config struct {
 	// more votes. Raise it when a class reaches the server through one
 	// shared address.
 	StudentsPerAddress int
+}
+
+// Config configures a Classroom.
+type Config struct {
+	// OnBroadcast, when set, is told how long each broadcast took to
+	// render a room's view and queue it for every client, and to how many
+	// (from the room's goroutine: it must not block).
+	OnBroadcast func(d time.Duration, clients int)
+	// beforeRender, set by tests, sees each state before its view is
+	// drawn (a panic there is a view that cannot be drawn).
+	beforeRender func(State)
+	Limits
 	// RetryEvery is how often a room retries writes the store refused
 	// (default 5 s).
 	RetryEvery time.Duration

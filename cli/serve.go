@@ -104,7 +104,7 @@ func runServe(ctx context.Context, env Env, args []string) error {
 		Embedded:     models.Embedded(),
 		AllowedHosts: allowed, TrustedProxies: trusted, TLSCert: *cert, TLSKey: *key, MemoryBudget: int64(*budget) << 20,
 		WorkBudget: int64(*work) * 1e9, WorkTimeout: time.Duration(*workTimeout) * time.Second, SlotsPerAddress: *perAddrSlots,
-		StudentsPerAddress: *perAddr, MaxStudents: *maxStudents,
+		Limits: classroom.Limits{StudentsPerAddress: *perAddr, MaxStudents: *maxStudents},
 		API: server.APIConfig{Key: *apiKey, MaxConcurrent: *apiConc, MaxQueued: *apiQueue, KVBytes: int64(*apiKV) << 20,
 			Limits: apiLimits(*apiMax)}})
 	if err != nil {

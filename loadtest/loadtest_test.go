@@ -4,6 +4,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"stepthrough/classroom"
 	"stepthrough/classroom/natstest"
 	"stepthrough/classroom/pgtest"
 	"stepthrough/models"
@@ -61,7 +62,7 @@ func TestLoadHarnessAcrossServers(t *testing.T) {
 // steps b.N times; p95 is the broadcast latency students see. Run it on
 // two cores: go test -run '^$' -bench ClassroomBroadcast -cpu 2 ./loadtest
 func BenchmarkClassroomBroadcast(b *testing.B) {
-	s := mustNew(b, server.Config{Embedded: map[string][]byte{"lesson.gguf": models.Lesson}, RoomsPerClient: 1000, LiveRoomsPerClient: 1000})
+	s := mustNew(b, server.Config{Embedded: map[string][]byte{"lesson.gguf": models.Lesson}, Limits: classroom.Limits{RoomsPerClient: 1000, LiveRoomsPerClient: 1000}})
 	ts := httptest.NewServer(s.Handler())
 	b.Cleanup(ts.Close)
 	b.ResetTimer()

@@ -19,6 +19,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"stepthrough/classroom"
 	"stepthrough/loadtest"
 )
 
@@ -338,7 +339,7 @@ func TestSoak(t *testing.T) {
 	if err != nil || d <= 0 {
 		t.Skip("set STEPTHROUGH_SOAK=10m (go tool task soak) to run the soak")
 	}
-	a := newAbuseServer(t, Config{MaxPerClient: 20, RoomsPerClient: 1000, LiveRoomsPerClient: 1000})
+	a := newAbuseServer(t, Config{MaxPerClient: 20, Limits: classroom.Limits{RoomsPerClient: 1000, LiveRoomsPerClient: 1000}})
 	base := runtime.NumGoroutine()
 	deadline := time.Now().Add(d)
 	var rss []float64

@@ -24,6 +24,8 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+
+	"stepthrough/classroom"
 )
 
 // axeTags are the rule sets WCAG 2.2 AA asks for.
@@ -367,7 +369,7 @@ func TestAxe(t *testing.T) {
 func axeServer(t *testing.T) (context.Context, string, *Server) {
 	t.Helper()
 	actx := chromeAlloc(t)
-	s := mustNew(t, Config{Embedded: lessonModels(), StudentsPerAddress: 300})
+	s := mustNew(t, Config{Embedded: lessonModels(), Limits: classroom.Limits{StudentsPerAddress: 300}})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -203,7 +203,7 @@ func TestClassroomInBrowser(t *testing.T) {
 // and the warning goes once the store takes the kept answers.
 func TestClassroomStoreWarningInBrowser(t *testing.T) {
 	dir := t.TempDir()
-	ctx, base, s := browserServer(t, Config{Embedded: lessonModels(), DataDir: dir, StudentsPerAddress: 300})
+	ctx, base, s := browserServer(t, Config{Embedded: lessonModels(), DataDir: dir, Limits: classroom.Limits{StudentsPerAddress: 300}})
 	code, key := startRoom(t, base, url.Values{"lesson": {"logits-and-softmax"}})
 	teach := dialRoom(t, base, code, "key="+key)
 	teach.wait(`id="teach-extras"`)

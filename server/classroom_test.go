@@ -397,7 +397,7 @@ func TestClassroomJoinCodes(t *testing.T) {
 }
 
 func TestClassroomLimits(t *testing.T) {
-	s := mustNew(t, Config{Embedded: lessonModels(), MaxStudents: 2, RoomsPerClient: 2})
+	s := mustNew(t, Config{Embedded: lessonModels(), Limits: classroom.Limits{MaxStudents: 2, RoomsPerClient: 2}})
 	ts := httptest.NewServer(s.Handler())
 	t.Cleanup(ts.Close)
 	code, _ := startRoom(t, ts.URL, url.Values{"lesson": {"tokens"}})
@@ -471,7 +471,7 @@ func TestClassroomFromExplorer(t *testing.T) {
 
 func TestClassroomExpiryAndUnload(t *testing.T) {
 	dir := t.TempDir()
-	s := mustNew(t, Config{Embedded: lessonModels(), DataDir: dir, RoomTTL: time.Hour})
+	s := mustNew(t, Config{Embedded: lessonModels(), DataDir: dir, Limits: classroom.Limits{RoomTTL: time.Hour}})
 	ts := httptest.NewServer(s.Handler())
 	t.Cleanup(ts.Close)
 	code, key := startRoom(t, ts.URL, url.Values{"lesson": {"seeds"}})

@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
+	"stepthrough/classroom"
 	"stepthrough/engine/model"
 	"stepthrough/engine/quant"
 )
@@ -261,7 +262,7 @@ func revealedRoom(t *testing.T, base string) string {
 // A revealed poll on a phone: the "engine's answer" badge is one box,
 // whole inside its cell and the screen.
 func TestRevealedPollOnAPhone(t *testing.T) {
-	ctx, base, _ := browserServer(t, Config{Embedded: lessonModels(), StudentsPerAddress: 300})
+	ctx, base, _ := browserServer(t, Config{Embedded: lessonModels(), Limits: classroom.Limits{StudentsPerAddress: 300}})
 	code := revealedRoom(t, base)
 	do(t, ctx, chromedp.EmulateViewport(390, 844), chromedp.Navigate(base+"/rooms/"+code), chromedp.WaitVisible(chromedp.CSS(`[data-testid="poll-result"] .chip`)))
 	box := eval[[]float64](t, ctx, `(c => { const r = c.getBoundingClientRect(), d = c.closest('td').getBoundingClientRect(); return [c.getClientRects().length, r.left - d.left, d.right - r.right, innerWidth - r.right]; })(document.querySelector('[data-testid="poll-result"] .chip'))`, false)

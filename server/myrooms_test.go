@@ -44,7 +44,7 @@ func post(t *testing.T, c *http.Client, u string, form url.Values) (int, *goquer
 // with an End button, and ending one lets the next room start. Another
 // browser sees none of them and cannot end them.
 func TestInstructorSeesAndEndsOwnRooms(t *testing.T) {
-	s := mustNew(t, Config{Embedded: lessonModels(), LiveRoomsPerClient: 2})
+	s := mustNew(t, Config{Embedded: lessonModels(), Limits: classroom.Limits{LiveRoomsPerClient: 2}})
 	ts := httptest.NewServer(s.Handler())
 	t.Cleanup(ts.Close)
 	me, other := browserClient(t), browserClient(t)

@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
+	"stepthrough/classroom"
 	"stepthrough/views"
 )
 
@@ -20,7 +21,7 @@ import (
 // and each page and size is screenshotted (STEPTHROUGH_SCREENSHOTS keeps
 // them) to be looked at.
 func TestEveryPageFitsEveryScreen(t *testing.T) {
-	ctx, base, s := browserServer(t, Config{Embedded: lessonModels(), StudentsPerAddress: 300})
+	ctx, base, s := browserServer(t, Config{Embedded: lessonModels(), Limits: classroom.Limits{StudentsPerAddress: 300}})
 	code, key := startRoom(t, base, url.Values{"lesson": {"logits-and-softmax"}})
 	teach := dialRoom(t, base, code, "key="+key)
 	teach.wait(`id="teach-extras"`)

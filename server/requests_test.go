@@ -14,8 +14,8 @@ import (
 	"github.com/PuerkitoBio/goquery"
 	"github.com/openai/openai-go/v3"
 
-	"stepthrough/engine/registry/registrytest"
 	"stepthrough/engine/spec"
+	"stepthrough/models/modelstest"
 	"stepthrough/present"
 	"stepthrough/session"
 )
@@ -79,7 +79,7 @@ func TestWatchThisRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := registrytest.Lesson(t)
+	reg := modelstest.Lesson(t)
 	se := session.New("w", "", reg)
 	defer se.Close()
 	if err := se.Open(ctx, run); err != nil {

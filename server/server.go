@@ -71,20 +71,10 @@ type Config struct {
 	// BusURL (nats://…) carries each room's changes to the other servers
 	// sharing StoreURL at once; without it they notice within 2 s. BusAuth
 	// are the credentials the NATS server asks for.
-	BusURL         string
-	BusAuth        classroom.BusAuth
-	MaxRooms       int           // live rooms on the server (default 100)
-	MaxStudents    int           // connected student tabs per room (default 300)
-	RoomTTL        time.Duration // a room expires this long after the instructor's last action (default 12 h)
-	RoomsPerClient int           // rooms one address may start per hour (default 10)
-	// LiveRoomsPerClient is the unexpired rooms one address may hold
-	// (default 5); InstructorGone ends a room that long after its
-	// instructor's page closed (default 1 h); StudentsPerAddress is how
-	// many student ids from one address may answer a room's polls
-	// (default 8).
-	LiveRoomsPerClient int
-	InstructorGone     time.Duration
-	StudentsPerAddress int
+	BusURL  string
+	BusAuth classroom.BusAuth
+	// the rooms' limits (rooms, students, expiry, per address)
+	classroom.Limits
 	// MemoryBudget is the bytes of KV cache and trace all viewers' runs
 	// may hold together (estimated per run; a run over it is told the
 	// server is busy); 0: 4 GiB.
@@ -199,9 +189,7 @@ func New(cfg Config) (*Server, error) {
 		s.log.Error("built-in lessons failed to parse", "err", err) // a test keeps them valid
 		s.lessons = map[string]*lessons.Lesson{}
 	}
-	ccfg := classroom.Config{MaxRooms: cfg.MaxRooms, MaxStudents: cfg.MaxStudents, RoomTTL: cfg.RoomTTL, RoomsPerClient: cfg.RoomsPerClient,
-		LiveRoomsPerClient: cfg.LiveRoomsPerClient, InstructorGone: cfg.InstructorGone, StudentsPerAddress: cfg.StudentsPerAddress,
-		Engines: s.reg, Sessions: s.sessions, Lessons: s.lessons, Log: s.log}
+	ccfg := classroom.Config{Limits: cfg.Limits, Engines: s.reg, Sessions: s.sessions, Lessons: s.lessons, Log: s.log}
 	s.metricsInit()
 	ccfg.OnBroadcast = s.metrics.observeBroadcast
 	ccfg.Store = store
