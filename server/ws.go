@@ -16,11 +16,6 @@ import (
 // explorerActions are the Explorer's WebSocket actions.
 var explorerActions = session.ActionSet(nil)
 
-// computingActions are those that may run the engine (a run, a decode
-// past the trace, an edit's rerun): each takes one of the client's work
-// slots while it does.
-var computingActions = map[string]bool{"run": true, "step": true, "next-token": true, "end": true, "goto": true, "ablate": true}
-
 // ws attaches a connection to its tab's session; each message is applied
 // to the session and answered with the re-rendered #explorer fragment.
 func (s *Server) ws(c echo.Context) error {
@@ -75,7 +70,7 @@ func (s *Server) explorerMessage(ctx context.Context, client string, se *session
 		return nil, err.Error()
 	}
 	act := func(ctx context.Context) error { return se.Act(ctx, msg.Action, spec.Getter(msg.Get)) }
-	if computingActions[msg.Action] {
+	if session.Computing(msg.Action) { // a work slot while it runs
 		err = s.inSlot(ctx, client, act)
 	} else {
 		err = act(ctx)

@@ -1,5 +1,7 @@
 package session
 
+import "slices"
+
 // The Explorer's actions, as its WebSocket messages name them: what Do
 // takes. The softmax panel's what-if sliders change only what the panel
 // shows (the view's temperature and top-p), never the run's sampler
@@ -22,6 +24,14 @@ const (
 // Explorer's socket and of a room's sides are made from it.
 var ExplorerActions = []string{ActionRun, ActionStep, ActionBack, ActionNextToken, ActionEnd, ActionReset,
 	ActionWhatIfTemperature, ActionWhatIfTopP, ActionView, ActionGoto, ActionAblate}
+
+// computing are the actions that may run the engine (a run, a decode past
+// the trace, an edit's rerun).
+var computing = []string{ActionRun, ActionStep, ActionNextToken, ActionEnd, ActionGoto, ActionAblate}
+
+// Computing reports whether an action may run the engine: the Explorer's
+// socket gives each such one a work slot while it does.
+func Computing(action string) bool { return slices.Contains(computing, action) }
 
 // ActionSet is ExplorerActions, without those in except, and the extra
 // actions more, as an allow-list.

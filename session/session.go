@@ -496,14 +496,14 @@ func (s *Session) Act(ctx context.Context, action string, get spec.Getter) error
 		return ErrExpired
 	}
 	switch action {
-	case "run":
+	case ActionRun:
 		r, err := spec.FromForm(get, s.run)
 		if err != nil {
 			return err
 		}
 		r.View = spec.View{Layer: -1}
 		return s.start(ctx, r)
-	case "step":
+	case ActionStep:
 		if !s.cur.Next() {
 			more, err := s.decode(ctx)
 			if more {
@@ -511,9 +511,9 @@ func (s *Session) Act(ctx context.Context, action string, get spec.Getter) error
 			}
 			return err
 		}
-	case "back":
+	case ActionBack:
 		s.cur.Prev()
-	case "next-token":
+	case ActionNextToken:
 		step, _ := s.cur.Position()
 		more := step+1 < len(s.cur.Steps)
 		if !more {
@@ -525,7 +525,7 @@ func (s *Session) Act(ctx context.Context, action string, get spec.Getter) error
 		if more {
 			s.cur.Seek(step+1, 0)
 		}
-	case "end":
+	case ActionEnd:
 		for {
 			more, err := s.decode(ctx)
 			if err != nil {
@@ -538,18 +538,18 @@ func (s *Session) Act(ctx context.Context, action string, get spec.Getter) error
 		if n := len(s.cur.Steps); n > 0 {
 			s.cur.Seek(n-1, len(trace.Stages(s.cur.Steps[n-1]))-1)
 		}
-	case "reset":
+	case ActionReset:
 		s.notice = ""
 		s.runState = newRunState()
 	case ActionWhatIfTemperature:
 		return spec.SetSlider(get, "view_temperature", &s.view)
 	case ActionWhatIfTopP:
 		return spec.SetSlider(get, "view_top_p", &s.view)
-	case "goto":
+	case ActionGoto:
 		return s.gotoStage(get)
-	case "ablate":
+	case ActionAblate:
 		return s.toggleEdit(ctx, get)
-	case "view":
+	case ActionView:
 		p, err := spec.PickFrom(get)
 		if err != nil {
 			return err

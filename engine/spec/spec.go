@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"stepthrough/engine"
 	"stepthrough/engine/intervene"
 	"stepthrough/engine/sample"
 )
@@ -39,8 +40,8 @@ const (
 	DefaultDraftK = 4
 )
 
-// Backends are the allowed Backend values.
-var Backends = []string{"auto", "cpu", "vulkan"}
+// Backends are the allowed Backend values: the engine's.
+var Backends = engine.Backends
 
 // Run is one run of the engine, as a user (or a lesson, a link, a room)
 // asks for it.
