@@ -13,10 +13,10 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"stepthrough/engine/registry/registrytest"
 	"stepthrough/engine/sample"
 	"stepthrough/engine/spec"
 	"stepthrough/lessons"
+	"stepthrough/models/modelstest"
 	"stepthrough/session"
 	"stepthrough/views"
 )
@@ -129,7 +129,7 @@ func FuzzRoomMessage(f *testing.F) {
 
 func lessonSession(t *testing.T, run spec.Run) *session.Session {
 	t.Helper()
-	reg := registrytest.Lesson(t)
+	reg := modelstest.Lesson(t)
 	se := session.New("t", "", reg)
 	t.Cleanup(se.Close)
 	if err := se.Open(context.Background(), run); err != nil {
@@ -202,7 +202,7 @@ func TestPollRows(t *testing.T) {
 // FuzzCheckAnswer: a student's answer is validated against each kind of
 // question without panicking, and what is accepted is short, valid text.
 func FuzzCheckAnswer(f *testing.F) {
-	reg := registrytest.Lesson(f)
+	reg := modelstest.Lesson(f)
 	m, err := reg.Get("lesson.gguf")
 	if err != nil {
 		f.Fatal(err)
@@ -232,7 +232,7 @@ func FuzzCheckAnswer(f *testing.F) {
 // Engine work in one room holds no lock another room needs: while room A's
 // goroutine is busy, room B serves its page and A can still be looked up.
 func TestBusyRoomBlocksNoOther(t *testing.T) {
-	reg := registrytest.Lesson(t)
+	reg := modelstest.Lesson(t)
 	all, err := lessons.Builtin()
 	if err != nil {
 		t.Fatal(err)
@@ -345,7 +345,7 @@ func TestQuarantinedState(t *testing.T) {
 	if _, err := st.SaveRoom(t.Context(), Record{Code: "QQQQQQ", SecretHash: hashSecret("k"), Created: now, Expires: now.Add(time.Hour)}, State{Run: run}); err != nil {
 		t.Fatal(err)
 	}
-	reg := registrytest.Lesson(t)
+	reg := modelstest.Lesson(t)
 	cl := New(Config{Engines: reg, Store: st})
 	t.Cleanup(cl.Close)
 	r, err := cl.Lookup(t.Context(), "QQQQQQ")

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"stepthrough/engine/registry/registrytest"
 	"stepthrough/lessons"
+	"stepthrough/models/modelstest"
 )
 
 // Two classrooms on one store, as two servers: the room starts on one and
@@ -18,7 +18,7 @@ func followingPair(t *testing.T) (one, two *Room) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	reg := registrytest.Lesson(t)
+	reg := modelstest.Lesson(t)
 	all, err := lessons.Builtin()
 	if err != nil {
 		t.Fatal(err)

@@ -7,8 +7,8 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 
-	"stepthrough/engine/registry/registrytest"
 	"stepthrough/lessons"
+	"stepthrough/models/modelstest"
 )
 
 // A room asks each prediction question with the text it is about, on
@@ -17,7 +17,7 @@ import (
 // never the token the question asks for, even at the sample stage where
 // it is already drawn.
 func TestRoomQuestionShowsItsText(t *testing.T) {
-	reg := registrytest.Lesson(t)
+	reg := modelstest.Lesson(t)
 	all, err := lessons.Builtin()
 	if err != nil {
 		t.Fatal(err)

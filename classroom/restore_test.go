@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"stepthrough/engine/registry/registrytest"
 	"stepthrough/lessons"
+	"stepthrough/models/modelstest"
 )
 
 // renderFails is a beforeRender hook: the view of lesson step bad cannot
@@ -57,7 +57,7 @@ func roomState(t *testing.T, r *Room) (step int, shown string, broken string) {
 // view can draw is quarantined; and when even the good state cannot be
 // drawn the room shows why, with nothing from its session.
 func TestRoomRestoresAfterAViewThatCannotBeDrawn(t *testing.T) {
-	reg := registrytest.Lesson(t)
+	reg := modelstest.Lesson(t)
 	all, err := lessons.Builtin()
 	if err != nil {
 		t.Fatal(err)
@@ -140,7 +140,7 @@ func TestRoomRestoresAfterAViewThatCannotBeDrawn(t *testing.T) {
 // catch-up (the bus event, or the periodic read): this server restores its
 // last good state instead of dying, as it does for its own changes.
 func TestCatchUpWithAViewThatCannotBeDrawn(t *testing.T) {
-	reg := registrytest.Lesson(t)
+	reg := modelstest.Lesson(t)
 	all, err := lessons.Builtin()
 	if err != nil {
 		t.Fatal(err)

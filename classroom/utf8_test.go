@@ -11,10 +11,10 @@ import (
 
 	"stepthrough/engine"
 	"stepthrough/engine/model"
-	"stepthrough/engine/registry/registrytest"
 	"stepthrough/engine/sample"
 	"stepthrough/engine/tokenizer"
 	"stepthrough/lessons"
+	"stepthrough/models/modelstest"
 	"stepthrough/present"
 	"stepthrough/session"
 	"stepthrough/views"
@@ -37,7 +37,7 @@ type byteRoom struct {
 
 func newByteRoom(t testing.TB) *byteRoom {
 	t.Helper()
-	reg := registrytest.Lesson(t)
+	reg := modelstest.Lesson(t)
 	all, err := lessons.Builtin()
 	if err != nil {
 		t.Fatal(err)

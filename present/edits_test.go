@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"stepthrough/engine/registry/registrytest"
 	"stepthrough/engine/sample"
+	"stepthrough/models/modelstest"
 	"stepthrough/session"
 	"stepthrough/views"
 )
@@ -21,7 +21,7 @@ import (
 // it), the model map marks the layer, and switching it back restores the
 // run; the link carries the edit.
 func TestInterveneFromThePanel(t *testing.T) {
-	reg := registrytest.Lesson(t)
+	reg := modelstest.Lesson(t)
 	ctx := context.Background()
 	r := run("The capital of France is")
 	r.Sampler.Temperature = 0
@@ -85,7 +85,7 @@ func TestInterveneFromThePanel(t *testing.T) {
 // attention adds to the stream: the step reruns with it off, the panel
 // says so, the stream after attention changes, and the map marks it.
 func TestInterveneOnTheResidualStream(t *testing.T) {
-	reg := registrytest.Lesson(t)
+	reg := modelstest.Lesson(t)
 	ctx := context.Background()
 	se := session.New("resid", "", reg)
 	defer se.Close()
@@ -118,7 +118,7 @@ func TestInterveneOnTheResidualStream(t *testing.T) {
 // prediction ranked first at the last layer; with a layer's MLP switched
 // off the lens shows it too (the rows change).
 func TestLensGrid(t *testing.T) {
-	reg := registrytest.Lesson(t)
+	reg := modelstest.Lesson(t)
 	ctx := context.Background()
 	se := session.New("lens", "", reg)
 	defer se.Close()
@@ -164,7 +164,7 @@ func TestLensGrid(t *testing.T) {
 // the step with that unit at zero, listed first and marked off, and the
 // box says what it changed.
 func TestInterveneOnAnMLPUnit(t *testing.T) {
-	reg := registrytest.Lesson(t)
+	reg := modelstest.Lesson(t)
 	ctx := context.Background()
 	se := session.New("unit", "", reg)
 	defer se.Close()
@@ -199,7 +199,7 @@ func TestInterveneOnAnMLPUnit(t *testing.T) {
 // residual streams after the layer; the box says so and shows what it
 // changes; a steering of strength 0 changes nothing at all.
 func TestSteerInTheExplorer(t *testing.T) {
-	reg := registrytest.Lesson(t)
+	reg := modelstest.Lesson(t)
 	ctx := context.Background()
 	se := session.New("steer", "", reg)
 	defer se.Close()
@@ -236,7 +236,7 @@ func TestSteerInTheExplorer(t *testing.T) {
 // intact run's and the zeroed run's, the link carries the text, and a
 // text longer than the model's context is refused by name.
 func TestMeanAblationFromTheForm(t *testing.T) {
-	reg := registrytest.Lesson(t)
+	reg := modelstest.Lesson(t)
 	ctx := context.Background()
 	logits := func(ablate, mean string) ([]float32, *session.Session) {
 		t.Helper()
@@ -277,7 +277,7 @@ func TestMeanAblationFromTheForm(t *testing.T) {
 // and " sad" less likely, without breaking the model (the example it
 // replaced, L2:happy|sad*4, put "ican" on top at a KL of 2.76).
 func TestSteerExample(t *testing.T) {
-	reg := registrytest.Lesson(t)
+	reg := modelstest.Lesson(t)
 	se := session.New("steer", "", reg)
 	defer se.Close()
 	r := run("She was very")
@@ -304,7 +304,7 @@ func TestSteerExample(t *testing.T) {
 // and in the head grid; the Explorer carries the run's interventions for
 // the settings form.
 func TestSwitchedOffHeadSaysSo(t *testing.T) {
-	reg := registrytest.Lesson(t)
+	reg := modelstest.Lesson(t)
 	ctx := context.Background()
 	for _, tt := range []struct {
 		ablate, meanOver string

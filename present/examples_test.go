@@ -5,15 +5,15 @@ import (
 	"slices"
 	"testing"
 
-	"stepthrough/engine/registry/registrytest"
 	"stepthrough/engine/sample"
+	"stepthrough/models/modelstest"
 	"stepthrough/session"
 )
 
 // Each example prompt's claim about its first next-token distribution
 // holds on the lesson model (probabilities at T = 1 from the engine).
 func TestExamplesHoldOnTheModel(t *testing.T) {
-	reg := registrytest.Lesson(t)
+	reg := modelstest.Lesson(t)
 	for _, x := range examples {
 		se := session.New("x", "", reg)
 		if err := se.Run(context.Background(), run(x.prompt)); err != nil {

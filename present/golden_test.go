@@ -11,8 +11,8 @@ import (
 	"github.com/a-h/templ"
 	"github.com/google/go-cmp/cmp"
 
-	"stepthrough/engine/registry/registrytest"
 	"stepthrough/engine/spec"
+	"stepthrough/models/modelstest"
 	"stepthrough/session"
 	"stepthrough/views"
 	"stepthrough/views/htmltest"
@@ -23,7 +23,7 @@ import (
 // -update rewrites them): the first of each kind in a plain greedy run
 // and in a speculative one, and the model map at the first attention.
 func TestPanelSnapshots(t *testing.T) {
-	reg := registrytest.Lesson(t)
+	reg := modelstest.Lesson(t)
 	plain, specRun := run("Lily saw a big"), run("Lily saw a big")
 	plain.Sampler.Temperature, specRun.Sampler.Temperature = 0, 0
 	specRun.Draft, specRun.DraftK = "lesson-draft.gguf", 3

@@ -10,9 +10,9 @@ import (
 
 	"stepthrough/engine/reftest"
 	"stepthrough/engine/registry"
-	"stepthrough/engine/registry/registrytest"
 	"stepthrough/engine/trace"
 	"stepthrough/models"
+	"stepthrough/models/modelstest"
 	"stepthrough/session"
 	"stepthrough/views"
 )
@@ -27,7 +27,7 @@ func getter(m map[string]string) func(string) (string, bool) {
 // the engine's numbers (shape, cache bytes, candidate counts); a click
 // (goto) lands on the part's stage; a bad goto is refused in one line.
 func TestModelMapFromTheModel(t *testing.T) {
-	reg := registrytest.Lesson(t)
+	reg := modelstest.Lesson(t)
 	ctx := context.Background()
 	se := session.New("m", "", reg)
 	defer se.Close()
@@ -112,7 +112,7 @@ func TestModelMapFromTheModel(t *testing.T) {
 // No spoilers: the token a step draws appears in the generated text only
 // from that step's sample stage on.
 func TestGeneratedTextWaitsForTheDraw(t *testing.T) {
-	reg := registrytest.Lesson(t)
+	reg := modelstest.Lesson(t)
 	ctx := context.Background()
 	se := session.New("g", "", reg)
 	defer se.Close()
@@ -153,7 +153,7 @@ func TestGeneratedTextWaitsForTheDraw(t *testing.T) {
 // recomputed; the bytes per position are the engine's bytes over its
 // rows.
 func TestKVTable(t *testing.T) {
-	reg := registrytest.Lesson(t)
+	reg := modelstest.Lesson(t)
 	ctx := context.Background()
 	se := session.New("k", "", reg)
 	defer se.Close()
@@ -201,7 +201,7 @@ func TestKVTable(t *testing.T) {
 // weight for every key; the arcs are that row; the head grid has a strip
 // per head.
 func TestAttentionRowArithmetic(t *testing.T) {
-	reg := registrytest.Lesson(t)
+	reg := modelstest.Lesson(t)
 	ctx := context.Background()
 	se := session.New("a", "", reg)
 	defer se.Close()
@@ -252,7 +252,7 @@ func TestAttentionRowArithmetic(t *testing.T) {
 // The tokenized text: byte tokens that only together make a character are
 // one group under it; the added BOS is marked and named, not "".
 func TestTokenGroups(t *testing.T) {
-	reg := registrytest.Lesson(t)
+	reg := modelstest.Lesson(t)
 	se := session.New("t", "", reg)
 	defer se.Close()
 	if err := se.Run(context.Background(), run("a 猫 and 🐱!")); err != nil {
@@ -288,7 +288,7 @@ func TestTokenGroups(t *testing.T) {
 // looked up; on GPT-2 the input is that row plus the position row; the
 // map holds every distinct prompt token and neighbours from the table.
 func TestEmbedLookup(t *testing.T) {
-	reg := registrytest.Lesson(t)
+	reg := modelstest.Lesson(t)
 	se := session.New("e", "", reg)
 	defer se.Close()
 	if err := se.Run(context.Background(), run("Tom had a big dog. The dog was")); err != nil {
@@ -354,7 +354,7 @@ func TestEmbedLookup(t *testing.T) {
 // The map's drawing is the run's (one key for every step), its numbers
 // the step's: the prompt's step feeds every prompt token, a decode step one.
 func TestModelMapKeyAndNumbers(t *testing.T) {
-	reg := registrytest.Lesson(t)
+	reg := modelstest.Lesson(t)
 	ctx := context.Background()
 	se := session.New("n", "", reg)
 	defer se.Close()
@@ -426,7 +426,7 @@ func TestMLPUnits(t *testing.T) {
 // exp((z − max)/T) ÷ Σ is its probability; a filter's p after is p going
 // in ÷ the kept total; the KV row is 2 × values × bytes.
 func TestHoverArithmetic(t *testing.T) {
-	reg := registrytest.Lesson(t)
+	reg := modelstest.Lesson(t)
 	ctx := context.Background()
 	se := session.New("h", "", reg)
 	defer se.Close()

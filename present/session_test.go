@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"stepthrough/engine/chat"
-	"stepthrough/engine/registry/registrytest"
 	"stepthrough/engine/spec"
 	"stepthrough/engine/trace"
+	"stepthrough/models/modelstest"
 	"stepthrough/session"
 	"stepthrough/views"
 )
@@ -19,7 +19,7 @@ import (
 // same stage, the same generated tokens, the same link — and the seed it
 // carries is the one drawn.
 func TestSpecReproducesTheView(t *testing.T) {
-	reg := registrytest.Lesson(t)
+	reg := modelstest.Lesson(t)
 	ctx := context.Background()
 	a := session.New("a", "", reg)
 	defer a.Close()
@@ -64,7 +64,7 @@ func TestStageRegistry(t *testing.T) {
 			t.Errorf("stage kind %q has no registry entry", k)
 		}
 	}
-	se := session.New("s", "", registrytest.Lesson(t))
+	se := session.New("s", "", modelstest.Lesson(t))
 	defer se.Close()
 	plain, speculative := run("The capital of France is"), run("The capital of France is")
 	speculative.Draft, speculative.DraftK = "lesson-draft.gguf", 4
@@ -98,7 +98,7 @@ func TestStageRegistry(t *testing.T) {
 // The stage strip and the status line name each sampler step by the
 // filter it ran, in the run's order, never "sampler 3".
 func TestSamplerStagesNamedByFilter(t *testing.T) {
-	reg := registrytest.Lesson(t)
+	reg := modelstest.Lesson(t)
 	ctx := context.Background()
 	se := session.New("strip", "", reg)
 	defer se.Close()
@@ -161,7 +161,7 @@ func generated(t *testing.T, se *session.Session, r spec.Run) []int32 {
 // rejected one did not, and the tokens written are the kept proposals
 // and the next token.
 func TestSpeculativeExplorerSampling(t *testing.T) {
-	reg := registrytest.Lesson(t)
+	reg := modelstest.Lesson(t)
 	ctx := context.Background()
 	a := session.New("a", "", reg)
 	defer a.Close()
@@ -234,7 +234,7 @@ func TestSpeculativeExplorerSampling(t *testing.T) {
 // runtime computes it, and the next pass reads the result, shown as
 // inserted (not sampled); the reply then uses it.
 func TestCalculatorRunsLive(t *testing.T) {
-	reg := registrytest.Lesson(t)
+	reg := modelstest.Lesson(t)
 	ctx := context.Background()
 	se := session.New("tools", "", reg)
 	defer se.Close()
@@ -280,7 +280,7 @@ func TestCalculatorRunsLive(t *testing.T) {
 // records them, strictly: the model map lights what comes before by rank
 // alone.
 func TestStageRanksFollowThePipeline(t *testing.T) {
-	se := session.New("rank", "", registrytest.Lesson(t))
+	se := session.New("rank", "", modelstest.Lesson(t))
 	defer se.Close()
 	if err := se.Run(context.Background(), run("The capital of France is")); err != nil {
 		t.Fatal(err)

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"stepthrough/engine/registry/registrytest"
 	"stepthrough/engine/sample"
 	"stepthrough/engine/spec"
+	"stepthrough/models/modelstest"
 	"stepthrough/session"
 	"stepthrough/views"
 )
@@ -55,7 +55,7 @@ func sameKept(t *testing.T, sm *views.SoftmaxPanel, se *session.Session, step in
 // top-p, and, with the sliders moved, at theirs: the same as a run made
 // with the sliders' settings.
 func TestSoftmaxPanelKeepsWhatTheChainKeeps(t *testing.T) {
-	reg := registrytest.Lesson(t)
+	reg := modelstest.Lesson(t)
 	se := session.New("sm", "", reg)
 	defer se.Close()
 	settings := []struct {
@@ -124,7 +124,7 @@ func TestSoftmaxPanelKeepsWhatTheChainKeeps(t *testing.T) {
 // sum reaches p. (The bars' own cumulative column, at the slider's T over
 // the whole vocabulary, reached 95 % two rows before the cut.)
 func TestSoftmaxCutCheckedByHand(t *testing.T) {
-	reg := registrytest.Lesson(t)
+	reg := modelstest.Lesson(t)
 	se := session.New("sm", "", reg)
 	defer se.Close()
 	for _, c := range []struct {

@@ -4,14 +4,14 @@ import (
 	"slices"
 	"testing"
 
-	"stepthrough/engine/registry/registrytest"
+	"stepthrough/models/modelstest"
 )
 
 // Each token's share of a page's text is valid UTF-8: a character cut
 // over byte tokens whole on the first of them, a byte that makes no
 // character escaped.
 func TestTexts(t *testing.T) {
-	m, err := registrytest.Lesson(t).Get("lesson.gguf")
+	m, err := modelstest.Lesson(t).Get("lesson.gguf")
 	if err != nil {
 		t.Fatal(err)
 	}

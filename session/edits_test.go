@@ -9,14 +9,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"stepthrough/engine/hooks"
-	"stepthrough/engine/registry/registrytest"
 	"stepthrough/engine/spec"
+	"stepthrough/models/modelstest"
 )
 
 // A run that does not fit the context is refused before its mean
 // ablation and steering take their passes: no forward pass runs.
 func TestContextRefusedBeforeMeansAndSteering(t *testing.T) {
-	se := New("e", "", registrytest.Lesson(t))
+	se := New("e", "", modelstest.Lesson(t))
 	defer se.Close()
 	for _, tt := range []struct {
 		name   string

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"stepthrough/engine/registry/registrytest"
+	"stepthrough/models/modelstest"
 )
 
 // Follow moves a session to another server's view of the same run without
@@ -14,7 +14,7 @@ import (
 // another run opens afresh.
 func TestFollow(t *testing.T) {
 	ctx := context.Background()
-	eng := registrytest.Lesson(t)
+	eng := modelstest.Lesson(t)
 	lead, follower, fresh := New("a", "", eng), New("b", "", eng), New("c", "", eng)
 	defer lead.Close()
 	defer follower.Close()

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"stepthrough/engine/registry/registrytest"
 	"stepthrough/engine/spec"
 	"stepthrough/lessons"
+	"stepthrough/models/modelstest"
 )
 
 func run(prompt string) spec.Run {
@@ -23,7 +23,7 @@ func run(prompt string) spec.Run {
 // Errors are typed, and a failed action leaves the session as it was.
 func TestErrorsAreTypedAndHarmless(t *testing.T) {
 	ctx := context.Background()
-	se := New("e", "", registrytest.Lesson(t))
+	se := New("e", "", modelstest.Lesson(t))
 	defer se.Close()
 	if err := se.Act(ctx, "step", nil); err != nil {
 		t.Errorf("a step before any run: %v", err)
@@ -60,7 +60,7 @@ func TestPlayLesson(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	se := New("l", "", registrytest.Lesson(t))
+	se := New("l", "", modelstest.Lesson(t))
 	defer se.Close()
 	for name, l := range all {
 		for i, st := range l.Steps {
@@ -81,7 +81,7 @@ func TestPlayLesson(t *testing.T) {
 // that is held only after IdleTimeout; an expired session answers so and
 // starts no engine.
 func TestPoolEviction(t *testing.T) {
-	p := NewPool(registrytest.Lesson(t), PoolConfig{IdleTimeout: time.Hour, DetachedTimeout: time.Minute})
+	p := NewPool(modelstest.Lesson(t), PoolConfig{IdleTimeout: time.Hour, DetachedTimeout: time.Minute})
 	held, _ := p.New("a")
 	loose, _ := p.New("a")
 	detach := held.Attach()
@@ -102,7 +102,7 @@ func TestPoolEviction(t *testing.T) {
 // A model named NAME@TYPE is that model converted in memory: it runs, and
 // a bad type or a missing model is one line.
 func TestConvertedModelNames(t *testing.T) {
-	reg := registrytest.Lesson(t)
+	reg := modelstest.Lesson(t)
 	se := New("q", "", reg)
 	defer se.Close()
 	r := run("The capital of France is")

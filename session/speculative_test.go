@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"stepthrough/engine/registry/registrytest"
 	"stepthrough/engine/spec"
 	"stepthrough/engine/trace"
+	"stepthrough/models/modelstest"
 )
 
 // generated runs r to the end and returns the generated token ids.
@@ -29,7 +29,7 @@ func generated(t *testing.T, se *Session, r spec.Run) []int32 {
 // tokens, whatever the draft; its rounds step through propose, the verify
 // batch, verify, accept and rollback.
 func TestSpeculativeExplorerGreedy(t *testing.T) {
-	reg := registrytest.Lesson(t)
+	reg := modelstest.Lesson(t)
 	se := New("s", "", reg)
 	defer se.Close()
 	r := run("Once upon a time, there was a girl named")
@@ -69,7 +69,7 @@ func TestSpeculativeExplorerGreedy(t *testing.T) {
 
 // Refusals are one clear line and leave the session as it was.
 func TestSpeculativeExplorerRefusals(t *testing.T) {
-	se := New("s", "", registrytest.Lesson(t))
+	se := New("s", "", modelstest.Lesson(t))
 	defer se.Close()
 	ctx := context.Background()
 	if err := se.Run(ctx, run("Once upon a time")); err != nil {

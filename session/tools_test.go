@@ -5,14 +5,14 @@ import (
 	"testing"
 
 	"stepthrough/engine/chat"
-	"stepthrough/engine/registry/registrytest"
 	"stepthrough/engine/spec"
+	"stepthrough/models/modelstest"
 )
 
 // A reset leaves nothing of the run: no calls, inserts or timings
 // carried into the next one.
 func TestResetLeavesNothing(t *testing.T) {
-	reg := registrytest.Lesson(t)
+	reg := modelstest.Lesson(t)
 	ctx := context.Background()
 	se := New("tools", "", reg)
 	defer se.Close()
@@ -40,7 +40,7 @@ func TestResetLeavesNothing(t *testing.T) {
 // with no calculator token is refused in one line; a bad tools value is
 // refused by the spec.
 func TestToolsAndSpecialSettings(t *testing.T) {
-	reg := registrytest.Lesson(t)
+	reg := modelstest.Lesson(t)
 	ctx := context.Background()
 	se := New("s", "", reg)
 	defer se.Close()

@@ -11,8 +11,8 @@ import (
 
 	"stepthrough/engine"
 	"stepthrough/engine/intervene"
-	"stepthrough/engine/registry/registrytest"
 	"stepthrough/lessons"
+	"stepthrough/models/modelstest"
 	"stepthrough/session"
 )
 
@@ -20,7 +20,7 @@ import (
 // model, played as the Explorer plays it: a retrain that changes a fact a
 // lesson states fails here.
 func TestBuiltinLessonClaims(t *testing.T) {
-	reg := registrytest.Lesson(t)
+	reg := modelstest.Lesson(t)
 	all, err := lessons.Builtin()
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +94,7 @@ func TestBuiltinNarrationIsClaimed(t *testing.T) {
 // wrong number of tokens or absent, a cache size, a cost, a batched run
 // that is not the step's plain run.
 func TestServingClaimsCanFail(t *testing.T) {
-	reg := registrytest.Lesson(t)
+	reg := modelstest.Lesson(t)
 	src := `---
 title: wrong on purpose
 model: lesson.gguf
@@ -148,7 +148,7 @@ Another.
 // restores all of the clean answer's lead while the shared first position
 // restores none.
 func TestMechanismClaimsCanFail(t *testing.T) {
-	reg := registrytest.Lesson(t)
+	reg := modelstest.Lesson(t)
 	lm, err := reg.Engine("lesson.gguf", "cpu")
 	if err != nil {
 		t.Fatal(err)
@@ -236,7 +236,7 @@ A step.
 	if err != nil {
 		t.Fatal(err)
 	}
-	se := session.New("claims", "test", registrytest.Lesson(t))
+	se := session.New("claims", "test", modelstest.Lesson(t))
 	defer se.Close()
 	var fails []bool
 	for _, r := range Lesson(context.Background(), se, l) {
@@ -286,7 +286,7 @@ Another.
 	if err != nil {
 		t.Fatal(err)
 	}
-	se := session.New("claims", "test", registrytest.Lesson(t))
+	se := session.New("claims", "test", modelstest.Lesson(t))
 	defer se.Close()
 	var fails []bool
 	for _, r := range Lesson(context.Background(), se, l) {

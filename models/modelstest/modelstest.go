@@ -1,7 +1,7 @@
-// Package registrytest gives tests a model registry that offers the
+// Package modelstest gives tests a model registry that offers the
 // embedded lesson models (lesson.gguf, lesson-draft.gguf, lesson-qwen3.gguf
 // and lesson-v3.gguf), closed when the test ends.
-package registrytest
+package modelstest
 
 import (
 	"testing"
