@@ -4,20 +4,16 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"slices"
 
 	"github.com/labstack/echo/v4"
 
-	"stepthrough/engine/sample"
+	"stepthrough/present"
 	"stepthrough/views"
 )
 
 // The families page: two offered models on one prompt, side by side.
 
-const (
-	maxFamiliesPrompt = 500
-	familiesTop       = 8
-)
+const maxFamiliesPrompt = 500
 
 func (s *Server) familiesPage(c echo.Context) error {
 	qp := c.QueryParams()
@@ -49,8 +45,7 @@ func (s *Server) familiesPage(c echo.Context) error {
 		p.Error, p.Sides = err.Error(), nil
 		return renderPageStatus(c, http.StatusBadRequest, views.FamiliesPageView(p))
 	}
-	markOnly(p.Sides)
-	p.SameTokenizer = sameTokens(p.Sides[0].Tokens, p.Sides[1].Tokens)
+	present.CompareFamilies(&p)
 	return renderPage(c, views.FamiliesPageView(p))
 }
 
@@ -93,36 +88,12 @@ func (s *Server) familySide(ctx context.Context, name, prompt string) (views.Fam
 	}
 	defer se.Close()
 	ids := make([]int32, len(toks))
-	side := views.FamilySide{Model: name, Label: s.reg.Label(name), Backend: se.Backend().String()}
 	for i, t := range toks {
 		ids[i] = t.ID
-		side.Tokens = append(side.Tokens, views.FamilyToken{ID: t.ID, Piece: views.PieceLabel(tk.Display(t.ID)), Added: t.Added})
 	}
 	logits, err := se.Eval(ctx, ids)
 	if err != nil {
 		return views.FamilySide{}, fmt.Errorf("%s: %w", name, err)
 	}
-	probs := sample.Probabilities(logits, 1)
-	top := sample.TopN(probs, familiesTop)
-	for _, id := range top {
-		side.Top = append(side.Top, views.Bar{ID: id, Piece: views.PieceLabel(tk.Display(id)), Value: float64(probs[id]), Width: 100 * float64(probs[id])}) // one 0–100 % scale for every bar, both columns
-	}
-	for _, f := range m.Features() {
-		side.Features = append(side.Features, views.FamilyFeature{MapFeature: views.MapFeature{Key: f.Key, Name: f.Name, Why: f.Why}})
-	}
-	return side, nil
-}
-
-// markOnly marks each side's features the other side lacks.
-func markOnly(sides []views.FamilySide) {
-	for i := range sides {
-		other := sides[1-i].Features
-		for j, f := range sides[i].Features {
-			sides[i].Features[j].Only = !slices.ContainsFunc(other, func(g views.FamilyFeature) bool { return g.Key == f.Key })
-		}
-	}
-}
-
-func sameTokens(a, b []views.FamilyToken) bool {
-	return slices.EqualFunc(a, b, func(x, y views.FamilyToken) bool { return x.Piece == y.Piece })
+	return present.FamilySide(m, present.FamilyRun{Model: name, Label: s.reg.Label(name), Backend: se.Backend().String(), Tokens: toks, Logits: logits}), nil
 }

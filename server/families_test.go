@@ -12,6 +12,7 @@ import (
 	"github.com/PuerkitoBio/goquery"
 
 	"stepthrough/engine/reftest"
+	"stepthrough/present"
 )
 
 // The families page runs two models of two families on one prompt: each
@@ -40,7 +41,7 @@ func TestFamiliesPage(t *testing.T) {
 		t.Errorf("stories260K (llama) lists %d differences from llama", n)
 	}
 	for i := range 2 {
-		if n := sides.Eq(i).Find(`[data-testid="family-candidate"]`).Length(); n != familiesTop {
+		if n := sides.Eq(i).Find(`[data-testid="family-candidate"]`).Length(); n != present.FamiliesTop {
 			t.Errorf("column %d: %d candidates", i, n)
 		}
 		if n := sides.Eq(i).Find(`[data-testid="family-token"]`).Length(); n != 10 {
