@@ -15,6 +15,7 @@ import (
 	"stepthrough/engine/memcalc"
 	"stepthrough/engine/quant"
 	"stepthrough/engine/quantize"
+	"stepthrough/present"
 	"stepthrough/views"
 )
 
@@ -98,16 +99,10 @@ func (s *Server) fillMemory(ctx context.Context, p *views.MemoryPage) error {
 			}
 			slices.Sort(runs)
 			in.TokensPerSec = runs[len(runs)/2]
-			p.Measured = fmt.Sprintf("Throughput measured now: %s decoded %d runs of %d tokens (after 8 untimed) on this server, one user, its weights as stored: %.1f tokens/s, the median (slowest run %.1f, fastest %.1f).",
-				p.Source, len(runs), memoryMeasureTokens, in.TokensPerSec, runs[0], runs[len(runs)-1])
+			p.Measured = present.MemoryMeasured(p.Source, runs, memoryMeasureTokens)
 		}
 	}
-	p.Shape = []views.Metric{{Name: "parameters", Value: memcalc.Count(shape.Params)}, {Name: "layers", Value: strconv.Itoa(shape.Layers)},
-		{Name: "query heads / KV heads", Value: fmt.Sprintf("%d / %d", shape.Heads, shape.KVHeads)}, {Name: "head size", Value: strconv.Itoa(shape.HeadDim)},
-		{Name: "vocabulary", Value: strconv.Itoa(shape.Vocab)}, {Name: "trained context", Value: strconv.Itoa(shape.Context)}}
-	for _, f := range memcalc.Calculate(shape, in) {
-		p.Figures = append(p.Figures, views.MemoryFigure{Name: f.Name, Formula: f.Formula})
-	}
+	present.Memory(p, shape, in)
 	return nil
 }
 
