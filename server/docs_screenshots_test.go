@@ -8,10 +8,10 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// The README's pictures of the Explorer at each stage, taken by this
-// test at a projector's width on the lesson model: written into
-// docs/screenshots with UPDATE_SCREENSHOTS=1 (go tool task screenshots),
-// into a temporary directory otherwise.
+// The pictures of the Explorer at each stage (docs/PAGES.md, one in the
+// README), taken by this test at a projector's width on the lesson
+// model: written into docs/screenshots with UPDATE_SCREENSHOTS=1 (go tool
+// task screenshots), into a temporary directory otherwise.
 func TestDocsScreenshots(t *testing.T) {
 	ctx, base := browserWith(t, Config{Embedded: lessonModels()})
 	dir := t.TempDir()

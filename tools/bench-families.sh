@@ -1,5 +1,5 @@
 #!/bin/sh
-# The families' speed beside llama.cpp at 2 threads (BENCHMARKS.md):
+# The families' speed beside llama.cpp at 2 threads (docs/perf-log.md, "The families' real shapes"):
 # random-weight files in the exact shapes of SmolLM2-135M, Qwen2.5-0.5B,
 # Qwen3-0.6B and gemma-3-270m (`synth --shape`), F16, Q8_0 and Q4_K_M,
 # each measured by `stepthrough bench` and `llama-bench` in alternation,

@@ -7,6 +7,7 @@ package htmltest
 
 import (
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -51,11 +52,45 @@ func mask(s string) string {
 // its root alone (its shapes are numbers), and an element marked
 // data-measured (a live timing, whose very words depend on the machine's
 // speed) as its tag alone.
-func Outline(r io.Reader) (string, error) {
+func Outline(r io.Reader) (string, error) { return OutlineMasking(r, "") }
+
+// OutlineMasking is Outline with every element that matches the CSS
+// selector written as its tag and kept attributes alone, its text and
+// children left out: a part every page shares (the site's nav bar),
+// which a golden of its own checks, so that changing it does not rewrite
+// every page's golden. An empty selector masks nothing.
+func OutlineMasking(r io.Reader, selector string) (string, error) {
 	doc, err := goquery.NewDocumentFromReader(r)
 	if err != nil {
 		return "", err
 	}
+	masked := doc.Selection.Slice(0, 0) // nothing
+	if selector != "" {
+		masked = doc.Find(selector)
+	}
+	return outline(doc.Selection, 0, masked), nil
+}
+
+// OutlineOf is the outline of the first element that matches the CSS
+// selector, itself and everything in it; an error when none does.
+func OutlineOf(r io.Reader, selector string) (string, error) {
+	doc, err := goquery.NewDocumentFromReader(r)
+	if err != nil {
+		return "", err
+	}
+	sel := doc.Find(selector).First()
+	if sel.Length() == 0 {
+		return "", fmt.Errorf("no element matches %q", selector)
+	}
+	var b strings.Builder
+	line(&b, sel, goquery.NodeName(sel), 0)
+	b.WriteString(outline(sel, 1, sel.Slice(0, 0)))
+	return b.String(), nil
+}
+
+// outline is the outline of top's children from depth0 on, the elements
+// of masked by their own line alone.
+func outline(top *goquery.Selection, depth0 int, masked *goquery.Selection) string {
 	var b strings.Builder
 	var walk func(sel *goquery.Selection, depth int)
 	walk = func(sel *goquery.Selection, depth int) {
@@ -70,24 +105,24 @@ func Outline(r io.Reader) (string, error) {
 				b.WriteString(strings.Repeat("  ", depth) + name + " data-measured | (measured)\n")
 				return
 			}
+			if c.IsSelection(masked) {
+				// shared by every page: its own golden checks what it holds
+				b.WriteString(strings.Repeat("  ", depth) + name + attrs(c) + " | (masked)\n")
+				return
+			}
 			line(&b, c, name, depth)
 			if name != "svg" {
 				walk(c, depth+1)
 			}
 		})
 	}
-	walk(doc.Selection, 0)
-	return b.String(), nil
+	walk(top, depth0)
+	return b.String()
 }
 
 func line(b *strings.Builder, sel *goquery.Selection, name string, depth int) {
 	b.WriteString(strings.Repeat("  ", depth))
-	b.WriteString(name)
-	for _, a := range shown {
-		if v, ok := sel.Attr(a); ok {
-			b.WriteString(" " + a + "=" + quote(mask(v)))
-		}
-	}
+	b.WriteString(name + attrs(sel))
 	var own strings.Builder
 	sel.Contents().Each(func(_ int, c *goquery.Selection) {
 		if goquery.NodeName(c) == "#text" {
@@ -98,6 +133,17 @@ func line(b *strings.Builder, sel *goquery.Selection, name string, depth int) {
 		b.WriteString(" | " + t)
 	}
 	b.WriteByte('\n')
+}
+
+// attrs is the element's kept attributes, each " name=value", masked.
+func attrs(sel *goquery.Selection) string {
+	var b strings.Builder
+	for _, a := range shown {
+		if v, ok := sel.Attr(a); ok {
+			b.WriteString(" " + a + "=" + quote(mask(v)))
+		}
+	}
+	return b.String()
 }
 
 func quote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `'`) + `"` }
