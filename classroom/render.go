@@ -38,7 +38,7 @@ func (r *Room) view() views.RoomView {
 		i := r.state.LessonStep
 		st := l.Steps[i]
 		v.LessonTitle, v.LessonStep, v.LessonSteps, v.StepTitle = l.Title, i, len(l.Steps), st.Title
-		v.Narration = Paragraphs(st.Narration)
+		v.Narration = present.Paragraphs(st.Narration)
 		v.Highlight = present.Highlights(r.se.Tokenizer(), st)
 		v.Question, v.Hidden = r.question()
 	}
@@ -68,17 +68,6 @@ func (r *Room) question() (*views.RoomQuestion, bool) {
 		q.Results = PollRows(st, tk, lq, r.answers[i], true)
 	}
 	return q, !revealed && !r.lesson.Steps[i].PanelShown // the numbers wait for the reveal
-}
-
-// Paragraphs splits narration into paragraphs of single-spaced text.
-func Paragraphs(text string) []string {
-	var out []string
-	for _, para := range strings.Split(text, "\n\n") {
-		if para = strings.TrimSpace(para); para != "" {
-			out = append(out, strings.Join(strings.Fields(para), " "))
-		}
-	}
-	return out
 }
 
 func (r *Room) statusView() views.RoomStatus {

@@ -17,7 +17,7 @@ import (
 	qrcode "github.com/skip2/go-qrcode"
 
 	"stepthrough/classroom"
-	"stepthrough/lessons"
+	"stepthrough/present"
 	"stepthrough/views"
 	"stepthrough/wsconn"
 )
@@ -53,10 +53,7 @@ func (s *Server) classroomHomeWith(c echo.Context, status int, msg, code string)
 	if ended, ok := classroom.NormalizeCode(c.QueryParam("ended")); ok && msg == "" {
 		h.Notice = "Room " + ended + " has ended: its code and instructor link no longer work."
 	}
-	for _, name := range lessons.Names(s.lessons) {
-		x := s.lessons[name]
-		h.Lessons = append(h.Lessons, views.LessonLink{Name: name, Title: x.Title, Summary: x.Summary, Level: x.Level, Duration: x.Duration, Steps: len(x.Steps)})
-	}
+	h.Lessons = present.LessonLinks(s.lessons)
 	return c.HTMLBlob(status, renderBytes(c.Request().Context(), views.ClassroomHomePage(h)))
 }
 

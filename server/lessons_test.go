@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"stepthrough/lessons"
+	"stepthrough/present"
 	"stepthrough/session"
 )
 
@@ -409,14 +410,14 @@ func TestLessonStepShowsThePatchingGrid(t *testing.T) {
 	if asked < 0 || shown < 0 {
 		t.Fatal("the lesson has no patching step with a question, or none without")
 	}
-	before := get(t, ts.URL+lessonLink("where-the-answer-lives", asked))
+	before := get(t, ts.URL+present.LessonLink("where-the-answer-lives", asked))
 	if before.Find(`[data-testid="lesson-patching"]`).Length() != 0 {
 		t.Error("the grid shows before the question is answered")
 	}
 	q := l.Steps[asked].Question
 	for _, doc := range []*goquery.Document{
-		get(t, ts.URL+lessonLink("where-the-answer-lives", asked)+"?answer="+url.QueryEscape(q.Answer)),
-		get(t, ts.URL+lessonLink("where-the-answer-lives", shown)),
+		get(t, ts.URL+present.LessonLink("where-the-answer-lives", asked)+"?answer="+url.QueryEscape(q.Answer)),
+		get(t, ts.URL+present.LessonLink("where-the-answer-lives", shown)),
 	} {
 		grid := doc.Find(`[data-testid="lesson-patching"]`)
 		var pos []string
