@@ -11,8 +11,8 @@ import (
 	"stepthrough/api"
 	"stepthrough/engine"
 	"stepthrough/engine/sample"
+	"stepthrough/engine/serve"
 	"stepthrough/engine/spec"
-	"stepthrough/engine/stop"
 	"stepthrough/session"
 )
 
@@ -135,7 +135,7 @@ func (s *Server) probedChoice(ctx context.Context, x *apiExchange, i int, emit f
 		return nil, err
 	}
 	if finish == engine.FinishCaller {
-		finish = stop.Stop // the reply ended it, as the scheduler's OnToken does
+		finish = serve.FinishStop // the reply ended it, as the scheduler's OnToken does
 	}
 	d, c := r.End(finish)
 	c.Seed = smp.Seed()
