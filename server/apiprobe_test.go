@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -145,4 +146,174 @@ func postRaw(t *testing.T, base, path string, body []byte) (int, []byte) {
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
 	return res.StatusCode, b
+}
+
+// Hostile extension objects are refused before anything runs, with a
+// 400 naming the field at fault; internals over the size limit are
+// refused naming the limit and the part that weighs most.
+func TestStepthroughRefusals(t *testing.T) {
+	_, base := apiServer(t, Config{})
+	_, tight := apiServer(t, Config{WorkBudget: 1_000_000})
+	many := make([]int, api.MaxProbeList+1)
+	for i := range many {
+		many[i] = i
+	}
+	everything := map[string]any{"layers": []int{0, 1, 2, 3}, "heads": []int{0, 1, 2, 3, 4, 5}}
+	for _, c := range []struct {
+		name   string
+		ext    any
+		more   map[string]any
+		base   string
+		param  string
+		code   string
+		saying string
+	}{
+		{name: "not an object", ext: 5, param: "stepthrough", saying: "must be an object"},
+		{name: "asks for nothing", ext: map[string]any{}, param: "stepthrough", saying: "asks for nothing"},
+		{name: "an unknown field", ext: map[string]any{"hidden_states": true}, param: "stepthrough.hidden_states", saying: `no field "hidden_states"`},
+		{name: "lens not an object", ext: map[string]any{"logit_lens": 3}, param: "stepthrough.logit_lens", saying: "top_k"},
+		{name: "lens unknown field", ext: map[string]any{"logit_lens": map[string]any{"top_k": 3, "layers": 2}}, param: "stepthrough.logit_lens"},
+		{name: "negative top_k", ext: map[string]any{"logit_lens": map[string]any{"top_k": -1}}, param: "stepthrough.logit_lens.top_k", saying: "from 1 to 20"},
+		{name: "zero top_k", ext: map[string]any{"logit_lens": map[string]any{"top_k": 0}}, param: "stepthrough.logit_lens.top_k"},
+		{name: "top_k over 20", ext: map[string]any{"logit_lens": map[string]any{"top_k": 21}}, param: "stepthrough.logit_lens.top_k"},
+		{name: "top_k a string", ext: map[string]any{"logit_lens": map[string]any{"top_k": "3"}}, param: "stepthrough.logit_lens.top_k"},
+		{name: "top_k a fraction", ext: map[string]any{"logit_lens": map[string]any{"top_k": 2.5}}, param: "stepthrough.logit_lens.top_k"},
+		{name: "attention without heads", ext: map[string]any{"attention": map[string]any{"layers": []int{0}}}, param: "stepthrough.attention"},
+		{name: "a layer past the model", ext: map[string]any{"attention": map[string]any{"layers": []int{0, 4}, "heads": []int{0}}}, param: "stepthrough.attention.layers[1]", saying: "the model has 4 layers (0 to 3)"},
+		{name: "a head past the model", ext: map[string]any{"attention": map[string]any{"layers": []int{0}, "heads": []int{6}}}, param: "stepthrough.attention.heads[0]", saying: "the model has 6 heads (0 to 5)"},
+		{name: "a negative layer", ext: map[string]any{"attention": map[string]any{"layers": []int{-1}, "heads": []int{0}}}, param: "stepthrough.attention.layers[0]"},
+		{name: "no layers", ext: map[string]any{"attention": map[string]any{"layers": []int{}, "heads": []int{0}}}, param: "stepthrough.attention.layers", saying: "non-empty"},
+		{name: "a huge list", ext: map[string]any{"attention": map[string]any{"layers": []int{0}, "heads": many}}, param: "stepthrough.attention.heads", saying: "the limit is 256"},
+		{name: "a head twice", ext: map[string]any{"attention": map[string]any{"layers": []int{0}, "heads": []int{1, 1}}}, param: "stepthrough.attention.heads[1]", saying: "twice"},
+		{name: "layers a string", ext: map[string]any{"attention": map[string]any{"layers": "0", "heads": []int{0}}}, param: "stepthrough.attention.layers"},
+		{name: "norms not a bool", ext: map[string]any{"residual_norms": "yes"}, param: "stepthrough.residual_norms"},
+		{name: "trace_url not a bool", ext: map[string]any{"trace_url": 1}, param: "stepthrough.trace_url"},
+		{name: "ablate counted from 0", ext: map[string]any{"ablate": "L0H1"}, param: "stepthrough.ablate", saying: "from 1"},
+		{name: "ablate past the model", ext: map[string]any{"ablate": "L9H1"}, param: "stepthrough.ablate"},
+		{name: "ablate not a string", ext: map[string]any{"ablate": 5}, param: "stepthrough.ablate"},
+		{name: "steer unreadable", ext: map[string]any{"steer": "happy"}, param: "stepthrough.steer"},
+		{name: "mean_over without ablate", ext: map[string]any{"mean_over": "a text"}, param: "stepthrough.mean_over", saying: "needs ablate"},
+		{name: "too much attention", ext: map[string]any{"attention": everything}, more: map[string]any{"max_tokens": 400, "n": 2},
+			param: "stepthrough.attention", code: "stepthrough_too_large", saying: "over the limit of 2000000 per response (attention: 4 layers × 6 heads"},
+		{name: "a lens over the work budget", ext: map[string]any{"logit_lens": map[string]any{"top_k": 1}}, more: map[string]any{"max_tokens": 10}, base: tight,
+			param: "stepthrough.logit_lens", code: "stepthrough_too_large", saying: "--work-budget"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			body := map[string]any{"model": "lesson.gguf", "prompt": "Once upon a time", "max_tokens": 4, "stepthrough": c.ext}
+			for k, v := range c.more {
+				body[k] = v
+			}
+			b := base
+			if c.base != "" {
+				b = c.base
+			}
+			code, out := postRaw(t, b, "/v1/completions", mustJSON(t, body))
+			var e struct{ Error api.Error }
+			if err := json.Unmarshal(out, &e); err != nil || code != http.StatusBadRequest {
+				t.Fatalf("%d %s", code, out)
+			}
+			param, errCode := "", ""
+			if e.Error.Param != nil {
+				param = *e.Error.Param
+			}
+			if e.Error.Code != nil {
+				errCode = *e.Error.Code
+			}
+			if param != c.param || errCode != c.code || e.Error.Type != "invalid_request_error" || !strings.Contains(e.Error.Message, c.saying) {
+				t.Errorf("param %q code %q type %q: %s", param, errCode, e.Error.Type, e.Error.Message)
+			}
+		})
+	}
+}
+
+// Without the extension (or with "stepthrough": null) a response has the
+// fields it always had, streamed or not, on both endpoints.
+func TestStepthroughAbsentAddsNothing(t *testing.T) {
+	_, base := apiServer(t, Config{})
+	chatKeys := []string{"finish_reason", "index", "logprobs", "message"}
+	textKeys := []string{"finish_reason", "index", "logprobs", "text"}
+	for _, c := range []struct {
+		name, path string
+		body       map[string]any
+		keys       []string
+	}{
+		{"chat", "/v1/chat/completions", map[string]any{"messages": []map[string]string{{"role": "user", "content": "Hi"}}}, chatKeys},
+		{"completions", "/v1/completions", map[string]any{"prompt": "Once upon a time"}, textKeys},
+	} {
+		for _, ext := range []string{"absent", "null"} {
+			for _, stream := range []bool{false, true} {
+				t.Run(c.name+"/"+ext+"/stream="+strconv.FormatBool(stream), func(t *testing.T) {
+					body := map[string]any{"model": "lesson.gguf", "max_tokens": 5, "temperature": 0, "stream": stream}
+					for k, v := range c.body {
+						body[k] = v
+					}
+					if ext == "null" {
+						body["stepthrough"] = nil
+					}
+					code, out := postRaw(t, base, c.path, mustJSON(t, body))
+					if code != http.StatusOK || bytes.Contains(out, []byte(`"stepthrough":`)) {
+						t.Fatalf("%d %s", code, out)
+					}
+					if stream {
+						return
+					}
+					var r struct{ Choices []map[string]json.RawMessage }
+					if err := json.Unmarshal(out, &r); err != nil {
+						t.Fatal(err)
+					}
+					var keys []string
+					for k := range r.Choices[0] {
+						keys = append(keys, k)
+					}
+					slices.Sort(keys)
+					if d := cmp.Diff(c.keys, keys); d != "" {
+						t.Errorf("a choice's fields (-before +now):\n%s", d)
+					}
+				})
+			}
+		}
+	}
+}
+
+// A streamed request carries each token's internals in the chunks, in
+// order, the same as the whole response's for the same seed.
+func TestStepthroughStreamed(t *testing.T) {
+	_, base := apiServer(t, Config{})
+	code, whole := postRaw(t, base, "/v1/chat/completions", mustJSON(t, probeBody(false, "L2H3")))
+	if code != http.StatusOK {
+		t.Fatalf("%d %s", code, whole)
+	}
+	var cc struct{ Choices []probeChoice }
+	if err := json.Unmarshal(whole, &cc); err != nil {
+		t.Fatal(err)
+	}
+	code, events := postRaw(t, base, "/v1/chat/completions", mustJSON(t, probeBody(true, "L2H3")))
+	if code != http.StatusOK {
+		t.Fatalf("%d %s", code, events)
+	}
+	var streamed []api.TokenInternals
+	chunks := 0
+	for line := range strings.Lines(string(events)) {
+		data, ok := strings.CutPrefix(strings.TrimSpace(line), "data: ")
+		if !ok || data == "[DONE]" {
+			continue
+		}
+		var ch struct{ Choices []probeChoice }
+		if err := json.Unmarshal([]byte(data), &ch); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range ch.Choices {
+			if c.Stepthrough != nil {
+				chunks++
+				streamed = append(streamed, c.Stepthrough.Tokens...)
+			}
+		}
+	}
+	want := cc.Choices[0].Stepthrough.Tokens
+	if chunks < len(want)-1 {
+		t.Errorf("%d tokens' internals came in %d chunks", len(want), chunks)
+	}
+	if d := cmp.Diff(want, streamed, cmpopts.IgnoreFields(api.TokenInternals{}, "TraceURL")); d != "" {
+		t.Errorf("the streamed internals (+) differ from the whole response's (-):\n%s", d)
+	}
 }
