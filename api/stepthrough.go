@@ -211,16 +211,7 @@ func (st *Stepthrough) Check(s Shape) *Error {
 			}
 		}
 	}
-	tokens := int64(s.MaxTokens) * int64(s.N)
-	parts := []struct {
-		param string
-		n     int64
-		how   string
-	}{
-		{"stepthrough.logit_lens", 2 * int64(st.LensTop) * int64(s.Layers) * tokens, fmt.Sprintf("logit_lens: 2 × top_k %d × %d layers × %d tokens", st.LensTop, s.Layers, tokens)},
-		{"stepthrough.attention", int64(len(st.Layers)) * int64(len(st.Heads)) * int64(s.Prompt+s.MaxTokens) * tokens, fmt.Sprintf("attention: %d layers × %d heads × %d positions × %d tokens", len(st.Layers), len(st.Heads), s.Prompt+s.MaxTokens, tokens)},
-		{"stepthrough.residual_norms", b2i(st.Norms) * int64(s.Layers) * tokens, fmt.Sprintf("residual_norms: %d layers × %d tokens", s.Layers, tokens)},
-	}
+	parts := st.parts(s)
 	var total int64
 	top := parts[0]
 	for _, p := range parts {
@@ -234,6 +225,35 @@ func (st *Stepthrough) Check(s Shape) *Error {
 	}
 	return &Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: str(top.param), Code: str("stepthrough_too_large"),
 		Message: fmt.Sprintf("The internals asked for would be %d numbers, over the limit of %d per response (%s): ask for fewer layers, heads or tokens (max_tokens, n)", total, MaxProbeValues, top.how)}
+}
+
+// Values is how many numbers of internals a request of shape s returns
+// at most.
+func (st *Stepthrough) Values(s Shape) int64 {
+	var n int64
+	for _, p := range st.parts(s) {
+		n += p.n
+	}
+	return n
+}
+
+// probePart is one part of the internals' size.
+type probePart struct {
+	param string
+	n     int64
+	how   string
+}
+
+// parts are the internals' parts at most, by field: each lens entry is
+// two numbers (id, p), each attention row covers at most the prompt and
+// every generated token.
+func (st *Stepthrough) parts(s Shape) []probePart {
+	tokens := int64(s.MaxTokens) * int64(s.N)
+	return []probePart{
+		{"stepthrough.logit_lens", 2 * int64(st.LensTop) * int64(s.Layers) * tokens, fmt.Sprintf("logit_lens: 2 × top_k %d × %d layers × %d tokens", st.LensTop, s.Layers, tokens)},
+		{"stepthrough.attention", int64(len(st.Layers)) * int64(len(st.Heads)) * int64(s.Prompt+s.MaxTokens) * tokens, fmt.Sprintf("attention: %d layers × %d heads × %d positions × %d tokens", len(st.Layers), len(st.Heads), s.Prompt+s.MaxTokens, tokens)},
+		{"stepthrough.residual_norms", b2i(st.Norms) * int64(s.Layers) * tokens, fmt.Sprintf("residual_norms: %d layers × %d tokens", s.Layers, tokens)},
+	}
 }
 
 func b2i(b bool) int64 {

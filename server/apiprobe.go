@@ -38,25 +38,25 @@ func (s *Server) setupProbe(x *apiExchange, base string) *api.Error {
 	}
 	lm := x.lm
 	c := lm.Model.Config
-	if e := st.Check(api.Shape{Layers: c.Layers, Heads: c.Heads, Prompt: len(x.gen.IDs), MaxTokens: x.gen.Max, N: x.req.N}); e != nil {
+	if e := st.Check((&apiProbe{lm: lm}).shape(x)); e != nil {
 		return e
 	}
-	if st.LensTop > 0 && s.cfg.WorkBudget > 0 {
+	if st.LensTop > 0 {
 		rows := x.req.N * x.gen.Max
-		if w := lm.Model.LensWork(rows); w > s.cfg.WorkBudget {
-			return probeTooLarge("stepthrough.logit_lens", fmt.Sprintf("The logit lens would take about %.1f G multiply-adds (%d tokens × %d layers over a vocabulary of %d), over the %.1f G one request may take (--work-budget): ask for fewer tokens (max_tokens, n)",
-				float64(w)/1e9, rows, c.Layers, c.Vocab, float64(s.cfg.WorkBudget)/1e9))
+		what := fmt.Sprintf("the logit lens of %d tokens × %d layers over a vocabulary of %d", rows, c.Layers, c.Vocab)
+		if err := s.checkWork(what, lm.Model.LensWork(rows), "ask for fewer tokens (max_tokens, n)"); err != nil {
+			return probeInvalid("stepthrough.logit_lens", err, "stepthrough_too_large")
 		}
 	}
 	r := spec.Default(x.model)
 	for _, f := range []struct{ key, value string }{{"ablate", st.Ablate}, {"steer", st.Steer}, {"mean_over", st.MeanOver}} {
 		if err := spec.SetLesson(&r, f.key, f.value); err != nil {
-			return probeInvalid("stepthrough."+f.key, err)
+			return probeInvalid("stepthrough."+f.key, err, "")
 		}
 	}
 	edits, _ := r.Edits() // SetLesson read it
 	if err := edits.Check(c.EditShape()); err != nil {
-		return probeInvalid("stepthrough.ablate", err)
+		return probeInvalid("stepthrough.ablate", err, "")
 	}
 	x.probe = &apiProbe{st: st, run: r, lm: lm, base: base + "/requests/" + x.id,
 		probe: session.Probe{Lens: st.LensTop, Layers: st.Layers, Heads: st.Heads, Norms: st.Norms}}
@@ -64,28 +64,63 @@ func (s *Server) setupProbe(x *apiExchange, base string) *api.Error {
 	return nil
 }
 
-func probeInvalid(param string, err error) *api.Error {
-	return &api.Error{Status: http.StatusBadRequest, Message: param + ": " + err.Error(), Type: "invalid_request_error", Param: &param}
+// probeInvalid is a 400 naming the extension's field at fault (and a
+// code, when not "").
+func probeInvalid(param string, err error, code string) *api.Error {
+	e := &api.Error{Status: http.StatusBadRequest, Message: param + ": " + err.Error(), Type: "invalid_request_error", Param: &param}
+	if code != "" {
+		e.Code = &code
+	}
+	return e
 }
 
-func probeTooLarge(param, msg string) *api.Error {
-	code := "stepthrough_too_large"
-	return &api.Error{Status: http.StatusBadRequest, Message: msg, Type: "invalid_request_error", Param: &param, Code: &code}
+// bytes is what running x's extension holds at most: one engine
+// session per choice in turn (its KV cache of the whole generation), the
+// lens's row per layer, and the internals kept for the response.
+func (p *apiProbe) bytes(x *apiExchange) int64 {
+	m := p.lm.Model
+	b := sessionBytes(m, len(x.gen.IDs)+x.gen.Max) + 4*p.st.Values(p.shape(x))
+	if p.st.LensTop > 0 {
+		b += int64(m.Config.Layers) * int64(m.Config.Vocab) * 4
+	}
+	return b
 }
 
-// probeInSlot runs f, the answer to a request with the extension, in one
-// of the server's work slots (its passes run outside the API's batch,
-// with hooks and interventions of their own), stopped at the work
-// timeout like any other engine work.
-func (s *Server) probeInSlot(c echo.Context, f func() error) error {
-	err := s.inSlot(c.Request().Context(), clientOf(c), func(ctx context.Context) error {
+// shape is what x's extension is checked against.
+func (p *apiProbe) shape(x *apiExchange) api.Shape {
+	c := p.lm.Model.Config
+	return api.Shape{Layers: c.Layers, Heads: c.Heads, Prompt: len(x.gen.IDs), MaxTokens: x.gen.Max, N: x.req.N}
+}
+
+// probeInSlot runs f, the answer to x, a request with the extension, in
+// one of the server's work slots (its passes run outside the API's
+// batch, with hooks and interventions of their own) and holding its
+// memory in the budget the Explorer's runs share; it is stopped at the
+// work timeout like any other engine work.
+func (s *Server) probeInSlot(c echo.Context, x *apiExchange, f func() error) error {
+	release, err := s.holdMemory(x.probe.bytes(x), "this request's internals", "its engine session's KV cache, the lens's rows and the internals returned", "ask for fewer tokens (max_tokens, n)")
+	var busy *echo.HTTPError
+	switch {
+	case errors.As(err, &busy):
+		return apiError(c, apiBusy())
+	case err != nil:
+		return apiError(c, probeInvalid("stepthrough", err, "stepthrough_too_large"))
+	}
+	defer release()
+	err = s.inSlot(c.Request().Context(), clientOf(c), func(ctx context.Context) error {
 		c.SetRequest(c.Request().WithContext(ctx))
 		return f()
 	})
 	if errors.Is(err, errBusy) {
-		return apiError(c, &api.Error{Status: http.StatusServiceUnavailable, Message: "The server is busy with other engine work: retry shortly", Type: "server_error", Code: ptr("server_busy")})
+		return apiError(c, apiBusy())
 	}
 	return err
+}
+
+// apiBusy answers a request with the extension when the server's work
+// slots or memory budget are taken.
+func apiBusy() *api.Error {
+	return &api.Error{Status: http.StatusServiceUnavailable, Message: "The server is busy with other engine work: retry shortly", Type: "server_error", Code: ptr("server_busy")}
 }
 
 // probedChoices generates x's choices one after another on sessions of

@@ -154,6 +154,7 @@ func postRaw(t *testing.T, base, path string, body []byte) (int, []byte) {
 func TestStepthroughRefusals(t *testing.T) {
 	_, base := apiServer(t, Config{})
 	_, tight := apiServer(t, Config{WorkBudget: 1_000_000})
+	_, small := apiServer(t, Config{MemoryBudget: 1 << 20})
 	many := make([]int, api.MaxProbeList+1)
 	for i := range many {
 		many[i] = i
@@ -197,6 +198,8 @@ func TestStepthroughRefusals(t *testing.T) {
 			param: "stepthrough.attention", code: "stepthrough_too_large", saying: "over the limit of 2000000 per response (attention: 4 layers × 6 heads"},
 		{name: "a lens over the work budget", ext: map[string]any{"logit_lens": map[string]any{"top_k": 1}}, more: map[string]any{"max_tokens": 10}, base: tight,
 			param: "stepthrough.logit_lens", code: "stepthrough_too_large", saying: "--work-budget"},
+		{name: "over the memory budget", ext: map[string]any{"residual_norms": true}, more: map[string]any{"max_tokens": 400}, base: small,
+			param: "stepthrough", code: "stepthrough_too_large", saying: "--memory-budget"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			body := map[string]any{"model": "lesson.gguf", "prompt": "Once upon a time", "max_tokens": 4, "stepthrough": c.ext}

@@ -158,7 +158,7 @@ func (s *Server) apiGenerate(chat bool) echo.HandlerFunc {
 			return s.respond(c, x)
 		}
 		if x.probe != nil {
-			return s.probeInSlot(c, answer)
+			return s.probeInSlot(c, x, answer)
 		}
 		return answer()
 	}
