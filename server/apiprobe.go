@@ -60,7 +60,7 @@ func (s *Server) setupProbe(x *apiExchange, base string) *api.Error {
 	}
 	x.probe = &apiProbe{st: st, run: r, lm: lm, base: base + "/requests/" + x.id,
 		probe: session.Probe{Lens: st.LensTop, Layers: st.Layers, Heads: st.Heads, Norms: st.Norms}}
-	x.watch.Ablate, x.watch.Steer, x.watch.MeanOver = r.Ablate, r.Steer, r.MeanOver
+	x.watch.Ablate, x.watch.Steer, x.watch.MeanOver, x.watch.Probed = r.Ablate, r.Steer, r.MeanOver, true
 	return nil
 }
 

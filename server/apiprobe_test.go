@@ -98,8 +98,8 @@ func TestStepthroughMatchesExplorer(t *testing.T) {
 				}
 			}
 			code, page := getPage(t, tk0(toks).TraceURL)
-			if code != http.StatusOK || !strings.Contains(page, `id="token-0"`) {
-				t.Errorf("trace_url %s: %d, no token-0 anchor", tk0(toks).TraceURL, code)
+			if code != http.StatusOK || !strings.Contains(page, `id="token-0"`) || !strings.Contains(page, `data-testid="probed-note"`) {
+				t.Errorf("trace_url %s: %d, no token-0 anchor or no note that it ran outside the batch", tk0(toks).TraceURL, code)
 			}
 		})
 	}

@@ -29,6 +29,7 @@ type Watched struct {
 	// Ablate, Steer and MeanOver are the interventions the request ran
 	// with ("stepthrough" extension), as the Explorer's replay applies them.
 	Ablate, Steer, MeanOver string
+	Probed                  bool        // it ran outside the batch, recording its internals
 	Seed                    uint64      // choice 0's
 	Generated               []int32     // choice 0's tokens
 	Tokens                  []api.Token // with their log-probabilities, when the request asked for them
