@@ -33,8 +33,9 @@ type Delta struct {
 	Content, Reasoning string
 	Tokens             []Token
 	// Internals are the extension's per-token internals of the tokens
-	// this delta releases (nil without the extension).
-	Internals []TokenInternals
+	// this delta releases (nil without the extension: a pointer, so a
+	// delta of a request without it is one word larger, not three).
+	Internals *Internals
 }
 
 // Choice is one generated answer.
@@ -134,14 +135,17 @@ func (r *Reply) release(d Delta) Delta {
 	r.c.Reasoning += d.Reasoning
 	d.Tokens, r.pending = r.pending, nil
 	r.c.Tokens = append(r.c.Tokens, d.Tokens...)
-	d.Internals, r.probed = r.probed, nil
-	r.c.Internals = append(r.c.Internals, d.Internals...)
+	if len(r.probed) > 0 {
+		d.Internals = &Internals{Tokens: r.probed}
+		r.c.Internals = append(r.c.Internals, r.probed...)
+		r.probed = nil
+	}
 	return d
 }
 
 // Empty reports a delta with nothing to send.
 func (d Delta) Empty() bool {
-	return d.Content == "" && d.Reasoning == "" && len(d.Tokens) == 0 && len(d.Internals) == 0
+	return d.Content == "" && d.Reasoning == "" && len(d.Tokens) == 0 && d.Internals == nil
 }
 
 // token is id's log-probability and the top alternatives at logits.

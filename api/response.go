@@ -153,7 +153,7 @@ func ChatChunk(id, model string, created int64, i int, d Delta, logprobs bool) C
 	if d.Content != "" {
 		m.Content = &d.Content
 	}
-	ch := ChatChoice{Index: i, Delta: m, Stepthrough: internals(d.Internals)}
+	ch := ChatChoice{Index: i, Delta: m, Stepthrough: d.Internals}
 	if logprobs && len(d.Tokens) > 0 {
 		ch.Logprobs = &ChatLogprobs{Content: ChatTokens(d.Tokens)}
 	}
@@ -244,7 +244,7 @@ func TextResponse(id, model string, created int64, choices []*Choice, u Usage, l
 
 // TextChunk is a streamed completions chunk (finish set on the last).
 func TextChunk(id, model string, created int64, i int, d Delta, finish string, logprobs bool, offset int) TextCompletion {
-	ch := TextChoice{Text: d.Content, Index: i, Stepthrough: internals(d.Internals)}
+	ch := TextChoice{Text: d.Content, Index: i, Stepthrough: d.Internals}
 	if finish != "" {
 		ch.FinishReason = &finish
 	}
