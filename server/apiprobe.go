@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -54,6 +55,9 @@ func (s *Server) setupProbe(x *apiExchange, base string) *api.Error {
 			return probeInvalid("stepthrough."+f.key, err, "")
 		}
 	}
+	if err := r.Validate(); err != nil { // the mean ablation's text too
+		return probeInvalid(probeParam(err), err, "")
+	}
 	edits, _ := r.Edits() // SetLesson read it
 	if err := edits.Check(c.EditShape()); err != nil {
 		return probeInvalid("stepthrough.ablate", err, "")
@@ -62,6 +66,15 @@ func (s *Server) setupProbe(x *apiExchange, base string) *api.Error {
 		probe: session.Probe{Lens: st.LensTop, Layers: st.Layers, Heads: st.Heads, Norms: st.Norms}}
 	x.watch.Ablate, x.watch.Steer, x.watch.MeanOver, x.watch.Probed = r.Ablate, r.Steer, r.MeanOver, true
 	return nil
+}
+
+// probeParam is the extension's field a run's validation error names.
+func probeParam(err error) string {
+	var pe *spec.Error
+	if errors.As(err, &pe) {
+		return "stepthrough." + strings.ReplaceAll(pe.Param, " ", "_")
+	}
+	return "stepthrough"
 }
 
 // probeInvalid is a 400 naming the extension's field at fault (and a

@@ -193,6 +193,8 @@ func TestStepthroughRefusals(t *testing.T) {
 		{name: "ablate past the model", ext: map[string]any{"ablate": "L9H1"}, param: "stepthrough.ablate"},
 		{name: "ablate not a string", ext: map[string]any{"ablate": 5}, param: "stepthrough.ablate"},
 		{name: "steer unreadable", ext: map[string]any{"steer": "happy"}, param: "stepthrough.steer"},
+		{name: "mean_over too long", ext: map[string]any{"ablate": "L1H1", "mean_over": strings.Repeat("a", 1001)}, param: "stepthrough.mean_over", saying: "at most 1000 bytes"},
+		{name: "mean_over past the context", ext: map[string]any{"ablate": "L1H1", "mean_over": strings.Repeat("é", 500)}, param: "stepthrough", saying: "1001 tokens (at most 512 here)"},
 		{name: "mean_over without ablate", ext: map[string]any{"mean_over": "a text"}, param: "stepthrough.mean_over", saying: "needs ablate"},
 		{name: "too much attention", ext: map[string]any{"attention": everything}, more: map[string]any{"max_tokens": 400, "n": 2},
 			param: "stepthrough.attention", code: "stepthrough_too_large", saying: "over the limit of 2000000 per response (attention: 4 layers × 6 heads"},

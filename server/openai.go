@@ -19,6 +19,7 @@ import (
 	"stepthrough/engine"
 	"stepthrough/engine/registry"
 	"stepthrough/engine/serve"
+	"stepthrough/session"
 	"stepthrough/wsconn"
 )
 
@@ -270,10 +271,16 @@ func (s *Server) modelError(name string, err error) *api.Error {
 
 // engineError answers a failure of the engine while it generated for
 // model name: a pass whose logits were not finite is the model's, named
-// (503); anything else the server's.
+// (503); what the request's interventions cannot do (a mean ablation's
+// text past the context) the request's (400); anything else the
+// server's.
 func engineError(name string, err error) *api.Error {
-	if errors.Is(err, engine.ErrNonFinite) {
+	var se *session.Error
+	switch {
+	case errors.Is(err, engine.ErrNonFinite):
 		return api.NonFinite(name, err)
+	case errors.As(err, &se):
+		return probeInvalid("stepthrough", err, "")
 	}
 	return api.Internal(err)
 }

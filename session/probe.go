@@ -156,7 +156,7 @@ func (r *probeRecorder) onLens(e hooks.Lens) {
 	ps.Position = e.Pos0 + e.N - 1
 	ps.Lens[e.Layer].Top = trace.Likeliest(row, r.p.Lens)
 	r.lens[e.Layer] = append(r.lens[e.Layer][:0], row...)
-	if e.Layer != r.layers-1 {
+	if e.Layer != r.layers-1 || len(ps.Lens[e.Layer].Top) == 0 { // none: every logit NaN (the pass then fails)
 		return
 	}
 	final := ps.Lens[e.Layer].Top[0].ID
