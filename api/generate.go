@@ -32,6 +32,10 @@ type TopLogprob struct {
 type Delta struct {
 	Content, Reasoning string
 	Tokens             []Token
+	// Internals are the extension's per-token internals of the tokens
+	// this delta releases (nil without the extension: a pointer, so a
+	// delta of a request without it is one word larger, not three).
+	Internals *Internals
 }
 
 // Choice is one generated answer.
@@ -40,9 +44,10 @@ type Choice struct {
 	Content   string
 	Reasoning string // between <think> and </think> at the start of the reply
 	ToolCalls []chattemplate.ToolCall
-	Tokens    []Token // with logprobs asked; else nil
-	IDs       []int32 // every generated token
-	Finish    string  // stop, length or tool_calls
+	Tokens    []Token          // with logprobs asked; else nil
+	IDs       []int32          // every generated token
+	Internals []TokenInternals // with the extension: every generated token's
+	Finish    string           // stop, length or tool_calls
 	Seed      uint64
 }
 
@@ -73,7 +78,8 @@ type Reply struct {
 	c       *Choice
 	sp      *splitter
 	pending []Token
-	keep    bool // the request asked for its tokens' log-probabilities
+	probed  []TokenInternals // internals waiting for the next delta
+	keep    bool             // the request asked for its tokens' log-probabilities
 }
 
 // Reply starts choice i.
@@ -115,20 +121,32 @@ func (r *Reply) End(finish string) (Delta, *Choice) {
 	return d, r.c
 }
 
+// Probe takes the internals of the next token, before Token takes the
+// token: the delta that releases the token's text carries them, or a
+// delta of their own while its text is held (a stop sequence forming).
+func (r *Reply) Probe(t TokenInternals) { r.probed = append(r.probed, t) }
+
 // release adds d to the choice with the tokens waiting for it.
 func (r *Reply) release(d Delta) Delta {
-	if d.Content == "" && d.Reasoning == "" && len(r.pending) == 0 {
+	if d.Content == "" && d.Reasoning == "" && len(r.pending) == 0 && len(r.probed) == 0 {
 		return Delta{}
 	}
 	r.c.Content += d.Content
 	r.c.Reasoning += d.Reasoning
 	d.Tokens, r.pending = r.pending, nil
 	r.c.Tokens = append(r.c.Tokens, d.Tokens...)
+	if len(r.probed) > 0 {
+		d.Internals = &Internals{Tokens: r.probed}
+		r.c.Internals = append(r.c.Internals, r.probed...)
+		r.probed = nil
+	}
 	return d
 }
 
 // Empty reports a delta with nothing to send.
-func (d Delta) Empty() bool { return d.Content == "" && d.Reasoning == "" && len(d.Tokens) == 0 }
+func (d Delta) Empty() bool {
+	return d.Content == "" && d.Reasoning == "" && len(d.Tokens) == 0 && d.Internals == nil
+}
 
 // token is id's log-probability and the top alternatives at logits.
 // It runs in the scheduler's goroutine for every token of choice 0, so it

@@ -54,6 +54,8 @@ type Request struct {
 	// find in the prefix cache to those sent with the same salt (and
 	// otherwise the same scope: the server's key, or the client's address).
 	CacheSalt string
+	// Stepthrough is the extension object (nil: absent).
+	Stepthrough *Stepthrough
 }
 
 // MaxCacheSalt is the longest cache_salt, in bytes.
@@ -90,6 +92,8 @@ type wire struct {
 	IgnoreEOS     bool     `json:"ignore_eos"`
 	// vLLM's
 	CacheSalt *string `json:"cache_salt"`
+	// Stepthrough's own (stepthrough.go)
+	Stepthrough json.RawMessage `json:"stepthrough"`
 }
 
 type wireMessage struct {
@@ -154,7 +158,7 @@ func decode(ctx context.Context, body []byte, lim Limits, chat bool) (*Request, 
 	if e != nil {
 		return nil, e
 	}
-	for _, f := range []func(wire, Limits) *Error{r.counts, r.stop, r.logprobs, r.sampling, r.cacheSalt} {
+	for _, f := range []func(wire, Limits) *Error{r.counts, r.stop, r.logprobs, r.sampling, r.cacheSalt, r.stepthrough} {
 		if e := f(w, lim); e != nil {
 			return nil, e
 		}

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -77,6 +78,7 @@ func TestDecode(t *testing.T) {
 func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"messages": [{"role": "user", "content": "x"}], "stop": ["a"], "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]}`), true)
 	f.Add([]byte(`{"prompt": ["x"], "logprobs": 2, "seed": 3}`), false)
+	f.Add([]byte(`{"prompt": "x", "stepthrough": {"logit_lens": {"top_k": 3}, "attention": {"layers": [0], "heads": [1, 2]}, "residual_norms": true, "ablate": "L1H1"}}`), false)
 	f.Fuzz(func(t *testing.T, body []byte, chat bool) {
 		r, e := decode(context.Background(), body, DefaultLimits, chat)
 		if (r == nil) == (e == nil) {
@@ -87,6 +89,13 @@ func FuzzDecode(f *testing.F) {
 		}
 		if r != nil && (r.N < 1 || r.MaxTokens > DefaultLimits.MaxTokens || len(r.Stop) > DefaultLimits.MaxStop || r.Sampler.Validate() != nil) {
 			t.Fatalf("accepted %+v", r)
+		}
+		if r == nil || r.Stepthrough == nil {
+			return
+		}
+		if st := r.Stepthrough; st.LensTop < 0 || st.LensTop > MaxLensTop || len(st.Layers) > MaxProbeList || len(st.Heads) > MaxProbeList ||
+			slices.ContainsFunc(append(st.Layers, st.Heads...), func(i int) bool { return i < 0 }) {
+			t.Fatalf("accepted %+v", st)
 		}
 	})
 }

@@ -48,6 +48,7 @@ type ChatChoice struct {
 	Delta        *ChatMessage  `json:"delta,omitempty"`
 	Logprobs     *ChatLogprobs `json:"logprobs"`
 	FinishReason *string       `json:"finish_reason"`
+	Stepthrough  *Internals    `json:"stepthrough,omitempty"` // the extension's (stepthrough.go)
 }
 
 // ChatMessage is the assistant's message (or a chunk's part of it).
@@ -137,7 +138,7 @@ func ChatResponse(id, model string, created int64, choices []*Choice, u Usage, l
 		if len(c.ToolCalls) > 0 && text == "" {
 			m.Content = nil
 		}
-		ch := ChatChoice{Index: c.Index, Message: m, FinishReason: &finish}
+		ch := ChatChoice{Index: c.Index, Message: m, FinishReason: &finish, Stepthrough: internals(c.Internals)}
 		if logprobs {
 			ch.Logprobs = &ChatLogprobs{Content: ChatTokens(c.Tokens)}
 		}
@@ -152,7 +153,7 @@ func ChatChunk(id, model string, created int64, i int, d Delta, logprobs bool) C
 	if d.Content != "" {
 		m.Content = &d.Content
 	}
-	ch := ChatChoice{Index: i, Delta: m}
+	ch := ChatChoice{Index: i, Delta: m, Stepthrough: d.Internals}
 	if logprobs && len(d.Tokens) > 0 {
 		ch.Logprobs = &ChatLogprobs{Content: ChatTokens(d.Tokens)}
 	}
@@ -198,6 +199,7 @@ type TextChoice struct {
 	Index        int           `json:"index"`
 	Logprobs     *TextLogprobs `json:"logprobs"`
 	FinishReason *string       `json:"finish_reason"`
+	Stepthrough  *Internals    `json:"stepthrough,omitempty"` // the extension's (stepthrough.go)
 }
 
 // TextLogprobs are the legacy completions' log-probabilities.
@@ -231,7 +233,7 @@ func TextResponse(id, model string, created int64, choices []*Choice, u Usage, l
 	r := TextCompletion{ID: id, Object: "text_completion", Created: created, Model: model, Usage: &u}
 	for _, c := range choices {
 		finish := c.Finish
-		ch := TextChoice{Text: c.Content, Index: c.Index, FinishReason: &finish}
+		ch := TextChoice{Text: c.Content, Index: c.Index, FinishReason: &finish, Stepthrough: internals(c.Internals)}
 		if logprobs {
 			ch.Logprobs = textLogprobs(c.Tokens, 0)
 		}
@@ -242,7 +244,7 @@ func TextResponse(id, model string, created int64, choices []*Choice, u Usage, l
 
 // TextChunk is a streamed completions chunk (finish set on the last).
 func TextChunk(id, model string, created int64, i int, d Delta, finish string, logprobs bool, offset int) TextCompletion {
-	ch := TextChoice{Text: d.Content, Index: i}
+	ch := TextChoice{Text: d.Content, Index: i, Stepthrough: d.Internals}
 	if finish != "" {
 		ch.FinishReason = &finish
 	}

@@ -134,6 +134,9 @@ type tokenStep struct {
 // order they happen. A client that goes away (ctx) frees its sequences
 // at the next step.
 func (s *Server) choices(ctx context.Context, x *apiExchange, emit func(i int, d api.Delta) error, done func(*api.Choice) error) ([]*api.Choice, error) {
+	if x.probe != nil {
+		return s.probedChoices(ctx, x, emit, done)
+	}
 	n := x.req.N
 	out := make(chan choiceEvent, n*(x.gen.Max+3))
 	replies := make([]*api.Reply, n)

@@ -19,6 +19,7 @@ import (
 	"stepthrough/engine"
 	"stepthrough/engine/registry"
 	"stepthrough/engine/serve"
+	"stepthrough/session"
 	"stepthrough/wsconn"
 )
 
@@ -147,11 +148,20 @@ func (s *Server) apiGenerate(chat bool) echo.HandlerFunc {
 		if e != nil {
 			return apiError(c, e)
 		}
-		x.watch.Raw = string(body[:min(len(body), maxWatchedBody)])
-		if req.Stream {
-			return s.stream(c, x)
+		if e := s.setupProbe(x, c.Scheme()+"://"+c.Request().Host); e != nil {
+			return apiError(c, e)
 		}
-		return s.respond(c, x)
+		x.watch.Raw = string(body[:min(len(body), maxWatchedBody)])
+		answer := func() error {
+			if req.Stream {
+				return s.stream(c, x)
+			}
+			return s.respond(c, x)
+		}
+		if x.probe != nil {
+			return s.probeInSlot(c, x, answer)
+		}
+		return answer()
 	}
 }
 
@@ -185,6 +195,7 @@ const maxWatchedBody = 64 << 10
 type apiExchange struct {
 	req     *api.Request
 	model   string
+	lm      *engine.Loaded
 	gen     *api.Generator
 	batch   *serve.Scheduler
 	id      string
@@ -194,6 +205,7 @@ type apiExchange struct {
 	cached  int         // prompt tokens read from the prefix cache
 	scope   string      // whose prefix-cache blocks it may read (cacheScope)
 	times   serve.Times // choice 0's, when it ended
+	probe   *apiProbe   // the "stepthrough" extension (nil: absent)
 }
 
 // prepare resolves the model, renders and tokenizes the prompt, and fits
@@ -236,7 +248,7 @@ func (s *Server) prepare(ctx context.Context, req *api.Request, scope string) (*
 	if max < 1 || len(ids)+max > capacity {
 		return nil, api.ContextExceeded(len(ids), max, capacity)
 	}
-	x := &apiExchange{req: req, model: name, batch: batch, created: time.Now().Unix(), scope: scope,
+	x := &apiExchange{req: req, model: name, lm: lm, batch: batch, created: time.Now().Unix(), scope: scope,
 		gen: &api.Generator{Tok: tk, Req: req, Prompt: p, IDs: ids, Max: max}}
 	x.id = s.watched.next(req.Chat)
 	x.watch = &Watched{ID: x.id, Time: time.Now(), Chat: req.Chat, Model: name, Prompt: p.Text, Template: p.Template, PromptTokens: len(ids), PromptIDs: ids, Sampler: req.Sampler}
@@ -259,10 +271,16 @@ func (s *Server) modelError(name string, err error) *api.Error {
 
 // engineError answers a failure of the engine while it generated for
 // model name: a pass whose logits were not finite is the model's, named
-// (503); anything else the server's.
+// (503); what the request's interventions cannot do (a mean ablation's
+// text past the context) the request's (400); anything else the
+// server's.
 func engineError(name string, err error) *api.Error {
-	if errors.Is(err, engine.ErrNonFinite) {
+	var se *session.Error
+	switch {
+	case errors.Is(err, engine.ErrNonFinite):
 		return api.NonFinite(name, err)
+	case errors.As(err, &se):
+		return probeInvalid("stepthrough", err, "")
 	}
 	return api.Internal(err)
 }
@@ -317,6 +335,9 @@ func (s *Server) chatInProcess(ctx context.Context, scope string, body []byte) (
 	}
 	x, e := s.prepare(ctx, req, scope)
 	if e != nil {
+		return inProcess{}, e
+	}
+	if e := s.setupProbe(x, ""); e != nil { // the caller holds a work slot
 		return inProcess{}, e
 	}
 	x.watch.Raw = string(body)

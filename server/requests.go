@@ -59,7 +59,7 @@ func (s *Server) requestDetail(c echo.Context) error {
 	p := views.RequestPage{ID: w.ID, Endpoint: endpoint(w.Chat), Model: w.Model, Time: w.Time.Format("2006-01-02 15:04:05"), Streamed: w.Streamed,
 		Request: indent(w.Raw), Prompt: w.Prompt, Template: w.Template, PromptTokens: w.PromptTokens,
 		Usage: [3]int{w.Usage.PromptTokens, w.Usage.CompletionTokens, w.Usage.TotalTokens}, Finish: w.Finish, Response: w.Response,
-		Seed: strconv.FormatUint(w.Seed, 10)}
+		Seed: strconv.FormatUint(w.Seed, 10), Probed: w.Probed}
 	if d := w.Usage.PromptTokensDetails; d != nil {
 		p.Cached = d.CachedTokens
 	}
@@ -117,6 +117,7 @@ func (s *Server) replay(w *Watched) (spec.Run, error) {
 	r.Prompt, r.Special, r.Sampler, r.MaxTokens = w.Prompt, true, w.Sampler, max(1, len(w.Generated))
 	r.Sampler.Seed, r.Sampler.SeedSet = w.Seed, true
 	r.Backend = "auto"
+	r.Ablate, r.Steer, r.MeanOver = w.Ablate, w.Steer, w.MeanOver
 	if err := r.Validate(); err != nil {
 		return r, err
 	}

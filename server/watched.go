@@ -26,14 +26,18 @@ type Watched struct {
 	PromptTokens int
 	PromptIDs    []int32 // the prompt's tokens (for the log-probabilities computed when the page is opened)
 	Sampler      sample.Params
-	Seed         uint64      // choice 0's
-	Generated    []int32     // choice 0's tokens
-	Tokens       []api.Token // with their log-probabilities, when the request asked for them
-	Steps        []tokenStep // choice 0's tokens: the batch step each came from, and its batch-mates
-	Response     string      // the JSON body, or the stream's events
-	Usage        api.Usage
-	Finish       string
-	Streamed     bool
+	// Ablate, Steer and MeanOver are the interventions the request ran
+	// with ("stepthrough" extension), as the Explorer's replay applies them.
+	Ablate, Steer, MeanOver string
+	Probed                  bool        // it ran outside the batch, recording its internals
+	Seed                    uint64      // choice 0's
+	Generated               []int32     // choice 0's tokens
+	Tokens                  []api.Token // with their log-probabilities, when the request asked for them
+	Steps                   []tokenStep // choice 0's tokens: the batch step each came from, and its batch-mates
+	Response                string      // the JSON body, or the stream's events
+	Usage                   api.Usage
+	Finish                  string
+	Streamed                bool
 }
 
 // Bounds on what the watch list keeps: one request's response (the JSON
@@ -66,7 +70,7 @@ func cut(s string, n int) string {
 
 // size estimates the bytes a kept request holds.
 func (w *Watched) size() int {
-	n := 512 + len(w.Raw) + len(w.Prompt) + len(w.Template) + len(w.Response) + 4*len(w.Generated) + 4*len(w.PromptIDs)
+	n := 512 + len(w.Raw) + len(w.Prompt) + len(w.Template) + len(w.Response) + 4*len(w.Generated) + 4*len(w.PromptIDs) + len(w.Ablate) + len(w.Steer) + len(w.MeanOver)
 	for _, st := range w.Steps {
 		n += 24
 		for _, m := range st.Mates {

@@ -36,6 +36,9 @@ type RequestPage struct {
 	Response                  string // the JSON body (indented) or the stream's events
 	Seed                      string
 	Cached                    int // prompt tokens read from the prefix cache
+	// Probed is a request that asked for the model's internals (the
+	// "stepthrough" extension): it ran outside the batch.
+	Probed bool
 }
 
 // RequestToken is one generated token beside what the API said of it.

@@ -1,7 +1,8 @@
 // The official openai npm client against a Stepthrough server: chat with
 // logprobs, a stop sequence, streaming, a tool call the client answers,
-// and an error. BASE_URL is the server's /v1; prints one line per check
-// and exits non-zero when one fails.
+// Stepthrough's "stepthrough" extension (whole, streamed, refused), and an
+// error. BASE_URL is the server's /v1; prints one line per check and
+// exits non-zero when one fails.
 import OpenAI from "openai";
 
 const client = new OpenAI({ baseURL: process.env.BASE_URL, apiKey: process.env.API_KEY || "unused", maxRetries: 0 });
@@ -41,6 +42,26 @@ if (call) {
   messages.push(first.choices[0].message, { role: "tool", tool_call_id: call.id, content: String(a + b) });
   const second = await client.chat.completions.create({ model: "lesson.gguf", messages, temperature: 0, tools });
   check("tool result", second.choices[0].message.content.includes(String(a + b)) && second.choices[0].finish_reason === "stop", second.choices[0]);
+}
+
+// Stepthrough's extension, passed as an undocumented request param (sent as-is in the body)
+const stepthrough = { logit_lens: { top_k: 2 }, attention: { layers: [0], heads: [0, 1] }, residual_norms: true, trace_url: true };
+const probe = await client.chat.completions.create({ model: "lesson.gguf", messages: user("What is the capital of France?"), temperature: 0, max_tokens: 4, stepthrough });
+const toks = probe.choices[0].stepthrough?.tokens ?? [];
+const sum = (xs) => xs.reduce((a, b) => a + b, 0);
+check("stepthrough", toks.length === probe.usage.completion_tokens && toks.every((t, j) => t.index === j && t.logit_lens.length === 4 &&
+  t.logit_lens.every((l) => l.top.length === 2) && t.logit_lens[3].top[0].id === t.id && t.logit_lens[3].final_rank === 1 &&
+  t.attention.length === 2 && t.attention[0].weights.length === t.position + 1 && Math.abs(sum(t.attention[1].weights) - 1) < 1e-4 &&
+  t.residual_norms.length === 4 && t.trace_url.endsWith(`/requests/${probe.id}#token-${j}`)), probe.choices[0]);
+const pstream = await client.chat.completions.create({ model: "lesson.gguf", messages: user("What is the capital of France?"), temperature: 0, max_tokens: 4, stream: true, stepthrough });
+const streamed = [];
+for await (const chunk of pstream) for (const ch of chunk.choices) streamed.push(...(ch.stepthrough?.tokens ?? []));
+check("stepthrough streamed", JSON.stringify(streamed.map((t) => [t.id, t.logit_lens, t.attention, t.residual_norms])) === JSON.stringify(toks.map((t) => [t.id, t.logit_lens, t.attention, t.residual_norms])), { streamed, toks });
+try {
+  await client.chat.completions.create({ model: "lesson.gguf", messages: user("Hi"), stepthrough: { attention: { layers: [9], heads: [0] } } });
+  check("stepthrough refused", false, "no error");
+} catch (e) {
+  check("stepthrough refused", e.status === 400 && e.param === "stepthrough.attention.layers[0]", { status: e.status, param: e.param, message: e.message });
 }
 
 try {

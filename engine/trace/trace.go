@@ -314,15 +314,15 @@ func (r *Recorder) lens(e hooks.Lens) {
 	}
 	L := &Lens{Last: vec(e.Logits[(e.N-1)*e.Vocab : e.N*e.Vocab])}
 	for t := k; t < e.N; t++ {
-		L.Top = append(L.Top, likeliest(e.Logits[t*e.Vocab:(t+1)*e.Vocab], r.opt.Lens))
+		L.Top = append(L.Top, Likeliest(e.Logits[t*e.Vocab:(t+1)*e.Vocab], r.opt.Lens))
 	}
 	r.layer(e.Layer).Lens = L
 }
 
-// likeliest are the n likeliest tokens of a row of logits with their
+// Likeliest are the n likeliest tokens of a row of logits with their
 // probabilities at T = 1 (as sample.Probabilities computes them), without
 // a vocabulary-wide copy of the row.
-func likeliest(row []float32, n int) []Candidate {
+func Likeliest(row []float32, n int) []Candidate {
 	m := float32(math.Inf(-1))
 	for _, l := range row {
 		m = max(m, l)

@@ -210,7 +210,7 @@ func TestLikeliestMatchesProbabilities(t *testing.T) {
 		{1, 1, 1},
 	} {
 		probs := sample.Probabilities(row, 1)
-		got := likeliest(row, 3)
+		got := Likeliest(row, 3)
 		for i, id := range sample.TopN(probs, 3) {
 			if got[i].ID != id || got[i].P != probs[id] || got[i].Logit != row[id] {
 				t.Errorf("%v: %d: %+v, want id %d p %g", row, i, got[i], id, probs[id])
