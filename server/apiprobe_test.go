@@ -18,9 +18,9 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"stepthrough/api"
-	"stepthrough/engine/registry/registrytest"
 	"stepthrough/engine/sample"
 	"stepthrough/engine/trace"
+	"stepthrough/models/modelstest"
 	"stepthrough/session"
 )
 
@@ -77,7 +77,7 @@ func TestStepthroughMatchesExplorer(t *testing.T) {
 			if run.Ablate != ablate {
 				t.Errorf("the replay runs with ablate %q, the request %q", run.Ablate, ablate)
 			}
-			se := session.New("w", "", registrytest.Lesson(t))
+			se := session.New("w", "", modelstest.Lesson(t))
 			defer se.Close()
 			if err := se.Open(ctx, run); err != nil {
 				t.Fatal(err)
