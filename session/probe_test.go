@@ -10,10 +10,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"stepthrough/engine"
-	"stepthrough/engine/registry/registrytest"
 	"stepthrough/engine/sample"
 	"stepthrough/engine/spec"
 	"stepthrough/engine/trace"
+	"stepthrough/models/modelstest"
 )
 
 // Generate's recorded passes are the Explorer's trace of the same run
@@ -21,7 +21,7 @@ import (
 // (lavapipe: skipped without it, failed under REQUIRE_VULKAN=1); and the
 // two backends generate the same tokens with the same lens tops.
 func TestGenerateProbeIsTheExplorers(t *testing.T) {
-	reg := registrytest.Lesson(t)
+	reg := modelstest.Lesson(t)
 	ctx := context.Background()
 	probe := Probe{Lens: 3, Layers: []int{3, 0}, Heads: []int{5, 0}, Norms: true}
 	got := map[string][]*Pass{}
