@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -67,9 +68,10 @@ func lessonStepIndex(c echo.Context, steps int) int {
 }
 
 // tryOther is "Try this on another model" for a step whose Explorer link
-// is explorer, on lesson model own: the link's fields but the model and
-// the stage (whose index depends on the model's layers), and the other
-// models offered; nil when there is none.
+// is explorer, on lesson model own: the link's fields but the model (a
+// stage by name stays: the other model opens at the same stage, or at the
+// start with a notice when it has no such layer), and the other models
+// offered; nil when there is none.
 func (s *Server) tryOther(own, explorer string) *views.TryOther {
 	u, err := url.Parse(explorer)
 	if err != nil {
@@ -88,10 +90,13 @@ func (s *Server) tryOther(own, explorer string) *views.TryOther {
 	q := u.Query()
 	keys := slices.Sorted(maps.Keys(q))
 	for _, k := range keys {
-		if k == "model" || k == "stage" {
+		if k == "model" {
 			continue
 		}
 		for _, v := range q[k] {
+			if k == "stage" && strings.Trim(v, "0123456789") == "" {
+				continue // a stage by index counts the model's layers: another model's differs
+			}
 			t.Fields = append(t.Fields, [2]string{k, v})
 		}
 	}

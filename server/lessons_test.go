@@ -444,8 +444,9 @@ func TestLessonStepShowsThePatchingGrid(t *testing.T) {
 
 // "Try this on another model" opens a step's prompt and settings in the
 // Explorer on another offered model: every field of the step's Explorer
-// link but the model and the stage, the lesson's own model not offered,
-// and the Explorer answers on the chosen model with that prompt.
+// link but the model, the lesson's own model not offered, and the
+// Explorer answers on the chosen model with that prompt, at the step's
+// stage.
 func TestTryStepOnAnotherModel(t *testing.T) {
 	s := mustNew(t, Config{Embedded: lessonModels()})
 	ts := httptest.NewServer(s.Handler())
@@ -468,9 +469,11 @@ func TestTryStepOnAnotherModel(t *testing.T) {
 	})
 	want := u.Query()
 	want.Del("model")
-	want.Del("stage")
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("the form's fields (-the Explorer link's but model and stage +form):\n%s", diff)
+		t.Errorf("the form's fields (-the Explorer link's but the model +form):\n%s", diff)
+	}
+	if want.Get("stage") == "" {
+		t.Fatalf("the Explorer link %q names no stage", explore)
 	}
 	var models []string
 	form.Find(`select[name="model"] option`).Each(func(_ int, o *goquery.Selection) {
@@ -491,6 +494,9 @@ func TestTryStepOnAnotherModel(t *testing.T) {
 	}
 	if p := page.Find(`textarea[name="prompt"]`).Text(); p != want.Get("prompt") {
 		t.Errorf("the Explorer's prompt %q, want the step's %q", p, want.Get("prompt"))
+	}
+	if st, _ := page.Find(`section.panel[data-stage]`).First().Attr("data-stage"); st != want.Get("stage") {
+		t.Errorf("the Explorer on %s opens at stage %q, want the step's %q", models[0], st, want.Get("stage"))
 	}
 	// a question's step offers it only once answered (the Explorer would show the answer)
 	for i, st := range mustLesson(t, "logits-and-softmax").Steps {

@@ -42,6 +42,12 @@ func TestModelsPageInBrowser(t *testing.T) {
 		if v, focused := eval[string](t, ctx, `document.getElementById("pull-ref").value`, false), eval[string](t, ctx, `document.activeElement.id`, false); !strings.Contains(v, "SmolLM2-135M") || focused != "pull-ref" {
 			t.Errorf("%s: a suggestion filled %q, focus on #%s", size.name, v, focused)
 		}
+		do(t, ctx, chromedp.SetValue(chromedp.CSS(`#pull-ref`), "Qwen3 0.6B")) // wrong on purpose: the refusal shows where the progress would
+		click(t, ctx, `[data-testid="pull"]`)
+		do(t, ctx, chromedp.WaitVisible(chromedp.CSS(`#pull-status [data-testid="error"]`)))
+		if msg := eval[string](t, ctx, `document.querySelector('#pull-status [data-testid="error"]').textContent`, false); !strings.Contains(msg, "repository") {
+			t.Errorf("%s: a malformed name is refused with %q", size.name, msg)
+		}
 		do(t, ctx, chromedp.SetValue(chromedp.CSS(`#pull-ref`), ref))
 		click(t, ctx, `[data-testid="pull"]`)
 		do(t, ctx, chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`[data-testid="pull-progress"][data-state="running"][data-done="%d"]`, half))))
@@ -75,6 +81,11 @@ func TestModelsPageInBrowser(t *testing.T) {
 		}
 		if w := pageWidth(t, ctx); w > int(size.w)+2 {
 			t.Errorf("%s: the page is %d px wide with the pulled model listed", size.name, w)
+		}
+		if size.w >= 1280 { // the whole table in view: the delete button not cut by its scroll region
+			if out := eval[float64](t, ctx, `(() => { const r = document.querySelector('#models-table .scroll').getBoundingClientRect(); const b = document.querySelector('[data-testid="delete"]').getBoundingClientRect(); return b.right - r.right; })()`, false); out > 0 {
+				t.Errorf("%s: the delete button ends %.0f px past the table's region", size.name, out)
+			}
 		}
 		screenshot(t, ctx, "models-pulled-"+size.name)
 		a.auditIn("models (pulled, "+size.name+")", variant)

@@ -172,6 +172,17 @@ func TestModelsPullCancelDelete(t *testing.T) {
 	if doc := get(t, ts.URL+"/?"+q.Encode()); doc.Find(`select[name="model"] option[selected]`).AttrOr("value", "") != ref || doc.Find("[data-current-stage]").Length() == 0 {
 		t.Errorf("the Explorer with the pulled model: selected %q", doc.Find(`select[name="model"] option[selected]`).AttrOr("value", ""))
 	}
+	// the Models page's link to the model opens the Explorer with it chosen
+	link := get(t, ts.URL+"/models").Find(`th[scope="row"] a`).FilterFunction(func(_ int, a *goquery.Selection) bool { return a.Text() == ref }).AttrOr("href", "")
+	if link == "" {
+		t.Fatalf("the Models page has no link to %s", ref)
+	}
+	if doc := get(t, ts.URL+link); doc.Find(`select[name="model"] option[selected]`).AttrOr("value", "") != ref || doc.Find(`[data-testid="error"]`).Length() != 0 {
+		t.Errorf("the Models page's link %s: the Explorer chose %q (error %q)", link, doc.Find(`select[name="model"] option[selected]`).AttrOr("value", ""), doc.Find(`[data-testid="error"]`).Text())
+	}
+	if doc := getStatus(t, ts.URL+"/?model=no-such.gguf", http.StatusBadRequest); !strings.Contains(doc.Find(`[data-testid="error"]`).Text(), "no-such.gguf") {
+		t.Errorf("a link to a model not offered: error %q", doc.Find(`[data-testid="error"]`).Text())
+	}
 	// delete: the link and its blob go, the model is no longer offered
 	blobs, _ := filepath.Glob(filepath.Join(cache, "models--org--tiny-GGUF", "blobs", "*"))
 	if code, _ := postForm(t, ts.URL+"/models/delete", url.Values{"name": {ref}}, ""); code != http.StatusSeeOther {

@@ -36,6 +36,7 @@ import (
 	"net/http"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/a-h/templ"
@@ -373,6 +374,12 @@ func (s *Server) index(c echo.Context) error {
 		}
 	} else if len(s.reg.Names()) == 0 {
 		runErr = errors.New("no models found: put a .gguf file in models/ or start with serve --models-dir DIR")
+	} else if m := q.Get("model"); m != "" { // a model's link (the Models page's): chosen in the form, run when the viewer writes a prompt
+		if !slices.Contains(s.reg.Names(), m) {
+			runErr = fmt.Errorf("no model %q is offered here: choose one from the list", truncate(m, 80))
+		} else {
+			settings.Model = m
+		}
 	}
 	status := http.StatusOK
 	if runErr != nil {

@@ -1,5 +1,5 @@
 // The Models page: a suggestion fills the pull form (and moves focus to
-// it); the page's live region (#announce) says when a pull starts and
+// it); a refused pull shows its reason; the page's live region (#announce) says when a pull starts and
 // ends, never each poll's bytes; focus left on a control the poll
 // removed (the cancel button of a pull that ended) goes to its words.
 (() => {
@@ -19,6 +19,15 @@
     if (!input) return;
     input.value = b.dataset.ref;
     input.focus();
+  });
+  // a refused pull or cancel (400, 401, 403, 409) answers with its reason
+  // for #pull-status: show it, where htmx leaves error answers unswapped
+  document.addEventListener("htmx:beforeSwap", (e) => {
+    const st = e.detail.xhr.status;
+    if (st >= 400 && st < 500 && e.detail.target && e.detail.target.id === "pull-status") {
+      e.detail.shouldSwap = true;
+      e.detail.isError = false;
+    }
   });
   document.addEventListener("htmx:afterSettle", () => {
     announce();

@@ -4,8 +4,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net/url"
 	"strconv"
+
+	"github.com/a-h/templ"
 )
+
+// explorerOn is the Explorer with a model chosen (a Models page's link).
+func explorerOn(model string) templ.SafeURL {
+	return templ.SafeURL("/?" + url.Values{"model": {model}}.Encode())
+}
 
 // f formats a number compactly for tables.
 func f(v float64) string {
