@@ -47,7 +47,25 @@ func (s *Server) modelsPage(c echo.Context) error {
 }
 
 // modelsBase is the page without a pull or a message.
+// offerCached offers the Hugging Face cache's models that came since the
+// server started (pulled from the command line beside it): the Models
+// page and the API's model list look before they answer.
+func (s *Server) offerCached(c echo.Context) {
+	if s.cfg.Hub == nil {
+		return
+	}
+	ms, err := s.cfg.Hub.Cache.Models()
+	if err != nil {
+		s.reqLog(c).Warn("reading the Hugging Face cache", "err", err)
+		return
+	}
+	for _, m := range ms {
+		s.reg.AddFile(m.Name, m.Path) // those offered already stay as they are
+	}
+}
+
 func (s *Server) modelsBase(c echo.Context) views.ModelsPage {
+	s.offerCached(c)
 	p := views.ModelsPage{Rows: s.modelRows(), CanPull: s.cfg.Hub != nil, NeedKey: !s.keyOK(c)}
 	if s.cfg.Hub != nil {
 		p.Cache = s.cfg.Hub.Cache.Dir

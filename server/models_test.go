@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -234,5 +235,36 @@ func TestModelsNeedKey(t *testing.T) {
 	}
 	if code, body := postForm(t, ts.URL+"/models/pull", url.Values{"ref": {"org/tiny-GGUF"}}, "sesame"); code != http.StatusOK || !strings.Contains(body, "pull-progress") {
 		t.Errorf("a pull with the key: %d %s", code, body)
+	}
+}
+
+// A model pulled into the cache beside a running server (stepthrough pull
+// in another terminal) is offered by the API's model list and the Models
+// page without a restart.
+func TestModelPulledBesideTheServer(t *testing.T) {
+	hub, ts, cache, _ := modelsHub(t, "")
+	const ref = "org/tiny-GGUF:Q8_0"
+	if strings.Contains(get(t, ts.URL+"/models").Text(), ref) {
+		t.Fatalf("%s offered before any pull", ref)
+	}
+	r, err := hfhub.ParseRef(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	beside := &hfhub.Client{Endpoint: hub.URL(), Cache: hfhub.Cache{Dir: cache}, Stall: time.Minute, Backoff: time.Millisecond, HeadBytes: 4 << 10}
+	if _, err := beside.Pull(context.Background(), hfhub.Request{Ref: r}, hfhub.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(ts.URL + "/v1/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), `"id":"`+ref+`"`) {
+		t.Errorf("/v1/models after a pull beside the server: %s", body)
+	}
+	if doc := get(t, ts.URL+"/models"); doc.Find(`[data-testid="model-row"][data-model="`+ref+`"]`).Length() != 1 {
+		t.Errorf("the Models page does not list %s pulled beside it", ref)
 	}
 }

@@ -114,6 +114,7 @@ func (s *Server) apiAuth(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 func (s *Server) apiModels(c echo.Context) error {
+	s.offerCached(c)
 	l := api.ModelList{Object: "list", Data: []api.Model{}}
 	for _, n := range s.reg.Names() {
 		l.Data = append(l.Data, api.Model{ID: n, Object: "model", Created: s.started.Unix(), OwnedBy: "stepthrough"})
