@@ -274,3 +274,19 @@ func TestPhoneShowsTheStageFirst(t *testing.T) {
 		t.Error("the phone's prompt link shows on a laptop, where the form is beside the stage")
 	}
 }
+
+// Compare's form says what it is doing while a slow comparison runs (a
+// real model's lanes take seconds each), in its status line; back at
+// the form, the line is empty again.
+func TestCompareSaysItIsBusy(t *testing.T) {
+	ctx, base, _ := browserServer(t, Config{Embedded: lessonModels()})
+	do(t, ctx, chromedp.EmulateViewport(390, 844), chromedp.Navigate(base+"/compare"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="busy-note"]`)))
+	if s := eval[string](t, ctx, `document.querySelector('[data-testid="busy-note"]').textContent`, false); s != "" {
+		t.Fatalf("the status line says %q before any comparison", s)
+	}
+	// the submit as the button sends it, the page kept (the request is not the point)
+	said := eval[string](t, ctx, `(() => { const f = document.querySelector('form[data-busy]'); f.addEventListener('submit', e => e.preventDefault()); f.requestSubmit(); return f.getAttribute('aria-busy') + ': ' + document.querySelector('[data-testid="busy-note"]').textContent; })()`, false)
+	if !strings.HasPrefix(said, "true: Comparing") {
+		t.Errorf("while comparing, the form says %q", said)
+	}
+}

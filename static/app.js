@@ -67,6 +67,23 @@
     if (r.value !== w.value) { r.value = w.value; sliderShows(r); sendSlider(r); } else slide.want = null;
   }
   document.addEventListener("submit", (e) => { if (e.target.matches && e.target.matches("form[hx-trigger='slide']")) e.preventDefault(); });
+  // A form whose answer is a slow page (data-busy: what it is doing) says
+  // so in its status line while the browser waits for it.
+  document.addEventListener("submit", (e) => {
+    const f = e.target;
+    if (!f.matches || !f.matches("form[data-busy]")) return;
+    const note = f.querySelector(".busy-note");
+    if (note) note.textContent = f.dataset.busy;
+    f.setAttribute("aria-busy", "true");
+  });
+  // back from the results (the page restored from the back-forward cache): nothing is running
+  window.addEventListener("pageshow", () => {
+    document.querySelectorAll("form[data-busy]").forEach((f) => {
+      f.removeAttribute("aria-busy");
+      const note = f.querySelector(".busy-note");
+      if (note) note.textContent = "";
+    });
+  });
   // The settings form's "Switched off" field follows the run's
   // interventions (#state's data-ablate): one switched from a panel, or
   // the model restored, is written there, so the next Run keeps it; what
