@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -167,6 +168,20 @@ func (s *Server) deleteModel(c echo.Context) error {
 	return c.Redirect(http.StatusSeeOther, "/models?notice="+url.QueryEscape("Deleted "+name+" from the Hugging Face cache."))
 }
 
+// memoryRunTokens is the run the Models page's memory column sizes the KV
+// cache for: a long conversation, where a model's full context (40,960
+// tokens for Qwen3) would ask for gigabytes no run here holds.
+const memoryRunTokens = 4096
+
+// thousands writes n with thousands separators.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
 // modelRows describes every offered model from its header alone.
 func (s *Server) modelRows() []views.ModelRow {
 	var cache string
@@ -196,10 +211,16 @@ func (s *Server) modelRows() []views.ModelRow {
 			r.Family, r.Params, r.Type = cmp.Or(sm.Arch, "?"), model.HumanCount(sm.Params), sm.Type
 			if sm.Context > 0 && sm.Layers > 0 && sm.KVHeads > 0 && sm.HeadDim > 0 {
 				sh := memcalc.Shape{Name: name, Layers: sm.Layers, Heads: sm.KVHeads, KVHeads: sm.KVHeads, HeadDim: sm.HeadDim}
-				kv := memcalc.Find(memcalc.Calculate(sh, memcalc.Inputs{KVBytes: 4, Context: sm.Context, Batch: 1}), "KV cache per user")
+				kvAt := func(tokens int) int64 {
+					return int64(memcalc.Find(memcalc.Calculate(sh, memcalc.Inputs{KVBytes: 4, Context: tokens, Batch: 1}), "KV cache per user").Value)
+				}
 				if size > 0 {
-					r.Memory = hfhub.Size(size + int64(kv.Value))
-					r.MemoryWorking = fmt.Sprintf("%s of weights + %s of KV cache for %d tokens", hfhub.Size(size), hfhub.Size(int64(kv.Value)), sm.Context)
+					run := min(sm.Context, memoryRunTokens)
+					r.Memory = hfhub.Size(size + kvAt(run))
+					r.MemoryWorking = fmt.Sprintf("%s of weights + %s of KV cache for %s tokens", hfhub.Size(size), hfhub.Size(kvAt(run)), thousands(run))
+					if sm.Context > run {
+						r.MemoryWorking += fmt.Sprintf("; %s at its full context of %s tokens", hfhub.Size(size+kvAt(sm.Context)), thousands(sm.Context))
+					}
 				}
 			}
 		}

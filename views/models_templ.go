@@ -276,7 +276,7 @@ func modelsTable(rows []ModelRow, oob bool) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 26, "\"><h2 id=\"models-title\">Models offered</h2><p class=\"note\">What this server offers to the Explorer, the lessons and the API. Memory needed is the weights plus the KV cache at the model's context (F32, as this engine keeps it).</p><div class=\"scroll\" tabindex=\"0\" role=\"region\" aria-label=\"models offered table\"><table><caption>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 26, "\"><h2 id=\"models-title\">Models offered</h2><p class=\"note\">What this server offers to the Explorer, the lessons and the API. Memory needed is the weights plus the KV cache (F32, as this engine keeps it) for a 4,096-token run, or the model's context when shorter; the line below gives it at a longer full context.</p><div class=\"scroll\" tabindex=\"0\" role=\"region\" aria-label=\"models offered table\"><table><caption>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
