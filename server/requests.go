@@ -14,6 +14,7 @@ import (
 
 	"stepthrough/engine/sample"
 	"stepthrough/engine/spec"
+	"stepthrough/engine/trace"
 	"stepthrough/views"
 )
 
@@ -101,7 +102,7 @@ func (s *Server) requestDetail(c echo.Context) error {
 		}
 		if p.Explorer != "" {
 			r := run
-			r.View = spec.View{Token: i, Stage: softmaxStage(i, m.Config.Layers), Layer: -1, Temperature: 1}
+			r.View = spec.View{Token: i, StageName: string(trace.StageSoftmax), Layer: -1, Temperature: 1}
 			t.Softmax = "/?" + r.Query().Encode()
 		}
 		p.Tokens = append(p.Tokens, t)
@@ -122,17 +123,6 @@ func (s *Server) replay(w *Watched) (spec.Run, error) {
 		return r, err
 	}
 	return r, nil
-}
-
-// softmaxStage is the softmax stage's index in token step i of a plain run
-// recording every layer: [tokenize,] embed, attention and MLP per layer,
-// logits, softmax.
-func softmaxStage(i, layers int) int {
-	first := 0
-	if i == 0 {
-		first = 1 // the prompt's step opens with tokenize
-	}
-	return first + 1 + 2*layers + 1
 }
 
 // indent pretty-prints JSON (anything else as it is).
