@@ -63,3 +63,19 @@ func TestQuantizationDriftByLayer(t *testing.T) {
 		t.Errorf("%d fragile heads, want 3 per precision", n)
 	}
 }
+
+// Over the work budget the section says so (the estimate, the limit and
+// what to change) instead of measuring, and the rest of the page stands.
+func TestQuantizationDriftOverBudget(t *testing.T) {
+	ts := httptest.NewServer(mustNew(t, Config{Embedded: lessonModels(), WorkBudget: 1000}).Handler())
+	t.Cleanup(ts.Close)
+	q := url.Values{"model": {"lesson-v3.gguf"}, "n": {"2"}, "types": {"Q8_0"}}
+	doc := get(t, ts.URL+"/quantization?"+q.Encode())
+	note := doc.Find(`[data-testid="quant-drift-note"]`).Text()
+	if !strings.Contains(note, "multiply-adds") || !strings.Contains(note, "use a shorter prompt or fewer precisions") {
+		t.Errorf("note %q", note)
+	}
+	if doc.Find(`[data-testid="chart-drift"]`).Length() != 0 || doc.Find(`[data-testid="quant-row"]`).Length() != 2 {
+		t.Error("want no chart and the summary's two rows")
+	}
+}

@@ -132,7 +132,7 @@ func (s *Server) fillQuantPage(ctx context.Context, q quantQuery, p *views.Quant
 	if err != nil {
 		return err
 	}
-	if err := fillQuantDrift(ctx, p, variants, q.types, prompt); err != nil {
+	if err := s.fillQuantDrift(ctx, p, variants, q.types, prompt); err != nil {
 		return err
 	}
 	tk := base.Tokenizer
@@ -174,9 +174,17 @@ func (s *Server) fillQuantPage(ctx context.Context, q quantQuery, p *views.Quant
 
 // fillQuantDrift reads the prompt (its first quantlens.MaxTokens tokens)
 // with the model as stored and with each precision, and compares them
-// layer by layer.
-func fillQuantDrift(ctx context.Context, p *views.QuantPage, variants []quantize.Variant, types []string, prompt []int32) error {
+// layer by layer; over the work budget (the logit lens after every layer
+// of a large vocabulary) the section says so instead.
+func (s *Server) fillQuantDrift(ctx context.Context, p *views.QuantPage, variants []quantize.Variant, types []string, prompt []int32) error {
 	ids := prompt[:min(len(prompt), quantlens.MaxTokens)]
+	m := variants[0].Loaded.Model
+	what := fmt.Sprintf("the drift by layer reads %d tokens %d times with the logit lens after each of %d layers", len(ids), len(variants), m.Config.Layers)
+	work := int64(len(variants)) * (m.PassWork(len(ids), 0, len(ids)) + m.LensWork(len(ids)))
+	if err := s.checkWork(what, work, "use a shorter prompt or fewer precisions"); err != nil {
+		p.Drift = views.QuantDrift{Note: err.Error()}
+		return nil
+	}
 	ref, err := quantlens.Run(ctx, variants[0].Loaded, ids)
 	if err != nil {
 		return err

@@ -9,6 +9,7 @@ type QuantDrift struct {
 	Rows    []QuantDriftRow // the chart's data, one row per precision and layer
 	Lens    []string        // per precision, where the logit lens first disagrees, in words
 	Fragile []QuantFragile  // per precision, the heads whose patterns moved most
+	Note    string          // why the section was not measured (the work budget), instead of all above
 }
 
 // QuantDriftRow is one precision at one layer: the relative error after
