@@ -26,9 +26,11 @@ type Head struct {
 type Layer struct {
 	Attn, MLP Drift // after the attention block, after the MLP
 	Heads     []Head
-	// LensAgree says, per position, whether the logit lens's top token
-	// after this layer is the same under both types.
-	LensAgree []bool
+	// LensRef and LensOther are, per position, the logit lens's top token
+	// after this layer under the reference and under the other type;
+	// LensAgree says where they are the same.
+	LensRef, LensOther []int32
+	LensAgree          []bool
 }
 
 // Report is two passes over one prompt compared, the first (Ref) the
@@ -56,7 +58,7 @@ func Compare(ref, other *Pass) (*Report, error) {
 	}
 	for l := range ref.Layers {
 		layer := Layer{Attn: drift(ref.AttnResid[l], other.AttnResid[l], n, ref.Embd), MLP: drift(ref.MLPResid[l], other.MLPResid[l], n, ref.Embd),
-			Heads: heads(ref.Weights[l], other.Weights[l], n, ref.Heads), LensAgree: make([]bool, n)}
+			Heads: heads(ref.Weights[l], other.Weights[l], n, ref.Heads), LensRef: ref.LensTop[l], LensOther: other.LensTop[l], LensAgree: make([]bool, n)}
 		for t := range n {
 			layer.LensAgree[t] = ref.LensTop[l][t] == other.LensTop[l][t]
 			if !layer.LensAgree[t] && r.FirstDisagree[t] < 0 {
