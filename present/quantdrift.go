@@ -29,9 +29,11 @@ func QuantDrift(types []string, reps []*quantlens.Report) views.QuantDrift {
 				Cosine: quantlens.SpreadOf(layer.MLP.Cosine).Mean, LensAgree: layer.LensAgreements(), Positions: len(r.Tokens)})
 		}
 		d.Lens = append(d.Lens, lensWords(types[i], r))
+		f := views.QuantFragile{Type: types[i]}
 		for _, h := range r.FragileHeads(FragilePerType) {
-			d.Fragile = append(d.Fragile, views.QuantFragile{Type: types[i], Head: fmt.Sprintf("L%dH%d", h.Layer+1, h.Index+1), JSMean: h.JSMean, JSMax: h.JSMax})
+			f.Heads = append(f.Heads, views.QuantHeadJS{Head: fmt.Sprintf("L%dH%d", h.Layer+1, h.Index+1), JSMean: h.JSMean, JSMax: h.JSMax})
 		}
+		d.Fragile = append(d.Fragile, f)
 	}
 	d.Chart = driftChart(types, reps)
 	return d

@@ -40,7 +40,7 @@ func TestQuantizationPageInBrowser(t *testing.T) {
 		if n := eval[int](t, ctx, `document.querySelectorAll('[data-testid="quant-drift-row"]').length`, false); n < 2 || n%2 != 0 {
 			t.Errorf("%s: %d drift rows, want each layer for Q8_0 and Q4_0", size.name, n)
 		}
-		if n := eval[int](t, ctx, `document.querySelectorAll('[data-testid="quant-fragile-row"]').length`, false); n != 6 {
+		if n := eval[int](t, ctx, `document.querySelectorAll('[data-testid="quant-fragile-head"]').length`, false); n != 6 {
 			t.Errorf("%s: %d fragile heads, want 3 per precision", size.name, n)
 		}
 		if w := eval[float64](t, ctx, `document.querySelector('[data-testid="chart-drift"]').closest('[role="region"]').getBoundingClientRect().right`, false); w <= 0 || w > float64(size.w) {

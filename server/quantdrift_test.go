@@ -59,8 +59,11 @@ func TestQuantizationDriftByLayer(t *testing.T) {
 	if lens.Length() != 2 || !strings.HasPrefix(lens.First().Text(), "Q8_0: on the next token") {
 		t.Errorf("lens sentences: %q", lens.Text())
 	}
-	if n := sec.Find(`[data-testid="quant-fragile-row"]`).Length(); n != 2*3 {
-		t.Errorf("%d fragile heads, want 3 per precision", n)
+	if n, h := sec.Find(`[data-testid="quant-fragile-row"]`).Length(), sec.Find(`[data-testid="quant-fragile-head"]`).Length(); n != 2 || h != 2*3 {
+		t.Errorf("%d precisions with %d fragile heads, want 2 with 3 each", n, h)
+	}
+	if !strings.Contains(sec.Find(`[data-testid="quant-drift-data"] summary`).Text(), "The chart's data") {
+		t.Error("the chart's data table has no summary naming it")
 	}
 }
 

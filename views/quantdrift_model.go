@@ -24,10 +24,15 @@ type QuantDriftRow struct {
 	LensAgree, Positions int
 }
 
-// QuantFragile is one head's pattern change under a precision: the
-// Jensen–Shannon divergence of its rows in bits, mean and largest over
-// positions.
+// QuantFragile is a precision's most fragile heads, the most moved first.
 type QuantFragile struct {
-	Type, Head    string
+	Type  string
+	Heads []QuantHeadJS
+}
+
+// QuantHeadJS is one head's pattern change: the Jensen–Shannon divergence
+// of its rows in bits, mean and largest over positions.
+type QuantHeadJS struct {
+	Head          string
 	JSMean, JSMax float64
 }
