@@ -7,7 +7,7 @@
 // the final next-token distributions (package quantize's Stat). It
 // reads every value from the engine's hooks, so it measures the pass a
 // viewer sees; whether a mechanism survives is measured with the
-// engine's own head scores and copy count (Mechanism).
+// engine's own head scores and copy count (MeasureMechanism).
 package quantlens
 
 import (
