@@ -41,6 +41,7 @@ var commands = map[string]command{
 	"heads":        {"score every attention head as an induction and a previous-token head, and measure copying without the induction heads", runHeads},
 	"synth":        {"write a random-weight model of a given shape (for benchmarks and tests)", runSynth},
 	"quantize":     {"write a model with its weights in fewer bits (F16 … Q4_K_M)", runQuantize},
+	"quantlens":    {"where inside the model a weight type strays: the residual stream, heads and logit lens layer by layer against the file's own type", runQuantLens},
 	"perplexity":   {"perplexity on a text, and KL divergence against a base model", runPerplexity},
 	"compare":      {"run decoding strategies side by side on one prompt", runCompare},
 	"check-lesson": {"check lesson files and verify their claims (expect: lines) on the engine", runCheckLesson},

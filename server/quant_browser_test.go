@@ -10,8 +10,9 @@ import (
 
 // The quantization page in a real browser at phone and projector sizes:
 // a row per precision (the stored model's KL 0, fewer bits drift more), a
-// card per precision at the current step, the weights table and one
-// block's histogram; stepping moves to the next position.
+// card per precision at the current step, the drift by layer (its chart
+// region inside the viewport, its data table, the fragile heads), the weights
+// table and one block's histogram; stepping moves to the next position.
 func TestQuantizationPageInBrowser(t *testing.T) {
 	ctx, base := browserWith(t, Config{Embedded: lessonModels()})
 	q := url.Values{"model": {"lesson.gguf"}, "prompt": {"Once upon a time, there was a girl named"}, "n": {"12"}, "types": {"Q8_0", "Q4_0"}}
@@ -36,10 +37,20 @@ func TestQuantizationPageInBrowser(t *testing.T) {
 		if n := eval[int](t, ctx, `document.querySelectorAll('[data-testid="quant-tensor"]').length`, false); n < 10 {
 			t.Errorf("%s: %d tensors listed", size.name, n)
 		}
+		if n := eval[int](t, ctx, `document.querySelectorAll('[data-testid="quant-drift-row"]').length`, false); n < 2 || n%2 != 0 {
+			t.Errorf("%s: %d drift rows, want each layer for Q8_0 and Q4_0", size.name, n)
+		}
+		if n := eval[int](t, ctx, `document.querySelectorAll('[data-testid="quant-fragile-head"]').length`, false); n != 6 {
+			t.Errorf("%s: %d fragile heads, want 3 per precision", size.name, n)
+		}
+		if w := eval[float64](t, ctx, `document.querySelector('[data-testid="chart-drift"]').closest('[role="region"]').getBoundingClientRect().right`, false); w <= 0 || w > float64(size.w) {
+			t.Errorf("%s: the drift chart's region ends at %g px in a %d px viewport", size.name, w, size.w)
+		}
 		if w := pageWidth(t, ctx); w > int(size.w)+2 {
 			t.Errorf("%s: the page is %d px wide in a %d px viewport", size.name, w, size.w)
 		}
 		screenshot(t, ctx, "quantization-"+size.name)
+		viewShot(t, ctx, `[data-testid="quant-drift"]`, "quantization-drift-"+size.name)
 	}
 	// the lesson: the word changes at Q4_0, converted in memory for the step
 	for step, want := range map[string]string{"0": "\" toy\"", "3": "\" sock\""} {

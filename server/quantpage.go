@@ -15,6 +15,8 @@ import (
 	"stepthrough/engine/model"
 	"stepthrough/engine/quant"
 	"stepthrough/engine/quantize"
+	"stepthrough/engine/quantlens"
+	"stepthrough/present"
 	"stepthrough/views"
 )
 
@@ -130,6 +132,9 @@ func (s *Server) fillQuantPage(ctx context.Context, q quantQuery, p *views.Quant
 	if err != nil {
 		return err
 	}
+	if err := s.fillQuantDrift(ctx, p, variants, q.types, prompt); err != nil {
+		return err
+	}
 	tk := base.Tokenizer
 	piece := func(id int32) string { return views.PieceLabel(tk.Display(id)) }
 	p.KVBytesPerToken = base.KVBytesPerToken()
@@ -164,6 +169,39 @@ func (s *Server) fillQuantPage(ctx context.Context, q quantQuery, p *views.Quant
 	}
 	qm, _ := s.reg.Quantize(q.model, q.tensors)
 	histogram(p, base, qm.Loaded.Model, reports[q.tensors])
+	return nil
+}
+
+// fillQuantDrift reads the prompt (its first quantlens.MaxTokens tokens)
+// with the model as stored and with each precision, and compares them
+// layer by layer; over the work budget (the logit lens after every layer
+// of a large vocabulary) the section says so instead.
+func (s *Server) fillQuantDrift(ctx context.Context, p *views.QuantPage, variants []quantize.Variant, types []string, prompt []int32) error {
+	ids := prompt[:min(len(prompt), quantlens.MaxTokens)]
+	m := variants[0].Loaded.Model
+	what := fmt.Sprintf("the drift by layer reads %d tokens %d times with the logit lens after each of %d layers", len(ids), len(variants), m.Config.Layers)
+	work := int64(len(variants)) * (m.PassWork(len(ids), 0, len(ids)) + m.LensWork(len(ids)))
+	if err := s.checkWork(what, work, "use a shorter prompt or fewer precisions"); err != nil {
+		p.Drift = views.QuantDrift{Note: err.Error()}
+		return nil
+	}
+	ref, err := quantlens.Run(ctx, variants[0].Loaded, ids)
+	if err != nil {
+		return err
+	}
+	var reps []*quantlens.Report
+	for _, v := range variants[1:] {
+		pass, err := quantlens.Run(ctx, v.Loaded, ids)
+		if err != nil {
+			return fmt.Errorf("%s: %w", v.Type, err)
+		}
+		r, err := quantlens.Compare(ref, pass)
+		if err != nil {
+			return err
+		}
+		reps = append(reps, r)
+	}
+	p.Drift = present.QuantDrift(types, reps)
 	return nil
 }
 

@@ -18,6 +18,7 @@ type QuantPage struct {
 	HistName                     string
 	HistBefore, HistAfter        []float64 // bar heights 0..1
 	HistMin, HistMax, HistBlockN float64
+	Drift                        QuantDrift // inside the model: the prompt's drift by layer
 }
 
 // QuantRow is one precision over the generation.

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"stepthrough/engine/model"
+	"stepthrough/engine/oracle"
 	"stepthrough/engine/quant"
 )
 
@@ -70,7 +71,7 @@ func TestFamiliesMatchNaiveForward(t *testing.T) {
 			if tc.Window > 0 && len(ids) < 3*tc.Window || len(ids) < tileMinRows {
 				t.Fatalf("prompt of %d tokens is too short for the window %d and the tiles", len(ids), tc.Window)
 			}
-			want := naiveForward(m, ids)
+			want := oracle.Forward(m, ids)
 			for _, batch := range []int{512, 3} {
 				got := forwardAll(t, m, Options{Threads: 2, MaxBatch: batch}, ids)
 				V := m.Config.Vocab

@@ -10,6 +10,7 @@ import (
 	"stepthrough/engine/hooks"
 	"stepthrough/engine/intervene"
 	"stepthrough/engine/model"
+	"stepthrough/engine/oracle"
 	"stepthrough/engine/quant"
 )
 
@@ -52,10 +53,10 @@ func TestInterventionsMatchOracle(t *testing.T) {
 			{"patched head at the last position", intervene.Set{Edits: []intervene.Edit{{Layer: 1, Site: intervene.Head, Index: 1, Pos: last, Op: intervene.Replace, Vector: vec(c.HeadDim)}}}},
 			{"steered layer", intervene.Set{Edits: []intervene.Edit{{Layer: 1, Site: intervene.Resid, Pos: -1, Op: intervene.Add, Factor: 4, Vector: vec(c.Embd)}}}},
 		}
-		plain := naiveForward(m, ids)
+		plain := oracle.Forward(m, ids)
 		for _, tc := range cases {
 			t.Run(o.Arch+"/"+tc.name, func(t *testing.T) {
-				want := naiveEdited(m, ids, &tc.set, nil)
+				want := oracle.Edited(m, ids, &tc.set, nil)
 				if moved := maxDiff64(want, plain); moved < 1e-3 {
 					t.Fatalf("the edit moves the oracle's logits by %g: the case tests nothing", moved)
 				}
@@ -164,7 +165,7 @@ func TestLensMatchesOracle(t *testing.T) {
 			ids := m.Tokenizer.EncodeIDs("once upon a time the little cat saw a big red ball", true)
 			set := &intervene.Set{Edits: []intervene.Edit{{Layer: 0, Site: intervene.Head, Index: 1, Pos: -1, Op: intervene.Zero}}}
 			want := make([][][]float64, c.Layers)
-			logits := naiveEdited(m, ids, set, func(l, p int, x []float64) { want[l] = append(want[l], output64(m, x)) })
+			logits := oracle.Edited(m, ids, set, func(l, p int, x []float64) { want[l] = append(want[l], oracle.Output(m, x)) })
 			got := make([][]float32, c.Layers)
 			watch := &hooks.Hooks{OnLens: func(e hooks.Lens) { got[e.Layer] = append(got[e.Layer], e.Logits[:e.N*e.Vocab]...) }}
 			r, err := NewRunner(m, Options{Threads: 2, MaxBatch: 5})

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"stepthrough/engine/model"
+	"stepthrough/engine/oracle"
 	"stepthrough/engine/quant"
 )
 
@@ -469,7 +470,7 @@ func TestRunnerMatchesNaiveForward(t *testing.T) {
 	} {
 		m := synthModel(t, tc)
 		ids := m.Tokenizer.EncodeIDs("once upon a time the little cat saw a big red ball", true)
-		want := naiveForward(m, ids)
+		want := oracle.Forward(m, ids)
 		got := forwardAll(t, m, Options{Threads: 2, MaxBatch: 4}, ids)
 		V := m.Config.Vocab
 		var worst float64
@@ -539,7 +540,7 @@ func TestTiledAttentionMatchesNaiveForward(t *testing.T) {
 		if len(ids) < 2*tileMinRows+3 {
 			t.Fatalf("prompt of %d tokens: too short for tiles", len(ids))
 		}
-		want := naiveForward(m, ids)
+		want := oracle.Forward(m, ids)
 		V := m.Config.Vocab
 		for _, chunk := range []int{64, 19} { // one pass; chunks that start mid-cache
 			r, err := NewRunner(m, Options{Threads: 2, MaxBatch: chunk})

@@ -104,7 +104,7 @@ func Compare(ctx context.Context, variants []Variant, prompt []int32, n int) ([]
 			}
 		}
 		for s := range ref {
-			st := stat(dists[0][s], dists[i][s])
+			st := Stat(dists[0][s], dists[i][s])
 			r.Steps = append(r.Steps, st)
 			r.MeanKL += st.KL
 			if st.Flipped {
@@ -178,7 +178,10 @@ func topCandidates(lp []float64) []Candidate {
 	return out
 }
 
-func stat(ref, q []float64) StepStat {
+// Stat compares two next-token distributions given as log-probabilities:
+// q's top tokens, KL(ref ‖ q), whether the likeliest token differs and
+// how many of ref's top TopK q shares.
+func Stat(ref, q []float64) StepStat {
 	st := StepStat{Top: topCandidates(q)}
 	for i, a := range ref {
 		if p := math.Exp(a); p > 0 {

@@ -1,4 +1,10 @@
-package cpu
+// Package oracle is an independent float64 forward pass of every family,
+// written for clarity from the papers' and llama.cpp's definitions (not
+// from the backends' runners): the oracle the backends' tests and the
+// quantization lens's tests compare with. It reads the hyperparameters
+// from the Config and applies every feature a Spec declares, over the
+// weights dequantized to float64.
+package oracle
 
 import (
 	"math"
@@ -8,17 +14,14 @@ import (
 	"stepthrough/engine/quant"
 )
 
-// naiveForward is an independent float64 forward pass of every family,
-// written for clarity from the papers' and llama.cpp's definitions (not
-// from the runner): the oracle for the Runner. It reads the hyperparameters
-// from the Config and applies every feature a Spec declares.
-func naiveForward(m *model.Model, ids []int32) [][]float64 { return naiveEdited(m, ids, nil, nil) }
+// Forward is the logits of every position of ids, one row per position.
+func Forward(m *model.Model, ids []int32) [][]float64 { return Edited(m, ids, nil, nil) }
 
-// naiveEdited is naiveForward with edits applied by hand where each site
+// Edited is Forward with edits applied by hand where each site
 // is computed (a head's slice of the attention output, a unit of the MLP
 // activation, a sublayer's output, the residual stream after a layer);
 // after, when set, sees the residual stream after each layer.
-func naiveEdited(m *model.Model, ids []int32, set *intervene.Set, after func(l, p int, x []float64)) [][]float64 {
+func Edited(m *model.Model, ids []int32, set *intervene.Set, after func(l, p int, x []float64)) [][]float64 {
 	c, W, spec := m.Config, m.Weights, m.Spec
 	edit := func(l, p int, site intervene.Site, v []float64) {
 		if set == nil {
@@ -118,7 +121,7 @@ func naiveEdited(m *model.Model, ids []int32, set *intervene.Set, after func(l, 
 				after(l, p, x)
 			}
 		}
-		logits = append(logits, output64(m, x))
+		logits = append(logits, Output(m, x))
 	}
 	return logits
 }
@@ -146,25 +149,37 @@ func vec64(t *model.Tensor) []float64 {
 	return mat64(t)[0]
 }
 
-// in64 is x as a product with rows of t reads it: for Q5_0 and Q8_0
-// rows, as llama.cpp rounds it to Q8_0 blocks, from x in float32 as the
-// engine holds it (per 32 values, d = max|x|/127 in binary16, the values
-// x·127/max to the nearest integer, halves to even); else x.
+// in64 is x as a product with rows of t reads it, from x in float32 as
+// the engine holds it (llama.cpp's rounding): for Q5_0 and Q8_0 rows
+// rounded to Q8_0 blocks (per 32 values, d = max|x|/127 in binary16);
+// for Q4_K, Q5_K and Q6_K rows to Q8_K blocks (per 256 values, d =
+// max|x|/127 in float32); the values x·127/max to the nearest integer,
+// halves to even. Else x.
 func in64(t *model.Tensor, x []float64) []float64 {
-	if t.Type != quant.Q8_0 && t.Type != quant.Q5_0 || len(x)%32 != 0 {
+	block, f16 := 0, false
+	switch t.Type {
+	case quant.Q8_0, quant.Q5_0:
+		block, f16 = 32, true
+	case quant.Q4_K, quant.Q5_K, quant.Q6_K:
+		block = 256
+	}
+	if block == 0 || len(x)%block != 0 {
 		return x
 	}
 	out := make([]float64, len(x))
-	for b := 0; b < len(x); b += 32 {
+	for b := 0; b < len(x); b += block {
 		var amax float32
-		for _, v := range x[b : b+32] {
+		for _, v := range x[b : b+block] {
 			amax = max(amax, float32(math.Abs(v)))
 		}
 		if amax == 0 {
 			continue
 		}
-		d, id := float64(quant.F16ToF32(quant.F32ToF16(amax/127))), 127/amax
-		for i, v := range x[b : b+32] {
+		d, id := float64(amax/127), 127/amax
+		if f16 {
+			d = float64(quant.F16ToF32(quant.F32ToF16(amax / 127)))
+		}
+		for i, v := range x[b : b+block] {
 			out[b+i] = d * math.RoundToEven(float64(float32(v)*id))
 		}
 	}
@@ -325,9 +340,9 @@ func mlp64(spec *model.Spec, c *model.Config, L *model.Layer, xn []float64) []fl
 	return g
 }
 
-// output64 is the model's final norm, output projection and soft cap of
+// Output is the model's final norm, output projection and soft cap of
 // a residual stream row.
-func output64(m *model.Model, x []float64) []float64 {
+func Output(m *model.Model, x []float64) []float64 {
 	c, W := m.Config, m.Weights
 	out := matVec64(mat64(W.OutputMatrix()), vec64(W.OutputB), in64(W.OutputMatrix(), norm64(m.Spec, c, x, vec64(W.OutNorm), vec64(W.OutNormB))))
 	if c.FinalSoftcap != 0 {
