@@ -58,7 +58,7 @@ func browserServer(t *testing.T, cfg Config) (context.Context, string, *Server) 
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	ctx, cancelC := chromedp.NewContext(actx)
-	ctx, cancelT := context.WithTimeout(ctx, 120*time.Second)
+	ctx, cancelT := context.WithTimeout(ctx, 300*time.Second) // a guard against a hung browser: the longest test (every page at every size) takes about 120 s on two busy cores
 	t.Cleanup(func() { cancelT(); cancelC() })
 	return ctx, "http://" + ln.Addr().String(), s
 }
