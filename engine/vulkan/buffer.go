@@ -11,14 +11,14 @@ import (
 	vk "github.com/vulkan-go/vulkan"
 )
 
-// Buffer is a storage buffer on the device. On unified-memory devices it
+// buffer is a storage buffer on the device. On unified-memory devices it
 // stays mapped and ptr points at it; otherwise it is device-local and read
 // and written through a staging buffer.
-type Buffer struct {
+type buffer struct {
 	d    *Device
 	buf  vk.Buffer
 	mem  vk.DeviceMemory
-	Size int
+	size int
 	ptr  unsafe.Pointer
 }
 
@@ -26,7 +26,7 @@ type Buffer struct {
 const maxBuffer = 4 << 30
 
 // NewBuffer allocates a device buffer of size bytes (rounded up to 4).
-func (d *Device) NewBuffer(size int) (*Buffer, error) {
+func (d *Device) NewBuffer(size int) (*buffer, error) {
 	flags := vk.MemoryPropertyDeviceLocalBit
 	if d.mapped {
 		flags |= vk.MemoryPropertyHostVisibleBit | vk.MemoryPropertyHostCoherentBit
@@ -34,13 +34,13 @@ func (d *Device) NewBuffer(size int) (*Buffer, error) {
 	return d.newBuffer(size, flags, d.mapped)
 }
 
-// NewHostBuffer allocates a host-visible, mapped buffer: a readback
+// newHostBuffer allocates a host-visible, mapped buffer: a readback
 // target that a recorded command buffer copies into.
-func (d *Device) NewHostBuffer(size int) (*Buffer, error) {
+func (d *Device) newHostBuffer(size int) (*buffer, error) {
 	return d.newBuffer(size, vk.MemoryPropertyHostVisibleBit|vk.MemoryPropertyHostCoherentBit, true)
 }
 
-func (d *Device) newBuffer(size int, flags vk.MemoryPropertyFlagBits, mapIt bool) (*Buffer, error) {
+func (d *Device) newBuffer(size int, flags vk.MemoryPropertyFlagBits, mapIt bool) (*buffer, error) {
 	size = max(4, (size+3)&^3)
 	if size > maxBuffer {
 		return nil, fmt.Errorf("vulkan: buffer of %d bytes exceeds %d", size, maxBuffer)
@@ -71,15 +71,15 @@ func (d *Device) newBuffer(size int, flags vk.MemoryPropertyFlagBits, mapIt bool
 		vk.DestroyBuffer(d.dev, buf, nil)
 		return nil, err
 	}
-	b := &Buffer{d: d, buf: buf, mem: mem, Size: size}
+	b := &buffer{d: d, buf: buf, mem: mem, size: size}
 	if err := check(vk.BindBufferMemory(d.dev, buf, mem, 0), "bind memory"); err != nil {
-		b.Free()
+		b.free()
 		return nil, err
 	}
 	if mapIt {
 		var p unsafe.Pointer
 		if err := check(vk.MapMemory(d.dev, mem, 0, vk.DeviceSize(size), 0, &p), "map memory"); err != nil {
-			b.Free()
+			b.free()
 			return nil, err
 		}
 		b.ptr = p
@@ -87,8 +87,8 @@ func (d *Device) newBuffer(size int, flags vk.MemoryPropertyFlagBits, mapIt bool
 	return b, nil
 }
 
-// Free releases the buffer.
-func (b *Buffer) Free() {
+// free releases the buffer.
+func (b *buffer) free() {
 	if b == nil || b.buf == nil {
 		return
 	}
@@ -100,22 +100,22 @@ func (b *Buffer) Free() {
 	b.buf = nil
 }
 
-func (b *Buffer) bytes() []byte { return unsafe.Slice((*byte)(b.ptr), b.Size) }
+func (b *buffer) bytes() []byte { return unsafe.Slice((*byte)(b.ptr), b.size) }
 
-func (d *Device) stage(n int) (*Buffer, error) {
-	if d.staging != nil && d.staging.Size >= n {
+func (d *Device) stage(n int) (*buffer, error) {
+	if d.staging != nil && d.staging.size >= n {
 		return d.staging, nil
 	}
-	d.staging.Free()
+	d.staging.free()
 	s, err := d.newBuffer(max(n, 1<<20), vk.MemoryPropertyHostVisibleBit|vk.MemoryPropertyHostCoherentBit, true)
 	d.staging = s
 	return s, err
 }
 
-// Write copies src into b at byte offset off (the device must be idle).
-func (d *Device) Write(b *Buffer, off int, src []byte) error {
-	if off < 0 || off+len(src) > b.Size {
-		return fmt.Errorf("vulkan: write of %d bytes at %d overflows a %d-byte buffer", len(src), off, b.Size)
+// write copies src into b at byte offset off (the device must be idle).
+func (d *Device) write(b *buffer, off int, src []byte) error {
+	if off < 0 || off+len(src) > b.size {
+		return fmt.Errorf("vulkan: write of %d bytes at %d overflows a %d-byte buffer", len(src), off, b.size)
 	}
 	if len(src) == 0 {
 		return nil
@@ -135,8 +135,8 @@ func (d *Device) Write(b *Buffer, off int, src []byte) error {
 		if err != nil {
 			return err
 		}
-		c.Copy(s, b, 0, off, n)
-		if err := c.Submit(); err != nil {
+		c.copy(s, b, 0, off, n)
+		if err := c.submit(); err != nil {
 			return err
 		}
 		src, off = src[n:], off+n
@@ -144,10 +144,10 @@ func (d *Device) Write(b *Buffer, off int, src []byte) error {
 	return nil
 }
 
-// Read copies len(dst) bytes of b from byte offset off into dst.
-func (d *Device) Read(b *Buffer, off int, dst []byte) error {
-	if off < 0 || off+len(dst) > b.Size {
-		return fmt.Errorf("vulkan: read of %d bytes at %d overflows a %d-byte buffer", len(dst), off, b.Size)
+// read copies len(dst) bytes of b from byte offset off into dst.
+func (d *Device) read(b *buffer, off int, dst []byte) error {
+	if off < 0 || off+len(dst) > b.size {
+		return fmt.Errorf("vulkan: read of %d bytes at %d overflows a %d-byte buffer", len(dst), off, b.size)
 	}
 	if b.ptr != nil {
 		copy(dst, b.bytes()[off:])
@@ -163,8 +163,8 @@ func (d *Device) Read(b *Buffer, off int, dst []byte) error {
 		if err != nil {
 			return err
 		}
-		c.Copy(b, s, off, 0, n)
-		if err := c.Submit(); err != nil {
+		c.copy(b, s, off, 0, n)
+		if err := c.submit(); err != nil {
 			return err
 		}
 		copy(dst[:n], s.bytes())
@@ -173,27 +173,27 @@ func (d *Device) Read(b *Buffer, off int, dst []byte) error {
 	return nil
 }
 
-// WriteF32 writes floats at element offset off.
-func (d *Device) WriteF32(b *Buffer, off int, v []float32) error {
-	if b.ptr != nil && (off+len(v))*4 <= b.Size && off >= 0 {
-		copy(unsafe.Slice((*float32)(b.ptr), b.Size/4)[off:], v)
+// writeF32 writes floats at element offset off.
+func (d *Device) writeF32(b *buffer, off int, v []float32) error {
+	if b.ptr != nil && (off+len(v))*4 <= b.size && off >= 0 {
+		copy(unsafe.Slice((*float32)(b.ptr), b.size/4)[off:], v)
 		return nil
 	}
 	buf := make([]byte, 4*len(v))
 	for i, x := range v {
 		binary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(x))
 	}
-	return d.Write(b, 4*off, buf)
+	return d.write(b, 4*off, buf)
 }
 
-// ReadF32 reads len(dst) floats from element offset off.
-func (d *Device) ReadF32(b *Buffer, off int, dst []float32) error {
-	if b.ptr != nil && (off+len(dst))*4 <= b.Size && off >= 0 {
-		copy(dst, unsafe.Slice((*float32)(b.ptr), b.Size/4)[off:])
+// readF32 reads len(dst) floats from element offset off.
+func (d *Device) readF32(b *buffer, off int, dst []float32) error {
+	if b.ptr != nil && (off+len(dst))*4 <= b.size && off >= 0 {
+		copy(dst, unsafe.Slice((*float32)(b.ptr), b.size/4)[off:])
 		return nil
 	}
 	buf := make([]byte, 4*len(dst))
-	if err := d.Read(b, 4*off, buf); err != nil {
+	if err := d.read(b, 4*off, buf); err != nil {
 		return err
 	}
 	for i := range dst {

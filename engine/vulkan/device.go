@@ -34,10 +34,10 @@ type Options struct {
 	// Validation enables the Khronos validation layer (when installed) and
 	// counts its errors (see ValidationErrors).
 	Validation bool
-	// ForceStaging uses device-local buffers with staging copies even when
+	// forceStaging uses device-local buffers with staging copies even when
 	// host-visible device memory exists: the discrete-GPU path, testable on
 	// lavapipe.
-	ForceStaging bool
+	forceStaging bool
 }
 
 // Info describes the device that runs.
@@ -59,7 +59,7 @@ func (i Info) String() string {
 	return fmt.Sprintf("%s (%s; driver %s; Vulkan %s; subgroup %d; %d MiB)", i.Name, i.Type, strings.TrimSpace(i.Driver), i.API, i.Subgroup, i.MemoryMiB)
 }
 
-// Device is an open Vulkan device with the engine's pipelines.
+// Device is an open Vulkan Device with the engine's pipelines.
 type Device struct {
 	Info Info
 
@@ -81,7 +81,7 @@ type Device struct {
 	cmdPool   vk.CommandPool
 	cmd       vk.CommandBuffer
 	fence     vk.Fence
-	staging   *Buffer
+	staging   *buffer
 	pools     []vk.DescriptorPool
 	setPool   map[vk.DescriptorSet]vk.DescriptorPool // the pool each live set came from
 	pinner    runtime.Pinner
@@ -103,8 +103,8 @@ var deviceTypeNames = map[vk.PhysicalDeviceType]string{
 	vk.PhysicalDeviceTypeCpu:           "cpu",
 }
 
-// ErrNoDevice means no usable device was found (not a failure of one).
-var ErrNoDevice = errors.New("no suitable Vulkan device")
+// errNoDevice means no usable device was found (not a failure of one).
+var errNoDevice = errors.New("no suitable Vulkan device")
 
 // Open loads Vulkan, picks a device and builds the pipelines. Preference:
 // discrete, integrated, virtual, then (only with AllowCPU) a CPU device.
@@ -220,9 +220,9 @@ func (d *Device) pick(opt Options) error {
 	}
 	if best < 0 {
 		if len(seen) == 0 {
-			return fmt.Errorf("%w: the Vulkan loader reports no devices", ErrNoDevice)
+			return fmt.Errorf("%w: the Vulkan loader reports no devices", errNoDevice)
 		}
-		return fmt.Errorf("%w: found %s (a CPU device is used only when asked for explicitly)", ErrNoDevice, strings.Join(seen, ", "))
+		return fmt.Errorf("%w: found %s (a CPU device is used only when asked for explicitly)", errNoDevice, strings.Join(seen, ", "))
 	}
 	d.phys = devs[best]
 	var props vk.PhysicalDeviceProperties
@@ -275,7 +275,7 @@ func (d *Device) init(opt Options) error {
 	vk.GetDeviceQueue(d.dev, d.family, 0, &q)
 	d.queue = q
 	_, d.mapped = d.memoryType(vk.MemoryPropertyDeviceLocalBit | vk.MemoryPropertyHostVisibleBit | vk.MemoryPropertyHostCoherentBit)
-	d.mapped = d.mapped && !opt.ForceStaging
+	d.mapped = d.mapped && !opt.forceStaging
 	d.Info.Unified = d.mapped
 
 	bindings := make([]vk.DescriptorSetLayoutBinding, maxBindings)
@@ -358,7 +358,7 @@ func (d *Device) Close() {
 	if d.dev != nil {
 		vk.DeviceWaitIdle(d.dev)
 		if d.staging != nil {
-			d.staging.Free()
+			d.staging.free()
 		}
 		for _, p := range d.pools {
 			vk.DestroyDescriptorPool(d.dev, p, nil)

@@ -25,10 +25,10 @@ func (r *fwd) uploadEdits() error {
 		r.editOff = append(r.editOff, len(all))
 		all = append(all, e.Vector...)
 	}
-	if 4*len(all) > r.editV.Size {
-		return fmt.Errorf("forward: the interventions' vectors take %d floats; the pass holds %d", len(all), r.editV.Size/4)
+	if 4*len(all) > r.editV.size {
+		return fmt.Errorf("forward: the interventions' vectors take %d floats; the pass holds %d", len(all), r.editV.size/4)
 	}
-	return r.d.WriteF32(r.editV, 0, all)
+	return r.d.writeF32(r.editV, 0, all)
 }
 
 // editNames name each site's dispatch (its descriptor set: the site's
@@ -38,7 +38,7 @@ var editNames = map[intervene.Site]string{intervene.Head: "edit head", intervene
 
 // edit records the pass's edits at layer l's site on x: n rows of stride
 // floats, at positions pos0…; a head's or a unit's touch only its columns.
-func (r *fwd) edit(p *passState, l int, at intervene.Site, x *Buffer, stride, n, pos0 int) {
+func (r *fwd) edit(p *passState, l int, at intervene.Site, x *buffer, stride, n, pos0 int) {
 	if r.iv == nil {
 		return
 	}
@@ -58,7 +58,7 @@ func (r *fwd) edit(p *passState, l int, at intervene.Site, x *Buffer, stride, n,
 		if e.Pos >= 0 {
 			pos = uint32(e.Pos)
 		}
-		p.c.Edit(r.set(site{l, editNames[at]}, x, r.editV), n, stride, lo, w, pos0, pos, uint32(e.Op), e.Factor, r.editOff[i])
+		p.c.edit(r.set(site{l, editNames[at]}, x, r.editV), n, stride, lo, w, pos0, pos, uint32(e.Op), e.Factor, r.editOff[i])
 	}
 }
 
@@ -71,10 +71,10 @@ func (r *fwd) lens(p *passState, l, n, pos0 int) {
 	r.norm(p, l, "lens norm", r.vec[W.OutNorm], r.vec[W.OutNormB], n)
 	out := r.w[W.OutputMatrix()]
 	x := r.roundX(p.c, l, "lens", W.OutputMatrix(), r.xn, 0, n)
-	p.c.MatMul(r.set(site{l, "lens"}, out.b, x, r.logits), out.typ, V, E, n, out.row0)
+	p.c.matMul(r.set(site{l, "lens"}, out.b, x, r.logits), out.typ, V, E, n, out.row0)
 	r.bias(p, l, "lens", r.logits, r.vec[W.OutputB], n, V)
 	if c.FinalSoftcap != 0 {
-		p.c.Softcap(r.set(site{l, "lens softcap"}, r.logits), n*V, c.FinalSoftcap)
+		p.c.softcap(r.set(site{l, "lens softcap"}, r.logits), n*V, c.FinalSoftcap)
 	}
 	p.flush("", l, pos0, n, func() {
 		r.h.OnLens(hooks.Lens{Layer: l, Pos0: pos0, N: n, Vocab: V, Logits: p.readF32(r.logits, 0, n*V)})

@@ -25,12 +25,12 @@ func TestFamilyOps(t *testing.T) {
 				ref[i] = cpu.GELU(a[i]) * b[i]
 			}
 			ab, bb := buf(t, d, a), buf(t, d, b)
-			run(t, d, func(c *Cmd) { c.GeGLU(set(t, d, ab, bb), n) })
+			run(t, d, func(c *cmd) { c.geGLU(set(t, d, ab, bb), n) })
 			expectNMSE(t, fmt.Sprint("geglu ", n), ref, read(t, d, ab, n), 1e-7)
 			for i := range ref {
 				ref[i] = b[i] * 25.3
 			}
-			run(t, d, func(c *Cmd) { c.Scale(set(t, d, bb), n, 25.3) })
+			run(t, d, func(c *cmd) { c.scale(set(t, d, bb), n, 25.3) })
 			expectNMSE(t, fmt.Sprint("scale ", n), ref, read(t, d, bb, n), 1e-12)
 			x := randVec(r, n, 40)
 			x[0] = float32(math.Inf(-1)) // a masked score
@@ -38,7 +38,7 @@ func TestFamilyOps(t *testing.T) {
 				ref[i] = float32(7 * math.Tanh(float64(x[i])/7))
 			}
 			xb := buf(t, d, x)
-			run(t, d, func(c *Cmd) { c.Softcap(set(t, d, xb), n, 7) })
+			run(t, d, func(c *cmd) { c.softcap(set(t, d, xb), n, 7) })
 			got := read(t, d, xb, n)
 			if !math.IsInf(float64(got[0]), -1) {
 				t.Fatalf("softcap turned −∞ into %g", got[0])
@@ -51,9 +51,9 @@ func TestFamilyOps(t *testing.T) {
 		for _, c := range []struct{ heads, kvHeads, hd, pos0, n, window int }{{4, 2, 8, 0, 9, 3}, {2, 1, 16, 20, 1, 5}, {2, 2, 8, 6, 6, 1}} {
 			ctx, qd, kvd := c.pos0+c.n, c.heads*c.hd, c.kvHeads*c.hd
 			q, k := randVec(r, c.n*qd, 1), randVec(r, ctx*kvd, 1)
-			a := Attn{Heads: c.heads, KVHeads: c.kvHeads, HeadDim: c.hd, Ctx: ctx, Pos0: c.pos0, N: c.n, Scale: 0.3, QStride: qd, KVDim: kvd, OutStride: qd, Window: c.window}
+			a := attn{heads: c.heads, kvHeads: c.kvHeads, headDim: c.hd, ctx: ctx, pos0: c.pos0, n: c.n, scale: 0.3, qStride: qd, kvDim: kvd, outStride: qd, window: c.window}
 			qb, kb, sb := buf(t, d, q), buf(t, d, k), buf(t, d, make([]float32, c.n*c.heads*ctx))
-			run(t, d, func(cm *Cmd) { cm.AttnScores(set(t, d, qb, kb, sb), a) })
+			run(t, d, func(cm *cmd) { cm.attnScores(set(t, d, qb, kb, sb), a) })
 			got := read(t, d, sb, c.n*c.heads*ctx)
 			for t0 := 0; t0 < c.n; t0++ {
 				pos := c.pos0 + t0
@@ -105,7 +105,7 @@ func TestFamilyOps(t *testing.T) {
 				}
 			}
 			xb, fb := buf(t, d, x), buf(t, d, factors)
-			run(t, d, func(cm *Cmd) { cm.Rope(set(t, d, xb, fb), heads, hd, hd, pos0, n, &rp, k == 3, 1, stride) })
+			run(t, d, func(cm *cmd) { cm.rope(set(t, d, xb, fb), heads, hd, hd, pos0, n, &rp, k == 3, 1, stride) })
 			expectNMSE(t, fmt.Sprintf("rope %+v", rp), ref, read(t, d, xb, len(x)), 1e-3)
 		}
 	})

@@ -61,7 +61,7 @@ func (r *fwd) passFused(tokens []int32, all bool, host []float32) error {
 		return err
 	}
 	binary.LittleEndian.PutUint32(r.posBytes[:], uint32(pos0))
-	if err := r.d.Write(r.params, 0, r.posBytes[:]); err != nil {
+	if err := r.d.write(r.params, 0, r.posBytes[:]); err != nil {
 		return err
 	}
 	rows := 1
@@ -70,24 +70,24 @@ func (r *fwd) passFused(tokens []int32, all bool, host []float32) error {
 	}
 	if n == 1 && !all { // a decode step: the recorded command buffer
 		if cur.rec == nil {
-			c, err := r.d.Record()
+			c, err := r.d.record()
 			if err != nil {
 				return err
 			}
 			r.recordFused(c, 1, false)
 			if r.logitsHost != nil {
-				c.Copy(r.logits, r.logitsHost, 0, 0, 4*r.cfg.Vocab)
+				c.copy(r.logits, r.logitsHost, 0, 0, 4*r.cfg.Vocab)
 			}
-			if cur.rec, err = c.End(); err != nil {
+			if cur.rec, err = c.end(); err != nil {
 				return err
 			}
 		}
-		if err := cur.rec.Run(); err != nil {
+		if err := cur.rec.run(); err != nil {
 			return err
 		}
-		r.dispatches = cur.rec.N
+		r.dispatches = cur.rec.n
 		if r.logitsHost != nil { // already copied to the host by the step itself
-			if err := r.d.ReadF32(r.logitsHost, 0, host[:r.cfg.Vocab]); err != nil {
+			if err := r.d.readF32(r.logitsHost, 0, host[:r.cfg.Vocab]); err != nil {
 				return err
 			}
 			cur.pos += n
@@ -99,12 +99,12 @@ func (r *fwd) passFused(tokens []int32, all bool, host []float32) error {
 			return err
 		}
 		r.recordFused(c, n, all)
-		if err := c.Submit(); err != nil {
+		if err := c.submit(); err != nil {
 			return err
 		}
-		r.dispatches = c.N
+		r.dispatches = c.n
 	}
-	if err := r.d.ReadF32(r.logits, 0, host[:rows*r.cfg.Vocab]); err != nil {
+	if err := r.d.readF32(r.logits, 0, host[:rows*r.cfg.Vocab]); err != nil {
 		return err
 	}
 	cur.pos += n
@@ -112,11 +112,11 @@ func (r *fwd) passFused(tokens []int32, all bool, host []float32) error {
 }
 
 // recordFused records a fused pass of n tokens at the position in params.
-func (r *fwd) recordFused(p *Cmd, n int, all bool) {
+func (r *fwd) recordFused(p *cmd, n int, all bool) {
 	c, W := r.cfg, r.m.Weights
 	E, QD, KVD, F, V := c.Embd, c.QDim(), c.KVDim(), c.FFN, c.Vocab
 	tok := r.w[W.TokEmbd]
-	p.GetRows(r.set(site{-1, "embed"}, tok.b, r.ids, r.x), tok.typ, E, n, false)
+	p.getRows(r.set(site{-1, "embed"}, tok.b, r.ids, r.x), tok.typ, E, n, false)
 	mode := 0
 	if r.m.Spec.Rope == model.RopeNeoX {
 		mode = 1
@@ -125,20 +125,20 @@ func (r *fwd) recordFused(p *Cmd, n int, all bool) {
 	if r.m.Spec.Rope == model.RopeNone {
 		dims = 0
 	}
-	a := Attn{Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: c.HeadDim, N: n, Scale: float32(1 / math.Sqrt(float64(c.HeadDim))), QStride: QD, KVDim: KVD, OutStride: QD}
+	a := attn{heads: c.Heads, kvHeads: c.KVHeads, headDim: c.HeadDim, n: n, scale: float32(1 / math.Sqrt(float64(c.HeadDim))), qStride: QD, kvDim: KVD, outStride: QD}
 	for l := range W.Layers {
 		L := &W.Layers[l]
 		wo := r.w[L.Out]
 		an, fn := r.vec[L.AttnNorm], r.vec[L.FFNNorm]
 		r.productNormed(p, l, "f qkv", L.Q, QD+2*KVD, an, r.qkv, n, 0, fuseNorm)
-		p.QKVPost(r.set(site{l, "qkv post"}, r.qkv, r.q, r.cur.kc[l], r.cur.vc[l], r.params), a, dims, mode, c.RopeBase)
-		p.AttnFused(r.set(site{l, "attn fused"}, r.q, r.cur.kc[l], r.cur.vc[l], r.att, r.params), a)
+		p.qkvPost(r.set(site{l, "qkv post"}, r.qkv, r.q, r.cur.kc[l], r.cur.vc[l], r.params), a, dims, mode, c.RopeBase)
+		p.attnFused(r.set(site{l, "attn fused"}, r.q, r.cur.kc[l], r.cur.vc[l], r.att, r.params), a)
 		x := r.roundX(p, l, "f wo", L.Out, r.att, 0, n)
-		p.MatMulF(r.set(site{l, "f wo"}, wo.b, x, r.x, an), wo.typ, E, QD, n, Fused{Flags: fuseAdd, Row0: wo.row0})
+		p.matMulF(r.set(site{l, "f wo"}, wo.b, x, r.x, an), wo.typ, E, QD, n, fused{flags: fuseAdd, row0: wo.row0})
 		wd := r.w[L.Down]
 		r.productNormed(p, l, "f gateup", L.Gate, F, fn, r.ffA, n, 0, fuseNorm|fuseGated)
 		x = r.roundX(p, l, "f down", L.Down, r.ffA, 0, n)
-		p.MatMulF(r.set(site{l, "f down"}, wd.b, x, r.x, fn), wd.typ, E, F, n, Fused{Flags: fuseAdd, Row0: wd.row0})
+		p.matMulF(r.set(site{l, "f down"}, wd.b, x, r.x, fn), wd.typ, E, F, n, fused{flags: fuseAdd, row0: wd.row0})
 	}
 	xo := 0
 	if !all {
@@ -154,18 +154,18 @@ func (r *fwd) recordFused(p *Cmd, n int, all bool) {
 // CPU rounds the normed vector to 8 bits before multiplying t's rows
 // (xBlock), the norm rounded so as it is written, then the product, so
 // both backends multiply the same numbers.
-func (r *fwd) productNormed(p *Cmd, l int, name string, t *model.Tensor, rows int, g, y *Buffer, n, xoff, flags int) {
+func (r *fwd) productNormed(p *cmd, l int, name string, t *model.Tensor, rows int, g, y *buffer, n, xoff, flags int) {
 	w, c := r.w[t], r.cfg
 	E := c.Embd
 	if xBlock(t.Type, t.Cols()) == 0 {
-		p.MatMulF(r.set(site{l, name}, w.b, r.x, y, g), w.typ, rows, E, (n*E-xoff)/E, Fused{Flags: flags, Row0: w.row0, XOff: xoff, Eps: c.NormEps})
+		p.matMulF(r.set(site{l, name}, w.b, r.x, y, g), w.typ, rows, E, (n*E-xoff)/E, fused{flags: flags, row0: w.row0, xOff: xoff, eps: c.NormEps})
 		return
 	}
 	x := r.xr
-	p.RMSNormRound(r.set(site{l, name + " norm"}, r.x, g, x), xBlock(t.Type, t.Cols()), xoff/E, (n*E-xoff)/E, E, c.NormEps)
+	p.rmsNormRound(r.set(site{l, name + " norm"}, r.x, g, x), xBlock(t.Type, t.Cols()), xoff/E, (n*E-xoff)/E, E, c.NormEps)
 	if flags&fuseGated != 0 {
-		p.MatMulF(r.set(site{l, name}, w.b, x, y, g), w.typ, rows, E, (n*E-xoff)/E, Fused{Flags: fuseGated, Row0: w.row0})
+		p.matMulF(r.set(site{l, name}, w.b, x, y, g), w.typ, rows, E, (n*E-xoff)/E, fused{flags: fuseGated, row0: w.row0})
 	} else {
-		p.MatMul(r.set(site{l, name}, w.b, x, y), w.typ, rows, E, (n*E-xoff)/E, w.row0)
+		p.matMul(r.set(site{l, name}, w.b, x, y), w.typ, rows, E, (n*E-xoff)/E, w.row0)
 	}
 }

@@ -68,32 +68,32 @@ func TestFusedOps(t *testing.T) {
 				name := fmt.Sprintf("%s %d×%d n=%d", typ, rows, cols, n)
 				wb, xb, gb := rawBuf(t, d, raw), buf(t, d, x), buf(t, d, g)
 				yb := buf(t, d, make([]float32, n*rows))
-				run(t, d, func(c *Cmd) {
-					c.MatMulF(set(t, d, wb, xb, yb, gb), ShaderType(typ), rows, cols, n, Fused{Flags: fuseNorm, Row0: rows0, Eps: eps})
+				run(t, d, func(c *cmd) {
+					c.matMulF(set(t, d, wb, xb, yb, gb), shaderType(typ), rows, cols, n, fused{flags: fuseNorm, row0: rows0, eps: eps})
 				})
 				expectNMSE(t, "norm "+name, norm, read(t, d, yb, n*rows), 5e-4)
 				yb = buf(t, d, y0)
-				run(t, d, func(c *Cmd) {
-					c.MatMulF(set(t, d, wb, xb, yb, gb), ShaderType(typ), rows, cols, n, Fused{Flags: fuseAdd, Row0: rows0})
+				run(t, d, func(c *cmd) {
+					c.matMulF(set(t, d, wb, xb, yb, gb), shaderType(typ), rows, cols, n, fused{flags: fuseAdd, row0: rows0})
 				})
 				expectNMSE(t, "add "+name, add, read(t, d, yb, n*rows), 5e-4)
 				yb = buf(t, d, make([]float32, n*rows))
-				run(t, d, func(c *Cmd) {
-					c.MatMulF(set(t, d, wb, xb, yb, gb), ShaderType(typ), rows, cols, n, Fused{Flags: fuseNorm | fuseGated, Row0: rows0, Eps: eps})
+				run(t, d, func(c *cmd) {
+					c.matMulF(set(t, d, wb, xb, yb, gb), shaderType(typ), rows, cols, n, fused{flags: fuseNorm | fuseGated, row0: rows0, eps: eps})
 				})
 				expectNMSE(t, "gated "+name, gu, read(t, d, yb, n*rows), 5e-4)
 				if n == 1 { // the last row of a chunk: X from an offset
 					xo := buf(t, d, append(randVec(r, 3*cols, 1), x...))
 					yb = buf(t, d, make([]float32, rows))
-					run(t, d, func(c *Cmd) {
-						c.MatMulF(set(t, d, wb, xo, yb, gb), ShaderType(typ), rows, cols, 1, Fused{Flags: fuseNorm, Row0: rows0, XOff: 3 * cols, Eps: eps})
+					run(t, d, func(c *cmd) {
+						c.matMulF(set(t, d, wb, xo, yb, gb), shaderType(typ), rows, cols, 1, fused{flags: fuseNorm, row0: rows0, xOff: 3 * cols, eps: eps})
 					})
 					expectNMSE(t, "norm from an offset "+name, norm, read(t, d, yb, rows), 5e-4)
 				}
 			}
 		}
 	})
-	params := func(t *testing.T, pos int) *Buffer {
+	params := func(t *testing.T, pos int) *buffer {
 		return rawBuf(t, d, binary.LittleEndian.AppendUint32(nil, uint32(pos)))
 	}
 	t.Run("qkv post", func(t *testing.T) {
@@ -118,14 +118,14 @@ func TestFusedOps(t *testing.T) {
 				copy(vc[(c.pos0+t)*kvd:], row[qd+kvd:])
 			}
 			for _, viaParams := range []bool{false, true} {
-				a := Attn{Heads: c.heads, KVHeads: c.kvHeads, HeadDim: c.hd, N: c.n, QStride: qd, KVDim: kvd, Pos0: c.pos0}
+				a := attn{heads: c.heads, kvHeads: c.kvHeads, headDim: c.hd, n: c.n, qStride: qd, kvDim: kvd, pos0: c.pos0}
 				pb := params(t, 0)
 				if viaParams {
-					a.Pos0, pb = 0, params(t, c.pos0)
+					a.pos0, pb = 0, params(t, c.pos0)
 				}
 				sb, qb := buf(t, d, s), buf(t, d, make([]float32, len(q)))
 				kb, vb := buf(t, d, make([]float32, len(kc))), buf(t, d, make([]float32, len(vc)))
-				run(t, d, func(cm *Cmd) { cm.QKVPost(set(t, d, sb, qb, kb, vb, pb), a, c.dims, c.mode, 10000) })
+				run(t, d, func(cm *cmd) { cm.qkvPost(set(t, d, sb, qb, kb, vb, pb), a, c.dims, c.mode, 10000) })
 				name := fmt.Sprintf("%+v params %v", c, viaParams)
 				expectNMSE(t, "q "+name, q, read(t, d, qb, len(q)), 1e-6)
 				expectNMSE(t, "k cache "+name, kc, read(t, d, kb, len(kc)), 1e-6)
@@ -160,13 +160,13 @@ func TestFusedOps(t *testing.T) {
 				}
 			}
 			for _, viaParams := range []bool{false, true} {
-				a := Attn{Heads: c.heads, KVHeads: c.kvHeads, HeadDim: c.hd, Pos0: c.pos0, N: c.n, Scale: scale, QStride: qd, KVDim: kvd, OutStride: qd}
+				a := attn{heads: c.heads, kvHeads: c.kvHeads, headDim: c.hd, pos0: c.pos0, n: c.n, scale: scale, qStride: qd, kvDim: kvd, outStride: qd}
 				pb := params(t, 0)
 				if viaParams {
-					a.Pos0, pb = 0, params(t, c.pos0)
+					a.pos0, pb = 0, params(t, c.pos0)
 				}
 				qb, kb, vb, ob := buf(t, d, q), buf(t, d, k), buf(t, d, v), buf(t, d, make([]float32, len(want)))
-				run(t, d, func(cm *Cmd) { cm.AttnFused(set(t, d, qb, kb, vb, ob, pb), a) })
+				run(t, d, func(cm *cmd) { cm.attnFused(set(t, d, qb, kb, vb, ob, pb), a) })
 				expectNMSE(t, fmt.Sprintf("attn fused %+v params %v", c, viaParams), want, read(t, d, ob, len(want)), 5e-4)
 			}
 		}

@@ -83,7 +83,7 @@ func passes(t *testing.T, d *Device, m *model.Model, prompt []int32, set *interv
 	}
 	var err error
 	if onVulkan {
-		fwd, err = NewRunner(d, m, 64)
+		fwd, err = newRunner(d, m, 64)
 	} else {
 		fwd, err = cpu.NewRunner(m, cpu.Options{Threads: 2, Context: 64})
 	}
@@ -124,7 +124,7 @@ func TestLensParity(t *testing.T) {
 				}
 				var err error
 				if onVulkan {
-					fwd, err = NewRunner(d, m, 64)
+					fwd, err = newRunner(d, m, 64)
 				} else {
 					fwd, err = cpu.NewRunner(m, cpu.Options{Threads: 2, Context: 64})
 				}

@@ -17,7 +17,7 @@ import (
 // reads back what the watching hooks need.
 type passState struct {
 	r     *fwd
-	c     *Cmd
+	c     *cmd
 	err   error
 	start time.Time
 	done  int // dispatches submitted by earlier flushes
@@ -27,8 +27,8 @@ func (p *passState) flush(stage string, layer, pos0, n int, readback func()) {
 	if p.err != nil || p.r.h == nil {
 		return
 	}
-	p.done += p.c.N
-	if p.err = p.c.Submit(); p.err != nil {
+	p.done += p.c.n
+	if p.err = p.c.submit(); p.err != nil {
 		return
 	}
 	dur := time.Since(p.start)
@@ -45,10 +45,10 @@ func (p *passState) flush(stage string, layer, pos0, n int, readback func()) {
 }
 
 // readF32 reads n floats of b into a new slice (hook readbacks).
-func (p *passState) readF32(b *Buffer, off, n int) []float32 {
+func (p *passState) readF32(b *buffer, off, n int) []float32 {
 	out := make([]float32, n)
 	if p.err == nil {
-		p.err = p.r.d.ReadF32(b, off, out)
+		p.err = p.r.d.readF32(b, off, out)
 	}
 	return out
 }
@@ -62,7 +62,7 @@ func (r *fwd) writeIDs(tokens []int32) error {
 	for i, id := range tokens {
 		binary.LittleEndian.PutUint32(ib[4*i:], uint32(id))
 	}
-	return r.d.Write(r.ids, 0, ib)
+	return r.d.write(r.ids, 0, ib)
 }
 
 func (r *fwd) pass(tokens []int32, all bool, host []float32) error {
@@ -77,7 +77,7 @@ func (r *fwd) pass(tokens []int32, all bool, host []float32) error {
 		for i := range tokens {
 			binary.LittleEndian.PutUint32(ib[4*i:], uint32(pos0+i))
 		}
-		if err := r.d.Write(r.posIDs, 0, ib); err != nil {
+		if err := r.d.write(r.posIDs, 0, ib); err != nil {
 			return err
 		}
 	}
@@ -91,21 +91,21 @@ func (r *fwd) pass(tokens []int32, all bool, host []float32) error {
 
 	// embed
 	tok := r.w[W.TokEmbd]
-	p.c.GetRows(r.set(site{-1, "embed"}, tok.b, r.ids, r.x), tok.typ, E, n, false)
+	p.c.getRows(r.set(site{-1, "embed"}, tok.b, r.ids, r.x), tok.typ, E, n, false)
 	var tokRows, posRows []float32
 	if W.PosEmbd != nil {
 		if watchEmbed {
 			p.flush("", -1, pos0, n, func() { tokRows = p.readF32(r.x, 0, n*E) })
 		}
 		pe := r.w[W.PosEmbd]
-		p.c.GetRows(r.set(site{-1, "pos"}, pe.b, r.posIDs, r.o), pe.typ, E, n, false)
-		p.c.Add(r.set(site{-1, "x+o"}, r.x, r.o), n*E, n*E)
+		p.c.getRows(r.set(site{-1, "pos"}, pe.b, r.posIDs, r.o), pe.typ, E, n, false)
+		p.c.add(r.set(site{-1, "x+o"}, r.x, r.o), n*E, n*E)
 	}
 	if r.m.Spec.EmbedScale {
 		if watchEmbed {
 			p.flush("", -1, pos0, n, func() { tokRows = p.readF32(r.x, 0, n*E) })
 		}
-		p.c.Scale(r.set(site{-1, "embed scale"}, r.x), n*E, float32(math.Sqrt(float64(E))))
+		p.c.scale(r.set(site{-1, "embed scale"}, r.x), n*E, float32(math.Sqrt(float64(E))))
 	}
 	if watchEmbed {
 		p.flush("embed", -1, pos0, n, func() {
@@ -130,7 +130,7 @@ func (r *fwd) pass(tokens []int32, all bool, host []float32) error {
 	src := r.xn
 	if !all {
 		rows, first = 1, n-1
-		p.c.CopyRows(r.set(site{-1, "last"}, r.xn, r.last), E, 1, (n-1)*E, E, 0, E)
+		p.c.copyRows(r.set(site{-1, "last"}, r.xn, r.last), E, 1, (n-1)*E, E, 0, E)
 		src = r.last
 	}
 	out := r.w[W.OutputMatrix()]
@@ -139,19 +139,19 @@ func (r *fwd) pass(tokens []int32, all bool, host []float32) error {
 		name = "output all"
 	}
 	src = r.roundX(p.c, -1, name, W.OutputMatrix(), src, 0, rows)
-	p.c.MatMul(r.set(site{-1, name}, out.b, src, r.logits), out.typ, V, E, rows, out.row0)
+	p.c.matMul(r.set(site{-1, name}, out.b, src, r.logits), out.typ, V, E, rows, out.row0)
 	r.bias(p, -1, name, r.logits, r.vec[W.OutputB], rows, V)
 	if c.FinalSoftcap != 0 {
-		p.c.Softcap(r.set(site{-1, "final softcap"}, r.logits), rows*V, c.FinalSoftcap)
+		p.c.softcap(r.set(site{-1, "final softcap"}, r.logits), rows*V, c.FinalSoftcap)
 	}
 	if p.err != nil {
 		return p.err
 	}
-	r.dispatches = p.done + p.c.N
-	if err := p.c.Submit(); err != nil {
+	r.dispatches = p.done + p.c.n
+	if err := p.c.submit(); err != nil {
 		return err
 	}
-	if err := r.d.ReadF32(r.logits, 0, host[:rows*V]); err != nil {
+	if err := r.d.readF32(r.logits, 0, host[:rows*V]); err != nil {
 		return err
 	}
 	if h != nil && h.OnTiming != nil {
@@ -165,51 +165,51 @@ func (r *fwd) pass(tokens []int32, all bool, host []float32) error {
 }
 
 // norm writes norm(x) into xn for n rows (RMSNorm or LayerNorm).
-func (r *fwd) norm(p *passState, l int, name string, w, b *Buffer, n int) {
+func (r *fwd) norm(p *passState, l int, name string, w, b *buffer, n int) {
 	c := r.cfg
 	if r.m.Spec.Norm == model.LayerNorm {
-		p.c.LayerNorm(r.set(site{l, name}, r.x, w, b, r.xn), n, c.Embd, c.NormEps)
+		p.c.layerNorm(r.set(site{l, name}, r.x, w, b, r.xn), n, c.Embd, c.NormEps)
 	} else {
-		p.c.RMSNorm(r.set(site{l, name}, r.x, w, r.xn), n, c.Embd, c.NormEps)
+		p.c.rmsNorm(r.set(site{l, name}, r.x, w, r.xn), n, c.Embd, c.NormEps)
 	}
 }
 
-func (r *fwd) bias(p *passState, l int, name string, dst *Buffer, bias *Buffer, n, width int) {
+func (r *fwd) bias(p *passState, l int, name string, dst *buffer, bias *buffer, n, width int) {
 	if bias != nil {
-		p.c.Add(r.set(site{l, "bias " + name}, dst, bias), n*width, width)
+		p.c.add(r.set(site{l, "bias " + name}, dst, bias), n*width, width)
 	}
 }
 
-func (r *fwd) matmul(p *passState, l int, name string, t *model.Tensor, x, y *Buffer, n int) {
+func (r *fwd) matmul(p *passState, l int, name string, t *model.Tensor, x, y *buffer, n int) {
 	w := r.w[t]
 	x = r.roundX(p.c, l, name, t, x, 0, n)
-	p.c.MatMul(r.set(site{l, name}, w.b, x, y), w.typ, t.Rows(), t.Cols(), n, w.row0)
+	p.c.matMul(r.set(site{l, name}, w.b, x, y), w.typ, t.Rows(), t.Cols(), n, w.row0)
 }
 
 // roundX returns the buffer a product with t reads: x itself, or, where
 // the CPU rounds the vector to 8 bits for t's rows (xBlock), n rows of x
 // from float xoff on rounded the same way into r.xr.
-func (r *fwd) roundX(c *Cmd, l int, name string, t *model.Tensor, x *Buffer, xoff, n int) *Buffer {
+func (r *fwd) roundX(c *cmd, l int, name string, t *model.Tensor, x *buffer, xoff, n int) *buffer {
 	qk := xBlock(t.Type, t.Cols())
 	if qk == 0 {
 		return x
 	}
-	c.RoundX(r.set(site{l, "round " + name}, x, r.xr), qk, n*t.Cols(), xoff)
+	c.roundX(r.set(site{l, "round " + name}, x, r.xr), qk, n*t.Cols(), xoff)
 	return r.xr
 }
 
 func (r *fwd) layer(p *passState, l, n, pos0 int) {
 	c, L, h := r.cfg, &r.m.Weights.Layers[l], r.h
 	E, QD, KVD, HD := c.Embd, c.QDim(), c.KVDim(), c.HeadDim
-	vec := func(t *model.Tensor) *Buffer { return r.vec[t] }
+	vec := func(t *model.Tensor) *buffer { return r.vec[t] }
 	r.norm(p, l, "attn norm", vec(L.AttnNorm), vec(L.AttnNormB), n)
 	if L.QKV != nil {
 		W := QD + 2*KVD
 		r.matmul(p, l, "qkv", L.QKV, r.xn, r.qkv, n)
 		r.bias(p, l, "qkv", r.qkv, vec(L.QKVB), n, W)
-		p.c.CopyRows(r.set(site{l, "split q"}, r.qkv, r.q), QD, n, 0, W, 0, QD)
-		p.c.CopyRows(r.set(site{l, "split k"}, r.qkv, r.k), KVD, n, QD, W, 0, KVD)
-		p.c.CopyRows(r.set(site{l, "split v"}, r.qkv, r.v), KVD, n, QD+KVD, W, 0, KVD)
+		p.c.copyRows(r.set(site{l, "split q"}, r.qkv, r.q), QD, n, 0, W, 0, QD)
+		p.c.copyRows(r.set(site{l, "split k"}, r.qkv, r.k), KVD, n, QD, W, 0, KVD)
+		p.c.copyRows(r.set(site{l, "split v"}, r.qkv, r.v), KVD, n, QD+KVD, W, 0, KVD)
 	} else {
 		r.matmul(p, l, "q", L.Q, r.xn, r.q, n)
 		r.matmul(p, l, "k", L.K, r.xn, r.k, n)
@@ -219,8 +219,8 @@ func (r *fwd) layer(p *passState, l, n, pos0 int) {
 		r.bias(p, l, "v", r.v, vec(L.VB), n, KVD)
 	}
 	if L.QNorm != nil { // each head's RMS norm: rows of one head
-		p.c.RMSNorm(r.set(site{l, "q norm"}, r.q, vec(L.QNorm), r.q), n*c.Heads, HD, c.NormEps)
-		p.c.RMSNorm(r.set(site{l, "k norm"}, r.k, vec(L.KNorm), r.k), n*c.KVHeads, HD, c.NormEps)
+		p.c.rmsNorm(r.set(site{l, "q norm"}, r.q, vec(L.QNorm), r.q), n*c.Heads, HD, c.NormEps)
+		p.c.rmsNorm(r.set(site{l, "k norm"}, r.k, vec(L.KNorm), r.k), n*c.KVHeads, HD, c.NormEps)
 	}
 	if r.m.Spec.Rope != model.RopeNone {
 		mode := 0
@@ -228,12 +228,12 @@ func (r *fwd) layer(p *passState, l, n, pos0 int) {
 			mode = 1
 		}
 		factors := r.ropeF != r.params // params stands in when there are none
-		p.c.Rope(r.set(site{l, "rope q"}, r.q, r.ropeF), c.Heads, HD, c.RopeDims, pos0, n, c.RopeFor(l), factors, mode, QD)
-		p.c.Rope(r.set(site{l, "rope k"}, r.k, r.ropeF), c.KVHeads, HD, c.RopeDims, pos0, n, c.RopeFor(l), factors, mode, KVD)
+		p.c.rope(r.set(site{l, "rope q"}, r.q, r.ropeF), c.Heads, HD, c.RopeDims, pos0, n, c.RopeFor(l), factors, mode, QD)
+		p.c.rope(r.set(site{l, "rope k"}, r.k, r.ropeF), c.KVHeads, HD, c.RopeDims, pos0, n, c.RopeFor(l), factors, mode, KVD)
 	}
 	// KV-cache append
-	p.c.CopyRows(r.set(site{l, "kv k"}, r.k, r.cur.kc[l]), KVD, n, 0, KVD, pos0*KVD, KVD)
-	p.c.CopyRows(r.set(site{l, "kv v"}, r.v, r.cur.vc[l]), KVD, n, 0, KVD, pos0*KVD, KVD)
+	p.c.copyRows(r.set(site{l, "kv k"}, r.k, r.cur.kc[l]), KVD, n, 0, KVD, pos0*KVD, KVD)
+	p.c.copyRows(r.set(site{l, "kv v"}, r.v, r.cur.vc[l]), KVD, n, 0, KVD, pos0*KVD, KVD)
 	if h != nil && h.OnKVAppend != nil {
 		p.flush("", l, pos0, n, func() {
 			h.OnKVAppend(hooks.KVAppend{Layer: l, Pos0: pos0, N: n, K: p.readF32(r.k, 0, n*KVD), V: p.readF32(r.v, 0, n*KVD),
@@ -241,36 +241,36 @@ func (r *fwd) layer(p *passState, l, n, pos0 int) {
 		})
 	}
 	ctx := pos0 + n
-	a := Attn{Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: HD, Ctx: ctx, Pos0: pos0, N: n, Scale: c.AttnScale, QStride: QD, KVDim: KVD, OutStride: QD}
+	a := attn{heads: c.Heads, kvHeads: c.KVHeads, headDim: HD, ctx: ctx, pos0: pos0, n: n, scale: c.AttnScale, qStride: QD, kvDim: KVD, outStride: QD}
 	if c.IsLocal(l) {
-		a.Window = c.Window
+		a.window = c.Window
 	}
-	p.c.AttnScores(r.set(site{l, "scores"}, r.q, r.cur.kc[l], r.scores), a)
+	p.c.attnScores(r.set(site{l, "scores"}, r.q, r.cur.kc[l], r.scores), a)
 	if c.AttnSoftcap != 0 {
-		p.c.Softcap(r.set(site{l, "scores cap"}, r.scores), n*c.Heads*ctx, c.AttnSoftcap)
+		p.c.softcap(r.set(site{l, "scores cap"}, r.scores), n*c.Heads*ctx, c.AttnSoftcap)
 	}
 	watchAttn := h != nil && h.OnAttention != nil
 	if watchAttn {
-		p.c.CopyRows(r.set(site{l, "scores copy"}, r.scores, r.scores2), n*c.Heads*ctx, 1, 0, 0, 0, 0)
+		p.c.copyRows(r.set(site{l, "scores copy"}, r.scores, r.scores2), n*c.Heads*ctx, 1, 0, 0, 0, 0)
 	}
-	p.c.Softmax(r.set(site{l, "softmax"}, r.scores), ctx, n*c.Heads)
-	p.c.AttnOut(r.set(site{l, "attn out"}, r.scores, r.cur.vc[l], r.att), a)
+	p.c.softmax(r.set(site{l, "softmax"}, r.scores), ctx, n*c.Heads)
+	p.c.attnOut(r.set(site{l, "attn out"}, r.scores, r.cur.vc[l], r.att), a)
 	r.edit(p, l, intervene.Head, r.att, QD, n, pos0)
 	r.matmul(p, l, "wo", L.Out, r.att, r.o, n)
 	r.bias(p, l, "wo", r.o, vec(L.OutB), n, E)
 	if L.PostNorm != nil {
-		p.c.RMSNorm(r.set(site{l, "attn post norm"}, r.o, vec(L.PostNorm), r.o), n, E, c.NormEps)
+		p.c.rmsNorm(r.set(site{l, "attn post norm"}, r.o, vec(L.PostNorm), r.o), n, E, c.NormEps)
 	}
 	r.edit(p, l, intervene.Attn, r.o, E, n, pos0)
 	if watchAttn {
 		p.flush("", l, pos0, n, func() {
-			h.OnAttention(hooks.Attention{Layer: l, Pos0: pos0, N: n, Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: HD, Ctx: ctx, Scale: a.Scale,
+			h.OnAttention(hooks.Attention{Layer: l, Pos0: pos0, N: n, Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: HD, Ctx: ctx, Scale: a.scale,
 				Normed: p.readF32(r.xn, 0, n*E), Q: p.readF32(r.q, 0, n*QD), K: p.readF32(r.k, 0, n*KVD), V: p.readF32(r.v, 0, n*KVD),
 				Scores: p.readF32(r.scores2, 0, n*c.Heads*ctx), Weights: p.readF32(r.scores, 0, n*c.Heads*ctx),
 				Context: p.readF32(r.att, 0, n*QD), Out: p.readF32(r.o, 0, n*E)})
 		})
 	}
-	p.c.Add(r.set(site{l, "resid attn"}, r.x, r.o), n*E, n*E)
+	p.c.add(r.set(site{l, "resid attn"}, r.x, r.o), n*E, n*E)
 	p.flush("attention", l, pos0, n, r.residual(p, l, n, pos0, "attention"))
 
 	r.norm(p, l, "ffn norm", vec(L.FFNNorm), vec(L.FFNNormB), n)
@@ -285,33 +285,33 @@ func (r *fwd) layer(p *passState, l, n, pos0 int) {
 			r.bias(p, l, "up", r.ffB, vec(L.UpB), n, F)
 		} else { // one product of 2×FFN rows: [gate | up]
 			r.matmul(p, l, "gate up", L.Up, r.xn, r.ffUp, n)
-			p.c.CopyRows(r.set(site{l, "split gate"}, r.ffUp, r.ffA), F, n, 0, 2*F, 0, F)
-			p.c.CopyRows(r.set(site{l, "split up"}, r.ffUp, r.ffB), F, n, F, 2*F, 0, F)
+			p.c.copyRows(r.set(site{l, "split gate"}, r.ffUp, r.ffA), F, n, 0, 2*F, 0, F)
+			p.c.copyRows(r.set(site{l, "split up"}, r.ffUp, r.ffB), F, n, F, 2*F, 0, F)
 		}
 		if watchMLP {
-			p.c.CopyRows(r.set(site{l, "gate copy"}, r.ffA, r.gate), n*F, 1, 0, 0, 0, 0)
+			p.c.copyRows(r.set(site{l, "gate copy"}, r.ffA, r.gate), n*F, 1, 0, 0, 0, 0)
 			ev.Kind = "swiglu"
 		}
 		if fk == model.GeGLU {
 			ev.Kind = "geglu"
-			p.c.GeGLU(r.set(site{l, "geglu"}, r.ffA, r.ffB), n*F)
+			p.c.geGLU(r.set(site{l, "geglu"}, r.ffA, r.ffB), n*F)
 		} else {
-			p.c.SwiGLU(r.set(site{l, "swiglu"}, r.ffA, r.ffB), n*F)
+			p.c.swiGLU(r.set(site{l, "swiglu"}, r.ffA, r.ffB), n*F)
 		}
 	} else {
 		r.matmul(p, l, "up", L.Up, r.xn, r.ffA, n)
 		r.bias(p, l, "up", r.ffA, vec(L.UpB), n, F)
 		if watchMLP {
-			p.c.CopyRows(r.set(site{l, "up copy"}, r.ffA, r.gate), n*F, 1, 0, 0, 0, 0)
+			p.c.copyRows(r.set(site{l, "up copy"}, r.ffA, r.gate), n*F, 1, 0, 0, 0, 0)
 			ev.Kind = "gelu"
 		}
-		p.c.GELU(r.set(site{l, "gelu"}, r.ffA), n*F)
+		p.c.gelu(r.set(site{l, "gelu"}, r.ffA), n*F)
 	}
 	r.edit(p, l, intervene.Unit, r.ffA, F, n, pos0)
 	r.matmul(p, l, "down", L.Down, r.ffA, r.o, n)
 	r.bias(p, l, "down", r.o, vec(L.DownB), n, E)
 	if L.FFNPost != nil {
-		p.c.RMSNorm(r.set(site{l, "mlp post norm"}, r.o, vec(L.FFNPost), r.o), n, E, c.NormEps)
+		p.c.rmsNorm(r.set(site{l, "mlp post norm"}, r.o, vec(L.FFNPost), r.o), n, E, c.NormEps)
 	}
 	r.edit(p, l, intervene.MLP, r.o, E, n, pos0)
 	if watchMLP {
@@ -325,7 +325,7 @@ func (r *fwd) layer(p *passState, l, n, pos0 int) {
 			h.OnMLP(ev)
 		})
 	}
-	p.c.Add(r.set(site{l, "resid mlp"}, r.x, r.o), n*E, n*E)
+	p.c.add(r.set(site{l, "resid mlp"}, r.x, r.o), n*E, n*E)
 	r.edit(p, l, intervene.Resid, r.x, E, n, pos0)
 	p.flush("mlp", l, pos0, n, r.residual(p, l, n, pos0, "mlp"))
 	if h != nil && h.OnLens != nil {

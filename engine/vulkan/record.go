@@ -11,8 +11,8 @@ import (
 
 const setsPerPool = 1024
 
-// NewSet allocates a descriptor set binding bufs to bindings 0, 1, ….
-func (d *Device) NewSet(bufs ...*Buffer) (vk.DescriptorSet, error) {
+// newSet allocates a descriptor set binding bufs to bindings 0, 1, ….
+func (d *Device) newSet(bufs ...*buffer) (vk.DescriptorSet, error) {
 	if len(bufs) > maxBindings {
 		return nil, fmt.Errorf("vulkan: %d buffers, at most %d", len(bufs), maxBindings)
 	}
@@ -47,8 +47,8 @@ func (d *Device) NewSet(bufs ...*Buffer) (vk.DescriptorSet, error) {
 	return set, nil
 }
 
-// FreeSets returns descriptor sets to their pools (a closed Runner's).
-func (d *Device) FreeSets(sets ...vk.DescriptorSet) {
+// freeSets returns descriptor sets to their pools (a closed Runner's).
+func (d *Device) freeSets(sets ...vk.DescriptorSet) {
 	for _, s := range sets {
 		if p, ok := d.setPool[s]; ok {
 			vk.FreeDescriptorSets(d.dev, p, 1, &s)
@@ -57,19 +57,19 @@ func (d *Device) FreeSets(sets ...vk.DescriptorSet) {
 	}
 }
 
-// Cmd records work into a command buffer: the device's own, re-recorded
+// cmd records work into a command buffer: the device's own, re-recorded
 // for every pass, or a Recorded one kept for replay.
-type Cmd struct {
+type cmd struct {
 	d    *Device
 	cb   vk.CommandBuffer
 	sets []vk.DescriptorSet
-	N    int // dispatches recorded
+	n    int // dispatches recorded
 }
 
 // Begin starts recording into the device's command buffer.
-func (d *Device) Begin() (*Cmd, error) { return d.begin(d.cmd, true) }
+func (d *Device) Begin() (*cmd, error) { return d.begin(d.cmd, true) }
 
-func (d *Device) begin(cb vk.CommandBuffer, once bool) (*Cmd, error) {
+func (d *Device) begin(cb vk.CommandBuffer, once bool) (*cmd, error) {
 	if err := check(vk.ResetCommandBuffer(cb, 0), "reset command buffer"); err != nil {
 		return nil, err
 	}
@@ -82,19 +82,19 @@ func (d *Device) begin(cb vk.CommandBuffer, once bool) (*Cmd, error) {
 	if err := check(vk.BeginCommandBuffer(cb, info), "begin command buffer"); err != nil {
 		return nil, err
 	}
-	return &Cmd{d: d, cb: cb, sets: make([]vk.DescriptorSet, 1)}, nil
+	return &cmd{d: d, cb: cb, sets: make([]vk.DescriptorSet, 1)}, nil
 }
 
-// Recorded is a command buffer recorded once and submitted many times (a
+// recorded is a command buffer recorded once and submitted many times (a
 // decode step, whose varying position the shaders read from a buffer).
-type Recorded struct {
+type recorded struct {
 	d  *Device
 	cb vk.CommandBuffer
-	N  int // dispatches it holds
+	n  int // dispatches it holds
 }
 
-// Record starts recording a command buffer for replay; End finishes it.
-func (d *Device) Record() (*Cmd, error) {
+// record starts recording a command buffer for replay; End finishes it.
+func (d *Device) record() (*cmd, error) {
 	cbs := make([]vk.CommandBuffer, 1)
 	if err := check(vk.AllocateCommandBuffers(d.dev, &vk.CommandBufferAllocateInfo{SType: vk.StructureTypeCommandBufferAllocateInfo, CommandPool: d.cmdPool, Level: vk.CommandBufferLevelPrimary, CommandBufferCount: 1}, cbs), "command buffer"); err != nil {
 		return nil, err
@@ -106,29 +106,29 @@ func (d *Device) Record() (*Cmd, error) {
 	return c, err
 }
 
-// End finishes a recording made by Record.
-func (c *Cmd) End() (*Recorded, error) {
+// end finishes a recording made by Record.
+func (c *cmd) end() (*recorded, error) {
 	if err := check(vk.EndCommandBuffer(c.cb), "end command buffer"); err != nil {
 		vk.FreeCommandBuffers(c.d.dev, c.d.cmdPool, 1, []vk.CommandBuffer{c.cb})
 		return nil, err
 	}
-	return &Recorded{d: c.d, cb: c.cb, N: c.N}, nil
+	return &recorded{d: c.d, cb: c.cb, n: c.n}, nil
 }
 
-// Run submits the recorded work and waits for it.
-func (r *Recorded) Run() error { return r.d.run(r.cb) }
+// run submits the recorded work and waits for it.
+func (r *recorded) run() error { return r.d.run(r.cb) }
 
-// Free releases the command buffer.
-func (r *Recorded) Free() {
+// free releases the command buffer.
+func (r *recorded) free() {
 	if r != nil && r.cb != nil {
 		vk.FreeCommandBuffers(r.d.dev, r.d.cmdPool, 1, []vk.CommandBuffer{r.cb})
 		r.cb = nil
 	}
 }
 
-// Dispatch records one compute dispatch followed by a barrier, so the next
+// dispatch records one compute dispatch followed by a barrier, so the next
 // dispatch sees its writes.
-func (c *Cmd) Dispatch(pipeline string, set vk.DescriptorSet, push []uint32, gx, gy, gz uint32) {
+func (c *cmd) dispatch(pipeline string, set vk.DescriptorSet, push []uint32, gx, gy, gz uint32) {
 	p, ok := c.d.pipelines[pipeline]
 	if !ok {
 		panic("vulkan: no pipeline " + pipeline) // a programming error: names are fixed in this package
@@ -142,26 +142,26 @@ func (c *Cmd) Dispatch(pipeline string, set vk.DescriptorSet, push []uint32, gx,
 		vk.CmdPushConstants(c.cb, c.d.layout, vk.ShaderStageFlags(vk.ShaderStageComputeBit), 0, pushWords*4, unsafe.Pointer(&words[0]))
 	}
 	vk.CmdDispatch(c.cb, max(gx, 1), max(gy, 1), max(gz, 1))
-	c.Barrier()
-	c.N++
+	c.barrier()
+	c.n++
 }
 
-// Barrier makes earlier shader and transfer writes visible to later work.
-func (c *Cmd) Barrier() {
+// barrier makes earlier shader and transfer writes visible to later work.
+func (c *cmd) barrier() {
 	c.d.fns.barrier(c.cb, vk.PipelineStageFlags(vk.PipelineStageComputeShaderBit|vk.PipelineStageTransferBit),
 		vk.PipelineStageFlags(vk.PipelineStageComputeShaderBit|vk.PipelineStageTransferBit|vk.PipelineStageHostBit),
 		vk.AccessFlags(vk.AccessShaderWriteBit|vk.AccessTransferWriteBit),
 		vk.AccessFlags(vk.AccessShaderReadBit|vk.AccessShaderWriteBit|vk.AccessTransferReadBit|vk.AccessTransferWriteBit|vk.AccessHostReadBit))
 }
 
-// Copy records a buffer-to-buffer copy of size bytes.
-func (c *Cmd) Copy(src, dst *Buffer, srcOff, dstOff, size int) {
+// copy records a buffer-to-buffer copy of size bytes.
+func (c *cmd) copy(src, dst *buffer, srcOff, dstOff, size int) {
 	c.d.fns.copyBuffer(c.cb, src.buf, dst.buf, uint64(srcOff), uint64(dstOff), uint64(size))
-	c.Barrier()
+	c.barrier()
 }
 
-// Submit ends recording, runs the work and waits for it.
-func (c *Cmd) Submit() error {
+// submit ends recording, runs the work and waits for it.
+func (c *cmd) submit() error {
 	if err := check(vk.EndCommandBuffer(c.cb), "end command buffer"); err != nil {
 		return err
 	}

@@ -57,7 +57,7 @@ func TestRoundX(t *testing.T) {
 		x[2*qk+5] = 1e4     // one value far above the rest
 		t.Run(fmt.Sprint("round ", qk), func(t *testing.T) {
 			xb, rb := buf(t, d, x), buf(t, d, make([]float32, (n-1)*cols))
-			run(t, d, func(c *Cmd) { c.RoundX(set(t, d, xb, rb), qk, (n-1)*cols, cols) })
+			run(t, d, func(c *cmd) { c.roundX(set(t, d, xb, rb), qk, (n-1)*cols, cols) })
 			if diff := cmp.Diff(roundRef(x[cols:], qk), read(t, d, rb, (n-1)*cols)); diff != "" {
 				t.Errorf("rows 1 and 2 rounded in blocks of %d (-cpu +vulkan):\n%s", qk, diff)
 			}
@@ -71,7 +71,7 @@ func TestRoundX(t *testing.T) {
 				want = append(want, roundRef(normed, qk)...)
 			}
 			xb, gb, ob := buf(t, d, x), buf(t, d, g), buf(t, d, make([]float32, (n-1)*cols))
-			run(t, d, func(c *Cmd) { c.RMSNormRound(set(t, d, xb, gb, ob), qk, 1, n-1, cols, 1e-5) })
+			run(t, d, func(c *cmd) { c.rmsNormRound(set(t, d, xb, gb, ob), qk, 1, n-1, cols, 1e-5) })
 			got := read(t, d, ob, (n-1)*cols)
 			// the norm's scale is summed in another order than the CPU's:
 			// equal within float rounding (a block's d with it, in blocks of

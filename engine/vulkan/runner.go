@@ -47,31 +47,31 @@ type fwd struct {
 	cur   *Runner
 
 	w        map[*model.Tensor]*wbuf
-	vec      map[*model.Tensor]*Buffer
-	ids      *Buffer // token ids, then position ids
-	x, xn    *Buffer
-	xr       *Buffer // a product's input rounded to 8 bits (RoundX), as the CPU rounds it
-	qkv      *Buffer
-	q, k, v  *Buffer
-	scores   *Buffer
-	scores2  *Buffer // a copy of the scores before softmax, for hooks
-	att, o   *Buffer
-	ffA      *Buffer
-	ffB      *Buffer
-	ffUp     *Buffer // a fused gate-up product (phi3), 2×FFN a row; nil otherwise
-	ropeF    *Buffer // RoPE frequency factors; params when the model has none
-	gate     *Buffer // pre-activation copy, for hooks
-	last     *Buffer
-	logits   *Buffer
-	posIDs   *Buffer
-	params   *Buffer // the fused path's position (uint32)
-	editV    *Buffer // the current pass's intervention vectors, end to end
+	vec      map[*model.Tensor]*buffer
+	ids      *buffer // token ids, then position ids
+	x, xn    *buffer
+	xr       *buffer // a product's input rounded to 8 bits (RoundX), as the CPU rounds it
+	qkv      *buffer
+	q, k, v  *buffer
+	scores   *buffer
+	scores2  *buffer // a copy of the scores before softmax, for hooks
+	att, o   *buffer
+	ffA      *buffer
+	ffB      *buffer
+	ffUp     *buffer // a fused gate-up product (phi3), 2×FFN a row; nil otherwise
+	ropeF    *buffer // RoPE frequency factors; params when the model has none
+	gate     *buffer // pre-activation copy, for hooks
+	last     *buffer
+	logits   *buffer
+	posIDs   *buffer
+	params   *buffer // the fused path's position (uint32)
+	editV    *buffer // the current pass's intervention vectors, end to end
 	editOff  []int   // where each edit's vector starts in editV
 	posBytes [4]byte // what params is written from, kept so a step allocates nothing
 	// logitsHost receives a decode step's logits inside its recorded
 	// command buffer when logits is not mapped (a discrete GPU), so a step
 	// is one submission, not a second for the readback
-	logitsHost *Buffer
+	logitsHost *buffer
 	fused      bool // passes without hooks take the fused path
 	unfused    bool // a test's switch: every pass unfused
 	// dispatches is how many dispatches the last pass recorded or replayed
@@ -91,17 +91,17 @@ type Runner struct {
 	own    bool // NewOwnedRunner made l for this runner alone
 	ctx    int  // KV-cache positions
 	pos    int
-	kc, vc []*Buffer
+	kc, vc []*buffer
 	sets   map[site]vk.DescriptorSet // the dispatches that read or write kc, vc
 	host   []float32                 // logits read back
-	rec    *Recorded                 // the fused decode step, recorded on first use
+	rec    *recorded                 // the fused decode step, recorded on first use
 }
 
 // wbuf is a weight matrix on the device: rows from row0 of buffer b (one
 // buffer holds a layer's Q, K and V end to end, and its gate and up, so
 // the fused path reads each group as one matrix).
 type wbuf struct {
-	b    *Buffer
+	b    *buffer
 	typ  string
 	row0 int
 }
@@ -129,7 +129,7 @@ func Load(d *Device, m *model.Model, ctxLen int) (*Loaded, error) {
 			return nil, fmt.Errorf("this %s model has %s, which the Vulkan backend does not compute yet", c.Arch, ft.Name)
 		}
 	}
-	f := &fwd{d: d, m: m, cfg: c, ctx: ctxLen, batch: min(128, ctxLen), w: map[*model.Tensor]*wbuf{}, vec: map[*model.Tensor]*Buffer{}, sets: map[site]vk.DescriptorSet{}}
+	f := &fwd{d: d, m: m, cfg: c, ctx: ctxLen, batch: min(128, ctxLen), w: map[*model.Tensor]*wbuf{}, vec: map[*model.Tensor]*buffer{}, sets: map[site]vk.DescriptorSet{}}
 	l := &Loaded{f: f}
 	if err := f.alloc(); err != nil {
 		f.free()
@@ -141,11 +141,11 @@ func Load(d *Device, m *model.Model, ctxLen int) (*Loaded, error) {
 
 func (r *fwd) alloc() (err error) {
 	c, W, B, d := r.cfg, r.m.Weights, r.batch, r.d
-	nb := func(floats int) *Buffer {
+	nb := func(floats int) *buffer {
 		if err != nil {
 			return nil
 		}
-		var b *Buffer
+		var b *buffer
 		b, err = d.NewBuffer(4 * floats)
 		return b
 	}
@@ -166,7 +166,7 @@ func (r *fwd) alloc() (err error) {
 	r.params = nb(4)
 	r.editV = nb(intervene.MaxEdits * max(E, QD))
 	if err == nil && r.logits.ptr == nil {
-		r.logitsHost, err = d.NewHostBuffer(4 * c.Vocab)
+		r.logitsHost, err = d.newHostBuffer(4 * c.Vocab)
 	}
 	if err != nil {
 		return err
@@ -176,7 +176,7 @@ func (r *fwd) alloc() (err error) {
 	upload := func(ts ...*model.Tensor) error {
 		var datas [][]byte
 		size := 0
-		typ := ShaderType(ts[0].Type)
+		typ := shaderType(ts[0].Type)
 		for _, t := range ts {
 			data := t.Data
 			if typ == "" { // other types are decoded to F32 once, at upload
@@ -199,7 +199,7 @@ func (r *fwd) alloc() (err error) {
 		off, row := 0, 0
 		for i, t := range ts {
 			r.w[t] = &wbuf{b, typ, row}
-			if err := d.Write(b, off, datas[i]); err != nil {
+			if err := d.write(b, off, datas[i]); err != nil {
 				return err
 			}
 			off, row = off+len(datas[i]), row+t.Rows()
@@ -211,7 +211,7 @@ func (r *fwd) alloc() (err error) {
 	uploadGroup := func(ts ...*model.Tensor) error {
 		together := true
 		for _, t := range ts {
-			together = together && t != nil && r.w[t] == nil && ShaderType(t.Type) == ShaderType(ts[0].Type) && t.Cols() == ts[0].Cols()
+			together = together && t != nil && r.w[t] == nil && shaderType(t.Type) == shaderType(ts[0].Type) && t.Cols() == ts[0].Cols()
 		}
 		if together {
 			return upload(ts...)
@@ -238,7 +238,7 @@ func (r *fwd) alloc() (err error) {
 			return err
 		}
 		r.vec[t] = b
-		return d.WriteF32(b, 0, f)
+		return d.writeF32(b, 0, f)
 	}
 	for _, t := range []*model.Tensor{W.TokEmbd, W.PosEmbd, W.OutputMatrix()} {
 		if err := uploadGroup(t); err != nil {
@@ -293,7 +293,7 @@ type site struct {
 var kvSites = map[string]bool{"kv k": true, "kv v": true, "scores": true, "attn out": true, "qkv post": true, "attn fused": true}
 
 // set returns the cached descriptor set for a dispatch site.
-func (r *fwd) set(key site, bufs ...*Buffer) vk.DescriptorSet {
+func (r *fwd) set(key site, bufs ...*buffer) vk.DescriptorSet {
 	sets := r.sets
 	if kvSites[key.name] {
 		sets = r.cur.sets
@@ -301,7 +301,7 @@ func (r *fwd) set(key site, bufs ...*Buffer) vk.DescriptorSet {
 	if s, ok := sets[key]; ok {
 		return s
 	}
-	s, err := r.d.NewSet(bufs...)
+	s, err := r.d.newSet(bufs...)
 	if err != nil {
 		panic(err) // pools grow on demand; only device loss ends here
 	}
@@ -311,18 +311,18 @@ func (r *fwd) set(key site, bufs ...*Buffer) vk.DescriptorSet {
 
 // free releases the weights and activations.
 func (r *fwd) free() {
-	freed := map[*Buffer]bool{}
+	freed := map[*buffer]bool{}
 	for _, b := range r.w {
 		if !freed[b.b] {
-			b.b.Free()
+			b.b.free()
 			freed[b.b] = true
 		}
 	}
 	for _, b := range r.vec {
-		b.Free()
+		b.free()
 	}
-	for _, b := range []*Buffer{r.ids, r.posIDs, r.x, r.xn, r.xr, r.qkv, r.q, r.k, r.v, r.scores, r.scores2, r.att, r.o, r.ffA, r.ffB, r.ffUp, r.gate, r.last, r.logits, r.params, r.editV, r.logitsHost} {
-		b.Free()
+	for _, b := range []*buffer{r.ids, r.posIDs, r.x, r.xn, r.xr, r.qkv, r.q, r.k, r.v, r.scores, r.scores2, r.att, r.o, r.ffA, r.ffB, r.ffUp, r.gate, r.last, r.logits, r.params, r.editV, r.logitsHost} {
+		b.free()
 	}
 }
 
@@ -349,11 +349,11 @@ func (l *Loaded) Close() {
 // Own makes l close its device when it is closed.
 func (l *Loaded) Own() { l.own = true }
 
-// Device is the device l runs on.
-func (l *Loaded) Device() *Device { return l.f.d }
+// device is the device l runs on.
+func (l *Loaded) device() *Device { return l.f.d }
 
-// Model is the model l was loaded from.
-func (l *Loaded) Model() *model.Model { return l.f.m }
+// model is the model l was loaded from.
+func (l *Loaded) model() *model.Model { return l.f.m }
 
 // Context is the most positions one of its runners may hold.
 func (l *Loaded) Context() int { return l.f.ctx }
@@ -399,16 +399,16 @@ func (l *Loaded) NewRunner(ctx int) (*Runner, error) {
 // free releases the runner's cache and descriptor sets (l.mu held).
 func (r *Runner) free() {
 	for _, b := range append(r.kc, r.vc...) {
-		b.Free()
+		b.free()
 	}
 	r.kc, r.vc = nil, nil
-	r.rec.Free()
+	r.rec.free()
 	r.rec = nil
 	sets := make([]vk.DescriptorSet, 0, len(r.sets))
 	for _, s := range r.sets {
 		sets = append(sets, s)
 	}
-	r.l.f.d.FreeSets(sets...)
+	r.l.f.d.freeSets(sets...)
 	r.sets = map[site]vk.DescriptorSet{}
 }
 
@@ -428,11 +428,11 @@ func (r *Runner) Close() {
 	}
 }
 
-// Loaded is the shared model this runner computes on.
-func (r *Runner) Loaded() *Loaded { return r.l }
+// loaded is the shared model this runner computes on.
+func (r *Runner) loaded() *Loaded { return r.l }
 
-// Device is the device this runner uses.
-func (r *Runner) Device() *Device { return r.l.f.d }
+// device is the device this runner uses.
+func (r *Runner) device() *Device { return r.l.f.d }
 
 // Pos, Capacity and Reset implement engine.Backend.
 func (r *Runner) Pos() int      { return r.pos }
@@ -464,10 +464,10 @@ func (r *Runner) CopyStateFrom(src *Runner) error {
 		}
 		n := 4 * src.pos * l.f.cfg.KVDim()
 		for i := range r.kc {
-			c.Copy(src.kc[i], r.kc[i], 0, 0, n)
-			c.Copy(src.vc[i], r.vc[i], 0, 0, n)
+			c.copy(src.kc[i], r.kc[i], 0, 0, n)
+			c.copy(src.vc[i], r.vc[i], 0, 0, n)
 		}
-		if err := c.Submit(); err != nil {
+		if err := c.submit(); err != nil {
 			return err
 		}
 	}
@@ -556,9 +556,9 @@ func (r *fwd) forward(ctx context.Context, tokens []int32, all bool) ([]float32,
 	return cur.host[:V], nil
 }
 
-// NewRunner loads m on d for one runner alone; closing the runner frees
+// newRunner loads m on d for one runner alone; closing the runner frees
 // the model's buffers but leaves d open.
-func NewRunner(d *Device, m *model.Model, ctxLen int) (*Runner, error) {
+func newRunner(d *Device, m *model.Model, ctxLen int) (*Runner, error) {
 	l, err := Load(d, m, ctxLen)
 	if err != nil {
 		return nil, err
@@ -572,10 +572,10 @@ func NewRunner(d *Device, m *model.Model, ctxLen int) (*Runner, error) {
 	return r, nil
 }
 
-// NewOwnedRunner is NewRunner for a device the runner then owns: closing
+// newOwnedRunner is NewRunner for a device the runner then owns: closing
 // the runner closes the model and d.
-func NewOwnedRunner(d *Device, m *model.Model, ctxLen int) (*Runner, error) {
-	r, err := NewRunner(d, m, ctxLen)
+func newOwnedRunner(d *Device, m *model.Model, ctxLen int) (*Runner, error) {
+	r, err := newRunner(d, m, ctxLen)
 	if err != nil {
 		return nil, err
 	}

@@ -62,7 +62,7 @@ func parityWithin(t *testing.T, d *Device, m *model.Model, prompt []int32, greed
 		t.Fatal(err)
 	}
 	defer cr.Close()
-	vr, err := NewRunner(d, m, n)
+	vr, err := newRunner(d, m, n)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +200,7 @@ func TestHooksOnVulkan(t *testing.T) {
 	var a, b rec
 	cr, _ := cpu.NewRunner(m, cpu.Options{Threads: 2, Context: 64})
 	defer cr.Close()
-	vr, err := NewRunner(d, m, 64)
+	vr, err := newRunner(d, m, 64)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +263,7 @@ func TestTraceParity(t *testing.T) {
 			return rec.Steps()
 		}
 		cr, _ := cpu.NewRunner(m, cpu.Options{Threads: 2, Context: 64})
-		vr, err := NewRunner(d, m, 64)
+		vr, err := newRunner(d, m, 64)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -22,7 +22,7 @@ import (
 // REQUIRE_VULKAN=1.
 func openTest(t testing.TB, staging bool) *Device {
 	t.Helper()
-	d, err := Open(Options{AllowCPU: true, Validation: true, ForceStaging: staging})
+	d, err := Open(Options{AllowCPU: true, Validation: true, forceStaging: staging})
 	if err != nil {
 		if os.Getenv("REQUIRE_VULKAN") == "1" {
 			t.Fatalf("REQUIRE_VULKAN=1: %v", err)
@@ -56,7 +56,7 @@ func nmse(ref, got []float32) float64 {
 const guard = 64 // floats of NaN sentinel after every output
 
 // buf uploads v into a new buffer followed by a NaN guard region.
-func buf(t testing.TB, d *Device, v []float32) *Buffer {
+func buf(t testing.TB, d *Device, v []float32) *buffer {
 	t.Helper()
 	b, err := d.NewBuffer(4 * (len(v) + guard))
 	if err != nil {
@@ -67,30 +67,30 @@ func buf(t testing.TB, d *Device, v []float32) *Buffer {
 	for i := len(v); i < len(g); i++ {
 		g[i] = float32(math.NaN())
 	}
-	if err := d.WriteF32(b, 0, g); err != nil {
+	if err := d.writeF32(b, 0, g); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(b.Free)
+	t.Cleanup(b.free)
 	return b
 }
 
-func rawBuf(t testing.TB, d *Device, data []byte) *Buffer {
+func rawBuf(t testing.TB, d *Device, data []byte) *buffer {
 	b, err := d.NewBuffer(len(data))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Write(b, 0, data); err != nil {
+	if err := d.write(b, 0, data); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(b.Free)
+	t.Cleanup(b.free)
 	return b
 }
 
 // read returns n floats and checks the guard after them is untouched.
-func read(t testing.TB, d *Device, b *Buffer, n int) []float32 {
+func read(t testing.TB, d *Device, b *buffer, n int) []float32 {
 	t.Helper()
 	out := make([]float32, n+guard)
-	if err := d.ReadF32(b, 0, out); err != nil {
+	if err := d.readF32(b, 0, out); err != nil {
 		t.Fatal(err)
 	}
 	for i := n; i < len(out); i++ {
@@ -101,21 +101,21 @@ func read(t testing.TB, d *Device, b *Buffer, n int) []float32 {
 	return out[:n]
 }
 
-func run(t testing.TB, d *Device, rec func(c *Cmd)) {
+func run(t testing.TB, d *Device, rec func(c *cmd)) {
 	t.Helper()
 	c, err := d.Begin()
 	if err != nil {
 		t.Fatal(err)
 	}
 	rec(c)
-	if err := c.Submit(); err != nil {
+	if err := c.submit(); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func set(t testing.TB, d *Device, bufs ...*Buffer) vk.DescriptorSet {
+func set(t testing.TB, d *Device, bufs ...*buffer) vk.DescriptorSet {
 	t.Helper()
-	s, err := d.NewSet(bufs...)
+	s, err := d.newSet(bufs...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func testOps(t *testing.T, staging bool) {
 				scratch := [][]float32{make([]float32, cpu.ScratchFloats(cols)), make([]float32, cpu.ScratchFloats(cols))}
 				pool.MatMul(ref, tensor, x, n, scratch)
 				wb, xb, yb := rawBuf(t, d, w), buf(t, d, x), buf(t, d, make([]float32, n*rows))
-				run(t, d, func(c *Cmd) { c.MatMul(set(t, d, wb, xb, yb), ShaderType(typ), rows, cols, n, 0) })
+				run(t, d, func(c *cmd) { c.matMul(set(t, d, wb, xb, yb), shaderType(typ), rows, cols, n, 0) })
 				expectNMSE(t, fmt.Sprintf("matmul %s %dx%d n=%d", typ, rows, cols, n), ref, read(t, d, yb, n*rows), 5e-4)
 			}
 		}
@@ -192,10 +192,10 @@ func testOps(t *testing.T, staging bool) {
 				binary.LittleEndian.PutUint32(idb[4*i:], id)
 			}
 			wb, ib, ob := rawBuf(t, d, w), rawBuf(t, d, idb), buf(t, d, make([]float32, len(ref)))
-			run(t, d, func(c *Cmd) { c.GetRows(set(t, d, wb, ib, ob), ShaderType(typ), cols, len(ids), false) })
+			run(t, d, func(c *cmd) { c.getRows(set(t, d, wb, ib, ob), shaderType(typ), cols, len(ids), false) })
 			expectNMSE(t, "get_rows "+typ.String(), ref, read(t, d, ob, len(ref)), 1e-7)
 			// add mode (learned position embeddings)
-			run(t, d, func(c *Cmd) { c.GetRows(set(t, d, wb, ib, ob), ShaderType(typ), cols, len(ids), true) })
+			run(t, d, func(c *cmd) { c.getRows(set(t, d, wb, ib, ob), shaderType(typ), cols, len(ids), true) })
 			for i := range ref {
 				ref[i] *= 2
 			}
@@ -211,12 +211,12 @@ func testOps(t *testing.T, staging bool) {
 				cpu.RMSNorm(ref[i*cols:(i+1)*cols], x[i*cols:(i+1)*cols], w, 1e-5)
 			}
 			xb, wb, bb, ob := buf(t, d, x), buf(t, d, w), buf(t, d, b), buf(t, d, make([]float32, n*cols))
-			run(t, d, func(c *Cmd) { c.RMSNorm(set(t, d, xb, wb, ob), n, cols, 1e-5) })
+			run(t, d, func(c *cmd) { c.rmsNorm(set(t, d, xb, wb, ob), n, cols, 1e-5) })
 			expectNMSE(t, fmt.Sprint("rmsnorm ", cols), ref, read(t, d, ob, n*cols), 1e-7)
 			for i := 0; i < n; i++ {
 				cpu.LayerNorm(ref[i*cols:(i+1)*cols], x[i*cols:(i+1)*cols], w, b, 1e-5)
 			}
-			run(t, d, func(c *Cmd) { c.LayerNorm(set(t, d, xb, wb, bb, ob), n, cols, 1e-5) })
+			run(t, d, func(c *cmd) { c.layerNorm(set(t, d, xb, wb, bb, ob), n, cols, 1e-5) })
 			if cols > 1 { // a single element normalises to exactly 0, where NMSE is meaningless
 				expectNMSE(t, fmt.Sprint("layernorm ", cols), ref, read(t, d, ob, n*cols), 1e-7)
 			}
@@ -237,8 +237,8 @@ func testOps(t *testing.T, staging bool) {
 				}
 			}
 			xb, fb := buf(t, d, x), buf(t, d, []float32{1})
-			run(t, d, func(cm *Cmd) {
-				cm.Rope(set(t, d, xb, fb), c.heads, c.hd, c.dims, c.pos0, c.n, nil, false, c.mode, stride)
+			run(t, d, func(cm *cmd) {
+				cm.rope(set(t, d, xb, fb), c.heads, c.hd, c.dims, c.pos0, c.n, nil, false, c.mode, stride)
 			})
 			expectNMSE(t, fmt.Sprintf("rope %+v", c), ref, read(t, d, xb, len(x)), 1e-3)
 		}
@@ -277,9 +277,9 @@ func testOps(t *testing.T, staging bool) {
 					}
 				}
 			}
-			a := Attn{Heads: c.heads, KVHeads: c.kvHeads, HeadDim: c.hd, Ctx: ctx, Pos0: c.pos0, N: c.n, Scale: scale, QStride: qd, KVDim: kvd, OutStride: qd}
+			a := attn{heads: c.heads, kvHeads: c.kvHeads, headDim: c.hd, ctx: ctx, pos0: c.pos0, n: c.n, scale: scale, qStride: qd, kvDim: kvd, outStride: qd}
 			qb, kb, vb, sb, ob := buf(t, d, q), buf(t, d, k), buf(t, d, v), buf(t, d, make([]float32, len(refS))), buf(t, d, make([]float32, len(refO)))
-			run(t, d, func(cm *Cmd) { cm.AttnScores(set(t, d, qb, kb, sb), a) })
+			run(t, d, func(cm *cmd) { cm.attnScores(set(t, d, qb, kb, sb), a) })
 			gotS := read(t, d, sb, len(refS))
 			for i := range refS {
 				if math.IsInf(float64(refS[i]), -1) != math.IsInf(float64(gotS[i]), -1) {
@@ -290,9 +290,9 @@ func testOps(t *testing.T, staging bool) {
 				}
 			}
 			expectNMSE(t, fmt.Sprintf("attn scores %+v", c), refS, gotS, 5e-4)
-			run(t, d, func(cm *Cmd) {
-				cm.Softmax(set(t, d, sb), ctx, c.n*c.heads)
-				cm.AttnOut(set(t, d, sb, vb, ob), a)
+			run(t, d, func(cm *cmd) {
+				cm.softmax(set(t, d, sb), ctx, c.n*c.heads)
+				cm.attnOut(set(t, d, sb, vb, ob), a)
 			})
 			expectNMSE(t, fmt.Sprintf("softmax %+v", c), refW, read(t, d, sb, len(refW)), 1e-6)
 			expectNMSE(t, fmt.Sprintf("attn out %+v", c), refO, read(t, d, ob, len(refO)), 5e-4)
@@ -306,19 +306,19 @@ func testOps(t *testing.T, staging bool) {
 				ref[i] = cpu.SiLU(a[i]) * b[i]
 			}
 			ab, bb := buf(t, d, a), buf(t, d, b)
-			run(t, d, func(c *Cmd) { c.SwiGLU(set(t, d, ab, bb), n) })
+			run(t, d, func(c *cmd) { c.swiGLU(set(t, d, ab, bb), n) })
 			expectNMSE(t, fmt.Sprint("swiglu ", n), ref, read(t, d, ab, n), 1e-7)
 			for i := range ref {
 				ref[i] = cpu.GELU(b[i])
 			}
-			run(t, d, func(c *Cmd) { c.GELU(set(t, d, bb), n) })
+			run(t, d, func(c *cmd) { c.gelu(set(t, d, bb), n) })
 			expectNMSE(t, fmt.Sprint("gelu ", n), ref, read(t, d, bb, n), 1e-7)
 			x, y := randVec(r, n, 1), randVec(r, n, 1)
 			xb, yb := buf(t, d, x), buf(t, d, y)
 			for i := range ref {
 				ref[i] = x[i] + y[i]
 			}
-			run(t, d, func(c *Cmd) { c.Add(set(t, d, xb, yb), n, n) })
+			run(t, d, func(c *cmd) { c.add(set(t, d, xb, yb), n, n) })
 			expectNMSE(t, fmt.Sprint("add ", n), ref, read(t, d, xb, n), 1e-7)
 		}
 		// bias broadcast and strided copies (KV append, QKV split)
@@ -328,12 +328,12 @@ func testOps(t *testing.T, staging bool) {
 			ref[i] = x[i] + bias[i%10]
 		}
 		xb, bb := buf(t, d, x), buf(t, d, bias)
-		run(t, d, func(c *Cmd) { c.Add(set(t, d, xb, bb), 30, 10) })
+		run(t, d, func(c *cmd) { c.add(set(t, d, xb, bb), 30, 10) })
 		expectNMSE(t, "bias add", ref, read(t, d, xb, 30), 1e-7)
 		src := randVec(r, 3*12, 1)
 		dst := make([]float32, 50)
 		sb, db := buf(t, d, src), buf(t, d, dst)
-		run(t, d, func(c *Cmd) { c.CopyRows(set(t, d, sb, db), 4, 3, 8, 12, 10, 5) })
+		run(t, d, func(c *cmd) { c.copyRows(set(t, d, sb, db), 4, 3, 8, 12, 10, 5) })
 		got := read(t, d, db, 50)
 		for t0 := 0; t0 < 3; t0++ {
 			for k := 0; k < 4; k++ {
