@@ -9,10 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"stepthrough/engine/spec"
 	"stepthrough/lessons"
 	"stepthrough/present"
 	"stepthrough/session"
+	"stepthrough/spec"
 	"stepthrough/views"
 	"stepthrough/wsconn"
 )

@@ -14,10 +14,10 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"stepthrough/engine/sample"
-	"stepthrough/engine/spec"
 	"stepthrough/lessons"
 	"stepthrough/models/modelstest"
 	"stepthrough/session"
+	"stepthrough/spec"
 	"stepthrough/views"
 )
 

@@ -12,9 +12,9 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"stepthrough/engine/spec"
 	"stepthrough/lessons"
 	"stepthrough/session"
+	"stepthrough/spec"
 	"stepthrough/wsconn"
 )
 

@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"strings"
 
-	"stepthrough/engine/spec"
+	"stepthrough/spec"
 )
 
 // stateVersion is the version of the stored room state. Version 1 (the

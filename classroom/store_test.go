@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"stepthrough/engine/spec"
+	"stepthrough/spec"
 )
 
 func goodState(t testing.TB) (State, []byte) {

@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"os"
 
-	"stepthrough/engine/registry"
 	"stepthrough/lessons"
 	"stepthrough/models"
+	"stepthrough/registry"
 	"stepthrough/session"
 	"stepthrough/verify"
 )

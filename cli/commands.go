@@ -21,9 +21,9 @@ import (
 	"stepthrough/engine/model"
 	"stepthrough/engine/quant"
 	"stepthrough/engine/sample"
-	"stepthrough/engine/spec"
 	"stepthrough/engine/speculative"
 	"stepthrough/engine/trace"
+	"stepthrough/spec"
 )
 
 func runTokenize(ctx context.Context, env Env, args []string) error {

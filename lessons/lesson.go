@@ -21,8 +21,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"stepthrough/engine/spec"
 	"stepthrough/engine/trace"
+	"stepthrough/spec"
 )
 
 // Limits on a lesson file.

@@ -9,8 +9,8 @@ import (
 
 	"stepthrough/engine/model"
 	"stepthrough/engine/quant"
-	"stepthrough/engine/registry"
 	"stepthrough/engine/trace"
+	"stepthrough/registry"
 	"stepthrough/session"
 	"stepthrough/views"
 )

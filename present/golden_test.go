@@ -11,9 +11,9 @@ import (
 	"github.com/a-h/templ"
 	"github.com/google/go-cmp/cmp"
 
-	"stepthrough/engine/spec"
 	"stepthrough/models/modelstest"
 	"stepthrough/session"
+	"stepthrough/spec"
 	"stepthrough/views"
 	"stepthrough/views/htmltest"
 )
@@ -84,7 +84,7 @@ func outline(t *testing.T, c templ.Component) string {
 	return o
 }
 
-// The settings form's fields are exactly the keys engine/spec's form
+// The settings form's fields are exactly the keys spec's form
 // codec reads: none written differently in the template, none missing.
 func TestSettingsFormNamesAreSpecKeys(t *testing.T) {
 	var b bytes.Buffer

@@ -1,8 +1,8 @@
 package present
 
 import (
-	"stepthrough/engine/spec"
 	"stepthrough/session"
+	"stepthrough/spec"
 )
 
 func run(prompt string) spec.Run {

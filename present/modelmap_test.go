@@ -9,10 +9,10 @@ import (
 	"testing"
 
 	"stepthrough/engine/reftest"
-	"stepthrough/engine/registry"
 	"stepthrough/engine/trace"
 	"stepthrough/models"
 	"stepthrough/models/modelstest"
+	"stepthrough/registry"
 	"stepthrough/session"
 	"stepthrough/views"
 )

@@ -11,9 +11,9 @@ import (
 
 	"stepthrough/engine/intervene"
 	"stepthrough/engine/sample"
-	"stepthrough/engine/spec"
 	"stepthrough/engine/tokenizer"
 	"stepthrough/engine/trace"
+	"stepthrough/spec"
 	"stepthrough/views"
 )
 

@@ -8,10 +8,10 @@ import (
 	"testing"
 
 	"stepthrough/engine/chat"
-	"stepthrough/engine/spec"
 	"stepthrough/engine/trace"
 	"stepthrough/models/modelstest"
 	"stepthrough/session"
+	"stepthrough/spec"
 	"stepthrough/views"
 )
 

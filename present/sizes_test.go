@@ -12,7 +12,7 @@ import (
 
 	"stepthrough/engine/model"
 	"stepthrough/engine/quant"
-	"stepthrough/engine/registry"
+	"stepthrough/registry"
 	"stepthrough/session"
 	"stepthrough/views"
 )

@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"stepthrough/engine/sample"
-	"stepthrough/engine/spec"
 	"stepthrough/models/modelstest"
 	"stepthrough/session"
+	"stepthrough/spec"
 	"stepthrough/views"
 )
 

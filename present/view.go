@@ -11,9 +11,9 @@ import (
 	"slices"
 	"strconv"
 
-	"stepthrough/engine/spec"
 	"stepthrough/engine/trace"
 	"stepthrough/session"
+	"stepthrough/spec"
 	"stepthrough/views"
 )
 

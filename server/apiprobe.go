@@ -13,8 +13,8 @@ import (
 	"stepthrough/engine"
 	"stepthrough/engine/sample"
 	"stepthrough/engine/serve"
-	"stepthrough/engine/spec"
 	"stepthrough/session"
+	"stepthrough/spec"
 )
 
 // apiProbe is a request's "stepthrough" extension made ready to run: the

@@ -17,8 +17,8 @@ import (
 	"stepthrough/engine"
 	"stepthrough/engine/compare"
 	"stepthrough/engine/model"
-	"stepthrough/engine/spec"
 	"stepthrough/present"
+	"stepthrough/spec"
 	"stepthrough/views"
 )
 

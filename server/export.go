@@ -8,9 +8,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"stepthrough/engine/spec"
 	"stepthrough/present"
 	"stepthrough/session"
+	"stepthrough/spec"
 	"stepthrough/views"
 )
 

@@ -11,9 +11,9 @@ import (
 	"strings"
 	"testing"
 
-	"stepthrough/engine/spec"
 	"stepthrough/present"
 	"stepthrough/session"
+	"stepthrough/spec"
 	"stepthrough/views"
 )
 

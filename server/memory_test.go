@@ -6,9 +6,9 @@ import (
 	"runtime"
 	"testing"
 
-	"stepthrough/engine/registry"
-	"stepthrough/engine/spec"
+	"stepthrough/registry"
 	"stepthrough/session"
+	"stepthrough/spec"
 )
 
 // BenchmarkExplorerSessions measures what an Explorer tab costs the

@@ -17,8 +17,8 @@ import (
 
 	"stepthrough/api"
 	"stepthrough/engine"
-	"stepthrough/engine/registry"
 	"stepthrough/engine/serve"
+	"stepthrough/registry"
 	"stepthrough/session"
 	"stepthrough/wsconn"
 )

@@ -8,8 +8,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"stepthrough/engine/spec"
 	"stepthrough/present"
+	"stepthrough/spec"
 	"stepthrough/views"
 )
 

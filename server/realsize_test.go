@@ -14,9 +14,9 @@ import (
 
 	"stepthrough/engine/model"
 	"stepthrough/engine/quant"
-	"stepthrough/engine/registry"
-	"stepthrough/engine/spec"
+	"stepthrough/registry"
 	"stepthrough/session"
+	"stepthrough/spec"
 )
 
 // BenchmarkExplorerAtRealSize measures the Explorer on real models'

@@ -13,8 +13,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"stepthrough/engine/sample"
-	"stepthrough/engine/spec"
 	"stepthrough/engine/trace"
+	"stepthrough/spec"
 	"stepthrough/views"
 )
 

@@ -14,10 +14,10 @@ import (
 	"github.com/PuerkitoBio/goquery"
 	"github.com/openai/openai-go/v3"
 
-	"stepthrough/engine/spec"
 	"stepthrough/models/modelstest"
 	"stepthrough/present"
 	"stepthrough/session"
+	"stepthrough/spec"
 )
 
 func getPage(t *testing.T, u string) (int, string) {

@@ -17,8 +17,8 @@ import (
 	"github.com/gorilla/websocket"
 
 	"stepthrough/engine/reftest"
-	"stepthrough/engine/spec"
 	"stepthrough/models"
+	"stepthrough/spec"
 	"stepthrough/wsconn"
 )
 
@@ -325,7 +325,7 @@ func TestIndexKeepsThePromptAfterAnError(t *testing.T) {
 	}
 }
 
-// The prompt boxes take the limit the server enforces, from engine/spec:
+// The prompt boxes take the limit the server enforces, from spec:
 // what the box lets a user type, the server accepts.
 func TestPromptBoxesTakeTheServersLimit(t *testing.T) {
 	_, ts := testServer(t)

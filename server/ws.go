@@ -6,9 +6,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"stepthrough/engine/spec"
 	"stepthrough/present"
 	"stepthrough/session"
+	"stepthrough/spec"
 	"stepthrough/views"
 	"stepthrough/wsconn"
 )

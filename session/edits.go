@@ -7,7 +7,7 @@ import (
 	"stepthrough/engine"
 
 	"stepthrough/engine/intervene"
-	"stepthrough/engine/spec"
+	"stepthrough/spec"
 )
 
 // Interventions in the Explorer (spec.Run.Ablate): every pass of the run

@@ -9,8 +9,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"stepthrough/engine/hooks"
-	"stepthrough/engine/spec"
 	"stepthrough/models/modelstest"
+	"stepthrough/spec"
 )
 
 // A run that does not fit the context is refused before its mean

@@ -3,8 +3,8 @@ package session
 import (
 	"slices"
 
-	"stepthrough/engine/spec"
 	"stepthrough/engine/trace"
+	"stepthrough/spec"
 )
 
 // gotoStage moves, within the current token step, to the stage a click on

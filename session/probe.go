@@ -9,8 +9,8 @@ import (
 	"stepthrough/engine/intervene"
 	"stepthrough/engine/model"
 	"stepthrough/engine/sample"
-	"stepthrough/engine/spec"
 	"stepthrough/engine/trace"
+	"stepthrough/spec"
 )
 
 // Probe is what a generation outside the Explorer (an API request's

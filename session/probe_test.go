@@ -11,9 +11,9 @@ import (
 
 	"stepthrough/engine"
 	"stepthrough/engine/sample"
-	"stepthrough/engine/spec"
 	"stepthrough/engine/trace"
 	"stepthrough/models/modelstest"
+	"stepthrough/spec"
 )
 
 // Generate's recorded passes are the Explorer's trace of the same run

@@ -25,12 +25,12 @@ import (
 	"stepthrough/engine/intervene"
 	"stepthrough/engine/model"
 	"stepthrough/engine/sample"
-	"stepthrough/engine/spec"
 	"stepthrough/engine/speculative"
 	"stepthrough/engine/stop"
 	"stepthrough/engine/tokenizer"
 	"stepthrough/engine/trace"
 	"stepthrough/lessons"
+	"stepthrough/spec"
 )
 
 // Engines gives sessions the models they run, each loaded once per

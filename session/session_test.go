@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"stepthrough/engine/spec"
 	"stepthrough/lessons"
 	"stepthrough/models/modelstest"
+	"stepthrough/spec"
 )
 
 func run(prompt string) spec.Run {

@@ -7,8 +7,8 @@ import (
 
 	"stepthrough/engine/intervene"
 	"stepthrough/engine/model"
-	"stepthrough/engine/spec"
 	"stepthrough/engine/trace"
+	"stepthrough/spec"
 )
 
 // Output is what a run wrote: the prompt's tokens, the generated ones and

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"stepthrough/engine/hooks"
-	"stepthrough/engine/spec"
 	"stepthrough/engine/speculative"
 	"stepthrough/engine/trace"
+	"stepthrough/spec"
 )
 
 // Speculative decoding in the Explorer (spec.Run.Draft): token step 0 is

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"stepthrough/engine/spec"
 	"stepthrough/engine/trace"
 	"stepthrough/models/modelstest"
+	"stepthrough/spec"
 )
 
 // generated runs r to the end and returns the generated token ids.

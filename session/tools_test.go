@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"stepthrough/engine/chat"
-	"stepthrough/engine/spec"
 	"stepthrough/models/modelstest"
+	"stepthrough/spec"
 )
 
 // A reset leaves nothing of the run: no calls, inserts or timings

@@ -14,10 +14,10 @@ import (
 	"stepthrough/engine/memcalc"
 	"stepthrough/engine/perplexity"
 	"stepthrough/engine/quant"
-	"stepthrough/engine/registry"
 	"stepthrough/lessons"
 	"stepthrough/models/corpus"
 	"stepthrough/models/recipe"
+	"stepthrough/registry"
 )
 
 // The claims about what a conversion keeps (the types a converted model

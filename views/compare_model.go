@@ -2,7 +2,7 @@ package views
 
 // ComparePage is the Compare page.
 type ComparePage struct {
-	PromptMax int // the prompt's limit in characters (engine/spec's)
+	PromptMax int // the prompt's limit in characters (spec's)
 	Models    []string
 	Prompt    string
 	Model     string

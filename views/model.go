@@ -21,7 +21,7 @@ type Page struct {
 
 // Settings are the Explorer's form values, as the user gave them.
 type Settings struct {
-	PromptMax                                    int // the prompt's limit in characters (engine/spec's)
+	PromptMax                                    int // the prompt's limit in characters (spec's)
 	Prompt, Model, Backend                       string
 	Temperature, TopK, TopP, MinP, TypicalP      string
 	RepeatPenalty, RepeatLastN, FreqPen, PresPen string
@@ -33,7 +33,7 @@ type Settings struct {
 	MeanOver                                     string // the mean ablation's reference text ("": to zero)
 	MeanOverMax                                  int    // its longest, in bytes
 	AblateMax                                    int
-	// what engine/spec allows: the backends, the most new tokens, the
+	// what spec allows: the backends, the most new tokens, the
 	// draft's k (the most, and the default the form offers)
 	Backends                []string
 	MaxTokensMax, DraftKMax int
@@ -316,7 +316,7 @@ type LensCell struct {
 // with the tokens the run's sampler chain keeps for the draw at the
 // sliders' temperature and top-p (the engine's chain, in the run's order).
 type SoftmaxPanel struct {
-	// the sliders' ranges (engine/spec's)
+	// the sliders' ranges (spec's)
 	TLo, THi, PLo, PHi float64
 	Temperature        float64 // the slider's: the bars' T
 	RunT               string  // the run's temperature, as the form shows it

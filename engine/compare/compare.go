@@ -12,7 +12,7 @@ import (
 	"stepthrough/engine"
 	"stepthrough/engine/intervene"
 	"stepthrough/engine/sample"
-	"stepthrough/engine/spec"
+	"stepthrough/spec"
 )
 
 // Strategy is one lane's decoding strategy.

@@ -6,8 +6,8 @@ package modelstest
 import (
 	"testing"
 
-	"stepthrough/engine/registry"
 	"stepthrough/models"
+	"stepthrough/registry"
 )
 
 // Lesson is a registry of the embedded lesson models.
