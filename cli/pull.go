@@ -68,6 +68,9 @@ func runPull(ctx context.Context, env Env, args []string) error {
 	if mem, err := hfhub.TotalMemory(); err == nil {
 		opt.Memory = mem
 	}
+	c.OnRetry = func(err error, wait time.Duration) {
+		fmt.Fprintf(env.Stderr, "%v: trying again in %s\n", err, wait.Round(time.Millisecond))
+	}
 	p := &progressLine{w: env.Stdout}
 	if isTerminal(env.Stdout) {
 		opt.Progress = p.update

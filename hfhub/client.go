@@ -68,6 +68,9 @@ type Client struct {
 	// it doubles while the tensor infos go on, up to MaxHeadBytes (0:
 	// 64 MiB).
 	HeadBytes, MaxHeadBytes int64
+	// OnRetry, when set, hears of each failed try before the wait for the
+	// next (pull prints it: a slow or unreachable Hub is not silent).
+	OnRetry func(err error, wait time.Duration)
 
 	http *http.Client
 }
@@ -239,7 +242,10 @@ func (c *Client) retry(ctx context.Context, try func() (progress, again bool, er
 			tries, wait = 0, cmp.Or(c.Backoff, time.Second)
 		}
 		if tries++; tries > retries {
-			return fmt.Errorf("%w (gave up after %d tries)", err, tries)
+			return c.gaveUp(err, tries)
+		}
+		if c.OnRetry != nil {
+			c.OnRetry(err, wait)
 		}
 		select {
 		case <-ctx.Done():
@@ -248,6 +254,16 @@ func (c *Client) retry(ctx context.Context, try func() (progress, again bool, er
 		}
 		wait = min(2*wait, 30*time.Second)
 	}
+}
+
+// gaveUp is the error after the last try; one that never reached the
+// Hub says where it was looking and how to work without it.
+func (c *Client) gaveUp(err error, tries int) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return fmt.Errorf("%w (gave up after %d tries: is %s reachable? HF_ENDPOINT sets the Hub's address; HF_HUB_OFFLINE=1 uses the cache alone)", err, tries, c.Endpoint)
+	}
+	return fmt.Errorf("%w (gave up after %d tries)", err, tries)
 }
 
 // maxJSON bounds a JSON answer: a repository's file list is kilobytes.

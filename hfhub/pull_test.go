@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -348,5 +349,32 @@ func TestPullStoppedKeepsThePart(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(res.Path); !bytes.Equal(got, data) {
 		t.Fatalf("the pulled file differs from the Hub's")
+	}
+}
+
+// A Hub that cannot be reached: each failed try is told (pull prints it)
+// before the next, and the last error says where it looked and how to
+// work from the cache alone.
+func TestPullUnreachableSaysWhereItLooked(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	endpoint := "http://" + ln.Addr().String()
+	ln.Close() // nothing listens there now
+	var told []time.Duration
+	c := &Client{Endpoint: endpoint, Cache: Cache{Dir: t.TempDir()}, Retries: 2, Backoff: time.Millisecond,
+		OnRetry: func(_ error, wait time.Duration) { told = append(told, wait) }}
+	_, err = c.Pull(context.Background(), Request{Ref: Ref{Repo: "org/tiny-GGUF"}}, Options{})
+	if err == nil {
+		t.Fatal("a pull from a closed port succeeded")
+	}
+	for _, want := range []string{endpoint, "HF_ENDPOINT", "HF_HUB_OFFLINE=1", "gave up after 3 tries"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error %q does not say %q", err, want)
+		}
+	}
+	if diff := cmp.Diff([]time.Duration{time.Millisecond, 2 * time.Millisecond}, told); diff != "" {
+		t.Errorf("the retries told (-want +got):\n%s", diff)
 	}
 }
