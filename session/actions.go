@@ -18,16 +18,17 @@ const (
 	ActionView              = "view"
 	ActionGoto              = "goto"
 	ActionAblate            = "ablate"
+	ActionVs                = "vs" // show the values under another weight type beside the run's
 )
 
 // ExplorerActions lists every action Do takes: the allow-lists of the
 // Explorer's socket and of a room's sides are made from it.
 var ExplorerActions = []string{ActionRun, ActionStep, ActionBack, ActionNextToken, ActionEnd, ActionReset,
-	ActionWhatIfTemperature, ActionWhatIfTopP, ActionView, ActionGoto, ActionAblate}
+	ActionWhatIfTemperature, ActionWhatIfTopP, ActionView, ActionGoto, ActionAblate, ActionVs}
 
 // computing are the actions that may run the engine (a run, a decode past
 // the trace, an edit's rerun).
-var computing = []string{ActionRun, ActionStep, ActionNextToken, ActionEnd, ActionGoto, ActionAblate}
+var computing = []string{ActionRun, ActionStep, ActionNextToken, ActionEnd, ActionGoto, ActionAblate, ActionVs}
 
 // Computing reports whether an action may run the engine: the Explorer's
 // socket gives each such one a work slot while it does.

@@ -68,6 +68,10 @@ type Session struct {
 	// the run's edits, and the one step's logits it last gave
 	bes    *engine.Session
 	besKey string
+	// the view's weight type (versus.go): a session reading the same
+	// tokens through the model converted to it
+	ves    *engine.Session
+	vesKey string // model and backend ves was made for
 	// speculative decoding (spec.Run.Draft): the draft's engine session
 	des            *engine.Session
 	desKey         string
@@ -101,8 +105,11 @@ type runState struct {
 	// the baseline's logits (no edits) of token step baseStep
 	base     []float32
 	baseStep int
-	done     bool      // end of generation reached
-	view     spec.View // head, scores and the softmax slider
+	// the viewed token step's pass under the view's type, and its step
+	vsLast *Versus
+	vsAt   int
+	done   bool      // end of generation reached
+	view   spec.View // head, scores and the softmax slider
 
 	prefillMS, ttftMS float64
 	decodeMS          []float64
@@ -181,6 +188,7 @@ func (s *Session) close() {
 	}
 	s.closeDraft()
 	s.closeBaseline()
+	s.closeVersus()
 }
 
 // Settings is the run as last given (the seed as the user set it: empty
@@ -464,6 +472,11 @@ func (s *Session) show(ctx context.Context, v spec.View) error {
 	if v.TopP > 0 {
 		s.view.TopP = v.TopP
 	}
+	s.view.Vs = v.Vs
+	step, _ := s.cur.Position()
+	if _, err := s.versus(ctx, step); err != nil { // a type this model cannot take: the view without it
+		s.view.Vs, s.notice = "", err.Error()
+	}
 	return nil
 }
 
@@ -501,7 +514,10 @@ func (s *Session) Act(ctx context.Context, action string, get spec.Getter) error
 		if err != nil {
 			return err
 		}
-		r.View = spec.View{Layer: -1}
+		r.View = spec.View{Layer: -1, Vs: s.view.Vs} // the type compared with stays
+		if r.Draft != "" {
+			r.View.Vs = ""
+		}
 		return s.start(ctx, r)
 	case ActionStep:
 		if !s.cur.Next() {
@@ -549,6 +565,8 @@ func (s *Session) Act(ctx context.Context, action string, get spec.Getter) error
 		return s.gotoStage(get)
 	case ActionAblate:
 		return s.toggleEdit(ctx, get)
+	case ActionVs:
+		return s.setVs(ctx, get)
 	case ActionView:
 		p, err := spec.PickFrom(get)
 		if err != nil {

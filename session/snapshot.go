@@ -74,6 +74,9 @@ type Snapshot struct {
 	// run's interventions (nil when it has none): the "before" beside the
 	// trace's "after".
 	Baseline []float32
+	// Versus is the current token step's pass under the view's weight
+	// type (spec.View.Vs; nil without one).
+	Versus *Versus
 
 	PrefillMS, TTFTMS float64
 	DecodeMS          []float64  // each timed decode step
@@ -98,6 +101,14 @@ func (s *Session) Snapshot() Snapshot {
 			sn.Baseline = b
 		} else {
 			sn.Notice = "the run without its interventions could not be computed: " + err.Error()
+		}
+	}
+	if len(s.cur.Steps) > 0 && s.view.Vs != "" {
+		step, _ := s.cur.Position()
+		if v, err := s.versus(context.Background(), step); err == nil {
+			sn.Versus = v
+		} else {
+			sn.Notice = err.Error()
 		}
 	}
 	return sn

@@ -58,6 +58,9 @@ func FromForm(get Getter, base Run) (Run, error) {
 	if _, ok := get("scores"); ok {
 		r.View.Scores = true
 	}
+	if v, ok := get("vs"); ok {
+		r.View.Vs = VsName(v)
+	}
 	if err := slidersFrom(get, &r.View); err != nil {
 		return base, err
 	}
@@ -370,5 +373,8 @@ func (w View) query(v url.Values) {
 	}
 	if w.Head > 0 {
 		v.Set("head", strconv.Itoa(w.Head+1))
+	}
+	if w.Vs != "" {
+		v.Set("vs", w.Vs)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"stepthrough/engine"
@@ -135,6 +136,23 @@ type View struct {
 	// TopP is the softmax panel's top-p slider: where it cuts the
 	// nucleus; 0: the sampler's top-p.
 	TopP float64 `json:"view_top_p,omitempty"`
+	// Vs is a weight type (Q4_0, Q8_0, …) whose values the view shows
+	// beside the run's at every stage: the same tokens through the model
+	// converted to it (NAME@TYPE); "" shows none.
+	Vs string `json:"vs,omitempty"`
+}
+
+// MaxVsChars bounds a view's Vs: the longest type name is six.
+const MaxVsChars = 8
+
+// VsName normalises a written type to compare with: upper case, "none"
+// and the empty box meaning none.
+func VsName(v string) string {
+	v = strings.ToUpper(strings.TrimSpace(v))
+	if v == "NONE" {
+		return ""
+	}
+	return v
 }
 
 // Default is the run a new Explorer starts from: llama.cpp's sampler
@@ -196,6 +214,10 @@ func (r *Run) Validate() error {
 		return &Error{Param: "filter", Value: fmt.Sprint(r.View.Filter), Allowed: "a sampler step from 1"}
 	case r.View.Layer < -1 || r.View.Layer > 1<<16:
 		return &Error{Param: "layer", Value: fmt.Sprint(r.View.Layer), Allowed: "a layer from 1"}
+	case len(r.View.Vs) > MaxVsChars || strings.Trim(r.View.Vs, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != "":
+		return &Error{Param: "vs", Value: strconv.Quote(r.View.Vs), Allowed: "a weight type such as Q8_0 or Q4_0"}
+	case r.View.Vs != "" && r.Draft != "":
+		return &Error{Param: "vs", Value: r.View.Vs, Allowed: "comparing with a weight type runs without a draft: choose one"}
 	}
 	if err := checkSliders(r.View); err != nil {
 		return err

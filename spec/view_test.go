@@ -24,6 +24,12 @@ func TestViewLinks(t *testing.T) {
 		{"stage=attention%3Cscript%3E", View{}, true},
 		{"filter=-2&stage=sampler", View{}, true},
 		{"filter=99&stage=sampler", View{}, true},
+		{"stage=mlp&layer=2&vs=q4_0", View{StageName: "mlp", Layer: 1, Vs: "Q4_0"}, false},
+		{"vs=none", View{Layer: -1}, false},
+		{"vs=", View{Layer: -1}, false},
+		{"vs=Q4_0%3Cb%3E", View{}, true},
+		{"vs=Q4_K_M_LONGER", View{}, true},
+		{"vs=Q8_0&draft=self:1", View{}, true},
 	} {
 		q, _ := url.ParseQuery(tc.query)
 		r, err := FromQuery(q, Default("m.gguf"))

@@ -1,0 +1,144 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"stepthrough/engine/trace"
+	"stepthrough/models/modelstest"
+	"stepthrough/spec"
+)
+
+func getter(m map[string]string) spec.Getter {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+// The comparison's pass is the converted model's own: at the prompt's
+// step it records exactly what a run of NAME@TYPE records, stage by
+// stage; at a later step, reached by stepping (its cache reused) or
+// opened directly (read from the start), the same values.
+func TestVersusIsTheConvertedModelsPass(t *testing.T) {
+	ctx := context.Background()
+	eng := modelstest.Lesson(t)
+	r := run("Once upon a time, there was")
+	r.Sampler.Temperature, r.MaxTokens = 0, 4
+	r.View.Vs = "Q4_0"
+	se := New("v", "", eng)
+	defer se.Close()
+	if err := se.Open(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	v := se.Snapshot().Versus
+	if v == nil || v.Type != "Q4_0" || v.Model != "lesson.gguf@Q4_0" {
+		t.Fatalf("versus %+v", v)
+	}
+	direct := New("d", "", eng)
+	defer direct.Close()
+	rd := r
+	rd.Model, rd.View.Vs = "lesson.gguf@Q4_0", ""
+	if err := direct.Open(ctx, rd); err != nil {
+		t.Fatal(err)
+	}
+	want := direct.Snapshot().Cursor.Steps[0]
+	if diff := cmp.Diff(passOf(want), passOf(v.Step)); diff != "" {
+		t.Errorf("the prompt's pass under Q4_0 differs from a run of lesson.gguf@Q4_0 (-run +versus):\n%s", diff)
+	}
+	if diff := cmp.Diff(stagesBut(trace.Stages(se.Snapshot().Cursor.Steps[0])), trace.Stages(v.Step)); diff != "" {
+		t.Errorf("stages differ (-run +versus):\n%s", diff)
+	}
+
+	for range 3 {
+		if err := se.Act(ctx, ActionNextToken, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stepped := se.Snapshot().Versus
+	opened := New("o", "", eng)
+	defer opened.Close()
+	if err := opened.Open(ctx, se.Spec()); err != nil {
+		t.Fatal(err)
+	}
+	fresh := opened.Snapshot().Versus
+	if stepped == nil || fresh == nil {
+		t.Fatalf("no comparison at token step 4: stepped %v, opened %v", stepped, fresh)
+	}
+	if stepped.Step.N != 1 || len(stepped.Step.Layers) == 0 {
+		t.Fatalf("token step 4's pass reads %d positions", stepped.Step.N)
+	}
+	if diff := cmp.Diff(passOf(fresh.Step), passOf(stepped.Step)); diff != "" {
+		t.Errorf("token step 4 under Q4_0: stepped there and opened there differ (-opened +stepped):\n%s", diff)
+	}
+}
+
+// passOf is what a pass computed, without its timings and its logit lens
+// (the comparison records none).
+func passOf(st *trace.Step) any {
+	var layers []trace.Layer
+	for _, l := range st.Layers {
+		c := *l
+		c.Lens = nil
+		layers = append(layers, c)
+	}
+	return struct {
+		Embed  *trace.Embed
+		Layers []trace.Layer
+		Logits *trace.Logits
+	}{st.Embed, layers, st.Logits}
+}
+
+// stagesBut is a step's stages up to its logits: what a pass records
+// without the sampler after it.
+func stagesBut(all []trace.Stage) []trace.Stage {
+	var out []trace.Stage
+	for _, x := range all {
+		switch x.Name {
+		case trace.StageTokenize, trace.StageSampler, trace.StageSample:
+			continue
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+// A type the model cannot be converted to, or a malformed one, is
+// refused and the view stays; "none" stops comparing; a speculative run
+// refuses one.
+func TestVsRefusals(t *testing.T) {
+	ctx := context.Background()
+	se := New("v", "", modelstest.Lesson(t))
+	defer se.Close()
+	if err := se.Run(ctx, run("Once upon a time")); err != nil {
+		t.Fatal(err)
+	}
+	if err := se.Act(ctx, ActionVs, getter(map[string]string{"vs": "q8_0"})); err != nil {
+		t.Fatal(err)
+	}
+	if v := se.Snapshot().Versus; v == nil || v.Type != "Q8_0" {
+		t.Fatalf("after vs=q8_0: %+v", v)
+	}
+	var pe *spec.Error
+	if err := se.Act(ctx, ActionVs, getter(map[string]string{"vs": "Q8_0<b>"})); !errors.As(err, &pe) || pe.Param != "vs" {
+		t.Errorf("a malformed type: %v", err)
+	}
+	var e *Error
+	if err := se.Act(ctx, ActionVs, getter(map[string]string{"vs": "Q9_9"})); !errors.As(err, &e) {
+		t.Errorf("an unknown type: %v", err)
+	}
+	if sn := se.Snapshot(); sn.Versus == nil || sn.Versus.Type != "Q8_0" || sn.Spec.View.Vs != "Q8_0" {
+		t.Errorf("a refused type changed the view: %+v", sn.Spec.View)
+	}
+	if err := se.Act(ctx, ActionVs, getter(map[string]string{"vs": "none"})); err != nil {
+		t.Fatal(err)
+	}
+	if sn := se.Snapshot(); sn.Versus != nil || sn.Spec.View.Vs != "" {
+		t.Errorf("vs=none: %+v", sn.Spec.View)
+	}
+	r := run("Once upon a time")
+	r.Draft, r.DraftK, r.View.Vs = "self:1", 2, "Q8_0"
+	if err := se.Run(ctx, r); !errors.As(err, &pe) || pe.Param != "vs" {
+		t.Errorf("a speculative run compared with a type: %v", err)
+	}
+}
