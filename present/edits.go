@@ -118,12 +118,7 @@ func (s *snap) editEffect(st *trace.Step) *views.EditEffect {
 	if now[0] != was {
 		x.NewTop = s.piece(now[0])
 	}
-	lb, la := sample.LogSoftmax(s.Baseline), sample.LogSoftmax(st.Logits.Logits)
-	for i, p := range before {
-		if p > 0 {
-			x.KL += float64(p) * (lb[i] - la[i])
-		}
-	}
+	x.KL = sample.KL(sample.LogSoftmax(s.Baseline), sample.LogSoftmax(st.Logits.Logits))
 	return x
 }
 

@@ -182,13 +182,7 @@ func topCandidates(lp []float64) []Candidate {
 // q's top tokens, KL(ref ‖ q), whether the likeliest token differs and
 // how many of ref's top TopK q shares.
 func Stat(ref, q []float64) StepStat {
-	st := StepStat{Top: topCandidates(q)}
-	for i, a := range ref {
-		if p := math.Exp(a); p > 0 {
-			st.KL += p * (a - q[i])
-		}
-	}
-	st.KL = math.Max(0, st.KL)
+	st := StepStat{Top: topCandidates(q), KL: sample.KL(ref, q)}
 	rt := topCandidates(ref)
 	st.Flipped = rt[0].ID != st.Top[0].ID
 	for _, a := range rt {

@@ -79,7 +79,7 @@ func Compare(ref, other *Pass) (*Report, error) {
 func drift(a, b []float32, n, d int) Drift {
 	out := Drift{RelErr: make([]float64, n), Cosine: make([]float64, n)}
 	for t := range n {
-		out.RelErr[t], out.Cosine[t] = relErrCos(a[t*d:(t+1)*d], b[t*d:(t+1)*d])
+		out.RelErr[t], out.Cosine[t] = RelErrCos(a[t*d:(t+1)*d], b[t*d:(t+1)*d])
 	}
 	return out
 }
@@ -91,7 +91,7 @@ func heads(a, b []float32, n, heads int) []Head {
 	for h := range heads {
 		for t := range n {
 			off := (t*heads + h) * n
-			js := jsBits(a[off:off+t+1], b[off:off+t+1])
+			js := JSBits(a[off:off+t+1], b[off:off+t+1])
 			out[h].JSMean += js / float64(n)
 			out[h].JSMax = max(out[h].JSMax, js)
 		}

@@ -2,11 +2,11 @@ package quantlens
 
 import "math"
 
-// relErrCos is ‖b−a‖/‖a‖ and the cosine similarity of a and b. Equal
+// RelErrCos is ‖b−a‖/‖a‖ and the cosine similarity of a and b. Equal
 // rows give exactly 0 and 1; a zero reference row gives a relative error
 // of 0 when b is zero too and +Inf otherwise, and a zero row a cosine of
 // 0 unless both are zero.
-func relErrCos(a, b []float32) (rel, cos float64) {
+func RelErrCos(a, b []float32) (rel, cos float64) {
 	var aa, bb, ab, dd float64
 	for i, x := range a {
 		y := float64(b[i])
@@ -27,9 +27,9 @@ func relErrCos(a, b []float32) (rel, cos float64) {
 	return math.Sqrt(dd / aa), max(-1, min(1, ab/math.Sqrt(aa*bb)))
 }
 
-// jsBits is the Jensen–Shannon divergence of two distributions in bits
+// JSBits is the Jensen–Shannon divergence of two distributions in bits
 // (0 for equal ones, at most 1): the mean KL of each from their average.
-func jsBits(p, q []float32) float64 {
+func JSBits(p, q []float32) float64 {
 	var js float64
 	for i, x := range p {
 		a, b := float64(x), float64(q[i])

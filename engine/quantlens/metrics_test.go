@@ -23,7 +23,7 @@ func TestRelErrCos(t *testing.T) {
 		{"zero other", []float32{1, 0}, []float32{0, 0}, 1, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rel, cos := relErrCos(tc.a, tc.b)
+			rel, cos := RelErrCos(tc.a, tc.b)
 			if d := cmp.Diff([]float64{tc.rel, tc.cos}, []float64{rel, cos}, cmpopts.EquateApprox(0, 1e-12)); d != "" {
 				t.Errorf("relative error, cosine (-want +got):\n%s", d)
 			}
@@ -43,7 +43,7 @@ func TestJSBits(t *testing.T) {
 		{"half shared", []float32{1, 0}, []float32{0.5, 0.5}, 0.5*math.Log2(1/0.75) + 0.25*math.Log2(0.5/0.75) + 0.25},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := jsBits(tc.p, tc.q); math.Abs(got-tc.want) > 1e-12 {
+			if got := JSBits(tc.p, tc.q); math.Abs(got-tc.want) > 1e-12 {
 				t.Errorf("JS = %g bits, want %g", got, tc.want)
 			}
 		})

@@ -16,6 +16,19 @@ func LogSoftmax(logits []float32) []float64 {
 	return out
 }
 
+// KL is the Kullback–Leibler divergence of q from ref in nats, both given
+// as log-probabilities (LogSoftmax): Σ p·(log p − log q) over ref's
+// tokens, never below 0 (rounding can give −1e-17).
+func KL(ref, q []float64) float64 {
+	var kl float64
+	for i, a := range ref {
+		if p := math.Exp(a); p > 0 {
+			kl += p * (a - q[i])
+		}
+	}
+	return math.Max(0, kl)
+}
+
 // LogSumExp is log Σ exp(logits), computed stably in float64: logit i's
 // log-probability is logits[i] − LogSumExp(logits), with no allocation.
 func LogSumExp(logits []float32) float64 {

@@ -99,3 +99,25 @@ func TestArgmaxAgreesWithScan(t *testing.T) {
 		}
 	}
 }
+
+// KL against hand-computed values: p = (1/4, 3/4) from q = (1/2, 1/2) is
+// 1/4·ln(1/2) + 3/4·ln(3/2); equal distributions give exactly 0, and a
+// token q never draws counts only where p draws it.
+func TestKL(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		ref, q []float32
+		want   float64
+	}{
+		{"hand", []float32{0, float32(math.Log(3))}, []float32{0, 0}, 0.25*math.Log(0.5) + 0.75*math.Log(1.5)},
+		{"equal", []float32{1, 2, 3}, []float32{1, 2, 3}, 0},
+		{"shifted logits are the same distribution", []float32{1, 2, 3}, []float32{11, 12, 13}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := KL(LogSoftmax(tc.ref), LogSoftmax(tc.q))
+			if math.Abs(got-tc.want) > 1e-6 {
+				t.Errorf("KL = %.9f, want %.9f", got, tc.want)
+			}
+		})
+	}
+}
