@@ -40,7 +40,7 @@ var Path = []string{
 	"what-is-inference", "the-lesson-model", "tokens", "embeddings", "attention-copies-names", "prefill-and-decode", "kv-cache",
 	"logits-and-softmax", "what-each-layer-thinks", "where-the-answer-lives", "the-head-that-copies", "two-families", "temperature", "samplers", "seeds",
 	"chat-and-stop-tokens", "stop-conditions", "tool-calls", "reasoning-tokens", "tool-loop-api", "api-vs-inference",
-	"speculative-decoding", "quantization", "cpu-and-gpu", "what-a-token-costs", "many-users-one-model", "continuous-batching-and-memory", "what-a-task-costs",
+	"speculative-decoding", "quantization", "where-quantization-bites", "cpu-and-gpu", "what-a-token-costs", "many-users-one-model", "continuous-batching-and-memory", "what-a-task-costs",
 }
 
 // Names lists lesson names in order: those on the suggested Path first,

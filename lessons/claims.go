@@ -88,6 +88,13 @@ import (
 //	                             this many GB
 //	expect: unseen "Zorvik"      the lesson models' training text never
 //	                             contains this text
+//	expect: drift 4 > 0.05       beside the step's other type (vs:), the
+//	                             residual stream after layer 4 (its MLP) at
+//	                             the pass's last position: the relative
+//	                             error ‖other − own‖ / ‖own‖ (a fraction)
+//	expect: cosine 4 > 0.99      there, the cosine similarity of the two
+//	expect: driftmost 4          the layer after which that drift is largest
+//	expect: vstop " sock"        the likeliest next token under the other type
 //	expect: arch qwen3           the step's model's architecture
 //	expect: feature qk-norm      the step's model has this way of differing
 //	expect: lacks learned-positions  from llama's forward pass, or lacks it
@@ -109,7 +116,7 @@ type Claim struct {
 }
 
 // ClaimKinds are the supported claims.
-var ClaimKinds = []string{"top", "p", "draws", "tokens", "attends", "continues", "calls", "length", "pieces", "accepts", "rejects", "weights", "batched", "stop", "kvbytes", "cost", "context", "blocks", "shares", "cached", "lens", "lensrank", "induction", "copying", "restores", "arch", "feature", "lacks", "holds", "kl", "prefill", "kvcontext", "unseen"}
+var ClaimKinds = []string{"top", "p", "draws", "tokens", "attends", "continues", "calls", "length", "pieces", "accepts", "rejects", "weights", "batched", "stop", "kvbytes", "cost", "context", "blocks", "shares", "cached", "lens", "lensrank", "induction", "copying", "restores", "arch", "feature", "lacks", "holds", "kl", "prefill", "kvcontext", "unseen", "drift", "cosine", "driftmost", "vstop"}
 
 func (c Claim) String() string {
 	switch c.Kind {
@@ -134,8 +141,15 @@ func (c Claim) String() string {
 		return fmt.Sprintf("kvbytes %q %g", c.Text, c.Value)
 	case "cost":
 		return fmt.Sprintf("cost %g %g %g", c.Price, c.Rate, c.Value)
-	case "lens":
+	case "lens", "vstop":
+		if c.Kind == "vstop" {
+			return fmt.Sprintf("vstop %q", c.Text)
+		}
 		return fmt.Sprintf("lens %d %q", c.Block, c.Text)
+	case "drift", "cosine":
+		return fmt.Sprintf("%s %d %s %g", c.Kind, c.Block, c.Op, c.Value)
+	case "driftmost":
+		return fmt.Sprintf("driftmost %d", c.Block)
 	case "lensrank":
 		return fmt.Sprintf("lensrank %d %q %s %d", c.Block, c.Text, c.Op, int(c.Value))
 	case "induction":
@@ -174,8 +188,10 @@ func parseClaim(line int, v string) (Claim, error) {
 	}
 	text := func(s string) error { return textOf(&c, s) }
 	switch kind {
-	case "top", "draws", "attends", "continues", "calls", "rejects", "unseen":
+	case "top", "draws", "attends", "continues", "calls", "rejects", "unseen", "vstop":
 		return c, text(rest)
+	case "drift", "cosine", "driftmost":
+		return c, parseDrift(&c, rest)
 	case "holds":
 		return c, parseHolds(&c, rest)
 	case "kl", "prefill":
@@ -307,6 +323,30 @@ func parseClaim(line int, v string) (Claim, error) {
 		return c, text(rest[:i])
 	}
 	return c, fmt.Errorf("expect %q: one of %s", kind, strings.Join(ClaimKinds, ", "))
+}
+
+// parseDrift reads a claim about the drift beside another type: drift 4
+// > 0.05 and cosine 4 > 0.99 (the layer from 1, then a bound), driftmost
+// 4 (a layer).
+func parseDrift(c *Claim, rest string) error {
+	layer, bnd, _ := strings.Cut(rest, " ")
+	n, err := strconv.Atoi(layer)
+	if err != nil || n < 1 || n > 1024 {
+		return fmt.Errorf("expect %s %q: the layer, from 1 (%s)", c.Kind, layer, map[string]string{"drift": "drift 4 > 0.05", "cosine": "cosine 4 > 0.99", "driftmost": "driftmost 4"}[c.Kind])
+	}
+	c.Block = n
+	if c.Kind == "driftmost" {
+		if strings.TrimSpace(bnd) != "" {
+			return fmt.Errorf("expect driftmost: only a layer (driftmost 4)")
+		}
+		return nil
+	}
+	before, op, v, err := bound(c.Kind, bnd)
+	if err == nil && before != "" {
+		err = fmt.Errorf("expect %s: write %s 4 > 0.05 (a layer, then a bound)", c.Kind, c.Kind)
+	}
+	c.Op, c.Value = op, v
+	return err
 }
 
 // parseLens reads a logit-lens claim: lens 4 " Par" (the likeliest token

@@ -117,3 +117,23 @@ func checkClaimLine(t *testing.T, in, out, msg string) {
 		t.Errorf("%q (%v), want %q", c.String(), err, out)
 	}
 }
+
+// The claims beside another weight type parse, print back as written,
+// and refuse a bad layer or bound in one line naming it.
+func TestDriftClaims(t *testing.T) {
+	for _, tc := range []struct{ in, out, err string }{
+		{in: `drift 4 > 0.05`, out: `drift 4 > 0.05`},
+		{in: `cosine 1 >= 0.99`, out: `cosine 1 >= 0.99`},
+		{in: `driftmost 4`, out: `driftmost 4`},
+		{in: `vstop " sock"`, out: `vstop " sock"`},
+		{in: `drift 0 > 0.05`, err: "the layer, from 1"},
+		{in: `drift four > 0.05`, err: "the layer, from 1"},
+		{in: `drift 4`, err: "end with a bound"},
+		{in: `drift 4 > 5`, err: "not a fraction"},
+		{in: `cosine 4 x > 0.9`, err: "a layer, then a bound"},
+		{in: `driftmost 4 > 0.1`, err: "only a layer"},
+		{in: `vstop`, err: "name the token"},
+	} {
+		t.Run(tc.in, func(t *testing.T) { checkClaimLine(t, tc.in, tc.out, tc.err) })
+	}
+}

@@ -62,7 +62,10 @@ type Step struct {
 	Stage       string // a stage name (trace.Kinds)
 	Layer       int    // for attention and mlp: 1-based, 0 = unset
 	Head        int    // for attention: 1-based, 0 = unset
-	Highlight   []string
+	// Vs is a weight type whose values the step shows beside the model's
+	// at its stage ("vs: Q4_0"; spec.View.Vs)
+	Vs        string
+	Highlight []string
 	// Patch is a corrupted prompt ("patch:"): the step shows activation
 	// patching's grid from its prompt (clean) into this one, as the
 	// /patching page draws it (with the panel: while a question is open,
@@ -288,7 +291,7 @@ func (p *parser) feed(line string) error {
 
 func isKey(k string) bool {
 	k = strings.TrimSpace(k)
-	return k == "prompt" || k == "patch" || k == "token" || k == "stage" || k == "layer" || k == "head" || k == "highlight" || k == "expect" || k == "panel" || k == "source" || isSetting(k)
+	return k == "prompt" || k == "patch" || k == "token" || k == "stage" || k == "layer" || k == "head" || k == "vs" || k == "highlight" || k == "expect" || k == "panel" || k == "source" || isSetting(k)
 }
 
 // text is a value a page shows as it is written (a title, a choice):
@@ -347,6 +350,8 @@ func (p *parser) setting(k, v string) error {
 		s.Layer, err = positive()
 	case "head":
 		s.Head, err = positive()
+	case "vs":
+		s.Vs = spec.VsName(unquote(v))
 	case "expect":
 		if len(s.Claims) >= MaxClaims {
 			return p.errf("more than %d claims in a step", MaxClaims)
@@ -424,7 +429,7 @@ func (p *parser) finish() (*Lesson, error) {
 				return nil, &Error{p.name, s.Line, "a choice question needs at least two \"- choice\" lines, one marked \"- (x) \""}
 			}
 		}
-		s.Run.View = spec.View{Token: s.Token, StageName: s.Stage, Layer: s.Layer - 1, Head: max(0, s.Head-1)}
+		s.Run.View = spec.View{Token: s.Token, StageName: s.Stage, Layer: s.Layer - 1, Head: max(0, s.Head-1), Vs: s.Vs}
 		if err := s.Run.Validate(); err != nil {
 			return nil, &Error{p.name, s.Line, err.Error()}
 		}

@@ -68,7 +68,7 @@ func LessonStep(in LessonPlay) views.LessonPage {
 	e := Explorer(se)
 	p.Current, p.Panel, p.ExplorerURL = e.Current, e.Panel, e.URL
 	p.Timing, p.BackendInfo, p.Generated, p.Notice = e.Timing, e.BackendInfo, e.Generated, e.Notice
-	p.Edits = e.Edits
+	p.Edits, p.Versus = e.Edits, e.Versus
 	if st.SetsBackend {
 		p.BackendNote = se.Backend().Note
 	}
@@ -80,7 +80,7 @@ func LessonStep(in LessonPlay) views.LessonPage {
 	if q := p.Question; q != nil {
 		p.SoFar = e.SoFar
 		if !q.Answered && !st.PanelShown { // the engine's numbers would give the answer away
-			p.Hidden, p.Panel, p.Generated, p.Edits = true, nil, nil, nil
+			p.Hidden, p.Panel, p.Generated, p.Edits, p.Versus = true, nil, nil, nil, nil
 		}
 		if !q.Answered { // the Explorer shows the step's numbers, and the steps after it
 			p.ExplorerURL = ""

@@ -83,7 +83,11 @@ func Explorer(se *session.Session) views.Explorer {
 	e.Panel = stageOf(stage.Name).build(s, st, stage)
 	e.Edits = s.editEffect(st)
 	e.Ablate = s.Run.Ablate
+	e.Versus, e.Picker = s.versus(st, stage), s.picker()
 	e.Map = s.modelMap(st, e.Stages, si)
+	if e.Versus != nil {
+		e.Map.Drift = driftMarks(e.Versus.Drift)
+	}
 	e.Map.Key = strconv.Itoa(s.Runs) // the drawing is the run's; each step sends its numbers
 	return e
 }

@@ -120,6 +120,8 @@ func (s *checker) claim(ctx context.Context, st lessons.Step, c lessons.Claim) (
 		return checkKVContext(c)
 	case "unseen":
 		return checkUnseen(c)
+	case "drift", "cosine", "driftmost", "vstop":
+		return s.checkVersus(st, c)
 	}
 	if c.Kind == "tokens" {
 		got := len(s.Prompt)

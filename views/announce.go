@@ -19,7 +19,23 @@ func Announce(e Explorer) string {
 	if len(e.Stages) == 0 {
 		return ""
 	}
-	return lines(stageSentence(e), e.Notice)
+	return lines(stageSentence(e), versusSpoken(e.Versus), e.Notice)
+}
+
+// versusSpoken is what the comparison with another weight type shows
+// here, in one sentence: the next token under both, or how far the
+// stage's last vector (the residual stream, where it is shown) is off.
+func versusSpoken(x *Versus) string {
+	switch {
+	case x == nil:
+		return ""
+	case x.HaveDist:
+		return fmt.Sprintf("Beside %s: the likeliest next token is %s, as stored %s; KL %s nats.", x.Type, x.VsTop, x.OwnTop, f(x.KL))
+	case len(x.Rows) > 0:
+		r := x.Rows[len(x.Rows)-1]
+		return fmt.Sprintf("Beside %s: %s differs by a relative error of %s.", x.Type, r.Label, pctOf(r.RelErr))
+	}
+	return fmt.Sprintf("Beside %s: the same tokens.", x.Type)
 }
 
 // RoomAnnounce is a room view's lines: the lesson step, its question or
@@ -37,7 +53,7 @@ func RoomAnnounce(v RoomView) string {
 		}
 	}
 	if len(v.Explorer.Stages) > 0 {
-		stage = stageSentence(v.Explorer)
+		stage = stageSentence(v.Explorer) + " " + versusSpoken(v.Explorer.Versus)
 		if v.Hidden {
 			stage = stagePlace(v.Explorer) + "; its numbers appear at the reveal."
 		}

@@ -30,6 +30,13 @@ func TestAnnounce(t *testing.T) {
 			`Stage 3 of 4: softmax, token step 2 of 3; at T = 0 (greedy) and top-p 0.95 the sampler chain keeps 1 token; the most likely next token is " Par", 50.00% at T = 1.00.`},
 		{"a sampler step", Announce(at(3, &SamplerPanel{Name: "top-p", Before: 40, After: 3})),
 			"Stage 4 of 4: sampler step top-p, token step 2 of 3; top-p keeps 3 of 40 tokens."},
+		{"beside another type, from the logits on", Announce(Explorer{Stages: stages, Current: stages[2], Steps: 1, Panel: soft,
+			Versus: &Versus{Type: "Q4_0", HaveDist: true, OwnTop: `" toy"`, VsTop: `" sock"`, KL: 0.0312}}),
+			`Stage 3 of 4: softmax; at T = 0.80 and top-p 0.95 the sampler chain keeps 2 tokens; the most likely next token is " Par", 99.51%.` + "\n" +
+				`Beside Q4_0: the likeliest next token is " sock", as stored " toy"; KL 0.0312 nats.`},
+		{"beside another type, a layer", Announce(Explorer{Stages: stages, Current: stages[1], Steps: 1, Panel: &AttentionPanel{Head: 0, Heads: 6},
+			Versus: &Versus{Type: "Q8_0", Rows: []VersusRow{{Label: "the residual stream after layer 2's attention", RelErr: 0.00123}}}}),
+			"Stage 2 of 4: layer 2 attention; head 1 of 6.\nBeside Q8_0: the residual stream after layer 2's attention differs by a relative error of 0.123 %."},
 		{"a notice on its own line", Announce(Explorer{Stages: stages, Current: stages[0], Steps: 1, Notice: "The calculator wrote 12.", Panel: &TokenizePanel{Tokens: make([]Token, 8)}}),
 			"Stage 1 of 4: tokenize; 8 tokens.\nThe calculator wrote 12."},
 		{"a room's question hides the numbers", RoomAnnounce(RoomView{LessonTitle: "Logits", LessonStep: 1, LessonSteps: 3, StepTitle: "Raw scores",

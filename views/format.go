@@ -32,6 +32,10 @@ func f32(v float32) string { return f(float64(v)) }
 
 func pct(p float64) string { return fmt.Sprintf("%.2f%%", 100*p) }
 
+// pctOf writes a small fraction as a percentage with three significant
+// digits (a relative error of 0.0000123 is 0.00123 %).
+func pctOf(x float64) string { return fmt.Sprintf("%.3g %%", 100*x) }
+
 func itoa(n int) string { return strconv.Itoa(n) }
 
 func id32(n int32) string { return strconv.Itoa(int(n)) }

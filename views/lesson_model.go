@@ -45,6 +45,7 @@ type LessonPage struct {
 	SoFar       TextSoFar   // the text the step's question is about (empty without one)
 	Highlight   []GenToken  // tokens the step points at, with their ids
 	Edits       *EditEffect // the step's interventions and what they change (nil: none, or hidden with the panel)
+	Versus      *Versus     // the stage under the step's other weight type (nil: none, or hidden with the panel)
 	// Patching is the step's activation-patching grid (nil: the step has
 	// none, or it waits for the answer with the panel); PatchingURL opens
 	// the same two prompts on the Patching page.

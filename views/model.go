@@ -58,9 +58,11 @@ type Explorer struct {
 	Timing      Timing
 	Panel       Panel
 	Map         *ModelMap
-	Edits       *EditEffect // the run's interventions and what they change here (nil: none)
-	Ablate      string      // the run's interventions as the settings form writes them (L1H2; L2mlp)
-	Examples    []Example   // offered before the first run
+	Edits       *EditEffect   // the run's interventions and what they change here (nil: none)
+	Ablate      string        // the run's interventions as the settings form writes them (L1H2; L2mlp)
+	Examples    []Example     // offered before the first run
+	Versus      *Versus       // this stage under another weight type (nil: none chosen)
+	Picker      *VersusPicker // the choice of that type (nil: not offered for this run)
 }
 
 // TextSoFar is the text a token step predicts the next token of: the

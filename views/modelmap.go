@@ -34,6 +34,7 @@ type ModelMap struct {
 	Present     map[string]int  // the stage keys this step has (see mapKey), with their ranks along the pipeline
 	Where       string          // where the viewer is, in words, for the collapsed map
 	Off         map[string]bool // the stage keys an intervention edits (see mapKey)
+	Drift       map[string]int  // the stage keys the residual stream has drifted after under another type, by DriftLevel
 	Here        Stage
 	Prev        Stage // the stage before Here in this step (for the flow)
 	HasPrev     bool
@@ -64,6 +65,7 @@ type MapPart struct {
 	Absent, Inline bool   // Absent: not in this step; Inline: label drawn inside
 	Local          bool   // a sliding-window attention layer
 	Off            bool   // an intervention switches (part of) it off or scales it
+	Drift          int    // DriftLevel of the stream after it under another type (0: none shown)
 	Tag            string // a name slanted above the part (a sampler filter's)
 }
 
@@ -146,7 +148,7 @@ func (L *MapLayout) add(m *ModelMap, p MapPart) {
 	}
 	k := mapKey(p.Stage, p.Layer, p.Filter)
 	rank, present := m.Present[k]
-	p.Off = m.Off[k]
+	p.Off, p.Drift = m.Off[k], m.Drift[k]
 	if p.Stage != "" && !present {
 		p.Absent = true
 	}
@@ -359,6 +361,9 @@ func (p MapPart) Class() string {
 	}
 	if p.Off {
 		c += " off"
+	}
+	if p.Drift > 0 {
+		c += fmt.Sprintf(" drift%d", p.Drift)
 	}
 	return c
 }
