@@ -113,42 +113,26 @@ func fits(lm *engine.Loaded, r spec.Run) error {
 	return nil
 }
 
-// withMean makes the run's switched-off heads and units mean ablations
-// when it names a reference text (spec.Run.MeanOver): their means over
-// the text are read once at the run's start, on the intact model, by a
-// session of its own.
-func withMean(ctx context.Context, lm *engine.Loaded, edits *intervene.Set, r spec.Run) (*intervene.Set, error) {
-	if r.MeanOver == "" || edits == nil {
-		return edits, nil
-	}
-	scratch, err := lm.NewSession(0)
+// RunEdits are r's interventions for lm's model, as the Explorer, the
+// API's generations and a lesson's claims apply them: checked against
+// its shape, with the mean ablation's means (MeanOver) and the steering's
+// direction (Steer) read on the intact model (engine.ResolveEdits). nil:
+// none. Errors are *Error.
+func RunEdits(ctx context.Context, lm *engine.Loaded, r spec.Run) (*intervene.Set, error) {
+	edits, err := r.Edits()
 	if err != nil {
 		return nil, err
 	}
-	defer scratch.Close()
-	set, err := scratch.MeanOver(ctx, r.MeanOver, edits)
-	if err != nil {
+	if err := edits.Check(lm.Model.Config.EditShape()); err != nil {
 		return nil, errorf("%v", err)
 	}
-	return set, nil
-}
-
-// withSteer adds the run's steering to its edits: the direction is the
-// difference of the two texts' mean residual streams after the layer,
-// read once at the run's start by a session of its own.
-func withSteer(ctx context.Context, lm *engine.Loaded, edits *intervene.Set, r spec.Run) (*intervene.Set, error) {
-	st, _ := r.Steering() // validated
-	if st == nil {
-		return edits, nil
-	}
-	scratch, err := lm.NewSession(0)
+	st, err := r.Steering()
 	if err != nil {
 		return nil, err
 	}
-	defer scratch.Close()
-	e, err := scratch.SteerEdit(ctx, *st)
+	edits, err = lm.ResolveEdits(ctx, edits, engine.EditSources{MeanOver: r.MeanOver, Steer: st})
 	if err != nil {
 		return nil, errorf("%v", err)
 	}
-	return edits.Plus(e), nil
+	return edits, nil
 }

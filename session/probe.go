@@ -6,7 +6,6 @@ import (
 
 	"stepthrough/engine"
 	"stepthrough/engine/hooks"
-	"stepthrough/engine/intervene"
 	"stepthrough/engine/model"
 	"stepthrough/engine/sample"
 	"stepthrough/engine/trace"
@@ -53,7 +52,7 @@ type LensLayer struct {
 // the logits it was drawn from and the pass that computed them. It
 // returns why generation ended. Errors of r's interventions are *Error.
 func Generate(ctx context.Context, lm *engine.Loaded, r spec.Run, prompt []int32, p Probe, g engine.Gen, emit func(id int32, logits []float32, pass *Pass) error) (string, error) {
-	edits, err := runEdits(ctx, lm, r)
+	edits, err := RunEdits(ctx, lm, r)
 	if err != nil {
 		return "", err
 	}
@@ -65,8 +64,11 @@ func Generate(ctx context.Context, lm *engine.Loaded, r spec.Run, prompt []int32
 	if err := es.Fits(len(prompt), g.MaxTokens); err != nil {
 		return "", errorf("%v", err)
 	}
+	if err := es.SetEdits(edits); err != nil {
+		return "", errorf("%v", err)
+	}
 	rec := newProbeRecorder(p, lm.Model.Config)
-	hctx := intervene.With(ctx, edits)
+	hctx := ctx
 	if p.asks() {
 		hctx = hooks.WithHooks(hctx, rec.hooks())
 	}
@@ -77,23 +79,6 @@ func Generate(ctx context.Context, lm *engine.Loaded, r spec.Run, prompt []int32
 	g.Sampler.Accept(prompt...)
 	g.Emit = func(id int32, logits []float32) error { return emit(id, logits, rec.take()) }
 	return es.Continue(hctx, logits, g)
-}
-
-// runEdits reads r's interventions for lm's model, the Explorer's way
-// (Session.start): checked against its shape, the mean ablation's means
-// and the steering's direction read on the intact model.
-func runEdits(ctx context.Context, lm *engine.Loaded, r spec.Run) (*intervene.Set, error) {
-	edits, err := r.Edits()
-	if err != nil {
-		return nil, err
-	}
-	if err := edits.Check(lm.Model.Config.EditShape()); err != nil {
-		return nil, errorf("%v", err)
-	}
-	if edits, err = withMean(ctx, lm, edits, r); err != nil {
-		return nil, err
-	}
-	return withSteer(ctx, lm, edits, r)
 }
 
 // probeRecorder fills a Pass from the hooks of one pass at a time.
