@@ -46,10 +46,8 @@ func (s *Session) toggleEdit(ctx context.Context, get spec.Getter) error {
 		}
 	}
 	r.Ablate = set.String()
-	if err := r.Validate(); err != nil {
-		return err
-	}
-	return s.open(ctx, r)
+	return s.open(ctx, r) // which validates r
+
 }
 
 // sameSite reports whether two edits touch the same site.
@@ -113,24 +111,16 @@ func fits(lm *engine.Loaded, r spec.Run) error {
 	return nil
 }
 
-// RunEdits are r's interventions for lm's model, as the Explorer, the
-// API's generations and a lesson's claims apply them: checked against
-// its shape, with the mean ablation's means (MeanOver) and the steering's
-// direction (Steer) read on the intact model (engine.ResolveEdits). nil:
-// none. Errors are *Error.
-func RunEdits(ctx context.Context, lm *engine.Loaded, r spec.Run) (*intervene.Set, error) {
-	edits, err := r.Edits()
-	if err != nil {
-		return nil, err
-	}
-	if err := edits.Check(lm.Model.Config.EditShape()); err != nil {
+// RunEdits are a run's interventions (spec.Run.Interventions, as read
+// once) for lm's model, as the Explorer, the API's generations and a
+// lesson's claims apply them: checked against its shape, with the mean
+// ablation's means and the steering's direction read on the intact model
+// (engine.ResolveEdits). nil: none. Errors are *Error.
+func RunEdits(ctx context.Context, lm *engine.Loaded, iv spec.Interventions) (*intervene.Set, error) {
+	if err := iv.Edits.Check(lm.Model.Config.EditShape()); err != nil {
 		return nil, errorf("%v", err)
 	}
-	st, err := r.Steering()
-	if err != nil {
-		return nil, err
-	}
-	edits, err = lm.ResolveEdits(ctx, edits, engine.EditSources{MeanOver: r.MeanOver, Steer: st})
+	edits, err := lm.ResolveEdits(ctx, iv.Edits, iv.Sources)
 	if err != nil {
 		return nil, errorf("%v", err)
 	}

@@ -45,14 +45,14 @@ type LensLayer struct {
 	FinalRank int
 }
 
-// Generate reads prompt on lm with r's interventions (Ablate, Steer and
-// MeanOver, as links and lessons write them and the Explorer applies
-// them) and generates from it with g (its sampler accepts the prompt
+// Generate reads prompt on lm with a run's interventions (iv, as
+// spec.Run.Checked read them from links and lessons, applied as the
+// Explorer applies them: RunEdits) and generates from it with g (its sampler accepts the prompt
 // first, as the Explorer's does), recording p: emit sees each token with
 // the logits it was drawn from and the pass that computed them. It
-// returns why generation ended. Errors of r's interventions are *Error.
-func Generate(ctx context.Context, lm *engine.Loaded, r spec.Run, prompt []int32, p Probe, g engine.Gen, emit func(id int32, logits []float32, pass *Pass) error) (string, error) {
-	edits, err := RunEdits(ctx, lm, r)
+// returns why generation ended. Errors of the interventions are *Error.
+func Generate(ctx context.Context, lm *engine.Loaded, iv spec.Interventions, prompt []int32, p Probe, g engine.Gen, emit func(id int32, logits []float32, pass *Pass) error) (string, error) {
+	edits, err := RunEdits(ctx, lm, iv)
 	if err != nil {
 		return "", err
 	}

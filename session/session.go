@@ -232,7 +232,8 @@ func (s *Session) start(ctx context.Context, r spec.Run) error {
 	if r.Model == "" {
 		r.Model = s.eng.Default()
 	}
-	if err := r.Validate(); err != nil {
+	iv, err := r.Checked()
+	if err != nil {
 		return err
 	}
 	backend := r.Backend
@@ -243,7 +244,7 @@ func (s *Session) start(ctx context.Context, r spec.Run) error {
 	if err := fits(lm, r); err != nil {
 		return err
 	}
-	edits, err := RunEdits(ctx, lm, r)
+	edits, err := RunEdits(ctx, lm, iv)
 	if err != nil {
 		return err
 	}

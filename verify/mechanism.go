@@ -59,7 +59,11 @@ func (s *checker) checkCopying(ctx context.Context, c lessons.Claim) (string, er
 	if err != nil {
 		return "", err
 	}
-	edits, err := session.RunEdits(ctx, lm, s.Run)
+	iv, err := s.Run.Interventions()
+	if err != nil {
+		return "", err
+	}
+	edits, err := session.RunEdits(ctx, lm, iv)
 	if err != nil {
 		return "", err
 	}
