@@ -14,6 +14,12 @@
 // the Session for tokenize, the sampler steps, the draw and the timing of a
 // generation. The trace package records them into replayable step traces.
 //
+// Interventions (package engine/intervene: heads switched off, mean
+// ablations, steering, patching) are not carried in a context: they are a
+// setting of the session (Session.SetEdits), applied by both backends to
+// every later pass until changed; ResolveEdits reads the vectors a set's
+// mean ablation, steering and patch take from the intact model.
+//
 // engine never imports the web packages (server, views); the dependency
 // test in this directory enforces it.
 package engine
@@ -102,7 +108,8 @@ func (s *Session) Fork() (*Session, error) {
 // generation) until the next SetEdits; nil or an empty set: none. It
 // refuses a set the model cannot take (intervene.Set.Check), keeping the
 // edits s had. The tokens already read keep the edits they were read
-// with.
+// with. s holds set itself, not a copy: leave it unchanged while s uses
+// it.
 func (s *Session) SetEdits(set *intervene.Set) error {
 	if err := s.backend.SetEdits(set); err != nil {
 		return err
