@@ -17,7 +17,6 @@ import (
 
 	"stepthrough/engine"
 	"stepthrough/engine/hooks"
-	"stepthrough/engine/intervene"
 	"stepthrough/engine/model"
 	"stepthrough/engine/quant"
 	"stepthrough/engine/sample"
@@ -103,10 +102,9 @@ func runLogits(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	defer s.Close()
-	if err := ef.vectors(ctx, s, edits, len(ids)); err != nil {
+	if edits, err = ef.edited(ctx, s, edits, len(ids)); err != nil {
 		return err
 	}
-	ctx = intervene.With(ctx, edits)
 	var lh lensHook
 	if *lens {
 		ctx = hooks.WithHooks(ctx, lh.hooks())
@@ -246,10 +244,10 @@ func runGenerate(ctx context.Context, env Env, args []string) (err error) {
 	if err := s.Fits(len(p), *n); err != nil { // before the interventions' passes
 		return err
 	}
-	if err := ef.vectors(ctx, s, edits, len(p)); err != nil {
+	if _, err := ef.edited(ctx, s, edits, len(p)); err != nil {
 		return err
 	}
-	ctx = intervene.With(tctx, edits)
+	ctx = tctx
 	fmt.Fprintf(env.Stderr, "seed: %d\n", smp.Seed())
 	w := bufio.NewWriter(env.Stdout)
 	defer w.Flush()

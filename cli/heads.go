@@ -7,7 +7,6 @@ import (
 	"text/tabwriter"
 
 	"stepthrough/engine"
-	"stepthrough/engine/intervene"
 	"stepthrough/engine/model"
 )
 
@@ -76,14 +75,14 @@ func measureHeads(ctx context.Context, l *engine.Loaded, seqs [][]int32, thresho
 	for _, e := range off.Edits {
 		res.Induction = append(res.Induction, e.String())
 	}
-	hits, total, err := l.CopyCount(ctx, seqs)
+	hits, total, err := l.CopyCount(ctx, seqs, nil)
 	if err != nil {
 		return nil, err
 	}
 	res.CopyIntact = float64(hits) / float64(total)
 	res.CopyWithout = res.CopyIntact
 	if len(off.Edits) > 0 {
-		if hits, total, err = l.CopyCount(intervene.With(ctx, off), seqs); err != nil {
+		if hits, total, err = l.CopyCount(ctx, seqs, off); err != nil {
 			return nil, err
 		}
 		res.CopyWithout = float64(hits) / float64(total)

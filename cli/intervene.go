@@ -151,40 +151,32 @@ func (f *editFlags) patchSource(tk *tokenizer.Tokenizer, prompt int) ([]int32, e
 	return from, nil
 }
 
-// vectors adds the steering and patching edits, whose vectors come from
-// runs of their texts on s (left empty after); prompt is the tokens of
-// the prompt the edits run on.
-func (f *editFlags) vectors(ctx context.Context, s *engine.Session, set *intervene.Set, prompt int) error {
+// edited makes set, with the vectors of --mean-over, --steer-* and
+// --patch read on s (engine.Session.ResolveEdits: the intact model; s is
+// left empty), the edits of s's passes; prompt is the tokens of the
+// prompt the edits run on. It returns the edits s applies.
+func (f *editFlags) edited(ctx context.Context, s *engine.Session, set *intervene.Set, prompt int) (*intervene.Set, error) {
 	if set == nil {
-		return nil
+		return nil, nil
 	}
-	defer s.Reset()
 	from, err := f.patchSource(s.Model.Tokenizer, prompt)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if *f.meanOver != "" {
-		mean, err := s.MeanOver(ctx, *f.meanOver, set)
-		if err != nil {
-			return usageError{err}
-		}
-		*set = *mean
-	}
+	src := engine.EditSources{MeanOver: *f.meanOver}
 	if l := *f.steerLayer; l != 0 {
-		e, err := s.SteerEdit(ctx, intervene.Steer{Layer: l - 1, Toward: *f.steerToward, Away: *f.steerAway, Strength: float32(*f.steerStrength)})
-		if err != nil {
-			return usageError{err}
-		}
-		set.Edits = append(set.Edits, e)
+		src.Steer = &intervene.Steer{Layer: l - 1, Toward: *f.steerToward, Away: *f.steerAway, Strength: float32(*f.steerStrength)}
 	}
 	if from != nil {
-		rows, err := s.Residuals(ctx, f.patchAt.Layer, from)
-		if err != nil {
-			return err
-		}
-		set.Edits = append(set.Edits, intervene.Edit{Layer: f.patchAt.Layer, Site: intervene.Resid, Pos: f.patchAt.Pos, Op: intervene.Replace, Vector: rows[f.patchAt.Pos]})
+		src.Patch = &engine.PatchSource{Layer: f.patchAt.Layer, Pos: f.patchAt.Pos, From: from}
 	}
-	return nil
+	if set, err = s.ResolveEdits(ctx, set, src); err != nil {
+		return nil, usageError{err}
+	}
+	if err := s.SetEdits(set); err != nil {
+		return nil, usageError{err}
+	}
+	return set, nil
 }
 
 // lensTop is how many tokens the logit lens lists per layer and position.

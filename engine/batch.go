@@ -31,11 +31,17 @@ func (l *Loaded) MaxBatch() int {
 // session keeps its own positions and KV cache, and its logits equal those
 // of the same tokens run alone (up to float32 summation order: the batch
 // tests bound it by 1e-5). On Vulkan the sessions run one after another.
-// A batched pass calls no hooks. The sessions must be distinct and made by
+// A batched pass calls no hooks and applies no edits: a session with
+// edits (SetEdits) is refused. The sessions must be distinct and made by
 // l.NewSession; on error no session has advanced.
 func (l *Loaded) Batch(ctx context.Context, items []BatchItem, logits [][]float32) error {
 	if len(logits) != len(items) {
 		return fmt.Errorf("batch: %d outputs for %d sessions", len(logits), len(items))
+	}
+	for i, it := range items {
+		if it.Session != nil && it.Session.edits != nil {
+			return fmt.Errorf("batch: session %d has interventions, which a batched pass does not apply: run it alone", i)
+		}
 	}
 	if l.cpu == nil {
 		return l.batchInTurn(ctx, items, logits)

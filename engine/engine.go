@@ -14,6 +14,12 @@
 // the Session for tokenize, the sampler steps, the draw and the timing of a
 // generation. The trace package records them into replayable step traces.
 //
+// Interventions (package engine/intervene: heads switched off, mean
+// ablations, steering, patching) are not carried in a context: they are a
+// setting of the session (Session.SetEdits), applied by both backends to
+// every later pass until changed; ResolveEdits reads the vectors a set's
+// mean ablation, steering and patch take from the intact model.
+//
 // engine never imports the web packages (server, views); the dependency
 // test in this directory enforces it.
 package engine
@@ -22,6 +28,7 @@ import (
 	"context"
 
 	"stepthrough/engine/hooks"
+	"stepthrough/engine/intervene"
 	"stepthrough/engine/model"
 	"stepthrough/engine/sample"
 	"stepthrough/engine/tokenizer"
@@ -34,12 +41,15 @@ type Backend interface {
 	// token's logits (reused buffer), or all rows when all is set. Hooks in
 	// ctx observe the stages.
 	Forward(ctx context.Context, tokens []int32, all bool) ([]float32, error)
+	// SetEdits makes set (checked against the model; nil or empty: none)
+	// the interventions of every later pass until the next SetEdits.
+	SetEdits(set *intervene.Set) error
 	Pos() int
 	Capacity() int  // positions the KV cache holds
 	Reset()         // forget every position
 	Truncate(n int) // forget positions from n on (roll back)
 	// Fork makes a backend on the same loaded model that continues from
-	// here with its own copy of the KV cache.
+	// here with its own copy of the KV cache, and the same edits.
 	Fork() (Backend, error)
 	// CopyFrom makes this backend continue from where src (of the same
 	// loaded model) is.
@@ -64,7 +74,8 @@ type Session struct {
 	backend Backend
 	info    BackendInfo
 	tokens  []int32
-	one     [1]int32 // the decode step's input, reused so no slice escapes per token
+	edits   *intervene.Set // SetEdits's, applied to every pass; nil: none
+	one     [1]int32       // the decode step's input, reused so no slice escapes per token
 }
 
 // NewSession loads m for one session alone (the CPU unless
@@ -90,11 +101,31 @@ func (s *Session) Fork() (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Session{Model: s.Model, backend: b, info: s.info, tokens: append([]int32(nil), s.tokens...)}, nil
+	return &Session{Model: s.Model, backend: b, info: s.info, tokens: append([]int32(nil), s.tokens...), edits: s.edits}, nil
 }
 
+// SetEdits makes set the interventions of every later pass of s (Eval,
+// generation) until the next SetEdits; nil or an empty set: none. It
+// refuses a set the model cannot take (intervene.Set.Check), keeping the
+// edits s had. The tokens already read keep the edits they were read
+// with. s holds set itself, not a copy: leave it unchanged while s uses
+// it.
+func (s *Session) SetEdits(set *intervene.Set) error {
+	if err := s.backend.SetEdits(set); err != nil {
+		return err
+	}
+	s.edits = nil
+	if set != nil && len(set.Edits) > 0 {
+		s.edits = set
+	}
+	return nil
+}
+
+// Edits are the interventions s's passes apply (nil: none).
+func (s *Session) Edits() *intervene.Set { return s.edits }
+
 // CopyFrom makes s continue from where src is (both on the same loaded
-// model): its tokens and KV cache.
+// model): its tokens and KV cache (s keeps its own edits).
 func (s *Session) CopyFrom(src *Session) error {
 	if err := s.backend.CopyFrom(src.backend); err != nil {
 		return err

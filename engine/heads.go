@@ -123,9 +123,9 @@ func bosOr(tk *tokenizer.Tokenizer, fallback int32) int32 {
 // CopyCount counts, in the repeated half of each sequence
 // (RepeatedRandom's form), the positions where the model's likeliest next
 // token is the one that followed the same token in the first half:
-// copying by greedy prediction, with ctx's interventions applied. The
+// copying by greedy prediction, with edits applied (nil: none). The
 // first token of the repeat cannot be predicted and is not counted.
-func (l *Loaded) CopyCount(ctx context.Context, seqs [][]int32) (hits, total int, err error) {
+func (l *Loaded) CopyCount(ctx context.Context, seqs [][]int32, edits *intervene.Set) (hits, total int, err error) {
 	if len(seqs) == 0 || len(seqs[0]) < 5 {
 		return 0, 0, fmt.Errorf("copy rate: no repeated sequences")
 	}
@@ -134,6 +134,9 @@ func (l *Loaded) CopyCount(ctx context.Context, seqs [][]int32) (hits, total int
 		return 0, 0, err
 	}
 	defer s.Close()
+	if err := s.SetEdits(edits); err != nil {
+		return 0, 0, fmt.Errorf("copy rate: %w", err)
+	}
 	V := l.Model.Config.Vocab
 	for _, seq := range seqs {
 		L := (len(seq) - 1) / 2
@@ -265,8 +268,10 @@ func (s *Session) readMeans(ctx context.Context, ref [][]int32, sums map[meanSit
 			if key.site != site || key.layer != layer {
 				continue
 			}
+			e := intervene.Edit{Site: key.site, Index: key.index}
+			lo, w := e.Columns(width, stride)
 			for t := range n {
-				for i, v := range x[t*stride+key.index*width:][:width] {
+				for i, v := range x[t*stride+lo:][:w] {
 					sum[i] += float64(v)
 				}
 			}

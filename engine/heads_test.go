@@ -105,23 +105,26 @@ func TestMeanAblation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eval := func(ctx context.Context, ids []int32) []float32 {
+	eval := func(edits *intervene.Set, ids []int32) []float32 {
 		s, _ := l.NewSession(16)
 		defer s.Close()
+		if err := s.SetEdits(edits); err != nil {
+			t.Fatal(err)
+		}
 		out, err := s.Eval(ctx, ids)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return append([]float32(nil), out...)
 	}
-	intact, ablated := eval(ctx, one), eval(intervene.With(ctx, mean), one)
+	intact, ablated := eval(nil, one), eval(mean, one)
 	for i := range intact {
 		if intact[i] != ablated[i] {
 			t.Fatalf("logit %d: %g intact, %g with the mean over the same position", i, intact[i], ablated[i])
 		}
 	}
 	other := m.Tokenizer.EncodeIDs("The capital of France is", false)
-	a, b := eval(ctx, other), eval(intervene.With(ctx, mean), other)
+	a, b := eval(nil, other), eval(mean, other)
 	same := true
 	for i := range a {
 		same = same && a[i] == b[i]

@@ -69,7 +69,10 @@ func TestNonFiniteLogitsRefused(t *testing.T) {
 				far[i] = 1e38
 			}
 			huge := &intervene.Set{Edits: []intervene.Edit{{Layer: 1, Site: intervene.Resid, Pos: -1, Op: intervene.Add, Factor: 10, Vector: far}}}
-			_, err := s.Eval(intervene.With(context.Background(), huge), prompt[2:])
+			if err := s.SetEdits(huge); err != nil {
+				t.Fatal(err)
+			}
+			_, err := s.Eval(context.Background(), prompt[2:])
 			var nf *NonFiniteError
 			if !errors.As(err, &nf) || !errors.Is(err, ErrNonFinite) {
 				t.Fatalf("error %v, want a NonFiniteError", err)
@@ -79,6 +82,9 @@ func TestNonFiniteLogitsRefused(t *testing.T) {
 			}
 			if s.Pos() != 2 {
 				t.Errorf("the session is at %d after the refused pass, want 2", s.Pos())
+			}
+			if err := s.SetEdits(nil); err != nil {
+				t.Fatal(err)
 			}
 			if diff := cmp.Diff(want, eval(t, s, prompt[2:]...)); diff != "" {
 				t.Errorf("the pass after the refused one differs from the plain run (-want +got):\n%s", diff)

@@ -70,8 +70,10 @@ func (l *Loaded) Patch(ctx context.Context, clean, corrupt []int32) (*Patching, 
 	for layer := range c.Layers {
 		row := make([]float64, n)
 		for pos := range n {
-			set := &intervene.Set{Edits: []intervene.Edit{{Layer: layer, Site: intervene.Resid, Pos: pos, Op: intervene.Replace, Vector: resid[layer][pos]}}}
-			x, err := evalFresh(intervene.With(ctx, set), s, corrupt)
+			if err := s.SetEdits(&intervene.Set{Edits: []intervene.Edit{patchAt(layer, pos, resid[layer][pos])}}); err != nil {
+				return nil, err
+			}
+			x, err := evalFresh(ctx, s, corrupt)
 			if err != nil {
 				return nil, err
 			}

@@ -75,18 +75,14 @@ func Check(l *Lesson, m *model.Model) error {
 // checkEdits refuses a step's ablations and steering (claims or not) that
 // name a layer, head or unit the model lacks.
 func checkEdits(s *Step, c *model.Config) error {
-	set, err := s.Run.Edits()
+	iv, err := s.Run.Interventions()
 	if err != nil {
 		return err
 	}
-	if err := set.Check(c.EditShape()); err != nil {
+	if err := iv.Edits.Check(c.EditShape()); err != nil {
 		return err
 	}
-	st, err := s.Run.Steering()
-	switch {
-	case err != nil:
-		return err
-	case st != nil && st.Layer >= c.Layers:
+	if st := iv.Sources.Steer; st != nil && st.Layer >= c.Layers {
 		return fmt.Errorf("steering %s: the model has layers 1 to %d", st, c.Layers)
 	}
 	return nil

@@ -23,7 +23,7 @@ import (
 type apiProbe struct {
 	st    *api.Stepthrough
 	probe session.Probe
-	run   spec.Run // Ablate, Steer, MeanOver
+	iv    spec.Interventions // the run's Ablate, Steer and MeanOver, read
 	lm    *engine.Loaded
 	base  string // the request page's URL (trace_url)
 }
@@ -55,14 +55,14 @@ func (s *Server) setupProbe(x *apiExchange, base string) *api.Error {
 			return probeInvalid("stepthrough."+f.key, err, "")
 		}
 	}
-	if err := r.Validate(); err != nil { // the mean ablation's text too
+	iv, err := r.Checked() // the mean ablation's text too
+	if err != nil {
 		return probeInvalid(probeParam(err), err, "")
 	}
-	edits, _ := r.Edits() // SetLesson read it
-	if err := edits.Check(c.EditShape()); err != nil {
+	if err := iv.Edits.Check(c.EditShape()); err != nil {
 		return probeInvalid("stepthrough.ablate", err, "")
 	}
-	x.probe = &apiProbe{st: st, run: r, lm: lm, base: base + "/requests/" + x.id,
+	x.probe = &apiProbe{st: st, iv: iv, lm: lm, base: base + "/requests/" + x.id,
 		probe: session.Probe{Lens: st.LensTop, Layers: st.Layers, Heads: st.Heads, Norms: st.Norms}}
 	x.watch.Ablate, x.watch.Steer, x.watch.MeanOver, x.watch.Probed = r.Ablate, r.Steer, r.MeanOver, true
 	return nil
@@ -163,7 +163,7 @@ func (s *Server) probedChoice(ctx context.Context, x *apiExchange, i int, emit f
 	r := x.gen.Reply(i)
 	n := 0
 	g := engine.Gen{Limits: engine.Limits{MaxTokens: x.gen.Max, IgnoreEOS: x.req.IgnoreEOS}, Sampler: smp}
-	finish, err := session.Generate(ctx, x.probe.lm, x.probe.run, x.gen.IDs, x.probe.probe, g, func(id int32, logits []float32, pass *session.Pass) error {
+	finish, err := session.Generate(ctx, x.probe.lm, x.probe.iv, x.gen.IDs, x.probe.probe, g, func(id int32, logits []float32, pass *session.Pass) error {
 		if x.probe.st.PerToken() {
 			r.Probe(x.probe.internals(i, n, id, pass, x.gen.Tok.Display))
 		}

@@ -46,10 +46,8 @@ func (s *Session) toggleEdit(ctx context.Context, get spec.Getter) error {
 		}
 	}
 	r.Ablate = set.String()
-	if err := r.Validate(); err != nil {
-		return err
-	}
-	return s.open(ctx, r)
+	return s.open(ctx, r) // which validates r
+
 }
 
 // sameSite reports whether two edits touch the same site.
@@ -113,42 +111,18 @@ func fits(lm *engine.Loaded, r spec.Run) error {
 	return nil
 }
 
-// withMean makes the run's switched-off heads and units mean ablations
-// when it names a reference text (spec.Run.MeanOver): their means over
-// the text are read once at the run's start, on the intact model, by a
-// session of its own.
-func withMean(ctx context.Context, lm *engine.Loaded, edits *intervene.Set, r spec.Run) (*intervene.Set, error) {
-	if r.MeanOver == "" || edits == nil {
-		return edits, nil
+// RunEdits are a run's interventions (spec.Run.Interventions, as read
+// once) for lm's model, as the Explorer, the API's generations and a
+// lesson's claims apply them: checked against its shape, with the mean
+// ablation's means and the steering's direction read on the intact model
+// (engine.ResolveEdits). nil: none. Errors are *Error.
+func RunEdits(ctx context.Context, lm *engine.Loaded, iv spec.Interventions) (*intervene.Set, error) {
+	if err := iv.Edits.Check(lm.Model.Config.EditShape()); err != nil {
+		return nil, errorf("%v", err)
 	}
-	scratch, err := lm.NewSession(0)
-	if err != nil {
-		return nil, err
-	}
-	defer scratch.Close()
-	set, err := scratch.MeanOver(ctx, r.MeanOver, edits)
+	edits, err := lm.ResolveEdits(ctx, iv.Edits, iv.Sources)
 	if err != nil {
 		return nil, errorf("%v", err)
 	}
-	return set, nil
-}
-
-// withSteer adds the run's steering to its edits: the direction is the
-// difference of the two texts' mean residual streams after the layer,
-// read once at the run's start by a session of its own.
-func withSteer(ctx context.Context, lm *engine.Loaded, edits *intervene.Set, r spec.Run) (*intervene.Set, error) {
-	st, _ := r.Steering() // validated
-	if st == nil {
-		return edits, nil
-	}
-	scratch, err := lm.NewSession(0)
-	if err != nil {
-		return nil, err
-	}
-	defer scratch.Close()
-	e, err := scratch.SteerEdit(ctx, *st)
-	if err != nil {
-		return nil, errorf("%v", err)
-	}
-	return edits.Plus(e), nil
+	return edits, nil
 }

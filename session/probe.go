@@ -6,7 +6,6 @@ import (
 
 	"stepthrough/engine"
 	"stepthrough/engine/hooks"
-	"stepthrough/engine/intervene"
 	"stepthrough/engine/model"
 	"stepthrough/engine/sample"
 	"stepthrough/engine/trace"
@@ -46,14 +45,14 @@ type LensLayer struct {
 	FinalRank int
 }
 
-// Generate reads prompt on lm with r's interventions (Ablate, Steer and
-// MeanOver, as links and lessons write them and the Explorer applies
-// them) and generates from it with g (its sampler accepts the prompt
+// Generate reads prompt on lm with a run's interventions (iv, as
+// spec.Run.Checked read them from links and lessons, applied as the
+// Explorer applies them: RunEdits) and generates from it with g (its sampler accepts the prompt
 // first, as the Explorer's does), recording p: emit sees each token with
 // the logits it was drawn from and the pass that computed them. It
-// returns why generation ended. Errors of r's interventions are *Error.
-func Generate(ctx context.Context, lm *engine.Loaded, r spec.Run, prompt []int32, p Probe, g engine.Gen, emit func(id int32, logits []float32, pass *Pass) error) (string, error) {
-	edits, err := runEdits(ctx, lm, r)
+// returns why generation ended. Errors of the interventions are *Error.
+func Generate(ctx context.Context, lm *engine.Loaded, iv spec.Interventions, prompt []int32, p Probe, g engine.Gen, emit func(id int32, logits []float32, pass *Pass) error) (string, error) {
+	edits, err := RunEdits(ctx, lm, iv)
 	if err != nil {
 		return "", err
 	}
@@ -65,8 +64,11 @@ func Generate(ctx context.Context, lm *engine.Loaded, r spec.Run, prompt []int32
 	if err := es.Fits(len(prompt), g.MaxTokens); err != nil {
 		return "", errorf("%v", err)
 	}
+	if err := es.SetEdits(edits); err != nil {
+		return "", errorf("%v", err)
+	}
 	rec := newProbeRecorder(p, lm.Model.Config)
-	hctx := intervene.With(ctx, edits)
+	hctx := ctx
 	if p.asks() {
 		hctx = hooks.WithHooks(hctx, rec.hooks())
 	}
@@ -77,23 +79,6 @@ func Generate(ctx context.Context, lm *engine.Loaded, r spec.Run, prompt []int32
 	g.Sampler.Accept(prompt...)
 	g.Emit = func(id int32, logits []float32) error { return emit(id, logits, rec.take()) }
 	return es.Continue(hctx, logits, g)
-}
-
-// runEdits reads r's interventions for lm's model, the Explorer's way
-// (Session.start): checked against its shape, the mean ablation's means
-// and the steering's direction read on the intact model.
-func runEdits(ctx context.Context, lm *engine.Loaded, r spec.Run) (*intervene.Set, error) {
-	edits, err := r.Edits()
-	if err != nil {
-		return nil, err
-	}
-	if err := edits.Check(lm.Model.Config.EditShape()); err != nil {
-		return nil, errorf("%v", err)
-	}
-	if edits, err = withMean(ctx, lm, edits, r); err != nil {
-		return nil, err
-	}
-	return withSteer(ctx, lm, edits, r)
 }
 
 // probeRecorder fills a Pass from the hooks of one pass at a time.

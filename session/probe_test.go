@@ -56,7 +56,11 @@ func TestGenerateProbeIsTheExplorers(t *testing.T) {
 			}
 			var ids []int32
 			var passes []*Pass
-			_, err = Generate(ctx, lm, r, snap.Prompt, probe, engine.Gen{Limits: engine.Limits{MaxTokens: r.MaxTokens}, Sampler: smp},
+			iv, err := r.Checked()
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = Generate(ctx, lm, iv, snap.Prompt, probe, engine.Gen{Limits: engine.Limits{MaxTokens: r.MaxTokens}, Sampler: smp},
 				func(id int32, _ []float32, p *Pass) error {
 					ids, passes = append(ids, id), append(passes, p)
 					return nil

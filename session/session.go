@@ -240,25 +240,20 @@ func (s *Session) start(ctx context.Context, r spec.Run) error {
 	if r.Model == "" {
 		r.Model = s.eng.Default()
 	}
-	if err := r.Validate(); err != nil {
+	iv, err := r.Checked()
+	if err != nil {
 		return err
 	}
-	edits, _ := r.Edits() // validated
 	backend := r.Backend
 	lm, err := s.eng.Engine(r.Model, backend)
 	if err != nil {
 		return err
 	}
-	if err := edits.Check(lm.Model.Config.EditShape()); err != nil {
-		return errorf("%v", err)
-	}
 	if err := fits(lm, r); err != nil {
 		return err
 	}
-	if edits, err = withMean(ctx, lm, edits, r); err != nil {
-		return err
-	}
-	if edits, err = withSteer(ctx, lm, edits, r); err != nil {
+	edits, err := RunEdits(ctx, lm, iv)
+	if err != nil {
 		return err
 	}
 	smp, err := sample.New(r.Sampler)
@@ -274,9 +269,12 @@ func (s *Session) start(ctx context.Context, r spec.Run) error {
 		s.close()
 		s.es, s.esKey, s.m, s.lm = es, key, lm.Model, lm
 	}
+	if err := s.es.SetEdits(edits); err != nil {
+		return errorf("%v", err)
+	}
 	recOpt := recordingFor(lm.Model.Config)
 	rec := trace.NewRecorder(recOpt)
-	hctx := hooks.WithHooks(intervene.With(ctx, edits), rec.Hooks())
+	hctx := hooks.WithHooks(ctx, rec.Hooks())
 	calcID := int32(-1)
 	if r.Tools == "calc" {
 		if calcID = calcClose(lm.Model.Tokenizer); calcID < 0 {
@@ -379,7 +377,7 @@ func (s *Session) decode(ctx context.Context) (bool, error) {
 	if err := ctx.Err(); err != nil { // the viewer left: stop working for them
 		return false, err
 	}
-	hctx := hooks.WithHooks(intervene.With(ctx, s.edits), s.rec.Hooks())
+	hctx := hooks.WithHooks(ctx, s.rec.Hooks())
 	if s.dec != nil {
 		return s.decodeRound(hctx)
 	}

@@ -179,6 +179,13 @@ func CheckPrompt(p string) error {
 
 // Validate reports the first invalid field of r.
 func (r *Run) Validate() error {
+	_, err := r.Checked()
+	return err
+}
+
+// validate is Validate but for the interventions' written forms and the
+// sampler.
+func (r *Run) validate() error {
 	switch {
 	case CheckPrompt(r.Prompt) != nil:
 		return CheckPrompt(r.Prompt)
@@ -219,14 +226,41 @@ func (r *Run) Validate() error {
 	case r.View.Vs != "" && r.Draft != "":
 		return &Error{Param: "vs", Value: r.View.Vs, Allowed: "comparing with a weight type runs without a draft: choose one"}
 	}
-	if err := checkSliders(r.View); err != nil {
-		return err
+	return checkSliders(r.View)
+}
+
+// Checked is Validate returning the run's interventions as it read them
+// (each written form parsed once), for the caller that runs them.
+func (r *Run) Checked() (Interventions, error) {
+	if err := r.validate(); err != nil {
+		return Interventions{}, err
 	}
-	if _, err := r.Edits(); err != nil {
-		return err
+	iv, err := r.Interventions()
+	if err != nil {
+		return Interventions{}, err
 	}
-	if _, err := r.Steering(); err != nil {
-		return err
+	if err := r.Sampler.Validate(); err != nil {
+		return Interventions{}, err
 	}
-	return r.Sampler.Validate()
+	return iv, nil
+}
+
+// Interventions are a run's edits (Ablate, read) and the sources of their
+// vectors (MeanOver, and Steer read), as engine.ResolveEdits takes them.
+type Interventions struct {
+	Edits   *intervene.Set
+	Sources engine.EditSources
+}
+
+// Interventions reads the run's interventions from their written forms.
+func (r *Run) Interventions() (Interventions, error) {
+	set, err := r.Edits()
+	if err != nil {
+		return Interventions{}, err
+	}
+	st, err := r.Steering()
+	if err != nil {
+		return Interventions{}, err
+	}
+	return Interventions{Edits: set, Sources: engine.EditSources{MeanOver: r.MeanOver, Steer: st}}, nil
 }

@@ -3,6 +3,7 @@ package spec
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"net/url"
 	"reflect"
 	"strconv"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"stepthrough/engine"
+	"stepthrough/engine/intervene"
 	"stepthrough/engine/sample"
 )
 
@@ -303,6 +306,45 @@ func TestTokenStepCountsFromOne(t *testing.T) {
 			back := r.Query()
 			if got, want := back.Get("token"), strconv.Itoa(tt.token+1); got != want || back.Has("step") {
 				t.Errorf("the link writes token=%q (step %q), want token=%s", got, back.Get("step"), want)
+			}
+		})
+	}
+}
+
+// Checked is Validate handing back what it read: the edits, the steering
+// and the mean ablation's text; a run Validate refuses is refused with
+// the same error, whether its interventions or another field is at fault.
+func TestCheckedReadsTheInterventions(t *testing.T) {
+	bad := func(f func(r *Run)) Run { r := full(); f(&r); return r }
+	cases := []struct {
+		name string
+		r    Run
+		want Interventions
+		err  string
+	}{
+		{"none", Default("lesson.gguf"), Interventions{}, ""},
+		{"all", full(), Interventions{
+			Edits: &intervene.Set{Edits: []intervene.Edit{
+				{Layer: 1, Site: intervene.Head, Index: 0, Pos: -1, Op: intervene.Zero},
+				{Layer: 0, Site: intervene.Unit, Index: 6, Pos: -1, Op: intervene.Scale, Factor: 0.5}}},
+			Sources: engine.EditSources{MeanOver: "Once upon a time, a cat sat.", Steer: &intervene.Steer{Layer: 0, Toward: "happy day", Away: "sad night", Strength: 4}},
+		}, ""},
+		{"bad ablate", bad(func(r *Run) { r.Ablate = "L0H1" }), Interventions{}, "ablate"},
+		{"bad steer", bad(func(r *Run) { r.Steer = "L1:happy" }), Interventions{}, "steer"},
+		{"bad sampler", bad(func(r *Run) { r.Sampler.TopP = 2 }), Interventions{}, "top"},
+		{"bad view", bad(func(r *Run) { r.View.Head = -1 }), Interventions{}, "head"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := c.r.Checked()
+			if verr := c.r.Validate(); fmt.Sprint(verr) != fmt.Sprint(err) {
+				t.Errorf("Checked's error %v, Validate's %v", err, verr)
+			}
+			if (err == nil) != (c.err == "") || err != nil && !strings.Contains(err.Error(), c.err) {
+				t.Fatalf("error %v, want one naming %q", err, c.err)
+			}
+			if diff := cmp.Diff(c.want, got); diff != "" {
+				t.Errorf("interventions (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -13,6 +13,7 @@ import (
 	"stepthrough/engine/intervene"
 	"stepthrough/lessons"
 	"stepthrough/models/modelstest"
+	"stepthrough/registry"
 	"stepthrough/session"
 )
 
@@ -149,22 +150,15 @@ Another.
 // restores none.
 func TestMechanismClaimsCanFail(t *testing.T) {
 	reg := modelstest.Lesson(t)
-	lm, err := reg.Engine("lesson.gguf", "cpu")
-	if err != nil {
-		t.Fatal(err)
-	}
+	lm, seqs := repeatedOn(t, reg, "lesson.gguf")
 	ctx := context.Background()
-	seqs, err := engine.RepeatedRandom(lm.Model.Tokenizer, lm.Model.Config.Vocab, HeadSeqLen, HeadSeqs, HeadSeed)
-	if err != nil {
-		t.Fatal(err)
-	}
 	hs, err := lm.ScoreHeads(ctx, seqs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	score := hs.Induction[3][0]
 	off, _ := intervene.Parse("L4H1")
-	hits, total, err := lm.CopyCount(intervene.With(ctx, off), seqs)
+	hits, total, err := lm.CopyCount(ctx, seqs, off)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,4 +290,82 @@ Another.
 	if diff := cmp.Diff([]bool{false, true, false, true, true, false, true, false, true, false, true, false, true, true}, fails); diff != "" {
 		t.Errorf("which claims failed (-want +got):\n%s", diff)
 	}
+}
+
+// A copying claim measures the step's interventions as the Explorer
+// applies them: a mean ablation over its reference text and a steering
+// count, not only the heads switched off (the rate here measured the
+// engine's way, with the same edits made by hand, on the copying model).
+func TestCopyingClaimReadsMeanAndSteer(t *testing.T) {
+	reg := modelstest.Lesson(t)
+	lm, seqs := repeatedOn(t, reg, "lesson-v3.gguf")
+	ctx := context.Background()
+	off, _ := intervene.Parse("L1H1")
+	const text = "Once upon a time there was a little cat."
+	s, err := lm.NewSession(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	mean, err := s.MeanOver(ctx, text, off)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steer, err := s.SteerEdit(ctx, intervene.Steer{Layer: 1, Toward: "happy", Away: "sad", Strength: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rate := func(edits *intervene.Set) string {
+		hits, total, err := lm.CopyCount(ctx, seqs, edits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprintf("%.3f", float64(hits)/float64(total))
+	}
+	cases := []struct {
+		name, settings string
+		edits          *intervene.Set
+	}{
+		{"zeroed", "ablate: L1H1", off},
+		{"mean-ablated", "ablate: L1H1\nmean_over: " + text, mean},
+		{"steered", "steer: L2:happy|sad*4", (*intervene.Set)(nil).Plus(steer)},
+	}
+	se := session.New("claims", "test", reg)
+	defer se.Close()
+	got := map[string]string{}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			src := "---\ntitle: copying\nmodel: lesson-v3.gguf\n---\n\n## Step\nprompt: \"The capital of France is\"\ntemperature: 0\n" + c.settings + "\nexpect: copying > 0\nA step.\n"
+			l, err := lessons.Parse("copying.md", []byte(src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := Lesson(ctx, se, l)
+			if len(res) != 1 {
+				t.Fatalf("%d results, want 1", len(res))
+			}
+			got[c.name] = res[0].Got
+			if diff := cmp.Diff(rate(c.edits), res[0].Got); diff != "" {
+				t.Errorf("copying rate (-engine +claim):\n%s", diff)
+			}
+		})
+	}
+	if got["zeroed"] == got["mean-ablated"] || got["zeroed"] == got["steered"] {
+		t.Errorf("rates %v: the mean ablation or the steering gives the zeroed head's, so the test cannot tell them apart", got)
+	}
+}
+
+// repeatedOn is the lesson model name on the CPU and the repeated
+// sequences the mechanism claims read.
+func repeatedOn(t *testing.T, reg *registry.Registry, name string) (*engine.Loaded, [][]int32) {
+	t.Helper()
+	lm, err := reg.Engine(name, "cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seqs, err := engine.RepeatedRandom(lm.Model.Tokenizer, lm.Model.Config.Vocab, HeadSeqLen, HeadSeqs, HeadSeed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lm, seqs
 }

@@ -7,6 +7,7 @@ import (
 	"stepthrough/engine"
 	"stepthrough/engine/intervene"
 	"stepthrough/lessons"
+	"stepthrough/session"
 )
 
 // The mechanism claims measure the step's model directly, as `stepthrough
@@ -51,23 +52,22 @@ func (s *checker) checkInduction(ctx context.Context, c lessons.Claim) (string, 
 }
 
 // checkCopying checks how often the repeated half is copied, with the
-// step's interventions.
+// step's interventions read as the Explorer reads them (session.RunEdits:
+// its mean ablation and steering included).
 func (s *checker) checkCopying(ctx context.Context, c lessons.Claim) (string, error) {
 	lm, seqs, err := s.loaded()
 	if err != nil {
 		return "", err
 	}
-	edits, err := s.Run.Edits()
+	iv, err := s.Run.Interventions()
 	if err != nil {
 		return "", err
 	}
-	if edits != nil {
-		if err := edits.Check(lm.Model.Config.EditShape()); err != nil {
-			return "", err
-		}
-		ctx = intervene.With(ctx, edits)
+	edits, err := session.RunEdits(ctx, lm, iv)
+	if err != nil {
+		return "", err
 	}
-	hits, total, err := lm.CopyCount(ctx, seqs)
+	hits, total, err := lm.CopyCount(ctx, seqs, edits)
 	if err != nil {
 		return "", err
 	}

@@ -377,13 +377,12 @@ func runLane(ctx context.Context, lm *engine.Loaded, base *engine.Session, st St
 		return beamLane(ctx, base, st, first, n, eog)
 	}
 	var r *engine.Session
-	edits, err := laneEdits(ctx, lm, st)
+	edits, err := lm.ResolveEdits(ctx, st.edits, engine.EditSources{MeanOver: st.Mean, Steer: st.steer})
 	if err != nil {
-		return lane, 0, err
+		return lane, 0, fmt.Errorf("lane %q: %w", st.Spec, err)
 	}
 	if edits != nil { // the edits change the prompt's pass too: a prefill of its own
-		ctx = intervene.With(ctx, edits)
-		if r, first, err = prefill(ctx, lm, prompt, base.Capacity()); err != nil {
+		if r, first, err = prefill(ctx, lm, edits, prompt, base.Capacity()); err != nil {
 			return lane, 0, err
 		}
 	} else if r, copyMS, err = fork(base); err != nil {
@@ -427,39 +426,16 @@ func runLane(ctx context.Context, lm *engine.Loaded, base *engine.Session, st St
 	return lane, copyMS, err
 }
 
-// laneEdits are the lane's edits, mean-ablated over its reference text
-// and with its steering added, both read on a fresh session of lm.
-func laneEdits(ctx context.Context, lm *engine.Loaded, st Strategy) (*intervene.Set, error) {
-	if st.steer == nil && st.Mean == "" {
-		return st.edits, nil
-	}
-	scratch, err := lm.NewSession(0)
-	if err != nil {
-		return nil, err
-	}
-	defer scratch.Close()
-	edits := st.edits
-	if st.Mean != "" {
-		if edits, err = scratch.MeanOver(ctx, st.Mean, edits); err != nil {
-			return nil, fmt.Errorf("lane %q: %w", st.Spec, err)
-		}
-	}
-	if st.steer == nil {
-		return edits, nil
-	}
-	e, err := scratch.SteerEdit(ctx, *st.steer)
-	if err != nil {
-		return nil, fmt.Errorf("lane %q: %w", st.Spec, err)
-	}
-	return edits.Plus(e), nil
-}
-
-// prefill reads prompt in a new session of lm (ctx's edits applied) and
-// returns it with the prompt's last logits.
-func prefill(ctx context.Context, lm *engine.Loaded, prompt []int32, capacity int) (*engine.Session, []float32, error) {
+// prefill reads prompt in a new session of lm whose passes apply edits
+// and returns it with the prompt's last logits.
+func prefill(ctx context.Context, lm *engine.Loaded, edits *intervene.Set, prompt []int32, capacity int) (*engine.Session, []float32, error) {
 	r, err := lm.NewSession(capacity)
 	if err != nil {
 		return nil, nil, err
+	}
+	if err := r.SetEdits(edits); err != nil {
+		r.Close()
+		return nil, nil, fmt.Errorf("lane: %w", err)
 	}
 	logits, err := r.Eval(ctx, prompt)
 	if err != nil {

@@ -221,10 +221,7 @@ func TestAblatedLane(t *testing.T) {
 	}
 	defer s.Close()
 	set, _ := intervene.Parse("L1mlp;L2mlp")
-	var want []int32
-	if err := s.Greedy(intervene.With(context.Background(), set), prompt, 12, func(id int32) error { want = append(want, id); return nil }); err != nil {
-		t.Fatal(err)
-	}
+	want := greedyWith(t, s, set, prompt, 12)
 	if got := res.Lanes[1].Tokens; !slices.Equal(got, want) {
 		t.Errorf("ablated lane %v, the edited model's greedy tokens %v", got, want)
 	}
@@ -265,11 +262,7 @@ func TestSteeredLane(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var want []int32
-	ctx := intervene.With(context.Background(), (*intervene.Set)(nil).Plus(e))
-	if err := s.Greedy(ctx, prompt, 12, func(id int32) error { want = append(want, id); return nil }); err != nil {
-		t.Fatal(err)
-	}
+	want := greedyWith(t, s, (*intervene.Set)(nil).Plus(e), prompt, 12)
 	if !slices.Equal(steered.Tokens, want) {
 		t.Errorf("steered lane %v, the steered model's greedy tokens %v", steered.Tokens, want)
 	}
@@ -312,10 +305,7 @@ func TestMeanAblatedLane(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var want []int32
-	if err := s.Greedy(intervene.With(context.Background(), set), prompt, 12, func(id int32) error { want = append(want, id); return nil }); err != nil {
-		t.Fatal(err)
-	}
+	want := greedyWith(t, s, set, prompt, 12)
 	if !slices.Equal(mean.Tokens, want) {
 		t.Errorf("mean-ablated lane %v, the model's greedy tokens with the mean ablation %v", mean.Tokens, want)
 	}
@@ -358,4 +348,18 @@ func TestLaneSpeedsRepeated(t *testing.T) {
 	if _, err := Run(context.Background(), load(t, m, "cpu"), prompt, lanes(t, "greedy"), Options{N: 4, Rounds: 10}); err == nil {
 		t.Error("10 rounds accepted")
 	}
+}
+
+// greedyWith is s's greedy generation of n tokens after prompt with
+// edits applied.
+func greedyWith(t *testing.T, s *engine.Session, edits *intervene.Set, prompt []int32, n int) []int32 {
+	t.Helper()
+	if err := s.SetEdits(edits); err != nil {
+		t.Fatal(err)
+	}
+	var out []int32
+	if err := s.Greedy(context.Background(), prompt, n, func(id int32) error { out = append(out, id); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

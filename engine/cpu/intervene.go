@@ -17,13 +17,7 @@ func (r *fwd) edit(l int, site intervene.Site, rows []float32, width int) {
 		if e.Layer != l || e.Site != site {
 			continue
 		}
-		lo, w := 0, width
-		switch site {
-		case intervene.Head:
-			lo, w = e.Index*r.cfg.HeadDim, r.cfg.HeadDim
-		case intervene.Unit:
-			lo, w = e.Index, 1
-		}
+		lo, w := e.Columns(r.cfg.HeadDim, width)
 		for t, p := range r.rowPos {
 			if e.At(p) {
 				apply(e, rows[t*width+lo:t*width+lo+w])

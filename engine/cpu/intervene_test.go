@@ -121,8 +121,11 @@ func TestInterventionRefused(t *testing.T) {
 	}
 	defer r.Close()
 	set := &intervene.Set{Edits: []intervene.Edit{{Layer: 2, Site: intervene.Head, Pos: -1, Op: intervene.Zero}}}
-	if _, err := r.Forward(intervene.With(context.Background(), set), []int32{1, 2}, false); err == nil {
-		t.Error("an edit of layer 3 of 2 ran")
+	if err := r.SetEdits(set); err == nil {
+		t.Error("the runner took an edit of layer 3 of 2")
+	}
+	if _, err := r.Forward(context.Background(), []int32{1, 2}, false); err != nil {
+		t.Errorf("a pass after the refused edit: %v", err)
 	}
 }
 
@@ -133,7 +136,10 @@ func forwardEdited(t testing.TB, m *model.Model, o Options, ids []int32, set *in
 		t.Fatal(err)
 	}
 	defer r.Close()
-	got, err := r.Forward(intervene.With(context.Background(), set), ids, true)
+	if err := r.SetEdits(set); err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.Forward(context.Background(), ids, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,8 +179,10 @@ func TestLensMatchesOracle(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer r.Close()
-			ctx := hooks.WithHooks(intervene.With(context.Background(), set), watch)
-			if _, err := r.Forward(ctx, ids, true); err != nil {
+			if err := r.SetEdits(set); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.Forward(hooks.WithHooks(context.Background(), watch), ids, true); err != nil {
 				t.Fatal(err)
 			}
 			for l := range c.Layers {

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sync"
 
+	"stepthrough/engine/intervene"
 	"stepthrough/engine/kv"
 	"stepthrough/engine/model"
 )
@@ -81,6 +82,7 @@ type Runner struct {
 	own    bool     // NewRunner made l for this runner alone
 	cache  kv.Store // a *kv.Cache, or a *kv.Paged in a shared pool
 	logits []float32
+	edits  *intervene.Set // applied to every pass (SetEdits); nil: none
 }
 
 // NewRunner loads m for this runner alone (Load and Loaded.NewRunner in
@@ -188,7 +190,7 @@ func (r *Runner) CopyStateFrom(src *Runner) error {
 // other's).
 func (r *Runner) Fork() (*Runner, error) {
 	if p, ok := r.cache.(*kv.Paged); ok { // share the blocks, copy on write
-		return &Runner{l: r.l, cache: p.Fork(), logits: make([]float32, r.l.f.cfg.Vocab)}, nil
+		return &Runner{l: r.l, cache: p.Fork(), logits: make([]float32, r.l.f.cfg.Vocab), edits: r.edits}, nil
 	}
 	f, err := r.l.NewRunner(r.cache.Cap())
 	if err != nil {
@@ -197,7 +199,18 @@ func (r *Runner) Fork() (*Runner, error) {
 	if err := f.CopyStateFrom(r); err != nil {
 		return nil, err
 	}
+	f.edits = r.edits
 	return f, nil
+}
+
+// SetEdits makes set (checked against the model; nil or empty: none) the
+// edits of every later pass of r until the next SetEdits.
+func (r *Runner) SetEdits(set *intervene.Set) error {
+	set, err := set.Checked(r.l.f.cfg.EditShape())
+	if err == nil {
+		r.edits = set
+	}
+	return err
 }
 
 // Reset empties the KV cache.
@@ -210,7 +223,7 @@ func (r *Runner) Truncate(n int) { r.cache.Truncate(n) }
 // their keys and values to the cache. It returns the logits of the last
 // token (a buffer reused by the next call), or with all set, a new slice of
 // len(tokens)×vocab logits, one row per token. Hooks in ctx (see package
-// hooks) observe every stage; they are called while the pass holds the
+// hooks) observe every stage, and the runner's edits (SetEdits) apply; they are called while the pass holds the
 // Loaded model, so they must not run passes themselves.
 func (r *Runner) Forward(ctx context.Context, tokens []int32, all bool) ([]float32, error) {
 	l := r.l
@@ -219,7 +232,7 @@ func (r *Runner) Forward(ctx context.Context, tokens []int32, all bool) ([]float
 	if l.closed {
 		return nil, model.ErrClosed
 	}
-	l.f.cache, l.f.logits = r.cache, r.logits
-	defer func() { l.f.cache, l.f.logits = nil, nil }()
+	l.f.cache, l.f.logits, l.f.iv = r.cache, r.logits, r.edits
+	defer func() { l.f.cache, l.f.logits, l.f.iv = nil, nil, nil }()
 	return l.f.forward(ctx, tokens, all)
 }

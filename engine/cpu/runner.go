@@ -57,7 +57,7 @@ type fwd struct {
 	outB  []float32 // the logits' bias (output.bias), or nil
 
 	h  *hooks.Hooks   // the current forward pass's hooks, or nil
-	iv *intervene.Set // the current forward pass's edits, or nil
+	iv *intervene.Set // the current forward pass's runner's edits, or nil
 	hk hookBufs       // extra copies made only while a hook listens
 
 	// the current chunk's sequences: one for a Runner's pass, several for
@@ -214,16 +214,11 @@ func (r *fwd) forward(ctx context.Context, tokens []int32, all bool) ([]float32,
 	if all {
 		out = make([]float32, len(tokens)*r.cfg.Vocab)
 	}
-	r.h, r.iv = hooks.From(ctx), intervene.From(ctx)
+	r.h = hooks.From(ctx)
 	defer func() {
-		r.h, r.iv = nil, nil
+		r.h = nil
 		r.hk.trim()
 	}()
-	if r.iv != nil {
-		if err := r.iv.Check(r.cfg.EditShape()); err != nil {
-			return nil, fmt.Errorf("forward: %w", err)
-		}
-	}
 	for start := 0; start < len(tokens); start += r.batch {
 		if err := ctx.Err(); err != nil { // a pass, or a long prompt's next chunk, is not computed for a caller that has gone
 			return nil, err

@@ -5,13 +5,13 @@
 // patching), or add a direction to the residual stream (steering).
 //
 // An edit is a small value, not a callback, so a URL, a lesson, a
-// Compare lane and a trace can write it down and replay it. A Set rides in
-// a context.Context, as hooks do; the backends apply it where the forward
+// Compare lane and a trace can write it down and replay it. A Set is a
+// setting of an engine session (engine.Session.SetEdits), applied to
+// every later pass until changed; the backends apply it where the forward
 // pass computes that site, and a pass with no Set costs one nil check.
 package intervene
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"slices"
@@ -144,6 +144,18 @@ func (s *Set) Check(sh Shape) error {
 	return s.checkScales()
 }
 
+// Checked is s as a pass takes it: nil when s has no edits, else s once
+// Check accepts it for sh.
+func (s *Set) Checked(sh Shape) (*Set, error) {
+	if s == nil || len(s.Edits) == 0 {
+		return nil, nil
+	}
+	if err := s.Check(sh); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
 // checkScales refuses two switch-offs or scales on one site (write the
 // site once, with the factor meant) and a head or unit whose scale times
 // its sublayer's passes MaxFactor.
@@ -175,18 +187,15 @@ func (s *Set) checkScales() error {
 	return nil
 }
 
-type key struct{}
-
-// With returns ctx carrying s (nil or empty: ctx as it is).
-func With(ctx context.Context, s *Set) context.Context {
-	if s == nil || len(s.Edits) == 0 {
-		return ctx
+// Columns are the values of a row at e's site that e owns: a head its
+// headDim columns of the heads' outputs side by side, an MLP unit its one
+// activation, a whole sublayer or the residual stream all width of them.
+func (e *Edit) Columns(headDim, width int) (lo, n int) {
+	switch e.Site {
+	case Head:
+		return e.Index * headDim, headDim
+	case Unit:
+		return e.Index, 1
 	}
-	return context.WithValue(ctx, key{}, s)
-}
-
-// From returns the Set in ctx, or nil.
-func From(ctx context.Context) *Set {
-	s, _ := ctx.Value(key{}).(*Set)
-	return s
+	return 0, width
 }

@@ -1,7 +1,6 @@
 package intervene
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -111,15 +110,57 @@ func TestCheck(t *testing.T) {
 	}
 }
 
-// A set rides in a context; an empty one is no set.
-func TestContext(t *testing.T) {
-	ctx := context.Background()
-	if From(With(ctx, &Set{})) != nil || From(ctx) != nil {
-		t.Error("an empty set in the context")
+// Checked gives no set for one without edits, the set itself once it
+// fits the model, and Check's refusal otherwise.
+func TestChecked(t *testing.T) {
+	sh := Shape{Layers: 2, Heads: 4, HeadDim: 16, FFN: 64, Embd: 128}
+	fits := &Set{Edits: []Edit{{Layer: 1, Site: MLP, Op: Zero, Pos: -1}}}
+	cases := []struct {
+		name string
+		in   *Set
+		want *Set
+		err  string
+	}{
+		{"nil", nil, nil, ""},
+		{"empty", &Set{}, nil, ""},
+		{"fits", fits, fits, ""},
+		{"past the layers", &Set{Edits: []Edit{{Layer: 2, Site: MLP, Op: Zero, Pos: -1}}}, nil, "layers 1 to 2"},
 	}
-	s := &Set{Edits: []Edit{{Layer: 1, Site: MLP, Op: Zero, Pos: -1}}}
-	if got := From(With(ctx, s)); got != s {
-		t.Errorf("From gave %v", got)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := c.in.Checked(sh)
+			if (err == nil) != (c.err == "") || err != nil && !strings.Contains(err.Error(), c.err) {
+				t.Errorf("error %v, want %q", err, c.err)
+			}
+			if got != c.want {
+				t.Errorf("got %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+// Columns: a head owns its headDim columns, a unit its one, the rest the
+// whole row.
+func TestColumns(t *testing.T) {
+	cases := []struct {
+		name string
+		e    Edit
+		want [2]int
+	}{
+		{"head 1", Edit{Site: Head, Index: 0}, [2]int{0, 16}},
+		{"head 3", Edit{Site: Head, Index: 2}, [2]int{32, 16}},
+		{"unit 7", Edit{Site: Unit, Index: 6}, [2]int{6, 1}},
+		{"attention", Edit{Site: Attn, Index: 3}, [2]int{0, 128}},
+		{"MLP", Edit{Site: MLP}, [2]int{0, 128}},
+		{"residual", Edit{Site: Resid}, [2]int{0, 128}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			lo, n := c.e.Columns(16, 128)
+			if diff := cmp.Diff(c.want, [2]int{lo, n}); diff != "" {
+				t.Errorf("columns (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 

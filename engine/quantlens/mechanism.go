@@ -25,7 +25,7 @@ func MeasureMechanism(ctx context.Context, l *engine.Loaded, seqs [][]int32) (*M
 	if err != nil {
 		return nil, err
 	}
-	hits, total, err := l.CopyCount(ctx, seqs)
+	hits, total, err := l.CopyCount(ctx, seqs, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -10,14 +10,12 @@ import (
 	"stepthrough/engine/intervene"
 )
 
-// uploadEdits checks the pass's edits against the model and writes their
-// vectors end to end into editV (nothing for a pass without edits).
+// uploadEdits writes the pass's edits' vectors (checked when the runner
+// took them: Runner.SetEdits) end to end into editV (nothing for a pass
+// without edits).
 func (r *fwd) uploadEdits() error {
 	if r.iv == nil {
 		return nil
-	}
-	if err := r.iv.Check(r.cfg.EditShape()); err != nil {
-		return fmt.Errorf("forward: %w", err)
 	}
 	r.editOff = r.editOff[:0]
 	var all []float32
@@ -47,13 +45,7 @@ func (r *fwd) edit(p *passState, l int, at intervene.Site, x *buffer, stride, n,
 		if e.Layer != l || e.Site != at {
 			continue
 		}
-		lo, w := 0, stride
-		switch at {
-		case intervene.Head:
-			lo, w = e.Index*r.cfg.HeadDim, r.cfg.HeadDim
-		case intervene.Unit:
-			lo, w = e.Index, 1
-		}
+		lo, w := e.Columns(r.cfg.HeadDim, stride)
 		pos := uint32(math.MaxUint32)
 		if e.Pos >= 0 {
 			pos = uint32(e.Pos)

@@ -76,9 +76,30 @@ func TestInterventionParity(t *testing.T) {
 // with set's edits, on Vulkan or the CPU, and returns all the logits.
 func passes(t *testing.T, d *Device, m *model.Model, prompt []int32, set *intervene.Set, onVulkan bool) []float32 {
 	t.Helper()
-	ctx := intervene.With(context.Background(), set)
+	ctx := context.Background()
+	fwd := editedRunner(t, d, m, set, onVulkan)
+	defer fwd.Close()
+	out, err := fwd.Forward(ctx, prompt, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	step, err := fwd.Forward(ctx, []int32{5}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(out, step...)
+}
+
+// editedRunner is a runner on Vulkan or the CPU (64 positions) whose
+// passes apply set.
+func editedRunner(t *testing.T, d *Device, m *model.Model, set *intervene.Set, onVulkan bool) interface {
+	Forward(context.Context, []int32, bool) ([]float32, error)
+	Close()
+} {
+	t.Helper()
 	var fwd interface {
 		Forward(context.Context, []int32, bool) ([]float32, error)
+		SetEdits(*intervene.Set) error
 		Close()
 	}
 	var err error
@@ -90,16 +111,11 @@ func passes(t *testing.T, d *Device, m *model.Model, prompt []int32, set *interv
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer fwd.Close()
-	out, err := fwd.Forward(ctx, prompt, true)
-	if err != nil {
+	if err := fwd.SetEdits(set); err != nil {
+		fwd.Close()
 		t.Fatal(err)
 	}
-	step, err := fwd.Forward(ctx, []int32{5}, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return append(out, step...)
+	return fwd
 }
 
 // The logit lens on Vulkan is the CPU's, layer by layer and row by row,
@@ -117,20 +133,8 @@ func TestLensParity(t *testing.T) {
 			lens := func(onVulkan bool) [][]float32 {
 				got := make([][]float32, m.Config.Layers)
 				watch := &hooks.Hooks{OnLens: func(e hooks.Lens) { got[e.Layer] = append(got[e.Layer], e.Logits[:e.N*e.Vocab]...) }}
-				ctx := hooks.WithHooks(intervene.With(context.Background(), set), watch)
-				var fwd interface {
-					Forward(context.Context, []int32, bool) ([]float32, error)
-					Close()
-				}
-				var err error
-				if onVulkan {
-					fwd, err = newRunner(d, m, 64)
-				} else {
-					fwd, err = cpu.NewRunner(m, cpu.Options{Threads: 2, Context: 64})
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
+				ctx := hooks.WithHooks(context.Background(), watch)
+				fwd := editedRunner(t, d, m, set, onVulkan)
 				defer fwd.Close()
 				if _, err := fwd.Forward(ctx, prompt, false); err != nil {
 					t.Fatal(err)

@@ -5,6 +5,8 @@ package vulkan
 import (
 	"context"
 	"errors"
+
+	"stepthrough/engine/intervene"
 )
 
 // Info describes a device (unused without cgo).
@@ -55,10 +57,12 @@ type Runner struct{}
 // NewOwnedRunner always fails without cgo.
 func NewOwnedRunner(d *Device, m any, ctxLen int) (*Runner, error) { return nil, errNoCgo }
 
-// Fork, CopyStateFrom and Truncate satisfy the engine's use of a runner.
-func (r *Runner) Fork() (*Runner, error)          { return nil, errNoCgo }
-func (r *Runner) CopyStateFrom(src *Runner) error { return errNoCgo }
-func (r *Runner) Truncate(n int)                  {}
+// Fork, CopyStateFrom, SetEdits and Truncate satisfy the engine's use of
+// a runner.
+func (r *Runner) Fork() (*Runner, error)            { return nil, errNoCgo }
+func (r *Runner) CopyStateFrom(src *Runner) error   { return errNoCgo }
+func (r *Runner) SetEdits(set *intervene.Set) error { return errNoCgo }
+func (r *Runner) Truncate(n int)                    {}
 
 // Forward, Pos, Capacity, Reset and Close satisfy engine.Backend.
 func (r *Runner) Forward(ctx context.Context, tokens []int32, all bool) ([]float32, error) {

@@ -95,6 +95,7 @@ type Runner struct {
 	sets   map[site]vk.DescriptorSet // the dispatches that read or write kc, vc
 	host   []float32                 // logits read back
 	rec    *recorded                 // the fused decode step, recorded on first use
+	edits  *intervene.Set            // applied to every pass (SetEdits); nil: none
 }
 
 // wbuf is a weight matrix on the device: rows from row0 of buffer b (one
@@ -486,11 +487,23 @@ func (r *Runner) Fork() (*Runner, error) {
 		f.Close()
 		return nil, err
 	}
+	f.edits = r.edits
 	return f, nil
 }
 
-// Forward implements engine.Backend. Hooks in ctx are called while the
-// pass holds the Loaded model, so they must not run passes themselves.
+// SetEdits makes set (checked against the model; nil or empty: none) the
+// edits of every later pass of r until the next SetEdits.
+func (r *Runner) SetEdits(set *intervene.Set) error {
+	set, err := set.Checked(r.l.f.cfg.EditShape())
+	if err == nil {
+		r.edits = set
+	}
+	return err
+}
+
+// Forward implements engine.Backend, with the runner's edits (SetEdits).
+// Hooks in ctx are called while the pass holds the Loaded model, so they
+// must not run passes themselves.
 func (r *Runner) Forward(ctx context.Context, tokens []int32, all bool) ([]float32, error) {
 	l := r.l
 	l.mu.Lock()
@@ -517,7 +530,7 @@ func (r *fwd) forward(ctx context.Context, tokens []int32, all bool) ([]float32,
 			return nil, fmt.Errorf("forward: token %d (at %d) is outside the vocabulary of %d", id, i, r.cfg.Vocab)
 		}
 	}
-	r.h, r.iv = hooks.From(ctx), intervene.From(ctx)
+	r.h, r.iv = hooks.From(ctx), cur.edits
 	defer func() { r.h, r.iv = nil, nil }()
 	if err := r.uploadEdits(); err != nil {
 		return nil, err

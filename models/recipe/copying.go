@@ -320,11 +320,11 @@ func MeasureCopying(ctx context.Context, path string, held []corpus.Doc, sizes E
 		return b, err
 	}
 	for _, run := range []struct {
-		a    *Ablation
-		ctx  context.Context
-		full bool
-	}{{&b.Intact, ctx, true}, {&b.Zeroed, intervene.With(ctx, off), false}, {&b.MeanAblated, intervene.With(ctx, mean), false}} {
-		if err := ar.measure(run.ctx, run.a, run.full); err != nil {
+		a     *Ablation
+		edits *intervene.Set
+		full  bool
+	}{{&b.Intact, nil, true}, {&b.Zeroed, off, false}, {&b.MeanAblated, mean, false}} {
+		if err := ar.measure(ctx, run.edits, run.a, run.full); err != nil {
 			return b, err
 		}
 	}
@@ -339,7 +339,7 @@ func (b *CopyingBars) measureAlone(ctx context.Context, ar ablationRun, off *int
 	for _, e := range off.Edits {
 		h := HeadAblation{Head: e.String()}
 		one := &intervene.Set{Edits: []intervene.Edit{e}}
-		if err := ar.measure(intervene.With(ctx, one), &h.Ablation, false); err != nil {
+		if err := ar.measure(ctx, one, &h.Ablation, false); err != nil {
 			return err
 		}
 		b.Alone = append(b.Alone, h)
@@ -434,19 +434,19 @@ func newAblationRun(l *engine.Loaded, m *model.Model, held []corpus.Doc, sizes E
 	return r, nil
 }
 
-// measure fills a with copying and recall under ctx's edits (and with
-// full, the names at the start of the text into r.b).
-func (r ablationRun) measure(ctx context.Context, a *Ablation, full bool) error {
+// measure fills a with copying and recall under edits (nil: none; and
+// with full, the names at the start of the text into r.b).
+func (r ablationRun) measure(ctx context.Context, edits *intervene.Set, a *Ablation, full bool) error {
 	l, m, held, sizes, b := r.l, r.m, r.held, r.sizes, r.b
 	for _, seqs := range r.repeats {
-		hits, total, err := l.CopyCount(ctx, seqs)
+		hits, total, err := l.CopyCount(ctx, seqs, edits)
 		if err != nil {
 			return err
 		}
 		a.Repeats.Hits += hits
 		a.Repeats.Cases += total
 	}
-	hits, total, err := l.CopyCount(ctx, r.passages)
+	hits, total, err := l.CopyCount(ctx, r.passages, edits)
 	if err != nil {
 		return err
 	}
@@ -456,6 +456,9 @@ func (r ablationRun) measure(ctx context.Context, a *Ablation, full bool) error 
 		return err
 	}
 	defer s.Close()
+	if err := s.SetEdits(edits); err != nil {
+		return fmt.Errorf("copying: %w", err)
+	}
 	e := evaluator{ctx, s}
 	var bars Bars
 	if err := e.capitals(&bars, sizes.Countries); err != nil {
