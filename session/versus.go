@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"stepthrough/engine/hooks"
-	"stepthrough/engine/intervene"
 	"stepthrough/engine/trace"
 	"stepthrough/spec"
 )
@@ -94,11 +93,17 @@ func (s *Session) versus(ctx context.Context, step int) (*Versus, error) {
 func (s *Session) versusPass(ctx context.Context, step int) (*trace.Step, error) {
 	from, to := s.passSpan(step)
 	seq := s.Written(-1)[:to]
-	ectx := intervene.With(ctx, s.edits)
-	if !slices.Equal(s.ves.Tokens(), seq[:from]) {
+	edits := s.edits
+	if edits != nil && len(edits.Edits) == 0 {
+		edits = nil
+	}
+	if s.ves.Edits() != edits || !slices.Equal(s.ves.Tokens(), seq[:from]) {
+		if err := s.ves.SetEdits(edits); err != nil {
+			return nil, err
+		}
 		s.ves.Reset()
 		if from > 0 {
-			if _, err := s.ves.Eval(ectx, seq[:from]); err != nil {
+			if _, err := s.ves.Eval(ctx, seq[:from]); err != nil {
 				return nil, err
 			}
 		}
@@ -106,7 +111,7 @@ func (s *Session) versusPass(ctx context.Context, step int) (*trace.Step, error)
 	opt := recordingFor(s.m.Config)
 	opt.Lens, opt.LensPositions = 0, 0 // the comparison draws no lens
 	rec := trace.NewRecorder(opt)
-	if _, err := s.ves.Eval(hooks.WithHooks(ectx, rec.Hooks()), seq[from:to]); err != nil {
+	if _, err := s.ves.Eval(hooks.WithHooks(ctx, rec.Hooks()), seq[from:to]); err != nil {
 		return nil, err
 	}
 	if steps := rec.Steps(); len(steps) == 1 {

@@ -16,15 +16,22 @@ func getter(m map[string]string) spec.Getter {
 	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
 }
 
-// The comparison's pass is the converted model's own: at the prompt's
-// step it records exactly what a run of NAME@TYPE records, stage by
-// stage; at a later step, reached by stepping (its cache reused) or
-// opened directly (read from the start), the same values.
+// The comparison's pass is the converted model's own, with the run's
+// interventions: at the prompt's step it records exactly what a run of
+// NAME@TYPE with them records, stage by stage; at a later step, reached
+// by stepping (its cache reused) or opened directly (read from the
+// start), the same values.
 func TestVersusIsTheConvertedModelsPass(t *testing.T) {
+	for _, ablate := range []string{"", "L2H1"} {
+		t.Run("ablate="+ablate, func(t *testing.T) { versusIsTheConvertedModelsPass(t, ablate) })
+	}
+}
+
+func versusIsTheConvertedModelsPass(t *testing.T, ablate string) {
 	ctx := context.Background()
 	eng := modelstest.Lesson(t)
 	r := run("Once upon a time, there was")
-	r.Sampler.Temperature, r.MaxTokens = 0, 4
+	r.Sampler.Temperature, r.MaxTokens, r.Ablate = 0, 4, ablate
 	r.View.Vs = "Q4_0"
 	se := New("v", "", eng)
 	defer se.Close()
