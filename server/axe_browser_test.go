@@ -445,7 +445,8 @@ func axeExplorer(a *axeAudit, base string) {
 	axeWalk(a, "explorer", func(string) bool { return true }, func() bool { return attr(a.t, a.ctx, "#state", "data-token-step") == "3" })
 	do(a.t, a.ctx, chromedp.Navigate(base+"/?"+url.Values{"prompt": {"Once upon a time"}, "max_tokens": {"2"}, "seed": {"3"}, "vs": {"Q4_0"}}.Encode()),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="versus"]`)))
-	axeWalk(a, "beside Q4_0", func(string) bool { return true }, func() bool { return attr(a.t, a.ctx, "#state", "data-token-step") == "2" })
+	beside := func(stage string) bool { return slices.Contains([]string{"embed", "softmax", "kv"}, stage) } // its rows, its distribution, its drift table
+	axeWalk(a, "beside Q4_0", beside, func() bool { return attr(a.t, a.ctx, "#state", "data-token-step") == "2" })
 	q := url.Values{"prompt": {"Once upon a time, there was a girl named"}, "model": {"lesson.gguf"}, "draft": {"lesson-draft.gguf"}, "draft_k": {"4"},
 		"temperature": {"1"}, "seed": {"11"}, "max_tokens": {"24"}, "step": {"1"}, "stage": {"0"}}
 	do(a.t, a.ctx, chromedp.EmulateViewport(1280, 800), chromedp.Navigate(base+"/?"+q.Encode()), chromedp.WaitVisible(chromedp.CSS(`[data-stage="propose"]`)))
