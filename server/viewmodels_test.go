@@ -18,11 +18,11 @@ import (
 // present and delete its names here. A form's echo of what the viewer
 // typed, an error page or a page shell counts as the server's own.
 var stillBuiltHere = []string{
-	"APIKeyForm", "AgentCall", "AgentPage", "AgentPass", "Bar", "ClassroomHome", "ComparePage",
+	"APIKeyForm", "AgentCall", "AgentPage", "AgentPass", "ClassroomHome", "ComparePage",
 	"FamiliesPage", "FamilySide", "HonestItem", "HonestPage", "Join", "LessonList", "MemoryPage",
 	"ModelRow", "ModelSuggestion", "ModelsPage", "MyRoom", "Page", "PatchingPage", "PullStatus",
-	"QuantDrift", "QuantLink", "QuantPage", "QuantRow", "QuantStepRow", "QuantTensor", "ReasoningRun",
-	"RequestItem", "RequestList", "RequestPage", "RequestToken", "RetrievalTask", "RetrievedDoc",
+	"ReasoningRun",
+	"RetrievalTask", "RetrievedDoc",
 	"ServingForm", "ServingLink", "ServingPage", "ServingRun", "ServingUser", "StageExport", "TryOther",
 }
 
