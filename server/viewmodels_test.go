@@ -18,9 +18,7 @@ import (
 // present and delete its names here. A form's echo of what the viewer
 // typed, an error page or a page shell counts as the server's own.
 var stillBuiltHere = []string{
-	"APIKeyForm", "AgentCall", "AgentPage", "AgentPass", "ClassroomHome", "ComparePage",
-	"FamiliesPage", "FamilySide", "HonestItem", "HonestPage", "Join", "LessonList", "MemoryPage",
-	"ModelRow", "ModelSuggestion", "ModelsPage", "MyRoom", "Page", "PatchingPage", "PullStatus",
+	"APIKeyForm", "AgentCall", "AgentPage", "AgentPass", "ClassroomHome", "HonestItem", "HonestPage", "Join", "LessonList", "ModelRow", "ModelSuggestion", "ModelsPage", "MyRoom", "Page", "PullStatus",
 	"ReasoningRun",
 	"RetrievalTask", "RetrievedDoc",
 	"ServingForm", "ServingLink", "ServingPage", "ServingRun", "ServingUser", "StageExport", "TryOther",
