@@ -18,10 +18,10 @@ import (
 // present and delete its names here. A form's echo of what the viewer
 // typed, an error page or a page shell counts as the server's own.
 var stillBuiltHere = []string{
-	"APIKeyForm", "AgentCall", "AgentPage", "AgentPass", "ClassroomHome", "HonestItem", "HonestPage", "Join", "LessonList", "ModelRow", "ModelSuggestion", "ModelsPage", "MyRoom", "Page", "PullStatus",
+	"APIKeyForm", "AgentCall", "AgentPage", "AgentPass", "ClassroomHome", "Join", "LessonList", "ModelRow", "ModelSuggestion", "ModelsPage", "MyRoom", "Page", "PullStatus",
 	"ReasoningRun",
 	"RetrievalTask", "RetrievedDoc",
-	"ServingForm", "ServingLink", "ServingPage", "ServingRun", "ServingUser", "StageExport", "TryOther",
+	"StageExport", "TryOther",
 }
 
 // Server builds no views value but those listed: every other view model
