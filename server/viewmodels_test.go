@@ -18,7 +18,7 @@ import (
 // present and delete its names here. A form's echo of what the viewer
 // typed, an error page or a page shell counts as the server's own.
 var stillBuiltHere = []string{
-	"APIKeyForm", "AgentCall", "AgentPage", "AgentPass", "ClassroomHome", "Join", "LessonList", "ModelRow", "ModelSuggestion", "ModelsPage", "MyRoom", "Page", "PullStatus",
+	"APIKeyForm", "AgentCall", "AgentPage", "AgentPass", "ClassroomHome", "Join", "LessonList", "MyRoom", "Page", "PullStatus",
 	"ReasoningRun",
 	"RetrievalTask", "RetrievedDoc",
 	"StageExport", "TryOther",
