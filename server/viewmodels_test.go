@@ -18,9 +18,7 @@ import (
 // present and delete its names here. A form's echo of what the viewer
 // typed, an error page or a page shell counts as the server's own.
 var stillBuiltHere = []string{
-	"APIKeyForm", "AgentCall", "AgentPage", "AgentPass", "ClassroomHome", "Join", "LessonList", "MyRoom", "Page", "PullStatus",
-	"ReasoningRun",
-	"RetrievalTask", "RetrievedDoc",
+	"APIKeyForm", "ClassroomHome", "Join", "LessonList", "MyRoom", "Page", "PullStatus",
 	"StageExport", "TryOther",
 }
 
