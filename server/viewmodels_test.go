@@ -18,9 +18,8 @@ import (
 // present and delete its names here. A form's echo of what the viewer
 // typed, an error page or a page shell counts as the server's own.
 var stillBuiltHere = []string{
-	"APIKeyForm", "ClassroomHome", "Join", "LessonList", "MyRoom", "Page", "PullStatus",
-	"StageExport", "TryOther",
-}
+	"APIKeyForm", "ClassroomHome", "Join", "MyRoom", "Page", "PullStatus",
+	}
 
 // Server builds no views value but those listed: every other view model
 // comes from present.
