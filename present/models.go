@@ -2,10 +2,13 @@ package present
 
 import (
 	"cmp"
+	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"stepthrough/engine/memcalc"
 	"stepthrough/engine/model"
@@ -131,4 +134,56 @@ func suggestions(mem uint64) []views.ModelSuggestion {
 		out = append(out, views.ModelSuggestion{Ref: sg.repo + ":" + tag, Title: sg.title, Why: fmt.Sprintf("%s, %s", hfhub.Size(ch.File.Size), ch.Why)})
 	}
 	return out
+}
+
+// PullState is a pull from the Hugging Face Hub as it stands.
+type PullState struct {
+	Ref         string
+	Done, Total int64 // bytes there and to come
+	Fetched     int64 // of Done, those this pull fetched
+	Elapsed     time.Duration
+	Ended       bool
+	Result      *hfhub.Result // once ended well
+	Err         error         // once ended badly
+}
+
+// PullStatus is the pull as the page shows it: its progress while it
+// runs, then how it ended; Announce is what a screen reader says.
+func PullStatus(p PullState) views.PullStatus {
+	s := views.PullStatus{Ref: p.Ref, State: "running", Done: p.Done, Total: p.Total}
+	if !p.Ended {
+		s.Text = progressWords(p.Fetched, s.Done, s.Total, p.Elapsed)
+		if s.Total == 0 {
+			s.Text = "Listing the repository's files and checking the file's header…"
+		}
+		s.Announce = "Pulling " + p.Ref + "."
+		return s
+	}
+	switch {
+	case errors.Is(p.Err, context.Canceled):
+		s.State, s.Text = "cancelled", fmt.Sprintf("Cancelled after %s of %s; the bytes fetched are kept, and the next pull continues from them.", hfhub.Size(s.Done), hfhub.Size(s.Total))
+	case p.Err != nil:
+		s.State, s.Text = "failed", p.Err.Error()
+	default:
+		r := p.Result
+		s.State, s.Name, s.Done, s.Total = "done", r.Name, r.Size, r.Size
+		s.Text = fmt.Sprintf("%s (%s, %s) is in the cache, offered as %s.", r.File, hfhub.Size(r.Size), r.Why, r.Name)
+		if r.Fetched == 0 && r.Resumed == 0 {
+			s.Text = fmt.Sprintf("%s (%s, %s) was in the cache already, offered as %s.", r.File, hfhub.Size(r.Size), r.Why, r.Name)
+		}
+	}
+	s.Announce = "Pull of " + p.Ref + " " + s.State + ". " + s.Text
+	return s
+}
+
+// progressWords is a pull's progress in words: "1.5 GiB of 4.0 GiB
+// (38%), 21.3 MiB/s, about 2m0s left"; the rate counts this pull's bytes.
+func progressWords(fetched, done, total int64, elapsed time.Duration) string {
+	s := fmt.Sprintf("%s of %s (%.0f%%)", hfhub.Size(done), hfhub.Size(total), 100*float64(done)/float64(max(total, 1)))
+	if elapsed < time.Second/2 || fetched <= 0 {
+		return s
+	}
+	rate := float64(fetched) / elapsed.Seconds()
+	left := time.Duration(float64(total-done) / rate * float64(time.Second)).Round(time.Second)
+	return fmt.Sprintf("%s, %s/s, about %s left", s, hfhub.Size(int64(rate)), left)
 }
