@@ -9,6 +9,7 @@ import (
 
 	"stepthrough/engine/compare"
 	"stepthrough/engine/model"
+	"stepthrough/spec"
 	"stepthrough/views"
 )
 
@@ -175,4 +176,31 @@ func laneTitles(r *compare.Result, m *model.Model) []string {
 		}
 	}
 	return out
+}
+
+// The empty form's prompt and lanes: a prompt whose first token the
+// strategies already choose differently on the default model (after "Once
+// upon a time" every lane writes "," first), so the lanes differ at step 1.
+var (
+	CompareDefaultPrompt = "Once upon a time, there was a"
+	CompareDefaultLanes  = []string{"greedy", "temperature=0.8,seed=1", "temperature=1.5,top-p=0.9,seed=1", "beam=3"}
+)
+
+// compareLaneFields is how many lane fields the form has.
+const compareLaneFields = 6
+
+// CompareForm is the Compare page's form as the viewer filled it in
+// (blank: nothing asked yet, the default prompt and lanes instead), with
+// an empty field for each lane not given.
+func CompareForm(models []string, prompt, model string, n int, seed string, lanes []string, blank bool) views.ComparePage {
+	page := views.ComparePage{PromptMax: spec.MaxPromptChars, Models: models, Prompt: prompt, Model: model, N: strconv.Itoa(n), Seed: seed}
+	if blank {
+		page.Prompt, page.LaneSpecs = CompareDefaultPrompt, slices.Clone(CompareDefaultLanes)
+	} else {
+		page.LaneSpecs = lanes
+	}
+	for len(page.LaneSpecs) < compareLaneFields {
+		page.LaneSpecs = append(page.LaneSpecs, "")
+	}
+	return page
 }

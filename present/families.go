@@ -1,6 +1,7 @@
 package present
 
 import (
+	"cmp"
 	"slices"
 
 	"stepthrough/engine/model"
@@ -52,4 +53,14 @@ func CompareFamilies(p *views.FamiliesPage) {
 		}
 	}
 	p.SameTokenizer = slices.EqualFunc(p.Sides[0].Tokens, p.Sides[1].Tokens, func(x, y views.FamilyToken) bool { return x.Piece == y.Piece })
+}
+
+// FamiliesDefaultPrompt is the families page's prompt until the viewer
+// writes one.
+const FamiliesDefaultPrompt = "Once upon a time, there was a little"
+
+// FamiliesForm is the families page's form: the offered models, the two
+// chosen and the prompt (empty: the default one).
+func FamiliesForm(models []string, a, b, prompt string) views.FamiliesPage {
+	return views.FamiliesPage{Models: models, A: a, B: b, Prompt: cmp.Or(prompt, FamiliesDefaultPrompt)}
 }

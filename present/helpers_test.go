@@ -1,6 +1,11 @@
 package present
 
 import (
+	"path/filepath"
+	"testing"
+
+	"stepthrough/engine/model"
+	"stepthrough/registry"
 	"stepthrough/session"
 	"stepthrough/spec"
 )
@@ -15,4 +20,20 @@ func run(prompt string) spec.Run {
 func snapOf(se *session.Session) *snap {
 	sn := se.Snapshot()
 	return &snap{&sn}
+}
+
+// synthRegistry offers one synthesized model, as name.
+func synthRegistry(t *testing.T, name string, o model.SynthOptions) *registry.Registry {
+	t.Helper()
+	w, err := model.Synthesize(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := w.WriteFile(filepath.Join(dir, name)); err != nil {
+		t.Fatal(err)
+	}
+	reg := registry.New([]string{dir})
+	t.Cleanup(reg.Close)
+	return reg
 }

@@ -2,6 +2,9 @@ package present
 
 import (
 	"fmt"
+	"maps"
+	"net/url"
+	"slices"
 	"strings"
 
 	"stepthrough/lessons"
@@ -121,4 +124,44 @@ func nextLesson(ls map[string]*lessons.Lesson, name string) (href, title string)
 		}
 	}
 	return "/lessons", ""
+}
+
+// LessonList is the lessons page: every lesson's link, in order.
+func LessonList(ls map[string]*lessons.Lesson) views.LessonList {
+	return views.LessonList{Lessons: LessonLinks(ls)}
+}
+
+// TryOther is "Try this on another model" for a step whose Explorer link
+// is explorer, on lesson model own: the link's fields but the model (a
+// stage by name stays: the other model opens at the same stage, or at the
+// start with a notice when it has no such layer), and the other models
+// offered (label names each); nil when there is none.
+func TryOther(own, explorer string, models []string, label func(model string) string) *views.TryOther {
+	u, err := url.Parse(explorer)
+	if err != nil {
+		return nil
+	}
+	t := &views.TryOther{Model: own, Labels: map[string]string{}}
+	for _, m := range models {
+		if m != own {
+			t.Models = append(t.Models, m)
+			t.Labels[m] = label(m)
+		}
+	}
+	if len(t.Models) == 0 {
+		return nil
+	}
+	q := u.Query()
+	for _, k := range slices.Sorted(maps.Keys(q)) {
+		if k == "model" {
+			continue
+		}
+		for _, v := range q[k] {
+			if k == "stage" && strings.Trim(v, "0123456789") == "" {
+				continue // a stage by index counts the model's layers: another model's differs
+			}
+			t.Fields = append(t.Fields, [2]string{k, v})
+		}
+	}
+	return t
 }

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"stepthrough/engine/memcalc"
+	"stepthrough/engine/quantize"
 	"stepthrough/views"
 )
 
@@ -24,4 +25,24 @@ func Memory(p *views.MemoryPage, shape memcalc.Shape, in memcalc.Inputs) {
 func MemoryMeasured(source string, runs []float64, tokens int) string {
 	return fmt.Sprintf("Throughput measured now: %s decoded %d runs of %d tokens (after 8 untimed) on this server, one user, its weights as stored: %.1f tokens/s, the median (slowest run %.1f, fastest %.1f).",
 		source, len(runs), tokens, runs[len(runs)/2], runs[0], runs[len(runs)-1])
+}
+
+// MemoryForm is the memory page's form as the viewer filled it in (get
+// reads a field; an empty one takes its default): the presets and the
+// offered models to choose from, and the precisions.
+func MemoryForm(get func(field string) string, models []string) views.MemoryPage {
+	p := views.MemoryPage{Source: get("source"), Type: get("type"), KV: get("kv"), Context: get("ctx"), Batch: get("batch"),
+		Memory: get("memory"), Price: get("price"), TPS: get("tps")}
+	for _, pr := range memcalc.Presets {
+		p.Sources = append(p.Sources, pr.Name)
+	}
+	p.Sources = append(p.Sources, models...)
+	p.Types = append([]string{"F32"}, quantize.Targets...)
+	defaults := map[*string]string{&p.Source: memcalc.Presets[0].Name, &p.Type: "F16", &p.KV: "2", &p.Context: "4096", &p.Batch: "1", &p.Memory: "80", &p.Price: "2"}
+	for dst, v := range defaults {
+		if *dst == "" {
+			*dst = v
+		}
+	}
+	return p
 }

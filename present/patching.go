@@ -22,3 +22,14 @@ func Patching(tk *tokenizer.Tokenizer, p *engine.Patching, clean, corrupt []int3
 	v.Passes += 2 // the clean and the corrupted runs
 	return v
 }
+
+// PatchingForm is the Patching page's form: the offered models, the one
+// chosen, the two prompts (both empty: a clean and a corrupted prompt
+// that differ in one word) and their limit in characters.
+func PatchingForm(models []string, model, clean, corrupt string, maxPrompt int) views.PatchingPage {
+	p := views.PatchingPage{Models: models, Model: model, Clean: clean, Corrupt: corrupt, MaxPrompt: maxPrompt}
+	if p.Clean == "" && p.Corrupt == "" {
+		p.Clean, p.Corrupt = "The capital of France is", "The capital of Japan is"
+	}
+	return p
+}

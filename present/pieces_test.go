@@ -3,14 +3,12 @@ package present
 import (
 	"bytes"
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"stepthrough/engine/model"
 	"stepthrough/engine/quant"
 	"stepthrough/engine/trace"
-	"stepthrough/registry"
 	"stepthrough/session"
 	"stepthrough/views"
 )
@@ -21,16 +19,7 @@ import (
 // prompt is drawn as ↵, its chip's title saying "newline", not as an
 // empty box.
 func TestEmptyPiecesAndNewlinesAreShownAndExplained(t *testing.T) {
-	dir := t.TempDir()
-	w, err := model.Synthesize(model.SynthOptions{Arch: "llama", Embd: 32, Layers: 1, Heads: 2, FFN: 64, Vocab: 2048, Context: 64, Type: quant.F32, Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.WriteFile(filepath.Join(dir, "random.gguf")); err != nil {
-		t.Fatal(err)
-	}
-	reg := registry.New([]string{dir})
-	t.Cleanup(reg.Close)
+	reg := synthRegistry(t, "random.gguf", model.SynthOptions{Arch: "llama", Embd: 32, Layers: 1, Heads: 2, FFN: 64, Vocab: 2048, Context: 64, Type: quant.F32, Seed: 1})
 	se := session.New("s", "", reg)
 	defer se.Close()
 	r := run("the cat\nsaw a dog")

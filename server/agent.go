@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
@@ -14,6 +12,7 @@ import (
 
 	"stepthrough/api"
 	"stepthrough/engine/chat"
+	"stepthrough/present"
 	"stepthrough/views"
 )
 
@@ -47,15 +46,8 @@ func (s *Server) agentPage(c echo.Context) error {
 	if !s.keyOK(c) { // the page runs API requests: the API's key guards it too
 		return s.askKey(c, "")
 	}
-	q := strings.TrimSpace(c.QueryParam("q"))
-	if q == "" {
-		q = "What is 347 + 85?"
-	}
-	rq := strings.TrimSpace(c.QueryParam("rq"))
-	if rq == "" {
-		rq = "Where does Lily keep her red ball?"
-	}
-	p := views.AgentPage{Question: q, Model: s.reg.Default(), Retrieval: views.RetrievalTask{Question: rq}}
+	p := present.AgentForm(strings.TrimSpace(c.QueryParam("q")), strings.TrimSpace(c.QueryParam("rq")), s.reg.Default())
+	q, rq := p.Question, p.Retrieval.Question
 	for _, x := range []string{q, rq} {
 		if len(x) > maxQuestionSize {
 			p.Error = fmt.Sprintf("the question is %d bytes; the limit is %d", len(x), maxQuestionSize)
@@ -64,7 +56,9 @@ func (s *Server) agentPage(c echo.Context) error {
 	}
 	err := s.withWork(c, func(ctx context.Context) error {
 		scope := s.cacheScope(c, "")
-		if e := s.toolLoop(ctx, scope, &p); e != nil {
+		steps, e := s.toolLoop(ctx, scope, q, p.Model)
+		present.AgentLoop(&p, steps, e == nil, agentMaxPasses)
+		if e != nil {
 			p.Error = e.Message
 			return nil
 		}
@@ -78,61 +72,75 @@ func (s *Server) agentPage(c echo.Context) error {
 	return renderPage(c, views.AgentPageView(p))
 }
 
+// replyOf is what the agent page reads of an in-process chat request
+// that took ms milliseconds.
+func replyOf(r inProcess, ms float64) present.AgentReply {
+	cc := r.cc
+	u, m := cc.Usage, cc.Choices[0].Message
+	out := present.AgentReply{ID: cc.ID, PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, MS: ms, Reasoning: m.ReasoningContent}
+	out.PrefillMS, out.DecodeMS = phaseMS(r.times)
+	if d := u.PromptTokensDetails; d != nil {
+		out.Cached = d.CachedTokens
+	}
+	if f := cc.Choices[0].FinishReason; f != nil {
+		out.Finish = *f
+	}
+	if m.Content != nil {
+		out.Content = *m.Content
+	}
+	return out
+}
+
 // toolLoop asks the question with the calculator offered, runs each call
-// the model makes, and asks again with the result, until it answers.
-func (s *Server) toolLoop(ctx context.Context, scope string, p *views.AgentPage) *api.Error {
+// the model makes, and asks again with the result, until it answers (or
+// agentMaxPasses passes have not).
+func (s *Server) toolLoop(ctx context.Context, scope, question, model string) ([]present.AgentStep, *api.Error) {
 	tool := map[string]any{"type": "function", "function": map[string]any{"name": api.CalculatorTool.Name, "description": api.CalculatorTool.Description, "parameters": api.CalculatorTool.Parameters}}
-	messages := []any{map[string]any{"role": "user", "content": p.Question}}
+	messages := []any{map[string]any{"role": "user", "content": question}}
+	var steps []present.AgentStep
 	retry := false // the last pass's call was malformed: this pass is the model's second try
-	for n := 1; n <= agentMaxPasses; n++ {
-		body, _ := json.Marshal(map[string]any{"model": p.Model, "messages": messages, "temperature": 0, "max_tokens": agentMaxTokens, "tools": []any{tool}})
+	for range agentMaxPasses {
+		body, _ := json.Marshal(map[string]any{"model": model, "messages": messages, "temperature": 0, "max_tokens": agentMaxTokens, "tools": []any{tool}})
 		start := time.Now()
 		r, e := s.chatInProcess(ctx, scope, body)
 		if e != nil {
-			return e
+			return steps, e
 		}
-		cc := r.cc
-		ms := float64(time.Since(start).Microseconds()) / 1000
-		ch := cc.Choices[0]
-		pass := views.AgentPass{N: n, WatchURL: "/requests/" + cc.ID, PromptTokens: cc.Usage.PromptTokens, CompletionTokens: cc.Usage.CompletionTokens,
-			Cached: cc.Usage.PromptTokensDetails.CachedTokens, MS: ms, Finish: *ch.FinishReason, Request: string(body), Retry: retry}
+		step := present.AgentStep{Request: string(body), Reply: replyOf(r, float64(time.Since(start).Microseconds())/1000), Retry: retry}
 		retry = false
-		if ch.Message.Content != nil {
-			pass.Content = *ch.Message.Content
+		msg := r.cc.Choices[0].Message
+		if len(msg.ToolCalls) == 0 {
+			return append(steps, step), nil
 		}
-		p.TotalPrompt += cc.Usage.PromptTokens
-		p.TotalCompletion += cc.Usage.CompletionTokens
-		p.TotalMS += ms
-		if len(ch.Message.ToolCalls) == 0 {
-			p.Passes, p.Answer = append(p.Passes, pass), pass.Content
-			return nil
-		}
-		messages = append(messages, ch.Message)
-		for _, call := range ch.Message.ToolCalls {
-			run, ok := localTools[call.Function.Name]
-			out := "error: no such tool"
+		messages = append(messages, msg)
+		for _, call := range msg.ToolCalls {
+			out, ok := runTool(call.Function.Name, call.Function.Arguments)
 			retry = retry || !ok
-			if ok {
-				var err error
-				if out, err = run(call.Function.Arguments); err != nil {
-					out, retry = "error: "+err.Error(), true
-				}
-			}
-			pass.Calls = append(pass.Calls, views.AgentCall{Name: call.Function.Name, Arguments: call.Function.Arguments, Result: out})
+			step.Calls = append(step.Calls, present.ToolCall{Name: call.Function.Name, Arguments: call.Function.Arguments, Result: out})
 			messages = append(messages, map[string]any{"role": "tool", "tool_call_id": call.ID, "content": out})
 		}
-		p.Passes = append(p.Passes, pass)
+		steps = append(steps, step)
 	}
-	p.Answer = fmt.Sprintf("(no answer after %d passes)", agentMaxPasses)
-	return nil
+	return steps, nil
 }
 
-var sumQuestion = regexp.MustCompile(`^What is (\d{1,9}) \+ (\d{1,9})\?$`)
+// runTool runs one of the local tools: its result, or the error the
+// model reads (false: the call did not run).
+func runTool(name, args string) (string, bool) {
+	run, ok := localTools[name]
+	if !ok {
+		return "error: no such tool", false
+	}
+	out, err := run(args)
+	if err != nil {
+		return "error: " + err.Error(), false
+	}
+	return out, true
+}
 
 // reasoningRun asks the question without tools, with an optional system
 // message, and measures the reply.
 func (s *Server) reasoningRun(ctx context.Context, scope, q, system string) views.ReasoningRun {
-	r := views.ReasoningRun{System: system}
 	messages := []any{map[string]any{"role": "user", "content": q}}
 	if system != "" {
 		messages = append([]any{map[string]any{"role": "system", "content": system}}, messages...)
@@ -141,25 +149,7 @@ func (s *Server) reasoningRun(ctx context.Context, scope, q, system string) view
 	start := time.Now()
 	ip, e := s.chatInProcess(ctx, scope, body)
 	if e != nil {
-		r.Error = e.Message
-		return r
+		return present.ReasoningRun(q, system, present.AgentReply{}, e.Message)
 	}
-	cc := ip.cc
-	r.MS = float64(time.Since(start).Microseconds()) / 1000
-	m := cc.Choices[0].Message
-	if m.Content != nil {
-		r.Answer = *m.Content
-	}
-	r.Reasoning, r.Tokens, r.WatchURL = m.ReasoningContent, cc.Usage.CompletionTokens, "/requests/"+cc.ID
-	r.Correct = "—"
-	if g := sumQuestion.FindStringSubmatch(q); g != nil {
-		a, _ := strconv.Atoi(g[1])
-		b, _ := strconv.Atoi(g[2])
-		r.Correct = "no"
-		if strings.Contains(r.Answer, fmt.Sprintf("= %d.", a+b)) {
-			r.Correct = "yes"
-		}
-		r.Expected = strconv.Itoa(a + b)
-	}
-	return r
+	return present.ReasoningRun(q, system, replyOf(ip, float64(time.Since(start).Microseconds())/1000), "")
 }

@@ -49,11 +49,8 @@ func (s *Server) classroomHome(c echo.Context) error {
 }
 
 func (s *Server) classroomHomeWith(c echo.Context, status int, msg, code string) error {
-	h := views.ClassroomHome{Error: msg, Code: code, Mine: s.liveMyRooms(c)}
-	if ended, ok := classroom.NormalizeCode(c.QueryParam("ended")); ok && msg == "" {
-		h.Notice = "Room " + ended + " has ended: its code and instructor link no longer work."
-	}
-	h.Lessons = present.LessonLinks(s.lessons)
+	ended, _ := classroom.NormalizeCode(c.QueryParam("ended")) // "" unless a code
+	h := present.ClassroomHome(s.lessons, s.liveMyRooms(c), msg, code, ended)
 	return c.HTMLBlob(status, renderBytes(c.Request().Context(), views.ClassroomHomePage(h)))
 }
 
@@ -204,7 +201,7 @@ func (s *Server) teachRoom(c echo.Context) error {
 	p.CSVURL = "/rooms/" + r.Code() + "/poll.csv"
 	p.Expires = hoursOrMinutes(s.class.InstructorGone()) + " after you close this page (unless you come back), or " + hoursOrMinutes(s.roomTTL()) + " after your last action"
 	if t.Settings != nil {
-		p.Settings = views.Page{Models: s.reg.Names(), Settings: *t.Settings}
+		p.Settings = present.RoomSettings(s.reg.Names(), *t.Settings)
 	}
 	c.Response().Header().Set("Cache-Control", "no-store")
 	return c.HTMLBlob(http.StatusOK, renderBytes(c.Request().Context(), views.TeachRoomPage(p)))

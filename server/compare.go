@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -173,26 +172,11 @@ func (s *Server) runCompare(c echo.Context, q compareQuery) (*compare.Result, *m
 	return r, m, nil
 }
 
-// The empty form's prompt and lanes: a prompt whose first token the
-// strategies already choose differently on the default model (after "Once
-// upon a time" every lane writes "," first), so the lanes differ at step 1.
-var (
-	compareDefaultPrompt = "Once upon a time, there was a"
-	compareDefaultLanes  = []string{"greedy", "temperature=0.8,seed=1", "temperature=1.5,top-p=0.9,seed=1", "beam=3"}
-)
-
 // comparePage serves /compare.
 func (s *Server) comparePage(c echo.Context) error {
 	q, err := parseCompareQuery(c, s.reg.Default())
-	page := views.ComparePage{PromptMax: spec.MaxPromptChars, Models: s.reg.Names(), Prompt: q.prompt, Model: q.model, N: strconv.Itoa(q.n), Seed: q.seed}
-	if len(q.lanes) == 0 && err == nil && q.prompt == "" {
-		page.Prompt, page.LaneSpecs = compareDefaultPrompt, slices.Clone(compareDefaultLanes)
-	} else {
-		page.LaneSpecs = q.lanes
-	}
-	for len(page.LaneSpecs) < 6 {
-		page.LaneSpecs = append(page.LaneSpecs, "")
-	}
+	blank := len(q.lanes) == 0 && err == nil && q.prompt == ""
+	page := present.CompareForm(s.reg.Names(), q.prompt, q.model, q.n, q.seed, q.lanes, blank)
 	status := http.StatusOK
 	if err != nil {
 		page.Error, status = err.Error(), http.StatusBadRequest

@@ -15,6 +15,8 @@ import (
 	"github.com/PuerkitoBio/goquery"
 	"github.com/chromedp/chromedp"
 	"github.com/google/go-cmp/cmp"
+
+	"stepthrough/present"
 )
 
 func compareURL(base string, n, step int, lanes ...string) string {
@@ -89,7 +91,7 @@ func TestCompareDefaultsDifferAtTheFirstStep(t *testing.T) {
 			q.Add("lane", v)
 		}
 	})
-	if q.Get("prompt") != compareDefaultPrompt || len(q["lane"]) != len(compareDefaultLanes) {
+	if q.Get("prompt") != present.CompareDefaultPrompt || len(q["lane"]) != len(present.CompareDefaultLanes) {
 		t.Fatalf("the empty form offers %v", q)
 	}
 	doc := get(t, ts.URL+"/compare?"+q.Encode())
@@ -101,7 +103,7 @@ func TestCompareDefaultsDifferAtTheFirstStep(t *testing.T) {
 		}
 		firsts[id] = true
 	})
-	if doc.Find(`[data-testid="lane"]`).Length() != len(compareDefaultLanes) || len(firsts) < 2 {
+	if doc.Find(`[data-testid="lane"]`).Length() != len(present.CompareDefaultLanes) || len(firsts) < 2 {
 		t.Errorf("at step 1 the default lanes write %d different first tokens (%v), want at least 2 (%s)", len(firsts), firsts, doc.Find(`[data-testid="error"]`).Text())
 	}
 	if d := doc.Find(`[data-testid="divergence"]`).AttrOr("data-step", ""); d != "0" {

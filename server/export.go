@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strconv"
 
 	"github.com/labstack/echo/v4"
 
@@ -39,22 +38,7 @@ func (s *Server) exportSVG(c echo.Context) error {
 	if e.Notice != "" {
 		return c.String(http.StatusNotFound, e.Notice)
 	}
-	form := present.Form(run)
-	x := views.StageExport{Current: e.Current, Panel: e.Panel,
-		Title: fmt.Sprintf("%s — token step %d of %d", present.Title(e.Current), e.Step+1, e.Steps),
-		Caption: []string{
-			"Prompt: " + strconv.Quote(run.Prompt),
-			fmt.Sprintf("Model %s · temperature %s · top-k %s · top-p %s · min-p %s · order %s · seed %s", run.Model, form.Temperature, form.TopK, form.TopP, form.MinP, form.Order, e.Seed),
-			"Generated so far: " + generatedText(e.Generated),
-		}}
+	x := present.StageExport(run, e)
 	c.Response().Header().Set("Content-Disposition", fmt.Sprintf(`inline; filename="stepthrough-step%d-stage%d.svg"`, e.Step+1, e.Current.Index+1))
 	return c.Blob(http.StatusOK, "image/svg+xml", views.StageSVG(x))
-}
-
-func generatedText(gs []views.GenToken) string {
-	var b []byte
-	for _, g := range gs {
-		b = append(b, g.Bytes...)
-	}
-	return strconv.Quote(string(b))
 }

@@ -1,12 +1,14 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
 
+	"stepthrough/engine/model"
 	"stepthrough/present"
 	"stepthrough/views"
 )
@@ -17,27 +19,22 @@ const maxFamiliesPrompt = 500
 
 func (s *Server) familiesPage(c echo.Context) error {
 	qp := c.QueryParams()
-	p := views.FamiliesPage{Models: s.reg.Names(), A: qp.Get("a"), B: qp.Get("b"), Prompt: qp.Get("prompt")}
-	if p.A == "" {
-		p.A = s.reg.Default()
+	models, a, b := s.reg.Names(), cmp.Or(qp.Get("a"), s.reg.Default()), qp.Get("b")
+	if b == "" {
+		b = s.otherFamily(models, a)
 	}
-	if p.B == "" {
-		p.B = s.otherFamily(p.Models, p.A)
-	}
-	if p.Prompt == "" {
-		p.Prompt = "Once upon a time, there was a little"
-	}
+	p := present.FamiliesForm(models, a, b, qp.Get("prompt"))
 	if len(p.Prompt) > maxFamiliesPrompt {
 		p.Error = fmt.Sprintf("the prompt is %d bytes; the limit is %d", len(p.Prompt), maxFamiliesPrompt)
 		return renderPageStatus(c, http.StatusBadRequest, views.FamiliesPageView(p))
 	}
 	err := s.withWork(c, func(ctx context.Context) error {
 		for _, name := range []string{p.A, p.B} {
-			side, err := s.familySide(ctx, name, p.Prompt)
+			m, run, err := s.familyRun(ctx, name, p.Prompt)
 			if err != nil {
 				return err
 			}
-			p.Sides = append(p.Sides, side)
+			p.Sides = append(p.Sides, present.FamilySide(m, run))
 		}
 		return nil
 	})
@@ -68,23 +65,23 @@ func (s *Server) otherFamily(models []string, a string) string {
 	return other
 }
 
-// familySide runs one forward pass of model name over the prompt.
-func (s *Server) familySide(ctx context.Context, name, prompt string) (views.FamilySide, error) {
+// familyRun runs one forward pass of model name over the prompt.
+func (s *Server) familyRun(ctx context.Context, name, prompt string) (*model.Model, present.FamilyRun, error) {
 	l, err := s.reg.Engine(name, "auto")
 	if err != nil {
-		return views.FamilySide{}, err
+		return nil, present.FamilyRun{}, err
 	}
 	m, tk := l.Model, l.Model.Tokenizer
 	toks := tk.Encode(prompt, true)
 	if len(toks) == 0 {
-		return views.FamilySide{}, fmt.Errorf("%s: the prompt is empty after tokenizing", name)
+		return nil, present.FamilyRun{}, fmt.Errorf("%s: the prompt is empty after tokenizing", name)
 	}
 	if len(toks) > min(m.Config.ContextLen, 1024) {
-		return views.FamilySide{}, fmt.Errorf("%s: the prompt is %d tokens, more than the model's context", name, len(toks))
+		return nil, present.FamilyRun{}, fmt.Errorf("%s: the prompt is %d tokens, more than the model's context", name, len(toks))
 	}
 	se, err := l.NewSession(len(toks))
 	if err != nil {
-		return views.FamilySide{}, err
+		return nil, present.FamilyRun{}, err
 	}
 	defer se.Close()
 	ids := make([]int32, len(toks))
@@ -93,7 +90,7 @@ func (s *Server) familySide(ctx context.Context, name, prompt string) (views.Fam
 	}
 	logits, err := se.Eval(ctx, ids)
 	if err != nil {
-		return views.FamilySide{}, fmt.Errorf("%s: %w", name, err)
+		return nil, present.FamilyRun{}, fmt.Errorf("%s: %w", name, err)
 	}
-	return present.FamilySide(m, present.FamilyRun{Model: name, Label: s.reg.Label(name), Backend: se.Backend().String(), Tokens: toks, Logits: logits}), nil
+	return m, present.FamilyRun{Model: name, Label: s.reg.Label(name), Backend: se.Backend().String(), Tokens: toks, Logits: logits}, nil
 }

@@ -2,12 +2,8 @@ package server
 
 import (
 	"context"
-	"maps"
 	"net/http"
-	"net/url"
-	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -17,7 +13,7 @@ import (
 )
 
 func (s *Server) lessonList(c echo.Context) error {
-	return renderPage(c, views.LessonListPage(views.LessonList{Lessons: present.LessonLinks(s.lessons)}))
+	return renderPage(c, views.LessonListPage(present.LessonList(s.lessons)))
 }
 
 // lessonStep plays one step of a lesson: the engine runs the step's prompt
@@ -40,7 +36,7 @@ func (s *Server) lessonStep(c echo.Context) error {
 	play.Err = s.withWork(c, func(ctx context.Context) error { return se.PlayLesson(ctx, l, i) })
 	p := present.LessonStep(play)
 	if p.ExplorerURL != "" {
-		p.TryOther = s.tryOther(st.Run.Model, p.ExplorerURL)
+		p.TryOther = present.TryOther(st.Run.Model, p.ExplorerURL, s.reg.Names(), s.reg.Label)
 	}
 	if play.Err == nil && st.Patch != "" && (p.Question == nil || p.Question.Answered) { // the grid, like the panel, waits for the answer
 		var err error
@@ -65,40 +61,4 @@ func lessonStepIndex(c echo.Context, steps int) int {
 		return 0
 	}
 	return i
-}
-
-// tryOther is "Try this on another model" for a step whose Explorer link
-// is explorer, on lesson model own: the link's fields but the model (a
-// stage by name stays: the other model opens at the same stage, or at the
-// start with a notice when it has no such layer), and the other models
-// offered; nil when there is none.
-func (s *Server) tryOther(own, explorer string) *views.TryOther {
-	u, err := url.Parse(explorer)
-	if err != nil {
-		return nil
-	}
-	t := &views.TryOther{Model: own, Labels: map[string]string{}}
-	for _, m := range s.reg.Names() {
-		if m != own {
-			t.Models = append(t.Models, m)
-			t.Labels[m] = s.reg.Label(m)
-		}
-	}
-	if len(t.Models) == 0 {
-		return nil
-	}
-	q := u.Query()
-	keys := slices.Sorted(maps.Keys(q))
-	for _, k := range keys {
-		if k == "model" {
-			continue
-		}
-		for _, v := range q[k] {
-			if k == "stage" && strings.Trim(v, "0123456789") == "" {
-				continue // a stage by index counts the model's layers: another model's differs
-			}
-			t.Fields = append(t.Fields, [2]string{k, v})
-		}
-	}
-	return t
 }

@@ -14,7 +14,6 @@ import (
 	"stepthrough/engine"
 	"stepthrough/engine/memcalc"
 	"stepthrough/engine/quant"
-	"stepthrough/engine/quantize"
 	"stepthrough/present"
 	"stepthrough/views"
 )
@@ -26,20 +25,7 @@ import (
 const memoryMeasureTokens = 32
 
 func (s *Server) memoryPage(c echo.Context) error {
-	qp := c.QueryParams()
-	p := views.MemoryPage{Source: qp.Get("source"), Type: qp.Get("type"), KV: qp.Get("kv"), Context: qp.Get("ctx"), Batch: qp.Get("batch"),
-		Memory: qp.Get("memory"), Price: qp.Get("price"), TPS: qp.Get("tps")}
-	for _, pr := range memcalc.Presets {
-		p.Sources = append(p.Sources, pr.Name)
-	}
-	p.Sources = append(p.Sources, s.reg.Names()...)
-	p.Types = append([]string{"F32"}, quantize.Targets...)
-	defaults := map[*string]string{&p.Source: memcalc.Presets[0].Name, &p.Type: "F16", &p.KV: "2", &p.Context: "4096", &p.Batch: "1", &p.Memory: "80", &p.Price: "2"}
-	for dst, v := range defaults {
-		if *dst == "" {
-			*dst = v
-		}
-	}
+	p := present.MemoryForm(c.QueryParams().Get, s.reg.Names())
 	if err := s.fillMemory(c.Request().Context(), &p); err != nil {
 		p.Error = err.Error()
 		return renderPageStatus(c, http.StatusBadRequest, views.MemoryPageView(p))

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"stepthrough/hfhub"
+	"stepthrough/present"
 	"stepthrough/views"
 )
 
@@ -93,42 +93,12 @@ func (p *pull) isEnded() bool {
 
 // status is the pull as the page shows it.
 func (p *pull) status() views.PullStatus {
-	s := views.PullStatus{Ref: p.ref, State: "running", Done: p.done.Load(), Total: p.total.Load()}
-	if !p.isEnded() {
-		s.Text = progressWords(s.Done-max(p.base.Load(), 0), s.Done, s.Total, time.Since(p.start))
-		if s.Total == 0 {
-			s.Text = "Listing the repository's files and checking the file's header…"
-		}
-		s.Announce = "Pulling " + p.ref + "."
-		return s
+	done := p.done.Load()
+	st := present.PullState{Ref: p.ref, Done: done, Total: p.total.Load(), Fetched: done - max(p.base.Load(), 0), Elapsed: time.Since(p.start), Ended: p.isEnded()}
+	if st.Ended { // res and err are set before ended closes
+		st.Result, st.Err = p.res, p.err
 	}
-	switch {
-	case errors.Is(p.err, context.Canceled):
-		s.State, s.Text = "cancelled", fmt.Sprintf("Cancelled after %s of %s; the bytes fetched are kept, and the next pull continues from them.", hfhub.Size(s.Done), hfhub.Size(s.Total))
-	case p.err != nil:
-		s.State, s.Text = "failed", p.err.Error()
-	default:
-		r := p.res
-		s.State, s.Name, s.Done, s.Total = "done", r.Name, r.Size, r.Size
-		s.Text = fmt.Sprintf("%s (%s, %s) is in the cache, offered as %s.", r.File, hfhub.Size(r.Size), r.Why, r.Name)
-		if r.Fetched == 0 && r.Resumed == 0 {
-			s.Text = fmt.Sprintf("%s (%s, %s) was in the cache already, offered as %s.", r.File, hfhub.Size(r.Size), r.Why, r.Name)
-		}
-	}
-	s.Announce = "Pull of " + p.ref + " " + s.State + ". " + s.Text
-	return s
-}
-
-// progressWords is a pull's progress in words: "1.5 GiB of 4.0 GiB
-// (38%), 21.3 MiB/s, about 2m0s left"; the rate counts this pull's bytes.
-func progressWords(fetched, done, total int64, elapsed time.Duration) string {
-	s := fmt.Sprintf("%s of %s (%.0f%%)", hfhub.Size(done), hfhub.Size(total), 100*float64(done)/float64(max(total, 1)))
-	if elapsed < time.Second/2 || fetched <= 0 {
-		return s
-	}
-	rate := float64(fetched) / elapsed.Seconds()
-	left := time.Duration(float64(total-done) / rate * float64(time.Second)).Round(time.Second)
-	return fmt.Sprintf("%s, %s/s, about %s left", s, hfhub.Size(int64(rate)), left)
+	return present.PullStatus(st)
 }
 
 // cancelAll stops every running pull (the server is closing).

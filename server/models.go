@@ -1,21 +1,17 @@
 package server
 
 import (
-	"cmp"
 	"fmt"
 	"html"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/labstack/echo/v4"
 
-	"stepthrough/engine/memcalc"
-	"stepthrough/engine/model"
 	"stepthrough/hfhub"
+	"stepthrough/present"
 	"stepthrough/views"
 	"stepthrough/wsconn"
 )
@@ -67,14 +63,13 @@ func (s *Server) offerCached(c echo.Context) {
 
 func (s *Server) modelsBase(c echo.Context) views.ModelsPage {
 	s.offerCached(c)
-	p := views.ModelsPage{Rows: s.modelRows(), CanPull: s.cfg.Hub != nil, NeedKey: !s.keyOK(c)}
+	var cache string
+	var mem uint64
 	if s.cfg.Hub != nil {
-		p.Cache = s.cfg.Hub.Cache.Dir
-		mem, _ := hfhub.TotalMemory()
-		p.Memory = hfhub.Size(int64(mem))
-		p.Suggestions = suggestions(mem)
+		cache = s.cfg.Hub.Cache.Dir
+		mem, _ = hfhub.TotalMemory()
 	}
-	return p
+	return present.ModelsPage(s.modelRows(), s.cfg.Hub != nil, cache, mem, !s.keyOK(c))
 }
 
 // modelsFail answers a refused pull, cancel or delete: the fragment's
@@ -168,92 +163,19 @@ func (s *Server) deleteModel(c echo.Context) error {
 	return c.Redirect(http.StatusSeeOther, "/models?notice="+url.QueryEscape("Deleted "+name+" from the Hugging Face cache."))
 }
 
-// memoryRunTokens is the run the Models page's memory column sizes the KV
-// cache for: a long conversation, where a model's full context (40,960
-// tokens for Qwen3) would ask for gigabytes no run here holds.
-const memoryRunTokens = 4096
-
-// thousands writes n with thousands separators.
-func thousands(n int) string {
-	s := strconv.Itoa(n)
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
-}
-
 // modelRows describes every offered model from its header alone.
 func (s *Server) modelRows() []views.ModelRow {
 	var cache string
 	if s.cfg.Hub != nil {
 		cache = s.cfg.Hub.Cache.Dir
 	}
-	var rows []views.ModelRow
+	var files []present.ModelFile
 	for _, name := range s.reg.Names() {
-		r := views.ModelRow{Name: name, Family: "?", Params: "?", Type: "?", Size: "?", Memory: "?"}
-		path, embedded, _ := s.reg.Path(name)
-		var size int64
-		switch {
-		case embedded:
-			r.Source, r.Where = "embedded", "compiled into the binary (a lesson's model)"
-		case cache != "" && strings.HasPrefix(path, cache+string(filepath.Separator)):
-			r.Source, r.Where, r.Deletable = "Hugging Face cache", path, true
-		case strings.Contains(name, ":") || strings.Count(name, "/") > 0:
-			r.Source, r.Where = "Hugging Face cache", path
-		default:
-			r.Source, r.Where = "models folder", path
-		}
-		if n, ok := s.reg.FileSize(name); ok {
-			size = n
-			r.Size = hfhub.Size(size)
-		}
-		if sm, ok := s.reg.Summary(name); ok {
-			r.Family, r.Params, r.Type = cmp.Or(sm.Arch, "?"), model.HumanCount(sm.Params), sm.Type
-			if sm.Context > 0 && sm.Layers > 0 && sm.KVHeads > 0 && sm.HeadDim > 0 {
-				sh := memcalc.Shape{Name: name, Layers: sm.Layers, Heads: sm.KVHeads, KVHeads: sm.KVHeads, HeadDim: sm.HeadDim}
-				kvAt := func(tokens int) int64 {
-					return int64(memcalc.Find(memcalc.Calculate(sh, memcalc.Inputs{KVBytes: 4, Context: tokens, Batch: 1}), "KV cache per user").Value)
-				}
-				if size > 0 {
-					run := min(sm.Context, memoryRunTokens)
-					r.Memory = hfhub.Size(size + kvAt(run))
-					r.MemoryWorking = fmt.Sprintf("%s of weights + %s of KV cache for %s tokens", hfhub.Size(size), hfhub.Size(kvAt(run)), thousands(run))
-					if sm.Context > run {
-						r.MemoryWorking += fmt.Sprintf("; %s at its full context of %s tokens", hfhub.Size(size+kvAt(sm.Context)), thousands(sm.Context))
-					}
-				}
-			}
-		}
-		rows = append(rows, r)
+		f := present.ModelFile{Name: name}
+		f.Path, f.Embedded, _ = s.reg.Path(name)
+		f.Size, f.SizeKnown = s.reg.FileSize(name)
+		f.Summary, f.Summarized = s.reg.Summary(name)
+		files = append(files, f)
 	}
-	return rows
-}
-
-// suggestion is a small model to suggest, with its files' published
-// sizes (Q8_0 and Q4_K_M), which Choose judges as a pull would.
-type suggestion struct {
-	repo, title string
-	files       []hfhub.File
-}
-
-var suggested = []suggestion{
-	{"bartowski/SmolLM2-135M-Instruct-GGUF", "SmolLM2 135M Instruct (Hugging Face)", []hfhub.File{{Name: "SmolLM2-135M-Instruct-Q8_0.gguf", Size: 145e6}, {Name: "SmolLM2-135M-Instruct-Q4_K_M.gguf", Size: 105e6}}},
-	{"unsloth/gemma-3-270m-it-GGUF", "Gemma 3 270M instruct (Google)", []hfhub.File{{Name: "gemma-3-270m-it-Q8_0.gguf", Size: 292e6}, {Name: "gemma-3-270m-it-Q4_K_M.gguf", Size: 253e6}}},
-	{"unsloth/Qwen3-0.6B-GGUF", "Qwen3 0.6B (Alibaba)", []hfhub.File{{Name: "Qwen3-0.6B-Q8_0.gguf", Size: 639e6}, {Name: "Qwen3-0.6B-Q4_K_M.gguf", Size: 397e6}}},
-	{"bartowski/Llama-3.2-1B-Instruct-GGUF", "Llama 3.2 1B Instruct (Meta)", []hfhub.File{{Name: "Llama-3.2-1B-Instruct-Q8_0.gguf", Size: 1.32e9}, {Name: "Llama-3.2-1B-Instruct-Q4_K_M.gguf", Size: 808e6}}},
-}
-
-// suggestions are the suggested models with the quantization pull would
-// take in mem bytes of memory; one that fits in none is left out.
-func suggestions(mem uint64) []views.ModelSuggestion {
-	var out []views.ModelSuggestion
-	for _, sg := range suggested {
-		ch, err := hfhub.Choose(sg.files, "", mem)
-		if err != nil {
-			continue
-		}
-		tag := strings.ToUpper(hfhub.Tag(ch.File.Name))
-		out = append(out, views.ModelSuggestion{Ref: sg.repo + ":" + tag, Title: sg.title, Why: fmt.Sprintf("%s, %s", hfhub.Size(ch.File.Size), ch.Why)})
-	}
-	return out
+	return present.ModelRows(files, cache)
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/url"
@@ -20,13 +21,7 @@ const maxPatchPrompt = 200
 // and a corrupted one of the same length (GET /patching).
 func (s *Server) patchingPage(c echo.Context) error {
 	qp := c.QueryParams()
-	p := views.PatchingPage{Models: s.reg.Names(), Model: qp.Get("model"), Clean: qp.Get("clean"), Corrupt: qp.Get("corrupt"), MaxPrompt: maxPatchPrompt}
-	if p.Model == "" {
-		p.Model = s.reg.Default()
-	}
-	if p.Clean == "" && p.Corrupt == "" {
-		p.Clean, p.Corrupt = "The capital of France is", "The capital of Japan is"
-	}
+	p := present.PatchingForm(s.reg.Names(), cmp.Or(qp.Get("model"), s.reg.Default()), qp.Get("clean"), qp.Get("corrupt"), maxPatchPrompt)
 	fail := func(err error) error {
 		var status int
 		status, p.Error = workError(err)

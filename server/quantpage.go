@@ -3,17 +3,14 @@ package server
 import (
 	"context"
 	"fmt"
-	"math"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/labstack/echo/v4"
 
 	"stepthrough/engine/model"
-	"stepthrough/engine/quant"
 	"stepthrough/engine/quantize"
 	"stepthrough/engine/quantlens"
 	"stepthrough/present"
@@ -86,10 +83,7 @@ func (s *Server) parseQuantQuery(c echo.Context) (quantQuery, error) {
 
 func (s *Server) quantPage(c echo.Context) error {
 	q, err := s.parseQuantQuery(c)
-	p := views.QuantPage{Models: s.reg.Names(), AllTypes: quantize.Targets, Model: q.model, Prompt: q.prompt, N: strconv.Itoa(q.n), Selected: map[string]bool{}}
-	for _, t := range q.types {
-		p.Selected[t] = true
-	}
+	p := present.QuantForm(s.reg.Names(), q.model, q.prompt, q.n, q.types)
 	if err != nil {
 		p.Error = err.Error()
 		return renderPageStatus(c, http.StatusBadRequest, views.QuantPageView(p))
@@ -135,40 +129,12 @@ func (s *Server) fillQuantPage(ctx context.Context, q quantQuery, p *views.Quant
 	if err := s.fillQuantDrift(ctx, p, variants, q.types, prompt); err != nil {
 		return err
 	}
-	tk := base.Tokenizer
-	piece := func(id int32) string { return views.PieceLabel(tk.Display(id)) }
-	p.KVBytesPerToken = base.KVBytesPerToken()
-	for _, r := range res {
-		p.Rows = append(p.Rows, views.QuantRow{Type: r.Type, MiB: float64(r.Bytes) / (1 << 20), Text: tk.Decode(r.Own), Divergence: r.Divergence,
-			MeanKL: r.MeanKL, FlipRate: r.FlipRate, PrefillMS: r.PrefillMS, DecodeMS: r.DecodeMS, Ratio: float64(r.Bytes) / float64(size),
-			PrefillRange: [2]float64{slices.Min(r.PrefillRuns), slices.Max(r.PrefillRuns)}, DecodeRange: [2]float64{slices.Min(r.DecodeRuns), slices.Max(r.DecodeRuns)}})
+	qm, err := s.reg.Quantize(q.model, q.tensors)
+	if err != nil {
+		return err
 	}
-	refToks := res[0].Own
-	p.Steps = len(refToks)
-	p.Step = min(q.step, p.Steps-1)
-	for _, id := range refToks {
-		p.Reference = append(p.Reference, piece(id))
-	}
-	p.Prev, p.Next = q.link(max(0, p.Step-1), q.tensors), q.link(min(p.Steps-1, p.Step+1), q.tensors)
-	for _, r := range res {
-		st := r.Steps[p.Step]
-		row := views.QuantStepRow{Type: r.Type, KL: st.KL, Flipped: st.Flipped, Overlap: st.Overlap}
-		for _, cnd := range st.Top {
-			row.Top = append(row.Top, views.Bar{ID: cnd.ID, Piece: piece(cnd.ID), Value: cnd.P, Width: 100 * cnd.P / math.Max(st.Top[0].P, 1e-12)})
-		}
-		p.StepRows = append(p.StepRows, row)
-	}
-	p.TensorType = q.tensors
-	for _, t := range q.types {
-		if t != q.tensors {
-			p.TensorLinks = append(p.TensorLinks, views.QuantLink{Type: t, URL: q.link(p.Step, t)})
-		}
-	}
-	for _, t := range reports[q.tensors].Tensors {
-		p.Tensors = append(p.Tensors, views.QuantTensor{Name: t.Name, From: t.From.String(), To: t.To.String(), RMSE: t.RMSE})
-	}
-	qm, _ := s.reg.Quantize(q.model, q.tensors)
-	histogram(p, base, qm.Loaded.Model, reports[q.tensors])
+	run := present.QuantRun{Results: res, Reports: reports, Base: base, Bytes: size, Types: q.types}
+	present.QuantResults(p, run, q.step, q.tensors, qm.Loaded.Model, q.link)
 	return nil
 }
 
@@ -182,7 +148,7 @@ func (s *Server) fillQuantDrift(ctx context.Context, p *views.QuantPage, variant
 	what := fmt.Sprintf("the drift by layer reads %d tokens %d times with the logit lens after each of %d layers", len(ids), len(variants), m.Config.Layers)
 	work := int64(len(variants)) * (m.PassWork(len(ids), 0, len(ids)) + m.LensWork(len(ids)))
 	if err := s.checkWork(what, work, "use a shorter prompt or fewer precisions"); err != nil {
-		p.Drift = views.QuantDrift{Note: err.Error()}
+		p.Drift.Note = err.Error()
 		return nil
 	}
 	ref, err := quantlens.Run(ctx, variants[0].Loaded, ids)
@@ -203,40 +169,4 @@ func (s *Server) fillQuantDrift(ctx context.Context, p *views.QuantPage, variant
 	}
 	p.Drift = present.QuantDrift(types, reps)
 	return nil
-}
-
-// histogram fills the page's before/after histogram of one block: the
-// first 256 values of the first matrix the conversion changed.
-func histogram(p *views.QuantPage, base, conv *model.Model, rep *quantize.Report) {
-	for _, t := range rep.Tensors {
-		if t.From == t.To || !strings.HasSuffix(t.Name, ".weight") {
-			continue
-		}
-		bt, _ := base.File.Tensor(t.Name)
-		ct, _ := conv.File.Tensor(t.Name)
-		cols := int(bt.Dims[0])
-		before, after := make([]float32, cols), make([]float32, cols)
-		rbB, _ := bt.Type.RowBytes(cols)
-		rbC, _ := ct.Type.RowBytes(cols)
-		if quant.Dequantize(bt.Type, base.File.TensorData(bt)[:rbB], before) != nil || quant.Dequantize(ct.Type, conv.File.TensorData(ct)[:rbC], after) != nil {
-			return
-		}
-		n := min(cols, 256)
-		before, after = before[:n], after[:n]
-		lo, hi := slices.Min(before), slices.Max(before)
-		const bins = 32
-		hb, ha := make([]float64, bins), make([]float64, bins)
-		bin := func(v float32) int { return min(bins-1, max(0, int(float64(v-lo)/float64(hi-lo+1e-12)*bins))) }
-		for i := range n {
-			hb[bin(before[i])]++
-			ha[bin(after[i])]++
-		}
-		top := math.Max(slices.Max(hb), slices.Max(ha))
-		for i := range bins {
-			hb[i], ha[i] = hb[i]/top, ha[i]/top
-		}
-		p.HistName, p.HistBefore, p.HistAfter = t.Name, hb, ha
-		p.HistMin, p.HistMax, p.HistBlockN = float64(lo), float64(hi), float64(n)
-		return
-	}
 }

@@ -1,19 +1,16 @@
 package server
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"math"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/labstack/echo/v4"
 
 	"stepthrough/engine/sample"
 	"stepthrough/engine/trace"
+	"stepthrough/present"
 	"stepthrough/spec"
 	"stepthrough/views"
 )
@@ -27,26 +24,25 @@ func (s *Server) requestRoutes(e *echo.Echo) {
 }
 
 func (s *Server) requestList(c echo.Context) error {
-	l := views.RequestList{}
 	if !s.keyOK(c) {
 		return s.askKey(c, "")
 	}
+	var rs []present.Request
 	for _, w := range s.watched.list() {
-		summary := w.Prompt
-		if len(summary) > 80 {
-			summary = summary[:80] + "…"
-		}
-		l.Items = append(l.Items, views.RequestItem{ID: w.ID, URL: "/requests/" + w.ID, Endpoint: endpoint(w.Chat), Model: w.Model,
-			Time: w.Time.Format("15:04:05"), Summary: summary, Tokens: w.Usage.TotalTokens})
+		rs = append(rs, w.request())
 	}
-	return renderPage(c, views.RequestListPage(l))
+	return renderPage(c, views.RequestListPage(present.RequestList(rs)))
 }
 
-func endpoint(chat bool) string {
-	if chat {
-		return "POST /v1/chat/completions"
+// request is what the request pages show of w.
+func (w *Watched) request() present.Request {
+	r := present.Request{ID: w.ID, Model: w.Model, Time: w.Time, Chat: w.Chat, Streamed: w.Streamed, Probed: w.Probed, Raw: w.Raw,
+		Prompt: w.Prompt, Template: w.Template, PromptTokens: w.PromptTokens, Usage: [3]int{w.Usage.PromptTokens, w.Usage.CompletionTokens, w.Usage.TotalTokens},
+		Finish: w.Finish, Response: w.Response, Seed: w.Seed}
+	if d := w.Usage.PromptTokensDetails; d != nil {
+		r.Cached = d.CachedTokens
 	}
-	return "POST /v1/completions"
+	return r
 }
 
 func (s *Server) requestDetail(c echo.Context) error {
@@ -57,16 +53,7 @@ func (s *Server) requestDetail(c echo.Context) error {
 	if w == nil {
 		return c.String(http.StatusNotFound, "no such request: the server keeps the last "+strconv.Itoa(s.cfg.API.Keep))
 	}
-	p := views.RequestPage{ID: w.ID, Endpoint: endpoint(w.Chat), Model: w.Model, Time: w.Time.Format("2006-01-02 15:04:05"), Streamed: w.Streamed,
-		Request: indent(w.Raw), Prompt: w.Prompt, Template: w.Template, PromptTokens: w.PromptTokens,
-		Usage: [3]int{w.Usage.PromptTokens, w.Usage.CompletionTokens, w.Usage.TotalTokens}, Finish: w.Finish, Response: w.Response,
-		Seed: strconv.FormatUint(w.Seed, 10), Probed: w.Probed}
-	if d := w.Usage.PromptTokensDetails; d != nil {
-		p.Cached = d.CachedTokens
-	}
-	if !w.Streamed {
-		p.Response = indent(w.Response)
-	}
+	p := present.RequestPage(w.request())
 	run, err := s.replay(w)
 	if err != nil {
 		p.ExplorerNote = "The Explorer cannot replay this request: " + err.Error()
@@ -91,22 +78,19 @@ func (s *Server) requestDetail(c echo.Context) error {
 			p.LogprobsNote = "The request did not ask for logprobs: the engine computed these when this page was opened, reading the prompt and the generated tokens again (the same numbers up to float rounding)."
 		}
 	}
-	p.Logprobs = len(logprobs) > 0
-	for i, id := range w.Generated {
-		t := views.RequestToken{Step: i, ID: id, Text: views.PieceLabel(m.Tokenizer.Display(id)), End: m.Tokenizer.IsEOG(id), Pass: -1}
-		if i < len(w.Steps) {
-			t.Pass, t.Mates = w.Steps[i].Step, shortIDs(w.Steps[i].Mates)
-		}
-		if i < len(logprobs) && !t.End {
-			t.Logprob, t.P = logprobs[i], math.Exp(logprobs[i])
-		}
-		if p.Explorer != "" {
+	steps := make([]present.RequestStep, len(w.Steps))
+	for i, st := range w.Steps {
+		steps[i] = present.RequestStep{Pass: st.Step, Mates: st.Mates}
+	}
+	var softmax func(int) string
+	if p.Explorer != "" {
+		softmax = func(i int) string {
 			r := run
 			r.View = spec.View{Token: i, StageName: string(trace.StageSoftmax), Layer: -1, Temperature: 1}
-			t.Softmax = "/?" + r.Query().Encode()
+			return "/?" + r.Query().Encode()
 		}
-		p.Tokens = append(p.Tokens, t)
 	}
+	present.RequestTokens(&p, m.Tokenizer, w.Generated, steps, logprobs, softmax)
 	return renderPage(c, views.RequestDetailPage(p))
 }
 
@@ -123,30 +107,6 @@ func (s *Server) replay(w *Watched) (spec.Run, error) {
 		return r, err
 	}
 	return r, nil
-}
-
-// indent pretty-prints JSON (anything else as it is).
-func indent(s string) string {
-	var b bytes.Buffer
-	if json.Indent(&b, []byte(strings.TrimSpace(s)), "", "  ") != nil {
-		return s
-	}
-	return b.String()
-}
-
-// shortIDs shortens request ids to their first hex digits: enough to tell
-// batch-mates apart, too few to open another client's request.
-func shortIDs(ids []string) []string {
-	out := make([]string, len(ids))
-	for i, id := range ids {
-		pre, hex, ok := strings.Cut(id, "-")
-		if !ok || len(hex) <= 6 {
-			out[i] = id
-			continue
-		}
-		out[i] = pre + "-" + hex[:6] + "…"
-	}
-	return out
 }
 
 // rescoreChunk is how many positions one pass of rescore reads (its logits

@@ -3,12 +3,12 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"time"
 
 	"stepthrough/engine/serve"
 	"stepthrough/lessons/library"
+	"stepthrough/present"
 	"stepthrough/views"
 )
 
@@ -21,44 +21,39 @@ import (
 const retrievalHits = 2
 
 func (s *Server) retrievalTask(ctx context.Context, scope, q, model string) views.RetrievalTask {
-	t := views.RetrievalTask{Question: q}
 	start := time.Now()
 	lib, err := library.Builtin()
 	if err != nil {
+		t := present.RetrievalTask(q, 0, 0, nil)
 		t.Error = err.Error()
 		return t
 	}
 	hits := lib.Search(q, retrievalHits)
-	t.RetrieveMS = ms(time.Since(start))
-	t.Documents = len(lib.Docs)
+	retrieveMS := ms(time.Since(start))
+	found := make([]present.RetrievalHit, len(hits))
 	var notes []string
-	for _, h := range hits {
-		t.Hits = append(t.Hits, views.RetrievedDoc{Title: h.Doc.Title, Score: fmt.Sprintf("%.3f", h.Score), Text: h.Doc.Text})
+	for i, h := range hits {
+		found[i] = present.RetrievalHit{Title: h.Doc.Title, Text: h.Doc.Text, Score: h.Score}
 		notes = append(notes, h.Doc.Title+": "+h.Doc.Text)
 	}
+	t := present.RetrievalTask(q, len(lib.Docs), retrieveMS, found)
 	if len(hits) == 0 {
 		notes = append(notes, "(no document matched the question)")
 	}
 	system := "Answer the question from these notes.\n\n" + strings.Join(notes, "\n\n")
 	body, _ := json.Marshal(map[string]any{"model": model, "temperature": 0, "max_tokens": agentMaxTokens,
 		"messages": []any{map[string]any{"role": "system", "content": system}, map[string]any{"role": "user", "content": q}}})
-	for i := range t.Asks {
-		ask := &t.Asks[i]
+	var replies []present.AgentReply
+	for range len(t.Asks) {
 		start := time.Now()
 		r, e := s.chatInProcess(ctx, scope, body)
 		if e != nil {
 			t.Error = e.Message
-			return t
+			break
 		}
-		ask.TotalMS = ms(time.Since(start))
-		u := r.cc.Usage
-		ask.PromptTokens, ask.Cached, ask.Completion = u.PromptTokens, u.PromptTokensDetails.CachedTokens, u.CompletionTokens
-		ask.PrefillMS, ask.DecodeMS = phaseMS(r.times)
-		ask.WatchURL = "/requests/" + r.cc.ID
-		if m := r.cc.Choices[0].Message.Content; m != nil {
-			ask.Answer = *m
-		}
+		replies = append(replies, replyOf(r, ms(time.Since(start))))
 	}
+	present.RetrievalAnswers(&t, replies)
 	return t
 }
 

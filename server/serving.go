@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"stepthrough/engine/serve"
+	"stepthrough/present"
 	"stepthrough/views"
 	"stepthrough/wsconn"
 )
@@ -113,33 +113,26 @@ func (s *Server) servingRoutes(e *echo.Echo) {
 	e.GET("/serving/benchmarking", s.honestPage)
 }
 
-func defaultServingForm(model string) views.ServingForm {
-	return views.ServingForm{Model: model, Users: "16", Rate: "50", PromptTokens: "32", MinTokens: "8", MaxTokens: "48", MaxSeqs: "4",
-		Policy: "continuous", Cache: "contiguous", Chunked: "on", Compare: "static,contiguous,on", Temperature: "0", IgnoreEOS: "on", Shared: "0"}
-}
-
 func (s *Server) servingBase(form views.ServingForm) views.ServingPage {
-	p := views.ServingPage{Models: s.reg.Names(), Form: form, SweepURL: "/serving/sweep?model=" + url.QueryEscape(form.Model)}
 	s.serving.mu.Lock()
 	defer s.serving.mu.Unlock()
+	var runs []present.ServingState
 	for i := len(s.serving.order) - 1; i >= 0; i-- {
-		r := s.serving.runs[s.serving.order[i]]
-		_, done, _ := r.since(math.MaxInt)
-		status := "running"
-		if done {
-			status = "done"
-		}
-		p.Runs = append(p.Runs, views.ServingLink{ID: r.id, Title: servingTitle(r), URL: "/serving/runs/" + r.id, Status: status})
+		runs = append(runs, s.serving.runs[s.serving.order[i]].state())
 	}
-	return p
+	return present.ServingPage(s.reg.Names(), form, runs)
 }
 
-func servingTitle(r *servingRun) string {
-	return fmt.Sprintf("%d users on %s: %s", r.load.Users, r.model, strings.Join(r.names, " vs "))
+// state is the run as it stands.
+func (r *servingRun) state() present.ServingState {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return present.ServingState{ID: r.id, Model: r.model, Load: r.load, Settings: r.settings, Names: r.names, CtxLen: r.ctxLen, KVBytes: r.kvBytes,
+		Done: r.done, Err: r.err, Reports: r.reports, Repeats: r.repeats, Round: r.round, Texts: r.texts, Finish: r.finish}
 }
 
 func (s *Server) servingPage(c echo.Context) error {
-	return renderPage(c, views.ServingPageView(s.servingBase(defaultServingForm(s.reg.Default()))))
+	return renderPage(c, views.ServingPageView(s.servingBase(present.DefaultServingForm(s.reg.Default()))))
 }
 
 // parseServing reads the form into a load and its settings.
@@ -262,14 +255,7 @@ func servingSetting(policy, cache, chunked string, seqs int, ld serve.Load) (ser
 }
 
 func formOf(c echo.Context) views.ServingForm {
-	v := func(k string) string { return truncate(c.FormValue(k), 100) }
-	f := views.ServingForm{Model: v("model"), Users: v("users"), Rate: v("rate"), PromptTokens: v("prompt"), MinTokens: v("min"), MaxTokens: v("max"),
-		MaxSeqs: v("seqs"), Policy: v("policy"), Cache: v("cache"), Chunked: v("chunked"), Compare: v("compare"), Temperature: v("temperature"), Stop: c.FormValue("stop"), IgnoreEOS: v("ignore_eos"),
-		Shared: v("shared")}
-	if f.Shared == "" { // a form from before the field (a bookmarked post)
-		f.Shared = "0"
-	}
-	return f
+	return present.ServingFormOf(func(k string) string { return truncate(c.FormValue(k), 100) }, c.FormValue("stop"))
 }
 
 func (s *Server) startServing(c echo.Context) error {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -118,44 +117,13 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 func (s *Server) servingRunPage(c echo.Context) error {
 	r := s.serving.get(c.Param("id"))
 	if r == nil {
-		p := s.servingBase(defaultServingForm(s.reg.Default()))
+		p := s.servingBase(present.DefaultServingForm(s.reg.Default()))
 		p.Error = "no such run (the server keeps its last few)"
 		return renderPageStatus(c, http.StatusNotFound, views.ServingPageView(p))
 	}
 	p := s.servingBase(r.form)
-	p.Run = s.servingView(r)
+	p.Run = present.ServingRun(r.state())
 	return renderPage(c, views.ServingPageView(p))
-}
-
-// servingView is a run as the page shows it.
-func (s *Server) servingView(r *servingRun) *views.ServingRun {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	ld := r.load
-	arrivals := "all at once"
-	if ld.Rate > 0 {
-		arrivals = fmt.Sprintf("at random, %g a second on average (Poisson)", ld.Rate)
-	}
-	v := &views.ServingRun{ID: r.id, Title: servingTitle(r), Done: r.done, Error: r.err, EventsURL: "/serving/runs/" + r.id + "/events",
-		Hardware: serve.Hardware(), Settings: r.names, KVPositions: r.settings[0].KVPositions, MaxKV: (ld.PromptTokens + ld.MaxTokens + 15) / 16 * 16,
-		Load: fmt.Sprintf("%d users arriving %s, each with a %d-token prompt%s and a reply of up to %d to %d tokens (temperature %g; %s), on %s with at most %d running at once and %d KV positions between them.",
-			ld.Users, arrivals, ld.PromptTokens, sharedText(ld), ld.MinTokens, ld.MaxTokens, ld.Temperature, servingEnds(ld), r.model, r.settings[0].MaxSeqs, r.settings[0].KVPositions)}
-	for i := range ld.Users {
-		u := views.ServingUser{N: i + 1, PromptTokens: ld.PromptTokens, MaxTokens: ld.ReplyTokens(i)}
-		for k := range r.texts {
-			u.Texts, u.Finish = append(u.Texts, r.texts[k][i]), append(u.Finish, r.finish[k][i])
-		}
-		v.Users = append(v.Users, u)
-	}
-	for k, rep := range r.reports {
-		v.Results = append(v.Results, present.ServingResult(r.names[k], rep, r.ctxLen, r.kvBytes))
-	}
-	v.Round = r.round
-	if r.done && r.err == "" {
-		v.Repeats = present.ServingRepeats(r.names, r.repeats)
-		v.Verdict = present.ServingVerdict(r.names, r.repeats)
-	}
-	return v
 }
 
 // servingEvents streams a run's events as server-sent events: everything
@@ -202,28 +170,6 @@ func (s *Server) servingEvents(c echo.Context) error {
 			return nil
 		}
 	}
-}
-
-// sharedText describes a load's shared system prompt.
-func sharedText(ld serve.Load) string {
-	if ld.SharedPrefix == 0 {
-		return ""
-	}
-	return fmt.Sprintf(" (its first %d tokens the same system prompt for every user)", ld.SharedPrefix)
-}
-
-// servingEnds says what ends a reply.
-func servingEnds(ld serve.Load) string {
-	var why []string
-	if ld.IgnoreEOS {
-		why = append(why, "every reply runs to its length, past the model's end of turn")
-	} else {
-		why = append(why, "a reply ends at its length or at the model's end of turn")
-	}
-	if ld.Stop != "" {
-		why = append(why, fmt.Sprintf("or before %q", ld.Stop))
-	}
-	return strings.Join(why, " ")
 }
 
 // servingWS streams a run's events over a WebSocket, one JSON message

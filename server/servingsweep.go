@@ -23,7 +23,7 @@ func (s *Server) servingSweepPage(c echo.Context) error {
 	if model == "" {
 		model = s.reg.Default()
 	}
-	form := defaultServingForm(model)
+	form := present.DefaultServingForm(model)
 	p := s.servingBase(form)
 	if !slices.Contains(s.reg.Names(), model) {
 		p.Error = fmt.Sprintf("model %q: not one of the models here", truncate(model, 60))

@@ -83,3 +83,25 @@ func TestVersusInBrowser(t *testing.T) {
 		}
 	}
 }
+
+// The lesson "Where quantization bites" at phone and projector sizes: the
+// question hides the comparison until it is answered; once answered, the
+// comparison and its drift table are there, and the page fits.
+func TestWhereQuantizationBitesInBrowser(t *testing.T) {
+	ctx, base := browserWith(t, Config{Embedded: lessonModels()})
+	for _, size := range phoneAndProjector {
+		do(t, ctx, chromedp.EmulateViewport(size.w, size.h),
+			chromedp.Navigate(base+"/lessons/where-quantization-bites?step=0"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="panel-hidden"]`)))
+		if n := eval[int](t, ctx, `document.querySelectorAll('[data-testid="versus"]').length`, false); n != 0 {
+			t.Errorf("%s: the comparison shows before the question is answered", size.name)
+		}
+		do(t, ctx, chromedp.Navigate(base+"/lessons/where-quantization-bites?step=1"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="versus-drift"]`)))
+		if n := eval[int](t, ctx, `document.querySelectorAll('[data-testid="versus-drift"] tr[data-level]').length`, false); n != 8 {
+			t.Errorf("%s: at layer 4's MLP the drift table has %d rows, want 8", size.name, n)
+		}
+		if w := pageWidth(t, ctx); w > int(size.w)+2 {
+			t.Errorf("%s: the lesson page is %d px wide in a %d px viewport", size.name, w, size.w)
+		}
+		screenshot(t, ctx, "lesson-where-quantization-bites-"+size.name)
+	}
+}
