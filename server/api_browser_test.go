@@ -31,9 +31,7 @@ func TestAPIPagesInBrowser(t *testing.T) {
 			t.Errorf("%s: rendered prompt %q", size.name, got)
 		}
 		apiIDs := eval[[]string](t, ctx, `[...document.querySelectorAll('[data-testid="request-token"]')].map(e => e.dataset.tokenId)`, false)
-		if w := pageWidth(t, ctx); w > int(size.w)+2 {
-			t.Errorf("%s: the request page is %d px wide in a %d px viewport", size.name, w, size.w)
-		}
+		fits(t, ctx, int(size.w), size.name+": the request page")
 		screenshot(t, ctx, "api-request-"+size.name)
 		click(t, ctx, `[data-testid="open-explorer"]`)
 		do(t, ctx, chromedp.WaitVisible(chromedp.CSS(`[data-stage="tokenize"]`)))
@@ -55,9 +53,7 @@ func TestAPIPagesInBrowser(t *testing.T) {
 		if th := eval[int](t, ctx, `document.querySelectorAll('[data-testid="thinking"]').length`, false); th != 1 {
 			t.Errorf("%s: %d thinking blocks, want the step-by-step answer's", size.name, th)
 		}
-		if w := pageWidth(t, ctx); w > int(size.w)+2 {
-			t.Errorf("%s: the agent page is %d px wide in a %d px viewport", size.name, w, size.w)
-		}
+		fits(t, ctx, int(size.w), size.name+": the agent page")
 		screenshot(t, ctx, "agent-"+size.name)
 	}
 }

@@ -103,6 +103,20 @@ func pageWidth(t *testing.T, ctx context.Context) int {
 	return eval[int](t, ctx, `document.documentElement.scrollWidth`, false)
 }
 
+// fits fails t when the page scrolls sideways in a viewport width px
+// wide (2 px of rounding allowed): what names the page and its state, and
+// the message lists the elements that stick out furthest (fixed ones
+// aside).
+func fits(t *testing.T, ctx context.Context, width int, what string) {
+	t.Helper()
+	w := pageWidth(t, ctx)
+	if w <= width+2 {
+		return
+	}
+	wide := eval[[]string](t, ctx, fmt.Sprintf(`[...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > %d && getComputedStyle(e).position !== 'fixed').slice(-6).map(e => e.tagName + '.' + e.className + (e.dataset.testid ? '[' + e.dataset.testid + ']' : '') + ' ' + Math.round(e.getBoundingClientRect().right))`, width+2), false)
+	t.Errorf("%s: %d px wide in a %d px viewport: %v", what, w, width, wide)
+}
+
 func eval[T any](t *testing.T, ctx context.Context, js string, await bool) T {
 	t.Helper()
 	var opts []chromedp.EvaluateOption

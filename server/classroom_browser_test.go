@@ -219,9 +219,7 @@ func TestClassroomStoreWarningInBrowser(t *testing.T) {
 		c.wait(`id="room-note"`)
 	}
 	waitJS(t, ctx, "the warning on the student's phone", `document.querySelector('[data-testid="store-warning"]')?.offsetHeight > 0`)
-	if w := pageWidth(t, ctx); w > 377 {
-		t.Errorf("with the warning the page is %d px wide on a 375 px phone", w)
-	}
+	fits(t, ctx, 375, "with the warning the page")
 	screenshot(t, ctx, "classroom-store-warning-phone")
 	if err := st.SetQuota(t.Context(), 0); err != nil {
 		t.Fatal(err)

@@ -304,9 +304,7 @@ func TestCompareLanesFromForms(t *testing.T) {
 	if len(titles) != 4 || !strings.Contains(titles[2], "beam=3") || !strings.Contains(titles[3], "spec=lesson-draft.gguf") {
 		t.Errorf("the compared lanes: %q", titles)
 	}
-	if w := pageWidth(t, ctx); w > 391 {
-		t.Errorf("the compare page is %d px wide on a phone", w)
-	}
+	fits(t, ctx, 390, "the compare page")
 	screenshot(t, ctx, "compare-lane-forms-phone")
 }
 

@@ -38,9 +38,7 @@ func TestInterveneInBrowser(t *testing.T) {
 		if n := eval[int](t, ctx, `document.querySelectorAll('.map .part.off').length`, false); n != 1 {
 			t.Errorf("%s: %d map parts marked off, want layer 2's attention", size.name, n)
 		}
-		if w := pageWidth(t, ctx); w > int(size.w)+2 {
-			t.Errorf("%s: the page is %d px wide in a %d px viewport", size.name, w, size.w)
-		}
+		fits(t, ctx, int(size.w), size.name+": the page")
 		screenshot(t, ctx, fmt.Sprintf("intervene-%s", size.name))
 		click(t, ctx, `[data-testid="edit-clear"]`)
 		do(t, ctx, chromedp.WaitNotPresent(chromedp.CSS(`[data-testid="edit-effect"]`)))
@@ -55,9 +53,7 @@ func TestInterveneInBrowser(t *testing.T) {
 		if p := attr(t, ctx, `[data-testid="intervene-attn"]`, "aria-pressed"); p != "true" {
 			t.Errorf("%s: the residual panel's attention button is not pressed after switching it off", size.name)
 		}
-		if w := pageWidth(t, ctx); w > int(size.w)+2 {
-			t.Errorf("%s: with the residual intervention the page is %d px wide in a %d px viewport", size.name, w, size.w)
-		}
+		fits(t, ctx, int(size.w), size.name+": with the residual intervention the page")
 		screenshot(t, ctx, fmt.Sprintf("intervene-residual-%s", size.name))
 		// the logit lens: a row per layer at the logits stage
 		do(t, ctx, chromedp.Navigate(base+"/?prompt=The+capital+of+France+is&temperature=0&backend=cpu&token=1&stage=logits"),
@@ -65,18 +61,14 @@ func TestInterveneInBrowser(t *testing.T) {
 		if n := eval[int](t, ctx, `document.querySelectorAll('[data-testid="lens-row"]').length`, false); n != 4 {
 			t.Errorf("%s: %d lens rows, want the lesson model's 4 layers", size.name, n)
 		}
-		if w := pageWidth(t, ctx); w > int(size.w)+2 {
-			t.Errorf("%s: with the lens the page is %d px wide in a %d px viewport", size.name, w, size.w)
-		}
+		fits(t, ctx, int(size.w), size.name+": with the lens the page")
 		screenshot(t, ctx, fmt.Sprintf("lens-%s", size.name))
 		// activation patching: the grid of layers × positions
 		do(t, ctx, chromedp.Navigate(base+"/patching"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="patch-grid"]`)))
 		if n := eval[int](t, ctx, `document.querySelectorAll('[data-testid="patch-row"]').length`, false); n != 4 {
 			t.Errorf("%s: %d patching rows, want 4 layers", size.name, n)
 		}
-		if w := pageWidth(t, ctx); w > int(size.w)+2 {
-			t.Errorf("%s: the patching page is %d px wide in a %d px viewport", size.name, w, size.w)
-		}
+		fits(t, ctx, int(size.w), size.name+": the patching page")
 		screenshot(t, ctx, fmt.Sprintf("patching-%s", size.name))
 	}
 }
@@ -98,9 +90,7 @@ func TestMeanAblationInBrowser(t *testing.T) {
 		if v := eval[string](t, ctx, `document.querySelector('input[name="mean_over"]').value`, false); !strings.HasPrefix(v, "Once upon a time, a girl") {
 			t.Errorf("%s: the settings show the reference text %q", size.name, v)
 		}
-		if w := pageWidth(t, ctx); w > int(size.w)+2 {
-			t.Errorf("%s: with a mean ablation the page is %d px wide in a %d px viewport", size.name, w, size.w)
-		}
+		fits(t, ctx, int(size.w), size.name+": with a mean ablation the page")
 		screenshot(t, ctx, "mean-ablation-"+size.name)
 	}
 }

@@ -175,9 +175,7 @@ func TestHeatmapOnAPhoneWithALongPrompt(t *testing.T) {
 	if region[0] != "true" || region[1] != "0" || region[2] == "" {
 		t.Errorf("the heatmap's region (scrolls, tabindex, name): %v", region)
 	}
-	if w := pageWidth(t, ctx); w > 390 {
-		t.Errorf("the page is %d px wide", w)
-	}
+	fits(t, ctx, 390, "the page")
 	viewShot(t, ctx, `canvas.heat`, "heatmap-34-tokens-phone")
 }
 
@@ -212,9 +210,7 @@ func TestPatchingGridOnAPhone(t *testing.T) {
 		t.Errorf("scrolled to the end, the layer's label is %s", why)
 	}
 	viewShot(t, ctx, "", "patching-phone-scrolled")
-	if w := pageWidth(t, ctx); w > 390 {
-		t.Errorf("the page is %d px wide", w)
-	}
+	fits(t, ctx, 390, "the page")
 }
 
 // clippedJS lists the cells under sel whose text is cut: wider than the
@@ -236,9 +232,7 @@ func TestQuantizationSummaryOnAPhone(t *testing.T) {
 	if n := eval[int](t, ctx, `[...document.querySelectorAll('[data-testid="quant-summary"] td')].filter(c => c.textContent.trim() === "never" || c.textContent.includes("never")).length`, false); n == 0 {
 		t.Error("no precision's text never diverges: the check has nothing to look at")
 	}
-	if w := pageWidth(t, ctx); w > 390 {
-		t.Errorf("the page is %d px wide", w)
-	}
+	fits(t, ctx, 390, "the page")
 	viewShot(t, ctx, `[data-testid="quant-summary"]`, "quantization-phone")
 }
 
@@ -325,9 +319,7 @@ func TestDeepWideModelOnAPhone(t *testing.T) {
 		}
 	}
 	viewShot(t, ctx, "", "deep-wide-phone")
-	if w := pageWidth(t, ctx); w > 390 {
-		t.Errorf("the page is %d px wide", w)
-	}
+	fits(t, ctx, 390, "the page")
 }
 
 // The embedding map (PCA) on a phone and a laptop: no label covers
@@ -372,10 +364,7 @@ func TestSamplerStagesFitAPhone(t *testing.T) {
 		"/lessons/samplers/4?"+url.Values{"answer": {"More tokens, or the same number"}}.Encode())
 	for _, p := range paths {
 		do(t, ctx, chromedp.EmulateViewport(390, 844), chromedp.Navigate(base+p), chromedp.WaitReady(chromedp.CSS(`main`)))
-		if w := pageWidth(t, ctx); w > 390 {
-			wide := eval[[]string](t, ctx, `[...document.querySelectorAll('main *')].filter(e => e.getBoundingClientRect().right > 391 && !e.closest('.scroll, details.map')).slice(-4).map(e => e.tagName + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right))`, false)
-			t.Errorf("%s: %d px wide on a 390 px phone: %v", p, w, wide)
-		}
+		fits(t, ctx, 390, p+": the page")
 		if over := eval[int](t, ctx, `Math.max(0, ...[...document.querySelectorAll('table.probs')].map(t => t.getBoundingClientRect().width - t.closest('.scroll').clientWidth))`, false); over > 0 {
 			t.Errorf("%s: the sampler's table is %d px wider than its panel on a 390 px phone", p, over)
 		}

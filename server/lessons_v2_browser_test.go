@@ -25,9 +25,7 @@ func TestChatToolReasoningLessonsInBrowser(t *testing.T) {
 		if !strings.Contains(note, "<result>432</result>") {
 			t.Errorf("%s: runtime note %q", size.name, note)
 		}
-		if w := pageWidth(t, ctx); w > int(size.w)+2 {
-			t.Errorf("%s: the page is %d px wide in a %d px viewport", size.name, w, size.w)
-		}
+		fits(t, ctx, int(size.w), size.name+": the page")
 		screenshot(t, ctx, fmt.Sprintf("lesson-tool-calls-%s", size.name))
 		// chat: the reply ends with the end-of-turn token, shown by name
 		do(t, ctx, chromedp.Navigate(base+"/lessons/chat-and-stop-tokens?step=2&answer=x")) // answered: the numbers show

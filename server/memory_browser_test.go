@@ -25,9 +25,7 @@ func TestMemoryCalculatorInBrowser(t *testing.T) {
 		if !strings.Contains(fit, "the weights alone (140.00 GB) do not fit in the 80.00 GB of memory") {
 			t.Errorf("%s: 140 GB of weights in 80 GB, users that fit: %q", size.name, fit)
 		}
-		if w := pageWidth(t, ctx); w > int(size.w)+2 {
-			t.Errorf("%s: the page is %d px wide in a %d px viewport", size.name, w, size.w)
-		}
+		fits(t, ctx, int(size.w), size.name+": the page")
 		screenshot(t, ctx, "memory-"+size.name)
 	}
 	q := url.Values{"source": {"lesson.gguf"}, "type": {"Q4_K_M"}, "kv": {"4"}, "ctx": {"512"}, "batch": {"4"}, "memory": {"1"}, "price": {"2"}}

@@ -108,10 +108,7 @@ func TestModelMapInBrowser(t *testing.T) {
 	if open := eval[bool](t, ctx, `document.querySelector('[data-testid="model-map"]').open`, false); open {
 		t.Error("the map is open on a phone")
 	}
-	if w := pageWidth(t, ctx); w > 390 {
-		wide := eval[[]string](t, ctx, `[...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > 391).slice(0, 8).map(e => e.tagName + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right))`, false)
-		t.Errorf("the Explorer is %d px wide on a 390 px phone: %v", w, wide)
-	}
+	fits(t, ctx, 390, "the Explorer")
 	screenshot(t, ctx, "map-phone")
 	// every stage's picture fits the phone
 	for _, stage := range []string{"tokenize", "embed", "attention", "mlp", "logits", "softmax", "sampler", "sample", "kv"} {
@@ -123,10 +120,7 @@ func TestModelMapInBrowser(t *testing.T) {
 			click(t, ctx, `.strip button[data-goto-stage="`+stage+`"]`)
 			waitChange(t, ctx, "[data-current-stage]", "data-current-stage", before)
 		}
-		if w := pageWidth(t, ctx); w > 390 {
-			wide := eval[[]string](t, ctx, `[...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > 391).slice(0, 6).map(e => e.tagName + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right))`, false)
-			t.Errorf("%s: %d px wide on a 390 px phone: %v", stage, w, wide)
-		}
+		fits(t, ctx, 390, stage)
 	}
 	click(t, ctx, `[data-testid="model-map"] summary`)
 	do(t, ctx, chromedp.Reload(), chromedp.WaitReady(chromedp.CSS(`[data-testid="model-map"]`)))

@@ -46,9 +46,7 @@ func TestQuantizationPageInBrowser(t *testing.T) {
 		if w := eval[float64](t, ctx, `document.querySelector('[data-testid="chart-drift"]').closest('[role="region"]').getBoundingClientRect().right`, false); w <= 0 || w > float64(size.w) {
 			t.Errorf("%s: the drift chart's region ends at %g px in a %d px viewport", size.name, w, size.w)
 		}
-		if w := pageWidth(t, ctx); w > int(size.w)+2 {
-			t.Errorf("%s: the page is %d px wide in a %d px viewport", size.name, w, size.w)
-		}
+		fits(t, ctx, int(size.w), size.name+": the page")
 		screenshot(t, ctx, "quantization-"+size.name)
 		viewShot(t, ctx, `[data-testid="quant-drift"]`, "quantization-drift-"+size.name)
 	}

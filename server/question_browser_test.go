@@ -36,9 +36,7 @@ func TestRoomQuestionInBrowser(t *testing.T) {
 		if got != prompt || !above {
 			t.Errorf("%s: the question's text is %q (above the question: %v), want %q", size.name, got, above, prompt)
 		}
-		if w := pageWidth(t, tab); w > int(size.w)+2 {
-			t.Errorf("%s: the page is %d px wide in a %d px viewport", size.name, w, size.w)
-		}
+		fits(t, tab, int(size.w), size.name+": the page")
 		do(t, tab, chromedp.ScrollIntoView(chromedp.CSS(`[data-testid="poll"]`)))
 		screenshot(t, tab, fmt.Sprintf("room-question-%s", size.name))
 		screens[size.name] = tab

@@ -15,9 +15,7 @@ func TestServingInBrowser(t *testing.T) {
 	ctx, base := browserWith(t, Config{Embedded: lessonModels()})
 	for _, size := range phoneAndProjector {
 		do(t, ctx, chromedp.EmulateViewport(size.w, size.h), chromedp.Navigate(base+"/serving"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="start"]`)))
-		if w := pageWidth(t, ctx); w > int(size.w)+2 {
-			t.Errorf("%s: the form is %d px wide in a %d px viewport", size.name, w, size.w)
-		}
+		fits(t, ctx, int(size.w), size.name+": the form")
 		screenshot(t, ctx, "serving-form-"+size.name)
 	}
 	// a load big enough to be watched while it runs
@@ -43,9 +41,7 @@ func TestServingInBrowser(t *testing.T) {
 	}
 	screenshot(t, ctx, "serving-results-projector")
 	do(t, ctx, chromedp.EmulateViewport(390, 844))
-	if w := pageWidth(t, ctx); w > 392 {
-		t.Errorf("phone: the results are %d px wide", w)
-	}
+	fits(t, ctx, 390, "phone: the results are")
 	screenshot(t, ctx, "serving-results-phone")
 	do(t, ctx, chromedp.Navigate(base+"/serving/sweep?model=lesson.gguf"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="slope"]`)))
 	if s := eval[string](t, ctx, `document.querySelector('[data-testid="slope"]').textContent`, false); !strings.Contains(s, "ms × prompt tokens") {
@@ -56,9 +52,7 @@ func TestServingInBrowser(t *testing.T) {
 	}
 	screenshot(t, ctx, "serving-sweep-phone")
 	do(t, ctx, chromedp.Navigate(base+"/serving/benchmarking"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="output"]`)))
-	if w := pageWidth(t, ctx); w > 392 {
-		t.Errorf("phone: measuring honestly is %d px wide", w)
-	}
+	fits(t, ctx, 390, "phone: measuring honestly")
 	screenshot(t, ctx, "serving-honest-phone")
 	// a stop string the model writes across token boundaries, typed into the form
 	stop, before := stopAcrossTokens(t, mustNew(t, Config{Embedded: lessonModels()}))

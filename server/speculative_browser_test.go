@@ -62,9 +62,7 @@ func TestSpeculativeInBrowser(t *testing.T) {
 		if sp := eval[string](t, ctx, `document.querySelector('[data-testid="spec-speedup"]').textContent`, false); !strings.Contains(sp, "× the speed of plain decoding") {
 			t.Errorf("%s: no measured speed-up: %q", size.name, sp)
 		}
-		if w := pageWidth(t, ctx); w > int(size.w)+2 {
-			t.Errorf("%s: the page is %d px wide in a %d px viewport", size.name, w, size.w)
-		}
+		fits(t, ctx, int(size.w), size.name+": the page")
 		screenshot(t, ctx, "spec-rollback-"+size.name)
 	}
 	// the lesson: the prediction question on the draft's guesses, then
@@ -80,9 +78,7 @@ func TestSpeculativeInBrowser(t *testing.T) {
 		if !slices.Equal(verdicts, []string{"accepted", "rejected", "unchecked", "unchecked"}) {
 			t.Errorf("lesson %s: verdicts %v, the lesson says one kept then a rejection", size.name, verdicts)
 		}
-		if w := pageWidth(t, ctx); w > int(size.w)+2 {
-			t.Errorf("lesson %s: the page is %d px wide in a %d px viewport", size.name, w, size.w)
-		}
+		fits(t, ctx, int(size.w), "lesson "+size.name+": the page")
 		screenshot(t, ctx, "lesson-spec-accept-"+size.name)
 	}
 	// Compare: a speculative lane beside greedy decoding

@@ -50,9 +50,7 @@ func TestVersusInBrowser(t *testing.T) {
 		if url := attr(t, ctx, "#state", "data-url"); !strings.Contains(url, "vs=Q4_0") {
 			t.Errorf("%s: the view's link %q does not carry the type", size.name, url)
 		}
-		if w := pageWidth(t, ctx); w > int(size.w)+2 {
-			t.Errorf("%s: the page is %d px wide in a %d px viewport", size.name, w, size.w)
-		}
+		fits(t, ctx, int(size.w), size.name+": the page")
 		screenshot(t, ctx, "versus-mlp-"+size.name)
 
 		do(t, ctx, chromedp.Navigate(base+"/?prompt=Once+upon+a+time%2C+there+was+a+girl+named&temperature=0&backend=cpu&token=1&stage=softmax&vs=Q4_0"),
@@ -66,9 +64,7 @@ func TestVersusInBrowser(t *testing.T) {
 		if n := eval[int](t, ctx, `document.querySelectorAll('[data-testid="versus-drift"] tr[data-level]').length`, false); n != 8 {
 			t.Errorf("%s: at softmax the drift table has %d rows, want every block of 4 layers", size.name, n)
 		}
-		if w := pageWidth(t, ctx); w > int(size.w)+2 {
-			t.Errorf("%s: at softmax the page is %d px wide in a %d px viewport", size.name, w, size.w)
-		}
+		fits(t, ctx, int(size.w), size.name+": at softmax the page")
 		screenshot(t, ctx, "versus-softmax-"+size.name)
 
 		// wrong input on purpose: a type the picker does not offer
@@ -99,9 +95,7 @@ func TestWhereQuantizationBitesInBrowser(t *testing.T) {
 		if n := eval[int](t, ctx, `document.querySelectorAll('[data-testid="versus-drift"] tr[data-level]').length`, false); n != 8 {
 			t.Errorf("%s: at layer 4's MLP the drift table has %d rows, want 8", size.name, n)
 		}
-		if w := pageWidth(t, ctx); w > int(size.w)+2 {
-			t.Errorf("%s: the lesson page is %d px wide in a %d px viewport", size.name, w, size.w)
-		}
+		fits(t, ctx, int(size.w), size.name+": the lesson page")
 		screenshot(t, ctx, "lesson-where-quantization-bites-"+size.name)
 	}
 }
