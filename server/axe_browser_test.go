@@ -378,7 +378,9 @@ func axeServer(t *testing.T) (context.Context, string, *Server) {
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	ctx, cancelC := chromedp.NewContext(actx)
-	ctx, cancelT := context.WithTimeout(ctx, 10*time.Minute)
+	// every page, lesson step and stage in every variant: about eight
+	// minutes on two idle cores, more beside other work
+	ctx, cancelT := context.WithTimeout(ctx, 20*time.Minute)
 	t.Cleanup(func() { cancelT(); cancelC() })
 	return ctx, "http://" + ln.Addr().String(), s
 }
