@@ -21,12 +21,9 @@ import (
 // versusTops is how many of the likeliest tokens the comparison lists.
 const versusTops = 8
 
-// picker offers the types a run can be compared with (none for a
-// speculative run, whose steps are rounds of two models).
+// picker offers the types a run can be compared with (a speculative run,
+// whose steps are rounds of two models, refuses one in words).
 func (s *snap) picker() *views.VersusPicker {
-	if s.Run.Draft != "" {
-		return nil
-	}
 	return &views.VersusPicker{Types: quantize.Targets, Chosen: s.View.Vs}
 }
 

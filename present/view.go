@@ -36,7 +36,7 @@ type snap struct{ *session.Snapshot }
 func Explorer(se *session.Session) views.Explorer {
 	sn := se.Snapshot()
 	s := &snap{&sn}
-	e := views.Explorer{Notice: s.Notice, Forwards: s.Forwards, BackendInfo: s.Backend}
+	e := views.Explorer{Notice: s.Notice, Forwards: s.Forwards, BackendInfo: s.Backend, Picker: s.picker()}
 	if !s.HasRun() {
 		e.End = true
 		if s.Default == "lesson.gguf" { // the examples are checked on it
@@ -83,7 +83,7 @@ func Explorer(se *session.Session) views.Explorer {
 	e.Panel = stageOf(stage.Name).build(s, st, stage)
 	e.Edits = s.editEffect(st)
 	e.Ablate = s.Run.Ablate
-	e.Versus, e.Picker = s.versus(st, stage), s.picker()
+	e.Versus = s.versus(st, stage)
 	e.Map = s.modelMap(st, e.Stages, si)
 	if e.Versus != nil {
 		e.Map.Drift = driftMarks(e.Versus.Drift)

@@ -173,7 +173,8 @@ func TestClassroomInBrowser(t *testing.T) {
 	if n := eval[int](t, student, `document.querySelectorAll('[data-testid="panel-hidden"]').length`, false); n != 1 {
 		t.Errorf("the choice question's step shows its numbers before the reveal")
 	}
-	do(t, teach, chromedp.Click(chromedp.CSS(`[data-action="reveal"]`)))
+	waitJS(t, teach, "the reveal button", `!!document.querySelector('[data-action="reveal"]')`)
+	eval[bool](t, teach, `document.querySelector('[data-action="reveal"]').click(); true`, false) // in the page, as above
 	waitJS(t, student, "the panel after the reveal", `document.querySelector('section[data-stage="softmax"]') !== null`)
 
 	// A handout as PNG: app.js draws the SVG export on a canvas and

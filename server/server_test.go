@@ -1,6 +1,8 @@
 package server
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"io"
 	"net/http"
@@ -122,15 +124,51 @@ func TestIndexOpensWithSettings(t *testing.T) {
 	}
 }
 
+// The static files are served, gzip-compressed to a browser that takes
+// it (the same bytes once inflated) and plain to one that does not.
 func TestStaticAssets(t *testing.T) {
 	_, ts := testServer(t)
 	for _, p := range []string{"/static/app.css", "/static/app.js", "/healthz"} {
-		resp, err := http.Get(ts.URL + p)
-		if err != nil || resp.StatusCode != 200 {
-			t.Errorf("GET %s: %v %v", p, err, resp.Status)
+		plain := getEncoded(t, ts.URL+p, "")
+		if !strings.HasPrefix(p, "/static/") {
+			continue
 		}
-		resp.Body.Close()
+		zipped := getEncoded(t, ts.URL+p, "gzip")
+		if len(zipped) >= len(plain)/2 {
+			t.Errorf("GET %s with gzip: %d bytes, plain %d", p, len(zipped), len(plain))
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(zipped))
+		if err != nil {
+			t.Fatalf("GET %s: not gzip: %v", p, err)
+		}
+		inflated, err := io.ReadAll(zr)
+		if err != nil || !bytes.Equal(inflated, plain) {
+			t.Errorf("GET %s: the gzip body inflates to %d bytes (%v), the plain one is %d", p, len(inflated), err, len(plain))
+		}
 	}
+}
+
+// getEncoded is a GET's body, asking for encoding ("" for none), as sent.
+func getEncoded(t *testing.T, url, encoding string) []byte {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept-Encoding", encoding)
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %v %v", url, err, resp.Status)
+	}
+	defer resp.Body.Close()
+	if got := resp.Header.Get("Content-Encoding"); got != encoding {
+		t.Errorf("GET %s asking for %q: Content-Encoding %q", url, encoding, got)
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return body
 }
 
 func dial(t *testing.T, ts *httptest.Server, sid string, origin string) *websocket.Conn {

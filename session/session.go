@@ -508,15 +508,21 @@ func (s *Session) Act(ctx context.Context, action string, get spec.Getter) error
 	}
 	switch action {
 	case ActionRun:
-		r, err := spec.FromForm(get, s.run)
+		base := s.run
+		base.View = spec.View{Layer: -1} // the form's run starts at its beginning
+		r, err := spec.FromForm(get, base)
 		if err != nil {
 			return err
 		}
-		r.View = spec.View{Layer: -1, Vs: s.view.Vs} // the type compared with stays
+		vs := s.view.Vs // the type compared with is the viewer's choice: it stays
 		if r.Draft != "" {
-			r.View.Vs = ""
+			vs = ""
 		}
-		return s.start(ctx, r)
+		r.View = spec.View{Layer: -1, Vs: vs}
+		if err := s.start(ctx, r); err != nil {
+			return err
+		}
+		s.view.Vs = vs
 	case ActionStep:
 		if !s.cur.Next() {
 			more, err := s.decode(ctx)
@@ -554,7 +560,9 @@ func (s *Session) Act(ctx context.Context, action string, get spec.Getter) error
 		}
 	case ActionReset:
 		s.notice = ""
+		vs := s.view.Vs // the type compared with is the viewer's choice, as the picker shows it
 		s.runState = newRunState()
+		s.view.Vs = vs
 	case ActionWhatIfTemperature:
 		return spec.SetSlider(get, "view_temperature", &s.view)
 	case ActionWhatIfTopP:

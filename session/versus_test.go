@@ -149,3 +149,37 @@ func TestVsRefusals(t *testing.T) {
 		t.Errorf("a speculative run compared with a type: %v", err)
 	}
 }
+
+// The type compared with is the viewer's choice: chosen before a run it
+// applies to the run; it holds through another run and a reset; a
+// speculative run drops it.
+func TestVsHoldsAcrossRuns(t *testing.T) {
+	ctx := context.Background()
+	se := New("v", "", modelstest.Lesson(t))
+	defer se.Close()
+	form := map[string]string{"prompt": "Once upon a time", "backend": "cpu"}
+	for _, a := range []struct {
+		action string
+		get    map[string]string
+		want   string
+	}{
+		{ActionVs, map[string]string{"vs": "Q8_0"}, ""}, // no run yet: nothing to compare
+		{ActionRun, form, "Q8_0"},
+		{ActionNextToken, nil, "Q8_0"},
+		{ActionRun, form, "Q8_0"},
+		{ActionReset, nil, ""},
+		{ActionRun, form, "Q8_0"},
+		{ActionRun, map[string]string{"prompt": "Once upon a time", "draft": "self:1", "draft_k": "2"}, ""},
+	} {
+		if err := se.Act(ctx, a.action, getter(a.get)); err != nil {
+			t.Fatalf("%s: %v", a.action, err)
+		}
+		got := ""
+		if v := se.Snapshot().Versus; v != nil {
+			got = v.Type
+		}
+		if got != a.want {
+			t.Errorf("after %s %v: compared with %q, want %q", a.action, a.get, got, a.want)
+		}
+	}
+}

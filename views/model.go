@@ -62,7 +62,7 @@ type Explorer struct {
 	Ablate      string        // the run's interventions as the settings form writes them (L1H2; L2mlp)
 	Examples    []Example     // offered before the first run
 	Versus      *Versus       // this stage under another weight type (nil: none chosen)
-	Picker      *VersusPicker // the choice of that type (nil: not offered for this run)
+	Picker      *VersusPicker // the choice of that type (the page draws it once)
 }
 
 // TextSoFar is the text a token step predicts the next token of: the
