@@ -3,10 +3,13 @@ package session
 import (
 	"context"
 	"errors"
+	"os"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"stepthrough/engine/quantlens"
 	"stepthrough/engine/trace"
 	"stepthrough/models/modelstest"
 	"stepthrough/spec"
@@ -182,4 +185,59 @@ func TestVsHoldsAcrossRuns(t *testing.T) {
 			t.Errorf("after %s %v: compared with %q, want %q", a.action, a.get, got, a.want)
 		}
 	}
+}
+
+// On Vulkan (lavapipe: skipped without it, failed under REQUIRE_VULKAN=1)
+// the comparison is the converted model's own pass on that backend, and
+// the drift it shows is the CPU's within a thousandth.
+func TestVersusOnVulkan(t *testing.T) {
+	ctx := context.Background()
+	eng := modelstest.Lesson(t)
+	lm, err := eng.Engine("lesson.gguf@Q4_0", "vulkan")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lm.Backend().Name != "vulkan" {
+		if os.Getenv("REQUIRE_VULKAN") == "1" {
+			t.Fatalf("REQUIRE_VULKAN=1: %s", lm.Backend().Note)
+		}
+		t.Skipf("no vulkan: %s", lm.Backend().Note)
+	}
+	drift := map[string][]float64{}
+	for _, backend := range []string{"vulkan", "cpu"} {
+		r := run("Once upon a time, there was")
+		r.Backend, r.Sampler.Temperature, r.MaxTokens = backend, 0, 2
+		r.View = spec.View{Layer: -1, StageName: "softmax", Vs: "Q4_0"}
+		se := New("v", "", eng)
+		defer se.Close()
+		if err := se.Open(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		sn := se.Snapshot()
+		if sn.Versus == nil {
+			t.Fatalf("%s: no comparison (%s)", backend, sn.Notice)
+		}
+		for _, L := range sn.Cursor.Steps[0].Layers {
+			a, b := L.ResidMLP.X, sn.Versus.Step.Layers[L.Index].ResidMLP.X
+			rel, _ := quantlens.RelErrCos(a[len(a)-1], b[len(b)-1])
+			drift[backend] = append(drift[backend], rel)
+		}
+		if backend != "vulkan" {
+			continue
+		}
+		direct := New("d", "", eng)
+		defer direct.Close()
+		rd := r
+		rd.Model, rd.View.Vs = "lesson.gguf@Q4_0", ""
+		if err := direct.Open(ctx, rd); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(passOf(direct.Snapshot().Cursor.Steps[0]), passOf(sn.Versus.Step)); diff != "" {
+			t.Errorf("on Vulkan the prompt's pass under Q4_0 differs from a run of lesson.gguf@Q4_0 (-run +versus):\n%s", diff)
+		}
+	}
+	if diff := cmp.Diff(drift["cpu"], drift["vulkan"], cmpopts.EquateApprox(0, 1e-3)); diff != "" {
+		t.Errorf("the drift after each layer, CPU (-) and Vulkan (+):\n%s", diff)
+	}
+	t.Logf("drift after each layer at the last position: CPU %.5f, Vulkan %.5f", drift["cpu"], drift["vulkan"])
 }
