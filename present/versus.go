@@ -36,21 +36,25 @@ func (s *snap) versus(st *trace.Step, stage trace.Stage) *views.Versus {
 	}
 	o := v.Step
 	x := &views.Versus{Type: v.Type, Model: v.Model, Own: model.Summarize(s.Model.File).Type}
+	dist := false // the next-token distributions: from the logits on
 	switch stage.Name {
 	case trace.StageTokenize:
 		x.What = "The tokenizer is the model file's own under both types, so the tokens are the same: the types part from the embedding on."
 	case trace.StageEmbed:
-		x.What = "The input to the first layer at the pass's last position: the embedding table's row, read from each type's table."
-		x.Rows = rowsOf(x, []pair{{"the input to layer 1", lastOf(st.Embed.Input), lastOf(o.Embed.Input)}})
+		x.What = "The input to the first layer at the pass's last position: the token's row of the embedding table (with its position's row, where the model learns one), read from each type's tables."
+		if st.Embed != nil && o.Embed != nil {
+			x.Rows = rowsOf(x, []pair{{"the input to layer 1", lastOf(st.Embed.Input), lastOf(o.Embed.Input)}})
+		}
 	case trace.StageAttention, trace.StageMLP:
 		x.What, x.Rows = s.versusLayer(x, st, o, stage)
 	case trace.StageKV:
 		x.What, x.Rows = s.versusKV(x, st, o)
+		dist = true
 	default:
 		x.What = "The next-token distribution at temperature 1 from each type's logits (the sampler's settings aside)."
+		dist = true
 	}
-	if st.Logits != nil && o.Logits != nil && stage.Name != trace.StageEmbed && stage.Name != trace.StageTokenize &&
-		stage.Name != trace.StageAttention && stage.Name != trace.StageMLP {
+	if dist && st.Logits != nil && o.Logits != nil {
 		s.versusDist(x, st.Logits.Logits, o.Logits.Logits)
 	}
 	x.Drift = driftSoFar(st, o, stage)

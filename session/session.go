@@ -470,11 +470,7 @@ func (s *Session) show(ctx context.Context, v spec.View) error {
 	if v.TopP > 0 {
 		s.view.TopP = v.TopP
 	}
-	s.view.Vs = v.Vs
-	step, _ := s.cur.Position()
-	if _, err := s.versus(ctx, step); err != nil { // a type this model cannot take: the view without it
-		s.view.Vs, s.notice = "", err.Error()
-	}
+	s.compareWith(ctx, v.Vs)
 	return nil
 }
 
@@ -522,7 +518,7 @@ func (s *Session) Act(ctx context.Context, action string, get spec.Getter) error
 		if err := s.start(ctx, r); err != nil {
 			return err
 		}
-		s.view.Vs = vs
+		s.compareWith(ctx, vs)
 	case ActionStep:
 		if !s.cur.Next() {
 			more, err := s.decode(ctx)

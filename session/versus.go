@@ -49,6 +49,17 @@ func (s *Session) setVs(ctx context.Context, get spec.Getter) error {
 	return nil
 }
 
+// compareWith shows the run beside vs from here on, or, when the run's
+// model cannot be compared with it (an unknown type, a model too large to
+// convert), without it and a notice saying why.
+func (s *Session) compareWith(ctx context.Context, vs string) {
+	s.view.Vs = vs
+	step, _ := s.cur.Position()
+	if _, err := s.versus(ctx, step); err != nil {
+		s.view.Vs, s.notice = "", err.Error()
+	}
+}
+
 // vsModel is the model the comparison runs: the run's model file
 // converted to the view's type.
 func (s *Session) vsModel() string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -173,6 +174,10 @@ func TestVsHoldsAcrossRuns(t *testing.T) {
 		{ActionReset, nil, ""},
 		{ActionRun, form, "Q8_0"},
 		{ActionRun, map[string]string{"prompt": "Once upon a time", "draft": "self:1", "draft_k": "2"}, ""},
+		{ActionRun, map[string]string{"prompt": "Once upon a time", "draft": ""}, ""},
+		{ActionReset, nil, ""},
+		{ActionVs, map[string]string{"vs": "Q9_9"}, ""}, // no run: it waits for one
+		{ActionRun, form, ""},
 	} {
 		if err := se.Act(ctx, a.action, getter(a.get)); err != nil {
 			t.Fatalf("%s: %v", a.action, err)
@@ -184,6 +189,10 @@ func TestVsHoldsAcrossRuns(t *testing.T) {
 		if got != a.want {
 			t.Errorf("after %s %v: compared with %q, want %q", a.action, a.get, got, a.want)
 		}
+	}
+	// the type no model here can take, chosen before the run: refused at the run, in words, and dropped
+	if sn := se.Snapshot(); sn.Spec.View.Vs != "" || !strings.Contains(sn.Notice, "Q9_9") {
+		t.Errorf("after a run with Q9_9 chosen: vs %q, notice %q", sn.Spec.View.Vs, sn.Notice)
 	}
 }
 
