@@ -75,10 +75,7 @@ func Check(l *Lesson, m *model.Model) error {
 // checkEdits refuses a step's ablations and steering (claims or not) that
 // name a layer, head or unit the model lacks.
 func checkEdits(s *Step, c *model.Config) error {
-	iv, err := s.Run.Interventions()
-	if err != nil {
-		return err
-	}
+	iv := s.Run.Interventions()
 	if err := iv.Edits.Check(c.EditShape()); err != nil {
 		return err
 	}

@@ -90,14 +90,14 @@ func (s *snap) editEffect(st *trace.Step) *views.EditEffect {
 	if len(before) != len(after) {
 		return nil
 	}
-	x := &views.EditEffect{Edits: s.Run.Ablate}
+	x := &views.EditEffect{Edits: s.Run.Ablate.String()}
 	if s.Run.MeanOver != "" {
 		x.Edits += fmt.Sprintf(" (to the mean over %q)", s.Run.MeanOver)
 	}
-	if s.Run.Steer != "" {
-		x.Edits = strings.TrimPrefix(x.Edits+"; steer "+s.Run.Steer, "; ")
+	steer := s.Run.Steer
+	if steer != nil {
+		x.Edits = strings.TrimPrefix(x.Edits+"; steer "+steer.String(), "; ")
 	}
-	steer, _ := s.Run.Steering()
 	for _, e := range set.Edits {
 		if e.Op == intervene.Add && steer != nil {
 			x.Items = append(x.Items, fmt.Sprintf("after layer %d, toward %q and away from %q, ×%g", steer.Layer+1, steer.Toward, steer.Away, steer.Strength))

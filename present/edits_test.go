@@ -66,15 +66,15 @@ func TestInterveneFromThePanel(t *testing.T) {
 	if e.Edits.KL <= 0 || e.Edits.WasP == e.Edits.NowP {
 		t.Errorf("switching the head off changed nothing: KL %g", e.Edits.KL)
 	}
-	if se.Spec().Ablate != "L2H1" {
-		t.Errorf("the link carries %q", se.Spec().Ablate)
+	if got := se.Spec().Ablate.String(); got != "L2H1" {
+		t.Errorf("the link carries %q", got)
 	}
 	// back on: the run is the plain one again
 	if err := se.Act(ctx, "ablate", toggle); err != nil {
 		t.Fatal(err)
 	}
-	if e := Explorer(se); e.Edits != nil || se.Spec().Ablate != "" {
-		t.Errorf("after switching back: %+v, %q", e.Edits, se.Spec().Ablate)
+	if e := Explorer(se); e.Edits != nil || se.Spec().Ablate != nil {
+		t.Errorf("after switching back: %+v, %v", e.Edits, se.Spec().Ablate)
 	}
 	if err := se.Act(ctx, "ablate", getter(map[string]string{"toggle": "L9H1"})); err == nil {
 		t.Error("a head of layer 9 of a smaller model switched off")
@@ -150,7 +150,9 @@ func TestLensGrid(t *testing.T) {
 	if want := strconv.Quote(sn.Model.Tokenizer.Display(sample.TopN(logits, 1)[0])); last.Cells[len(last.Cells)-1].Piece != want || g.Final != want {
 		t.Errorf("the last cell %s, final %s; the logits' top %s", last.Cells[len(last.Cells)-1].Piece, g.Final, want)
 	}
-	r.Ablate = "L1mlp"
+	if err := r.SetInterventions("L1mlp", "", ""); err != nil {
+		t.Fatal(err)
+	}
 	if err := se.Open(ctx, r); err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +212,9 @@ func TestSteerInTheExplorer(t *testing.T) {
 		steer string
 		moves bool
 	}{{"L2:happy|sad*8", true}, {"L2:happy|sad*0", false}} {
-		r.Steer = tc.steer
+		if err := r.SetInterventions("", tc.steer, ""); err != nil {
+			t.Fatal(err)
+		}
 		if err := se.Open(ctx, r); err != nil {
 			t.Fatal(err)
 		}
@@ -225,7 +229,9 @@ func TestSteerInTheExplorer(t *testing.T) {
 			t.Errorf("%s: the map marks %v, want layer 2's output", tc.steer, e.Map.Off)
 		}
 	}
-	r.Steer = "L9:a|b*1"
+	if err := r.SetInterventions("", "L9:a|b*1", ""); err != nil {
+		t.Fatal(err)
+	}
 	if err := se.Open(ctx, r); err == nil || !strings.Contains(err.Error(), "layers 1 to 4") {
 		t.Errorf("a steering after layer 9 of 4: %v", err)
 	}
@@ -242,7 +248,9 @@ func TestMeanAblationFromTheForm(t *testing.T) {
 		t.Helper()
 		r := run("The capital of France is")
 		r.Sampler.Temperature = 0
-		r.Ablate, r.MeanOver = ablate, mean
+		if err := r.SetInterventions(ablate, "", mean); err != nil {
+			t.Fatal(err)
+		}
 		se := session.New("mean", "", reg)
 		t.Cleanup(se.Close)
 		if err := se.Run(ctx, r); err != nil {
@@ -264,10 +272,12 @@ func TestMeanAblationFromTheForm(t *testing.T) {
 		t.Errorf("the link carries mean_over=%q", q.Get("mean_over"))
 	}
 	r := run("The capital of France is")
-	r.Ablate, r.MeanOver = "L2H1", strings.Repeat("q7 ", 330) // 990 bytes, 990 tokens
+	if err := r.SetInterventions("L2H1", "", strings.Repeat("q7 ", 330)); err != nil { // trimmed as a form is: 989 bytes, 990 tokens with BOS
+		t.Fatal(err)
+	}
 	long := session.New("long", "", reg)
 	defer long.Close()
-	if err := long.Run(ctx, r); err == nil || !strings.Contains(err.Error(), "a reference text of 991 tokens") {
+	if err := long.Run(ctx, r); err == nil || !strings.Contains(err.Error(), "a reference text of 990 tokens") {
 		t.Errorf("a reference text past the context: %v", err)
 	}
 }
@@ -283,7 +293,9 @@ func TestSteerExample(t *testing.T) {
 	r := run("She was very")
 	r.Sampler.Temperature = 0
 	r.View.StageName, r.View.Layer = "logits", -1
-	r.Steer = views.SteerExample
+	if err := r.SetInterventions("", views.SteerExample, ""); err != nil {
+		t.Fatal(err)
+	}
 	if err := se.Open(context.Background(), r); err != nil {
 		t.Fatal(err)
 	}
@@ -320,7 +332,9 @@ func TestSwitchedOffHeadSaysSo(t *testing.T) {
 		t.Run(tt.ablate+" "+tt.meanOver, func(t *testing.T) {
 			r := run("The capital of France is")
 			r.Sampler.Temperature = 0
-			r.Ablate, r.MeanOver = tt.ablate, tt.meanOver
+			if err := r.SetInterventions(tt.ablate, "", tt.meanOver); err != nil {
+				t.Fatal(err)
+			}
 			se := session.New("off", "", reg)
 			defer se.Close()
 			if err := se.Run(ctx, r); err != nil {

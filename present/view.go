@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 
+	"stepthrough/engine/intervene"
 	"stepthrough/engine/trace"
 	"stepthrough/session"
 	"stepthrough/spec"
@@ -82,7 +83,7 @@ func Explorer(se *session.Session) views.Explorer {
 	}
 	e.Panel = stageOf(stage.Name).build(s, st, stage)
 	e.Edits = s.editEffect(st)
-	e.Ablate = s.Run.Ablate
+	e.Ablate = s.Run.Ablate.String()
 	e.Versus = s.versus(st, stage)
 	e.Map = s.modelMap(st, e.Stages, si)
 	if e.Versus != nil {
@@ -129,7 +130,7 @@ func Form(r spec.Run) views.Settings {
 	return views.Settings{PromptMax: spec.MaxPromptChars, Prompt: f["prompt"], Model: f["model"], Backend: f["backend"], Temperature: f["temperature"], TopK: f["top_k"],
 		TopP: f["top_p"], MinP: f["min_p"], TypicalP: f["typical_p"], RepeatPenalty: f["repeat_penalty"], RepeatLastN: f["repeat_last_n"],
 		FreqPen: f["frequency_penalty"], PresPen: f["presence_penalty"], Seed: f["seed"], Order: f["order"], MaxTokens: f["max_tokens"],
-		Special: f["special"], Tools: f["tools"], Draft: f["draft"], DraftK: f["draft_k"], Ablate: f["ablate"], AblateMax: spec.MaxAblateChars, Steer: f["steer"],
+		Special: f["special"], Tools: f["tools"], Draft: f["draft"], DraftK: f["draft_k"], Ablate: f["ablate"], AblateMax: intervene.MaxSetChars, Steer: f["steer"],
 		MeanOver: f["mean_over"], MeanOverMax: spec.MaxMeanOverChars,
 		Backends: spec.Backends, MaxTokensMax: spec.MaxNewTokens, DraftKMax: spec.MaxDraftK, DraftKDefault: strconv.Itoa(spec.DefaultDraftK)}
 }

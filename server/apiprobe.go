@@ -50,10 +50,8 @@ func (s *Server) setupProbe(x *apiExchange, base string) *api.Error {
 		}
 	}
 	r := spec.Default(x.model)
-	for _, f := range []struct{ key, value string }{{"ablate", st.Ablate}, {"steer", st.Steer}, {"mean_over", st.MeanOver}} {
-		if err := spec.SetLesson(&r, f.key, f.value); err != nil {
-			return probeInvalid("stepthrough."+f.key, err, "")
-		}
+	if err := r.SetInterventions(st.Ablate, st.Steer, st.MeanOver); err != nil {
+		return probeInvalid(probeParam(err), err, "")
 	}
 	iv, err := r.Checked() // the mean ablation's text too
 	if err != nil {
@@ -64,7 +62,8 @@ func (s *Server) setupProbe(x *apiExchange, base string) *api.Error {
 	}
 	x.probe = &apiProbe{st: st, iv: iv, lm: lm, base: base + "/requests/" + x.id,
 		probe: session.Probe{Lens: st.LensTop, Layers: st.Layers, Heads: st.Heads, Norms: st.Norms}}
-	x.watch.Ablate, x.watch.Steer, x.watch.MeanOver, x.watch.Probed = r.Ablate, r.Steer, r.MeanOver, true
+	f := r.Form() // the written forms, as read
+	x.watch.Ablate, x.watch.Steer, x.watch.MeanOver, x.watch.Probed = f["ablate"], f["steer"], f["mean_over"], true
 	return nil
 }
 

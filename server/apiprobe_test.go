@@ -74,8 +74,8 @@ func TestStepthroughMatchesExplorer(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if run.Ablate != ablate {
-				t.Errorf("the replay runs with ablate %q, the request %q", run.Ablate, ablate)
+			if got := run.Ablate.String(); got != ablate {
+				t.Errorf("the replay runs with ablate %q, the request %q", got, ablate)
 			}
 			se := session.New("w", "", modelstest.Lesson(t))
 			defer se.Close()

@@ -102,7 +102,9 @@ func (s *Server) replay(w *Watched) (spec.Run, error) {
 	r.Prompt, r.Special, r.Sampler, r.MaxTokens = w.Prompt, true, w.Sampler, max(1, len(w.Generated))
 	r.Sampler.Seed, r.Sampler.SeedSet = w.Seed, true
 	r.Backend = "auto"
-	r.Ablate, r.Steer, r.MeanOver = w.Ablate, w.Steer, w.MeanOver
+	if err := r.SetInterventions(w.Ablate, w.Steer, w.MeanOver); err != nil {
+		return r, err
+	}
 	if err := r.Validate(); err != nil {
 		return r, err
 	}

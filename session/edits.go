@@ -23,15 +23,12 @@ func (s *Session) toggleEdit(ctx context.Context, get spec.Getter) error {
 		return errorf("run a prompt first")
 	}
 	r := s.spec()
-	set, err := r.Edits()
-	if err != nil {
-		return err
-	}
-	if set == nil {
-		set = &intervene.Set{}
+	var edits []intervene.Edit // the run's own set is shared with its trace: edit a copy
+	if r.Ablate != nil {
+		edits = slices.Clone(r.Ablate.Edits)
 	}
 	if v, ok := get("clear"); ok && v != "" {
-		set.Edits = nil
+		edits = nil
 	} else {
 		v, _ := get("toggle")
 		one, err := intervene.Parse(v)
@@ -39,15 +36,17 @@ func (s *Session) toggleEdit(ctx context.Context, get spec.Getter) error {
 			return &spec.Error{Param: "toggle", Value: v, Allowed: "one head, unit or sublayer, written L1H2, L2U7, L1attn or L2mlp"}
 		}
 		e := one.Edits[0]
-		if i := slices.IndexFunc(set.Edits, func(x intervene.Edit) bool { return sameSite(x, e) }); i >= 0 {
-			set.Edits = slices.Delete(set.Edits, i, i+1)
+		if i := slices.IndexFunc(edits, func(x intervene.Edit) bool { return sameSite(x, e) }); i >= 0 {
+			edits = slices.Delete(edits, i, i+1)
 		} else {
-			set.Edits = append(set.Edits, e)
+			edits = append(edits, e)
 		}
 	}
-	r.Ablate = set.String()
+	r.Ablate = nil
+	if len(edits) > 0 {
+		r.Ablate = &intervene.Set{Edits: edits}
+	}
 	return s.open(ctx, r) // which validates r
-
 }
 
 // sameSite reports whether two edits touch the same site.

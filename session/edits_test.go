@@ -32,7 +32,10 @@ func TestContextRefusedBeforeMeansAndSteering(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := run("Once upon a time")
-			r.Ablate, r.MeanOver, r.Steer, r.MaxTokens = "L1H1", "a cat sat on the mat", "L2:happy day|sad night*4", 4
+			r.MaxTokens = 4
+			if err := r.SetInterventions("L1H1", "L2:happy day|sad night*4", "a cat sat on the mat"); err != nil {
+				t.Fatal(err)
+			}
 			tt.edit(&r)
 			passes := 0
 			ctx := hooks.WithHooks(context.Background(), &hooks.Hooks{OnEmbed: func(hooks.Embed) { passes++ }})

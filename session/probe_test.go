@@ -39,7 +39,10 @@ func TestGenerateProbeIsTheExplorers(t *testing.T) {
 				t.Skipf("no %s: %s", backend, lm.Backend().Note)
 			}
 			r := spec.Default("lesson.gguf")
-			r.Prompt, r.Backend, r.MaxTokens, r.Ablate = "Once upon a time", backend, 6, "L2H1;L3U7"
+			r.Prompt, r.Backend, r.MaxTokens = "Once upon a time", backend, 6
+			if err := r.SetInterventions("L2H1;L3U7", "", ""); err != nil {
+				t.Fatal(err)
+			}
 			r.Sampler.Temperature, r.Sampler.Seed, r.Sampler.SeedSet = 0, 1, true
 			se := New("p", "", reg)
 			defer se.Close()

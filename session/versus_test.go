@@ -35,7 +35,10 @@ func versusIsTheConvertedModelsPass(t *testing.T, ablate string) {
 	ctx := context.Background()
 	eng := modelstest.Lesson(t)
 	r := run("Once upon a time, there was")
-	r.Sampler.Temperature, r.MaxTokens, r.Ablate = 0, 4, ablate
+	r.Sampler.Temperature, r.MaxTokens = 0, 4
+	if err := r.SetInterventions(ablate, "", ""); err != nil {
+		t.Fatal(err)
+	}
 	r.View.Vs = "Q4_0"
 	se := New("v", "", eng)
 	defer se.Close()

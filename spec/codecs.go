@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"stepthrough/engine/intervene"
 	"stepthrough/engine/sample"
 )
 
@@ -125,36 +126,54 @@ func LessonKeys() []string { return append(SamplerKeys(), fieldKeys()...) }
 // setting a lesson step may set (FromForm reads them all).
 func FormKeys() []string { return append([]string{"prompt"}, LessonKeys()...) }
 
-// setAblate reads written interventions into their one written form
-// ("l1h2" is not read; "L1H2 + L3mlp" becomes "L1H2;L3mlp"; "none": no
-// intervention, so a lesson step can switch off what an earlier one set).
-func (r *Run) setAblate(v string) error {
-	r.Ablate = strings.TrimSpace(v)
-	if strings.EqualFold(r.Ablate, "none") {
-		r.Ablate = ""
-	}
-	set, err := r.Edits()
-	if err != nil {
+// SetInterventions reads a run's interventions from their written forms
+// (each as a link or a lesson writes it; "" is none), once.
+func (r *Run) SetInterventions(ablate, steer, meanOver string) error {
+	if err := r.setAblate(ablate); err != nil {
 		return err
 	}
-	r.Ablate = set.String()
+	if err := r.setSteer(steer); err != nil {
+		return err
+	}
+	r.setMeanOver(meanOver)
 	return nil
 }
 
-// setSteer reads a written steering into its one written form ("" or
-// "none": no steering).
+// setAblate reads written interventions, once ("l1h2" is not read;
+// "L1H2 + L3mlp" is L1H2 and L3mlp; "" or "none": no intervention, so a
+// lesson step can switch off what an earlier one set).
+func (r *Run) setAblate(v string) error {
+	v = strings.TrimSpace(v)
+	r.Ablate = nil
+	if v == "" || strings.EqualFold(v, "none") {
+		return nil
+	}
+	set := &intervene.Set{}
+	if err := set.UnmarshalText([]byte(v)); err != nil {
+		quoted := "" // a value too long to read is not echoed
+		if len(v) <= intervene.MaxSetChars {
+			quoted = strconv.Quote(v)
+		}
+		return &Error{Param: "ablate", Value: quoted, Allowed: err.Error()}
+	}
+	if len(set.Edits) > 0 {
+		r.Ablate = set
+	}
+	return nil
+}
+
+// setSteer reads a written steering, once ("" or "none": no steering).
 func (r *Run) setSteer(v string) error {
-	r.Steer = strings.TrimSpace(v)
-	if strings.EqualFold(r.Steer, "none") {
-		r.Steer = ""
+	v = strings.TrimSpace(v)
+	r.Steer = nil
+	if v == "" || strings.EqualFold(v, "none") {
+		return nil
 	}
-	s, err := r.Steering()
-	if err != nil {
-		return err
+	st := &intervene.Steer{}
+	if err := st.UnmarshalText([]byte(v)); err != nil {
+		return &Error{Param: "steer", Value: "", Allowed: err.Error()}
 	}
-	if s != nil {
-		r.Steer = s.String()
-	}
+	r.Steer = st
 	return nil
 }
 
@@ -291,6 +310,9 @@ func Unmarshal(data []byte) (Run, error) {
 	var r Run
 	if err := json.Unmarshal(data, &r); err != nil {
 		return r, fmt.Errorf("stored run: %w", err)
+	}
+	if r.Ablate != nil && len(r.Ablate.Edits) == 0 { // "ablate":"" is none, as in a link
+		r.Ablate = nil
 	}
 	switch {
 	case r.Version == 0:

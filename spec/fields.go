@@ -73,10 +73,15 @@ var fields = []field{
 			return nil
 		}},
 	{Key: "ablate",
-		get: func(r *Run) string { return r.Ablate },
+		get: func(r *Run) string { return r.Ablate.String() },
 		set: (*Run).setAblate},
 	{Key: "steer",
-		get: func(r *Run) string { return r.Steer },
+		get: func(r *Run) string {
+			if r.Steer == nil {
+				return ""
+			}
+			return r.Steer.String()
+		},
 		set: (*Run).setSteer},
 	{Key: "mean_over",
 		get: func(r *Run) string { return r.MeanOver },

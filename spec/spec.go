@@ -65,16 +65,17 @@ type Run struct {
 	// round and the model verifying them in one pass. Empty: plain.
 	Draft  string `json:"draft,omitempty"`
 	DraftK int    `json:"draft_k,omitempty"`
-	// Ablate is the run's interventions in their written form
-	// (package intervene: "L1H2;L3mlp*0.5"): every pass of the run, the
-	// prompt's too, computes with those heads, units or sublayers
-	// switched off or scaled. Empty: the model as it is.
-	Ablate string `json:"ablate,omitempty"`
-	// Steer is the run's steering, written as package intervene writes it
-	// (L2:happy day|sad night*4): after that layer, at every position, the
+	// Ablate is the run's interventions, read once where they arrive (a
+	// link, a form, a lesson, JSON: their written form, package
+	// intervene's "L1H2;L3mlp*0.5"): every pass of the run, the prompt's
+	// too, computes with those heads, units or sublayers switched off or
+	// scaled. Nil: the model as it is.
+	Ablate *intervene.Set `json:"ablate,omitempty"`
+	// Steer is the run's steering, read once where it arrives (written
+	// L2:happy day|sad night*4): after that layer, at every position, the
 	// strength times the difference of the two texts' mean residual
-	// streams is added. Empty: none.
-	Steer string `json:"steer,omitempty"`
+	// streams is added. Nil: none.
+	Steer *intervene.Steer `json:"steer,omitempty"`
 	// MeanOver makes Ablate's switched-off heads and units (those written
 	// without a factor) mean ablations: each is replaced by its mean over
 	// every position of this reference text instead of by zero, which
@@ -86,36 +87,6 @@ type Run struct {
 
 // MaxMeanOverChars bounds a mean ablation's reference text.
 const MaxMeanOverChars = 1000
-
-// Steering reads the run's steering (nil for none).
-func (r *Run) Steering() (*intervene.Steer, error) {
-	if r.Steer == "" {
-		return nil, nil
-	}
-	s, err := intervene.ParseSteer(r.Steer)
-	if err != nil {
-		return nil, &Error{Param: "steer", Value: "", Allowed: err.Error()}
-	}
-	return &s, nil
-}
-
-// MaxAblateChars bounds a run's written interventions.
-const MaxAblateChars = 512
-
-// Edits reads the run's interventions (nil for none).
-func (r *Run) Edits() (*intervene.Set, error) {
-	if r.Ablate == "" {
-		return nil, nil
-	}
-	if len(r.Ablate) > MaxAblateChars {
-		return nil, &Error{Param: "ablate", Value: "", Allowed: fmt.Sprintf("at most %d characters", MaxAblateChars)}
-	}
-	set, err := intervene.Parse(r.Ablate)
-	if err != nil {
-		return nil, &Error{Param: "ablate", Value: strconv.Quote(r.Ablate), Allowed: err.Error()}
-	}
-	return set, nil
-}
 
 // ToolNames are the allowed Tools values.
 var ToolNames = []string{"", "calc"}
@@ -179,12 +150,13 @@ func CheckPrompt(p string) error {
 
 // Validate reports the first invalid field of r.
 func (r *Run) Validate() error {
-	_, err := r.Checked()
-	return err
+	if err := r.validate(); err != nil {
+		return err
+	}
+	return r.Sampler.Validate()
 }
 
-// validate is Validate but for the interventions' written forms and the
-// sampler.
+// validate is Validate but for the sampler.
 func (r *Run) validate() error {
 	switch {
 	case CheckPrompt(r.Prompt) != nil:
@@ -201,12 +173,14 @@ func (r *Run) validate() error {
 		return &Error{Param: "draft", Value: "", Allowed: "not a model file name"}
 	case r.Draft != "" && (r.DraftK < 1 || r.DraftK > MaxDraftK):
 		return &Error{Param: "draft k", Value: fmt.Sprint(r.DraftK), Allowed: fmt.Sprintf("choose 1 to %d", MaxDraftK)}
-	case r.Steer != "" && r.Draft != "":
-		return &Error{Param: "steer", Value: r.Steer, Allowed: "steering runs without a draft: choose one"}
+	case r.Steer != nil && r.Draft != "":
+		return &Error{Param: "steer", Value: r.Steer.String(), Allowed: "steering runs without a draft: choose one"}
 	case len(r.MeanOver) > MaxMeanOverChars || !utf8.ValidString(r.MeanOver):
 		return &Error{Param: "mean over", Value: "", Allowed: fmt.Sprintf("a text of at most %d bytes", MaxMeanOverChars)}
-	case r.Ablate != "" && r.Draft != "":
-		return &Error{Param: "ablate", Value: r.Ablate, Allowed: "interventions run without a draft: choose one"}
+	case r.Ablate != nil && len(r.Ablate.Edits) > intervene.MaxEdits:
+		return &Error{Param: "ablate", Value: "", Allowed: fmt.Sprintf("at most %d edits", intervene.MaxEdits)}
+	case r.Ablate != nil && r.Draft != "":
+		return &Error{Param: "ablate", Value: r.Ablate.String(), Allowed: "interventions run without a draft: choose one"}
 	case r.Draft != "" && r.Tools != "":
 		return &Error{Param: "draft", Value: r.Draft, Allowed: "speculative decoding runs without tools: choose one"}
 	case r.MaxTokens < 1 || r.MaxTokens > MaxNewTokens:
@@ -229,20 +203,13 @@ func (r *Run) validate() error {
 	return checkSliders(r.View)
 }
 
-// Checked is Validate returning the run's interventions as it read them
-// (each written form parsed once), for the caller that runs them.
+// Checked is Validate returning the run's interventions, for the caller
+// that runs them.
 func (r *Run) Checked() (Interventions, error) {
-	if err := r.validate(); err != nil {
+	if err := r.Validate(); err != nil {
 		return Interventions{}, err
 	}
-	iv, err := r.Interventions()
-	if err != nil {
-		return Interventions{}, err
-	}
-	if err := r.Sampler.Validate(); err != nil {
-		return Interventions{}, err
-	}
-	return iv, nil
+	return r.Interventions(), nil
 }
 
 // Interventions are a run's edits (Ablate, read) and the sources of their
@@ -252,15 +219,12 @@ type Interventions struct {
 	Sources engine.EditSources
 }
 
-// Interventions reads the run's interventions from their written forms.
-func (r *Run) Interventions() (Interventions, error) {
-	set, err := r.Edits()
-	if err != nil {
-		return Interventions{}, err
+// Interventions are the run's edits (nil for none) and the sources of
+// their vectors.
+func (r *Run) Interventions() Interventions {
+	var set *intervene.Set
+	if r.Ablate != nil && len(r.Ablate.Edits) > 0 {
+		set = r.Ablate
 	}
-	st, err := r.Steering()
-	if err != nil {
-		return Interventions{}, err
-	}
-	return Interventions{Edits: set, Sources: engine.EditSources{MeanOver: r.MeanOver, Steer: st}}, nil
+	return Interventions{Edits: set, Sources: engine.EditSources{MeanOver: r.MeanOver, Steer: r.Steer}}
 }

@@ -27,7 +27,9 @@ func full() Run {
 	p.Seed, p.SeedSet = 18446744073709551615, true
 	p.Order = []sample.Step{sample.Temperature, sample.TopK, sample.MinP}
 	r.Special, r.Tools = true, "calc"
-	r.Ablate, r.Steer, r.MeanOver = "L2H1;L1U7*0.5", "L1:happy day|sad night*4", "Once upon a time, a cat sat."
+	if err := r.SetInterventions("L2H1;L1U7*0.5", "L1:happy day|sad night*4", "Once upon a time, a cat sat."); err != nil {
+		panic(err)
+	}
 	r.View = View{Token: 3, Stage: 5, Head: 2, Scores: true, Layer: -1, Temperature: 1.5}
 	return r
 }
@@ -36,7 +38,7 @@ func full() Run {
 func fullDraft() Run {
 	r := full()
 	r.Tools, r.Draft, r.DraftK = "", "lesson-draft.gguf", 7
-	r.Ablate, r.Steer, r.MeanOver = "", "", "" // interventions run without a draft
+	r.Ablate, r.Steer, r.MeanOver = nil, nil, "" // interventions run without a draft
 	return r
 }
 
@@ -123,7 +125,7 @@ func TestLessonAblateNone(t *testing.T) {
 		if err := SetLesson(&r, "ablate", tc.in); err != nil {
 			t.Fatalf("ablate %q: %v", tc.in, err)
 		}
-		if diff := cmp.Diff(tc.want, r.Ablate); diff != "" {
+		if diff := cmp.Diff(tc.want, r.Ablate.String()); diff != "" {
 			t.Errorf("ablate %q (-want +got):\n%s", tc.in, diff)
 		}
 	}
@@ -190,7 +192,15 @@ func TestStoredRoundTrip(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(got, r) {
 		t.Errorf("stored round trip %s: %+v, %v", b, got, err)
 	}
-	for _, bad := range []string{`{}`, `{"version":99}`, `{"version":1,"backend":"gpu","max_tokens":1}`, `nope`} {
+	plain, err := Default("lesson.gguf").Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := Unmarshal(append([]byte(`{"ablate":"",`), plain[1:]...)); err != nil || got.Ablate != nil {
+		t.Errorf(`"ablate":"" read as %v, %v; want none`, got.Ablate, err)
+	}
+	for _, bad := range []string{`{}`, `{"version":99}`, `{"version":1,"backend":"gpu","max_tokens":1}`, `nope`,
+		`{"version":1,"ablate":"L0H1"}`, `{"version":1,"steer":"L1:happy"}`, `{"version":1,"ablate":"` + strings.Repeat("L1H1;", 200) + `"}`} {
 		if _, err := Unmarshal([]byte(bad)); err == nil {
 			t.Errorf("Unmarshal(%s): want error", bad)
 		}
@@ -329,8 +339,13 @@ func TestCheckedReadsTheInterventions(t *testing.T) {
 				{Layer: 0, Site: intervene.Unit, Index: 6, Pos: -1, Op: intervene.Scale, Factor: 0.5}}},
 			Sources: engine.EditSources{MeanOver: "Once upon a time, a cat sat.", Steer: &intervene.Steer{Layer: 0, Toward: "happy day", Away: "sad night", Strength: 4}},
 		}, ""},
-		{"bad ablate", bad(func(r *Run) { r.Ablate = "L0H1" }), Interventions{}, "ablate"},
-		{"bad steer", bad(func(r *Run) { r.Steer = "L1:happy" }), Interventions{}, "steer"},
+		{"too many edits", bad(func(r *Run) {
+			for range intervene.MaxEdits {
+				r.Ablate = r.Ablate.Plus(intervene.Edit{Layer: 0, Site: intervene.MLP, Pos: -1})
+			}
+		}), Interventions{}, "ablate"},
+		{"ablate beside a draft", bad(func(r *Run) { r.Draft, r.DraftK, r.Tools, r.Steer = "lesson-draft.gguf", 4, "", nil }), Interventions{}, "ablate"},
+		{"steer beside a draft", bad(func(r *Run) { r.Draft, r.DraftK, r.Tools, r.Ablate = "lesson-draft.gguf", 4, "", nil }), Interventions{}, "steer"},
 		{"bad sampler", bad(func(r *Run) { r.Sampler.TopP = 2 }), Interventions{}, "top"},
 		{"bad view", bad(func(r *Run) { r.View.Head = -1 }), Interventions{}, "head"},
 	}

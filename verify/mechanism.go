@@ -59,11 +59,7 @@ func (s *checker) checkCopying(ctx context.Context, c lessons.Claim) (string, er
 	if err != nil {
 		return "", err
 	}
-	iv, err := s.Run.Interventions()
-	if err != nil {
-		return "", err
-	}
-	edits, err := session.RunEdits(ctx, lm, iv)
+	edits, err := session.RunEdits(ctx, lm, s.Run.Interventions())
 	if err != nil {
 		return "", err
 	}

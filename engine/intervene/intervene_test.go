@@ -1,6 +1,7 @@
 package intervene
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -224,4 +225,43 @@ func FuzzParseSteer(f *testing.F) {
 			t.Fatalf("%q → %q → %+v, %v", text, s.String(), again, err)
 		}
 	})
+}
+
+// A run carrying a set or a steering writes each as its text in JSON and
+// reads it back to the same value; a text too long is refused before it
+// is read, and one Parse refuses is refused the same way.
+func TestTextInJSON(t *testing.T) {
+	type run struct {
+		Ablate *Set   `json:"ablate,omitempty"`
+		Steer  *Steer `json:"steer,omitempty"`
+	}
+	set, err := Parse("L2H1;L1U7*0.5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := run{Ablate: set, Steer: &Steer{Layer: 1, Toward: "happy day", Away: "sad night", Strength: 4}}
+	b, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"ablate":"L2H1;L1U7*0.5","steer":"L2:happy day|sad night*4"}`; string(b) != want {
+		t.Errorf("written %s, want %s", b, want)
+	}
+	var out run
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(in, out); diff != "" {
+		t.Errorf("read back (-want +got):\n%s", diff)
+	}
+	for _, bad := range []string{
+		`{"ablate":"L0H1"}`,
+		`{"ablate":"` + strings.Repeat("L1H1;", MaxSetChars/5+1) + `"}`,
+		`{"steer":"L1:happy"}`,
+		`{"steer":"L1:` + strings.Repeat("a", MaxSteerChars) + `|b*1"}`,
+	} {
+		if err := json.Unmarshal([]byte(bad), &out); err == nil {
+			t.Errorf("%.60s: read, want refused", bad)
+		}
+	}
 }

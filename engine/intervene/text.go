@@ -23,6 +23,13 @@ import (
 // MaxEdits bounds a written set.
 const MaxEdits = 64
 
+// MaxSetChars bounds a set's written form, checked before it is read.
+const MaxSetChars = 512
+
+// MaxSteerChars bounds a steering's written form, checked before it is
+// read: two texts of MaxSteerText and the layer and strength around them.
+const MaxSteerChars = 2*MaxSteerText + 64
+
 // String writes the edit as Parse reads it (a vector edit as a
 // description Parse refuses).
 func (e *Edit) String() string {
@@ -65,6 +72,23 @@ func (s *Set) String() string {
 		parts[i] = s.Edits[i].String()
 	}
 	return strings.Join(parts, ";")
+}
+
+// MarshalText writes the set as Parse reads it, so a run carrying a set
+// writes it as text in JSON.
+func (s *Set) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText reads a written set (at most MaxSetChars) into s.
+func (s *Set) UnmarshalText(b []byte) error {
+	if len(b) > MaxSetChars {
+		return fmt.Errorf("intervention: %d characters, at most %d", len(b), MaxSetChars)
+	}
+	set, err := Parse(string(b))
+	if err != nil {
+		return err
+	}
+	*s = *set
+	return nil
 }
 
 // Parse reads written ablations and scalings (see the package's forms);
@@ -189,6 +213,23 @@ func ParseSteer(s string) (Steer, error) {
 		return bad(fmt.Sprintf("each text is at most %d bytes", MaxSteerText))
 	}
 	return Steer{Layer: l, Toward: toward, Away: away, Strength: float32(f)}, nil
+}
+
+// MarshalText writes the steering as ParseSteer reads it, so a run
+// carrying one writes it as text in JSON.
+func (s Steer) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText reads a written steering (at most MaxSteerChars) into s.
+func (s *Steer) UnmarshalText(b []byte) error {
+	if len(b) > MaxSteerChars {
+		return fmt.Errorf("steering: %d characters, at most %d", len(b), MaxSteerChars)
+	}
+	st, err := ParseSteer(string(b))
+	if err != nil {
+		return err
+	}
+	*s = st
+	return nil
 }
 
 // String writes the steering as ParseSteer reads it.
