@@ -467,7 +467,7 @@ func loadModel(name string, data []byte, embedded bool, path string) (*model.Mod
 		}
 		return m, nil
 	}
-	f, err := gguf.Parse(data)
+	f, err := gguf.ParseAligned(data)
 	if err != nil {
 		return nil, &LoadError{Name: name, Err: err}
 	}

@@ -368,7 +368,7 @@ func Random(o SynthOptions) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := gguf.Parse(w.Bytes())
+	f, err := gguf.ParseAligned(w.Bytes())
 	if err != nil {
 		return nil, err
 	}

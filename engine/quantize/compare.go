@@ -203,7 +203,7 @@ func InMemory(f *gguf.File, target string) (*model.Model, *Report, int64, error)
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	qf, err := gguf.Parse(w.Bytes())
+	qf, err := gguf.ParseAligned(w.Bytes())
 	if err != nil {
 		return nil, nil, 0, err
 	}

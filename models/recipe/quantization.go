@@ -83,7 +83,7 @@ func measureTarget(ctx context.Context, base *model.Model, bl *engine.Loaded, id
 	if err != nil {
 		return QuantRow{}, err
 	}
-	f, err := gguf.Parse(w.Bytes())
+	f, err := gguf.ParseAligned(w.Bytes())
 	if err != nil {
 		return QuantRow{}, err
 	}
