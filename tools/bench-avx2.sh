@@ -10,6 +10,11 @@
 # and the idle share right after the pair is printed with it.
 #
 #   tools/bench-avx2.sh LLAMA_BIN_DIR [DIR] [ROUNDS]
+#
+# FILES (paths, space-separated) replaces the suite for pp128 and tg64, and
+# BATCH (paths, or "none") the three files of the 8-sequence rounds: for
+# example the Qwen3-0.6B shape, `stepthrough synth --shape qwen3-0.6b
+# --type f32` and the files quantized from it.
 set -eu
 lb=${1:?usage: bench-avx2.sh path/to/llama.cpp/build/bin [DIR] [ROUNDS]}
 rounds=${3:-3}
@@ -34,18 +39,22 @@ llama() { "$lb/llama-bench" -m "$1" $2 -t 2 -r 3 | grep -E ' (pp|tg)[0-9]' | sed
 oursb() { STEPTHROUGH_CPU=avx2 "$st" bench --model "$1" --batch 1,8 -p 32 -n 32 -r 2 -t 2 | grep -E '^\| +[18] ' | sed "s/^/ours  /"; }
 llamab() { "$lb/llama-batched-bench" -m "$1" -c 1024 -b 512 -ub 512 -npp 32 -ntg 32 -npl 1,8 -t 2 | grep -E '^\| +32 \| +32 \|' | sed "s/^/llama /"; }
 
+# suite names the bench files of the given shapes.
+suite() { for m in "$@"; do echo "$dir/suite-$m.gguf"; done; }
+
 for r in $(seq "$rounds"); do
 	for t in "-p 128 -n 0" "-p 0 -n 64"; do
-		for m in 15M-f32 15M-q8_0 110M-f32 110M-q8_0 110M-q4_k_m; do
-			f="$dir/suite-$m.gguf"
+		for f in ${FILES:-$(suite 15M-f32 15M-q8_0 110M-f32 110M-q8_0 110M-q4_k_m)}; do
+			m=$(basename "$f" .gguf)
 			quiet
 			echo "round $r $m $t"
 			if [ $((r % 2)) = 1 ]; then ours "$f" "$t"; llama "$f" "$t"; else llama "$f" "$t"; ours "$f" "$t"; fi
 			echo "idle after: $(idle)"
 		done
 	done
-	for m in 110M-q8_0 110M-q4_k_m 15M-q8_0; do
-		f="$dir/suite-$m.gguf"
+	[ "${BATCH:-}" = none ] && continue
+	for f in ${BATCH:-$(suite 110M-q8_0 110M-q4_k_m 15M-q8_0)}; do
+		m=$(basename "$f" .gguf)
 		quiet
 		echo "round $r $m batch 1,8"
 		if [ $((r % 2)) = 1 ]; then oursb "$f"; llamab "$f"; else llamab "$f"; oursb "$f"; fi
