@@ -277,12 +277,17 @@ func (p *Pool) Reserved() int64 {
 // exceeded, and a reason of its own for a run larger than the whole
 // budget (waiting would not help it). s.mu is held.
 func (p *Pool) reserve(s *Session, bytes int64) error {
+	return p.reserveFor(s, bytes, "this run", "its KV cache and trace, the logit lens included", "use a shorter prompt or fewer new tokens")
+}
+
+// reserveFor is reserve naming what the bytes are for, as Hold does.
+func (p *Pool) reserveFor(s *Session, bytes int64, what, holds, fix string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if _, ok := p.sessions[s.id]; !ok {
 		return ErrExpired
 	}
-	if err := p.fits(bytes, s.reserved, "this run", "its KV cache and trace, the logit lens included", "use a shorter prompt or fewer new tokens"); err != nil {
+	if err := p.fits(bytes, s.reserved, what, holds, fix); err != nil {
 		return err
 	}
 	p.reserved += bytes - s.reserved
@@ -340,13 +345,34 @@ func mib(b int64) string {
 func runBytes(m *model.Model, rec trace.Options, promptTokens, maxTokens, draftK int) int64 {
 	c := m.Config
 	ctx := int64(promptTokens + maxTokens + draftK)
-	kv := int64(c.Layers) * int64(c.KVDim()) * 8 * ctx
+	kv := kvBytes(c, ctx)
 	perPosLayer := (2*int64(c.Heads)*ctx + int64(c.QDim()) + 2*int64(c.KVDim()) + 9*int64(c.Embd) + 3*int64(c.FFN)) * 4
 	// a speculative round records its verify batch: k+1 positions a step
 	positions := int64(min(promptTokens, 64)) + int64(maxTokens)*int64(draftK+1)
 	steps := int64(1 + maxTokens)
 	trace := positions*int64(c.Layers)*perPosLayer + positions*2*int64(c.Embd)*4 + steps*(int64(c.Vocab)*4+8<<10)
 	return kv + trace + lensBytes(c, rec, promptTokens, maxTokens, draftK)
+}
+
+// kvBytes is a float32 KV cache of positions, every layer.
+func kvBytes(c *model.Config, positions int64) int64 {
+	return int64(c.Layers) * int64(c.KVDim()) * 8 * positions
+}
+
+// besideBytes estimates what the sessions beside a run of positions hold:
+// the interventions' baseline (edits: its KV cache and a step's logits)
+// and the comparison with another weight type (vs: the model converted,
+// whose KV cache and recorded pass of one step take what a run of those
+// positions without new tokens takes).
+func besideBytes(m *model.Model, rec trace.Options, positions int, edits, vs bool) int64 {
+	var b int64
+	if edits {
+		b += kvBytes(m.Config, int64(positions)) + int64(m.Config.Vocab)*4
+	}
+	if vs {
+		b += runBytes(m, rec, positions, 0, 0)
+	}
+	return b
 }
 
 // lensBytes is what a run's logit lens holds (none when rec keeps none):

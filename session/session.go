@@ -85,7 +85,8 @@ type Session struct {
 
 	notice   string
 	pool     *Pool        // nil: not counted against any limit (scratch sessions)
-	reserved int64        // bytes reserved in the pool for the current run
+	reserved int64        // bytes reserved in the pool for the current run, the sessions beside it included
+	runBytes int64        // the current run's own share of reserved
 	expired  bool         // the pool closed this session for good
 	conns    atomic.Int32 // connections attached (Attach)
 }
@@ -294,9 +295,11 @@ func (s *Session) start(ctx context.Context, r spec.Run) error {
 		if err := s.pool.checkLensWork(lm.Model, recOpt, len(ids), r.MaxTokens, r.DraftK); err != nil {
 			return err
 		}
-		if err := s.pool.reserve(s, runBytes(lm.Model, recOpt, len(ids), r.MaxTokens, r.DraftK)+draftBytes); err != nil {
+		own := runBytes(lm.Model, recOpt, len(ids), r.MaxTokens, r.DraftK) + draftBytes
+		if err := s.pool.reserve(s, own+besideBytes(lm.Model, recOpt, len(ids)+r.MaxTokens, edits != nil, false)); err != nil {
 			return err
 		}
+		s.runBytes = own
 	}
 	s.es.Reset()
 	start := time.Now()

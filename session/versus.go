@@ -38,12 +38,20 @@ func (s *Session) setVs(ctx context.Context, get spec.Getter) error {
 	}
 	prev := s.view.Vs
 	s.view.Vs = r.View.Vs
-	if len(s.cur.Steps) == 0 || s.view.Vs == "" {
+	if len(s.cur.Steps) == 0 {
+		return nil
+	}
+	if err := s.reserveBeside(); err != nil {
+		s.view.Vs = prev
+		return err
+	}
+	if s.view.Vs == "" {
 		return nil
 	}
 	step, _ := s.cur.Position()
 	if _, err := s.versus(ctx, step); err != nil {
 		s.view.Vs = prev
+		_ = s.reserveBeside() // back to what was held: it fitted
 		return err
 	}
 	return nil
@@ -54,10 +62,33 @@ func (s *Session) setVs(ctx context.Context, get spec.Getter) error {
 // convert), without it and a notice saying why.
 func (s *Session) compareWith(ctx context.Context, vs string) {
 	s.view.Vs = vs
-	step, _ := s.cur.Position()
-	if _, err := s.versus(ctx, step); err != nil {
-		s.view.Vs, s.notice = "", err.Error()
+	err := s.reserveBeside()
+	if err == nil {
+		step, _ := s.cur.Position()
+		_, err = s.versus(ctx, step)
 	}
+	if err != nil {
+		s.view.Vs, s.notice = "", err.Error()
+		_ = s.reserveBeside() // less than before: it fits
+	}
+}
+
+// reserveBeside sets the run's reservation in the pool to its own bytes
+// and those of the sessions beside it as the run and the view stand: the
+// interventions' baseline, the comparison with s.view.Vs. ErrBusy, or why
+// the comparison cannot fit at all, when the budget has no room; nothing
+// to do without a run or a pool.
+func (s *Session) reserveBeside() error {
+	if s.pool == nil || s.m == nil || len(s.cur.Steps) == 0 {
+		return nil
+	}
+	positions := len(s.Prompt) + s.run.MaxTokens
+	beside := besideBytes(s.m, recordingFor(s.m.Config), positions, s.edits != nil, s.view.Vs != "")
+	if s.view.Vs == "" {
+		return s.pool.reserve(s, s.runBytes+beside)
+	}
+	return s.pool.reserveFor(s, s.runBytes+beside, "this run beside "+s.view.Vs,
+		"its KV cache and trace, and the comparison's", "use a shorter prompt or fewer new tokens, or compare without another type")
 }
 
 // vsModel is the model the comparison runs: the run's model file

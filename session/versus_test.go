@@ -253,3 +253,63 @@ func TestVersusOnVulkan(t *testing.T) {
 	}
 	t.Logf("drift after each layer at the last position: CPU %.5f, Vulkan %.5f", drift["cpu"], drift["vulkan"])
 }
+
+// The sessions beside a run hold memory the pool counts: the comparison
+// with another type reserves its KV cache and recorded pass while it is
+// chosen and gives them back when it is not; an ablation reserves its
+// baseline's cache; a budget with room for the run but not for the
+// comparison refuses the comparison in words and keeps the run as it was.
+func TestBesideCountsAgainstTheBudget(t *testing.T) {
+	ctx := context.Background()
+	eng := modelstest.Lesson(t)
+	p := NewPool(eng, PoolConfig{})
+	se, err := p.New("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := run("Once upon a time")
+	if err := se.Run(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	own := p.Reserved()
+	m := se.Snapshot().Model
+	positions := len(se.Snapshot().Output.Prompt) + r.MaxTokens
+	if err := se.Act(ctx, ActionVs, getter(map[string]string{"vs": "Q8_0"})); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := p.Reserved()-own, besideBytes(m, recordingFor(m.Config), positions, false, true); got != want || want <= 0 {
+		t.Errorf("beside Q8_0 reserves %d more, want %d", got, want)
+	}
+	if err := se.Act(ctx, ActionVs, getter(map[string]string{"vs": "none"})); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Reserved(); got != own {
+		t.Errorf("without the comparison %d reserved, the run alone %d", got, own)
+	}
+
+	if err := r.SetInterventions("L2H1", "", ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := se.Run(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := p.Reserved()-own, besideBytes(m, recordingFor(m.Config), positions, true, false); got != want || want <= 0 {
+		t.Errorf("the ablation's baseline reserves %d more, want %d", got, want)
+	}
+
+	tight := NewPool(eng, PoolConfig{MemoryBudget: own + 1})
+	ts, err := tight.New("b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.Run(ctx, run("Once upon a time")); err != nil {
+		t.Fatal(err)
+	}
+	err = ts.Act(ctx, ActionVs, getter(map[string]string{"vs": "Q8_0"}))
+	if err == nil || !strings.Contains(err.Error(), "this run beside Q8_0 would hold about") || !strings.Contains(err.Error(), "--memory-budget") {
+		t.Errorf("a comparison past the budget: %v", err)
+	}
+	if sn := ts.Snapshot(); sn.Versus != nil || sn.Spec.View.Vs != "" || tight.Reserved() != own {
+		t.Errorf("after the refusal: vs %q, %d reserved (the run alone %d)", sn.Spec.View.Vs, tight.Reserved(), own)
+	}
+}
