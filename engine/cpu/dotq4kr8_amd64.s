@@ -41,40 +41,59 @@
 	VPBROADCASTD (32*J+4*G)X, T \
 	VPMADDUBSW T, Q, T
 
-// Q4T_VEC adds Σ_rows sc_j·(q·x over sub-block J) for the vector whose
-// values are at X (the block's) to its eight row sums in the frame at
-// 32V (Y8–Y10: scratch): the eight groups' pairs add up in 16 bits.
-#define Q4T_VEC(J, X, V) \
-	Q4T_G(J, 0, X, Y0, Y8) \
-	Q4T_G(J, 1, X, Y1, Y9) \
-	Q4T_G(J, 2, X, Y2, Y10) \
+// Q4T_VEC2 adds Σ_rows sc_j·(q·x over sub-block J) for two vectors, whose
+// values are at XA and XB (the block's), to their eight row sums in the
+// frame at 32VA and 32VB (Y8–Y14: scratch). Each vector's eight groups'
+// pairs add up in 16 bits as a tree (two groups, then two pairs, then the
+// halves), the two vectors' steps interleaved, so no chain of adds waits
+// on the one before: the sums are exact in any order (eight pairs of
+// 2·15·127 at most stay within 16 bits).
+#define Q4T_VEC2(J, XA, VA, XB, VB) \
+	Q4T_G(J, 0, XA, Y0, Y8) \
+	Q4T_G(J, 0, XB, Y0, Y11) \
+	Q4T_G(J, 1, XA, Y1, Y9) \
+	Q4T_G(J, 1, XB, Y1, Y12) \
 	VPADDW Y9, Y8, Y8 \
-	Q4T_G(J, 3, X, Y3, Y9) \
-	VPADDW Y10, Y8, Y8 \
-	Q4T_G(J, 4, X, Y4, Y10) \
+	VPADDW Y12, Y11, Y11 \
+	Q4T_G(J, 2, XA, Y2, Y9) \
+	Q4T_G(J, 2, XB, Y2, Y12) \
+	Q4T_G(J, 3, XA, Y3, Y10) \
+	Q4T_G(J, 3, XB, Y3, Y13) \
+	VPADDW Y10, Y9, Y9 \
+	VPADDW Y13, Y12, Y12 \
 	VPADDW Y9, Y8, Y8 \
-	Q4T_G(J, 5, X, Y5, Y9) \
-	VPADDW Y10, Y8, Y8 \
-	Q4T_G(J, 6, X, Y6, Y10) \
+	VPADDW Y12, Y11, Y11 \
+	Q4T_G(J, 4, XA, Y4, Y9) \
+	Q4T_G(J, 4, XB, Y4, Y12) \
+	Q4T_G(J, 5, XA, Y5, Y10) \
+	Q4T_G(J, 5, XB, Y5, Y13) \
+	VPADDW Y10, Y9, Y9 \
+	VPADDW Y13, Y12, Y12 \
+	Q4T_G(J, 6, XA, Y6, Y10) \
+	Q4T_G(J, 7, XA, Y7, Y14) \
+	VPADDW Y14, Y10, Y10 \
+	Q4T_G(J, 6, XB, Y6, Y13) \
+	Q4T_G(J, 7, XB, Y7, Y14) \
+	VPADDW Y14, Y13, Y13 \
+	VPADDW Y10, Y9, Y9 \
+	VPADDW Y13, Y12, Y12 \
 	VPADDW Y9, Y8, Y8 \
-	Q4T_G(J, 7, X, Y7, Y9) \
-	VPADDW Y10, Y8, Y8 \
-	VPADDW Y9, Y8, Y8 \
+	VPADDW Y12, Y11, Y11 \
 	VPMADDWD (1024+32*J)(SI), Y8, Y8 \
-	VPADDD (32*V)(SP), Y8, Y8 \
-	VMOVDQU Y8, (32*V)(SP)
+	VPMADDWD (1024+32*J)(SI), Y11, Y11 \
+	VPADDD (32*VA)(SP), Y8, Y8 \
+	VPADDD (32*VB)(SP), Y11, Y11 \
+	VMOVDQU Y8, (32*VA)(SP) \
+	VMOVDQU Y11, (32*VB)(SP)
 
-// Q4T_J does sub-block J for the eight vectors (XV(DI, AX, R10, R11)).
+// Q4T_J does sub-block J for the eight vectors (XV(DI, AX, R10, R11)),
+// two at a time.
 #define Q4T_J(J) \
 	Q4T_SUB(J) \
-	Q4T_VEC(J, (DI), 0) \
-	Q4T_VEC(J, (DI)(AX*1), 1) \
-	Q4T_VEC(J, (DI)(AX*2), 2) \
-	Q4T_VEC(J, (R10), 3) \
-	Q4T_VEC(J, (DI)(AX*4), 4) \
-	Q4T_VEC(J, (R10)(AX*2), 5) \
-	Q4T_VEC(J, (R11), 6) \
-	Q4T_VEC(J, (R10)(AX*4), 7)
+	Q4T_VEC2(J, (DI), 0, (DI)(AX*1), 1) \
+	Q4T_VEC2(J, (DI)(AX*2), 2, (R10), 3) \
+	Q4T_VEC2(J, (DI)(AX*4), 4, (R10)(AX*2), 5) \
+	Q4T_VEC2(J, (R11), 6, (R10)(AX*4), 7)
 
 // Q4T_MIN adds m_j·(Σ x over sub-block J) for the eight rows to ACC,
 // from the vector's sums over 16 values at B (T: scratch).
