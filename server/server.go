@@ -219,6 +219,7 @@ func New(cfg Config) (*Server, error) {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.IPExtractor = ipExtractor(cfg.TrustedProxies)
+	e.Pre(literalSemicolons)
 	e.Use(s.requestID, s.recoverPanics, s.secureHeaders, bodyLimit(apiPath))
 	if s.hosts != nil {
 		e.Use(s.allowedHosts)

@@ -107,6 +107,15 @@ func TestIndexOpensWithSettings(t *testing.T) {
 			t.Errorf("%s: error %q, want it to mention %q", bad, msg, want)
 		}
 	}
+	// a link typed by hand with a ";" in a value keeps it (Go's parser
+	// would drop the pair, and the run would go without it, silently)
+	doc = get(t, ts.URL+"/?prompt=a;b&temperature=0&ablate=L1H1;L2mlp")
+	if v, _ := doc.Find(`input[name="ablate"]`).Attr("value"); v != "L1H1;L2mlp" {
+		t.Errorf("ablate=L1H1;L2mlp by hand: the form holds %q", v)
+	}
+	if v := doc.Find(`textarea[name="prompt"]`).Text(); v != "a;b" {
+		t.Errorf("prompt=a;b by hand: the form holds %q", v)
+	}
 	long := strings.Repeat("x", spec.MaxPromptChars+1)
 	if msg := getStatus(t, ts.URL+"/?prompt="+long, 400).Find(`[data-testid="error"]`).Text(); !strings.Contains(msg, "limit") {
 		t.Errorf("long prompt: %q", msg)
