@@ -334,6 +334,7 @@ func (s *snap) softmaxPanel(st *trace.Step, _ trace.Stage) views.Panel {
 		p.ChainErr = err.Error()
 	}
 	p.TopPReads = reads.what
+	p.CutBy, p.CutNote = lastCut(p.Funnel)
 	p.Kept, p.Prefix = len(kept), err == nil
 	var cum float64
 	for k, i := range idx {
@@ -369,6 +370,24 @@ func (s *snap) softmaxPanel(st *trace.Step, _ trace.Stage) views.Panel {
 	}
 	p.ZMax, p.Norm = normaliser(st.Logits.Logits, t)
 	return p
+}
+
+// lastCut names the chain step that made the last cut of the kept set
+// (the one the table's cut line marks) and says it in words: its
+// setting, and its counts in and out; "" when no step removed a token.
+func lastCut(funnel []views.MapFilter) (step, note string) {
+	for i := len(funnel) - 1; i >= 0; i-- {
+		f := funnel[i]
+		if f.Skipped || f.Out >= f.In {
+			continue
+		}
+		note = fmt.Sprintf("%s (%s): %d → %d", f.Name, f.Setting, f.In, f.Out)
+		if f.Name == string(sample.Temperature) && f.Out == 1 {
+			note += ", greedy: the likeliest token alone is kept"
+		}
+		return f.Name, note
+	}
+	return "", ""
 }
 
 // chainTemperature is the temperature the softmax panel runs the chain

@@ -149,11 +149,40 @@ func TestSoftmaxCutCheckedByHand(t *testing.T) {
 			if !sm.Prefix || sm.Kept > len(sm.Top) {
 				t.Fatalf("the cut (%d kept) is not on the panel's %d rows", sm.Kept, len(sm.Top))
 			}
+			if sm.CutBy != "top-p" {
+				t.Errorf("the cut line is top-p's, the panel says %q (%s)", sm.CutBy, sm.CutNote)
+			}
 			last := sm.Top[sm.Kept-1]
 			if last.TopPCum < sm.TopP || sm.Kept > 1 && sm.Top[sm.Kept-2].TopPCum >= sm.TopP {
 				t.Errorf("the cut after row %d: top-p's running sum there is %.4f, the row above %.4f; want the first to reach %g", sm.Kept, last.TopPCum, sm.Top[max(0, sm.Kept-2)].TopPCum, sm.TopP)
 			}
 			t.Logf("%s: %d kept; top-p reads %s; its sum at the cut %.4f, the bars' cumulative there %.4f", c.name, sm.Kept, sm.TopPReads, last.TopPCum, last.Cum)
 		})
+	}
+}
+
+// The cut line names the step that made the last cut: at T = 0 after
+// top-p (llama.cpp's order), temperature keeps the likeliest alone, so the
+// line says so instead of explaining top-p's sum, which stopped further
+// down.
+func TestSoftmaxCutNamesItsStep(t *testing.T) {
+	reg := modelstest.Lesson(t)
+	se := session.New("sm", "", reg)
+	defer se.Close()
+	r := run("She was very")
+	r.Sampler.Temperature, r.Sampler.TopK, r.Sampler.TopP, r.Sampler.MinP = 0, 40, 0.95, 0
+	sm := softmaxAt(t, se, r, 0)
+	if sm.Kept != 1 || sm.CutBy != string(sample.Temperature) {
+		t.Fatalf("at T = 0: %d kept, cut by %q", sm.Kept, sm.CutBy)
+	}
+	var tp views.MapFilter
+	for _, f := range sm.Funnel {
+		if f.Name == string(sample.TopP) {
+			tp = f
+		}
+	}
+	want := fmt.Sprintf("temperature (T = 0): %d → 1, greedy: the likeliest token alone is kept", tp.Out)
+	if tp.Out <= 1 || sm.CutNote != want {
+		t.Errorf("cut note %q, want %q (top-p kept %d)", sm.CutNote, want, tp.Out)
 	}
 }

@@ -343,6 +343,10 @@ type SoftmaxPanel struct {
 	// sum (Bar.TopPCum), not against the bars' cumulative at the slider's
 	// T. Empty when the chain has no top-p step or skips it.
 	TopPReads string
+	// CutBy is the chain step that made its last cut (the cut line's
+	// reason): "top-p" is explained by TopPReads; any other by CutNote
+	// ("temperature (T = 0): 14 → 1, greedy: …"). Empty: nothing cut.
+	CutBy, CutNote string
 }
 
 // SamplerPanel is one step of the chain.
