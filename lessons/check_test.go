@@ -14,10 +14,10 @@ func TestCheckInterventions(t *testing.T) {
 	for _, tt := range []struct {
 		name, setting, want string
 	}{
-		{"layer past the model", "ablate: L99H1", "t.md:5: intervention L99H1: the model has layers 1 to 4 in lesson.gguf"},
-		{"head past the model", "ablate: L1H7", "t.md:5: intervention L1H7: the model has heads 1 to 6 in lesson.gguf"},
-		{"unit past the model", "ablate: L2U769", "t.md:5: intervention L2U769: the model has MLP units 1 to 768 in lesson.gguf"},
-		{"steering past the model", "steer: L5:happy|sad*4", "t.md:5: steering L5:happy|sad*4: the model has layers 1 to 4 in lesson.gguf"},
+		{"layer past the model", "ablate: L99H1", "t.md:5: ablate: intervention L99H1: the model has layers 1 to 4 in lesson.gguf"},
+		{"head past the model", "ablate: L1H7", "t.md:5: ablate: intervention L1H7: the model has heads 1 to 6 in lesson.gguf"},
+		{"unit past the model", "ablate: L2U769", "t.md:5: ablate: intervention L2U769: the model has MLP units 1 to 768 in lesson.gguf"},
+		{"steering past the model", "steer: L5:happy|sad*4", "t.md:5: steer: steering after layer 5: the model has layers 1 to 4 in lesson.gguf"},
 		{"within the model", "ablate: L4H6;L2U768;L1mlp\nsteer: L4:happy|sad*4", ""},
 		{"a patch as long as the prompt", "prompt: \"The capital of France is\"\npatch: \"The capital of Japan is\"", ""},
 		{"a patch of another length", "prompt: \"The capital of France is\"\npatch: \"The capital of Spain is\"", "t.md:5: patch \"The capital of Spain is\" is 6 tokens in lesson.gguf and the step's prompt 8: patching needs prompts of the same length"},

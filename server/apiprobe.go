@@ -57,8 +57,8 @@ func (s *Server) setupProbe(x *apiExchange, base string) *api.Error {
 	if err != nil {
 		return probeInvalid(probeParam(err), err, "")
 	}
-	if err := iv.Edits.Check(c.EditShape()); err != nil {
-		return probeInvalid("stepthrough.ablate", err, "")
+	if err := iv.Check(c.EditShape()); err != nil {
+		return probeInvalid(probeParam(err), err, "")
 	}
 	x.probe = &apiProbe{st: st, iv: iv, lm: lm, base: base + "/requests/" + x.id,
 		probe: session.Probe{Lens: st.LensTop, Layers: st.Layers, Heads: st.Heads, Norms: st.Norms}}

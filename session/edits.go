@@ -116,7 +116,7 @@ func fits(lm *engine.Loaded, r spec.Run) error {
 // ablation's means and the steering's direction read on the intact model
 // (engine.ResolveEdits). nil: none. Errors are *Error.
 func RunEdits(ctx context.Context, lm *engine.Loaded, iv spec.Interventions) (*intervene.Set, error) {
-	if err := iv.Edits.Check(lm.Model.Config.EditShape()); err != nil {
+	if err := iv.Check(lm.Model.Config.EditShape()); err != nil {
 		return nil, errorf("%v", err)
 	}
 	edits, err := lm.ResolveEdits(ctx, iv.Edits, iv.Sources)

@@ -228,3 +228,16 @@ func (r *Run) Interventions() Interventions {
 	}
 	return Interventions{Edits: set, Sources: engine.EditSources{MeanOver: r.MeanOver, Steer: r.Steer}}
 }
+
+// Check refuses interventions a model of shape sh cannot take, naming the
+// setting: an edit of a layer, head or unit it lacks (ablate), a steering
+// after a layer it lacks (steer).
+func (iv Interventions) Check(sh intervene.Shape) error {
+	if err := iv.Edits.Check(sh); err != nil {
+		return &Error{Param: "ablate", Value: "", Allowed: err.Error()}
+	}
+	if st := iv.Sources.Steer; st != nil && (st.Layer < 0 || st.Layer >= sh.Layers) {
+		return &Error{Param: "steer", Value: "", Allowed: fmt.Sprintf("steering after layer %d: the model has layers 1 to %d", st.Layer+1, sh.Layers)}
+	}
+	return nil
+}
