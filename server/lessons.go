@@ -25,7 +25,14 @@ func (s *Server) lessonStep(c echo.Context) error {
 	if !ok {
 		return renderPageStatus(c, http.StatusNotFound, views.LessonNotFoundPage(truncate(name, 40)))
 	}
-	i := lessonStepIndex(c, len(l.Steps))
+	i, ok := lessonStepIndex(c, len(l.Steps))
+	if !ok {
+		asked := c.Param("n")
+		if asked == "" {
+			asked = c.QueryParam("step")
+		}
+		return renderPageStatus(c, http.StatusNotFound, views.LessonStepNotFoundPage(name, l.Title, truncate(asked, 20), len(l.Steps)))
+	}
 	st := l.Steps[i]
 	se := session.New("lesson", "", s.reg)
 	defer se.Close()
@@ -50,15 +57,19 @@ func (s *Server) lessonStep(c echo.Context) error {
 
 // lessonStepIndex is the step a request names: /lessons/NAME/N (from 1),
 // or ?step= (from 0) in links made before; the first step when neither
-// names one that exists.
-func lessonStepIndex(c echo.Context, steps int) int {
-	i, err := strconv.Atoi(c.QueryParam("step"))
+// names one; false when the one named is not a step of the lesson.
+func lessonStepIndex(c echo.Context, steps int) (int, bool) {
+	v, from := c.QueryParam("step"), 0
 	if n := c.Param("n"); n != "" {
-		k, perr := strconv.Atoi(n)
-		i, err = k-1, perr
+		v, from = n, 1
 	}
+	if v == "" {
+		return 0, true
+	}
+	i, err := strconv.Atoi(v)
+	i -= from
 	if err != nil || i < 0 || i >= steps {
-		return 0
+		return 0, false
 	}
-	return i
+	return i, true
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -329,7 +331,9 @@ func TestUnknownLessonIsAPage(t *testing.T) {
 
 // Lesson steps are numbered from 1 in their address as on the page
 // (/lessons/NAME/2 is "step 2 of 3"); links made before, ?step= from 0,
-// still open the same step; a step that does not exist opens the first.
+// still open the same step; a step that does not exist is a 404 saying
+// which steps there are, with the way to the first (it used to open the
+// first step as if it were the one asked for).
 func TestLessonStepAddresses(t *testing.T) {
 	_, ts := classServer(t, "")
 	for _, tt := range []struct {
@@ -339,15 +343,24 @@ func TestLessonStepAddresses(t *testing.T) {
 		{"/lessons/logits-and-softmax/2", "1"},
 		{"/lessons/logits-and-softmax?step=1", "1"},
 		{"/lessons/logits-and-softmax/1", "0"},
-		{"/lessons/logits-and-softmax/0", "0"},
-		{"/lessons/logits-and-softmax/99", "0"},
-		{"/lessons/logits-and-softmax/x", "0"},
+		{"/lessons/logits-and-softmax", "0"},
 	} {
 		t.Run(tt.path, func(t *testing.T) {
 			doc := get(t, ts.URL+tt.path)
 			got, _ := doc.Find(`[data-testid="lesson-step"]`).Attr("data-step")
 			if got != tt.step {
 				t.Errorf("step %q, want %q", got, tt.step)
+			}
+		})
+	}
+	for _, path := range []string{"/lessons/logits-and-softmax/0", "/lessons/logits-and-softmax/99", "/lessons/logits-and-softmax/x", "/lessons/logits-and-softmax?step=99"} {
+		t.Run(path, func(t *testing.T) {
+			doc := getStatus(t, ts.URL+path, http.StatusNotFound)
+			if msg := doc.Find(`[data-testid="error"]`).Text(); !regexp.MustCompile(`has no step .+: its steps are 1 to \d+\.`).MatchString(msg) {
+				t.Errorf("the page says %q", msg)
+			}
+			if href, _ := doc.Find(`[data-testid="lesson-start-link"]`).Attr("href"); href != "/lessons/logits-and-softmax/1" {
+				t.Errorf("the way to the first step %q", href)
 			}
 		})
 	}
