@@ -91,6 +91,12 @@ func TestWhereQuantizationBitesInBrowser(t *testing.T) {
 		if n := eval[int](t, ctx, `document.querySelectorAll('[data-testid="versus"]').length`, false); n != 0 {
 			t.Errorf("%s: the comparison shows before the question is answered", size.name)
 		}
+		do(t, ctx, chromedp.Click(chromedp.CSS(`[data-testid="choice"] input`)), chromedp.Click(chromedp.CSS(`[data-testid="question"] button[type="submit"]`)),
+			chromedp.WaitVisible(chromedp.CSS(`[data-testid="feedback"]`)))
+		// the picked choice says "your answer" once (the page's words, no second one drawn by the style sheet)
+		if got := eval[string](t, ctx, `(() => { const l = document.querySelector('label.picked'); return l.textContent.split('your answer').length - 1 + ' ' + getComputedStyle(l, '::after').content; })()`, false); got != "1 none" {
+			t.Errorf("%s: the picked choice's \"your answer\" count and ::after content: %s", size.name, got)
+		}
 		do(t, ctx, chromedp.Navigate(base+"/lessons/where-quantization-bites?step=1"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="versus-drift"]`)))
 		if n := eval[int](t, ctx, `document.querySelectorAll('[data-testid="versus-drift"] tr[data-level]').length`, false); n != 8 {
 			t.Errorf("%s: at layer 4's MLP the drift table has %d rows, want 8", size.name, n)
