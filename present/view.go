@@ -125,8 +125,15 @@ func (s *snap) url(stage trace.Stage) string {
 }
 
 // Form is the run's settings as the Explorer's form shows them.
-func Form(r spec.Run) views.Settings {
+func Form(r spec.Run) views.Settings { return FormShowing(r, nil) }
+
+// FormShowing is Form with some fields showing what the viewer typed
+// instead (by form key): a value the run refused, back in its box to fix.
+func FormShowing(r spec.Run, typed map[string]string) views.Settings {
 	f := r.Form()
+	for k, v := range typed {
+		f[k] = v
+	}
 	return views.Settings{PromptMax: spec.MaxPromptChars, Prompt: f["prompt"], Model: f["model"], Backend: f["backend"], Temperature: f["temperature"], TopK: f["top_k"],
 		TopP: f["top_p"], MinP: f["min_p"], TypicalP: f["typical_p"], RepeatPenalty: f["repeat_penalty"], RepeatLastN: f["repeat_last_n"],
 		FreqPen: f["frequency_penalty"], PresPen: f["presence_penalty"], Seed: f["seed"], Order: f["order"], MaxTokens: f["max_tokens"],

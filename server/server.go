@@ -34,9 +34,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"runtime"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/a-h/templ"
@@ -369,11 +371,13 @@ func (s *Server) index(c echo.Context) error {
 	}
 	q := c.QueryParams()
 	var runErr error
+	var typed map[string]string // a refused value, back in its box
 	settings := se.Settings()
 	if q.Get("prompt") != "" {
 		if run, err := spec.FromQuery(q, settings); err != nil {
 			runErr = err
-			settings.Prompt = q.Get("prompt") // the box keeps what the viewer asked for
+			settings = spec.Keeping(spec.QueryGetter(q), settings) // the form keeps what the viewer asked for
+			typed = refusedField(err, q)
 		} else if runErr = s.withWork(c, func(ctx context.Context) error { return se.Open(ctx, run) }); runErr != nil {
 			settings = run // the viewer's settings, to fix and run again
 		} else {
@@ -402,8 +406,26 @@ func (s *Server) index(c echo.Context) error {
 		}
 	}
 	page := present.Page(se, settings, s.reg.Names(), s.reg.Label, runErr)
+	if typed != nil {
+		page.Settings = present.FormShowing(settings, typed)
+	}
 	page.AssetsMissing = static.Missing()
 	return renderPageStatus(c, status, views.ExplorerPage(page))
+}
+
+// refusedField is the query's value of the setting err refuses, by its
+// form key ("max tokens" is max_tokens, "top-p" top_p); nil when err
+// names none the query gave.
+func refusedField(err error, q url.Values) map[string]string {
+	var pe *spec.Error
+	if !errors.As(err, &pe) {
+		return nil
+	}
+	key := strings.NewReplacer(" ", "_", "-", "_").Replace(pe.Param)
+	if v, ok := q[key]; ok && len(v) > 0 {
+		return map[string]string{key: v[0]}
+	}
+	return nil
 }
 
 func renderPage(c echo.Context, comp templ.Component) error {

@@ -107,6 +107,24 @@ func TestIndexOpensWithSettings(t *testing.T) {
 			t.Errorf("%s: error %q, want it to mention %q", bad, msg, want)
 		}
 	}
+	// a link with one bad setting is refused naming it, and the form keeps
+	// the settings that were fine and shows the bad one as typed, to fix
+	doc = getStatus(t, ts.URL+"/?prompt=hi&max_tokens=8&top_k=5&ablate=L0H1", 400)
+	for name, want := range map[string]string{"max_tokens": "8", "top_k": "5", "ablate": "L0H1"} {
+		if v, _ := doc.Find(`input[name="` + name + `"]`).Attr("value"); v != want {
+			t.Errorf("after a refused ablate: the form's %s is %q, want %q", name, v, want)
+		}
+	}
+	if v := doc.Find(`textarea[name="prompt"]`).Text(); v != "hi" {
+		t.Errorf("after a refused ablate: the prompt box holds %q", v)
+	}
+	doc = getStatus(t, ts.URL+"/?prompt=hi&max_tokens=8&top_p=2", 400)
+	if v, _ := doc.Find(`input[name="top_p"]`).Attr("value"); v != "2" {
+		t.Errorf("after a refused top-p: the form's top_p is %q, want the 2 typed", v)
+	}
+	if v, _ := doc.Find(`input[name="max_tokens"]`).Attr("value"); v != "8" {
+		t.Errorf("after a refused top-p: the form's max_tokens is %q, want 8", v)
+	}
 	// a link typed by hand with a ";" in a value keeps it (Go's parser
 	// would drop the pair, and the run would go without it, silently)
 	doc = get(t, ts.URL+"/?prompt=a;b&temperature=0&ablate=L1H1;L2mlp")

@@ -71,6 +71,34 @@ func FromForm(get Getter, base Run) (Run, error) {
 	return r, nil
 }
 
+// Keeping is base with each field get gives that reads applied on its
+// own and the others left as base has them, unvalidated: what a form
+// shows once FromForm refused the whole, so every setting the viewer gave
+// that was fine stays, beside the one to fix.
+func Keeping(get Getter, base Run) Run {
+	r := base
+	if v, ok := get("prompt"); ok {
+		r.Prompt = v
+	}
+	for _, p := range params {
+		if v, ok := get(p.Key); ok {
+			x := r.Sampler
+			if p.set(&x, v) == nil {
+				r.Sampler = x
+			}
+		}
+	}
+	for _, f := range fields {
+		if v, ok := get(f.Key); ok {
+			x := r
+			if f.set(&x, v) == nil {
+				r = x
+			}
+		}
+	}
+	return r
+}
+
 // FromQuery is FromForm over a URL's query.
 func FromQuery(q url.Values, base Run) (Run, error) { return FromForm(QueryGetter(q), base) }
 

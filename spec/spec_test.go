@@ -364,3 +364,20 @@ func TestCheckedReadsTheInterventions(t *testing.T) {
 		})
 	}
 }
+
+// Keeping applies each field that reads on its own and leaves the others
+// as base has them: what the form shows after a refused link.
+func TestKeeping(t *testing.T) {
+	base := Default("lesson.gguf")
+	q := url.Values{"prompt": {"hi"}, "max_tokens": {"8"}, "top_k": {"5"}, "top_p": {"2"}, "ablate": {"L0H1"}, "steer": {"L2:a|b*3"}}
+	got := Keeping(QueryGetter(q), base)
+	want := base
+	want.Prompt, want.MaxTokens, want.Sampler.TopK = "hi", 8, 5
+	want.Sampler.TopP = 2 // read, though Validate refuses it: the form shows it to fix
+	if err := want.SetInterventions("", "L2:a|b*3", ""); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Keeping (-want +got):\n%s", diff)
+	}
+}
