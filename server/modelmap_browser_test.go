@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -160,6 +161,30 @@ func TestProjectorThemePersists(t *testing.T) {
 	}
 	if big == plain {
 		t.Errorf("the projector theme keeps the text at %s", plain)
+	}
+	// the projector's map at 720 and 1080 px high: no label runs into
+	// another, the chain's slanted names are not drawn past their slots,
+	// no text is cut by the drawing's edge, and on the taller screen the
+	// drawing takes most of the width (it was capped to 9rem high: 70 %)
+	for _, size := range []screenSize{{"720p", 1280, 720}, {"1080p", 1920, 1080}} {
+		do(t, ctx, chromedp.EmulateViewport(size.w, size.h), chromedp.Navigate(base+"/?prompt=She+was+very&model=lesson.gguf&seed=3"),
+			chromedp.WaitVisible(chromedp.CSS(`details.map[open] svg`)))
+		if o := eval[[]string](t, ctx, overlapsJS(`details.map svg text:not(.tag)`), false); len(o) > 0 {
+			t.Errorf("%s: the map's labels overlap: %q", size.name, o)
+		}
+		tags := eval[[]float64](t, ctx, `[...document.querySelectorAll('details.map svg text.tag')].map(e => parseFloat(getComputedStyle(e).fontSize))`, false)
+		if len(tags) == 0 || slices.Max(tags) > 13 {
+			t.Errorf("%s: the chain's names are drawn at %v px in the drawing's units (13 fits their slots)", size.name, tags)
+		}
+		cut := eval[[]string](t, ctx, `(() => { const s = document.querySelector('details.map svg').getBoundingClientRect();
+			return [...document.querySelectorAll('details.map svg text')].filter(e => e.textContent.trim()).filter(e => { const r = e.getBoundingClientRect(); return r.top < s.top - 0.5 || r.left < s.left - 0.5 || r.right > s.right + 0.5; }).map(e => e.textContent.trim()); })()`, false)
+		if len(cut) > 0 {
+			t.Errorf("%s: texts cut by the drawing's edge: %q", size.name, cut)
+		}
+		if w := eval[float64](t, ctx, `document.querySelector('details.map svg').getBoundingClientRect().width / document.querySelector('details.map').clientWidth`, false); size.h >= 1080 && w < 0.85 {
+			t.Errorf("%s: the map is drawn %.0f %% of its box's width", size.name, 100*w)
+		}
+		viewShot(t, ctx, `details.map`, "projector-map-"+size.name)
 	}
 	eval[any](t, ctx, `localStorage.removeItem("stepthrough-theme")`, false)
 }

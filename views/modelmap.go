@@ -86,6 +86,12 @@ func (e MapEdge) TextAnchor() string {
 	return e.Anchor
 }
 
+// ViewBox is the drawing's viewBox: its width and height, and room above
+// y 0 for the top line's ascent.
+func (L MapLayout) ViewBox() string {
+	return fmt.Sprintf("0 %.0f %.0f %.0f", -mapTop, L.W, L.H+mapTop)
+}
+
 // MapLayout is the drawing: parts, edges, free labels and the flow path
 // from the previous stage to the current one.
 type MapLayout struct {
@@ -117,6 +123,7 @@ const (
 	blkY, blkH = 33.0, 36.0 // attention and MLP, above the stream
 	kvY, kvH   = 138.0, 28.0
 	loopY      = 180.0
+	mapTop     = 6.0 // drawn above y 0: the title's ascent
 	blockX0    = 262.0
 	blockX1    = 735.0
 )
@@ -132,8 +139,10 @@ func (m *ModelMap) Layout() MapLayout {
 		embTitle += " The learned position row is added to it."
 	}
 	L.add(m, MapPart{Key: "embed", Label: "embed", X: 108, Y: boxY, W: 80, H: boxH, Stage: "embed", Inline: true, Title: embTitle})
-	L.Edges = append(L.Edges, MapEdge{X1: 88, Y1: streamY, X2: 108, Y2: streamY, Label: "token ids: {T}", LX: 98, LY: kvY + 12})
-	L.Stream = MapEdge{X1: 188, Y1: streamY, X2: 745, Y2: streamY, Label: fmt.Sprintf("[{T} × %d]", m.Embd), LX: 225, LY: streamY - 8}
+	// the labels start clear of what they sit beside: the loop's line down
+	// from the tokens (x 48) and the embed box (to x 188)
+	L.Edges = append(L.Edges, MapEdge{X1: 88, Y1: streamY, X2: 108, Y2: streamY, Label: "token ids: {T}", LX: 56, LY: kvY + 12, Anchor: "start"})
+	L.Stream = MapEdge{X1: 188, Y1: streamY, X2: 745, Y2: streamY, Label: fmt.Sprintf("[{T} × %d]", m.Embd), LX: 194, LY: streamY - 8, Anchor: "start"}
 	m.layoutBlocks(&L)
 	m.layoutHead(&L)
 	L.Flow = m.flow(&L)
