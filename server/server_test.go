@@ -125,6 +125,12 @@ func TestIndexOpensWithSettings(t *testing.T) {
 	if v, _ := doc.Find(`input[name="max_tokens"]`).Attr("value"); v != "8" {
 		t.Errorf("after a refused top-p: the form's max_tokens is %q, want 8", v)
 	}
+	// a comparison the model cannot take is dropped at the run, saying so
+	// where it is read before the stage
+	doc = get(t, ts.URL+"/?prompt=hi&vs=Q9_9")
+	if n := doc.Find(`[data-testid="notice"]`); !strings.Contains(n.Text(), "Q9_9") {
+		t.Errorf("vs=Q9_9: the notice says %q", n.Text())
+	}
 	// a link typed by hand with a ";" in a value keeps it (Go's parser
 	// would drop the pair, and the run would go without it, silently)
 	doc = get(t, ts.URL+"/?prompt=a;b&temperature=0&ablate=L1H1;L2mlp")
