@@ -28,6 +28,9 @@ func itoa(n int) string { return strconv.Itoa(n) }
 
 func TestComparePage(t *testing.T) {
 	_, ts := testServer(t)
+	if empty := get(t, ts.URL+"/compare"); !strings.Contains(empty.Find(`[data-testid="compare-empty"]`).Text(), "press Compare") {
+		t.Error("the page before a comparison does not say what to do")
+	}
 	doc := get(t, compareURL(ts.URL, 8, 7, "greedy", "temperature=1.5,top-k=0,top-p=1,min-p=0,seed=2", "beam=3"))
 	if n := doc.Find(`[data-testid="lane"]`).Length(); n != 3 {
 		t.Fatalf("%d lanes (%s)", n, doc.Find(".error").Text())
