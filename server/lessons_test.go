@@ -135,9 +135,9 @@ func TestBuiltinLessonsPlay(t *testing.T) {
 	if a, b := tok(0), tok(1); a == "" || a == b || tok(0) != a {
 		t.Errorf("seeds lesson: seed 1 drew %q, seed 2 drew %q; want different, repeatable draws", a, b)
 	}
-	// Hostile or odd requests answer without panicking.
-	get(t, ts.URL+"/lessons/logits-and-softmax?step=-5")
-	get(t, ts.URL+"/lessons/logits-and-softmax?step=99999999999999999999")
+	// Hostile or odd requests answer without panicking: no such step.
+	getStatus(t, ts.URL+"/lessons/logits-and-softmax?step=-5", http.StatusNotFound)
+	getStatus(t, ts.URL+"/lessons/logits-and-softmax?step=99999999999999999999", http.StatusNotFound)
 }
 
 // A student opens the lessons page in a real browser, starts a lesson,
