@@ -15,7 +15,7 @@ func TestCheckLessonInterventions(t *testing.T) {
 		name, setting, out, err string
 		code                    int
 	}{
-		{"no claims, a layer past the model", "ablate: L99H1", "FAIL bad.md:5: intervention L99H1: the model has layers 1 to 4 in lesson.gguf\n",
+		{"no claims, a layer past the model", "ablate: L99H1", "FAIL bad.md:5: ablate: intervention L99H1: the model has layers 1 to 4 in lesson.gguf\n",
 			"stepthrough check-lesson: 1 of 1 checks failed (claims that do not hold, lessons that do not fit their model, questions answered before they are asked, general statements with no source or claim)\n", 1},
 		{"no claims, within the model", "ablate: L4H1", "bad.md: 0 claims\n", "", 0},
 	} {
