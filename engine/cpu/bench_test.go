@@ -45,6 +45,47 @@ func BenchmarkDecode(b *testing.B) {
 	}
 }
 
+// BenchmarkAttentionRow is a decode step over a cached context: one token
+// after depth positions, through a single-layer Q8_0 model with the 110M
+// shape's attention (12 heads of 64) or Qwen3-0.6B's (16 query heads of
+// 128 sharing 8) and small other products, on one thread (one row's
+// attention runs on one). What a step takes past depth=1 is the heads'
+// scores, softmax and weighted values over the context.
+func BenchmarkAttentionRow(b *testing.B) {
+	shapes := []struct {
+		name string
+		opt  model.SynthOptions
+	}{
+		{"110M", model.SynthOptions{Arch: "llama", Embd: 768, Layers: 1, Heads: 12, FFN: 32, Vocab: 512, Context: 2048, Type: quant.Q8_0}},
+		{"qwen3", model.SynthOptions{Arch: "qwen3", Embd: 1024, Layers: 1, Heads: 16, KVHeads: 8, HeadDim: 128, FFN: 32, Vocab: 512, Context: 2048, Type: quant.Q8_0}},
+	}
+	for _, sh := range shapes {
+		m := synthModel(b, sh.opt)
+		r, err := NewRunner(m, Options{Threads: 1, Context: 2048})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ids := make([]int32, 2047)
+		for i := range ids {
+			ids[i] = int32(i % 500)
+		}
+		if _, err := r.Forward(context.Background(), ids, false); err != nil {
+			b.Fatal(err)
+		}
+		for _, depth := range []int{1, 64, 512, 2047} {
+			b.Run(fmt.Sprintf("%s/depth=%d", sh.name, depth), func(b *testing.B) {
+				for b.Loop() {
+					r.Truncate(depth)
+					if _, err := r.Forward(context.Background(), []int32{7}, false); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+		r.Close()
+	}
+}
+
 func BenchmarkPrefill(b *testing.B) {
 	for _, typ := range []quant.Type{quant.F32, quant.Q8_0} {
 		b.Run(fmt.Sprintf("%s/pp128", typ), func(b *testing.B) {

@@ -806,36 +806,31 @@ func laneRow(k func(*byte, int, *uint32, int, *float32, *float32, int, int, int,
 }
 
 //go:noescape
-func dotHeadsAVX2(q *float32, key *float32, nh int, hd int, g0 int, group int, scale float32, out *float32, ostride int)
+func scoresAVX2(q *float32, keys *float32, kstride int, npos int, hd int, scale float32, out *float32)
 
 //go:noescape
-func axpyHeadsAVX2(acc *float32, w *float32, wstride int, val *float32, nh int, hd int, g0 int, group int)
+func valuesAVX2(acc *float32, w *float32, vals *float32, vstride int, npos int, hd int)
 
-// dotHeads sets out[h*ostride] = dot(q[h*hd:][:hd], key[kv*hd:][:hd]) *
-// scale for the nh heads of q, kv moving on by one every group heads
-// from g0 into the first's group, each exactly as dot computes it; it
-// reports false (nothing done) without AVX2 or when hd is not a multiple
-// of 8.
-func dotHeads(q, key []float32, nh, hd, g0, group int, scale float32, out []float32, ostride int) bool {
-	if !useAVX2 || nh == 0 || hd == 0 || hd%8 != 0 {
+// scoreRun sets out[j] = dot(q[:hd], keys[j*kstride:][:hd]) * scale for
+// the npos keys of a run, each exactly as dot computes it; it reports
+// false (nothing done) without AVX2 or when hd is not a multiple of 8.
+func scoreRun(q, keys []float32, kstride, npos, hd int, scale float32, out []float32) bool {
+	if !useAVX2 || npos <= 0 || hd <= 0 || hd%8 != 0 {
 		return false
 	}
-	_, _ = q[nh*hd-1], key[(g0+nh-1)/group*hd+hd-1]
-	_ = out[(nh-1)*ostride]
-	dotHeadsAVX2(&q[0], &key[0], nh, hd, g0, group, scale, &out[0], ostride)
+	_, _, _ = q[hd-1], keys[(npos-1)*kstride+hd-1], out[npos-1]
+	scoresAVX2(&q[0], &keys[0], kstride, npos, hd, scale, &out[0])
 	return true
 }
 
-// axpyHeads adds w[h*wstride]·val[kv*hd:][:hd] to acc[h*hd:][:hd] for the
-// nh heads, kv as dotHeads moves it, each element exactly as axpy adds
-// it; it reports false (nothing done) without AVX2 or when hd is not a
-// multiple of 8.
-func axpyHeads(acc, w []float32, wstride int, val []float32, nh, hd, g0, group int) bool {
-	if !useAVX2 || nh == 0 || hd == 0 || hd%8 != 0 {
+// valueRun adds w[j]·vals[j*vstride:][:hd] to acc[:hd] for the npos values
+// of a run, in order, each element exactly as axpy adds it; it reports
+// false (nothing done) without AVX2 or when hd is not a multiple of 8.
+func valueRun(acc, w, vals []float32, vstride, npos, hd int) bool {
+	if !useAVX2 || npos <= 0 || hd <= 0 || hd%8 != 0 {
 		return false
 	}
-	_, _ = acc[nh*hd-1], val[(g0+nh-1)/group*hd+hd-1]
-	_ = w[(nh-1)*wstride]
-	axpyHeadsAVX2(&acc[0], &w[0], wstride, &val[0], nh, hd, g0, group)
+	_, _, _ = acc[hd-1], w[npos-1], vals[(npos-1)*vstride+hd-1]
+	valuesAVX2(&acc[0], &w[0], &vals[0], vstride, npos, hd)
 	return true
 }

@@ -57,12 +57,12 @@ func dotRowsQ80(t quant.Type, data []byte, rb, lo, hi int, z *q80, n, cols int, 
 	dotRowsQ80Each(t, data, rb, lo, hi, z, n, cols, out, rows)
 }
 
-// dotHeads has no kernel here.
-func dotHeads(q, key []float32, nh, hd, g0, group int, scale float32, out []float32, ostride int) bool {
+// scoreRun has no kernel here.
+func scoreRun(q, keys []float32, kstride, npos, hd int, scale float32, out []float32) bool {
 	return false
 }
 
-// axpyHeads has no kernel here.
-func axpyHeads(acc, w []float32, wstride int, val []float32, nh, hd, g0, group int) bool {
+// valueRun has no kernel here.
+func valueRun(acc, w, vals []float32, vstride, npos, hd int) bool {
 	return false
 }

@@ -717,31 +717,38 @@ func TestLayQ80(t *testing.T) {
 	}
 }
 
-// The attention kernels over one key or value row give each head exactly
-// what dot and axpy give it one head at a time, with one query head per
-// key head or several (a group, the first head anywhere in its group).
-func TestAttentionHeadKernels(t *testing.T) {
+// The attention kernels over a run of cached rows give a head exactly
+// what dot and axpy give it one position at a time: runs of every length
+// around the eight positions the score kernel reduces together, head
+// sizes of whole 64s, 32s and 8s, rows wider than the head.
+func TestAttentionRunKernels(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
-	for _, c := range []struct{ nh, hd, g0, group int }{{1, 8, 0, 1}, {12, 64, 0, 1}, {6, 32, 0, 1}, {8, 64, 1, 4}, {5, 72, 2, 3}, {3, 128, 0, 2}, {4, 256, 1, 2}} {
-		kvHeads := (c.g0+c.nh-1)/c.group + 1
-		q, key := randFloats(r, c.nh*c.hd), randFloats(r, kvHeads*c.hd)
-		const ostride = 3
-		out := make([]float32, c.nh*ostride)
-		if !dotHeads(q, key, c.nh, c.hd, c.g0, c.group, 0.125, out, ostride) {
-			t.Skip("no attention kernels here")
-		}
-		w, acc := randFloats(r, c.nh*ostride), randFloats(r, c.nh*c.hd)
-		want := slices.Clone(acc)
-		axpyHeads(acc, w, ostride, key, c.nh, c.hd, c.g0, c.group)
-		for h := range c.nh {
-			kv := key[(c.g0+h)/c.group*c.hd:][:c.hd]
-			if s := dot(q[h*c.hd:][:c.hd], kv) * 0.125; math.Float32bits(out[h*ostride]) != math.Float32bits(s) {
-				t.Errorf("%+v: head %d scores %g, dot gives %g", c, h, out[h*ostride], s)
+	for _, hd := range []int{8, 24, 32, 64, 72, 96, 128, 256} {
+		for _, npos := range []int{1, 2, 7, 8, 9, 15, 16, 17, 33} {
+			stride := hd*3 + 8
+			q, rows := randFloats(r, hd), randFloats(r, (npos-1)*stride+hd)
+			out := make([]float32, npos+1)
+			out[npos] = 42
+			if !scoreRun(q, rows, stride, npos, hd, 0.125, out) {
+				t.Skip("no attention kernels here")
 			}
-			axpy(want[h*c.hd:][:c.hd], w[h*ostride], kv)
-		}
-		if !slices.Equal(acc, want) {
-			t.Errorf("%+v: the heads' sums differ from axpy head by head", c)
+			for j := range npos {
+				if s := dot(q, rows[j*stride:][:hd]) * 0.125; math.Float32bits(out[j]) != math.Float32bits(s) {
+					t.Errorf("hd=%d npos=%d: score %d is %g, dot gives %g", hd, npos, j, out[j], s)
+				}
+			}
+			if out[npos] != 42 {
+				t.Errorf("hd=%d npos=%d: wrote past the run's scores", hd, npos)
+			}
+			w, acc := randFloats(r, npos), randFloats(r, hd+1)
+			want := slices.Clone(acc)
+			valueRun(acc[:hd], w, rows, stride, npos, hd)
+			for j := range npos {
+				axpy(want[:hd], w[j], rows[j*stride:][:hd])
+			}
+			if !slices.Equal(acc, want) {
+				t.Errorf("hd=%d npos=%d: the sums differ from axpy position by position", hd, npos)
+			}
 		}
 	}
 }
