@@ -81,10 +81,10 @@ func suiteRow(ctx context.Context, path string, reps int, opt engine.Options) (S
 		return row, err
 	}
 	defer r.Close()
-	if row.PP128, row.PP128SD, row.TG64, row.TG64SD, err = measurePPTG(ctx, r, m, 128, 64, reps); err != nil {
+	if row.PP128, row.PP128SD, row.TG64, row.TG64SD, err = measurePPTG(ctx, r, m, 128, 64, 0, reps); err != nil {
 		return row, err
 	}
-	if row.PP512, row.PP512SD, _, _, err = measurePPTG(ctx, r, m, 512, 0, reps); err != nil {
+	if row.PP512, row.PP512SD, _, _, err = measurePPTG(ctx, r, m, 512, 0, 0, reps); err != nil {
 		return row, err
 	}
 	one, err := benchOneBatch(ctx, l, 1, 32, 32, reps)

@@ -112,6 +112,35 @@ func TestBenchAndInspectJSON(t *testing.T) {
 	}
 }
 
+// bench -d measures at a depth of context, as llama-bench's -d does: the
+// table names it as llama-bench does, the JSON carries it, and a depth the
+// model's context cannot hold or a batch beside it is refused by name.
+func TestBenchDepth(t *testing.T) {
+	m := stories(t)
+	out, errOut, code := run(t, "bench", "--model", m, "-p", "8", "-n", "4", "-d", "100", "-r", "1", "-t", "2")
+	if code != 0 || !strings.Contains(out, "pp8 @ d100") || !strings.Contains(out, "tg4 @ d100") {
+		t.Errorf("bench -d 100: %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = run(t, "bench", "--model", m, "-p", "0", "-n", "3", "-d", "20", "-r", "1", "--json")
+	var b BenchResult
+	if code != 0 || json.Unmarshal([]byte(out), &b) != nil || b.Depth != 20 || b.TGTokens != 3 || !(b.TGTPS > 0) {
+		t.Errorf("bench -d 20 --json: %d %+v %s", code, b, errOut)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-d", "5000"}, "needs 5128 positions; the model's context is"},
+		{[]string{"-d", "-1"}, "-d >= 0"},
+		{[]string{"-d", "8", "--batch", "1,2"}, "does not go with --batch"},
+	} {
+		_, errOut, code := run(t, append([]string{"bench", "--model", m}, tc.args...)...)
+		if code == 0 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("bench %v: exit %d, %q; want an error with %q", tc.args, code, errOut, tc.want)
+		}
+	}
+}
+
 func TestSynthThenRun(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "g.gguf")
 	if _, e, code := run(t, "synth", "--arch", "gpt2", "--embd", "64", "--layers", "2", "--heads", "2", "--ffn", "128", "--vocab", "600", "--ctx", "64", "--type", "q8_0", "--out", p); code != 0 {
