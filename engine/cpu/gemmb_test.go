@@ -66,7 +66,9 @@ func randVec(rng *rand.Rand, n int) []float32 {
 
 // TestMatMulPanels checks weight products through the packed panels
 // against one vector at a time: vector counts around the panel edges
-// (16, 47, 48, 49, 97, 130), row counts that are not multiples of 8, F32
+// (16, 47, 48, 49, 97, 130) and those whose last register-wide panel is
+// split with the one before (32, 56 and 128 at AVX2, 64 and 112 at
+// AVX-512; 49 and 97 at both), row counts that are not multiples of 8, F32
 // and a quantized type (rows dequantized per block), one and two threads.
 func TestMatMulPanels(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
@@ -81,7 +83,7 @@ func TestMatMulPanels(t *testing.T) {
 				for i := range scratch {
 					scratch[i] = make([]float32, ScratchFloats(cols))
 				}
-				for _, n := range []int{16, 47, 48, 49, 97, 130} {
+				for _, n := range []int{16, 32, 47, 48, 49, 56, 64, 97, 112, 128, 130} {
 					x := randVec(rng, n*cols)
 					out := make([]float32, n*rows+1)
 					out[n*rows] = 7
