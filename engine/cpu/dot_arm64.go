@@ -52,6 +52,37 @@ func f16ToF32NEON(src *byte, dst *float32, n int)
 //go:noescape
 func dequantQ8_0NEON(row *byte, out *float32, blocks int)
 
+//go:noescape
+func scoresNEON(q *float32, keys *float32, kstride int, npos int, hd int, scale float32, out *float32)
+
+//go:noescape
+func valuesNEON(acc *float32, w *float32, vals *float32, vstride int, npos int, hd int)
+
+// scoreRun sets out[j] = dot(q[:hd], keys[j*kstride:][:hd]) * scale for
+// the npos keys of a run, each as dot computes it (a sum of -0 may come
+// out +0 there); it reports false (nothing done) without NEON or when hd
+// is not a multiple of 4.
+func scoreRun(q, keys []float32, kstride, npos, hd int, scale float32, out []float32) bool {
+	if !useNEON || npos <= 0 || hd <= 0 || hd%4 != 0 {
+		return false
+	}
+	_, _, _ = q[hd-1], keys[(npos-1)*kstride+hd-1], out[npos-1]
+	scoresNEON(&q[0], &keys[0], kstride, npos, hd, scale, &out[0])
+	return true
+}
+
+// valueRun adds w[j]·vals[j*vstride:][:hd] to acc[:hd] for the npos values
+// of a run, in order, each element exactly as axpy adds it; it reports
+// false (nothing done) without NEON or when hd is not a multiple of 4.
+func valueRun(acc, w, vals []float32, vstride, npos, hd int) bool {
+	if !useNEON || npos <= 0 || hd <= 0 || hd%4 != 0 {
+		return false
+	}
+	_, _, _ = acc[hd-1], w[npos-1], vals[(npos-1)*vstride+hd-1]
+	valuesNEON(&acc[0], &w[0], &vals[0], vstride, npos, hd)
+	return true
+}
+
 // dot is the dot product of a and b[:len(a)]: the kernel over whole
 // fours, Go over the rest.
 func dot(a, b []float32) float32 {

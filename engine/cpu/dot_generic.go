@@ -27,3 +27,13 @@ func decodeRowInto(t quant.Type, raw []byte, out []float32) { quant.Dequantize(t
 
 // kernelLevel names the kernels chosen (see Level): the portable ones.
 func kernelLevel() string { return "generic" }
+
+// scoreRun has no kernel here.
+func scoreRun(q, keys []float32, kstride, npos, hd int, scale float32, out []float32) bool {
+	return false
+}
+
+// valueRun has no kernel here.
+func valueRun(acc, w, vals []float32, vstride, npos, hd int) bool {
+	return false
+}

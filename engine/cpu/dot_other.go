@@ -56,13 +56,3 @@ func q80BlockSums([]byte, int, int) []int32 { return nil }
 func dotRowsQ80(t quant.Type, data []byte, rb, lo, hi int, z *q80, n, cols int, out []float32, rows int, _ []int32, _ []byte, _ []float32) {
 	dotRowsQ80Each(t, data, rb, lo, hi, z, n, cols, out, rows)
 }
-
-// scoreRun has no kernel here.
-func scoreRun(q, keys []float32, kstride, npos, hd int, scale float32, out []float32) bool {
-	return false
-}
-
-// valueRun has no kernel here.
-func valueRun(acc, w, vals []float32, vstride, npos, hd int) bool {
-	return false
-}
