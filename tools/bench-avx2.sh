@@ -11,9 +11,11 @@
 #
 #   tools/bench-avx2.sh LLAMA_BIN_DIR [DIR] [ROUNDS]
 #
-# FILES (paths, space-separated) replaces the suite for pp128 and tg64, and
-# BATCH (paths, or "none") the three files of the 8-sequence rounds: for
-# example the Qwen3-0.6B shape, `stepthrough synth --shape qwen3-0.6b
+# FILES (paths, space-separated) replaces the suite for pp128 and tg64,
+# TESTS (semicolon-separated) those two tests, for example "-p 0 -n 32 -d
+# 2048" for generation at a depth of 2048 positions (both programs' -d),
+# and BATCH (paths, or "none") the three files of the 8-sequence rounds:
+# for example the Qwen3-0.6B shape, `stepthrough synth --shape qwen3-0.6b
 # --type f32` and the files quantized from it.
 set -eu
 lb=${1:?usage: bench-avx2.sh path/to/llama.cpp/build/bin [DIR] [ROUNDS]}
@@ -42,8 +44,12 @@ llamab() { "$lb/llama-batched-bench" -m "$1" -c 1024 -b 512 -ub 512 -npp 32 -ntg
 # suite names the bench files of the given shapes.
 suite() { for m in "$@"; do echo "$dir/suite-$m.gguf"; done; }
 
+tests=${TESTS:-"-p 128 -n 0;-p 0 -n 64"}
 for r in $(seq "$rounds"); do
-	for t in "-p 128 -n 0" "-p 0 -n 64"; do
+	IFS=';'
+	set -- $tests
+	unset IFS
+	for t in "$@"; do
 		for f in ${FILES:-$(suite 15M-f32 15M-q8_0 110M-f32 110M-q8_0 110M-q4_k_m)}; do
 			m=$(basename "$f" .gguf)
 			quiet
