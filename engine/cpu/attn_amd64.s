@@ -3,12 +3,47 @@
 #include "textflag.h"
 #include "dot_amd64.h"
 
-// A decode step's attention, one head over a run of cached positions:
-// the scores of its query against each key, then the weighted sum of the
-// values. A head's numbers are each exactly what dot and axpy give them
-// one position at a time; what the run saves is the work between: eight
-// positions' sums reduced together, and the head's sums kept in registers
-// across the positions instead of loaded and stored for each.
+// A decode step's attention over the cached positions: the scores of each
+// head's query against the keys, then the weighted sums of the values.
+// Every number is exactly what dot and axpy give it one position at a
+// time; what the kernels save is the work between: eight positions' sums
+// reduced together, and (one head over a run, scoresAVX2 and
+// valuesAVX2) the head's sums kept in registers across the positions, or
+// (every head over whole rows, scoresRows8AVX2 and valuesRowsAVX2) each
+// row read once and in order. attnTask.heads says which runs where.
+
+// LOAD8 loads eight positions' sums (DOT_REDUCE's first three adds done)
+// from 32-byte slots at P into Y0–Y7.
+#define LOAD8(P) \
+	VMOVUPS 0(P), Y0 \
+	VMOVUPS 32(P), Y1 \
+	VMOVUPS 64(P), Y2 \
+	VMOVUPS 96(P), Y3 \
+	VMOVUPS 128(P), Y4 \
+	VMOVUPS 160(P), Y5 \
+	VMOVUPS 192(P), Y6 \
+	VMOVUPS 224(P), Y7
+
+// REDUCE8 adds up the lanes of Y0–Y7 into the eight scores in Y9 (lane j
+// position j's), pair by pair in DOT_REDUCE's order: the pairs (j, j+4)
+// share a register, each half its position's four lanes added to the
+// other four, then two rounds of VHADDPS (Y10–Y13: scratch).
+#define REDUCE8 \
+	VPERM2F128 $0x20, Y4, Y0, Y9 \
+	VPERM2F128 $0x31, Y4, Y0, Y10 \
+	VADDPS     Y10, Y9, Y9 \
+	VPERM2F128 $0x20, Y5, Y1, Y11 \
+	VPERM2F128 $0x31, Y5, Y1, Y10 \
+	VADDPS     Y10, Y11, Y11 \
+	VPERM2F128 $0x20, Y6, Y2, Y12 \
+	VPERM2F128 $0x31, Y6, Y2, Y10 \
+	VADDPS     Y10, Y12, Y12 \
+	VPERM2F128 $0x20, Y7, Y3, Y13 \
+	VPERM2F128 $0x31, Y7, Y3, Y10 \
+	VADDPS     Y10, Y13, Y13 \
+	VHADDPS    Y11, Y9, Y9 \
+	VHADDPS    Y13, Y12, Y12 \
+	VHADDPS    Y12, Y9, Y9
 
 // func scoresAVX2(q *float32, keys *float32, kstride int, npos int, hd int, scale float32, out *float32)
 // out[j] = dot(q[:hd], keys[j·kstride:][:hd])·scale for j < npos (kstride
@@ -62,31 +97,8 @@ sput:
 	CMPQ    BX, $256
 	JL      spos
 
-	// positions 0–7 in Y0–Y7; pairs (j, j+4) share a register, each
-	// half its position's four lanes summed with the other four
-	VMOVUPS    0(SP), Y0
-	VMOVUPS    32(SP), Y1
-	VMOVUPS    64(SP), Y2
-	VMOVUPS    96(SP), Y3
-	VMOVUPS    128(SP), Y4
-	VMOVUPS    160(SP), Y5
-	VMOVUPS    192(SP), Y6
-	VMOVUPS    224(SP), Y7
-	VPERM2F128 $0x20, Y4, Y0, Y9
-	VPERM2F128 $0x31, Y4, Y0, Y10
-	VADDPS     Y10, Y9, Y9           // 0 | 4
-	VPERM2F128 $0x20, Y5, Y1, Y11
-	VPERM2F128 $0x31, Y5, Y1, Y10
-	VADDPS     Y10, Y11, Y11         // 1 | 5
-	VPERM2F128 $0x20, Y6, Y2, Y12
-	VPERM2F128 $0x31, Y6, Y2, Y10
-	VADDPS     Y10, Y12, Y12         // 2 | 6
-	VPERM2F128 $0x20, Y7, Y3, Y13
-	VPERM2F128 $0x31, Y7, Y3, Y10
-	VADDPS     Y10, Y13, Y13         // 3 | 7
-	VHADDPS    Y11, Y9, Y9           // 0 0 1 1 | 4 4 5 5
-	VHADDPS    Y13, Y12, Y12         // 2 2 3 3 | 6 6 7 7
-	VHADDPS    Y12, Y9, Y9           // 0 1 2 3 | 4 5 6 7
+	LOAD8(SP)
+	REDUCE8
 	VMULPS     Y8, Y9, Y9
 	VMOVUPS    Y9, (R12)
 	ADDQ       $32, R12
@@ -240,5 +252,161 @@ v8pos:
 	JMP          v8
 
 vdone:
+	VZEROUPPER
+	RET
+
+// func scoresRows8AVX2(q *float32, key *float32, kstride int, nh int, hd int, g0 int, group int, scale float32, out *float32, ostride int, scratch *float32)
+// Eight cached positions' scores for nh query heads, reading each key row
+// once, in order: out[h·ostride+j] = dot(q[h·hd:][:hd], key[j·kstride+kv·hd:][:hd])·scale
+// for j < 8, kv moving on by one every group heads (the first head g0
+// into its group). Each dot is summed as dotAVX2 sums it, its four sums
+// added as DOT_REDUCE adds them into one register, kept in scratch (8·nh
+// registers, head h's eight at 256h); the eight of a head are then reduced
+// together in DOT_REDUCE's order. hd a multiple of 8.
+TEXT ·scoresRows8AVX2(SB), NOSPLIT, $0-88
+	MOVQ key+8(FP), R8
+	MOVQ kstride+16(FP), R9
+	SHLQ $2, R9
+	MOVQ hd+32(FP), R11
+	MOVQ scratch+80(FP), R12
+	XORQ BX, BX
+
+rpos:
+	MOVQ q+0(FP), SI
+	MOVQ R8, DX
+	MOVQ g0+40(FP), R13
+	MOVQ nh+24(FP), R10
+	LEAQ (R12)(BX*1), R15
+
+rhead:
+	MOVQ DX, DI
+	MOVQ R11, CX
+	DOT_ZERO
+
+r32:
+	CMPQ CX, $32
+	JL   r8
+	DOT32(SI, DI)
+	SUBQ $32, CX
+	JMP  r32
+
+r8:
+	CMPQ CX, $8
+	JL   rput
+	DOT8(SI, DI)
+	SUBQ $8, CX
+	JMP  r8
+
+rput:
+	VADDPS  Y1, Y0, Y0
+	VADDPS  Y3, Y2, Y2
+	VADDPS  Y2, Y0, Y0
+	VMOVUPS Y0, (R15)
+	ADDQ    $256, R15
+	INCQ    R13
+	CMPQ    R13, group+48(FP)
+	JL      rsame
+	XORQ    R13, R13
+	MOVQ    DI, DX // the next kv head's slice follows this one's
+
+rsame:
+	DECQ R10
+	JNZ  rhead
+	ADDQ R9, R8
+	ADDQ $32, BX
+	CMPQ BX, $256
+	JL   rpos
+
+	VBROADCASTSS scale+56(FP), Y8
+	MOVQ         out+64(FP), R14
+	MOVQ         ostride+72(FP), R9
+	SHLQ         $2, R9
+	MOVQ         nh+24(FP), R10
+	MOVQ         R12, R15
+
+rnet:
+	LOAD8(R15)
+	REDUCE8
+	VMULPS     Y8, Y9, Y9
+	VMOVUPS    Y9, (R14)
+	ADDQ       $256, R15
+	ADDQ       R9, R14
+	DECQ       R10
+	JNZ        rnet
+	VZEROUPPER
+	RET
+
+// func valuesRowsAVX2(acc *float32, w *float32, wstride int, vals *float32, vstride int, npos int, nh int, hd int, g0 int, group int)
+// npos cached positions' values into nh heads' sums, reading each value
+// row once, in order: acc[h·hd:][:hd] += w[h·wstride+j]·val_j[kv·hd:][:hd]
+// for j < npos in order, kv as scoresRows8AVX2 moves it, each element
+// fused exactly as axpyAVX2 fuses it. hd a multiple of 8, npos > 0.
+TEXT ·valuesRowsAVX2(SB), NOSPLIT, $0-80
+	MOVQ vals+24(FP), R8
+	MOVQ vstride+32(FP), R9
+	SHLQ $2, R9
+	MOVQ w+8(FP), R12
+	MOVQ wstride+16(FP), R14
+	SHLQ $2, R14
+	MOVQ npos+40(FP), BX
+
+wpos:
+	MOVQ acc+0(FP), DI
+	MOVQ R8, DX
+	MOVQ R12, AX
+	MOVQ g0+64(FP), R13
+	MOVQ nh+48(FP), R10
+
+whead:
+	VBROADCASTSS (AX), Y15
+	MOVQ         DX, SI
+	MOVQ         hd+56(FP), CX
+
+w32:
+	CMPQ        CX, $32
+	JL          w8
+	VMOVUPS     (DI), Y0
+	VMOVUPS     32(DI), Y1
+	VMOVUPS     64(DI), Y2
+	VMOVUPS     96(DI), Y3
+	VFMADD231PS (SI), Y15, Y0
+	VFMADD231PS 32(SI), Y15, Y1
+	VFMADD231PS 64(SI), Y15, Y2
+	VFMADD231PS 96(SI), Y15, Y3
+	VMOVUPS     Y0, (DI)
+	VMOVUPS     Y1, 32(DI)
+	VMOVUPS     Y2, 64(DI)
+	VMOVUPS     Y3, 96(DI)
+	ADDQ        $128, DI
+	ADDQ        $128, SI
+	SUBQ        $32, CX
+	JMP         w32
+
+w8:
+	CMPQ        CX, $8
+	JL          wnext
+	VMOVUPS     (DI), Y0
+	VFMADD231PS (SI), Y15, Y0
+	VMOVUPS     Y0, (DI)
+	ADDQ        $32, DI
+	ADDQ        $32, SI
+	SUBQ        $8, CX
+	JMP         w8
+
+wnext:
+	ADDQ R14, AX
+	INCQ R13
+	CMPQ R13, group+72(FP)
+	JL   wsame
+	XORQ R13, R13
+	MOVQ SI, DX
+
+wsame:
+	DECQ R10
+	JNZ  whead
+	ADDQ R9, R8
+	ADDQ $4, R12
+	DECQ BX
+	JNZ  wpos
 	VZEROUPPER
 	RET

@@ -811,6 +811,45 @@ func scoresAVX2(q *float32, keys *float32, kstride int, npos int, hd int, scale 
 //go:noescape
 func valuesAVX2(acc *float32, w *float32, vals *float32, vstride int, npos int, hd int)
 
+//go:noescape
+func scoresRows8AVX2(q *float32, key *float32, kstride int, nh int, hd int, g0 int, group int, scale float32, out *float32, ostride int, scratch *float32)
+
+//go:noescape
+func valuesRowsAVX2(acc *float32, w *float32, wstride int, vals *float32, vstride int, npos int, nh int, hd int, g0 int, group int)
+
+// hasRowKernels reports whether scoreRows8 and valueRows take heads of
+// hd values here.
+func hasRowKernels(hd int) bool { return useAVX2 && hd > 0 && hd%8 == 0 }
+
+// scoreRows8 sets out[h*ostride+j] = dot(q[h*hd:][:hd], key[j*kstride+kv*hd:][:hd]) *
+// scale for the nh heads of q and eight positions j, kv moving on by one
+// every group heads from g0 into the first's group, each exactly as dot
+// computes it; scratch holds 64·nh floats. Only where hasRowKernels(hd).
+func scoreRows8(q, key []float32, kstride, nh, hd, g0, group int, scale float32, out []float32, ostride int, scratch []float32) {
+	if !hasRowKernels(hd) || nh <= 0 {
+		panic("scoreRows8: no kernel for these heads")
+	}
+	_, _ = q[nh*hd-1], key[7*kstride+((g0+nh-1)/group+1)*hd-1]
+	_, _ = out[(nh-1)*ostride+7], scratch[64*nh-1]
+	scoresRows8AVX2(&q[0], &key[0], kstride, nh, hd, g0, group, scale, &out[0], ostride, &scratch[0])
+}
+
+// valueRows adds w[h*wstride+j]·vals[j*vstride+kv*hd:][:hd] to
+// acc[h*hd:][:hd] for the nh heads and npos positions j in order, kv as
+// scoreRows8 moves it, each element exactly as axpy adds it. Only where
+// hasRowKernels(hd).
+func valueRows(acc, w []float32, wstride int, vals []float32, vstride, npos, nh, hd, g0, group int) {
+	if !hasRowKernels(hd) || nh <= 0 {
+		panic("valueRows: no kernel for these heads")
+	}
+	if npos <= 0 {
+		return
+	}
+	_, _ = acc[nh*hd-1], w[(nh-1)*wstride+npos-1]
+	_ = vals[(npos-1)*vstride+((g0+nh-1)/group+1)*hd-1]
+	valuesRowsAVX2(&acc[0], &w[0], wstride, &vals[0], vstride, npos, nh, hd, g0, group)
+}
+
 // scoreRun sets out[j] = dot(q[:hd], keys[j*kstride:][:hd]) * scale for
 // the npos keys of a run, each exactly as dot computes it; it reports
 // false (nothing done) without AVX2 or when hd is not a multiple of 8.

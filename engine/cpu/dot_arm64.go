@@ -175,3 +175,17 @@ func decodeRowInto(t quant.Type, raw []byte, out []float32) {
 	}
 	quant.Dequantize(t, raw, out)
 }
+
+// hasRowKernels reports false: no kernels read whole cached rows here
+// (heads takes each head over blocks of positions).
+func hasRowKernels(hd int) bool { return false }
+
+// scoreRows8 is never called here (hasRowKernels).
+func scoreRows8(q, key []float32, kstride, nh, hd, g0, group int, scale float32, out []float32, ostride int, scratch []float32) {
+	panic("scoreRows8: no kernel here")
+}
+
+// valueRows is never called here (hasRowKernels).
+func valueRows(acc, w []float32, wstride int, vals []float32, vstride, npos, nh, hd, g0, group int) {
+	panic("valueRows: no kernel here")
+}

@@ -37,3 +37,17 @@ func scoreRun(q, keys []float32, kstride, npos, hd int, scale float32, out []flo
 func valueRun(acc, w, vals []float32, vstride, npos, hd int) bool {
 	return false
 }
+
+// hasRowKernels reports false: no kernels read whole cached rows here
+// (heads takes each head over blocks of positions).
+func hasRowKernels(hd int) bool { return false }
+
+// scoreRows8 is never called here (hasRowKernels).
+func scoreRows8(q, key []float32, kstride, nh, hd, g0, group int, scale float32, out []float32, ostride int, scratch []float32) {
+	panic("scoreRows8: no kernel here")
+}
+
+// valueRows is never called here (hasRowKernels).
+func valueRows(acc, w []float32, wstride int, vals []float32, vstride, npos, nh, hd, g0, group int) {
+	panic("valueRows: no kernel here")
+}

@@ -717,6 +717,49 @@ func TestLayQ80(t *testing.T) {
 	}
 }
 
+// The attention kernels over whole cached rows give every head exactly
+// what dot and axpy give it one position at a time: one query head per key
+// head or groups of them (the first head anywhere in its group), head
+// sizes of 32s and 8s, rows wider than the heads.
+func TestAttentionRowKernels(t *testing.T) {
+	if !hasRowKernels(8) {
+		t.Skip("no row kernels here")
+	}
+	r := rand.New(rand.NewPCG(13, 14))
+	for _, c := range []struct{ nh, hd, g0, group int }{{1, 8, 0, 1}, {12, 64, 0, 1}, {6, 32, 0, 1}, {8, 64, 1, 4}, {5, 72, 2, 3}, {3, 128, 0, 2}, {4, 256, 1, 2}} {
+		kvHeads := (c.g0+c.nh-1)/c.group + 1
+		stride := kvHeads*c.hd + 8
+		for _, npos := range []int{1, 8, 9, 17} {
+			q, rows := randFloats(r, c.nh*c.hd), randFloats(r, (npos-1)*stride+kvHeads*c.hd)
+			kv := func(h, j int) []float32 { return rows[j*stride+(c.g0+h)/c.group*c.hd:][:c.hd] }
+			if npos >= 8 {
+				const ostride = 11
+				out := make([]float32, (c.nh-1)*ostride+8)
+				scoreRows8(q, rows[(npos-8)*stride:], stride, c.nh, c.hd, c.g0, c.group, 0.125, out, ostride, make([]float32, 64*c.nh))
+				for h := range c.nh {
+					for j := range 8 {
+						if s := dot(q[h*c.hd:][:c.hd], kv(h, npos-8+j)) * 0.125; math.Float32bits(out[h*ostride+j]) != math.Float32bits(s) {
+							t.Errorf("%+v npos=%d: head %d position %d scores %g, dot gives %g", c, npos, h, j, out[h*ostride+j], s)
+						}
+					}
+				}
+			}
+			wstride := npos + 3
+			w, acc := randFloats(r, c.nh*wstride), randFloats(r, c.nh*c.hd)
+			want := slices.Clone(acc)
+			valueRows(acc, w, wstride, rows, stride, npos, c.nh, c.hd, c.g0, c.group)
+			for j := range npos {
+				for h := range c.nh {
+					axpy(want[h*c.hd:][:c.hd], w[h*wstride+j], kv(h, j))
+				}
+			}
+			if !slices.Equal(acc, want) {
+				t.Errorf("%+v npos=%d: the heads' sums differ from axpy position by position", c, npos)
+			}
+		}
+	}
+}
+
 // The attention kernels over a run of cached rows give a head exactly
 // what dot and axpy give it one position at a time: runs of every length
 // around the four or eight positions the score kernels reduce together,

@@ -51,6 +51,7 @@ type fwd struct {
 	ffUp                             []float32 // a fused gate-up product (SwiGLUFused), 2×FFN a row
 	tiles                            attnTiles
 	tileS, tileV                     [][]float32 // per worker: a tile's scores and its head's values transposed
+	rowSums                          [][]float32 // per worker: eight positions' sums for every head (scoreRows8)
 
 	norms []layerVecs
 	outN  vecs
@@ -163,6 +164,7 @@ func newFwd(m *model.Model, opt Options) (*fwd, error) {
 		r.scores = append(r.scores, make([]float32, max(ctx, min(c.Heads*ctx, attnScoreFloats))))
 		r.tileS = append(r.tileS, make([]float32, tileRows*ctx))
 		r.tileV = append(r.tileV, make([]float32, c.HeadDim*max(ctx, tileRows+8)))
+		r.rowSums = append(r.rowSums, make([]float32, 64*c.Heads))
 	}
 	W := m.Weights
 	r.outN = vecs{decodeVec(W.OutNorm), decodeVec(W.OutNormB)}
@@ -647,7 +649,17 @@ func (a *attnTask) row(worker, t, h0, h1 int, s *seg) {
 
 // heads computes heads [h0, h1) of token t in one pass over the cache:
 // scores of every visible key, softmax, and the weighted sum of values,
-// each head's numbers computed in the same order whatever the pass.
+// each head's numbers computed in the same order whatever the pass (bit
+// for bit what dot and axpy give them, whichever kernels run).
+//
+// A part that holds every head reads each cached row whole and in order
+// (scoreRows, valueRows); a part of the heads takes each head over a
+// block of positions in turn (scoreKeys, addValues), its sums kept in
+// registers. Measured at AVX2 on the 110M shape's attention, one sequence
+// at depths 448 to 2048 (`bench -d`): whole rows read in order ran
+// 5–25 % faster while a token's heads were one part (depths to 1024),
+// and 40–75 % slower once they were split across the threads (1536,
+// 2048), where the blocks ran faster.
 func (a *attnTask) heads(worker, t, h0, h1 int, s *seg) {
 	r, c := a.r, a.r.cfg
 	QD, KVD, HD := c.QDim(), c.KVDim(), c.HeadDim
@@ -655,9 +667,14 @@ func (a *attnTask) heads(worker, t, h0, h1 int, s *seg) {
 	first := r.firstKey(a.l, r.rowPos[t])
 	span := visible - first
 	sc := r.scores[worker][:(h1-h0)*span] // head h's scores at (h-h0)·span
-	for j := first; j < visible; {        // run by run (a paged cache's blocks)
+	rows := h1-h0 == c.Heads && hasRowKernels(HD)
+	for j := first; j < visible; { // run by run (a paged cache's blocks)
 		keys, _ := s.cache.Rows(a.l, j, visible)
-		a.scoreKeys(t, h0, h1, keys, j-first, sc, span)
+		if rows {
+			a.scoreRows(worker, t, keys, j-first, sc, span)
+		} else {
+			a.scoreKeys(t, h0, h1, keys, j-first, sc, span)
+		}
 		j += len(keys) / KVD
 	}
 	for h := h0; h < h1; h++ {
@@ -677,16 +694,52 @@ func (a *attnTask) heads(worker, t, h0, h1 int, s *seg) {
 	}
 	for j := first; j < visible; {
 		_, vals := s.cache.Rows(a.l, j, visible)
-		a.addValues(t, h0, h1, vals, j-first, sc, span)
+		if rows {
+			a.valueRows(t, vals, j-first, sc, span)
+		} else {
+			a.addValues(t, h0, h1, vals, j-first, sc, span)
+		}
 		j += len(vals) / KVD
 	}
 }
 
-// attnBlock is how many cached positions the attention of a decode row
-// takes at a time: every head of the part goes over a block before the
-// next, so a block's rows (a head's slice of each, in turn) come from
-// memory once and stay in the core's caches for the heads that share
-// them. Measured with BenchmarkAttentionRow.
+// scoreRows sets every head's scores of one run of keys (its first at
+// offset o of each head's span of sc), eight positions at a time, each
+// key row read once and in order; a run shorter than eight goes through
+// dot. Only where hasRowKernels.
+func (a *attnTask) scoreRows(worker, t int, keys []float32, o int, sc []float32, span int) {
+	r, c := a.r, a.r.cfg
+	QD, KVD, HD, group := c.QDim(), c.KVDim(), c.HeadDim, c.Heads/c.KVHeads
+	n, q := len(keys)/KVD, r.q[t*QD:(t+1)*QD]
+	if n < 8 {
+		for h := range c.Heads {
+			for i := range n {
+				sc[h*span+o+i] = dot(q[h*HD:(h+1)*HD], keys[i*KVD+(h/group)*HD:][:HD]) * c.AttnScale
+			}
+		}
+		return
+	}
+	for b := 0; ; b += 8 {
+		b = min(b, n-8) // a last block short of eight overlaps the one before
+		scoreRows8(q, keys[b*KVD:], KVD, c.Heads, HD, 0, group, c.AttnScale, sc[o+b:], span, r.rowSums[worker])
+		if b+8 == n {
+			return
+		}
+	}
+}
+
+// valueRows adds one run of values into every head's context row, each
+// value row read once and in order. Only where hasRowKernels.
+func (a *attnTask) valueRows(t int, vals []float32, o int, sc []float32, span int) {
+	r, c := a.r, a.r.cfg
+	QD, KVD := c.QDim(), c.KVDim()
+	valueRows(r.att[t*QD:(t+1)*QD], sc[o:], span, vals, KVD, len(vals)/KVD, c.Heads, c.HeadDim, 0, c.Heads/c.KVHeads)
+}
+
+// attnBlock is how many cached positions scoreKeys and addValues take at
+// a time: every head of the part goes over a block before the next, so a
+// block's rows come from memory once and stay in the core's caches for
+// the heads that share them.
 const attnBlock = 32
 
 // scoreKeys sets heads [h0, h1)'s scores of one run of keys (its first at
