@@ -119,11 +119,8 @@ func benchOneBatch(ctx context.Context, l *engine.Loaded, b, pp, tg, reps int) (
 			items[i] = engine.BatchItem{Session: s, Tokens: ids(pp)}
 		}
 		start := time.Now()
-		for lo := 0; lo < b; lo += perPass {
-			hi := min(b, lo+perPass)
-			if err := l.Batch(ctx, items[lo:hi], logits[lo:hi]); err != nil {
-				return 0, 0, err
-			}
+		if err := prefillBatch(ctx, l, items, logits, perPass); err != nil {
+			return 0, 0, err
 		}
 		ppDur = time.Since(start)
 		start = time.Now()
@@ -155,4 +152,28 @@ func benchOneBatch(ctx context.Context, l *engine.Loaded, b, pp, tg, reps int) (
 	row.TGTPS, row.TGSD = meanSD(tgRates)
 	row.TPOTMs, _ = meanSD(steps)
 	return row, nil
+}
+
+// prefillBatch runs the sequences' prompts, perPass sequences a pass, or
+// one sequence in passes of MaxBatch tokens where a prompt is longer than
+// one pass takes (`-p` past 512 at `--batch`).
+func prefillBatch(ctx context.Context, l *engine.Loaded, items []engine.BatchItem, logits [][]float32, perPass int) error {
+	most := l.MaxBatch()
+	for lo := 0; lo < len(items); lo += perPass {
+		hi := min(len(items), lo+perPass)
+		if len(items[lo].Tokens) <= most {
+			if err := l.Batch(ctx, items[lo:hi], logits[lo:hi]); err != nil {
+				return err
+			}
+			continue
+		}
+		whole := items[lo].Tokens
+		for c := 0; c < len(whole); c += most {
+			part := []engine.BatchItem{{Session: items[lo].Session, Tokens: whole[c:min(len(whole), c+most)]}}
+			if err := l.Batch(ctx, part, logits[lo:lo+1]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

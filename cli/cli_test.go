@@ -141,6 +141,20 @@ func TestBenchDepth(t *testing.T) {
 	}
 }
 
+// bench --batch takes prompts longer than one pass (512 tokens): each is
+// prefilled in passes, so generation can be measured after a long context.
+func TestBenchBatchLongPrompt(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "long.gguf")
+	if _, e, code := run(t, "synth", "--arch", "llama", "--embd", "64", "--layers", "1", "--heads", "2", "--ffn", "64", "--vocab", "600", "--ctx", "1024", "--out", p); code != 0 {
+		t.Fatalf("synth: %s", e)
+	}
+	out, errOut, code := run(t, "bench", "--model", p, "--batch", "1,2", "-p", "600", "-n", "2", "-r", "1", "-t", "2", "--json")
+	var b BatchBenchResult
+	if code != 0 || json.Unmarshal([]byte(out), &b) != nil || len(b.Rows) != 2 || !(b.Rows[1].TGTPS > 0) {
+		t.Errorf("bench --batch 1,2 -p 600: %d %+v %s", code, b, errOut)
+	}
+}
+
 func TestSynthThenRun(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "g.gguf")
 	if _, e, code := run(t, "synth", "--arch", "gpt2", "--embd", "64", "--layers", "2", "--heads", "2", "--ffn", "128", "--vocab", "600", "--ctx", "64", "--type", "q8_0", "--out", p); code != 0 {
