@@ -232,12 +232,25 @@ func BenchmarkReadStream(b *testing.B) {
 }
 
 // BenchmarkDecodeStream is the weight reads of a decode step alone: every
-// matrix of the 110M shape (F32, random weights) times one vector, one
-// after the other on all threads, in GB/s. Compare it with
-// BenchmarkReadStream (one long stream) and with tg × weight bytes.
+// matrix of the stories15M and 110M shapes (F32, random weights) times
+// one vector, one after the other on all threads, in GB/s. Compare it
+// with BenchmarkReadStream (one long stream) and with tg × weight bytes.
+// The 15M shape's rows are short (288 floats, 18 cache lines), so the
+// rows a kernel reads at once are many short streams.
 func BenchmarkDecodeStream(b *testing.B) {
-	m := synthModel(b, model.SynthOptions{Arch: "llama", Embd: 768, Layers: 12, Heads: 12, FFN: 2048, Vocab: 32000, Context: 16, Type: quant.F32})
-	W := m.Weights
+	for _, s := range []struct {
+		name                     string
+		embd, layers, heads, ffn int
+	}{{"15M", 288, 6, 6, 768}, {"110M", 768, 12, 12, 2048}} {
+		b.Run(s.name, func(b *testing.B) {
+			m := synthModel(b, model.SynthOptions{Arch: "llama", Embd: s.embd, Layers: s.layers, Heads: s.heads, FFN: s.ffn, Vocab: 32000, Context: 16, Type: quant.F32})
+			decodeStream(b, m.Weights)
+		})
+	}
+}
+
+// decodeStream times every matrix of W times one vector, in turn.
+func decodeStream(b *testing.B, W *model.Weights) {
 	ts := []*model.Tensor{W.OutputMatrix()}
 	for i := range W.Layers {
 		L := &W.Layers[i]

@@ -3,6 +3,9 @@
 #include "textflag.h"
 #include "dot_amd64.h"
 
+// g8ShortRow is the longest row gemv8AVX2 prefetches the next eight of.
+#define g8ShortRow 512
+
 // G8_ARGS loads gemv8's arguments: the eight rows into R8–R14 and BX, x
 // into DI, k into CX, and DX (the column) to zero.
 #define G8_ARGS \
@@ -765,9 +768,36 @@ g8reduce:
 	VZEROUPPER
 	RET
 
+// G8Y_STEP multiplies the next sixteen columns of gemv8AVX2's eight rows
+// (a cache line of each) by x's and adds them to the rows' sums.
+#define G8Y_STEP \
+	VMOVUPS (DI)(DX*4), Y8 \
+	VMOVUPS 32(DI)(DX*4), Y9 \
+	VFMADD231PS (R8)(DX*4), Y8, Y0 \
+	VFMADD231PS (R9)(DX*4), Y8, Y1 \
+	VFMADD231PS (R10)(DX*4), Y8, Y2 \
+	VFMADD231PS (R11)(DX*4), Y8, Y3 \
+	VFMADD231PS (R12)(DX*4), Y8, Y4 \
+	VFMADD231PS (R13)(DX*4), Y8, Y5 \
+	VFMADD231PS (R14)(DX*4), Y8, Y6 \
+	VFMADD231PS (BX)(DX*4), Y8, Y7 \
+	VFMADD231PS 32(R8)(DX*4), Y9, Y0 \
+	VFMADD231PS 32(R9)(DX*4), Y9, Y1 \
+	VFMADD231PS 32(R10)(DX*4), Y9, Y2 \
+	VFMADD231PS 32(R11)(DX*4), Y9, Y3 \
+	VFMADD231PS 32(R12)(DX*4), Y9, Y4 \
+	VFMADD231PS 32(R13)(DX*4), Y9, Y5 \
+	VFMADD231PS 32(R14)(DX*4), Y9, Y6 \
+	VFMADD231PS 32(BX)(DX*4), Y9, Y7 \
+	ADDQ $16, DX
+
 // func gemv8AVX2(a *float32, lda int, x *float32, k int, out *float32)
 // out[i] = dot(a[i*lda : i*lda+k], x[:k]) for i < 8; k a multiple of 16:
-// eight rows streamed at once, a cache line of each per step.
+// eight rows streamed at once, a cache line of each per step. Rows of at
+// most g8ShortRow floats also prefetch the next eight rows, a line for
+// each line read, in the order a matrix of rows lda = k apart holds them
+// (a prefetch never faults, wherever the rows are): eight such rows are
+// streams too short for the CPU's prefetcher to learn before they end.
 TEXT ·gemv8AVX2(SB), NOSPLIT, $0-40
 	G8_ARGS
 	VXORPS Y0, Y0, Y0
@@ -778,29 +808,31 @@ TEXT ·gemv8AVX2(SB), NOSPLIT, $0-40
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
+	CMPQ CX, $g8ShortRow
+	JG   g8ylong
+	LEAQ (R8)(AX*8), SI
 
-g8yloop:
-	VMOVUPS (DI)(DX*4), Y8
-	VMOVUPS 32(DI)(DX*4), Y9
-	VFMADD231PS (R8)(DX*4), Y8, Y0
-	VFMADD231PS (R9)(DX*4), Y8, Y1
-	VFMADD231PS (R10)(DX*4), Y8, Y2
-	VFMADD231PS (R11)(DX*4), Y8, Y3
-	VFMADD231PS (R12)(DX*4), Y8, Y4
-	VFMADD231PS (R13)(DX*4), Y8, Y5
-	VFMADD231PS (R14)(DX*4), Y8, Y6
-	VFMADD231PS (BX)(DX*4), Y8, Y7
-	VFMADD231PS 32(R8)(DX*4), Y9, Y0
-	VFMADD231PS 32(R9)(DX*4), Y9, Y1
-	VFMADD231PS 32(R10)(DX*4), Y9, Y2
-	VFMADD231PS 32(R11)(DX*4), Y9, Y3
-	VFMADD231PS 32(R12)(DX*4), Y9, Y4
-	VFMADD231PS 32(R13)(DX*4), Y9, Y5
-	VFMADD231PS 32(R14)(DX*4), Y9, Y6
-	VFMADD231PS 32(BX)(DX*4), Y9, Y7
-	ADDQ $16, DX
+g8yshort:
+	PREFETCHT0 0(SI)
+	PREFETCHT0 64(SI)
+	PREFETCHT0 128(SI)
+	PREFETCHT0 192(SI)
+	PREFETCHT0 256(SI)
+	PREFETCHT0 320(SI)
+	PREFETCHT0 384(SI)
+	PREFETCHT0 448(SI)
+	ADDQ $512, SI
+	G8Y_STEP
 	CMPQ DX, CX
-	JL   g8yloop
+	JL   g8yshort
+	JMP  g8ydone
+
+g8ylong:
+	G8Y_STEP
+	CMPQ DX, CX
+	JL   g8ylong
+
+g8ydone:
 	MOVQ out+32(FP), SI
 	G8_REDUCE
 	VZEROUPPER

@@ -68,7 +68,7 @@ func TestGemv8AVX2(t *testing.T) {
 		t.Skip("no AVX2 and FMA here")
 	}
 	r := rand.New(rand.NewPCG(7, 8))
-	for _, k := range []int{16, 32, 48, 288, 768} {
+	for _, k := range []int{16, 32, 48, 288, 512, 528, 768} {
 		lda := k + 5
 		a, x := randFloats(r, 8*lda), randFloats(r, k)
 		var o [8]float32
