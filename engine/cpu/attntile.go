@@ -94,6 +94,16 @@ func (a *attnTiles) tile(worker int, it tileItem) {
 	GemmABT(r.att[(s.row0+it.i0)*QD+it.head*HD:], QD, S, vis, vT, vis, rows, HD, vis)
 }
 
+// tileVFloats is the size of a worker's tileV for heads of hd values and
+// a context of ctx positions: tile's values transposed (hd·ctx), or
+// tileB's queries transposed (hd·tileRows) and its edge tile (at most
+// eight keys × tileRows), whichever is larger. (hd·(tileRows+8) was short
+// of tileB's for heads under 16 values and contexts under 32 positions:
+// stories260K's prompt of 16 tokens at AVX2 read past it.)
+func tileVFloats(hd, ctx int) int {
+	return max(hd*ctx, (hd+8)*tileRows)
+}
+
 // tileB is tile through the broadcast GEMM: the scores as keys × the
 // tile's queries (eight keys broadcast against the queries packed
 // d-major, stored transposed, so S is [query][key]; four keys at AVX2), softmax with the

@@ -163,7 +163,7 @@ func newFwd(m *model.Model, opt Options) (*fwd, error) {
 		r.scratch = append(r.scratch, make([]float32, ScratchFloats(widest)))
 		r.scores = append(r.scores, make([]float32, max(ctx, min(c.Heads*ctx, attnScoreFloats))))
 		r.tileS = append(r.tileS, make([]float32, tileRows*ctx))
-		r.tileV = append(r.tileV, make([]float32, c.HeadDim*max(ctx, tileRows+8)))
+		r.tileV = append(r.tileV, make([]float32, tileVFloats(c.HeadDim, ctx)))
 		r.rowSums = append(r.rowSums, make([]float32, 64*c.Heads))
 	}
 	W := m.Weights
