@@ -79,8 +79,11 @@ func quantQ4_0Block(x []float32, b []byte) {
 	}
 	binary.LittleEndian.PutUint16(b, F32ToF16(d))
 	for j := 0; j < 16; j++ {
-		x0 := min(15, int8(x[j]*id+8.5))
-		x1 := min(15, int8(x[j+16]*id+8.5))
+		// float32(…) rounds the product before the add, as ggml's
+		// reference does: arm64 would otherwise fuse the two (FMADD)
+		// and now and then write another nibble than amd64 does
+		x0 := min(15, int8(float32(x[j]*id)+8.5))
+		x1 := min(15, int8(float32(x[j+16]*id)+8.5))
 		b[2+j] = byte(x0) | byte(x1)<<4
 	}
 }

@@ -60,8 +60,8 @@ func quantQ5_0Block(x []float32, b []byte) {
 	binary.LittleEndian.PutUint16(b, F32ToF16(d))
 	var qh uint32
 	for j := 0; j < 16; j++ {
-		q0 := min(31, int(x[j]*id+16.5))
-		q1 := min(31, int(x[j+16]*id+16.5))
+		q0 := min(31, int(float32(x[j]*id)+16.5)) // rounded before the add, on arm64 too (quantQ4_0Block)
+		q1 := min(31, int(float32(x[j+16]*id)+16.5))
 		b[6+j] = byte(q0&0x0f) | byte(q1&0x0f)<<4
 		qh |= uint32(q0>>4&1)<<j | uint32(q1>>4&1)<<(j+16)
 	}
