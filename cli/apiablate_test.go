@@ -56,7 +56,11 @@ func TestAPIAblateEqualsCLI(t *testing.T) {
 			moved := false
 			for text, lp := range top {
 				id, ok := ids[text]
-				if !ok || math.Abs(lp-cli[id]) > 1e-6 {
+				// to float32's rounding of the logits (a log-probability near
+				// −12 is a few units of 1e-6 apart when the API's prompt
+				// reaches its last position in another batch than the CLI's:
+				// on an AVX2-only CPU 2.4e-6), far below an ablation's 1e-4
+				if !ok || math.Abs(lp-cli[id]) > 1e-6*max(1, math.Abs(lp)) {
 					t.Errorf("%q: the API's logprob %g, the CLI's %g (in its top 5: %v)", text, lp, cli[id], ok)
 				}
 				moved = moved || math.Abs(lp-plain[id]) > 1e-4
