@@ -156,6 +156,17 @@ func dotQ5_0Q80AVX2(row *byte, q *int8, d *float32, blocks int, f16 *float32) fl
 //go:noescape
 func unpackQ5_0AVX2(row *byte, blocks int, out *byte)
 
+//go:noescape
+func unpackQ4_0AVX2(row *byte, blocks int, out *byte)
+
+//go:noescape
+func dotQ4_0Q80r4AVX2(row *byte, stride int, q *int8, d *float32, blocks int, out *float32)
+
+// dotQ4_0Q80 is a Q4_0 row times the rounded vector whose blocks start at
+// b0. With the AVX2 kernels Q4_0 rows are rewritten as Q8_0 and never come
+// here (dotRowsLegacy80), so this is the Go form.
+func dotQ4_0Q80(row []byte, z *q80, b0 int) float32 { return dotQ4_0Q80Go(row, z, b0) }
+
 // dotQ5_0Q80 is a Q5_0 row times the rounded vector whose blocks start at b0.
 func dotQ5_0Q80(row []byte, z *q80, b0 int) float32 {
 	nb := len(row) / 22
@@ -230,9 +241,10 @@ var q80Halves = useQ80AVX2
 
 // q80Lays reports whether products with rows of type t go through the
 // Q8_0 kernels that read q80.lay (for several vectors; the VNNI ones for
-// one too): Q8_0 rows, and Q5_0 rows rewritten as Q8_0 a tile at a time.
+// one too): Q8_0 rows, and Q4_0 and Q5_0 rows rewritten as Q8_0 a tile at
+// a time.
 func q80Lays(t quant.Type) bool {
-	return (t == quant.Q8_0 || t == quant.Q5_0) && (useQ80VNNI || useQ80AVX2)
+	return (t == quant.Q8_0 || t == quant.Q5_0 || t == quant.Q4_0) && (useQ80VNNI || useQ80AVX2)
 }
 
 //go:noescape
@@ -260,7 +272,7 @@ func dotQ8_0Q80(row []byte, z *q80, b0 int) float32 {
 // fetched 16 rows ahead, as before.
 const q80LaneAhead = 512
 
-// dotRowsQ80 is rows [lo, hi) of a Q5_0 or Q8_0 matrix (rows of rb
+// dotRowsQ80 is rows [lo, hi) of a Q4_0, Q5_0 or Q8_0 matrix (rows of rb
 // bytes) times each of n rounded vectors of cols values: out[v*rows+r].
 // With the VNNI kernels, one vector takes four rows at a time from the
 // range's four quarters (the rows side by side read from memory at 28
@@ -287,8 +299,8 @@ func dotRowsQ80(t quant.Type, data []byte, rb, lo, hi int, z *q80, n, cols int, 
 		}
 		return
 	}
-	if t == quant.Q5_0 {
-		dotRowsQ5_0(data, rb, lo, hi, z, n, cols, out, rows, scratch)
+	if t != quant.Q8_0 {
+		dotRowsLegacy80(t, data, rb, lo, hi, z, n, cols, out, rows, scratch)
 		return
 	}
 	q80Rows(data, rb, lo, hi, 0, z, n, cols/32, out, rows, sums)
@@ -378,15 +390,26 @@ func q80RowsAVX2(data []byte, rb, lo, hi, off int, z *q80, n, nb int, out []floa
 	}
 }
 
-// q50TileRows is how many Q5_0 rows dotRowsQ5_0 rewrites as Q8_0 at a
-// time: they and their block sums fit the scratch ScratchFloats gives.
+// q50TileRows is how many Q4_0 or Q5_0 rows dotRowsLegacy80 rewrites as
+// Q8_0 at a time: they and their block sums fit the scratch ScratchFloats
+// gives.
 const q50TileRows = 8
 
-// dotRowsQ5_0 is dotRowsQ80 for Q5_0 rows: each tile of rows is rewritten
-// as Q8_0 rows (the same d, the values as int8) into scratch (at least
-// ScratchFloats(cols) floats) and multiplied by the Q8_0 kernels, so a
-// vector's product is the same bit for bit alone and in any batch.
-func dotRowsQ5_0(data []byte, rb, lo, hi int, z *q80, n, cols int, out []float32, rows int, scratch []float32) {
+// dotRowsLegacy80 is dotRowsQ80 for Q4_0 and Q5_0 rows: each tile of rows
+// is rewritten as Q8_0 rows (the same d, the values as int8: nibble − 8,
+// or the five bits − 16) into scratch (at least ScratchFloats(cols)
+// floats) and multiplied by the Q8_0 kernels, so a vector's product is
+// the same bit for bit alone and in any batch, and each block's integer
+// sum is the one llama.cpp's Q4_0·Q8_0 and Q5_0·Q8_0 dots make.
+func dotRowsLegacy80(t quant.Type, data []byte, rb, lo, hi int, z *q80, n, cols int, out []float32, rows int, scratch []float32) {
+	if t == quant.Q4_0 && n == 1 && !useQ80VNNI {
+		q40RowsAVX2(data, rb, lo, hi, z, cols/32, out)
+		return
+	}
+	unpack := unpackQ5_0AVX2
+	if t == quant.Q4_0 {
+		unpack = unpackQ4_0AVX2
+	}
 	nb := cols / 32
 	rb8 := 34 * nb
 	need := q50TileRows*rb8 + 4*(q50TileRows+4)*nb
@@ -398,11 +421,35 @@ func dotRowsQ5_0(data []byte, rb, lo, hi int, z *q80, n, cols int, out []float32
 	sums, four := sums[:q50TileRows*nb], sums[q50TileRows*nb:]
 	for r0 := lo; r0 < hi; r0 += q50TileRows {
 		k := min(q50TileRows, hi-r0)
-		unpackQ5_0AVX2(&data[r0*rb], k*nb, &tile[0])
+		unpack(&data[r0*rb], k*nb, &tile[0])
 		if n > 1 && useQ80VNNI {
 			blockSumsInto(tile[:k*rb8], k, nb, sums, four)
 		}
 		q80Rows(tile, rb8, 0, k, r0, z, n, nb, out, rows, sums)
+	}
+}
+
+// q40RowsAVX2 is rows [lo, hi) of a Q4_0 matrix times one rounded vector
+// at AVX2: four rows a call from the range's four quarters, as
+// q80RowsAVX2 takes Q8_0 rows, each widened in registers
+// (dotQ4_0Q80r4AVX2), so a decode step reads the 4.5 bits a value and
+// writes nothing, and gets what the rows unpacked as Q8_0 give bit for
+// bit (the path of several vectors).
+func q40RowsAVX2(data []byte, rb, lo, hi int, z *q80, nb int, out []float32) {
+	_, _ = z.q[nb*32-1], z.d[nb-1]
+	_ = data[hi*rb-1]
+	_ = out[hi-1]
+	var o [4]float32
+	q := (hi - lo) / 4
+	for i := range q {
+		dotQ4_0Q80r4AVX2(&data[(lo+i)*rb], q*rb, &z.q[0], &z.d[0], nb, &o[0])
+		for k, y := range o {
+			out[lo+i+k*q] = y
+		}
+	}
+	for r := lo + 4*q; r < hi; r++ { // the same row four times
+		dotQ4_0Q80r4AVX2(&data[r*rb], 0, &z.q[0], &z.d[0], nb, &o[0])
+		out[r] = o[0]
 	}
 }
 

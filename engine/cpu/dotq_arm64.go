@@ -13,6 +13,12 @@ func dotQ8_0Q80SDOT(row *byte, q *int8, d *float32, blocks int) float32
 func dotQ8_0Q80NEON(row *byte, q *int8, d *float32, blocks int) float32
 
 //go:noescape
+func dotQ4_0Q80SDOT(row *byte, q *int8, d *float32, blocks int) float32
+
+//go:noescape
+func dotQ4_0Q80NEON(row *byte, q *int8, d *float32, blocks int) float32
+
+//go:noescape
 func dotQ5_0Q80SDOT(row *byte, q *int8, d *float32, blocks int) float32
 
 //go:noescape
@@ -51,13 +57,13 @@ type (
 
 // int8Kernels are one form of the int8 kernels.
 type int8Kernels struct {
-	q80, q50      q80Kernel
+	q80, q40, q50 q80Kernel
 	q4k, q5k, q6k kq8Kernel
 }
 
 var (
-	sdotKernels  = int8Kernels{dotQ8_0Q80SDOT, dotQ5_0Q80SDOT, dotQ4_KQ8SDOT, dotQ5_KQ8SDOT, dotQ6_KQ8SDOT}
-	smullKernels = int8Kernels{dotQ8_0Q80NEON, dotQ5_0Q80NEON, dotQ4_KQ8NEON, dotQ5_KQ8NEON, dotQ6_KQ8NEON}
+	sdotKernels  = int8Kernels{dotQ8_0Q80SDOT, dotQ4_0Q80SDOT, dotQ5_0Q80SDOT, dotQ4_KQ8SDOT, dotQ5_KQ8SDOT, dotQ6_KQ8SDOT}
+	smullKernels = int8Kernels{dotQ8_0Q80NEON, dotQ4_0Q80NEON, dotQ5_0Q80NEON, dotQ4_KQ8NEON, dotQ5_KQ8NEON, dotQ6_KQ8NEON}
 )
 
 // int8s are the int8 kernels that run here: SDOT's where the CPU has it.
@@ -86,6 +92,11 @@ func kq8(t quant.Type) (kq8Kernel, int) {
 // dotQ8_0Q80 is a Q8_0 row times the rounded vector whose blocks start at b0.
 func dotQ8_0Q80(row []byte, z *q80, b0 int) float32 {
 	return dotQ80(int8s.q80, 34, dotQ8_0Q80Go, row, z, b0)
+}
+
+// dotQ4_0Q80 is a Q4_0 row times the rounded vector whose blocks start at b0.
+func dotQ4_0Q80(row []byte, z *q80, b0 int) float32 {
+	return dotQ80(int8s.q40, 18, dotQ4_0Q80Go, row, z, b0)
 }
 
 // dotQ5_0Q80 is a Q5_0 row times the rounded vector whose blocks start at b0.

@@ -1,7 +1,8 @@
 // The int8 dot kernels' bodies, assembled twice by dotq_arm64.s: with
 // DOT16(acc, w, x, t) adding the sixteen products of the int8 lanes of
 // V(w) and V(x) to the four int32 lanes of V(acc) (SDOT, or SMULL, SMLAL2
-// and SADALP through V(t)), under the names KQ80, KQ50, KQ4K, KQ5K and KQ6K.
+// and SADALP through V(t)), under the names KQ80, KQ40, KQ50, KQ4K, KQ5K
+// and KQ6K.
 // Every integer sum is exact, and each block's float steps are the Go
 // kernel's, fused where the Go compiler fuses them on arm64, so the
 // results are the Go kernels' bit for bit.
@@ -28,6 +29,40 @@ q80loop:
 	SUBS    $1, R3
 	BNE     q80loop
 	FMOVS   F0, ret+32(FP)
+	RET
+
+// func dotQ4_0Q80…(row *byte, q *int8, d *float32, blocks int) float32
+// A Q4_0 row (blocks of d, 16 bytes of nibbles: the low ones values 0–15,
+// the high ones 16–31) times x rounded to Q8_0: each value nibble − 8 as
+// int8.
+TEXT KQ40, NOSPLIT, $0-36
+	MOVD  row+0(FP), R0
+	MOVD  q+8(FP), R1
+	MOVD  d+16(FP), R2
+	MOVD  blocks+24(FP), R3
+	FMOVS ZR, F0
+	VMOVI $15, V29.B16
+	VMOVI $8, V30.B16
+
+q40loop:
+	MOVHU  (R0), R4
+	FMOVS  R4, F1
+	FCVTHS F1, F1
+	ADD    $2, R0, R7
+	VLD1   (R7), [V4.B16]
+	ADD    $18, R0
+	VAND   V29.B16, V4.B16, V10.B16
+	VUSHR  $4, V4.B16, V11.B16
+	VSUB   V30.B16, V10.B16, V10.B16
+	VSUB   V30.B16, V11.B16, V11.B16
+	VLD1.P 32(R1), [V6.B16, V7.B16]
+	VEOR   V16.B16, V16.B16, V16.B16
+	DOT16(16, 10, 6, 17)
+	DOT16(16, 11, 7, 18)
+	Q8BLOCKEND
+	SUBS   $1, R3
+	BNE    q40loop
+	FMOVS  F0, ret+32(FP)
 	RET
 
 // func dotQ5_0Q80…(row *byte, q *int8, d *float32, blocks int) float32

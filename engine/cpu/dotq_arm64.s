@@ -21,6 +21,7 @@ GLOBL q5bits<>(SB), RODATA|NOPTR, $48
 
 #define DOT16(acc, w, x, t) VSDOT(acc, w, x)
 #define KQ80 ·dotQ8_0Q80SDOT(SB)
+#define KQ40 ·dotQ4_0Q80SDOT(SB)
 #define KQ50 ·dotQ5_0Q80SDOT(SB)
 #define KQ4K ·dotQ4_KQ8SDOT(SB)
 #define KQ5K ·dotQ5_KQ8SDOT(SB)
@@ -28,6 +29,7 @@ GLOBL q5bits<>(SB), RODATA|NOPTR, $48
 #include "dotq_arm64.h"
 #undef DOT16
 #undef KQ80
+#undef KQ40
 #undef KQ50
 #undef KQ4K
 #undef KQ5K
@@ -38,6 +40,7 @@ GLOBL q5bits<>(SB), RODATA|NOPTR, $48
 	VSMLAL28H(t, w, x) \
 	VSADALP4S(acc, t)
 #define KQ80 ·dotQ8_0Q80NEON(SB)
+#define KQ40 ·dotQ4_0Q80NEON(SB)
 #define KQ50 ·dotQ5_0Q80NEON(SB)
 #define KQ4K ·dotQ4_KQ8NEON(SB)
 #define KQ5K ·dotQ5_KQ8NEON(SB)

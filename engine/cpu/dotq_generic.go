@@ -37,6 +37,8 @@ func dotRowsKQ8Multi(t quant.Type, data []byte, rb, lo, hi int, z *q8K, n, nb in
 	}
 }
 
+func dotQ4_0Q80(row []byte, z *q80, b0 int) float32 { return dotQ4_0Q80Go(row, z, b0) }
+
 func dotQ5_0Q80(row []byte, z *q80, b0 int) float32 { return dotQ5_0Q80Go(row, z, b0) }
 
 func dotQ8_0Q80(row []byte, z *q80, b0 int) float32 { return dotQ8_0Q80Go(row, z, b0) }

@@ -219,26 +219,32 @@ func TestQuantizeQ80Forms(t *testing.T) {
 	}
 }
 
-// The Q5_0 int8 kernel equals its Go form and the float product of the
-// dequantized row with the rounded vector, for every block count, and
-// the rounding is llama.cpp's (d kept as binary16, halves to even).
-func TestQ5_0Q80Kernel(t *testing.T) {
+// The Q4_0 and Q5_0 int8 kernels equal their Go forms and the float
+// product of the dequantized row with the rounded vector, for every block
+// count, and the rounding is llama.cpp's (d kept as binary16, halves to
+// even).
+func TestLegacyQ80Kernels(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
-	for _, blocks := range []int{1, 2, 7, 28} {
-		cols := blocks * 32
-		row, _ := quant.Quantize(quant.Q5_0, randFloats(r, cols))
-		deq := make([]float32, cols)
-		quant.Dequantize(quant.Q5_0, row, deq)
-		var z q80
-		z.resize(2, cols, false)
-		x := randFloats(r, 2*cols)
-		xr := make([]float32, 2*cols)
-		z.quantizeRange(x, 0, xr)
-		for v := range 2 {
-			want := float64(dotRef(deq, xr[v*cols:(v+1)*cols]))
-			for name, got := range map[string]float32{"kernel": dotQ5_0Q80(row, &z, v*blocks), "go": dotQ5_0Q80Go(row, &z, v*blocks)} {
-				if math.Abs(float64(got)-want) > 1e-5*(1+math.Abs(want))*float64(blocks) {
-					t.Errorf("%s blocks=%d vector %d: %g, want %g", name, blocks, v, got, want)
+	for _, k := range []struct {
+		typ          quant.Type
+		kernel, inGo func([]byte, *q80, int) float32
+	}{{quant.Q4_0, dotQ4_0Q80, dotQ4_0Q80Go}, {quant.Q5_0, dotQ5_0Q80, dotQ5_0Q80Go}} {
+		for _, blocks := range []int{1, 2, 7, 28} {
+			cols := blocks * 32
+			row, _ := quant.Quantize(k.typ, randFloats(r, cols))
+			deq := make([]float32, cols)
+			quant.Dequantize(k.typ, row, deq)
+			var z q80
+			z.resize(2, cols, false)
+			x := randFloats(r, 2*cols)
+			xr := make([]float32, 2*cols)
+			z.quantizeRange(x, 0, xr)
+			for v := range 2 {
+				want := float64(dotRef(deq, xr[v*cols:(v+1)*cols]))
+				for name, got := range map[string]float32{"kernel": k.kernel(row, &z, v*blocks), "go": k.inGo(row, &z, v*blocks)} {
+					if math.Abs(float64(got)-want) > 1e-5*(1+math.Abs(want))*float64(blocks) {
+						t.Errorf("%v %s blocks=%d vector %d: %g, want %g", k.typ, name, blocks, v, got, want)
+					}
 				}
 			}
 		}
@@ -253,23 +259,30 @@ func TestQ5_0Q80Kernel(t *testing.T) {
 	}
 }
 
-// A Q5_0 product gives each vector what it gives that vector alone, bit
-// for bit, for batches below and (with the VNNI kernels, which rewrite Q5_0
-// rows as Q8_0) above 16 vectors and row counts that are and are not
-// whole tiles, and stays near the float64 reference.
-func TestQ5_0BatchEqualsAlone(t *testing.T) {
+// A Q4_0 or Q5_0 product gives each vector what it gives that vector
+// alone, bit for bit, for batches below and (with the Q8_0 kernels, which
+// take Q4_0 and Q5_0 rows rewritten as Q8_0) above 16 vectors and row
+// counts that are and are not whole tiles, and stays near the float64
+// reference.
+func TestLegacyQ80BatchEqualsAlone(t *testing.T) {
+	for _, typ := range []quant.Type{quant.Q4_0, quant.Q5_0} {
+		t.Run(typ.String(), func(t *testing.T) { legacyBatchEqualsAlone(t, typ) })
+	}
+}
+
+func legacyBatchEqualsAlone(t *testing.T, typ quant.Type) {
 	r := rand.New(rand.NewPCG(15, 16))
 	p := NewPool(2)
 	defer p.Close()
 	for _, c := range []struct{ rows, cols, n int }{{5, 96, 2}, {19, 192, 13}, {9, 768, 20}, {16, 64, 8}, {3, 32, 40}} {
-		if c.n > kSmallBatch && !q80Lays(quant.Q5_0) {
+		if c.n > kSmallBatch && !q80Lays(typ) {
 			t.Logf("%d vectors: past %d, decoded rows take the batch where no VNNI kernel runs", c.n, kSmallBatch)
 			continue
 		}
-		data, _ := quant.Quantize(quant.Q5_0, randFloats(r, c.rows*c.cols))
-		w := &model.Tensor{Name: "w", Type: quant.Q5_0, Dims: []int{c.cols, c.rows}, Data: data}
+		data, _ := quant.Quantize(typ, randFloats(r, c.rows*c.cols))
+		w := &model.Tensor{Name: "w", Type: typ, Dims: []int{c.cols, c.rows}, Data: data}
 		deq := make([]float32, c.rows*c.cols)
-		quant.Dequantize(quant.Q5_0, data, deq)
+		quant.Dequantize(typ, data, deq)
 		scratch := [][]float32{make([]float32, ScratchFloats(c.cols)), make([]float32, ScratchFloats(c.cols))}
 		x := randFloats(r, c.n*c.cols)
 		var zr q80 // x rounded as the kernels round it, for the reference
@@ -375,7 +388,7 @@ func TestMatMulAllTypes(t *testing.T) {
 			}
 			scratch := [][]float32{make([]float32, ScratchFloats(cols)), make([]float32, ScratchFloats(cols)), make([]float32, ScratchFloats(cols))}
 			pool.MatMul(out, w, x, n, scratch)
-			xr := x // Q4_K and Q6_K multiply x rounded to 8 bits (q8K), Q5_0 and Q8_0 x rounded to Q8_0 (q80)
+			xr := x // Q4_K and Q6_K multiply x rounded to 8 bits (q8K), Q4_0, Q5_0 and Q8_0 x rounded to Q8_0 (q80)
 			if hasQ8Kernel(typ, cols) {
 				var z q8K
 				z.resize(n, cols)
@@ -414,7 +427,7 @@ func fixScales(typ quant.Type, raw []byte) {
 	switch typ {
 	case quant.Q4_1, quant.Q5_1, quant.Q4_K, quant.Q5_K:
 		offs = []int{0, 2}
-	case quant.Q5_0:
+	case quant.Q4_0, quant.Q5_0:
 		offs = []int{0}
 	case quant.Q6_K:
 		offs = []int{208}

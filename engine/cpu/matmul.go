@@ -22,7 +22,7 @@ type matmulTask struct {
 	scratch [][]float32
 	xs      []float32 // the legacy kernels' sums of x over groups (kGroup), per vector
 	z       *q8K      // x quantized to int8 for the K-quant kernels
-	z80     *q80      // x rounded to Q8_0 for the Q5_0 and Q8_0 kernels
+	z80     *q80      // x rounded to Q8_0 for the Q4_0, Q5_0 and Q8_0 kernels
 	sums    []int32   // w's block corrections, for several vectors through the lane kernels (blockSums)
 	tiles   []byte    // w in tiles, for several vectors through the tile kernels (q80Tiles, kTiles)
 }
@@ -125,7 +125,7 @@ func (p *Pool) prepare(out []float32, w *model.Tensor, x []float32, n int, scrat
 			p.mm.z80 = &p.q80
 			if tiles != nil {
 				p.mm.tiles = tiles
-			} else if lay && n > 1 && w.Type == quant.Q8_0 && useQ80VNNI { // Q5_0 rows get theirs a tile at a time
+			} else if lay && n > 1 && w.Type == quant.Q8_0 && useQ80VNNI { // Q4_0 and Q5_0 rows get theirs a tile at a time
 				p.mm.sums = blockSums(w)
 			}
 		} else {
@@ -156,7 +156,7 @@ func (m *matmulTask) Run(worker, lo, hi int) {
 		dotRowsKQ8Multi(w.Type, w.Data, rb, lo, hi, m.z, m.n, nb, m.out, rows, m.sums, m.tiles)
 		return
 	}
-	if m.z80 != nil { // Q5_0, Q8_0: every vector through the int8 kernel
+	if m.z80 != nil { // Q4_0, Q5_0, Q8_0: every vector through the int8 kernel
 		dotRowsQ80(w.Type, w.Data, rb, lo, hi, m.z80, m.n, cols, m.out, rows, m.sums, m.tiles, buf)
 		return
 	}
@@ -306,7 +306,7 @@ var q80SmallBatchQ8_0 = 64
 // other types q80SmallBatch is already at most this.
 const q80ChunkQ8_0 = 16
 
-// q80Decoded reports whether a Q5_0 or Q8_0 product of n vectors takes
+// q80Decoded reports whether a Q4_0, Q5_0 or Q8_0 product of n vectors takes
 // decoded rows through the GEMM rather than the int8 kernels. With the
 // VNNI Q8_0 kernels (eight vectors a lane each) it never does unless a
 // test or benchmark asks (q80SmallBatchQ8_0 = 0): 2048 × 768 through

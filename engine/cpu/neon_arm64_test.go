@@ -282,8 +282,8 @@ func randomRow(r *rand.Rand, t quant.Type, blocks int, random bool) []byte {
 	return row
 }
 
-// The int8 dot kernels, both forms, equal the Go kernels bit for bit: Q8_0
-// and Q5_0 rows times x rounded to Q8_0, Q4_K, Q5_K and Q6_K rows times x
+// The int8 dot kernels, both forms, equal the Go kernels bit for bit: Q8_0,
+// Q4_0 and Q5_0 rows times x rounded to Q8_0, Q4_K, Q5_K and Q6_K rows times x
 // quantized to q8K, for block counts around the loops' steps and vectors
 // that start past the first.
 func TestNEONInt8Dots(t *testing.T) {
@@ -299,7 +299,7 @@ func TestNEONInt8Dots(t *testing.T) {
 					t    quant.Type
 					fn   q80Kernel
 					inGo func([]byte, *q80, int) float32
-				}{{quant.Q8_0, k.q80, dotQ8_0Q80Go}, {quant.Q5_0, k.q50, dotQ5_0Q80Go}} {
+				}{{quant.Q8_0, k.q80, dotQ8_0Q80Go}, {quant.Q4_0, k.q40, dotQ4_0Q80Go}, {quant.Q5_0, k.q50, dotQ5_0Q80Go}} {
 					row := randomRow(r, c.t, blocks, random)
 					for v := range 2 {
 						want := c.inGo(row, &z, v*blocks)

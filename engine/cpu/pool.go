@@ -65,7 +65,7 @@ type Pool struct {
 	xs   []float32 // MatMul's sums of x for the legacy kernels, reused
 	q8   q8K       // MatMul's x quantized for the Q4_K and Q6_K kernels, reused
 	xr   []float32 // that x rounded back to floats (many vectors), reused
-	q80  q80       // MatMul's x rounded to Q8_0 for the Q5_0 and Q8_0 kernels, reused
+	q80  q80       // MatMul's x rounded to Q8_0 for the Q4_0, Q5_0 and Q8_0 kernels, reused
 	xr80 []float32 // that x back in floats (many vectors), reused
 	q80t q80Task
 	qx   quantizeXTask

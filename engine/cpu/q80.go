@@ -8,11 +8,12 @@ import (
 	"stepthrough/engine/quant"
 )
 
-// q80 is x rounded to Q8_0 blocks for the Q5_0 and Q8_0 int8 kernels, as
-// llama.cpp rounds a vector it multiplies with Q5_0 or Q8_0 rows (its AVX2
-// quantize_row_q8_0): per 32 values, d = max|x|/127 kept as binary16, and
-// q = x·127/max rounded half to even. Q5_0 is what llama.cpp's Q4_K_M
-// writes for matrices whose rows are not a multiple of 256.
+// q80 is x rounded to Q8_0 blocks for the Q4_0, Q5_0 and Q8_0 int8
+// kernels, as llama.cpp rounds a vector it multiplies with such rows (its
+// AVX2 quantize_row_q8_0; Q8_0 is the vec_dot_type of all three): per 32
+// values, d = max|x|/127 kept as binary16, and q = x·127/max rounded half
+// to even. Q5_0 is what llama.cpp's Q4_K_M writes for matrices whose rows
+// are not a multiple of 256.
 type q80 struct {
 	q []int8
 	d []float32 // each block's scale, binary16 widened
@@ -250,10 +251,10 @@ func (t *q80Task) runUnit(g, b0 int) {
 }
 
 // hasQ80Kernel reports whether a matrix multiplies x rounded to Q8_0
-// (q80): Q5_0 and Q8_0, on every platform (off amd64 their kernels are
-// Go), so every build computes llama.cpp's numbers.
+// (q80): Q4_0, Q5_0 and Q8_0, on every platform (where no assembly runs
+// their kernels are Go), so every build computes llama.cpp's numbers.
 func hasQ80Kernel(t quant.Type, cols int) bool {
-	return (t == quant.Q5_0 || t == quant.Q8_0) && cols%32 == 0
+	return (t == quant.Q4_0 || t == quant.Q5_0 || t == quant.Q8_0) && cols%32 == 0
 }
 
 // quantizeRange rounds x into z from value off (a multiple of 32) on,
@@ -293,10 +294,13 @@ func dotRowsQ80Each(t quant.Type, data []byte, rb, lo, hi int, z *q80, n, cols i
 	for r := lo; r < hi; r++ {
 		row := data[r*rb : (r+1)*rb]
 		for v := range n {
-			if t == quant.Q8_0 {
+			switch t {
+			case quant.Q8_0:
 				out[v*rows+r] = dotQ8_0Q80(row, z, v*nb)
-			} else {
+			case quant.Q5_0:
 				out[v*rows+r] = dotQ5_0Q80(row, z, v*nb)
+			default:
+				out[v*rows+r] = dotQ4_0Q80(row, z, v*nb)
 			}
 		}
 	}
@@ -330,6 +334,23 @@ func dotQ5_0Q80Go(row []byte, z *q80, b0 int) float32 {
 			lo := int32(blk[6+j]&15) | int32(qh>>j&1)<<4
 			hi := int32(blk[6+j]>>4) | int32(qh>>(j+16)&1)<<4
 			sum += (lo-16)*int32(z.q[(b0+b)*32+j]) + (hi-16)*int32(z.q[(b0+b)*32+16+j])
+		}
+		s += half16(blk[0:]) * z.d[b0+b] * float32(sum)
+	}
+	return s
+}
+
+// dotQ4_0Q80Go is a Q4_0 row times one rounded vector (its blocks from
+// b0): Σ_blocks d_w·d_x·Σ q_w·q_x with q_w = nibble − 8 (the low nibbles
+// values 0–15, the high ones 16–31), the integer sums exact.
+func dotQ4_0Q80Go(row []byte, z *q80, b0 int) float32 {
+	var s float32
+	for b := range len(row) / 18 {
+		blk := row[b*18 : b*18+18]
+		x := z.q[(b0+b)*32 : (b0+b+1)*32]
+		var sum int32
+		for j, v := range blk[2:] {
+			sum += (int32(v&15)-8)*int32(x[j]) + (int32(v>>4)-8)*int32(x[16+j])
 		}
 		s += half16(blk[0:]) * z.d[b0+b] * float32(sum)
 	}

@@ -107,3 +107,36 @@ q5unpack:
 	JNZ  q5unpack
 	VZEROUPPER
 	RET
+
+// func unpackQ4_0AVX2(row *byte, blocks int, out *byte)
+// Rewrites Q4_0 blocks (18 bytes: binary16 d, then 16 bytes of nibbles,
+// the low ones values 0–15, the high ones 16–31) as Q8_0 blocks (34
+// bytes: the same d, then the 32 values nibble − 8 as int8, −8 to 7), as
+// llama.cpp's AVX2 Q4_0·Q8_0 dot widens them, so the Q8_0 kernels
+// multiply them exactly. blocks > 0.
+TEXT ·unpackQ4_0AVX2(SB), NOSPLIT, $0-24
+	MOVQ row+0(FP), SI
+	MOVQ blocks+8(FP), CX
+	MOVQ out+16(FP), DI
+	MOVL $0x0F0F0F0F, AX
+	VMOVD AX, X10
+	VPBROADCASTD X10, Y10
+	MOVL $0x08080808, AX
+	VMOVD AX, X9
+	VPBROADCASTD X9, Y9
+
+q4unpack:
+	MOVW (SI), AX
+	MOVW AX, (DI)
+	VMOVDQU 2(SI), X1
+	VPSRLW $4, X1, X2
+	VINSERTI128 $1, X2, Y1, Y1
+	VPAND Y10, Y1, Y1
+	VPSUBB Y9, Y1, Y1
+	VMOVDQU Y1, 2(DI)
+	ADDQ $18, SI
+	ADDQ $34, DI
+	DECQ CX
+	JNZ  q4unpack
+	VZEROUPPER
+	RET

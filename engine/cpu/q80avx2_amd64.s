@@ -34,6 +34,21 @@
 	Q8_FOURS(Y9, Y1, Y3, Y9) \
 	VPADDD Y9, S, S
 
+// R4_FUSE adds four rows' block up into one sum each, from their eight
+// sums of four in A, B, C and D (XA, XB: the low halves of A and B), and
+// fuses them into the four results in X14: acc = fma(S, d_w·d_x, acc),
+// d_w the rows' binary16 scales (at SI, R10, R11, R12), d_x at DX (X12,
+// X13: scratch). The Q8_0 and Q4_0 row kernels both end a block with it.
+#define R4_FUSE(A, XA, B, XB, C, D) \
+	SUM4X2(A, B, C, D, Y13) \
+	VEXTRACTI128 $1, A, XB \
+	VPADDD XB, XA, XA \
+	VCVTDQ2PS XA, XA \
+	DW4(X13) \
+	VBROADCASTSS (DX), X12 \
+	VMULPS X12, X13, X13 \
+	VFMADD231PS XA, X13, X14
+
 // func dotQ8_0Q80r4AVX2(row *byte, stride int, q *int8, d *float32, blocks int, out *float32)
 // Four Q8_0 rows (stride bytes apart) times one vector rounded to Q8_0
 // (q, one d per 32): out[0..3]. Per block the rows' eight sums of four
@@ -68,19 +83,76 @@ r4block:
 	Q8_FOURS(Y0, Y2, Y6, Y10)
 	Q8_FOURS(Y0, Y3, Y7, Y11)
 	Q8_FOURS(Y0, Y4, Y8, Y12)
-	SUM4X2(Y9, Y10, Y11, Y12, Y13) // rows 0–3 over values 0–15, then over 16–31
-	VEXTRACTI128 $1, Y9, X10
-	VPADDD X10, X9, X9
-	VCVTDQ2PS X9, X9
-	DW4(X13)
-	VBROADCASTSS (DX), X12
-	VMULPS X12, X13, X13
-	VFMADD231PS X9, X13, X14
+	R4_FUSE(Y9, X9, Y10, X10, Y11, Y12)
 	ROWS4_NEXT(34)
 	ADDQ $32, DI
 	ADDQ $4, DX
 	DECQ CX
 	JNZ  r4block
+	MOVQ out+40(FP), DI
+	VMOVUPS X14, (DI)
+	VZEROUPPER
+	RET
+
+// Q4_FOURS sets R (XR its low half) to the eight sums of four of the
+// Q4_0 row block at P (its nibbles, unsigned: the low ones values 0–15,
+// the high ones 16–31) times x (Y0), less 8·x's own sums of four (Y5), so
+// that R sums to the block's Σ (nibble − 8)·x exactly (Y6: the
+// low-nibble mask; X8: scratch). Nibbles (≤ 15) times |x| ≤ 127, in
+// pairs, cannot saturate.
+#define Q4_FOURS(P, XR, R) \
+	VMOVDQU 2(P), XR \
+	VPSRLW $4, XR, X8 \
+	VINSERTI128 $1, X8, R, R \
+	VPAND Y6, R, R \
+	VPMADDUBSW Y0, R, R \
+	VPMADDWD Y15, R, R \
+	VPSUBD Y5, R, R
+
+// func dotQ4_0Q80r4AVX2(row *byte, stride int, q *int8, d *float32, blocks int, out *float32)
+// Four Q4_0 rows (18-byte blocks, stride bytes apart) times one vector
+// rounded to Q8_0 (q, one d per 32): out[0..3]. Each block's integer sum
+// is Σ nibble·x − 8·Σ x, the sum the Q8_0 kernels make of the rows
+// unpacked as Q8_0 (unpackQ4_0AVX2), and its float steps are
+// dotQ8_0Q80r4AVX2's, so every result is that kernel's on the unpacked
+// rows bit for bit, without writing them. blocks > 0.
+TEXT ·dotQ4_0Q80r4AVX2(SB), NOSPLIT, $0-48
+	MOVQ row+0(FP), SI
+	MOVQ stride+8(FP), AX
+	ROWS4
+	MOVQ q+16(FP), DI
+	MOVQ d+24(FP), DX
+	MOVQ blocks+32(FP), CX
+	MOVL $0x00010001, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	MOVL $0x0F0F0F0F, AX
+	VMOVD AX, X6
+	VPBROADCASTD X6, Y6
+	MOVL $0x01010101, AX
+	VMOVD AX, X7
+	VPBROADCASTD X7, Y7
+	VXORPS X14, X14, X14
+
+q4r4block:
+	PREFETCHT0 512(SI)
+	PREFETCHT0 512(R10)
+	PREFETCHT0 512(R11)
+	PREFETCHT0 512(R12)
+	VMOVDQU (DI), Y0
+	VPMADDUBSW Y0, Y7, Y5
+	VPMADDWD Y15, Y5, Y5
+	VPSLLD $3, Y5, Y5
+	Q4_FOURS(SI, X1, Y1)
+	Q4_FOURS(R10, X2, Y2)
+	Q4_FOURS(R11, X3, Y3)
+	Q4_FOURS(R12, X4, Y4)
+	R4_FUSE(Y1, X1, Y2, X2, Y3, Y4)
+	ROWS4_NEXT(18)
+	ADDQ $32, DI
+	ADDQ $4, DX
+	DECQ CX
+	JNZ  q4r4block
 	MOVQ out+40(FP), DI
 	VMOVUPS X14, (DI)
 	VZEROUPPER

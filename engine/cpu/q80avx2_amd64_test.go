@@ -4,6 +4,7 @@ package cpu
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -130,6 +131,53 @@ func BenchmarkQ8_0AVX2Kernels(b *testing.B) {
 				}
 				report(b)
 			})
+		}
+	}
+}
+
+// The Q4_0 row kernel (one vector, four rows a call) gives what the Q8_0
+// kernel gives the rows unpacked as Q8_0 (unpackQ4_0AVX2), bit for bit,
+// and the unpacked values are the dequantized ones over d: for random
+// nibbles and scales, vectors at ±127, block counts around the loop, and
+// rows from the range's quarters and alone.
+func TestQ4_0RowsAVX2(t *testing.T) {
+	if !useAVX2 || !useF16C {
+		t.Skip("no AVX2 and F16C here")
+	}
+	r := rand.New(rand.NewPCG(41, 42))
+	for _, c := range []struct{ blocks, rows int }{{1, 4}, {2, 5}, {3, 9}, {24, 16}, {28, 7}, {96, 3}} {
+		cols, rb := c.blocks*32, c.blocks*18
+		data := make([]byte, c.rows*rb)
+		for i := range data {
+			data[i] = byte(r.Uint32())
+		}
+		for b := 0; b < len(data); b += 18 { // scales: random, finite
+			h := quant.F32ToF16(r.Float32()*0.1 - 0.05)
+			data[b], data[b+1] = byte(h), byte(h>>8)
+		}
+		unpacked := make([]byte, c.rows*34*c.blocks)
+		unpackQ4_0AVX2(&data[0], c.rows*c.blocks, &unpacked[0])
+		deq := make([]float32, c.rows*cols)
+		quant.Dequantize(quant.Q4_0, data, deq)
+		for i, v := range deq {
+			blk := unpacked[i/32*34:]
+			if got := half16(blk) * float32(int8(blk[2+i%32])); got != v {
+				t.Fatalf("blocks=%d value %d unpacked as %g, dequantized %g", c.blocks, i, got, v)
+			}
+		}
+		var z q80
+		z.resize(1, cols, false)
+		x := randFloats(r, cols)
+		x[0], x[1] = 1, -1 // the block's extremes: ±127
+		z.quantizeRange(x, 0, nil)
+		got := make([]float32, c.rows)
+		q40RowsAVX2(data, rb, 0, c.rows, &z, c.blocks, got)
+		want := make([]float32, c.rows)
+		q80RowsAVX2(unpacked, 34*c.blocks, 0, c.rows, 0, &z, 1, c.blocks, want, c.rows)
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Errorf("blocks=%d rows=%d row %d: %g, the unpacked rows give %g", c.blocks, c.rows, i, got[i], want[i])
+			}
 		}
 	}
 }

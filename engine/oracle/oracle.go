@@ -150,7 +150,7 @@ func vec64(t *model.Tensor) []float64 {
 }
 
 // in64 is x as a product with rows of t reads it, from x in float32 as
-// the engine holds it (llama.cpp's rounding): for Q5_0 and Q8_0 rows
+// the engine holds it (llama.cpp's rounding): for Q4_0, Q5_0 and Q8_0 rows
 // rounded to Q8_0 blocks (per 32 values, d = max|x|/127 in binary16);
 // for Q4_K, Q5_K and Q6_K rows to Q8_K blocks (per 256 values, d =
 // max|x|/127 in float32); the values x·127/max to the nearest integer,
@@ -158,7 +158,7 @@ func vec64(t *model.Tensor) []float64 {
 func in64(t *model.Tensor, x []float64) []float64 {
 	block, f16 := 0, false
 	switch t.Type {
-	case quant.Q8_0, quant.Q5_0:
+	case quant.Q8_0, quant.Q5_0, quant.Q4_0:
 		block, f16 = 32, true
 	case quant.Q4_K, quant.Q5_K, quant.Q6_K:
 		block = 256

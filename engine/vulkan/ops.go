@@ -47,13 +47,13 @@ func shaderType(t quant.Type) string {
 
 // xBlock is the block size in which the CPU rounds the vector it
 // multiplies with rows of type t and cols values to 8 bits before the
-// product (engine/cpu's hasQ80Kernel and hasQ8Kernel: 32 for Q8_0 and
-// Q5_0, 256 for the K-quants it has int8 kernels for), or 0 when it
+// product (engine/cpu's hasQ80Kernel and hasQ8Kernel: 32 for Q8_0, Q5_0
+// and Q4_0, 256 for the K-quants it has int8 kernels for), or 0 when it
 // multiplies floats. The shaders round x the same way first (RoundX), so
 // both backends multiply the same numbers.
 func xBlock(t quant.Type, cols int) int {
 	switch {
-	case (t == quant.Q8_0 || t == quant.Q5_0) && cols%32 == 0:
+	case (t == quant.Q8_0 || t == quant.Q5_0 || t == quant.Q4_0) && cols%32 == 0:
 		return 32
 	case (t == quant.Q4_K || t == quant.Q5_K || t == quant.Q6_K) && cols%256 == 0:
 		return 256

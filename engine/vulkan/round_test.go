@@ -15,7 +15,7 @@ import (
 )
 
 // roundRef rounds x in blocks of qk values as engine/cpu rounds the vector
-// it multiplies with Q8_0 and Q5_0 rows (qk 32: d kept as binary16) or
+// it multiplies with Q8_0, Q5_0 and Q4_0 rows (qk 32: d kept as binary16) or
 // K-quant rows (qk 256: d a float), returning d·q: the numbers those
 // kernels multiply.
 func roundRef(x []float32, qk int) []float32 {

@@ -28,7 +28,7 @@ func synth(t testing.TB, o model.SynthOptions) *model.Model {
 
 // parity runs the same prompt on the CPU and Vulkan runners: logits within
 // 1e-3 at every position, and the same greedy continuation. For Q4_K,
-// Q5_K, Q6_K, Q5_0 and Q8_0 weights both multiply x rounded to 8 bits (as
+// Q5_K, Q6_K, Q4_0, Q5_0 and Q8_0 weights both multiply x rounded to 8 bits (as
 // llama.cpp's CPU backend does; round_x.comp on the GPU), which mostly
 // agrees as closely as floats do (2.4e-7 on the stories15M shape in Q8_0,
 // where multiplying unrounded x on the GPU gave 0.027); but the two
