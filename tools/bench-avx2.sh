@@ -11,6 +11,10 @@
 #
 #   tools/bench-avx2.sh LLAMA_BIN_DIR [DIR] [ROUNDS]
 #
+# On a CPU without AVX-512 (a Zen 2/3 EPYC or laptop) the cap changes
+# nothing, and llama.cpp's default build there (-march=native) is the one
+# to compare with: BENCHMARKS.md's "A CPU without AVX-512, measured on one".
+#
 # FILES (paths, space-separated) replaces the suite for pp128 and tg64,
 # TESTS (semicolon-separated) those two tests, for example "-p 0 -n 32 -d
 # 2048" for generation at a depth of 2048 positions (both programs' -d),
