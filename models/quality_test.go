@@ -53,9 +53,10 @@ func sameRates(a, b recipe.Bars) bool {
 	return true
 }
 
-// The quantization table of models/README.md holds: two of its rows
-// measured again (the 8-bit and the 4-bit preset) agree with report.json,
-// and fewer bits cost more KL.
+// The quantization table of models/README.md holds: three of its rows
+// measured again (the 8-bit and the 4-bit preset, and Q4_0, whose rows
+// multiply activations rounded to Q8_0 as llama.cpp's do) agree with
+// report.json, and fewer bits cost more KL.
 func TestQuantizationTable(t *testing.T) {
 	dir := modelsDir()
 	rep, err := recipe.ReadReport(filepath.Join(dir, "report.json"))
@@ -70,7 +71,7 @@ func TestQuantizationTable(t *testing.T) {
 		t.Fatalf("report.json has %d quantization rows (rerun train-lesson --eval-only)", len(stated))
 	}
 	held := heldOut(rep.Seed, rep.Scale)
-	rows, err := recipe.MeasureQuantization(context.Background(), filepath.Join(dir, "lesson.gguf"), recipe.QuantText(held), []string{"Q8_0", "Q4_K_M"}, 0)
+	rows, err := recipe.MeasureQuantization(context.Background(), filepath.Join(dir, "lesson.gguf"), recipe.QuantText(held), []string{"Q8_0", "Q4_K_M", "Q4_0"}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
