@@ -74,20 +74,26 @@ func TestFamiliesMatchNaiveForward(t *testing.T) {
 			want := oracle.Forward(m, ids)
 			for _, batch := range []int{512, 3} {
 				got := forwardAll(t, m, Options{Threads: 2, MaxBatch: batch}, ids)
-				V := m.Config.Vocab
-				var worst, scale float64
-				for p := range ids {
-					for j := 0; j < V; j++ {
-						worst = max(worst, math.Abs(float64(got[p*V+j])-want[p][j]))
-						scale = max(scale, math.Abs(want[p][j]))
-					}
-				}
+				worst, scale := oracleDiff(got, want)
 				if worst > 1e-4*max(1, scale) {
 					t.Errorf("batch %d: max |runner - float64 oracle| = %g (logits up to %g)", batch, worst, scale)
 				}
 			}
 		})
 	}
+}
+
+// oracleDiff is the largest |got − want| over every position's logits
+// (got as forwardAll returns them, want as oracle.Forward does) and the
+// largest |want|, the scale a tolerance is taken of.
+func oracleDiff(got []float32, want [][]float64) (worst, scale float64) {
+	for p, row := range want {
+		for j, w := range row {
+			worst = max(worst, math.Abs(float64(got[p*len(row)+j])-w))
+			scale = max(scale, math.Abs(w))
+		}
+	}
+	return worst, scale
 }
 
 // forwardAll is the logits of every position of ids in a new runner.
@@ -119,14 +125,7 @@ func TestTilesSmallHeadsShortContext(t *testing.T) {
 	want := oracle.Forward(m, ids)
 	for _, ctx := range []int{17, 20, 24, 31} {
 		got := forwardAll(t, m, Options{Threads: 2, Context: ctx}, ids)
-		V := m.Config.Vocab
-		var worst, scale float64
-		for p := range ids {
-			for j := range V {
-				worst = max(worst, math.Abs(float64(got[p*V+j])-want[p][j]))
-				scale = max(scale, math.Abs(want[p][j]))
-			}
-		}
+		worst, scale := oracleDiff(got, want)
 		if worst > 1e-4*max(1, scale) {
 			t.Errorf("context %d: max |runner - float64 oracle| = %g (logits up to %g)", ctx, worst, scale)
 		}

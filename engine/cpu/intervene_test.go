@@ -62,14 +62,7 @@ func TestInterventionsMatchOracle(t *testing.T) {
 				}
 				for _, batch := range []int{512, 4} {
 					got := forwardEdited(t, m, Options{Threads: 2, MaxBatch: batch}, ids, &tc.set)
-					V := c.Vocab
-					var worst, scale float64
-					for p := range ids {
-						for j := range V {
-							worst = max(worst, math.Abs(float64(got[p*V+j])-want[p][j]))
-							scale = max(scale, math.Abs(want[p][j]))
-						}
-					}
+					worst, scale := oracleDiff(got, want)
 					if worst > 1e-4*max(1, scale) {
 						t.Errorf("batch %d: max |runner - float64 oracle| = %g (logits up to %g)", batch, worst, scale)
 					}
