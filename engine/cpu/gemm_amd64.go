@@ -42,3 +42,12 @@ var gemmTRows = func() int {
 	}
 	return 4
 }()
+
+// gemmKernelsT6[z] is the six-row kernel of z registers of columns that
+// stores its tile transposed, where there is one: AVX2's of two registers.
+var gemmKernelsT6 = func() [4]gemmKernel {
+	if useGemmB {
+		return [4]gemmKernel{}
+	}
+	return gemm256KernelsT6
+}()

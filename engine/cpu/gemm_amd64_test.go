@@ -26,10 +26,10 @@ func TestGemm256Kernels(t *testing.T) {
 // use256 makes the broadcast GEMM take the AVX2 kernels, and returns what
 // puts back the ones it took.
 func use256() func() {
-	k, kt, tr, l, a, z, pn := gemmKernels, gemmKernelsT, gemmTRows, gemmLanes, gemmAcc, gemmMaxZ, gemmPanel
-	gemmKernels, gemmKernelsT, gemmTRows, gemmLanes, gemmAcc, gemmMaxZ, gemmPanel = gemm256Kernels, gemm256KernelsT, 4, 8, 12, 3, 24
+	k, kt, k6, tr, l, a, z, pn := gemmKernels, gemmKernelsT, gemmKernelsT6, gemmTRows, gemmLanes, gemmAcc, gemmMaxZ, gemmPanel
+	gemmKernels, gemmKernelsT, gemmKernelsT6, gemmTRows, gemmLanes, gemmAcc, gemmMaxZ, gemmPanel = gemm256Kernels, gemm256KernelsT, gemm256KernelsT6, 4, 8, 12, 3, 24
 	return func() {
-		gemmKernels, gemmKernelsT, gemmTRows, gemmLanes, gemmAcc, gemmMaxZ, gemmPanel = k, kt, tr, l, a, z, pn
+		gemmKernels, gemmKernelsT, gemmKernelsT6, gemmTRows, gemmLanes, gemmAcc, gemmMaxZ, gemmPanel = k, kt, k6, tr, l, a, z, pn
 	}
 }
 
@@ -110,39 +110,56 @@ func TestPackT8AVX2(t *testing.T) {
 	}
 }
 
-// The AVX2 kernels that store transposed put row i's column j at
-// c[j*ldc+i], for each width, and write nothing else.
+// The AVX2 kernels that store transposed (four rows, and six of two
+// registers) put row i's column j at c[j*ldc+i], for each width, and
+// write nothing else.
 func TestGemm256KernelsT(t *testing.T) {
 	if !useAVX2 {
 		t.Skip("no AVX2 and FMA here")
 	}
 	r := rand.New(rand.NewPCG(11, 12))
-	for z := 1; z <= 3; z++ {
+	type kern struct {
+		m, z int
+		f    gemmKernel
+	}
+	kerns := []kern{{4, 1, gemmY4_1_T}, {4, 2, gemmY4_2_T}, {4, 3, gemmY4_3_T}, {6, 2, gemm256KernelsT6[2]}}
+	for _, kn := range kerns {
+		m, z := kn.m, kn.z
 		for _, k := range []int{1, 5, 64} {
 			n := 8 * z
-			lda, ldb, ldc := k+3, n+8, 7
-			a, b := randFloats(r, 3*lda+k), randFloats(r, (k-1)*ldb+n)
-			c := make([]float32, (n-1)*ldc+4+1)
+			lda, ldb, ldc := k+3, n+8, m+3
+			a, b := randFloats(r, (m-1)*lda+k), randFloats(r, (k-1)*ldb+n)
+			c := make([]float32, (n-1)*ldc+m+1)
 			for i := range c {
 				c[i] = 42
 			}
-			gemm256KernelsT[z](&a[0], lda, &b[0], ldb, k, &c[0], ldc)
+			kn.f(&a[0], lda, &b[0], ldb, k, &c[0], ldc)
 			for j := range n {
-				for i := range 4 {
+				for i := range m {
 					want := 0.0
 					for p := range k {
 						want += float64(a[i*lda+p]) * float64(b[p*ldb+j])
 					}
 					if d := math.Abs(float64(c[j*ldc+i]) - want); d > 1e-5*(1+math.Abs(want)) {
-						t.Fatalf("z=%d k=%d: c[%d][%d] = %g, want %g", z, k, j, i, c[j*ldc+i], want)
+						t.Fatalf("%d rows, z=%d, k=%d: c[%d][%d] = %g, want %g", m, z, k, j, i, c[j*ldc+i], want)
 					}
 				}
-				for i := 4; i < ldc && j*ldc+i < len(c); i++ {
+				for i := m; i < ldc && j*ldc+i < len(c); i++ {
 					if c[j*ldc+i] != 42 {
-						t.Fatalf("z=%d k=%d: wrote c[%d]", z, k, j*ldc+i)
+						t.Fatalf("%d rows, z=%d, k=%d: wrote c[%d]", m, z, k, j*ldc+i)
 					}
 				}
 			}
+		}
+	}
+}
+
+// sixRowTiles leaves the fewest rows to the edge kernels, then takes the
+// most six-row tiles.
+func TestSixRowTiles(t *testing.T) {
+	for _, c := range []struct{ r, want int }{{0, 0}, {4, 0}, {6, 1}, {7, 1}, {8, 0}, {10, 1}, {12, 2}, {16, 2}, {40, 6}, {42, 7}} {
+		if got := sixRowTiles(c.r); got != c.want {
+			t.Errorf("sixRowTiles(%d) = %d, want %d", c.r, got, c.want)
 		}
 	}
 }

@@ -152,6 +152,9 @@ func gemmY5_2_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc
 func gemmY6_2_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
 
 //go:noescape
+func gemmY6_2_T(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
+
+//go:noescape
 func gemmY1_3_R(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int)
 
 //go:noescape
@@ -189,3 +192,7 @@ var gemm512KernelsT = [4]gemmKernel{1: gemm8_1_T, 2: gemm8_2_T, 3: gemm8_3_T}
 // gemm256KernelsT[z] is the AVX2 four-row kernel of z vectors of 8
 // columns that stores its tile transposed.
 var gemm256KernelsT = [4]gemmKernel{1: gemmY4_1_T, 2: gemmY4_2_T, 3: gemmY4_3_T}
+
+// gemm256KernelsT6[z] is the AVX2 six-row kernel of z vectors of 8
+// columns that stores its tile transposed, where there is one.
+var gemm256KernelsT6 = [4]gemmKernel{2: gemmY6_2_T}

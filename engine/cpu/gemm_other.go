@@ -11,8 +11,9 @@ const (
 
 // The kernel tables are empty off amd64.
 var (
-	gemmKernels  [5][9]gemmKernel
-	gemmKernelsT [4]gemmKernel
+	gemmKernels   [5][9]gemmKernel
+	gemmKernelsT  [4]gemmKernel
+	gemmKernelsT6 [4]gemmKernel
 )
 
 // The kernels' shape, unused here.

@@ -172,7 +172,13 @@ func gemmWeights(out []float32, w *model.Tensor, px *packedX, n int, lo, hi int,
 			d, t0, nv, width := px.panel(q, n, cols)
 			z := width / gemmLanes
 			i := 0
-			if nv == width { // whole registers: eight rows at a time (four at AVX2), stored transposed
+			if nv == width { // whole registers: eight rows at a time (six or four at AVX2), stored transposed
+				if k6 := gemmKernelsT6[z]; k6 != nil {
+					for range sixRowTiles(mr) {
+						k6(&a[i*cols], cols, &d[0], width, cols, &out[t0*rows+r0+i], rows)
+						i += 6
+					}
+				}
 				for ; i+gemmTRows <= mr; i += gemmTRows {
 					gemmKernelsT[z](&a[i*cols], cols, &d[0], width, cols, &out[t0*rows+r0+i], rows)
 				}
@@ -188,6 +194,22 @@ func gemmWeights(out []float32, w *model.Tensor, px *packedX, n int, lo, hi int,
 			}
 		}
 	}
+}
+
+// sixRowTiles is how many tiles of six rows to take of r rows before
+// tiles of four: the count that leaves the fewest rows to the edge kernels
+// and, of those, the most (fewer calls). At AVX2 a tile two registers wide
+// has only eight accumulators in four rows, too few to cover the latency
+// of a multiply-add on two units, and runs at about three quarters of the
+// speed of one of six rows or of three registers (BenchmarkGemm256Panels).
+func sixRowTiles(r int) int {
+	best, covered := 0, r/4*4
+	for c := 1; 6*c <= r; c++ {
+		if cv := 6*c + (r-6*c)/4*4; cv >= covered {
+			best, covered = c, cv
+		}
+	}
+	return best
 }
 
 // gemmTask is a weight product through the broadcast GEMM, split across

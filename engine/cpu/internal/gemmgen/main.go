@@ -14,7 +14,8 @@
 // It also writes gemm256_amd64.s: the same kernels for AVX2 (FMA on
 // 256-bit registers, 8 columns each, no AVX-512), gemmYM_Z_R for Z up
 // to 3 and M·Z at most 12 accumulators of the 16 registers (three hold
-// B's row, one the broadcast), stored as rows only.
+// B's row, one the broadcast), and transposed ones of four rows, and of
+// six for two registers of columns.
 //
 // Run it with `go generate ./engine/cpu`; TestGemmKernelsFresh fails when
 // the committed files differ from its output.
@@ -47,11 +48,13 @@ func shapes(maxZ, acc int) [][2]int {
 
 // The AVX-512 kernels' Z and accumulators, and the AVX2 ones'; the AVX2
 // kernels that store transposed have four rows (a 4×8 transpose per
-// register of columns).
+// register of columns), and one of six rows for two registers (12
+// accumulators: its two rows past the fourth stored as pairs).
 const (
 	maxZ512, acc512 = 4, 24
 	maxZ256, acc256 = 3, 12
 	maxRowsT256     = 4
+	rowsT6, zT6     = 6, 2
 )
 
 func main() {
@@ -72,7 +75,7 @@ func main() {
 	}
 	for _, s := range shapes(maxZ256, acc256) {
 		for _, st := range []byte{'R', 'T'} {
-			if st == 'T' && s[0] != maxRowsT256 {
+			if st == 'T' && s[0] != maxRowsT256 && (s[0] != rowsT6 || s[1] != zT6) {
 				continue
 			}
 			kernel(&asm256, avx2, s[0], s[1], st)
@@ -106,6 +109,7 @@ func main() {
 		fmt.Fprintf(&decl, "%d: gemmY%d_%d_T, ", z, maxRowsT256, z)
 	}
 	decl.WriteString("}\n")
+	fmt.Fprintf(&decl, "\n// gemm256KernelsT6[z] is the AVX2 six-row kernel of z vectors of 8\n// columns that stores its tile transposed, where there is one.\nvar gemm256KernelsT6 = [4]gemmKernel{%d: gemmY%d_%d_T}\n", zT6, rowsT6, zT6)
 	src, err := format.Source(decl.Bytes())
 	if err != nil {
 		log.Fatal(err)
@@ -209,6 +213,9 @@ func kernel(b *bytes.Buffer, w isa, m, z int, st byte) {
 	} else if w.reg == "Z" {
 		storeT(p, z)
 	} else {
+		if m == rowsT6 {
+			storeT2(p, z)
+		}
 		storeT4(p, z)
 	}
 	p("VZEROUPPER")
@@ -247,6 +254,38 @@ func storeT4(p func(string, ...any), z int) {
 		p("VEXTRACTF128 $1, Y%d, (R11)", a(3))
 		if j < z-1 {
 			p("LEAQ (R10)(SI*4), DX")
+		}
+	}
+}
+
+// storeT2 stores rows 4 and 5 of an AVX2 tile transposed, before storeT4
+// stores rows 0–3 (it leaves DX, c, alone): per register of 8 columns the
+// two rows' accumulators are interleaved, which leaves each column's pair
+// of floats in one 64-bit lane (columns 0, 1 | 4, 5 of one register, 2, 3
+// | 6, 7 of the other), and column q's pair goes to c + q·ldc + 4 floats.
+func storeT2(p func(string, ...any), z int) {
+	p("MOVQ DX, AX")
+	for j := 0; j < z; j++ {
+		a := func(i int) int { return i*z + j }
+		p("VUNPCKLPS Y%d, Y%d, Y12", a(5), a(4)) // columns 0, 1 | 4, 5
+		p("VUNPCKHPS Y%d, Y%d, Y13", a(5), a(4)) // columns 2, 3 | 6, 7
+		p("VEXTRACTF128 $1, Y12, X14")
+		p("VEXTRACTF128 $1, Y13, X15")
+		p("MOVQ AX, R8")
+		p("LEAQ (R8)(SI*2), R9")
+		p("ADDQ SI, R9")
+		p("LEAQ (R8)(SI*4), R10")
+		p("LEAQ (R9)(SI*4), R11")
+		p("VMOVQ X12, 16(R8)")
+		p("VMOVHPS X12, 16(R8)(SI*1)")
+		p("VMOVQ X13, 16(R8)(SI*2)")
+		p("VMOVHPS X13, 16(R9)")
+		p("VMOVQ X14, 16(R10)")
+		p("VMOVHPS X14, 16(R10)(SI*1)")
+		p("VMOVQ X15, 16(R10)(SI*2)")
+		p("VMOVHPS X15, 16(R11)")
+		if j < z-1 {
+			p("LEAQ (R10)(SI*4), AX")
 		}
 	}
 }
