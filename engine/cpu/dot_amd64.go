@@ -65,6 +65,9 @@ func dequantQ6KAVX2(b *byte, ds *float32, y *float32)
 func dequantQ4KRowAVX2(raw *byte, blocks int, y *float32, f16 *float32)
 
 //go:noescape
+func dequantQ5KRowAVX2(raw *byte, blocks int, y *float32, f16 *float32)
+
+//go:noescape
 func dequantQ8KAVX2(q *int8, d *float32, out *float32, blocks int)
 
 // dequantQ8K is z.dequantizeFrom by the kernel: out[i] = d·q of value
@@ -500,6 +503,12 @@ func decodeRowInto(t quant.Type, raw []byte, out []float32) {
 		nb := len(out) / 256
 		_ = raw[nb*144-1]
 		dequantQ4KRowAVX2(&raw[0], nb, &out[0], &f16Table[0])
+		return
+	}
+	if t == quant.Q5_K && useAVX2 && len(out)%256 == 0 && len(out) > 0 {
+		nb := len(out) / 256
+		_ = raw[nb*176-1]
+		dequantQ5KRowAVX2(&raw[0], nb, &out[0], &f16Table[0])
 		return
 	}
 	if t == quant.Q6_K && useAVX2 && len(out)%256 == 0 && len(out) > 0 {

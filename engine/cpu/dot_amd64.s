@@ -937,6 +937,119 @@ q4krowdone:
 	VZEROUPPER
 	RET
 
+// func dequantQ5KRowAVX2(raw *byte, blocks int, y *float32, f16 *float32)
+// Whole Q5_K blocks (176 bytes: d, dmin, 12 bytes of six-bit scales and
+// mins, 32 bytes of fifth bits, 128 bytes of nibbles) to floats,
+// y = d·sc·(q + 16·h) − dmin·m per sub-block, as quant.Dequantize rounds
+// (q + 16·h is exact, so the sum is an OR before the conversion). The
+// scales go through the frame as dequantQ4KRowAVX2's do; sub-block j's
+// fifth bits are bit j of the 32 bytes, shifted down by X10 (2·pair) for
+// the even one of a pair and one more for the odd one.
+TEXT ·dequantQ5KRowAVX2(SB), NOSPLIT, $80-32
+	MOVQ     raw+0(FP), SI
+	MOVQ     blocks+8(FP), BX
+	MOVQ     y+16(FP), DI
+	MOVQ     f16+24(FP), R8
+	VPCMPEQD Y15, Y15, Y15
+	VPSRLD   $31, Y15, Y9
+	VPSRLD   $28, Y15, Y15
+
+q5krow:
+	CMPQ         BX, $0
+	JE           q5krowdone
+	MOVWLZX      (SI), AX
+	VBROADCASTSS (R8)(AX*4), Y6
+	MOVWLZX      2(SI), AX
+	VBROADCASTSS (R8)(AX*4), Y7
+
+	// the scales and mins as dequantQ4KRowAVX2 unpacks them
+	MOVL 4(SI), AX
+	MOVL 8(SI), CX
+	MOVL 12(SI), DX
+	MOVL AX, R9
+	ANDL $0x3f3f3f3f, R9
+	MOVL R9, 0(SP)
+	MOVL CX, R9
+	ANDL $0x3f3f3f3f, R9
+	MOVL R9, 8(SP)
+	SHRL $6, AX
+	ANDL $0x03030303, AX
+	SHLL $4, AX
+	MOVL DX, R9
+	ANDL $0x0f0f0f0f, R9
+	ORL  R9, AX
+	MOVL AX, 4(SP)
+	SHRL $6, CX
+	ANDL $0x03030303, CX
+	SHLL $4, CX
+	SHRL $4, DX
+	ANDL $0x0f0f0f0f, DX
+	ORL  DX, CX
+	MOVL CX, 12(SP)
+
+	VPMOVZXBD 0(SP), Y0
+	VCVTDQ2PS Y0, Y0
+	VMULPS    Y6, Y0, Y0
+	VMOVUPS   Y0, 16(SP)
+	VPMOVZXBD 8(SP), Y1
+	VCVTDQ2PS Y1, Y1
+	VMULPS    Y7, Y1, Y1
+	VMOVUPS   Y1, 48(SP)
+
+	LEAQ 16(SP), R13
+	LEAQ 48(SI), R14
+	XORQ R10, R10
+	MOVQ $4, CX
+
+q5krowpair:
+	VBROADCASTSS (R13), Y11
+	VBROADCASTSS 32(R13), Y12
+	VBROADCASTSS 4(R13), Y13
+	VBROADCASTSS 36(R13), Y14
+	VMOVQ        R10, X10
+	LEAQ         16(SI), R12
+	MOVQ         $4, DX
+
+q5krowgroup:
+	VPMOVZXBD (R14), Y0
+	VPMOVZXBD (R12), Y3
+	VPSRLD    X10, Y3, Y3
+	VPAND     Y9, Y3, Y4
+	VPSRLD    $1, Y3, Y5
+	VPAND     Y9, Y5, Y5
+	VPSLLD    $4, Y4, Y4
+	VPSLLD    $4, Y5, Y5
+	VPAND     Y15, Y0, Y1
+	VPSRLD    $4, Y0, Y2
+	VPOR      Y4, Y1, Y1
+	VPOR      Y5, Y2, Y2
+	VCVTDQ2PS Y1, Y1
+	VCVTDQ2PS Y2, Y2
+	VMULPS    Y11, Y1, Y1
+	VSUBPS    Y12, Y1, Y1
+	VMULPS    Y13, Y2, Y2
+	VSUBPS    Y14, Y2, Y2
+	VMOVUPS   Y1, (DI)
+	VMOVUPS   Y2, 128(DI)
+	ADDQ      $8, R14
+	ADDQ      $8, R12
+	ADDQ      $32, DI
+	DECQ      DX
+	JNE       q5krowgroup
+	ADDQ      $128, DI
+	ADDQ      $8, R13
+	ADDQ      $2, R10
+	DECQ      CX
+	JNE       q5krowpair
+
+	ADDQ $176, SI
+	DECQ BX
+	JMP  q5krow
+
+q5krowdone:
+	VZEROUPPER
+	RET
+
 // func dotF16AVX2(row *byte, x *float32, n int) float32
 // The dot product of n binary16 values (a positive multiple of 32) with
 // n floats: F16C widens eight halves at a time.

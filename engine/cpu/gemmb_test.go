@@ -131,7 +131,7 @@ func TestGemmKernelsFresh(t *testing.T) {
 	}
 }
 
-// TestDecodeRow checks the Q8_0, Q4_K and Q6_K row decoders against
+// TestDecodeRow checks the Q8_0, Q4_K, Q5_K and Q6_K row decoders against
 // quant.Dequantize bit for bit, and x quantized for the K-quant kernels
 // back to floats against the plain loop.
 func TestDecodeRow(t *testing.T) {
@@ -139,7 +139,7 @@ func TestDecodeRow(t *testing.T) {
 	for _, c := range []struct {
 		typ quant.Type
 		n   int
-	}{{quant.Q8_0, 32}, {quant.Q8_0, 64}, {quant.Q8_0, 768}, {quant.Q4_K, 256}, {quant.Q4_K, 768}, {quant.Q4_K, 2048}, {quant.Q6_K, 256}, {quant.Q6_K, 768}} {
+	}{{quant.Q8_0, 32}, {quant.Q8_0, 64}, {quant.Q8_0, 768}, {quant.Q4_K, 256}, {quant.Q4_K, 768}, {quant.Q4_K, 2048}, {quant.Q5_K, 256}, {quant.Q5_K, 2048}, {quant.Q6_K, 256}, {quant.Q6_K, 768}} {
 		n := c.n
 		x := randVec(rng, n)
 		raw, err := quant.Quantize(c.typ, x)
@@ -158,8 +158,8 @@ func TestDecodeRow(t *testing.T) {
 		}
 	}
 	// random bytes: every bit pattern of the six-bit scales and mins (and
-	// of Q6_K's), with finite f16 scales
-	for _, typ := range []quant.Type{quant.Q4_K, quant.Q6_K} {
+	// of Q6_K's, and every fifth bit of Q5_K), with finite f16 scales
+	for _, typ := range []quant.Type{quant.Q4_K, quant.Q5_K, quant.Q6_K} {
 		raw := make([]byte, 8*typ.BlockBytes())
 		for i := range raw {
 			raw[i] = byte(rng.IntN(256))
