@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"math"
 	"unsafe"
 
 	"stepthrough/engine/quant"
@@ -76,6 +77,17 @@ func axpyGo(dst []float32, a float32, x []float32) {
 	for i := range dst {
 		dst[i] += a * x[i]
 	}
+}
+
+// dotBF16Go is the dot product of a bfloat16 row (len(x) values) with x:
+// each value is its 16 bits above 16 zero bits.
+func dotBF16Go(row []byte, x []float32) float32 {
+	var s float32
+	row = row[:2*len(x)]
+	for i, v := range x {
+		s += math.Float32frombits((uint32(row[2*i])|uint32(row[2*i+1])<<8)<<16) * v
+	}
+	return s
 }
 
 // dotF16Go is the dot product of an F16 row (len(x) values) with x.

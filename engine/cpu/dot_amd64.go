@@ -154,6 +154,12 @@ func dotF16AVX2(row *byte, x *float32, n int) float32
 func f16ToF32AVX2(src *byte, dst *float32, n int)
 
 //go:noescape
+func dotBF16AVX2(row *byte, x *float32, n int) float32
+
+//go:noescape
+func bf16ToF32AVX2(src *byte, dst *float32, n int)
+
+//go:noescape
 func dotQ5_0Q80AVX2(row *byte, q *int8, d *float32, blocks int, f16 *float32) float32
 
 //go:noescape
@@ -466,6 +472,16 @@ func dotF16(row []byte, x []float32) float32 {
 	return dotF16AVX2(&row[0], &x[0], n) + dotF16Go(row[2*n:], x[n:])
 }
 
+// dotBF16 is the dot product of a bfloat16 row (len(x) values) with x.
+func dotBF16(row []byte, x []float32) float32 {
+	n := len(x) &^ 31
+	if !useAVX2 || n == 0 {
+		return dotBF16Go(row, x)
+	}
+	_ = row[2*len(x)-1]
+	return dotBF16AVX2(&row[0], &x[0], n) + dotBF16Go(row[2*n:], x[n:])
+}
+
 // f16Table is every binary16 pattern as float32, for the Q8_0 kernel's scales.
 var f16Table = func() []float32 {
 	t := make([]float32, 1<<16)
@@ -497,6 +513,13 @@ func decodeRowInto(t quant.Type, raw []byte, out []float32) {
 		_ = raw[2*len(out)-1]
 		f16ToF32AVX2(&raw[0], &out[0], n)
 		quant.Dequantize(quant.F16, raw[2*n:], out[n:])
+		return
+	}
+	if t == quant.BF16 && useAVX2 && len(out) >= 8 {
+		n := len(out) &^ 7
+		_ = raw[2*len(out)-1]
+		bf16ToF32AVX2(&raw[0], &out[0], n)
+		quant.Dequantize(quant.BF16, raw[2*n:], out[n:])
 		return
 	}
 	if t == quant.Q4_K && useAVX2 && len(out)%256 == 0 && len(out) > 0 {

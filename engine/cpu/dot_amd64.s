@@ -1102,3 +1102,62 @@ f16wide:
 	JNZ  f16wide
 	VZEROUPPER
 	RET
+
+// func dotBF16AVX2(row *byte, x *float32, n int) float32
+// A bfloat16 row times x over n values (a multiple of 32): each half
+// widened to float32 exactly (its bits shifted into the top 16), then
+// multiply-added as dotF16AVX2 does, four accumulators.
+TEXT ·dotBF16AVX2(SB), NOSPLIT, $0-28
+	MOVQ row+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+bf16dot:
+	VPMOVZXWD (SI), Y4
+	VPMOVZXWD 16(SI), Y5
+	VPMOVZXWD 32(SI), Y6
+	VPMOVZXWD 48(SI), Y7
+	VPSLLD $16, Y4, Y4
+	VPSLLD $16, Y5, Y5
+	VPSLLD $16, Y6, Y6
+	VPSLLD $16, Y7, Y7
+	VFMADD231PS (DI), Y4, Y0
+	VFMADD231PS 32(DI), Y5, Y1
+	VFMADD231PS 64(DI), Y6, Y2
+	VFMADD231PS 96(DI), Y7, Y3
+	ADDQ $64, SI
+	ADDQ $128, DI
+	SUBQ $32, CX
+	JNZ  bf16dot
+	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y2
+	VADDPS Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	VZEROUPPER
+	MOVSS X0, ret+24(FP)
+	RET
+
+// func bf16ToF32AVX2(src *byte, dst *float32, n int)
+// n bfloat16 values (a multiple of 8) to float32, exactly.
+TEXT ·bf16ToF32AVX2(SB), NOSPLIT, $0-24
+	MOVQ src+0(FP), SI
+	MOVQ dst+8(FP), DI
+	MOVQ n+16(FP), CX
+
+bf16wide:
+	VPMOVZXWD (SI), Y0
+	VPSLLD $16, Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $16, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JNZ  bf16wide
+	VZEROUPPER
+	RET

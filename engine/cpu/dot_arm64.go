@@ -50,6 +50,12 @@ func dotF16NEON(row *byte, x *float32, n int) float32
 func f16ToF32NEON(src *byte, dst *float32, n int)
 
 //go:noescape
+func dotBF16NEON(row *byte, x *float32, n int) float32
+
+//go:noescape
+func bf16ToF32NEON(src *byte, dst *float32, n int)
+
+//go:noescape
 func dequantQ8_0NEON(row *byte, out *float32, blocks int)
 
 //go:noescape
@@ -156,6 +162,16 @@ func dotF16(row []byte, x []float32) float32 {
 	return dotF16NEON(&row[0], &x[0], n4) + dotF16Go(row[2*n4:], x[n4:])
 }
 
+// dotBF16 is the dot product of a bfloat16 row (len(x) values) with x.
+func dotBF16(row []byte, x []float32) float32 {
+	n16 := len(x) &^ 15
+	if !useNEON || n16 == 0 {
+		return dotBF16Go(row, x)
+	}
+	_ = row[2*len(x)-1]
+	return dotBF16NEON(&row[0], &x[0], n16) + dotBF16Go(row[2*n16:], x[n16:])
+}
+
 // decodeRowInto decodes a row of type t into out (len(out) values): F16
 // and Q8_0 rows by the kernels, bit for bit quant.Dequantize's values,
 // the others by quant.Dequantize.
@@ -167,6 +183,12 @@ func decodeRowInto(t quant.Type, raw []byte, out []float32) {
 		_ = raw[2*n-1]
 		f16ToF32NEON(&raw[0], &out[0], n8)
 		quant.Dequantize(quant.F16, raw[2*n8:], out[n8:])
+		return
+	case t == quant.BF16 && n >= 8:
+		n8 := n &^ 7
+		_ = raw[2*n-1]
+		bf16ToF32NEON(&raw[0], &out[0], n8)
+		quant.Dequantize(quant.BF16, raw[2*n8:], out[n8:])
 		return
 	case t == quant.Q8_0 && n > 0 && n%32 == 0:
 		_ = raw[n/32*34-1]

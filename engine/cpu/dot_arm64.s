@@ -353,3 +353,45 @@ qblock:
 	SUBS   $1, R2
 	BNE    qblock
 	RET
+
+// func dotBF16NEON(row *byte, x *float32, n int) float32
+// A bfloat16 row times x over n values (a multiple of 16): each half
+// widened exactly by interleaving it above a zero half (ZIP1/ZIP2 with
+// V31), then multiply-added as dotF16NEON does.
+TEXT ·dotBF16NEON(SB), NOSPLIT, $0-28
+	MOVD row+0(FP), R0
+	MOVD x+8(FP), R1
+	MOVD n+16(FP), R2
+	ZERO4
+	VEOR V31.B16, V31.B16, V31.B16
+
+bsixteen:
+	VLD1.P 32(R0), [V8.H8, V9.H8]
+	VLD1.P 64(R1), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VZIP1  V8.H8, V31.H8, V4.H8
+	VZIP2  V8.H8, V31.H8, V5.H8
+	VZIP1  V9.H8, V31.H8, V6.H8
+	VZIP2  V9.H8, V31.H8, V7.H8
+	FMLA4(V4, V5, V6, V7, V0, V1, V2, V3)
+	SUBS   $16, R2
+	BNE    bsixteen
+	REDUCE4
+	FMOVS F0, ret+24(FP)
+	RET
+
+// func bf16ToF32NEON(src *byte, dst *float32, n int)
+// n bfloat16 values (a multiple of 8) to float32, exactly.
+TEXT ·bf16ToF32NEON(SB), NOSPLIT, $0-24
+	MOVD src+0(FP), R0
+	MOVD dst+8(FP), R1
+	MOVD n+16(FP), R2
+	VEOR V31.B16, V31.B16, V31.B16
+
+bwiden:
+	VLD1.P 16(R0), [V0.H8]
+	VZIP1  V0.H8, V31.H8, V1.H8
+	VZIP2  V0.H8, V31.H8, V2.H8
+	VST1.P [V1.S4, V2.S4], 32(R1)
+	SUBS   $8, R2
+	BNE    bwiden
+	RET

@@ -12,6 +12,8 @@ func dot(a, b []float32) float32 { return dotGo(a, b) }
 
 func dotF16(row []byte, x []float32) float32 { return dotF16Go(row, x) }
 
+func dotBF16(row []byte, x []float32) float32 { return dotBF16Go(row, x) }
+
 func gemv4(a []float32, lda int, x []float32, out *[4]float32) { gemv4Go(a, lda, x, out) }
 
 var hasTile4 = false

@@ -52,6 +52,33 @@ func TestDotKernels(t *testing.T) {
 		if !slices.Equal(wide, deq) {
 			t.Errorf("decodeRowInto F16 n=%d differs from quant.Dequantize", n)
 		}
+		// bfloat16 rows: the widening kernels, tails in Go; every bit
+		// pattern decodes to its own bits (NaNs included)
+		brow := make([]byte, 2*n)
+		for i := range brow {
+			brow[i] = byte(r.IntN(256))
+		}
+		for i := 1; i < len(brow); i += 2 {
+			brow[i] &^= 0x40 // finite values only for the dot product
+		}
+		quant.Dequantize(quant.BF16, brow, deq)
+		want, mag := float64(dotRef(deq, x)), 0.0
+		for i := range x {
+			mag += math.Abs(float64(deq[i]) * float64(x[i]))
+		}
+		if got := dotBF16(brow, x); math.Abs(float64(got)-want) > 1e-6*float64(n+1)*mag {
+			t.Errorf("dotBF16 n=%d: %g, reference %g", n, got, want)
+		}
+		for i := range brow {
+			brow[i] = byte(r.IntN(256))
+		}
+		quant.Dequantize(quant.BF16, brow, deq)
+		decodeRowInto(quant.BF16, brow, wide)
+		for i := range deq {
+			if math.Float32bits(wide[i]) != math.Float32bits(deq[i]) {
+				t.Fatalf("decodeRowInto BF16 n=%d: value %d = %#x, want %#x", n, i, math.Float32bits(wide[i]), math.Float32bits(deq[i]))
+			}
+		}
 	}
 
 }

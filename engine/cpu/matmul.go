@@ -344,6 +344,8 @@ func dotRow(t quant.Type, raw []byte, x, buf []float32) float32 {
 		return dot(f32s(raw), x)
 	case t == quant.F16:
 		return dotF16(raw, x)
+	case t == quant.BF16:
+		return dotBF16(raw, x)
 	}
 	return dot(decodeRow(t, raw, buf), x)
 }

@@ -75,6 +75,14 @@ func TestNEONDot(t *testing.T) {
 			if gh, gw := dotF16NEON(&h[0], &b[0], n), dotNEON(&wide[0], &b[0], n); math.Float32bits(gh) != math.Float32bits(gw) {
 				t.Errorf("n=%d exact=%v: dotF16NEON %g, dotNEON of the widened row %g", n, exact, gh, gw)
 			}
+			// bfloat16 rows likewise (the kernel takes 16 values a step)
+			if n%16 == 0 {
+				bh, _ := quant.Quantize(quant.BF16, a)
+				quant.Dequantize(quant.BF16, bh, wide)
+				if gh, gw := dotBF16NEON(&bh[0], &b[0], n), dotNEON(&wide[0], &b[0], n); math.Float32bits(gh) != math.Float32bits(gw) {
+					t.Errorf("n=%d exact=%v: dotBF16NEON %g, dotNEON of the widened row %g", n, exact, gh, gw)
+				}
+			}
 		}
 	}
 }
@@ -135,7 +143,7 @@ func TestNEONAxpy(t *testing.T) {
 	}
 }
 
-// Decoding F16 and Q8_0 rows gives quant.Dequantize's values bit for bit
+// Decoding F16, bfloat16 and Q8_0 rows gives quant.Dequantize's values bit for bit
 // (binary16 infinities and subnormals included) and nothing past them.
 func TestNEONDecodeRows(t *testing.T) {
 	r := rand.New(rand.NewPCG(27, 28))
@@ -156,6 +164,10 @@ func TestNEONDecodeRows(t *testing.T) {
 		got := nanPad(make([]float32, n), 4)
 		f16ToF32NEON(&h[0], &got[0], n)
 		checkBits(t, "f16ToF32NEON", n, got, want)
+		quant.Dequantize(quant.BF16, h, want) // every pattern, NaNs too: widening keeps the bits
+		got = nanPad(make([]float32, n), 4)
+		bf16ToF32NEON(&h[0], &got[0], n)
+		checkBits(t, "bf16ToF32NEON", n, got, want)
 		if n%32 == 0 {
 			q, _ := quant.Quantize(quant.Q8_0, randFloats(r, n))
 			q[2] = 0x80 // -128
