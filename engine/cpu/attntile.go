@@ -106,7 +106,8 @@ func tileVFloats(hd, ctx int) int {
 
 // tileB is tile through the broadcast GEMM: the scores as keys × the
 // tile's queries (eight keys broadcast against the queries packed
-// d-major, stored transposed, so S is [query][key]; four keys at AVX2), softmax with the
+// d-major, stored transposed, so S is [query][key]; six or four keys at
+// AVX2), softmax with the
 // 1/√d scale folded into its exponent, then S·V reading V's rows in
 // place (no transposed copy).
 func (a *attnTiles) tileB(worker int, it tileItem) {
@@ -132,6 +133,12 @@ func (a *attnTiles) tileB(worker int, it tileItem) {
 	}
 	j := 0
 	z := tileRows / gemmLanes
+	if k6 := gemmKernelsT6[z]; k6 != nil { // AVX2: six keys at a time while they leave whole fours
+		for range sixRowTiles(vis) {
+			k6(&keys[j*KVD+kvo], KVD, &qT[0], tileRows, HD, &S[j], vis)
+			j += 6
+		}
+	}
 	for ; j+gemmTRows <= vis; j += gemmTRows {
 		gemmKernelsT[z](&keys[j*KVD+kvo], KVD, &qT[0], tileRows, HD, &S[j], vis)
 	}
