@@ -1,6 +1,50 @@
 //go:build !purego
 
 #include "textflag.h"
+
+// K4_FRAME reads the Q4_K or Q5_K block at SI (binary16 d and dmin, then
+// 12 bytes of six-bit scales and mins) into the frame: d·sc for the eight
+// sub-blocks as floats at 16(SP), dmin·m at 48(SP) (R8: f16Table; 0(SP)
+// to 16(SP) the unpacked bytes; AX, CX, DX, R9, Y0, Y1, Y6, Y7 clobbered).
+// Scales 0-3 = u0 & 0x3f…, mins 0-3 = u1 & 0x3f…; scales 4-7 = u2 & 0x0f…
+// | (u0 >> 6 & 0x03…) << 4; mins 4-7 = u2 >> 4 & 0x0f… | (u1 >> 6 &
+// 0x03…) << 4 (bytewise, as scalesK4).
+#define K4_FRAME \
+	MOVWLZX      (SI), AX \
+	VBROADCASTSS (R8)(AX*4), Y6 \
+	MOVWLZX      2(SI), AX \
+	VBROADCASTSS (R8)(AX*4), Y7 \
+	MOVL 4(SI), AX \
+	MOVL 8(SI), CX \
+	MOVL 12(SI), DX \
+	MOVL AX, R9 \
+	ANDL $0x3f3f3f3f, R9 \
+	MOVL R9, 0(SP) \
+	MOVL CX, R9 \
+	ANDL $0x3f3f3f3f, R9 \
+	MOVL R9, 8(SP) \
+	SHRL $6, AX \
+	ANDL $0x03030303, AX \
+	SHLL $4, AX \
+	MOVL DX, R9 \
+	ANDL $0x0f0f0f0f, R9 \
+	ORL  R9, AX \
+	MOVL AX, 4(SP) \
+	SHRL $6, CX \
+	ANDL $0x03030303, CX \
+	SHLL $4, CX \
+	SHRL $4, DX \
+	ANDL $0x0f0f0f0f, DX \
+	ORL  DX, CX \
+	MOVL CX, 12(SP) \
+	VPMOVZXBD 0(SP), Y0 \
+	VCVTDQ2PS Y0, Y0 \
+	VMULPS    Y6, Y0, Y0 \
+	VMOVUPS   Y0, 16(SP) \
+	VPMOVZXBD 8(SP), Y1 \
+	VCVTDQ2PS Y1, Y1 \
+	VMULPS    Y7, Y1, Y1 \
+	VMOVUPS   Y1, 48(SP)
 #include "dot_amd64.h"
 
 // g8ShortRow is the longest row gemv8AVX2 prefetches the next eight of.
@@ -856,46 +900,7 @@ TEXT ·dequantQ4KRowAVX2(SB), NOSPLIT, $80-32
 q4krow:
 	CMPQ         BX, $0
 	JE           q4krowdone
-	MOVWLZX      (SI), AX
-	VBROADCASTSS (R8)(AX*4), Y6
-	MOVWLZX      2(SI), AX
-	VBROADCASTSS (R8)(AX*4), Y7
-
-	// scales 0-3 = u0 & 0x3f…, mins 0-3 = u1 & 0x3f…; scales 4-7 =
-	// u2 & 0x0f… | (u0 >> 6 & 0x03…) << 4; mins 4-7 = u2 >> 4 & 0x0f… |
-	// (u1 >> 6 & 0x03…) << 4 (bytewise, as scalesK4)
-	MOVL 4(SI), AX
-	MOVL 8(SI), CX
-	MOVL 12(SI), DX
-	MOVL AX, R9
-	ANDL $0x3f3f3f3f, R9
-	MOVL R9, 0(SP)
-	MOVL CX, R9
-	ANDL $0x3f3f3f3f, R9
-	MOVL R9, 8(SP)
-	SHRL $6, AX
-	ANDL $0x03030303, AX
-	SHLL $4, AX
-	MOVL DX, R9
-	ANDL $0x0f0f0f0f, R9
-	ORL  R9, AX
-	MOVL AX, 4(SP)
-	SHRL $6, CX
-	ANDL $0x03030303, CX
-	SHLL $4, CX
-	SHRL $4, DX
-	ANDL $0x0f0f0f0f, DX
-	ORL  DX, CX
-	MOVL CX, 12(SP)
-
-	VPMOVZXBD 0(SP), Y0
-	VCVTDQ2PS Y0, Y0
-	VMULPS    Y6, Y0, Y0
-	VMOVUPS   Y0, 16(SP)
-	VPMOVZXBD 8(SP), Y1
-	VCVTDQ2PS Y1, Y1
-	VMULPS    Y7, Y1, Y1
-	VMOVUPS   Y1, 48(SP)
+	K4_FRAME
 
 	LEAQ 16(SP), R13
 	LEAQ 16(SI), R14
@@ -957,44 +962,7 @@ TEXT ·dequantQ5KRowAVX2(SB), NOSPLIT, $80-32
 q5krow:
 	CMPQ         BX, $0
 	JE           q5krowdone
-	MOVWLZX      (SI), AX
-	VBROADCASTSS (R8)(AX*4), Y6
-	MOVWLZX      2(SI), AX
-	VBROADCASTSS (R8)(AX*4), Y7
-
-	// the scales and mins as dequantQ4KRowAVX2 unpacks them
-	MOVL 4(SI), AX
-	MOVL 8(SI), CX
-	MOVL 12(SI), DX
-	MOVL AX, R9
-	ANDL $0x3f3f3f3f, R9
-	MOVL R9, 0(SP)
-	MOVL CX, R9
-	ANDL $0x3f3f3f3f, R9
-	MOVL R9, 8(SP)
-	SHRL $6, AX
-	ANDL $0x03030303, AX
-	SHLL $4, AX
-	MOVL DX, R9
-	ANDL $0x0f0f0f0f, R9
-	ORL  R9, AX
-	MOVL AX, 4(SP)
-	SHRL $6, CX
-	ANDL $0x03030303, CX
-	SHLL $4, CX
-	SHRL $4, DX
-	ANDL $0x0f0f0f0f, DX
-	ORL  DX, CX
-	MOVL CX, 12(SP)
-
-	VPMOVZXBD 0(SP), Y0
-	VCVTDQ2PS Y0, Y0
-	VMULPS    Y6, Y0, Y0
-	VMOVUPS   Y0, 16(SP)
-	VPMOVZXBD 8(SP), Y1
-	VCVTDQ2PS Y1, Y1
-	VMULPS    Y7, Y1, Y1
-	VMOVUPS   Y1, 48(SP)
+	K4_FRAME
 
 	LEAQ 16(SP), R13
 	LEAQ 48(SI), R14
