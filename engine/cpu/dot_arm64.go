@@ -172,8 +172,8 @@ func dotBF16(row []byte, x []float32) float32 {
 	return dotBF16NEON(&row[0], &x[0], n16) + dotBF16Go(row[2*n16:], x[n16:])
 }
 
-// decodeRowInto decodes a row of type t into out (len(out) values): F16
-// and Q8_0 rows by the kernels, bit for bit quant.Dequantize's values,
+// decodeRowInto decodes a row of type t into out (len(out) values): F16,
+// BF16 and Q8_0 rows by the kernels, bit for bit quant.Dequantize's values,
 // the others by quant.Dequantize.
 func decodeRowInto(t quant.Type, raw []byte, out []float32) {
 	switch n := len(out); {

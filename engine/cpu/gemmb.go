@@ -199,9 +199,11 @@ func gemmWeights(out []float32, w *model.Tensor, px *packedX, n int, lo, hi int,
 // sixRowTiles is how many tiles of six rows to take of r rows before
 // tiles of four: the count that leaves the fewest rows to the edge kernels
 // and, of those, the most (fewer calls). At AVX2 a tile two registers wide
-// has only eight accumulators in four rows, too few to cover the latency
-// of a multiply-add on two units, and runs at about three quarters of the
-// speed of one of six rows or of three registers (BenchmarkGemm256Panels).
+// has only eight accumulators in four rows, just the multiply-adds in
+// flight that two units of four cycles' latency need: alone over 256
+// rows of 768 (one thread, Zen 3) it ran 23.9–27.0 GMAC/s against
+// 34.4–36.3 for three registers, and six rows gained 4–7 % on a whole
+// 128-vector product (BenchmarkGemm256Panels' shapes, alternated).
 func sixRowTiles(r int) int {
 	best, covered := 0, r/4*4
 	for c := 1; 6*c <= r; c++ {
