@@ -47,6 +47,24 @@
 	VMOVUPS   Y1, 48(SP)
 #include "dot_amd64.h"
 
+// HDOT_STEP is the rest of a step of dotF16AVX2 and dotBF16AVX2, once a
+// step's 32 halves are widened into Y4–Y7: multiply-add them with the
+// next 32 floats of x (DI) into Y0–Y3, advance SI and DI, loop to L while
+// values remain (CX), then return the four sums added up (DOT_REDUCE).
+#define HDOT_STEP(L) \
+	VFMADD231PS (DI), Y4, Y0 \
+	VFMADD231PS 32(DI), Y5, Y1 \
+	VFMADD231PS 64(DI), Y6, Y2 \
+	VFMADD231PS 96(DI), Y7, Y3 \
+	ADDQ $64, SI \
+	ADDQ $128, DI \
+	SUBQ $32, CX \
+	JNZ  L \
+	DOT_REDUCE \
+	VZEROUPPER \
+	MOVSS X0, ret+24(FP) \
+	RET
+
 // g8ShortRow is the longest row gemv8AVX2 prefetches the next eight of.
 #define g8ShortRow 512
 
@@ -1035,24 +1053,7 @@ f16dot:
 	VCVTPH2PS 16(SI), Y5
 	VCVTPH2PS 32(SI), Y6
 	VCVTPH2PS 48(SI), Y7
-	VFMADD231PS (DI), Y4, Y0
-	VFMADD231PS 32(DI), Y5, Y1
-	VFMADD231PS 64(DI), Y6, Y2
-	VFMADD231PS 96(DI), Y7, Y3
-	ADDQ $64, SI
-	ADDQ $128, DI
-	SUBQ $32, CX
-	JNZ  f16dot
-	VADDPS Y1, Y0, Y0
-	VADDPS Y3, Y2, Y2
-	VADDPS Y2, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VHADDPS X0, X0, X0
-	VHADDPS X0, X0, X0
-	VZEROUPPER
-	MOVSS X0, ret+24(FP)
-	RET
+	HDOT_STEP(f16dot)
 
 // func f16ToF32AVX2(src *byte, dst *float32, n int)
 // Widens n binary16 values (a positive multiple of 8) to floats.
@@ -1093,24 +1094,7 @@ bf16dot:
 	VPSLLD $16, Y5, Y5
 	VPSLLD $16, Y6, Y6
 	VPSLLD $16, Y7, Y7
-	VFMADD231PS (DI), Y4, Y0
-	VFMADD231PS 32(DI), Y5, Y1
-	VFMADD231PS 64(DI), Y6, Y2
-	VFMADD231PS 96(DI), Y7, Y3
-	ADDQ $64, SI
-	ADDQ $128, DI
-	SUBQ $32, CX
-	JNZ  bf16dot
-	VADDPS Y1, Y0, Y0
-	VADDPS Y3, Y2, Y2
-	VADDPS Y2, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VHADDPS X0, X0, X0
-	VHADDPS X0, X0, X0
-	VZEROUPPER
-	MOVSS X0, ret+24(FP)
-	RET
+	HDOT_STEP(bf16dot)
 
 // func bf16ToF32AVX2(src *byte, dst *float32, n int)
 // n bfloat16 values (a multiple of 8) to float32, exactly.
